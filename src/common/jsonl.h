@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* A minimal JSON Lines writer: build one object, print it as one line and
+ * flush, so a reader on a pipe sees each line as soon as it is complete.
+ *
+ *   struct cb_json j;
+ *   cb_json_begin(&j, "summary");
+ *   cb_json_u64(&j, "sent", sent);
+ *   cb_json_end(&j, stdout);
+ */
+#ifndef CAPBENCH_JSONL_H
+#define CAPBENCH_JSONL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct cb_json {
+	char buf[4096];
+	size_t len;
+	int need_comma;
+	int overflow;
+};
+
+void cb_json_begin(struct cb_json *j, const char *type);
+void cb_json_u64(struct cb_json *j, const char *key, uint64_t v);
+void cb_json_i64(struct cb_json *j, const char *key, int64_t v);
+void cb_json_double(struct cb_json *j, const char *key, double v);
+void cb_json_str(struct cb_json *j, const char *key, const char *v);
+void cb_json_bool(struct cb_json *j, const char *key, int v);
+void cb_json_obj_begin(struct cb_json *j, const char *key);
+void cb_json_obj_end(struct cb_json *j);
+/* Close the object, write it with a newline and flush. Returns 0 or -EIO. */
+int cb_json_end(struct cb_json *j, FILE *out);
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sequence tracker: from the sequence numbers a counter sees, how many
+ * distinct frames arrived, how many are missing, seen twice or late.
+ *
+ * One tracker per stream (generator thread). It keeps the highest sequence
+ * number seen and a bitmap of the last CB_SEQ_WINDOW numbers below it, so a
+ * late frame can be told from a duplicate:
+ *
+ *   seq >= next            in order (a jump leaves a gap: those are missing
+ *                          until they arrive late)
+ *   seq in the window      late: "reordered" the first time, a duplicate after
+ *   seq below the window   too late to tell: counted as reordered and unique
+ *                          ("too_old" says how many were judged that way)
+ *
+ * lost = next - unique: every sequence number below the highest one seen that
+ * never arrived, a lost first frame (seq 0) included. A lost last frame leaves
+ * no trace in the numbers; cb_seqtrack_lost() counts it when told how many
+ * frames were sent.
+ */
+#ifndef CAPBENCH_SEQTRACK_H
+#define CAPBENCH_SEQTRACK_H
+
+#include <stdint.h>
+
+#define CB_SEQ_WINDOW (1u << 16) /* sequence numbers remembered below the highest */
+#define CB_SEQ_STREAMS 256       /* stream ids are one byte (stamp.h) */
+
+struct cb_seqtrack {
+	uint64_t next;       /* highest sequence number seen + 1; 0 = none yet */
+	uint64_t unique;     /* distinct sequence numbers seen */
+	uint64_t duplicates;
+	uint64_t reordered;  /* arrived after a higher sequence number */
+	uint64_t too_old;    /* of those, below the window: assumed unique */
+	uint64_t seen[CB_SEQ_WINDOW / 64]; /* bit seq % WINDOW, for seq in [next-WINDOW, next) */
+};
+
+void cb_seqtrack_init(struct cb_seqtrack *t);
+/* Record one frame; returns 1 if its sequence number is new, 0 for a duplicate. */
+int cb_seqtrack_add(struct cb_seqtrack *t, uint64_t seq);
+/* Frames missing: below the highest seen, or below `sent` when sent > 0. */
+uint64_t cb_seqtrack_lost(const struct cb_seqtrack *t, uint64_t sent);
+
+/* Trackers for every stream, allocated when a stream is first seen. */
+struct cb_seqset {
+	struct cb_seqtrack *stream[CB_SEQ_STREAMS];
+};
+
+struct cb_seqtotals {
+	uint64_t unique, duplicates, reordered, too_old, lost, max_seq, streams;
+};
+
+/* Record one frame of `stream`; returns 1 if new, 0 for a duplicate, -ENOMEM. */
+int cb_seqset_add(struct cb_seqset *s, unsigned int stream, uint64_t seq);
+/* Sums over all streams (max_seq: the highest of any stream). */
+void cb_seqset_totals(const struct cb_seqset *s, struct cb_seqtotals *out);
+void cb_seqset_free(struct cb_seqset *s);
+
+#endif

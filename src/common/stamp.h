@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The capbench test frame: Ethernet / IPv4 / UDP with a stamp in the first
+ * 18 bytes of UDP payload, which is all the payload a 64 B frame carries
+ * (64 B incl. 4 B FCS = 60 B in the buffer = 14 eth + 20 ip + 8 udp + 18).
+ *
+ * Shared by the generator, its BPF program, the counter and the
+ * pass-and-count XDP program, so it must stay plain C that clang -target bpf
+ * accepts (no libc).
+ *
+ * Stamp layout (little-endian integers, the byte order of every host capbench
+ * runs on; the stamp never has to be read by a foreign tool):
+ *
+ *   off  len  field
+ *     0    2  magic   CB_STAMP_MAGIC, tells capbench frames from foreign ones
+ *     2    8  seq     per-stream sequence number, starting at 0
+ *    10    8  tx_ns   departure time, CLOCK_MONOTONIC ns (bpf_ktime_get_ns)
+ *
+ * The stream id (one per generator thread) is the low byte of the UDP source
+ * port: CB_UDP_SRC_PORT_BASE + stream. The UDP destination port is
+ * CB_UDP_DST_PORT. A frame is a capbench frame when it is IPv4/UDP to that
+ * port and carries the magic.
+ */
+#ifndef CAPBENCH_STAMP_H
+#define CAPBENCH_STAMP_H
+
+#define CB_STAMP_MAGIC        0xCB5Eu
+#define CB_UDP_DST_PORT       52190u /* 0xCBDE */
+#define CB_UDP_SRC_PORT_BASE  52224u /* 0xCC00, + stream id */
+
+#define CB_ETH_HLEN   14
+#define CB_IP_HLEN    20
+#define CB_UDP_HLEN   8
+#define CB_HDRS_LEN   (CB_ETH_HLEN + CB_IP_HLEN + CB_UDP_HLEN)   /* 42 */
+#define CB_STAMP_OFF  CB_HDRS_LEN                                /* 42 */
+#define CB_STAMP_LEN  18
+#define CB_FCS_LEN    4
+
+/* Frame lengths as RFC 2544 counts them: including the 4 B FCS. */
+#define CB_FRAME_MIN  64
+#define CB_FRAME_MAX  9018
+/* Preamble (7) + SFD (1) + minimum inter-frame gap (12) on the wire. */
+#define CB_WIRE_OVERHEAD 20
+
+struct cb_stamp {
+	unsigned short magic;
+	unsigned long long seq;
+	unsigned long long tx_ns;
+} __attribute__((packed));
+
+#endif

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char *progname = "capbench";
+
+void cb_set_progname(const char *name)
+{
+	const char *slash = strrchr(name, '/');
+	progname = slash ? slash + 1 : name;
+}
+
+static void vreport(const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s: ", progname);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void cb_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport(fmt, ap);
+	va_end(ap);
+	exit(CB_EXIT_USAGE);
+}
+
+void cb_fatal(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport(fmt, ap);
+	va_end(ap);
+	exit(CB_EXIT_RUNTIME);
+}
+
+int cb_pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0 || cpu >= CPU_SETSIZE)
+		return -EINVAL;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+int cb_cpu_count(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return (int)sysconf(_SC_NPROCESSORS_ONLN);
+	return CPU_COUNT(&set);
+}
+
+int cb_ifindex(const char *ifname)
+{
+	unsigned int idx = if_nametoindex(ifname);
+
+	return idx ? (int)idx : -errno;
+}
+
+static int if_ioctl(const char *ifname, unsigned long req, struct ifreq *ifr)
+{
+	int fd, ret = 0;
+
+	if (strlen(ifname) >= IFNAMSIZ)
+		return -ENAMETOOLONG;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(ifr, 0, sizeof(*ifr));
+	strcpy(ifr->ifr_name, ifname);
+	if (ioctl(fd, req, ifr) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int cb_if_mtu(const char *ifname)
+{
+	struct ifreq ifr;
+	int ret = if_ioctl(ifname, SIOCGIFMTU, &ifr);
+
+	return ret ? ret : ifr.ifr_mtu;
+}
+
+int cb_if_mac(const char *ifname, uint8_t mac[6])
+{
+	struct ifreq ifr;
+	int ret = if_ioctl(ifname, SIOCGIFHWADDR, &ifr);
+
+	if (!ret)
+		memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	return ret;
+}
+
+int cb_parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	char tail;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
+		   &b[4], &b[5], &tail) != 6)
+		return -EINVAL;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+int cb_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cb_parse_double(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno == ERANGE || !isfinite(v))
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cb_parse_duration(const char *s, double *seconds)
+{
+	char *end;
+	double v, mult = 1.0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v))
+		return -EINVAL;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		mult = 1.0;
+	else if (!strcmp(end, "ms"))
+		mult = 1e-3;
+	else if (!strcmp(end, "us"))
+		mult = 1e-6;
+	else if (!strcmp(end, "m") || !strcmp(end, "min"))
+		mult = 60.0;
+	else
+		return -EINVAL;
+	if (v <= 0)
+		return -ERANGE;
+	*seconds = v * mult;
+	return 0;
+}
+
+int cb_parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned int shift = 0;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno)
+		return -EINVAL;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (~0ull >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+uint64_t cb_opt_count(const char *flag, const char *s, const char *what)
+{
+	uint64_t v;
+
+	if (cb_parse_u64(s, &v) || v == 0)
+		cb_usage_error("bad %s '%s': give a number of %s above 0", flag, s, what);
+	return v;
+}
+
+double cb_opt_seconds(const char *flag, const char *s)
+{
+	double v;
+
+	if (cb_parse_duration(s, &v))
+		cb_usage_error("bad %s '%s': give seconds above 0, e.g. 5, 5s or 250ms", flag, s);
+	return v;
+}
+
+int cb_opt_cpu(const char *flag, const char *s)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	uint64_t v;
+
+	if (cb_parse_u64(s, &v) || v >= (uint64_t)ncpu)
+		cb_usage_error("bad %s '%s': this machine has CPUs 0..%ld", flag, s, ncpu - 1);
+	return (int)v;
+}
+
+void cb_opt_fail(int c, char **argv)
+{
+	if (c == ':')
+		cb_usage_error("option %s needs a value (see --help)", argv[optind - 1]);
+	cb_usage_error("unknown option %s (see --help)", argv[optind - 1]);
+}
