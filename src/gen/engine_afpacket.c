@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine "afpacket": an AF_PACKET socket with PACKET_QDISC_BYPASS, frames
+ * sent in batches with sendmmsg and paced in user space. For interfaces
+ * where XDP redirect does not work.
+ *
+ * PACKET_QDISC_BYPASS hands each frame straight to the driver's xmit, so
+ * there is no qdisc queue to hide drops in: when the driver has no room the
+ * send fails with ENOBUFS and we retry the same sequence numbers, so
+ * "sent" counts only frames the kernel accepted.
+ */
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gen.h"
+#include "util.h"
+
+#define AFP_BATCH 32
+/* Waits longer than this sleep instead of spinning, waking this much early. */
+#define SLEEP_THRESHOLD_NS 200000ull
+
+struct afp_state {
+	const struct gen_cfg *cfg;
+	int fd;
+	int frame_len;
+	uint8_t frames[AFP_BATCH][CB_FRAME_MAX];
+	struct iovec iov[AFP_BATCH];
+	struct mmsghdr msgs[AFP_BATCH];
+	pthread_t thread;
+	int running;
+	int stop;  /* atomic */
+	int done;  /* atomic */
+	int err;
+	struct gen_progress prog; /* written by the thread, fields read atomically */
+};
+
+static int afp_open(const struct gen_cfg *cfg, void **state)
+{
+	struct afp_state *st = calloc(1, sizeof(*st));
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = cfg->ifindex };
+	int one = 1, err;
+
+	if (!st)
+		return -ENOMEM;
+	st->cfg = cfg;
+	for (int i = 0; i < AFP_BATCH; i++) {
+		st->frame_len = cb_frame_build(&cfg->spec, st->frames[i], CB_FRAME_MAX);
+		if (st->frame_len < 0) {
+			err = st->frame_len;
+			goto err_free;
+		}
+		st->iov[i].iov_base = st->frames[i];
+		st->iov[i].iov_len = (size_t)st->frame_len;
+		st->msgs[i].msg_hdr.msg_iov = &st->iov[i];
+		st->msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	/* Protocol 0: this socket only sends, it receives nothing. */
+	st->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (st->fd < 0) {
+		err = -errno;
+		fprintf(stderr, "capbench-gen: cannot open an AF_PACKET socket (%s): run as root\n",
+			strerror(errno));
+		goto err_free;
+	}
+	if (bind(st->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		err = -errno;
+		fprintf(stderr, "capbench-gen: cannot bind to %s: %s\n", cfg->iface, strerror(errno));
+		goto err_close;
+	}
+	if (setsockopt(st->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0) {
+		err = -errno;
+		fprintf(stderr, "capbench-gen: PACKET_QDISC_BYPASS: %s\n", strerror(errno));
+		goto err_close;
+	}
+	*state = st;
+	return 0;
+
+err_close:
+	close(st->fd);
+err_free:
+	free(st);
+	return err;
+}
+
+static void wait_until(uint64_t due_ns)
+{
+	uint64_t now = cb_now_ns();
+
+	if (due_ns > now + SLEEP_THRESHOLD_NS) {
+		uint64_t t = due_ns - SLEEP_THRESHOLD_NS / 2;
+		struct timespec ts = { (time_t)(t / 1000000000ull), (long)(t % 1000000000ull) };
+
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
+	while (cb_now_ns() < due_ns)
+		;
+}
+
+/* How many frames to send now: those due by `now` when paced, a full batch
+ * otherwise; never beyond the count. */
+static unsigned int frames_due(const struct gen_cfg *cfg, uint64_t sent,
+			       uint64_t start, uint64_t now)
+{
+	uint64_t n = AFP_BATCH;
+
+	if (cfg->gap_fp16) {
+		uint64_t due_total = (((now - start) << 16) / cfg->gap_fp16) + 1;
+
+		n = due_total > sent ? due_total - sent : 0;
+		if (n > AFP_BATCH)
+			n = AFP_BATCH;
+	}
+	if (cfg->count && n > cfg->count - sent)
+		n = cfg->count - sent;
+	return (unsigned int)n;
+}
+
+static void *afp_thread(void *arg)
+{
+	struct afp_state *st = arg;
+	const struct gen_cfg *cfg = st->cfg;
+	struct gen_progress *p = &st->prog;
+	uint64_t start = cb_now_ns(), sent = 0;
+
+	while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t now;
+		unsigned int n;
+		int r;
+
+		if (cfg->count && sent >= cfg->count)
+			break;
+		if (cfg->gap_fp16)
+			wait_until(start + ((sent * cfg->gap_fp16) >> 16));
+		now = cb_now_ns();
+		n = frames_due(cfg, sent, start, now);
+		for (unsigned int i = 0; i < n; i++)
+			cb_stamp_write(st->frames[i], sent + i, now);
+		r = sendmmsg(st->fd, st->msgs, n, 0);
+		if (r < 0) {
+			if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
+				__atomic_fetch_add(&p->tx_busy, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			st->err = -errno;
+			fprintf(stderr, "capbench-gen: sendmmsg on %s: %s\n", cfg->iface,
+				strerror(errno));
+			break;
+		}
+		if (cfg->gap_fp16) {
+			for (int i = 0; i < r; i++) {
+				uint64_t due = start + (((sent + i) * cfg->gap_fp16) >> 16);
+				uint64_t lag = now - due;
+
+				if ((lag << 16) > cfg->gap_fp16)
+					__atomic_fetch_add(&p->late, 1, __ATOMIC_RELAXED);
+				if (lag > p->max_lag_ns)
+					__atomic_store_n(&p->max_lag_ns, lag, __ATOMIC_RELAXED);
+			}
+		}
+		if (!sent && r > 0)
+			__atomic_store_n(&p->first_tx_ns, now, __ATOMIC_RELAXED);
+		if (r > 0)
+			__atomic_store_n(&p->last_tx_ns, now, __ATOMIC_RELAXED);
+		sent += (uint64_t)r;
+		__atomic_store_n(&p->sent, sent, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&st->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int afp_start(void *state)
+{
+	struct afp_state *st = state;
+	int err = pthread_create(&st->thread, NULL, afp_thread, st);
+
+	if (err)
+		return -err;
+	st->running = 1;
+	return 0;
+}
+
+static void afp_progress(void *state, struct gen_progress *p)
+{
+	struct afp_state *st = state;
+
+	p->sent = __atomic_load_n(&st->prog.sent, __ATOMIC_ACQUIRE);
+	p->first_tx_ns = __atomic_load_n(&st->prog.first_tx_ns, __ATOMIC_RELAXED);
+	p->last_tx_ns = __atomic_load_n(&st->prog.last_tx_ns, __ATOMIC_RELAXED);
+	p->late = __atomic_load_n(&st->prog.late, __ATOMIC_RELAXED);
+	p->max_lag_ns = __atomic_load_n(&st->prog.max_lag_ns, __ATOMIC_RELAXED);
+	p->tx_busy = __atomic_load_n(&st->prog.tx_busy, __ATOMIC_RELAXED);
+}
+
+static int afp_finished(void *state)
+{
+	return __atomic_load_n(&((struct afp_state *)state)->done, __ATOMIC_ACQUIRE);
+}
+
+static int afp_stop(void *state)
+{
+	struct afp_state *st = state;
+
+	if (!st->running)
+		return 0;
+	__atomic_store_n(&st->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(st->thread, NULL);
+	st->running = 0;
+	return st->err;
+}
+
+static void afp_close(void *state)
+{
+	struct afp_state *st = state;
+
+	afp_stop(st);
+	close(st->fd);
+	free(st);
+}
+
+const struct gen_engine gen_engine_afpacket = {
+	.name = "afpacket",
+	.describe = "AF_PACKET sendmmsg with PACKET_QDISC_BYPASS, paced in user space",
+	.open = afp_open,
+	.start = afp_start,
+	.progress = afp_progress,
+	.finished = afp_finished,
+	.stop = afp_stop,
+	.close = afp_close,
+};

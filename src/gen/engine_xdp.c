@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine "xdp": BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES (Linux >= 5.18).
+ * The kernel runs gen.bpf.c in a loop over recycled page-pool frames and
+ * transmits every frame the program redirects; pacing, stamping and the
+ * sent count all happen in the program (see gen.bpf.c).
+ *
+ * One call runs for the whole trial. The kernel's test loop returns -EINTR
+ * as soon as the calling thread has a signal pending, so stop() sends
+ * SIGUSR1 to the sending thread until it has left the call.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include "gen.h"
+#include "gen.skel.h"
+#include "bpf_log.h"
+#include "util.h"
+
+#define XDP_BATCH 64 /* frames per kernel loop batch (NAPI_POLL_WEIGHT) */
+
+struct xdp_state {
+	struct gen_bpf *skel;
+	uint8_t frame[CB_FRAME_MAX];
+	int frame_len;
+	pthread_t thread;
+	int running;
+	int stop;       /* atomic */
+	int done;       /* atomic */
+	int err;
+};
+
+static int xdp_open(const struct gen_cfg *cfg, void **state)
+{
+	struct xdp_state *st = calloc(1, sizeof(*st));
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	cb_libbpf_quiet();
+	st->frame_len = cb_frame_build(&cfg->spec, st->frame, sizeof(st->frame));
+	if (st->frame_len < 0) {
+		err = st->frame_len;
+		goto err_free;
+	}
+	st->skel = gen_bpf__open();
+	if (!st->skel) {
+		err = -errno;
+		goto err_free;
+	}
+	st->skel->rodata->tx_ifindex = (uint32_t)cfg->ifindex;
+	st->skel->rodata->gap_fp16 = cfg->gap_fp16;
+	st->skel->rodata->count_limit = cfg->count;
+	err = gen_bpf__load(st->skel);
+	if (err) {
+		fprintf(stderr, "capbench-gen: cannot load the generator's BPF program (%s): "
+			"run as root on a kernel with BPF and BTF, or use --engine afpacket\n",
+			strerror(-err));
+		goto err_destroy;
+	}
+	*state = st;
+	return 0;
+
+err_destroy:
+	gen_bpf__destroy(st->skel);
+err_free:
+	free(st);
+	return err;
+}
+
+static void on_sigusr1(int sig) { (void)sig; }
+
+static void *xdp_thread(void *arg)
+{
+	struct xdp_state *st = arg;
+	int prog_fd = bpf_program__fd(st->skel->progs.cb_gen);
+	sigset_t set;
+
+	/* SIGINT/SIGTERM belong to the main thread; this one only takes the
+	 * SIGUSR1 that ends the kernel loop. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
+		LIBBPF_OPTS(bpf_test_run_opts, opts,
+			.data_in = st->frame,
+			.data_size_in = (uint32_t)st->frame_len,
+			.repeat = UINT32_MAX, /* counts spins too: ~7 min at most, then we call again */
+			.flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+			.batch_size = XDP_BATCH);
+		int err = bpf_prog_test_run_opts(prog_fd, &opts);
+
+		if (err == -EINTR || !err)
+			continue;
+		if (err == -EINVAL || err == -EOPNOTSUPP)
+			fprintf(stderr, "capbench-gen: this kernel refuses BPF_PROG_RUN with live "
+				"frames (%s): it needs Linux >= 5.18; use --engine afpacket\n",
+				strerror(-err));
+		else
+			fprintf(stderr, "capbench-gen: BPF_PROG_RUN failed: %s\n", strerror(-err));
+		st->err = err;
+		break;
+	}
+	__atomic_store_n(&st->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int xdp_start(void *state)
+{
+	struct xdp_state *st = state;
+	struct sigaction sa = { .sa_handler = on_sigusr1 };
+	int err;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	err = pthread_create(&st->thread, NULL, xdp_thread, st);
+	if (err)
+		return -err;
+	st->running = 1;
+	return 0;
+}
+
+static void xdp_progress(void *state, struct gen_progress *p)
+{
+	struct xdp_state *st = state;
+	struct gen_bpf__bss *b = st->skel->bss;
+
+	/* The program updates these from one CPU; aligned 64-bit loads are
+	 * atomic, and sent is written last for each frame. */
+	memset(p, 0, sizeof(*p));
+	p->sent = __atomic_load_n(&b->sent, __ATOMIC_ACQUIRE);
+	p->first_tx_ns = __atomic_load_n(&b->first_tx_ns, __ATOMIC_RELAXED);
+	p->last_tx_ns = __atomic_load_n(&b->last_tx_ns, __ATOMIC_RELAXED);
+	p->late = __atomic_load_n(&b->late, __ATOMIC_RELAXED);
+	p->max_lag_ns = __atomic_load_n(&b->max_lag_ns, __ATOMIC_RELAXED);
+}
+
+static int xdp_finished(void *state)
+{
+	return __atomic_load_n(&((struct xdp_state *)state)->done, __ATOMIC_ACQUIRE);
+}
+
+static int xdp_stop(void *state)
+{
+	struct xdp_state *st = state;
+	struct timespec pause = { 0, 2 * 1000 * 1000 };
+
+	if (!st->running)
+		return 0;
+	__atomic_store_n(&st->stop, 1, __ATOMIC_RELEASE);
+	/* A signal that lands just before the thread enters the kernel loop
+	 * would be missed, so repeat it until the thread is out. */
+	while (!__atomic_load_n(&st->done, __ATOMIC_ACQUIRE)) {
+		pthread_kill(st->thread, SIGUSR1);
+		nanosleep(&pause, NULL);
+	}
+	pthread_join(st->thread, NULL);
+	st->running = 0;
+	return st->err;
+}
+
+static void xdp_close(void *state)
+{
+	struct xdp_state *st = state;
+
+	xdp_stop(st);
+	gen_bpf__destroy(st->skel);
+	free(st);
+}
+
+const struct gen_engine gen_engine_xdp = {
+	.name = "xdp",
+	.describe = "BPF_PROG_RUN live frames, paced in the BPF program (fastest; Linux >= 5.18)",
+	.open = xdp_open,
+	.start = xdp_start,
+	.progress = xdp_progress,
+	.finished = xdp_finished,
+	.stop = xdp_stop,
+	.close = xdp_close,
+};
