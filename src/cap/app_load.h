@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The work the counter does per packet (--app-load), like the seeds'
+ * discard-at-library counter and their "packzip" application. */
+#ifndef CAPBENCH_APP_LOAD_H
+#define CAPBENCH_APP_LOAD_H
+
+#include <stdint.h>
+
+enum app_load_kind {
+	APP_LOAD_TOUCH, /* read the stamp and track the sequence (default) */
+	APP_LOAD_NONE,  /* count frames only: no stamp read, every frame counts as received */
+	APP_LOAD_COPY,  /* copy each packet once */
+	APP_LOAD_SPIN,  /* busy-wait a fixed time per packet */
+};
+
+struct app_load {
+	enum app_load_kind kind;
+	uint64_t spin_ns;
+};
+
+struct app_load_state {
+	uint8_t buf[65536];   /* the copy's destination */
+	uint64_t sink;        /* keeps the compiler from dropping the copy */
+};
+
+/* "touch", "none", "copy", "spin:NS"; returns 0 or -EINVAL. */
+int app_load_parse(const char *s, struct app_load *out);
+/* Text form for the summary line ("spin:500"). */
+void app_load_format(const struct app_load *l, char *buf, unsigned long len);
+void app_load_apply_slow(const struct app_load *l, struct app_load_state *st,
+			 const uint8_t *data, uint32_t len);
+
+static inline void app_load_apply(const struct app_load *l, struct app_load_state *st,
+				  const uint8_t *data, uint32_t len)
+{
+	if (l->kind > APP_LOAD_NONE)
+		app_load_apply_slow(l, st, data, len);
+}
+
+#endif

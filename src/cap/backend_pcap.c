@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backend "pcap": libpcap, as the seed's counter uses it (Appendix B):
+ * pcap_next() per packet, or pcap_dispatch() per buffer with
+ * --pcap-api dispatch. On Linux libpcap itself reads a TPACKET_V3 ring.
+ *
+ * libpcap's statistics are 32-bit (struct pcap_stat uses u_int) and its
+ * ps_drop is the socket's tp_drops only. The read loop takes them every
+ * STATS_EVERY_NS and keeps 64-bit running totals from the differences, so
+ * they never wrap; pcap_stats() is called only from the reading thread,
+ * which owns the pcap handle.
+ *
+ * On Linux with TPACKET_V3 a read with no packet at all does not return at
+ * the read timeout: it blocks until a packet arrives. To stop, the main
+ * thread calls pcap_breakloop(), which since libpcap 1.10 also wakes a
+ * blocked read through an eventfd; the reader then drains what is left in
+ * non-blocking mode.
+ */
+#include <errno.h>
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cap.h"
+#include "util.h"
+
+#define DEFAULT_SNAPLEN   262144
+#define READ_TIMEOUT_MS   10      /* libpcap's poll timeout and block retire timeout */
+#define STATS_EVERY_NS    200000000ull
+#define STATS_CHECK_MASK  4095    /* look at the clock every 4096 packets */
+
+struct pcap_be {
+	pcap_t *p;
+	int dispatch;
+	struct pcap_stat last;    /* libpcap's 32-bit totals at the last read */
+	struct cap_kstats totals; /* written by the reader, read with __atomic */
+	uint64_t next_stats_ns;
+};
+
+static int pcap_be_open(const struct cap_cfg *cfg, void **state)
+{
+	char errbuf[PCAP_ERRBUF_SIZE] = "";
+	struct pcap_be *st = calloc(1, sizeof(*st));
+	int rc, err;
+
+	if (!st)
+		return -ENOMEM;
+	st->dispatch = cfg->pcap_dispatch;
+	st->p = pcap_create(cfg->iface, errbuf);
+	if (!st->p) {
+		fprintf(stderr, "capbench-cap: libpcap cannot open %s: %s\n", cfg->iface, errbuf);
+		err = -ENODEV;
+		goto err_free;
+	}
+	pcap_set_snaplen(st->p, (int)(cfg->snaplen ? cfg->snaplen : DEFAULT_SNAPLEN));
+	pcap_set_promisc(st->p, cfg->promisc);
+	pcap_set_timeout(st->p, READ_TIMEOUT_MS);
+	if (cfg->immediate)
+		pcap_set_immediate_mode(st->p, 1);
+	if (cfg->buffer_size)
+		pcap_set_buffer_size(st->p, (int)cfg->buffer_size);
+	rc = pcap_activate(st->p);
+	if (rc < 0) {
+		switch (rc) {
+		case PCAP_ERROR_NO_SUCH_DEVICE:
+			err = -ENODEV;
+			break;
+		case PCAP_ERROR_PERM_DENIED:
+			err = -EPERM;
+			break;
+		default:
+			err = -EIO;
+		}
+		fprintf(stderr, "capbench-cap: libpcap cannot capture on %s: %s%s\n", cfg->iface,
+			pcap_geterr(st->p), err == -EPERM ? ": run as root" : "");
+		goto err_close;
+	}
+	if (rc > 0 && rc != PCAP_WARNING_PROMISC_NOTSUP)
+		fprintf(stderr, "capbench-cap: libpcap warns: %s\n", pcap_statustostr(rc));
+	*state = st;
+	return 0;
+
+err_close:
+	pcap_close(st->p);
+err_free:
+	free(st);
+	return err;
+}
+
+/* Fold libpcap's 32-bit counters into 64-bit totals (unsigned differences
+ * are right across one wrap). Reader thread only. */
+static void take_stats(struct pcap_be *st)
+{
+	struct pcap_stat now;
+
+	if (pcap_stats(st->p, &now) < 0)
+		return;
+	__atomic_fetch_add(&st->totals.packets, (uint32_t)(now.ps_recv - st->last.ps_recv), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&st->totals.drops, (uint32_t)(now.ps_drop - st->last.ps_drop), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&st->totals.ifdrop, (uint32_t)(now.ps_ifdrop - st->last.ps_ifdrop), __ATOMIC_RELAXED);
+	st->last = now;
+	st->next_stats_ns = cb_now_ns() + STATS_EVERY_NS;
+}
+
+static void maybe_take_stats(struct pcap_be *st, uint64_t packets)
+{
+	if (!(packets & STATS_CHECK_MASK) && cb_now_ns() >= st->next_stats_ns)
+		take_stats(st);
+}
+
+struct dispatch_ctx {
+	struct cap_worker *w;
+	int reached;
+};
+
+static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *bytes)
+{
+	struct dispatch_ctx *c = (struct dispatch_ctx *)user;
+
+	c->reached |= cap_packet(c->w, bytes, h->caplen, h->len);
+}
+
+/* After a stop: read what is still queued without blocking. */
+static int drain(struct pcap_be *st, struct cap_worker *w)
+{
+	struct dispatch_ctx c = { .w = w };
+	char errbuf[PCAP_ERRBUF_SIZE];
+	int n;
+
+	if (pcap_setnonblock(st->p, 1, errbuf) < 0) {
+		fprintf(stderr, "capbench-cap: cannot drain: %s\n", errbuf);
+		return -EIO;
+	}
+	do {
+		n = pcap_dispatch(st->p, -1, on_packet, (u_char *)&c);
+	} while (n > 0 && !c.reached);
+	cap_publish(w);
+	return 0;
+}
+
+static int run_next(struct pcap_be *st, struct cap_worker *w)
+{
+	struct pcap_pkthdr hdr;
+	const u_char *data;
+
+	for (;;) {
+		/* pcap_next returns NULL on a read timeout and after
+		 * pcap_breakloop(): look at the stop flag then. */
+		data = pcap_next(st->p, &hdr);
+		if (!data) {
+			cap_publish(w);
+			take_stats(st);
+			if (cap_should_stop(w))
+				return drain(st, w);
+			continue;
+		}
+		if (cap_packet(w, data, hdr.caplen, hdr.len)) {
+			cap_publish(w);
+			return 0;
+		}
+		if (!(w->packets & 255))
+			cap_publish(w);
+		maybe_take_stats(st, w->packets);
+	}
+}
+
+static int run_dispatch(struct pcap_be *st, struct cap_worker *w)
+{
+	struct dispatch_ctx c = { .w = w };
+
+	for (;;) {
+		/* -1: everything in one buffer (one TPACKET_V3 block). */
+		int n = pcap_dispatch(st->p, -1, on_packet, (u_char *)&c);
+
+		if (n < 0 && n != PCAP_ERROR_BREAK) {
+			fprintf(stderr, "capbench-cap: pcap_dispatch: %s\n", pcap_geterr(st->p));
+			return -EIO;
+		}
+		cap_publish(w);
+		if (c.reached)
+			return 0;
+		if (n <= 0) {
+			take_stats(st);
+			if (cap_should_stop(w))
+				return drain(st, w);
+		} else if (cb_now_ns() >= st->next_stats_ns) {
+			take_stats(st);
+		}
+	}
+}
+
+static int pcap_be_run(void *state, struct cap_worker *w)
+{
+	struct pcap_be *st = state;
+	int err;
+
+	st->next_stats_ns = cb_now_ns() + STATS_EVERY_NS;
+	err = st->dispatch ? run_dispatch(st, w) : run_next(st, w);
+	take_stats(st);
+	return err;
+}
+
+static void pcap_be_stats(void *state, struct cap_kstats *out)
+{
+	struct pcap_be *st = state;
+
+	memset(out, 0, sizeof(*out));
+	out->packets = __atomic_load_n(&st->totals.packets, __ATOMIC_RELAXED);
+	out->drops = __atomic_load_n(&st->totals.drops, __ATOMIC_RELAXED);
+	out->ifdrop = __atomic_load_n(&st->totals.ifdrop, __ATOMIC_RELAXED);
+	out->has_ifdrop = 1;
+}
+
+static void pcap_be_wake(void *state)
+{
+	pcap_breakloop(((struct pcap_be *)state)->p);
+}
+
+static void pcap_be_close(void *state)
+{
+	struct pcap_be *st = state;
+
+	pcap_close(st->p);
+	free(st);
+}
+
+const struct cap_backend cap_backend_pcap = {
+	.name = "pcap",
+	.describe = "libpcap: pcap_next per packet as in the seed's counter, or pcap_dispatch",
+	.open = pcap_be_open,
+	.run = pcap_be_run,
+	.stats = pcap_be_stats,
+	.wake = pcap_be_wake,
+	.close = pcap_be_close,
+};

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capbench-cap: the configuration, the per-worker counts and the backend ops
+ * table. cap.c (options, main) keeps time, prints the JSON Lines and stops
+ * the capture; a backend opens the capture and runs the read loop on a
+ * worker thread, handing every packet to cap_packet().
+ */
+#ifndef CAPBENCH_CAP_H
+#define CAPBENCH_CAP_H
+
+#include <stdint.h>
+
+#include "app_load.h"
+#include "packet.h"
+#include "seqtrack.h"
+
+struct cap_cfg {
+	const char *iface;
+	int ifindex;
+	/* pcap */
+	int pcap_dispatch;       /* 0: pcap_next (the seed's counter), 1: pcap_dispatch */
+	int immediate;           /* pcap_set_immediate_mode */
+	uint64_t snaplen;        /* 0 = the backend's default */
+	uint64_t buffer_size;    /* pcap_set_buffer_size; 0 = libpcap's default */
+	/* TPACKET_V3 */
+	uint64_t block_size;
+	uint64_t block_count;
+	unsigned int block_timeout_ms;
+	int promisc;
+	struct app_load load;
+	uint64_t count;          /* stop after this many capbench frames; 0 = no limit */
+	double duration_s;       /* 0 = until a signal */
+	double interval_s;
+	int cpu;                 /* -1 = not pinned */
+};
+
+/* Counts of one worker. The worker owns the struct; the fields under
+ * "published" are stored atomically once per batch so the main thread can
+ * print interval lines while the capture runs. */
+struct cap_worker {
+	const struct cap_cfg *cfg;
+	volatile int *stop;        /* set by the main thread; read with __atomic */
+	uint64_t packets;          /* every frame read */
+	uint64_t bytes;            /* their length on the wire (without FCS) */
+	uint64_t foreign;          /* frames without the capbench stamp */
+	uint64_t received;         /* capbench frames, each sequence number once */
+	uint64_t alloc_failures;
+	struct cb_seqset seq;
+	struct app_load_state load;
+	struct {
+		uint64_t packets, bytes, received;
+	} published;
+	int done;                  /* the worker left its loop (count reached, error) */
+	int err;                   /* 0 or -errno from the read loop */
+};
+
+/* The backend's own kernel statistics as 64-bit running totals. */
+struct cap_kstats {
+	uint64_t packets;   /* frames the kernel handed to the socket, drops included */
+	uint64_t drops;     /* frames the socket dropped: ring or buffer full */
+	uint64_t freeze_q;  /* TPACKET_V3: drops while the queue was frozen */
+	uint64_t ifdrop;    /* libpcap: the interface's own drop count */
+	int has_freeze_q, has_ifdrop;
+};
+
+struct cap_backend {
+	const char *name;
+	const char *describe;
+	/* Open the capture; may print one error line. Returns 0 or -errno:
+	 * -ENODEV / -EPERM / -EINVAL mean bad input or missing privileges. */
+	int (*open)(const struct cap_cfg *cfg, void **state);
+	/* The read loop, on the worker thread: until *w->stop, then drain what
+	 * is already queued and return 0 or -errno. */
+	int (*run)(void *state, struct cap_worker *w);
+	/* Kernel statistics so far; callable from the main thread while run()
+	 * goes on. */
+	void (*stats)(void *state, struct cap_kstats *out);
+	/* Optional: called by the main thread after setting *w->stop, to wake
+	 * a read loop that may be blocked in the kernel. */
+	void (*wake)(void *state);
+	void (*close)(void *state);
+};
+
+extern const struct cap_backend cap_backend_pcap;
+extern const struct cap_backend cap_backend_afp_v3;
+
+/* NULL-terminated registry (backends.c). */
+extern const struct cap_backend *const cap_backends[];
+const struct cap_backend *cap_backend_find(const char *name);
+
+static inline int cap_should_stop(const struct cap_worker *w)
+{
+	return __atomic_load_n(w->stop, __ATOMIC_RELAXED);
+}
+
+/* One packet: count it, read its stamp, do the application's work. Returns
+ * nonzero when --count is reached. */
+static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t caplen,
+			     uint32_t wirelen)
+{
+	uint64_t seq, tx_ns;
+	unsigned int stream;
+
+	w->packets++;
+	w->bytes += wirelen;
+	if (w->cfg->load.kind == APP_LOAD_NONE) {
+		w->received++;
+		goto out;
+	}
+	if (cb_stamp_parse(data, caplen, &seq, &tx_ns, &stream)) {
+		int r = cb_seqset_add(&w->seq, stream, seq);
+
+		if (r > 0)
+			w->received++;
+		else if (r < 0)
+			w->alloc_failures++;
+	} else {
+		w->foreign++;
+	}
+	app_load_apply(&w->cfg->load, &w->load, data, caplen);
+out:
+	return w->cfg->count && w->received >= w->cfg->count;
+}
+
+/* Make the counts so far visible to the main thread (once per batch). */
+static inline void cap_publish(struct cap_worker *w)
+{
+	__atomic_store_n(&w->published.packets, w->packets, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->published.bytes, w->bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->published.received, w->received, __ATOMIC_RELAXED);
+}
+
+#endif
