@@ -1,0 +1,72 @@
+"""Where the packets went: the loss accounting of one trial (pure arithmetic).
+
+    sent (generator) ─► delivered (XDP pass-and-count on the capture veth)
+        ─► past the backlog queue (softnet_stat drops) ─► past the socket
+        (PACKET_STATISTICS drops) ─► received (counted once by the counter)
+
+link_drops   = sent − delivered          (lost between the generator and the capture interface)
+lost         = sent − received
+unexplained  = lost − link_drops − backlog_drops − socket_drops
+
+`unexplained` is normally 0. It is kept signed: a negative value means the
+counters disagree (e.g. drops of other traffic counted in softnet_stat), and
+hiding that would hide a measurement problem.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LossAccount:
+    sent: int
+    delivered: int
+    backlog_drops: int
+    socket_drops: int
+    received: int
+    link_drops: int
+    lost: int
+    unexplained: int
+    loss_pct: float  # exact, never rounded: 1 packet in 10 million is 1e-05 %
+
+
+def account(*, sent: int, delivered: int, backlog_drops: int, socket_drops: int, received: int) -> LossAccount:
+    """Split `sent − received` into the stages' drops; see the module doc."""
+    link_drops = sent - delivered
+    lost = sent - received
+    unexplained = lost - link_drops - backlog_drops - socket_drops
+    return LossAccount(
+        sent=sent,
+        delivered=delivered,
+        backlog_drops=backlog_drops,
+        socket_drops=socket_drops,
+        received=received,
+        link_drops=link_drops,
+        lost=lost,
+        unexplained=unexplained,
+        loss_pct=loss_pct(lost, sent),
+    )
+
+
+def loss_pct(lost: int, sent: int) -> float:
+    """100 · lost / sent; 0.0 when nothing was sent."""
+    return 100.0 * lost / sent if sent else 0.0
+
+
+def format_pct(pct: float, *, exact_zero: bool) -> str:
+    """A percentage with enough digits that a small loss never reads as 0.
+
+    `exact_zero` (no packet lost) prints "0"; otherwise at least two significant
+    digits: 0.0021, 0.000013, 0.31, 12.35.
+    """
+    if exact_zero:
+        return "0"
+    mag = abs(pct)
+    if mag == 0 or math.isnan(mag):
+        return f"{pct:g}"
+    if mag >= 1:
+        return f"{pct:.2f}"
+    decimals = max(2, -math.floor(math.log10(mag)) + 1)
+    return f"{pct:.{decimals}f}"

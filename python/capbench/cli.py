@@ -1,0 +1,516 @@
+"""The `capbench` command line.
+
+Every error the user can fix ends the command with one line on stderr,
+`capbench: <problem>: <fix>`, and exit status 2 (1 for failures at run time);
+only `main` chooses exit statuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from capbench import __version__, netns, preflight, tables, testbed
+from capbench.accounting import format_pct
+from capbench.binaries import find_binaries, find_program
+from capbench.errors import CapbenchError, RunError, Terminated, UsageError
+from capbench.methods import iperf
+from capbench.rates import (
+    link_name,
+    max_frame_len,
+    parse_duration,
+    parse_link,
+    parse_rate,
+    parse_sizes,
+)
+from capbench.results import RunWriter, read_run, read_trials
+from capbench.trial import BACKENDS, ENGINES, Measurer, TrialResult, TrialSetup
+
+TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here
+
+MAIN_HELP = """\
+capbench measures how many packets per second a capture method takes in
+without loss on this machine, at what CPU cost, and where lost packets were
+dropped. It brings its own traffic generator and runs over a veth pair in two
+private network namespaces, so it needs no second host and no NIC.
+
+examples:
+  sudo capbench run                        the seed's table: pcap and afp-v3, 13 frame lengths at 1 GbE
+  sudo capbench run --sizes 64,1518 --duration 2
+  capbench backends                        which capture backends work here
+  sudo capbench testbed up                 build a test bed and keep it, to experiment by hand
+  capbench report results/2025-11-23T07-30-05Z
+                                           print the tables of a finished run again
+
+Run `capbench COMMAND --help` for the options of each command.
+"""
+
+RUN_HELP = """\
+For each backend and frame length, one "iperf-like" trial (the seed's method):
+the generator sends at a constant rate for --duration seconds, the counter
+captures, and throughput = captured packets / sending time. Prints one table
+per backend (Frame | Offered | Captured | Loss | App / kernel load | where the
+loss happened) and writes results/<UTC time>/trials.jsonl and run.json.
+
+Placement on a 2-core machine: by default the generator runs on CPU 0 and both
+the kernel's receive work (the capture veth's RPS mask, --rx-cpu) and the
+counter (--cap-cpu) on CPU 1: the seed's case "#1". The test bed is removed at
+the end, on errors and on Ctrl-C (which prints what finished, exit status 130).
+
+examples:
+  sudo capbench run
+  sudo capbench run --sizes 64,1518 --duration 2          a quick look
+  sudo capbench run --backends afp-v3 --sizes rfc2544     RFC 2544's 7 frame lengths
+  sudo capbench run --rate 50%                            half the wire rate
+  sudo capbench run --rate 800kpps --sizes 64             a fixed packet rate
+  sudo capbench run --rx-cpu 1 --cap-cpu 0                the seed's "#2": kernel and counter apart
+  sudo capbench run --app-load spin:500                   a counter slowed by 500 ns per packet
+"""
+
+TESTBED_HELP = """\
+up      build two namespaces joined by a veth pair and keep them; prints their names
+down    remove test bed ID; without ID, remove every test bed no running capbench
+        owns (those of `testbed up` and the leftovers of crashed runs)
+status  list the test beds and who owns them
+
+examples:
+  sudo capbench testbed up --rx-cpu 1
+  sudo ip netns exec capbench-1a2b3c-cap tcpdump -ni cb1a2b3cc
+  sudo capbench testbed down 1a2b3c
+"""
+
+PASSTHROUGH = {
+    "gen": ("capbench-gen", "run the traffic generator capbench-gen on any interface"),
+    "capture": ("capbench-cap", "run the counter capbench-cap on any interface"),
+}
+
+PASSTHROUGH_HELP = """\
+usage: capbench {cmd} [--netns NS] OPTIONS...
+
+Runs {prog} with OPTIONS unchanged (inside network namespace NS with --netns),
+passing its JSON Lines through on stdout. {extra}
+
+examples:
+{examples}
+
+The options of {prog}:
+"""
+
+PASSTHROUGH_EXAMPLES = {
+    "gen": (
+        "Ctrl-C stops it with its summary line.",
+        "  sudo capbench gen --iface eth1 --size 64 --rate 100% --link 1g --duration 10\n"
+        "  sudo capbench gen --netns capbench-1a2b3c-gen --iface cb1a2b3cg --rate 800kpps --count 100000",
+    ),
+    "capture": (
+        "Ctrl-C ends the capture with its summary line.",
+        "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1\n"
+        "  sudo capbench capture --netns capbench-1a2b3c-cap --iface cb1a2b3cc --backend pcap --duration 10",
+    ),
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports bad input as a UsageError (one line, exit 2) instead of usage + exit."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30)
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="capbench", description=MAIN_HELP, formatter_class=_formatter, allow_abbrev=False)
+    p.add_argument("--version", action="version", version=f"capbench {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    run = sub.add_parser("run", help="measure capture throughput (the seed's iperf-like table)",
+                         description=RUN_HELP, formatter_class=_formatter, allow_abbrev=False)
+    run.add_argument("--backends", default="pcap,afp-v3", metavar="LIST",
+                     help=f"capture backends, comma-separated, of: {', '.join(BACKENDS)} (default: %(default)s)")
+    run.add_argument("--sizes", default="seed", metavar="LIST",
+                     help="frame lengths in bytes incl. FCS, comma-separated, or `seed` (the seed's 13: "
+                          "64,73,...,1518) or `rfc2544` (64,128,256,512,1024,1280,1518) (default: %(default)s)")
+    run.add_argument("--link", default="1g", help="emulated link speed: 1g, 10g, 25g, 40g, 100g (default: %(default)s)")
+    run.add_argument("--rate", default="100%",
+                     help="offered load: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m or 1g "
+                          "(bits/s on the wire, 20 B preamble+gap included), max (unpaced) (default: 100%%)")
+    run.add_argument("--duration", default="5", metavar="S",
+                     help="sending time of each trial in seconds (default: %(default)s)")
+    run.add_argument("--engine", default="xdp", choices=ENGINES,
+                     help="generator engine: xdp (BPF_PROG_RUN live frames, paced in BPF) or afpacket "
+                          "(default: %(default)s)")
+    run.add_argument("--gen-cpu", type=int, default=0, metavar="N", help="CPU of the generator (default: 0)")
+    run.add_argument("--rx-cpu", type=int, default=1, metavar="N",
+                     help="CPU that does the kernel's receive work (RPS mask of the capture veth) (default: 1)")
+    run.add_argument("--cap-cpu", type=int, default=1, metavar="N", help="CPU of the counter (default: 1)")
+    run.add_argument("--app-load", metavar="LOAD",
+                     help="work the counter does per packet: touch (read the stamp; the default), none (count "
+                          "frames only), copy (copy each packet once) or spin:NS (busy NS ns per packet)")
+    run.add_argument("--results", default="results", metavar="DIR",
+                     help="write results to DIR/<UTC time>/ (default: %(default)s)")
+    run.add_argument("--settle", default="0.3", metavar="S",
+                     help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
+
+    tb = sub.add_parser("testbed", help="build, list or remove veth test beds",
+                        description=TESTBED_HELP, formatter_class=_formatter, allow_abbrev=False)
+    tbsub = tb.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    tbsub.required = True
+    up = tbsub.add_parser("up", help="build a test bed and keep it until `down`")
+    up.add_argument("--rx-cpu", type=int, default=None, metavar="N",
+                    help="CPU for the capture veth's receive work (RPS); default: no steering")
+    down = tbsub.add_parser("down", help="remove test bed ID, or all that no running capbench owns")
+    down.add_argument("id", nargs="?", metavar="ID", help="the 6 hex digits of a test bed (see status)")
+    tbsub.add_parser("status", help="list test beds")
+
+    for name, (_prog, text) in PASSTHROUGH.items():
+        # Dispatched before argparse (see main); listed here for `capbench --help`.
+        sub.add_parser(name, help=text + " (see `capbench " + name + " --help`)", add_help=False)
+
+    sub.add_parser("backends", help="list the capture backends and whether they work here")
+
+    rep = sub.add_parser("report", help="print the tables of a finished run from its result files")
+    rep.add_argument("dir", metavar="DIR", help="a results directory written by `capbench run`")
+    return p
+
+
+# --- run ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    backends: tuple[str, ...]
+    sizes: tuple[int, ...]
+    link: str
+    link_bps: float
+    rate: str
+    duration_s: float
+    engine: str
+    gen_cpu: int
+    rx_cpu: int
+    cap_cpu: int
+    app_load: str | None
+    settle_s: float
+    results: str
+    method: str = "iperf"
+
+
+APP_LOAD_RE = re.compile(r"^(touch|none|copy|spin:[1-9]\d{0,8}|spin:1000000000)$")  # capbench-cap --app-load
+
+
+def parse_run_settings(args: argparse.Namespace) -> RunSettings:
+    """Validate every `run` option before anything is built."""
+    backends = tuple(b.strip() for b in args.backends.split(","))
+    for b in backends:
+        if b not in BACKENDS:
+            raise UsageError(f"unknown backend {b!r}: use one or more of {', '.join(BACKENDS)} "
+                             f"(see `capbench backends`)")
+    if len(set(backends)) != len(backends):
+        raise UsageError(f"backend listed twice in --backends {args.backends}")
+    sizes = parse_sizes(args.sizes, max_len=max_frame_len())
+    link_bps = parse_link(args.link)
+    rate = parse_rate(args.rate)
+    for size in sizes:
+        rate.check(size, link_bps)
+    if args.app_load is not None and not APP_LOAD_RE.match(args.app_load):
+        raise UsageError(f"cannot read --app-load {args.app_load!r}: use touch, none, copy or spin:NS (1 to 1000000000 ns, e.g. spin:500)")
+    for flag in ("gen_cpu", "rx_cpu", "cap_cpu"):
+        if getattr(args, flag) < 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be a CPU number (0, 1, ...)")
+    return RunSettings(
+        backends=backends,
+        sizes=sizes,
+        link=link_name(link_bps),
+        link_bps=link_bps,
+        rate=rate.text,
+        duration_s=parse_duration(args.duration, what="--duration"),
+        engine=args.engine,
+        gen_cpu=args.gen_cpu,
+        rx_cpu=args.rx_cpu,
+        cap_cpu=args.cap_cpu,
+        app_load=args.app_load,
+        settle_s=parse_duration(args.settle, what="--settle", allow_zero=True),
+        results=args.results,
+    )
+
+
+def note(text: str) -> None:
+    """A progress or status line on stderr (stdout carries the tables)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def _progress_line(n: int, total: int, r: TrialResult) -> str:
+    offered = "max" if r.offered_pps is None else f"{r.offered_pps:,.0f}"
+    loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
+    line = (f"[{n:>{len(str(total))}}/{total}] {r.backend:<7} {r.frame_len:>5} B  offered {offered:>9} pps  "
+            f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
+    if r.unexplained:
+        line += f"  UNEXPLAINED {r.unexplained:,}"
+    return line
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = parse_run_settings(args)
+    binaries = find_binaries()
+    preflight.require_root("capbench run")
+    preflight.require_ip()
+    preflight.check_engine(settings.engine)
+    preflight.check_cpus(gen_cpu=settings.gen_cpu, rx_cpu=settings.rx_cpu, cap_cpu=settings.cap_cpu)
+
+    rate = parse_rate(settings.rate)
+    total = len(settings.backends) * len(settings.sizes)
+    note(f"capbench {__version__}: {total} trials of {settings.duration_s:g} s "
+         f"(about {total * (settings.duration_s + TRIAL_OVERHEAD_S) / 60:.1f} min), "
+         f"{settings.link} link, rate {settings.rate}")
+    done: list[TrialResult] = []
+    writer = RunWriter.create(settings.results, dataclasses.asdict(settings)
+                              | {"binaries": {k: str(v) for k, v in dataclasses.asdict(binaries).items()}},
+                              command=["capbench", *sys.argv[1:]])
+
+    def make_measurer(backend: str, frame_len: int) -> Measurer:
+        setup = TrialSetup(
+            backend=backend, frame_len=frame_len, link_bps=settings.link_bps, engine=settings.engine,
+            gen_cpu=settings.gen_cpu, cap_cpu=settings.cap_cpu, app_load=settings.app_load,
+            settle_s=settings.settle_s,
+        )
+        return Measurer(binaries, tb, setup)
+
+    status = 0
+    try:
+        with writer, testbed.testbed(settings.rx_cpu) as tb:
+            writer.meta["testbed"] = dataclasses.asdict(tb)
+            note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, "
+                 f"results in {writer.path}")
+            for result in iperf.run(make_measurer, settings.backends, settings.sizes,
+                                    rate=rate, duration_s=settings.duration_s):
+                writer.append(result)
+                done.append(result)
+                note(_progress_line(len(done), total, result))
+    except KeyboardInterrupt:
+        note("interrupted: the test bed is removed; the trials that finished:")
+        status = 130
+    except Terminated:
+        note("terminated: the test bed is removed; the trials that finished:")
+        status = 143
+    except CapbenchError:
+        if done:
+            tables.print_tables(done)
+            note(f"results of the {len(done)} trials that finished: {writer.path}")
+        raise
+    tables.print_tables(done)
+    note(f"results: {writer.path}")
+    return status
+
+
+# --- testbed -----------------------------------------------------------------
+
+
+def cmd_testbed(args: argparse.Namespace) -> int:
+    preflight.require_root(f"capbench testbed {args.action}")
+    preflight.require_ip()
+    if args.action == "up":
+        if args.rx_cpu is not None:
+            preflight.check_cpus(rx_cpu=args.rx_cpu)
+        with testbed.sigterm_raises():
+            # The owner is this short-lived process: the test bed stays until `testbed down`.
+            tb = testbed.create(args.rx_cpu, purpose="testbed up")
+        print(f"test bed {tb.id}")
+        print(f"  generator side: namespace {tb.gen_ns}  interface {tb.gen_if}  MAC {tb.gen_mac}")
+        print(f"  capture side:   namespace {tb.cap_ns}  interface {tb.cap_if}  MAC {tb.cap_mac}")
+        print(f"  capbench-gen sends to {tb.dst_mac} (no interface has it: the capture side sees other-host frames)")
+        rps = "not steered (the sending CPU)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu} (RPS)"
+        print(f"  kernel receive work on the capture side: {rps}")
+        print(f"  note: frames of the xdp engine reach {tb.cap_if} only while an XDP program is attached")
+        print(f"  there (veth needs it for NAPI): run `capbench-xdpcount --iface {tb.cap_if}` in {tb.cap_ns},")
+        print("  or send with --engine afpacket")
+        print(f"remove it with: capbench testbed down {tb.id}")
+        return 0
+    if args.action == "down":
+        if args.id is not None:
+            if not re.fullmatch(r"[0-9a-f]{6}", args.id):
+                raise UsageError(f"{args.id!r} is not a test bed id (6 hex digits): see `capbench testbed status`")
+            if not testbed.destroy(args.id):
+                raise UsageError(f"no test bed {args.id}: see `capbench testbed status`")
+            print(f"removed test bed {args.id}")
+            return 0
+        removed, kept = testbed.destroy_stale()
+        for tb_id in removed:
+            print(f"removed test bed {tb_id}")
+        for info in kept:
+            print(f"kept test bed {info.id}: in use by pid {info.state['owner_pid']}")
+        if not removed and not kept:
+            print("no test beds")
+        return 0
+    infos = testbed.list_testbeds()
+    if not infos:
+        print("no test beds")
+        return 0
+    for info in infos:
+        st = info.state or {}
+        if info.in_use:
+            owner = f"in use by pid {st.get('owner_pid')} ({st.get('purpose', 'run')})"
+        elif info.state is None:
+            owner = "leftover without state file (`down` removes it)"
+        else:
+            owner = f"{st.get('purpose', 'run')}, no running owner (`down` removes it)"
+        if "gen_if" in st:
+            rx = "not steered" if st.get("rx_cpu") is None else st["rx_cpu"]
+            where = f"{st['gen_ns']}/{st['gen_if']} -> {st['cap_ns']}/{st['cap_if']}, rx CPU {rx}"
+        else:
+            where = " ".join(info.namespaces) or "(namespaces gone)"
+        print(f"{info.id}  {where}  created {st.get('created_at', '?')}  {owner}")
+    return 0
+
+
+# --- gen / capture pass-through ------------------------------------------------
+
+
+def _split_passthrough(argv: list[str]) -> tuple[str | None, bool, list[str]]:
+    """(netns, wants help, the rest unchanged) from the arguments after `gen`/`capture`."""
+    ns, want_help, rest = None, False, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest.extend(argv[i + 1:])
+            break
+        if a == "--netns":
+            if i + 1 >= len(argv):
+                raise UsageError("--netns needs a namespace name (see `ip netns list`)")
+            ns = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--netns="):
+            ns = a.split("=", 1)[1]
+        elif a in ("-h", "--help"):
+            want_help = True
+        else:
+            rest.append(a)
+        i += 1
+    return ns, want_help, rest
+
+
+def cmd_passthrough(cmd: str, argv: list[str]) -> int:
+    prog_name = PASSTHROUGH[cmd][0]
+    ns, want_help, rest = _split_passthrough(argv)
+    if want_help:
+        extra, examples = PASSTHROUGH_EXAMPLES[cmd]
+        sys.stdout.write(PASSTHROUGH_HELP.format(cmd=cmd, prog=prog_name, extra=extra, examples=examples))
+        sys.stdout.flush()
+        try:
+            prog = find_program(prog_name)
+        except UsageError as e:
+            print(f"  (not available: {e})")
+            return 0
+        try:
+            subprocess.run([str(prog), "--help"], stdin=subprocess.DEVNULL, timeout=10)
+        except subprocess.TimeoutExpired:
+            print(f"  ({prog} --help did not answer)")
+        return 0
+    prog = find_program(prog_name)
+    if ns is not None:
+        preflight.require_root(f"capbench {cmd} --netns")
+        if ns not in netns.list_netns():
+            raise UsageError(f"no network namespace {ns!r}: see `ip netns list` or `capbench testbed status`")
+    return run_forwarding_signals(netns.exec_argv(ns, [str(prog), *rest]))
+
+
+def run_forwarding_signals(argv: list[str]) -> int:
+    """Run a program with our stdin/stdout/stderr, in its own process group, forwarding
+    SIGINT and SIGTERM to it once each, so a Ctrl-C reaches it exactly once and it can
+    print its summary; returns its exit status (128 + signal if a signal killed it)."""
+    try:
+        proc = subprocess.Popen(argv, process_group=0)
+    except OSError as e:
+        raise RunError(f"cannot start {argv[0]}: {e.strerror}") from None
+
+    def forward(signum, frame):  # noqa: ARG001
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        rc = proc.wait()
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return 128 - rc if rc < 0 else rc
+
+
+# --- backends, report ----------------------------------------------------------
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    try:
+        find_program("capbench-cap")
+        missing = None
+    except UsageError as e:
+        missing = str(e)
+    for name in BACKENDS:
+        ok, why = (False, missing) if missing else preflight.backend_status(name)
+        print(f"{name:<8} {'works here' if ok else 'does not work here'}: {why}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = Path(args.dir)
+    trials = read_trials(path)
+    try:
+        meta = read_run(path)
+        started = meta.get("started_at", "?")
+        note(
+            f"run of {started} on {meta.get('cpu_model', '?')}, kernel "
+            f"{meta.get('kernel', {}).get('release', '?')}, capbench {meta.get('capbench_version', '?')} "
+            f"({str(meta.get('git_commit', '?'))[:12]}), status {meta.get('status', '?')}")
+    except (UsageError, RunError):
+        pass
+    tables.print_tables(trials)
+    return 0
+
+
+# --- main ------------------------------------------------------------------------
+
+
+def _main(argv: list[str]) -> int:
+    if argv and argv[0] in PASSTHROUGH:
+        return cmd_passthrough(argv[0], argv[1:])
+    args = build_parser().parse_args(argv)
+    handler = {"run": cmd_run, "testbed": cmd_testbed, "backends": cmd_backends, "report": cmd_report}
+    return handler[args.command](args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except CapbenchError as e:
+        print(f"capbench: {' '.join(str(e).split())}", file=sys.stderr)
+        return e.exit_status
+    except KeyboardInterrupt:
+        print("capbench: interrupted", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("capbench: terminated", file=sys.stderr)
+        return 143
+    except BrokenPipeError:
+        # `capbench ... | head`: the reader went away; nothing left to say.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 1

@@ -1,0 +1,140 @@
+"""CPU time and kernel drop counters, read from /proc as snapshots with deltas.
+
+- /proc/stat: per-CPU jiffies; the softirq+irq share of one CPU is the kernel's
+  receive work when RPS steers it there ("kernel load" in the seed's tables).
+- /proc/PID/stat: utime+stime of a process (all its threads), in clock ticks
+  ("application load").
+- /proc/net/softnet_stat: per-CPU packet counters; the 2nd column (hex) counts
+  frames dropped because the CPU's backlog queue was full
+  (net.core.netdev_max_backlog): drops before any socket sees the frame.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class CpuJiffies:
+    """One CPU's line of /proc/stat (guest time is already inside user/nice)."""
+
+    user: int
+    nice: int
+    system: int
+    idle: int
+    iowait: int
+    irq: int
+    softirq: int
+    steal: int
+
+    @property
+    def total(self) -> int:
+        return self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+
+    @property
+    def kernel_rx(self) -> int:
+        """Interrupt and softirq time: where the kernel's packet receive work is accounted."""
+        return self.irq + self.softirq
+
+
+def parse_proc_stat(text: str) -> dict[int, CpuJiffies]:
+    """Per-CPU jiffies from the text of /proc/stat."""
+    cpus: dict[int, CpuJiffies] = {}
+    for line in text.splitlines():
+        if line.startswith("cpu") and line[3:4].isdigit():
+            name, *fields = line.split()
+            values = [int(v) for v in fields[:8]] + [0] * (8 - len(fields[:8]))
+            cpus[int(name[3:])] = CpuJiffies(*values)
+    return cpus
+
+
+def read_proc_stat(path: str = "/proc/stat") -> dict[int, CpuJiffies]:
+    with open(path) as f:
+        return parse_proc_stat(f.read())
+
+
+def kernel_rx_pct(before: dict[int, CpuJiffies], after: dict[int, CpuJiffies], cpu: int) -> float:
+    """softirq+irq time of `cpu` between two snapshots, as % of that CPU's time."""
+    total = after[cpu].total - before[cpu].total
+    if total <= 0:
+        return 0.0
+    return 100.0 * (after[cpu].kernel_rx - before[cpu].kernel_rx) / total
+
+
+def parse_pid_stat_ticks(text: str) -> int:
+    """utime+stime (clock ticks) from the text of /proc/PID/stat.
+
+    The command name (field 2) may contain spaces and parentheses, so split after the last ')'.
+    """
+    fields = text.rsplit(")", 1)[1].split()
+    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return int(fields[11]) + int(fields[12])
+
+
+def read_pid_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return parse_pid_stat_ticks(f.read())
+
+
+def process_cpu_pct(ticks_before: int, ticks_after: int, window_s: float) -> float:
+    """A process's CPU time between two snapshots as % of one CPU over `window_s`."""
+    if window_s <= 0:
+        return 0.0
+    return 100.0 * (ticks_after - ticks_before) / CLK_TCK / window_s
+
+
+def parse_softnet_drops(text: str) -> dict[int, int]:
+    """Per-CPU backlog drop counters from the text of /proc/net/softnet_stat.
+
+    One line per online CPU; since Linux 5.10 the 13th column is the CPU number
+    (older kernels skip offline CPUs, so the line index is only a fallback).
+    """
+    drops: dict[int, int] = {}
+    for index, line in enumerate(text.splitlines()):
+        cols = line.split()
+        if len(cols) < 2:
+            continue
+        cpu = int(cols[12], 16) if len(cols) >= 13 else index
+        drops[cpu] = int(cols[1], 16)
+    return drops
+
+
+def read_softnet_drops(path: str = "/proc/net/softnet_stat") -> dict[int, int]:
+    with open(path) as f:
+        return parse_softnet_drops(f.read())
+
+
+def counter_delta(before: dict[int, int], after: dict[int, int], cpus=None) -> int:
+    """Sum of the per-CPU increases of a counter (over `cpus`, or all CPUs).
+
+    The softnet counters are 32-bit in the kernel, so a decrease is a wrap.
+    """
+    total = 0
+    for cpu, value in after.items():
+        if cpus is not None and cpu not in cpus:
+            continue
+        d = value - before.get(cpu, 0)
+        total += d if d >= 0 else d + (1 << 32)
+    return total
+
+
+def online_cpus(path: str = "/sys/devices/system/cpu/online") -> set[int]:
+    """CPU numbers from a kernel cpu list such as `0-3,6`."""
+    try:
+        with open(path) as f:
+            return parse_cpu_list(f.read())
+    except OSError:
+        return set(range(os.cpu_count() or 1))
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus

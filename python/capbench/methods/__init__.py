@@ -1,0 +1,1 @@
+"""Measurement methods: functions of a Measurer factory that return TrialResults."""

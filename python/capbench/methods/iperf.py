@@ -1,0 +1,28 @@
+"""The seed's "iperf-like" method: constant load at the offered rate, throughput =
+received packets / sending time; one trial per backend and frame length."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from capbench.rates import Rate
+from capbench.trial import Measurer, TrialResult
+
+
+def run(
+    make_measurer: Callable[[str, int], Measurer],
+    backends: Iterable[str],
+    sizes: Iterable[int],
+    *,
+    rate: Rate,
+    duration_s: float,
+) -> Iterator[TrialResult]:
+    """Yield one trial per backend x frame length (backend-major order), each at `rate`.
+
+    `make_measurer(backend, frame_len)` builds the Measurer of one combination.
+    A generator, so the caller records each trial as soon as it ends.
+    """
+    sizes = tuple(sizes)
+    for backend in backends:
+        for frame_len in sizes:
+            yield make_measurer(backend, frame_len).measure(duration_s, rate)

@@ -1,0 +1,130 @@
+"""Checks made before anything is built, each failing with one line that names the fix."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import platform
+import re
+import shutil
+import socket
+
+from capbench.cpu import online_cpus
+from capbench.errors import UsageError
+
+LIVE_FRAMES_KERNEL = (5, 18)  # BPF_F_TEST_XDP_LIVE_FRAMES
+_BPF_SYSCALL = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "ppc64le": 361, "s390x": 351,
+                "i686": 357, "armv7l": 386}
+_BPF_MAP_CREATE = 0
+_BPF_MAP_TYPE_ARRAY = 2
+_PACKET_VERSION = 10
+_TPACKET_V3 = 2
+_ETH_P_ALL = 0x0003
+
+
+def require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise UsageError(f"{what} needs root (network namespaces, XDP and BPF): run it with sudo")
+
+
+def require_ip() -> None:
+    if shutil.which("ip") is None:
+        raise UsageError("the `ip` command is missing: apt-get install iproute2")
+
+
+def kernel_version(release: str | None = None) -> tuple[int, int]:
+    m = re.match(r"(\d+)\.(\d+)", release or os.uname().release)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def bpf_syscall_error() -> str | None:
+    """None if the bpf() syscall can create a map here, else why not."""
+    nr = _BPF_SYSCALL.get(platform.machine())
+    if nr is None:
+        return None  # unknown architecture: let the programs find out
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 32)()  # zero-filled union bpf_attr, larger than the map-create part
+    attr[0], attr[1], attr[2], attr[3] = _BPF_MAP_TYPE_ARRAY, 4, 4, 1
+    fd = libc.syscall(nr, _BPF_MAP_CREATE, ctypes.byref(attr), ctypes.sizeof(attr))
+    if fd >= 0:
+        os.close(fd)
+        return None
+    err = ctypes.get_errno()
+    return f"{errno.errorcode.get(err, err)} ({os.strerror(err)})"
+
+
+def bpffs_supported(path: str = "/proc/filesystems") -> bool:
+    try:
+        with open(path) as f:
+            return any(line.split()[-1:] == ["bpf"] for line in f)
+    except OSError:
+        return False
+
+
+def check_engine(engine: str) -> None:
+    """The generator engine's kernel features: BPF_PROG_RUN live frames for xdp."""
+    if engine == "xdp":
+        have = kernel_version()
+        if have < LIVE_FRAMES_KERNEL:
+            raise UsageError(
+                f"the xdp engine needs BPF_PROG_RUN live frames (Linux >= 5.18), this kernel is "
+                f"{os.uname().release}: use --engine afpacket or a newer kernel"
+            )
+    check_bpf()
+
+
+def check_bpf() -> None:
+    """The bpf() syscall works and the kernel knows bpffs (XDP counters need both)."""
+    err = bpf_syscall_error()
+    if err:
+        raise UsageError(f"the bpf() syscall fails here: {err}: run as root on a kernel with CONFIG_BPF_SYSCALL")
+    if not bpffs_supported():
+        raise UsageError("this kernel has no bpf filesystem (bpffs): use a kernel built with CONFIG_BPF_SYSCALL")
+
+
+def check_cpus(**cpus: int | None) -> None:
+    """Each named CPU (gen_cpu=0, ...) exists, is online and is allowed to this process."""
+    online = online_cpus()
+    allowed = os.sched_getaffinity(0)
+    usable = sorted(online & allowed)
+    for name, cpu in cpus.items():
+        if cpu is None:
+            continue
+        if cpu not in usable:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(
+                f"{flag} {cpu}: no such CPU here (usable CPUs: {', '.join(map(str, usable))}): "
+                f"choose one of them with {flag}"
+            )
+
+
+def backend_status(name: str) -> tuple[bool, str]:
+    """(works here, why or why not) for a capture backend."""
+    if name == "pcap":
+        lib = ctypes.util.find_library("pcap")
+        if lib is None:
+            return False, "libpcap not found: apt-get install libpcap0.8"
+        ok, why = _packet_socket_status(tpacket_v3=False)
+        return ok, (f"{lib}; {why}" if ok else why)
+    if name == "afp-v3":
+        return _packet_socket_status(tpacket_v3=True)
+    return False, "unknown backend"
+
+
+def _packet_socket_status(*, tpacket_v3: bool) -> tuple[bool, str]:
+    try:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
+    except PermissionError:
+        return False, "AF_PACKET sockets need root (CAP_NET_RAW): run with sudo"
+    except OSError as e:
+        return False, f"cannot create an AF_PACKET socket: {e.strerror}"
+    with s:
+        if tpacket_v3:
+            try:
+                s.setsockopt(263, _PACKET_VERSION, _TPACKET_V3)  # SOL_PACKET
+            except OSError as e:
+                return False, f"TPACKET_V3 not supported: {e.strerror}"
+            return True, "AF_PACKET socket with TPACKET_V3 creatable"
+    return True, "AF_PACKET socket creatable"

@@ -1,0 +1,212 @@
+"""Run one C program as a child: JSON Lines on stdout, errors on stderr.
+
+Each child runs in its own process group (so a Ctrl-C at the terminal reaches
+capbench, which then stops the children in order), with a reader thread per
+stream that parses stdout lines into dicts and queues them. `stop()` sends
+SIGTERM, then SIGKILL after a timeout; `ChildSet` stops every child it started
+when its `with` block ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+
+from capbench import netns
+from capbench.errors import RunError
+
+_EOF = object()
+
+
+class ChildError(RunError):
+    """A child program failed: exited early, with an error, or did not answer in time."""
+
+
+def _pdeathsig_prefix() -> list[str]:
+    """`setpriv --pdeathsig KILL --` (util-linux) if present: the kernel then kills the
+    child if capbench itself dies without cleaning up (SIGKILL, a crash), so no counter
+    or XDP program outlives it. The signal survives the exec()s of setpriv and ip."""
+    return ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+
+
+class Child:
+    """One running program. `name` is used in error messages."""
+
+    def __init__(self, name: str, argv: Sequence[str], *, netns_name: str | None = None):
+        self.name = name
+        if not argv or ("/" in argv[0] and not os.access(argv[0], os.X_OK)):
+            raise ChildError(f"cannot start {name}: {argv[0] if argv else '(no program)'} is not an executable file")
+        self.argv = _pdeathsig_prefix() + netns.exec_argv(netns_name, argv)
+        self.messages: list[dict] = []  # every JSON object read so far, in order
+        self.stderr_lines: list[str] = []
+        self._queue: queue.Queue = queue.Queue()
+        try:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                process_group=0,
+            )
+        except OSError as e:
+            raise ChildError(f"cannot start {name} ({shlex.join(self.argv)}): {e.strerror}") from None
+        self.pid = self.proc.pid  # `ip netns exec` exec()s, so this is the program's own pid
+        self._threads = [
+            threading.Thread(target=self._read_stdout, name=f"{name}-stdout", daemon=True),
+            threading.Thread(target=self._read_stderr, name=f"{name}-stderr", daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    # --- reader threads (each owns one stream; they share only the queue and append-only lists)
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                msg = {"type": "text", "text": line}
+            if not isinstance(msg, dict):
+                msg = {"type": "text", "text": line}
+            self.messages.append(msg)
+            self._queue.put(msg)
+        self._queue.put(_EOF)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if line.strip():
+                self.stderr_lines.append(line.rstrip("\n"))
+
+    # --- waiting
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def failure(self, what: str) -> ChildError:
+        # Let the stderr reader catch up with a child that just exited.
+        if self.proc.poll() is not None:
+            self._threads[1].join(timeout=1.0)
+        rc = self.proc.poll()
+        status = "still running" if rc is None else (
+            f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
+        err = self.stderr_lines[-1] if self.stderr_lines else "no message on stderr"
+        return ChildError(f"{self.name} {what} ({status}): {err}")
+
+    def wait_for(self, msg_type: str, timeout_s: float) -> dict:
+        """The next stdout message of `msg_type`; ChildError if the child ends or times out first."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self.failure(f"sent no {msg_type!r} line within {timeout_s:g} s")
+            try:
+                msg = self._queue.get(timeout=left)
+            except queue.Empty:
+                continue
+            if msg is _EOF:
+                self._queue.put(_EOF)  # keep reporting EOF to later calls
+                self.proc.wait()
+                raise self.failure(f"ended before its {msg_type!r} line")
+            if msg.get("type") == msg_type:
+                return msg
+
+    def wait(self, timeout_s: float) -> int:
+        """Wait for the child to exit and its output to be read; its exit status.
+
+        ChildError if it does not exit in time (it keeps running: call stop())."""
+        try:
+            rc = self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise self.failure(f"did not finish within {timeout_s:g} s") from None
+        for t in self._threads:
+            t.join(timeout=2.0)
+        return rc
+
+    def summary(self) -> dict:
+        """The `summary` line of a child that has exited; ChildError if it printed none or failed."""
+        rc = self.proc.poll()
+        summaries = [m for m in self.messages if m.get("type") == "summary"]
+        if rc is None:
+            raise ChildError(f"{self.name} is still running: no summary yet")
+        if rc != 0 or not summaries:
+            raise self.failure("failed" if rc != 0 else "printed no summary line")
+        return summaries[-1]
+
+    # --- stopping
+
+    def signal(self, signum: int) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, timeout_s: float = 3.0, *, signalled: bool = False) -> int:
+        """SIGTERM the child's process group (once: a second one may kill a program that
+        is writing its summary), SIGKILL it after `timeout_s`; its exit status."""
+        if self.proc.poll() is None:
+            if not signalled:
+                self.signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+                self.proc.wait()
+        for t in self._threads:
+            t.join(timeout=2.0)
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL and reap at once (for cleanup after an error)."""
+        self.signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+class ChildSet:
+    """Children started in a `with` block; all are stopped when it ends, in reverse order."""
+
+    def __init__(self, stop_timeout_s: float = 3.0):
+        self.children: list[Child] = []
+        self.stop_timeout_s = stop_timeout_s
+
+    def start(self, name: str, argv: Sequence[str], *, netns_name: str | None = None) -> Child:
+        child = Child(name, argv, netns_name=netns_name)
+        self.children.append(child)
+        return child
+
+    def stop_all(self, timeout_s: float | None = None) -> None:
+        """SIGTERM every running child at once, then wait for all (SIGKILL after the timeout)."""
+        timeout_s = self.stop_timeout_s if timeout_s is None else timeout_s
+        live = [c for c in reversed(self.children) if c.running]
+        for c in live:
+            c.signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for c in live:
+            c.stop(max(0.0, deadline - time.monotonic()), signalled=True)
+
+    def __enter__(self) -> ChildSet:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # Held back signals: a second Ctrl-C must not leave a child (and its namespace) behind.
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            self.stop_all()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -1,0 +1,189 @@
+"""Result files: results/<UTC timestamp>/trials.jsonl and run.json.
+
+trials.jsonl holds one TrialResult record per line, written and flushed as
+each trial ends, so an interrupted run keeps what finished. run.json holds the
+machine (kernel, CPU model, cores), the capbench version and git commit, all
+settings, and the start and end time. Reports read only these files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from capbench import __version__
+from capbench.binaries import repo_dir
+from capbench.errors import RunError, Terminated, UsageError
+from capbench.trial import SCHEMA, TrialResult
+
+TRIALS_FILE = "trials.jsonl"
+RUN_FILE = "run.json"
+
+
+def utc_stamp(t: float | None = None) -> str:
+    """A timestamp usable as a directory name: 2025-11-23T07-30-05Z."""
+    return time.strftime("%Y-%m-%dT%H-%M-%SZ", time.gmtime(time.time() if t is None else t))
+
+
+def utc_iso(t: float | None = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if t is None else t))
+
+
+def cpu_model(path: str = "/proc/cpuinfo") -> str:
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Processor", "cpu model"):
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit(repo: Path | None = None) -> tuple[str, bool | None]:
+    """(commit, dirty) of the source tree, ("unknown", None) outside a git checkout."""
+    repo = repo or repo_dir()
+
+    def git(*args: str) -> str | None:
+        try:
+            p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return p.stdout.strip() if p.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return "unknown", None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return commit, (bool(status) if status is not None else None)
+
+
+def machine_info() -> dict[str, Any]:
+    u = os.uname()
+    commit, dirty = git_commit()
+    return {
+        "kernel": {"sysname": u.sysname, "release": u.release, "version": u.version, "machine": u.machine},
+        "hostname": u.nodename,
+        "cpu_model": cpu_model(),
+        "cores": os.cpu_count(),
+        "capbench_version": __version__,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "python": platform.python_version(),
+    }
+
+
+class RunWriter:
+    """Writes one run's directory. Use `create()`, then `append()` per trial, then `finish()`."""
+
+    def __init__(self, path: Path, meta: dict[str, Any]):
+        self.path = path
+        self.meta = meta
+        self.count = 0
+        self._trials = open(path / TRIALS_FILE, "a", encoding="utf-8")
+        self._write_meta()
+
+    @classmethod
+    def create(cls, root: Path | str, settings: dict[str, Any], *, command: list[str] | None = None) -> RunWriter:
+        """A new directory root/<UTC timestamp>/ (suffixed -2, -3 ... if it exists)."""
+        root = Path(root)
+        stamp = utc_stamp()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            path, n = root / stamp, 1
+            while True:
+                try:
+                    path.mkdir()
+                    break
+                except FileExistsError:
+                    n += 1
+                    path = root / f"{stamp}-{n}"
+        except OSError as e:
+            raise UsageError(f"cannot create the results directory in {root}: {e.strerror}: "
+                             f"choose another with --results DIR") from None
+        meta = {
+            "schema": SCHEMA,
+            **machine_info(),
+            "command": command if command is not None else sys.argv,
+            "settings": settings,
+            "started_at": utc_iso(),
+            "ended_at": None,
+            "status": "running",
+            "trials": 0,
+        }
+        return cls(path, meta)
+
+    def _write_meta(self) -> None:
+        tmp = self.path / f".{RUN_FILE}.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(self.path / RUN_FILE)
+
+    def append(self, result: TrialResult) -> None:
+        self._trials.write(json.dumps(result.to_record(), separators=(",", ":")) + "\n")
+        self._trials.flush()
+        self.count += 1
+
+    def finish(self, status: str = "complete", error: str | None = None) -> None:
+        """Close trials.jsonl and record the end: status complete | interrupted | failed."""
+        if not self._trials.closed:
+            self._trials.close()
+        self.meta.update(ended_at=utc_iso(), status=status, trials=self.count)
+        if error:
+            self.meta["error"] = error
+        self._write_meta()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.meta["status"] == "running":
+            if exc_type is None:
+                self.finish("complete")
+            elif issubclass(exc_type, (KeyboardInterrupt, Terminated)):
+                self.finish("interrupted")
+            else:
+                self.finish("failed", str(exc))
+
+
+def read_trials(path: Path | str) -> list[TrialResult]:
+    """The trials of a run directory (or of a trials.jsonl file)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / TRIALS_FILE
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}: give a results directory of `capbench run`") from None
+    results = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise RunError(f"{path}:{n}: not JSON ({e.msg})") from None
+        if not isinstance(record, dict):
+            raise RunError(f"{path}:{n}: not a trial record")
+        if record.get("schema") != SCHEMA:
+            raise RunError(f"{path}:{n}: trial schema {record.get('schema')!r}, this capbench reads {SCHEMA}")
+        results.append(TrialResult.from_record(record))
+    return results
+
+
+def read_run(path: Path | str) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        return json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageError(
+            f"cannot read {path / RUN_FILE}: {e.strerror}: give a results directory of `capbench run`"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise RunError(f"{path / RUN_FILE}: not JSON ({e.msg})") from None

@@ -1,0 +1,75 @@
+"""Tables in the shape of the seed's Table 1, one per backend, drawn from trial records only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from capbench.accounting import format_pct
+from capbench.rates import link_name
+from capbench.trial import TrialResult
+
+
+def _int(n: float | None) -> str:
+    return "max" if n is None else f"{n:,.0f}"
+
+
+def loss_places(r: TrialResult) -> str:
+    """Where the lost packets went: link / backlog / socket / unexplained ("—" when none lost)."""
+    if r.lost == 0 and r.unexplained == 0 and r.link_drops == 0:
+        return "—"
+    return f"{r.link_drops:,} / {r.backlog_drops:,} / {r.socket_drops:,} / {r.unexplained:,}"
+
+
+def backend_table(backend: str, trials: list[TrialResult]) -> Table:
+    first = trials[0]
+    placement = (f"gen CPU {first.gen_cpu}, kernel rx CPU {first.kernel_rx_cpu}, "
+                 f"app CPU {first.cap_cpu}")
+    table = Table(
+        title=f"Iperf-like capture throughput: {backend} ({link_name(first.link_bps)} link, {placement})",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
+    for header in ("Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]"):
+        table.add_column(Text(header), justify="right", no_wrap=True)  # Text: "[pps]" is not markup
+    table.add_column("Lost at link / backlog /\nsocket / unexplained", justify="right")
+    for r in trials:
+        loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
+        style = None if r.lost == 0 else ("red" if r.unexplained else "yellow")
+        table.add_row(
+            str(r.frame_len),
+            _int(r.offered_pps),
+            f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}",
+            loss,
+            f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}",
+            loss_places(r),
+            style=style,
+        )
+    return table
+
+
+def group_by_backend(trials: Iterable[TrialResult]) -> dict[str, list[TrialResult]]:
+    groups: dict[str, list[TrialResult]] = {}
+    for r in trials:
+        groups.setdefault(r.backend, []).append(r)
+    return groups
+
+
+def print_tables(trials: Iterable[TrialResult], console: Console | None = None) -> None:
+    """Print one table per backend; to a pipe or file at 120 columns, not rich's default 80."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=120)
+    groups = group_by_backend(trials)
+    if not groups:
+        console.print("No trial finished.")
+        return
+    for backend, rows in groups.items():
+        console.print(backend_table(backend, rows))
+    if any(r.unexplained for rs in groups.values() for r in rs):
+        console.print("[red]Some packets are unexplained: the counters disagree (see trials.jsonl, field raw).[/red]")

@@ -1,0 +1,295 @@
+"""The default test bed: two private network namespaces joined by a veth pair.
+
+    capbench-<id>-gen  [cb<id>g] ==== veth ==== [cb<id>c]  capbench-<id>-cap
+    generator side                                capture side
+
+`id` is 6 random hex digits, so parallel runs and tests do not collide.
+IPv6 is disabled in both namespaces before the veth appears (otherwise the
+kernel would send router solicitations: foreign frames in a capture). On a
+veth the receive work runs on the sending CPU unless RPS steers it, so the
+capture veth's RPS mask selects the CPU that does the kernel's receive work.
+
+A state file /run/capbench/testbeds/<id>.json records the owner's pid (and its
+start time, against pid reuse). `destroy_stale()` removes every capbench-*
+namespace whose owner is gone: the leftovers of crashed runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from capbench import netns
+from capbench.errors import RunError, Terminated
+
+STATE_DIR_ENV = "CAPBENCH_STATE_DIR"
+DEFAULT_STATE_DIR = Path("/run/capbench/testbeds")
+NS_RE = re.compile(r"^capbench-([0-9a-f]{6})-(gen|cap)$")
+GEN_MAC = "02:cb:00:00:01:01"
+CAP_MAC = "02:cb:00:00:01:02"
+# Where the generator sends: a MAC no interface has, so the capture side sees the
+# frames as PACKET_OTHERHOST, as a capture host sees traffic not meant for it. The
+# packet sockets get them; the IP stack drops them at once instead of routing them.
+DST_MAC = "02:cb:00:00:00:02"
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR)
+
+
+@dataclass(frozen=True)
+class Testbed:
+    """Names of one test bed; everything a trial needs to address it.
+
+    A Measurer also runs on hand-made set-ups: gen_ns/cap_ns None run the programs in
+    capbench's own namespace (two real NICs cabled together, say).
+    """
+
+    id: str
+    gen_ns: str | None
+    cap_ns: str | None
+    gen_if: str
+    cap_if: str
+    gen_mac: str
+    cap_mac: str
+    rx_cpu: int | None
+    dst_mac: str = DST_MAC  # CPU the capture veth's RPS mask selects; None: not steered
+
+    @classmethod
+    def named(cls, tb_id: str, rx_cpu: int | None = None) -> Testbed:
+        return cls(
+            id=tb_id,
+            gen_ns=f"capbench-{tb_id}-gen",
+            cap_ns=f"capbench-{tb_id}-cap",
+            gen_if=f"cb{tb_id}g",
+            cap_if=f"cb{tb_id}c",
+            gen_mac=GEN_MAC,
+            cap_mac=CAP_MAC,
+            rx_cpu=rx_cpu,
+        )
+
+
+# --- owner bookkeeping -------------------------------------------------------
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of a running process (field 22 of /proc/PID/stat); None if it does not
+    exist or is a zombie (dead, waiting to be reaped: it owns nothing any more)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+def owner_alive(state: dict) -> bool:
+    pid = state.get("owner_pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    start = process_start_ticks(pid)
+    return start is not None and start == state.get("owner_start_ticks", start)
+
+
+def read_state(tb_id: str) -> dict | None:
+    try:
+        return json.loads((state_dir() / f"{tb_id}.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _write_state(tb: Testbed, owner_pid: int, purpose: str) -> None:
+    d = state_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    state = asdict(tb) | {
+        "owner_pid": owner_pid,
+        "owner_start_ticks": process_start_ticks(owner_pid),
+        "purpose": purpose,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    tmp = d / f".{tb.id}.json.tmp"
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    tmp.replace(d / f"{tb.id}.json")
+
+
+def _remove_state(tb_id: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (state_dir() / f"{tb_id}.json").unlink()
+
+
+# --- create / destroy --------------------------------------------------------
+
+
+def rps_mask(cpu: int) -> str:
+    """The rps_cpus bitmap text selecting one CPU: 32-bit hex words joined by commas."""
+    value = 1 << cpu
+    words = []
+    while True:
+        words.append(f"{value & 0xFFFFFFFF:08x}")
+        value >>= 32
+        if not value:
+            break
+    return ",".join(reversed(words))
+
+
+def set_rps(tb: Testbed, cpu: int | None) -> None:
+    """Steer the capture veth's receive work to `cpu` (None: no RPS, the sender's CPU does it)."""
+    mask = "0" if cpu is None else rps_mask(cpu)
+    netns.write_file(tb.cap_ns, f"/sys/class/net/{tb.cap_if}/queues/rx-0/rps_cpus", mask)
+
+
+def wait_until_up(tb: Testbed, timeout_s: float = 5.0) -> None:
+    """Wait until both veth ends are operationally up.
+
+    The kernel turns a link's carrier change into its operational state in the
+    link-watch work, which runs up to a second later; until then the capture
+    side reads NO-CARRIER and a first trial would start on a half-ready link.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = [netns.operstate(tb.gen_if, tb.gen_ns), netns.operstate(tb.cap_if, tb.cap_ns)]
+        if states == ["UP", "UP"]:
+            return
+        if time.monotonic() > deadline:
+            raise RunError(f"the test bed's veth did not come up within {timeout_s:g} s "
+                           f"({tb.gen_if}: {states[0]}, {tb.cap_if}: {states[1]})")
+        time.sleep(0.05)
+
+
+def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run") -> Testbed:
+    """Build a new test bed owned by this process; on failure remove what was built and raise.
+
+    `purpose` is shown by `capbench testbed status` ("run", "testbed up", a test's name).
+    """
+    tb = Testbed.named(secrets.token_hex(3), rx_cpu)
+    while read_state(tb.id) is not None or tb.gen_ns in netns.list_netns():
+        tb = Testbed.named(secrets.token_hex(3), rx_cpu)
+    # The state file comes first, so a crash half-way leaves something `down` can find.
+    _write_state(tb, os.getpid(), purpose)
+    try:
+        for ns in (tb.gen_ns, tb.cap_ns):
+            netns.add_netns(ns)
+            for scope in ("all", "default"):
+                netns.set_sysctl(ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
+        netns.ip(
+            "link", "add", tb.gen_if, "netns", tb.gen_ns, "address", tb.gen_mac, "mtu", str(mtu),
+            "type", "veth",
+            "peer", "name", tb.cap_if, "netns", tb.cap_ns, "address", tb.cap_mac, "mtu", str(mtu),
+        )
+        for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
+            netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
+        set_rps(tb, rx_cpu)
+        wait_until_up(tb)
+    except BaseException:
+        destroy(tb.id)
+        raise
+    return tb
+
+
+def destroy(tb_id: str) -> bool:
+    """Remove a test bed's namespaces (with their veth and XDP programs) and its state file.
+
+    SIGINT and SIGTERM are held back meanwhile, so a second Ctrl-C cannot leave
+    half a test bed behind; they are delivered when this returns. True if
+    anything was removed.
+    """
+    tb = Testbed.named(tb_id)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        removed = False
+        errors = []
+        for ns in (tb.gen_ns, tb.cap_ns):
+            try:
+                removed |= netns.delete_netns(ns)
+            except RunError as e:
+                errors.append(str(e))
+        if errors:
+            raise RunError("; ".join(errors))
+        removed |= read_state(tb_id) is not None
+        _remove_state(tb_id)
+        return removed
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@dataclass(frozen=True)
+class TestbedInfo:
+    """What `testbed status` shows about one test bed."""
+
+    id: str
+    namespaces: tuple[str, ...]
+    state: dict | None
+
+    @property
+    def in_use(self) -> bool:
+        return self.state is not None and owner_alive(self.state)
+
+
+def list_testbeds() -> list[TestbedInfo]:
+    """Every test bed that has a namespace or a state file."""
+    ids: dict[str, list[str]] = {}
+    for ns in netns.list_netns():
+        m = NS_RE.match(ns)
+        if m:
+            ids.setdefault(m.group(1), []).append(ns)
+    d = state_dir()
+    if d.is_dir():
+        for p in d.glob("*.json"):
+            if re.fullmatch(r"[0-9a-f]{6}", p.stem):
+                ids.setdefault(p.stem, [])
+    return [TestbedInfo(i, tuple(sorted(ids[i])), read_state(i)) for i in sorted(ids)]
+
+
+def destroy_stale() -> tuple[list[str], list[TestbedInfo]]:
+    """Remove every test bed not owned by a running process; return (removed ids, kept)."""
+    removed, kept = [], []
+    for info in list_testbeds():
+        if info.in_use:
+            kept.append(info)
+        else:
+            destroy(info.id)
+            removed.append(info.id)
+    return removed, kept
+
+
+# --- guaranteed teardown -----------------------------------------------------
+
+
+def _raise_terminated(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise Terminated(f"terminated by signal {signum}")
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """While active, SIGTERM raises Terminated in the main thread, so `finally` blocks run."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: signals are the main thread's business
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def testbed(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run") -> Iterator[Testbed]:
+    """A test bed for the duration of a `with` block, removed on exit, exceptions,
+    KeyboardInterrupt and SIGTERM."""
+    with sigterm_raises():
+        tb = create(rx_cpu, mtu=mtu, purpose=purpose)
+        try:
+            yield tb
+        finally:
+            destroy(tb.id)
