@@ -1,0 +1,37 @@
+"""End-to-end fixtures: the real C programs on a real veth test bed in private namespaces.
+
+Every test bed gets a fresh random id (capbench-<id>-gen / -cap), so these tests
+run beside each other and beside a user's own runs; the `with` block removes it
+whatever happens. They need root (namespaces, XDP) and the meson build.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from capbench import netns, testbed
+from capbench.binaries import Binaries, find_binaries
+from capbench.errors import UsageError
+
+from e2e_env import missing_prerequisite
+
+
+@pytest.fixture(scope="session")
+def binaries() -> Binaries:
+    os.environ.pop("CAPBENCH_BUILD_DIR", None)
+    try:
+        return find_binaries()
+    except UsageError as e:
+        pytest.fail(f"the C programs are not built: {e}")
+
+
+@pytest.fixture(scope="module")
+def tb(binaries):
+    """A test bed for one test module: receive work steered to CPU 1 (the default placement)."""
+    why = missing_prerequisite()
+    if why:
+        pytest.skip(why)
+    with testbed.testbed(rx_cpu=1, purpose="pytest e2e") as bed:
+        yield bed
+    assert bed.gen_ns not in netns.list_netns()

@@ -1,0 +1,230 @@
+"""The command line on a real machine: `capbench run`, the pass-through commands,
+the test bed commands, interruption, and bad input to the C programs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from capbench import netns, testbed
+from e2e_env import (capbench_cmd, capbench_env, capbench_namespaces, missing_prerequisite, run_capbench,
+                     xdp_attached)
+
+pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
+
+
+def program_pids(tb_id: str) -> list[int]:
+    """Processes whose command line names the test bed's interfaces (capbench-gen/-cap/-xdpcount)."""
+    out = subprocess.run(["pgrep", "-f", f"cb{tb_id}[gc]"], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def assert_nothing_left(tb_id: str) -> None:
+    assert not {f"capbench-{tb_id}-gen", f"capbench-{tb_id}-cap"} & capbench_namespaces()
+    assert program_pids(tb_id) == []
+    assert testbed.read_state(tb_id) is None
+    assert not netns.link_exists(f"cb{tb_id}g") and not netns.link_exists(f"cb{tb_id}c")
+    assert xdp_attached() == []
+
+
+def start_run(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    """Start `capbench run` in a session of its own; return it and its test bed id once trials run."""
+    proc = subprocess.Popen(capbench_cmd("run", "--results", str(tmp_path), *args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=capbench_env(), start_new_session=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        m = re.match(r"test bed ([0-9a-f]{6}):", line)
+        if m:
+            return proc, m.group(1)
+    proc.wait()
+    pytest.fail(f"capbench run printed no test bed line (exit {proc.returncode})")
+
+
+def run_dir(tmp_path: Path) -> Path:
+    (d,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    return d
+
+
+def test_run_writes_trials_and_metadata(tmp_path):
+    p = run_capbench("run", "--backends", "afp-v3,pcap", "--sizes", "64,1518", "--duration", "1",
+                     "--results", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "Frame [B]" in p.stdout and "Captured [pps / Gbps]" in p.stdout and "App / kernel load [%]" in p.stdout
+    d = run_dir(tmp_path)
+    records = [json.loads(line) for line in (d / "trials.jsonl").read_text().splitlines()]
+    assert [(r["backend"], r["frame_len"]) for r in records] == [("afp-v3", 64), ("afp-v3", 1518),
+                                                                ("pcap", 64), ("pcap", 1518)]
+    for r in records:
+        assert r["sent"] > 0 and r["received"] > 0
+        assert r["sent"] - r["received"] == r["lost"]
+        assert r["lost"] == r["link_drops"] + r["backlog_drops"] + r["socket_drops"] + r["unexplained"]
+        assert (r["gen_cpu"], r["cap_cpu"], r["kernel_rx_cpu"]) == (0, 1, 1)
+        assert r["offered_pps"] == pytest.approx(1e9 / ((r["frame_len"] + 20) * 8))
+    meta = json.loads((d / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["trials"] == 4
+    for key in ("kernel", "cpu_model", "cores", "capbench_version", "git_commit", "settings"):
+        assert meta[key] not in (None, ""), key
+    assert meta["settings"]["sizes"] == [64, 1518]
+    report = run_capbench("report", str(d))
+    assert report.returncode == 0 and "afp-v3" in report.stdout
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_stopping_a_run_leaves_nothing_behind(tmp_path, signum, status):
+    proc, tb_id = start_run(tmp_path, "--sizes", "64,128,256", "--duration", "3")
+    time.sleep(1.5)  # inside the first trial: generator, counter and XDP counter all running
+    assert program_pids(tb_id), "the trial's programs should be running"
+    os.killpg(proc.pid, signum)  # what a Ctrl-C at the terminal does: the whole foreground group
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == status, err
+    assert "Traceback" not in err
+    assert_nothing_left(tb_id)
+    meta = json.loads((run_dir(tmp_path) / "run.json").read_text())
+    assert meta["status"] == "interrupted"
+
+
+def test_killed_run_leftovers_are_removed_by_testbed_down(tmp_path):
+    proc, tb_id = start_run(tmp_path, "--sizes", "64", "--duration", "3")
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGKILL)  # no chance to clean up
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while program_pids(tb_id) and time.monotonic() < deadline:  # children die with their parent
+        time.sleep(0.05)
+    assert program_pids(tb_id) == []
+    assert f"capbench-{tb_id}-cap" in capbench_namespaces()
+    status = run_capbench("testbed", "status")
+    assert tb_id in status.stdout and "no running owner" in status.stdout
+    p = run_capbench("testbed", "down")
+    assert p.returncode == 0 and f"removed test bed {tb_id}" in p.stdout
+    assert_nothing_left(tb_id)
+
+
+def test_testbed_up_status_down():
+    p = run_capbench("testbed", "up", "--rx-cpu", "1")
+    assert p.returncode == 0, p.stderr
+    tb_id = re.search(r"test bed ([0-9a-f]{6})", p.stdout).group(1)
+    try:
+        tb = testbed.Testbed.named(tb_id)
+        assert netns.operstate(tb.cap_if, tb.cap_ns) == "UP"
+        rps = netns.sh(tb.cap_ns, f"cat /sys/class/net/{tb.cap_if}/queues/rx-0/rps_cpus").strip()
+        assert int(rps.replace(",", ""), 16) == 0b10
+        assert tb_id in run_capbench("testbed", "status").stdout
+    finally:
+        p = run_capbench("testbed", "down", tb_id)
+    assert p.returncode == 0, p.stderr
+    assert_nothing_left(tb_id)
+
+
+def test_gen_and_capture_pass_through(tb):
+    """`capbench capture` and `capbench gen` by hand in the test bed's namespaces."""
+    cap = subprocess.Popen(capbench_cmd("capture", "--netns", tb.cap_ns, "--iface", tb.cap_if, "--backend",
+                                        "afp-v3", "--count", "5000", "--duration", "20"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=capbench_env())
+    assert cap.stdout is not None
+    assert json.loads(cap.stdout.readline())["type"] == "ready"
+    # afpacket needs no XDP program on the peer, unlike the xdp engine.
+    gen = run_capbench("gen", "--netns", tb.gen_ns, "--iface", tb.gen_if, "--engine", "afpacket",
+                       "--rate", "50kpps", "--count", "5000", "--dst-mac", tb.dst_mac, timeout=60)
+    out, err = cap.communicate(timeout=30)
+    assert gen.returncode == 0, gen.stderr
+    gsum = json.loads(gen.stdout.splitlines()[-1])
+    assert gsum["type"] == "summary" and gsum["sent"] == 5000 and gsum["engine"] == "afpacket"
+    assert cap.returncode == 0, err
+    csum = [json.loads(line) for line in out.splitlines()][-1]
+    assert csum["type"] == "summary"
+    assert (csum["received"], csum["lost"], csum["duplicates"], csum["reordered"]) == (5000, 0, 0, 0)
+    assert csum["kernel_drops"] == 0 and csum["kernel"]["freeze_q"] == 0
+
+
+def test_capture_stops_on_ctrl_c_with_its_summary(tb):
+    proc = subprocess.Popen(capbench_cmd("capture", "--netns", tb.cap_ns, "--iface", tb.cap_if),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=capbench_env(),
+                            start_new_session=True)
+    assert proc.stdout is not None
+    assert json.loads(proc.stdout.readline())["type"] == "ready"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [m["type"] for m in lines if m["type"] == "summary"] == ["summary"], err
+    assert lines[-1]["backend"] == "pcap" and lines[-1]["received"] == 0
+
+
+# --- bad input to the C programs: one line, exit status 2, nothing on stdout -----------------------
+
+
+def run_in(ns: str | None, argv: list[str], *, as_nobody: bool = False) -> subprocess.CompletedProcess:
+    if as_nobody:
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    return subprocess.run(netns.exec_argv(ns, argv), capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+
+
+def assert_one_line_usage_error(p: subprocess.CompletedProcess, prog: str, *words: str) -> None:
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(prog + ": "), p.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--count", "0"], ["--count"]),
+    (["--size", "63"], ["63", "64"]),
+    (["--size", "1519"], ["1519", "MTU 1500"]),
+    (["--rate", "2Mpps"], ["wire rate", "--link"]),
+    (["--rate", "1.1g"], ["wire rate"]),
+    (["--link", "3g"], ["--link"]),
+    (["--engine", "dpdk"], ["dpdk", "xdp"]),
+    (["--cpu", "99"], ["--cpu"]),
+    (["--bogus"], ["--bogus"]),
+])
+def test_generator_bad_input(tb, binaries, args, words):
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *args])
+    assert_one_line_usage_error(p, "capbench-gen", *words)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--backend", "pfring"], ["pfring", "pcap, afp-v3"]),
+    (["--count", "0"], ["--count"]),
+    (["--app-load", "heavy"], ["heavy"]),
+    (["--backend", "afp-v3", "--block-size", "5000"], ["--block-size", "power of two"]),
+    (["--backend", "afp-v3", "--pcap-api", "next"], ["--backend pcap"]),
+    (["--pcap-api", "loop"], ["loop"]),
+])
+def test_counter_bad_input(tb, binaries, args, words):
+    p = run_in(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, *args])
+    assert_one_line_usage_error(p, "capbench-cap", *words)
+
+
+@pytest.mark.parametrize("prog", ["gen", "cap", "xdpcount"])
+def test_unknown_interface(binaries, prog):
+    p = run_in(None, [str(getattr(binaries, prog)), "--iface", "nosuchif0"])
+    assert_one_line_usage_error(p, "capbench-" + prog, "nosuchif0", "ip link")
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
+@pytest.mark.parametrize("prog", ["gen", "cap", "xdpcount"])
+def test_programs_not_root(binaries, prog):
+    p = run_in(None, [str(getattr(binaries, prog)), "--iface", "lo"], as_nobody=True)
+    assert_one_line_usage_error(p, "capbench-" + prog, "root")
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
+@pytest.mark.parametrize("args", [["run"], ["testbed", "up"], ["testbed", "down"]])
+def test_capbench_not_root(args):
+    env = capbench_env()
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        *capbench_cmd(*args)], capture_output=True, text=True, env=env, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "needs root" in p.stderr
+    assert "Traceback" not in p.stderr

@@ -1,0 +1,99 @@
+"""Fixtures: fake capbench-gen/-cap/-xdpcount that speak the JSON Lines of docs/programs.md.
+
+They let the Measurer and the process handling run without root or the C build.
+Their behaviour comes from FAKE_* environment variables (inherited by the children).
+"""
+
+import os
+import stat
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+FAKE_PROGRAM = textwrap.dedent(
+    """\
+    import json, os, signal, sys, time
+
+    name = os.path.basename(sys.argv[0])
+    args = sys.argv[1:]
+    env = os.environ
+    with open(env["FAKE_LOG"], "a") as log:
+        log.write(json.dumps([name] + args) + "\\n")
+
+    def opt(flag, default=None):
+        return args[args.index(flag) + 1] if flag in args else default
+
+    def out(**obj):
+        print(json.dumps(obj), flush=True)
+
+    if "--help" in args:
+        print("usage: " + name + " --iface IF [fake options]")
+        sys.exit(0)
+
+    fail = env.get("FAKE_FAIL", "")
+    if fail == name:
+        print(name + ": cannot attach to " + str(opt("--iface")) + ": No such device", file=sys.stderr)
+        sys.exit(2)
+
+    stop = False
+    def on_term(signum, frame):
+        global stop
+        stop = True
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+
+    if name == "capbench-gen":
+        duration = float(opt("--duration", "0.2"))
+        time.sleep(duration)
+        sent = int(env.get("FAKE_SENT", "1000"))
+        out(type="interval", t_s=duration, sent=sent, pps=sent / duration)
+        out(type="summary", engine=opt("--engine"), iface=opt("--iface"), frame_len=int(opt("--size")),
+            sent=sent, duration_s=duration, achieved_pps=sent / duration, cpu=opt("--cpu"))
+        sys.exit(0)
+
+    if env.get("FAKE_HANG") == name:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(1)
+    if env.get("FAKE_NO_READY") == name:
+        while not stop:
+            time.sleep(0.01)
+        sys.exit(0)
+    out(type="ready", iface=opt("--iface"), backend=opt("--backend"))
+    t0 = time.process_time()
+    while not stop:
+        if name == "capbench-cap" and env.get("FAKE_BUSY"):
+            pass  # burn CPU, like a counter at work
+        else:
+            time.sleep(0.005)
+    if name == "capbench-xdpcount":
+        out(type="summary", iface=opt("--iface"), packets=int(env.get("FAKE_DELIVERED", "1000")),
+            bytes=0, capbench=int(env.get("FAKE_DELIVERED", "1000")))
+    else:
+        out(type="summary", backend=opt("--backend"), iface=opt("--iface"), duration_s=1.0,
+            packets=int(env.get("FAKE_RECEIVED", "1000")) + 3,
+            received=int(env.get("FAKE_RECEIVED", "1000")), foreign=3, lost=int(env.get("FAKE_SEQ_LOST", "0")),
+            duplicates=1, reordered=2, max_seq=999, kernel_drops=int(env.get("FAKE_KDROPS", "0")),
+            kernel={"packets": 1000, "drops": int(env.get("FAKE_KDROPS", "0"))}, cpu=opt("--cpu"))
+    """
+)
+
+
+@pytest.fixture
+def fake_build(tmp_path, monkeypatch):
+    """A build directory of fake programs; $CAPBENCH_BUILD_DIR points at it. Yields its log path."""
+    build = tmp_path / "build"
+    build.mkdir()
+    for name in ("capbench-gen", "capbench-cap", "capbench-xdpcount"):
+        path = build / name
+        path.write_text(f"#!{sys.executable}\n" + FAKE_PROGRAM)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    log = tmp_path / "calls.jsonl"
+    log.touch()
+    monkeypatch.setenv("CAPBENCH_BUILD_DIR", str(build))
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    for var in [v for v in os.environ if v.startswith("FAKE_") and v != "FAKE_LOG"]:
+        monkeypatch.delenv(var)
+    return log

@@ -1,0 +1,102 @@
+import os
+import sys
+import textwrap
+import time
+
+import pytest
+from capbench.procs import Child, ChildError, ChildSet
+
+
+def script(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+READY_THEN_SUMMARY_ON_TERM = script(
+    """
+    import json, signal, sys, time
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+    print("not json", flush=True)
+    print(json.dumps({"type": "ready", "iface": "x"}), flush=True)
+    while not stop:
+        time.sleep(0.01)
+    print(json.dumps({"type": "summary", "received": 42}), flush=True)
+    """
+)
+
+
+def test_ready_and_summary():
+    child = Child("counter", READY_THEN_SUMMARY_ON_TERM)
+    assert child.wait_for("ready", 5)["iface"] == "x"
+    assert child.running
+    assert child.stop(5) == 0
+    assert child.summary()["received"] == 42
+    assert {"type": "text", "text": "not json"} in child.messages
+
+
+def test_early_exit_reports_stderr_line():
+    child = Child("counter", script("import sys; print('counter: no such device eth9', file=sys.stderr); sys.exit(2)"))
+    with pytest.raises(ChildError, match=r"counter ended before its 'ready' line \(exit status 2\): counter: no such device eth9"):
+        child.wait_for("ready", 5)
+
+
+def test_missing_ready_times_out():
+    child = Child("slow", script("import time; time.sleep(30)"))
+    t0 = time.monotonic()
+    with pytest.raises(ChildError, match="sent no 'ready' line within 0.3 s"):
+        child.wait_for("ready", 0.3)
+    assert time.monotonic() - t0 < 3
+    child.stop(1)
+    assert not child.running
+
+
+def test_summary_of_failed_child_raises():
+    child = Child("gen", script("import sys; print('gen: rate above wire rate', file=sys.stderr); sys.exit(2)"))
+    assert child.wait(5) == 2
+    with pytest.raises(ChildError, match="gen failed .exit status 2.: gen: rate above wire rate"):
+        child.summary()
+
+
+def test_summary_missing_raises():
+    child = Child("gen", script("pass"))
+    child.wait(5)
+    with pytest.raises(ChildError, match="printed no summary line"):
+        child.summary()
+
+
+def test_sigkill_after_timeout_and_no_child_left():
+    with ChildSet(stop_timeout_s=0.3) as kids:
+        stubborn = kids.start("stubborn", script(
+            """
+            import signal, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            print('{"type": "ready"}', flush=True)
+            time.sleep(60)
+            """))
+        stubborn.wait_for("ready", 5)
+        pid = stubborn.pid
+    assert stubborn.proc.returncode == -9
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_childset_stops_children_on_exception():
+    with pytest.raises(RuntimeError):
+        with ChildSet() as kids:
+            child = kids.start("counter", READY_THEN_SUMMARY_ON_TERM)
+            child.wait_for("ready", 5)
+            raise RuntimeError("trial failed")
+    assert not child.running
+    assert child.summary()["received"] == 42
+
+
+def test_missing_program():
+    with pytest.raises(ChildError, match="cannot start nothing"):
+        Child("nothing", ["/nonexistent/capbench-nothing"])
+
+
+def test_own_process_group():
+    child = Child("counter", READY_THEN_SUMMARY_ON_TERM)
+    child.wait_for("ready", 5)
+    assert os.getpgid(child.pid) == child.pid != os.getpgid(0)
+    child.stop()

@@ -1,0 +1,76 @@
+import json
+
+import pytest
+from capbench.errors import RunError, Terminated, UsageError
+from capbench.results import RUN_FILE, TRIALS_FILE, RunWriter, machine_info, read_run, read_trials
+from records import make_result
+
+
+def test_write_and_read_back(tmp_path):
+    settings = {"backends": ["pcap"], "sizes": [64, 1518], "duration_s": 5.0}
+    writer = RunWriter.create(tmp_path / "results", settings, command=["capbench", "run"])
+    assert writer.path.parent == tmp_path / "results"
+    assert read_run(writer.path)["status"] == "running"
+    a, b = make_result(frame_len=64), make_result(frame_len=1518, sent=406_370, received=406_000)
+    writer.append(a)
+    # Flushed after each trial: a crash keeps what finished.
+    assert len((writer.path / TRIALS_FILE).read_text().splitlines()) == 1
+    writer.append(b)
+    writer.finish()
+    assert read_trials(writer.path) == [a, b]
+    assert read_trials(writer.path / TRIALS_FILE) == [a, b]
+    meta = read_run(writer.path)
+    assert meta["status"] == "complete" and meta["trials"] == 2
+    assert meta["settings"] == settings
+    assert meta["command"] == ["capbench", "run"]
+    for key in ("schema", "kernel", "cpu_model", "cores", "capbench_version", "git_commit", "python",
+                "started_at", "ended_at"):
+        assert meta[key] not in (None, ""), key
+
+
+def test_each_line_is_one_json_object(tmp_path):
+    with RunWriter.create(tmp_path, {}) as writer:
+        writer.append(make_result())
+    line = (writer.path / TRIALS_FILE).read_text()
+    assert line.count("\n") == 1
+    assert json.loads(line)["schema"] == 1
+
+
+@pytest.mark.parametrize("exc, status", [(KeyboardInterrupt, "interrupted"), (Terminated, "interrupted"),
+                                         (RunError, "failed")])
+def test_status_records_how_the_run_ended(tmp_path, exc, status):
+    with pytest.raises(exc):
+        with RunWriter.create(tmp_path, {}) as writer:
+            writer.append(make_result())
+            raise exc("stop")
+    meta = json.loads((writer.path / RUN_FILE).read_text())
+    assert meta["status"] == status and meta["trials"] == 1 and meta["ended_at"]
+
+
+def test_two_runs_in_one_second_get_two_directories(tmp_path):
+    a = RunWriter.create(tmp_path, {})
+    b = RunWriter.create(tmp_path, {})
+    assert a.path != b.path
+    a.finish()
+    b.finish()
+
+
+def test_bad_result_files(tmp_path):
+    with pytest.raises(UsageError, match="cannot read"):
+        read_trials(tmp_path / "nothing")
+    (tmp_path / TRIALS_FILE).write_text('{"schema": 1, "backend": "pcap"\n')
+    with pytest.raises(RunError, match="not JSON"):
+        read_trials(tmp_path)
+    (tmp_path / TRIALS_FILE).write_text('{"schema": 99}\n')
+    with pytest.raises(RunError, match="schema 99"):
+        read_trials(tmp_path)
+    (tmp_path / TRIALS_FILE).write_text('{"schema": 1, "backend": "pcap"}\n')
+    with pytest.raises(RunError, match="not a capbench trial record"):
+        read_trials(tmp_path)
+
+
+def test_machine_info():
+    info = machine_info()
+    assert info["cores"] >= 1
+    assert info["kernel"]["release"]
+    assert isinstance(info["git_commit"], str)

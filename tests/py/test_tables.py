@@ -1,0 +1,43 @@
+from capbench.tables import loss_places, print_tables
+from records import make_result
+from rich.console import Console
+
+
+def render(trials) -> str:
+    console = Console(record=True, width=200)
+    print_tables(trials, console)
+    return console.export_text()
+
+
+def test_seed_table_shape():
+    text = render([make_result(backend="pcap", frame_len=64), make_result(backend="afp-v3", frame_len=1518,
+                                                                          sent=406_370)])
+    for header in ("Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]"):
+        assert header in text
+    assert "pcap" in text and "afp-v3" in text
+    assert "1,488,095" in text  # offered at 64 B
+    assert "1,488,095 / 1.000" in text  # captured pps / wire Gbps
+    assert "63.6 / 12.2" in text or "63.6 / 12.3" in text
+
+
+def test_small_loss_is_visible_and_located():
+    r = make_result(sent=7_440_476, received=7_440_316, backlog_drops=60, socket_drops=100)
+    text = render([r])
+    assert "0.0022" in text  # 160 / 7,440,476 = 0.00215 %
+    assert loss_places(r) == "0 / 60 / 100 / 0"
+    assert "unexplained" not in text.lower().split("socket / unexplained")[1]
+
+
+def test_no_loss_reads_zero_and_no_places():
+    r = make_result()
+    assert loss_places(r) == "—"
+    assert " 0 " in render([r])
+
+
+def test_unexplained_is_flagged():
+    text = render([make_result(sent=1000, received=990)])
+    assert "unexplained" in text.split("\n")[-2].lower()
+
+
+def test_no_trials():
+    assert "No trial finished" in render([])

@@ -1,0 +1,101 @@
+import json
+
+import pytest
+from capbench import testbed as tbmod
+from capbench.binaries import find_binaries
+from capbench.procs import ChildError
+from capbench.rates import parse_rate
+from capbench.trial import Measurer, TrialResult, TrialSetup
+from calls import read_calls
+
+REQUIRED_FIELDS = (
+    "schema backend frame_len link_bps offered_pps duration_s sent delivered backlog_drops socket_drops "
+    "received lost duplicates reordered foreign unexplained rx_pps rx_gbps loss_pct app_cpu_pct "
+    "kernel_cpu_pct gen_cpu cap_cpu kernel_rx_cpu link_drops achieved_pps gen_engine app_load started_at raw"
+).split()
+
+
+def local_testbed(rx_cpu=None) -> tbmod.Testbed:
+    """Names only, no namespaces: the fake programs run in our own."""
+    return tbmod.Testbed(id="000000", gen_ns=None, cap_ns=None, gen_if="vethg", cap_if="vethc",
+                   gen_mac="02:cb:00:00:01:01", cap_mac="02:cb:00:00:01:02", rx_cpu=rx_cpu)
+
+
+def measurer(frame_len=64, **kw) -> Measurer:
+    setup = TrialSetup(backend="afp-v3", frame_len=frame_len, settle_s=0.05, **kw)
+    return Measurer(find_binaries(), local_testbed(rx_cpu=1), setup)
+
+
+def test_trial_accounts_for_every_packet(fake_build, monkeypatch):
+    monkeypatch.setenv("FAKE_SENT", "10000")
+    monkeypatch.setenv("FAKE_DELIVERED", "9990")
+    monkeypatch.setenv("FAKE_KDROPS", "30")
+    monkeypatch.setenv("FAKE_RECEIVED", "9950")
+    r = measurer().measure(0.2, parse_rate("100%"))
+    assert (r.sent, r.delivered, r.socket_drops, r.received) == (10000, 9990, 30, 9950)
+    assert r.link_drops == 10
+    assert r.lost == 50
+    # backlog drops come from the real /proc/net/softnet_stat (normally 0 here)
+    assert r.unexplained == 50 - 10 - 30 - r.backlog_drops
+    assert r.loss_pct == pytest.approx(0.5)
+    assert r.rx_pps == pytest.approx(9950 / 0.2)
+    assert r.rx_gbps == pytest.approx(9950 / 0.2 * 84 * 8 / 1e9)
+    assert r.offered_pps == pytest.approx(1e9 / 672)
+    assert (r.duplicates, r.reordered, r.foreign) == (1, 2, 3)
+    assert (r.gen_cpu, r.cap_cpu, r.kernel_rx_cpu) == (0, 1, 1)
+    assert set(r.raw) == {"gen", "cap", "xdpcount"}
+    assert 0 <= r.app_cpu_pct <= 100 and 0 <= r.kernel_cpu_pct <= 100
+
+
+def test_trial_record_has_the_contract_fields_and_round_trips(fake_build):
+    r = measurer(app_load="spin:100").measure(0.1, 5000.0)
+    record = r.to_record()
+    for name in REQUIRED_FIELDS:
+        assert name in record, name
+    assert record["schema"] == 1
+    assert record["app_load"] == "spin:100"
+    assert record["rate"] == "5000pps" and record["offered_pps"] == 5000
+    assert TrialResult.from_record(json.loads(json.dumps(record))) == r
+    assert TrialResult.from_record(record | {"field_from_the_future": 1}) == r
+
+
+def test_programs_get_the_documented_options(fake_build):
+    measurer(frame_len=1518, app_load="touch").measure(0.1, parse_rate("50%"))
+    calls = {c[0]: c[1:] for c in read_calls(fake_build)}
+    assert calls["capbench-xdpcount"] == ["--iface", "vethc"]
+    assert calls["capbench-cap"] == ["--iface", "vethc", "--backend", "afp-v3", "--cpu", "1", "--app-load", "touch"]
+    assert calls["capbench-gen"] == [
+        "--iface", "vethg", "--engine", "xdp", "--size", "1518", "--rate", "50%", "--link", "1g",
+        "--duration", "0.1", "--cpu", "0", "--dst-mac", "02:cb:00:00:00:02",
+    ]
+    order = [c[0] for c in read_calls(fake_build)]
+    assert order == ["capbench-xdpcount", "capbench-cap", "capbench-gen"]
+
+
+@pytest.mark.parametrize("program", ["capbench-xdpcount", "capbench-cap", "capbench-gen"])
+def test_a_failing_program_fails_the_trial_with_its_message(fake_build, monkeypatch, program):
+    monkeypatch.setenv("FAKE_FAIL", program)
+    with pytest.raises(ChildError, match=f"{program}.*exit status 2.*No such device"):
+        measurer().measure(0.1, parse_rate("100%"))
+
+
+def test_missing_ready_line_fails_the_trial(fake_build, monkeypatch):
+    monkeypatch.setenv("FAKE_NO_READY", "capbench-cap")
+    m = Measurer(find_binaries(), local_testbed(),
+                 TrialSetup(backend="pcap", frame_len=64, ready_timeout_s=0.3, settle_s=0))
+    with pytest.raises(ChildError, match="capbench-cap sent no 'ready' line within 0.3 s"):
+        m.measure(0.1, parse_rate("1g"))
+
+
+def test_rate_above_wire_rate_is_refused_before_starting_anything(fake_build):
+    from capbench.errors import UsageError
+
+    with pytest.raises(UsageError):
+        measurer(frame_len=1518).measure(0.1, parse_rate("1Mpps"))
+    assert read_calls(fake_build) == []
+
+
+def test_kernel_rx_cpu_is_the_senders_without_rps(fake_build):
+    m = Measurer(find_binaries(), local_testbed(rx_cpu=None), TrialSetup(backend="pcap", frame_len=64, settle_s=0))
+    assert m.kernel_rx_cpu == 0
+    assert m.measure(0.1, parse_rate("10kpps")).kernel_rx_cpu == 0
