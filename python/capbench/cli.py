@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capbench import __version__, netns, preflight, tables, testbed
+from capbench import __version__, host_sysctl, netns, preflight, tables, testbed
 from capbench.accounting import format_pct
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
@@ -84,6 +84,9 @@ examples:
   sudo ip netns exec capbench-1a2b3c-cap tcpdump -ni cb1a2b3cc
   sudo capbench testbed down 1a2b3c
 """
+
+BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
+                "host-wide) to N packets, put back afterwards")
 
 PASSTHROUGH = {
     "gen": ("capbench-gen", "run the traffic generator capbench-gen on any interface"),
@@ -156,6 +159,8 @@ def build_parser() -> Parser:
     run.add_argument("--app-load", metavar="LOAD",
                      help="work the counter does per packet: touch (read the stamp; the default), none (count "
                           "frames only), copy (copy each packet once) or spin:NS (busy NS ns per packet)")
+    run.add_argument("--backlog", type=int, metavar="N",
+                     help=BACKLOG_HELP + " (default: leave it as it is)")
     run.add_argument("--results", default="results", metavar="DIR",
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
     run.add_argument("--settle", default="0.3", metavar="S",
@@ -168,6 +173,7 @@ def build_parser() -> Parser:
     up = tbsub.add_parser("up", help="build a test bed and keep it until `down`")
     up.add_argument("--rx-cpu", type=int, default=None, metavar="N",
                     help="CPU for the capture veth's receive work (RPS); default: no steering")
+    up.add_argument("--backlog", type=int, metavar="N", help=BACKLOG_HELP + " until `down`")
     down = tbsub.add_parser("down", help="remove test bed ID, or all that no running capbench owns")
     down.add_argument("id", nargs="?", metavar="ID", help="the 6 hex digits of a test bed (see status)")
     tbsub.add_parser("status", help="list test beds")
@@ -201,6 +207,7 @@ class RunSettings:
     app_load: str | None
     settle_s: float
     results: str
+    backlog: int | None = None
     method: str = "iperf"
 
 
@@ -240,6 +247,7 @@ def parse_run_settings(args: argparse.Namespace) -> RunSettings:
         app_load=args.app_load,
         settle_s=parse_duration(args.settle, what="--settle", allow_zero=True),
         results=args.results,
+        backlog=None if args.backlog is None else host_sysctl.check_backlog(args.backlog),
     )
 
 
@@ -286,7 +294,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     status = 0
     try:
-        with writer, testbed.testbed(settings.rx_cpu) as tb:
+        with writer, testbed.testbed(settings.rx_cpu, backlog=settings.backlog) as tb:
             writer.meta["testbed"] = dataclasses.asdict(tb)
             note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, "
                  f"results in {writer.path}")
@@ -315,6 +323,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_testbed(args: argparse.Namespace) -> int:
+    if getattr(args, "backlog", None) is not None:
+        host_sysctl.check_backlog(args.backlog)
     preflight.require_root(f"capbench testbed {args.action}")
     preflight.require_ip()
     if args.action == "up":
@@ -322,13 +332,15 @@ def cmd_testbed(args: argparse.Namespace) -> int:
             preflight.check_cpus(rx_cpu=args.rx_cpu)
         with testbed.sigterm_raises():
             # The owner is this short-lived process: the test bed stays until `testbed down`.
-            tb = testbed.create(args.rx_cpu, purpose="testbed up")
+            tb = testbed.create(args.rx_cpu, purpose="testbed up", backlog=args.backlog)
         print(f"test bed {tb.id}")
         print(f"  generator side: namespace {tb.gen_ns}  interface {tb.gen_if}  MAC {tb.gen_mac}")
         print(f"  capture side:   namespace {tb.cap_ns}  interface {tb.cap_if}  MAC {tb.cap_mac}")
         print(f"  capbench-gen sends to {tb.dst_mac} (no interface has it: the capture side sees other-host frames)")
         rps = "not steered (the sending CPU)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu} (RPS)"
         print(f"  kernel receive work on the capture side: {rps}")
+        if args.backlog is not None:
+            print(f"  net.core.netdev_max_backlog: at least {args.backlog} until `down`")
         print(f"  note: frames of the xdp engine reach {tb.cap_if} only while an XDP program is attached")
         print(f"  there (veth needs it for NAPI): run `capbench-xdpcount --iface {tb.cap_if}` in {tb.cap_ns},")
         print("  or send with --engine afpacket")

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from capbench import __version__
+from capbench import __version__, host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.trial import SCHEMA, TrialResult
@@ -77,6 +77,7 @@ def machine_info() -> dict[str, Any]:
         "git_commit": commit,
         "git_dirty": dirty,
         "python": platform.python_version(),
+        "sysctls": host_sysctl.snapshot(),
     }
 
 

@@ -17,6 +17,7 @@ namespace whose owner is gone: the leftovers of crashed runs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from capbench import netns
+from capbench import host_sysctl, netns
 from capbench.errors import RunError, Terminated
 
 STATE_DIR_ENV = "CAPBENCH_STATE_DIR"
@@ -60,8 +61,9 @@ class Testbed:
     cap_if: str
     gen_mac: str
     cap_mac: str
-    rx_cpu: int | None
-    dst_mac: str = DST_MAC  # CPU the capture veth's RPS mask selects; None: not steered
+    rx_cpu: int | None  # CPU the capture veth's RPS mask selects; None: not steered
+    dst_mac: str = DST_MAC
+    backlog: int | None = None  # net.core.netdev_max_backlog raised for this test bed (host_sysctl)
 
     @classmethod
     def named(cls, tb_id: str, rx_cpu: int | None = None) -> Testbed:
@@ -108,7 +110,7 @@ def read_state(tb_id: str) -> dict | None:
         return None
 
 
-def _write_state(tb: Testbed, owner_pid: int, purpose: str) -> None:
+def _write_state(tb: Testbed, owner_pid: int, purpose: str, sysctl_restore: list[dict] = ()) -> None:
     d = state_dir()
     d.mkdir(parents=True, exist_ok=True)
     state = asdict(tb) | {
@@ -116,6 +118,7 @@ def _write_state(tb: Testbed, owner_pid: int, purpose: str) -> None:
         "owner_start_ticks": process_start_ticks(owner_pid),
         "purpose": purpose,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sysctl_restore": list(sysctl_restore),  # host sysctls to put back on destroy
     }
     tmp = d / f".{tb.id}.json.tmp"
     tmp.write_text(json.dumps(state, indent=1) + "\n")
@@ -166,14 +169,20 @@ def wait_until_up(tb: Testbed, timeout_s: float = 5.0) -> None:
         time.sleep(0.05)
 
 
-def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run") -> Testbed:
+def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
+           backlog: int | None = None) -> Testbed:
     """Build a new test bed owned by this process; on failure remove what was built and raise.
 
     `purpose` is shown by `capbench testbed status` ("run", "testbed up", a test's name).
+    `backlog` raises net.core.netdev_max_backlog to at least that many packets until
+    the test bed is destroyed (see host_sysctl).
     """
-    tb = Testbed.named(secrets.token_hex(3), rx_cpu)
+    def named() -> Testbed:
+        return dataclasses.replace(Testbed.named(secrets.token_hex(3), rx_cpu), backlog=backlog)
+
+    tb = named()
     while read_state(tb.id) is not None or tb.gen_ns in netns.list_netns():
-        tb = Testbed.named(secrets.token_hex(3), rx_cpu)
+        tb = named()
     # The state file comes first, so a crash half-way leaves something `down` can find.
     _write_state(tb, os.getpid(), purpose)
     try:
@@ -189,6 +198,10 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run") 
         for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
             netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
         set_rps(tb, rx_cpu)
+        if backlog is not None:
+            raised = host_sysctl.raise_to(host_sysctl.BACKLOG, backlog)
+            if raised:
+                _write_state(tb, os.getpid(), purpose, [raised])
         wait_until_up(tb)
     except BaseException:
         destroy(tb.id)
@@ -197,7 +210,8 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run") 
 
 
 def destroy(tb_id: str) -> bool:
-    """Remove a test bed's namespaces (with their veth and XDP programs) and its state file.
+    """Remove a test bed's namespaces (with their veth and XDP programs) and its state file,
+    and put back the host sysctls it raised.
 
     SIGINT and SIGTERM are held back meanwhile, so a second Ctrl-C cannot leave
     half a test bed behind; they are delivered when this returns. True if
@@ -213,9 +227,15 @@ def destroy(tb_id: str) -> bool:
                 removed |= netns.delete_netns(ns)
             except RunError as e:
                 errors.append(str(e))
+        state = read_state(tb_id)
+        for record in (state or {}).get("sysctl_restore", []):
+            try:
+                host_sysctl.restore(record)
+            except RunError as e:
+                errors.append(str(e))
         if errors:
             raise RunError("; ".join(errors))
-        removed |= read_state(tb_id) is not None
+        removed |= state is not None
         _remove_state(tb_id)
         return removed
     finally:
@@ -284,11 +304,12 @@ def sigterm_raises() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def testbed(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run") -> Iterator[Testbed]:
+def testbed(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
+            backlog: int | None = None) -> Iterator[Testbed]:
     """A test bed for the duration of a `with` block, removed on exit, exceptions,
     KeyboardInterrupt and SIGTERM."""
     with sigterm_raises():
-        tb = create(rx_cpu, mtu=mtu, purpose=purpose)
+        tb = create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog)
         try:
             yield tb
         finally:

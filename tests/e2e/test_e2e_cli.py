@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from capbench import netns, testbed
+from capbench import host_sysctl, netns, testbed
 from e2e_env import (capbench_cmd, capbench_env, capbench_namespaces, missing_prerequisite, run_capbench,
                      xdp_attached)
 
@@ -76,22 +76,37 @@ def test_run_writes_trials_and_metadata(tmp_path):
     assert report.returncode == 0 and "afp-v3" in report.stdout
 
 
+def backlog() -> int:
+    return int(host_sysctl.read(host_sysctl.BACKLOG))
+
+
+def above_backlog() -> int:
+    """A backlog above the current one (another test bed of this module may have raised it)."""
+    return backlog() + 4321
+
+
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_stopping_a_run_leaves_nothing_behind(tmp_path, signum, status):
-    proc, tb_id = start_run(tmp_path, "--sizes", "64,128,256", "--duration", "3")
+    before, raised = backlog(), above_backlog()
+    proc, tb_id = start_run(tmp_path, "--sizes", "64,128,256", "--duration", "3", "--backlog", str(raised))
     time.sleep(1.5)  # inside the first trial: generator, counter and XDP counter all running
     assert program_pids(tb_id), "the trial's programs should be running"
+    assert backlog() == raised
     os.killpg(proc.pid, signum)  # what a Ctrl-C at the terminal does: the whole foreground group
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == status, err
     assert "Traceback" not in err
     assert_nothing_left(tb_id)
+    assert backlog() == before
     meta = json.loads((run_dir(tmp_path) / "run.json").read_text())
     assert meta["status"] == "interrupted"
+    assert meta["testbed"]["backlog"] == raised
+    assert meta["sysctls"][host_sysctl.BACKLOG] == str(before)
 
 
 def test_killed_run_leftovers_are_removed_by_testbed_down(tmp_path):
-    proc, tb_id = start_run(tmp_path, "--sizes", "64", "--duration", "3")
+    before, raised = backlog(), above_backlog()
+    proc, tb_id = start_run(tmp_path, "--sizes", "64", "--duration", "3", "--backlog", str(raised))
     time.sleep(1.5)
     os.killpg(proc.pid, signal.SIGKILL)  # no chance to clean up
     proc.wait(timeout=10)
@@ -102,9 +117,11 @@ def test_killed_run_leftovers_are_removed_by_testbed_down(tmp_path):
     assert f"capbench-{tb_id}-cap" in capbench_namespaces()
     status = run_capbench("testbed", "status")
     assert tb_id in status.stdout and "no running owner" in status.stdout
+    assert backlog() == raised  # nobody put it back yet
     p = run_capbench("testbed", "down")
     assert p.returncode == 0 and f"removed test bed {tb_id}" in p.stdout
     assert_nothing_left(tb_id)
+    assert backlog() == before
 
 
 def test_testbed_up_status_down():
