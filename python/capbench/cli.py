@@ -257,7 +257,7 @@ def note(text: str) -> None:
 
 
 def _progress_line(n: int, total: int, r: TrialResult) -> str:
-    offered = "max" if r.offered_pps is None else f"{r.offered_pps:,.0f}"
+    offered = tables.offered_cell(r)
     loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
     line = (f"[{n:>{len(str(total))}}/{total}] {r.backend:<7} {r.frame_len:>5} B  offered {offered:>9} pps  "
             f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")

@@ -11,11 +11,12 @@ from rich.text import Text
 
 from capbench.accounting import format_pct
 from capbench.rates import link_name
-from capbench.trial import TrialResult
+from capbench.trial import OFFERED_MIN_SHARE, TrialResult
 
 
-def _int(n: float | None) -> str:
-    return "max" if n is None else f"{n:,.0f}"
+def offered_cell(r: TrialResult) -> str:
+    """What the generator really sent per second; `*` when that fell short of the offered load."""
+    return f"{r.achieved_pps:,.0f}" + ("*" if r.invalid_offered_load else "")
 
 
 def loss_places(r: TrialResult) -> str:
@@ -34,6 +35,8 @@ def backend_table(backend: str, trials: list[TrialResult]) -> Table:
         box=box.SIMPLE_HEAD,
         title_justify="left",
     )
+    # "Offered" is what the generator sent (its own count over its sending time), as the
+    # seed's tables give the generator's rate; the target is in the trial record.
     for header in ("Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]"):
         table.add_column(Text(header), justify="right", no_wrap=True)  # Text: "[pps]" is not markup
     table.add_column("Lost at link / backlog /\nsocket / unexplained", justify="right")
@@ -42,7 +45,7 @@ def backend_table(backend: str, trials: list[TrialResult]) -> Table:
         style = None if r.lost == 0 else ("red" if r.unexplained else "yellow")
         table.add_row(
             str(r.frame_len),
-            _int(r.offered_pps),
+            offered_cell(r),
             f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}",
             loss,
             f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}",
@@ -71,5 +74,11 @@ def print_tables(trials: Iterable[TrialResult], console: Console | None = None) 
         return
     for backend, rows in groups.items():
         console.print(backend_table(backend, rows))
+    short = [r for rs in groups.values() for r in rs if r.invalid_offered_load]
+    if short:
+        targets = ", ".join(sorted({f"{r.frame_len} B: {r.offered_pps:,.0f} pps" for r in short},
+                                   key=lambda t: int(t.split()[0])))
+        console.print(f"* the generator sent less than {OFFERED_MIN_SHARE:.1%} of the offered load ({targets}): "
+                      f"those rows measure this machine's generator limit, not the capture method at that load.")
     if any(r.unexplained for rs in groups.values() for r in rs):
         console.print("[red]Some packets are unexplained: the counters disagree (see trials.jsonl, field raw).[/red]")

@@ -32,6 +32,9 @@ from capbench.rates import Rate, link_name, wire_bps
 from capbench.testbed import Testbed
 
 SCHEMA = 1
+# A trial whose generator sent less than this share of the offered rate did not
+# offer the load it names: its loss figures are not a capture result at that load.
+OFFERED_MIN_SHARE = 0.999
 BACKENDS = ("pcap", "afp-v3")
 ENGINES = ("xdp", "afpacket")
 
@@ -89,6 +92,9 @@ class TrialResult:
     gen_cpu: int | None
     cap_cpu: int | None
     kernel_rx_cpu: int | None
+    gen_late: int = 0  # frames that left more than one gap after their scheduled time
+    gen_max_lag_ns: int = 0  # the largest such delay
+    invalid_offered_load: bool = False  # achieved_pps < OFFERED_MIN_SHARE x offered_pps
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
 
@@ -223,19 +229,21 @@ class Measurer:
             received=int(need(cap, "received", "capbench-cap")),
         )
         rx_pps = acc.received / send_s if send_s > 0 else 0.0
+        offered_pps = load.pps(s.frame_len, s.link_bps)
+        achieved_pps = float(gen.get("achieved_pps", sent / send_s if send_s > 0 else 0.0))
         return TrialResult(
             started_at=started_at,
             backend=s.backend,
             frame_len=s.frame_len,
             link_bps=s.link_bps,
             rate=load.text,
-            offered_pps=load.pps(s.frame_len, s.link_bps),
+            offered_pps=offered_pps,
             gen_engine=s.engine,
             app_load=s.app_load,
             requested_duration_s=duration_s,
             duration_s=send_s,
             sent=acc.sent,
-            achieved_pps=float(gen.get("achieved_pps", sent / send_s if send_s > 0 else 0.0)),
+            achieved_pps=achieved_pps,
             delivered=acc.delivered,
             link_drops=acc.link_drops,
             backlog_drops=acc.backlog_drops,
@@ -256,5 +264,8 @@ class Measurer:
             gen_cpu=s.gen_cpu,
             cap_cpu=s.cap_cpu,
             kernel_rx_cpu=self.kernel_rx_cpu,
+            gen_late=int(gen.get("late", 0)),
+            gen_max_lag_ns=int(gen.get("max_lag_ns", 0)),
+            invalid_offered_load=offered_pps is not None and achieved_pps < OFFERED_MIN_SHARE * offered_pps,
             raw={"gen": gen, "cap": cap, "xdpcount": xdp},
         )

@@ -35,6 +35,7 @@ def test_100k_frames_at_100kpps_all_received(binaries, tb, backend, frame_len):
     assert_nothing_lost(r)
     assert r.rx_pps == pytest.approx(100_000, rel=0.01)
     assert r.achieved_pps == pytest.approx(100_000, rel=0.001)
+    assert not r.invalid_offered_load
     assert r.raw["cap"]["kernel"]["drops"] == 0
     assert r.raw["cap"]["foreign"] == 0
     assert (r.gen_cpu, r.cap_cpu, r.kernel_rx_cpu) == (0, 1, 1)

@@ -41,3 +41,11 @@ def test_unexplained_is_flagged():
 
 def test_no_trials():
     assert "No trial finished" in render([])
+
+
+def test_a_generator_short_of_the_offered_load_is_marked():
+    ok = make_result(frame_len=1518, sent=406_370)
+    short = make_result(frame_len=64, sent=5_000_000, invalid_offered_load=True)  # 1,000,000 pps of 1,488,095
+    text = render([ok, short])
+    assert "1,000,000*" in text and "81,274*" not in text
+    assert "64 B: 1,488,095 pps" in text and "1518 B" not in text.split("* the generator")[1]

@@ -41,6 +41,8 @@ def test_trial_accounts_for_every_packet(fake_build, monkeypatch):
     assert r.rx_pps == pytest.approx(9950 / 0.2)
     assert r.rx_gbps == pytest.approx(9950 / 0.2 * 84 * 8 / 1e9)
     assert r.offered_pps == pytest.approx(1e9 / 672)
+    assert r.achieved_pps == pytest.approx(10000 / 0.2)  # far below 1,488,095 pps
+    assert r.invalid_offered_load
     assert (r.duplicates, r.reordered, r.foreign) == (1, 2, 3)
     assert (r.gen_cpu, r.cap_cpu, r.kernel_rx_cpu) == (0, 1, 1)
     assert set(r.raw) == {"gen", "cap", "xdpcount"}
@@ -55,6 +57,7 @@ def test_trial_record_has_the_contract_fields_and_round_trips(fake_build):
     assert record["schema"] == 1
     assert record["app_load"] == "spin:100"
     assert record["rate"] == "5000pps" and record["offered_pps"] == 5000
+    assert record["invalid_offered_load"] is False  # 1000 frames in 0.1 s: above 5000 pps
     assert TrialResult.from_record(json.loads(json.dumps(record))) == r
     assert TrialResult.from_record(record | {"field_from_the_future": 1}) == r
 
