@@ -94,7 +94,7 @@ class TrialResult:
     kernel_rx_cpu: int | None
     gen_late: int = 0  # frames that left more than one gap after their scheduled time
     gen_max_lag_ns: int = 0  # the largest such delay
-    invalid_offered_load: bool = False  # achieved_pps < OFFERED_MIN_SHARE x offered_pps
+    invalid_offered_load: bool = False  # the generator sent < OFFERED_MIN_SHARE of the offered load
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
 
@@ -110,6 +110,14 @@ class TrialResult:
             return cls(**{k: v for k, v in record.items() if k in names})
         except TypeError as e:
             raise RunError(f"not a capbench trial record: {e}") from None
+
+
+def offered_share(gen: dict, achieved_pps: float, offered_pps: float) -> float:
+    """The share of the offered load the generator sent: its own figure (by wire bits for a
+    bit rate, by frames for a packet rate), else achieved / offered frames per second."""
+    if "offered_share" in gen:
+        return float(gen["offered_share"])
+    return achieved_pps / offered_pps if offered_pps else 0.0
 
 
 def _opt(flag: str, value: Any) -> list[str]:
@@ -266,6 +274,7 @@ class Measurer:
             kernel_rx_cpu=self.kernel_rx_cpu,
             gen_late=int(gen.get("late", 0)),
             gen_max_lag_ns=int(gen.get("max_lag_ns", 0)),
-            invalid_offered_load=offered_pps is not None and achieved_pps < OFFERED_MIN_SHARE * offered_pps,
+            invalid_offered_load=offered_pps is not None and offered_share(gen, achieved_pps, offered_pps)
+            < OFFERED_MIN_SHARE,
             raw={"gen": gen, "cap": cap, "xdpcount": xdp},
         )

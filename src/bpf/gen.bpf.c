@@ -11,6 +11,9 @@
  * about 100 ns per spin) and the next iteration looks at the clock again.
  * The kernel loop stops when the calling thread has a signal pending.
  *
+ * Frame lengths and gaps come from the schedule map (schedule.h); a
+ * shorter frame is cut from the longest with bpf_xdp_adjust_tail.
+ *
  * All state lives in global variables (an mmap-able array map), so user
  * space reads the exact sent count while the program runs. The program runs
  * on one CPU only (the calling thread's, migration disabled), so plain
@@ -18,44 +21,96 @@
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 
 #include "stamp.h"
 
+/* The departure schedule (schedule.h): entry i holds frame i's length and
+ * the gap to the next departure; user space sizes and fills it before the
+ * run. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct cb_sched_entry);
+	__uint(max_entries, 1);
+} schedule SEC(".maps");
+
 /* Set through the skeleton before load. */
 const volatile __u32 tx_ifindex = 0;
-const volatile __u64 gap_fp16 = 0;     /* ns between departures << 16; 0 = unpaced */
+const volatile __u32 sched_len = 1;
+const volatile __u32 buf_len = 0;      /* the template: the longest frame less its FCS */
+const volatile __u8 paced = 0;         /* 0: send every iteration (--rate max) */
+const volatile __u8 vary_len = 0;      /* the schedule holds more than one length */
 const volatile __u64 count_limit = 0;  /* stop sending after this many; 0 = none */
 
 /* Read by user space while the program runs. */
 __u64 sent = 0;
+__u64 wire_bytes = 0;   /* frame lengths incl. FCS + 20 B preamble/gap each */
 __u64 start_ns = 0;     /* schedule origin: departure of frame 0 */
+__u64 due_fp16 = 0;     /* departure of the next frame after start_ns, 1/65536 ns */
+__u32 sched_idx = 0;
 __u64 first_tx_ns = 0;
 __u64 last_tx_ns = 0;
 __u64 late = 0;         /* frames that left more than one gap after schedule */
 __u64 max_lag_ns = 0;
 __u64 spins = 0;        /* iterations that found no frame due */
 
+/* Shrink the full-length template to `len` (incl. FCS) and make its IPv4 and
+ * UDP lengths and the IPv4 checksum match. The kernel restores data_end for
+ * the next iteration (a live frame whose data/data_end changed is reset), but
+ * not the bytes: every departure rewrites the header fields. */
+static __always_inline int set_len(struct xdp_md *ctx, __u32 len)
+{
+	void *data, *data_end;
+	__u16 *ip;
+	__u8 *udp;
+	__u32 sum = 0;
+	int delta = (int)(len - CB_FCS_LEN) - (int)buf_len;
+
+	if (delta && bpf_xdp_adjust_tail(ctx, delta))
+		return -1;
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	ip = data + CB_ETH_HLEN;
+	udp = data + CB_ETH_HLEN + CB_IP_HLEN;
+	if ((void *)(udp + CB_UDP_HLEN) > data_end)
+		return -1;
+	ip[1] = bpf_htons(len - CB_FCS_LEN - CB_ETH_HLEN);
+	ip[5] = 0;
+	/* The ones'-complement sum does not depend on byte order. */
+#pragma unroll
+	for (int i = 0; i < CB_IP_HLEN / 2; i++)
+		sum += ip[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ip[5] = (__u16)~sum;
+	*(__u16 *)(udp + 4) = bpf_htons(len - CB_FCS_LEN - CB_ETH_HLEN - CB_IP_HLEN);
+	return 0;
+}
+
 SEC("xdp")
 int cb_gen(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	unsigned char *stamp = (unsigned char *)data + CB_STAMP_OFF;
+	void *data, *data_end;
+	unsigned char *stamp;
+	struct cb_sched_entry *e;
 	__u64 now, seq = sent, magic = CB_STAMP_MAGIC;
+	__u32 idx = sched_idx;
 
-	if (stamp + CB_STAMP_LEN > (unsigned char *)data_end)
-		return XDP_ABORTED;
 	if (count_limit && seq >= count_limit)
 		return XDP_DROP;
+	e = bpf_map_lookup_elem(&schedule, &idx);
+	if (!e)
+		return XDP_ABORTED;
 
 	now = bpf_ktime_get_ns();
 	if (!start_ns)
 		start_ns = now;
-	if (gap_fp16) {
-		/* Departure n is due at start + n * gap: computing it from
-		 * the origin, not from the previous departure, keeps the mean
-		 * rate exact however late single frames leave. */
-		__u64 due = start_ns + ((seq * gap_fp16) >> 16);
+	if (paced) {
+		/* Departure n is due at start + the sum of the gaps before it:
+		 * kept from the origin, not from the previous departure, so
+		 * the mean rate stays exact however late single frames leave. */
+		__u64 due = start_ns + (due_fp16 >> 16);
 		__u64 lag;
 
 		if (now < due) {
@@ -63,12 +118,19 @@ int cb_gen(struct xdp_md *ctx)
 			return XDP_DROP;
 		}
 		lag = now - due;
-		if ((lag << 16) > gap_fp16)
+		if ((lag << 16) > e->gap_fp16)
 			late++;
 		if (lag > max_lag_ns)
 			max_lag_ns = lag;
 	}
+	if (vary_len && set_len(ctx, e->len))
+		return XDP_ABORTED;
 
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	stamp = (unsigned char *)data + CB_STAMP_OFF;
+	if (stamp + CB_STAMP_LEN > (unsigned char *)data_end)
+		return XDP_ABORTED;
 	/* The frame buffer keeps what earlier iterations wrote, so every
 	 * departure writes the whole stamp. */
 	__builtin_memcpy(stamp, &magic, 2);
@@ -78,6 +140,9 @@ int cb_gen(struct xdp_md *ctx)
 	if (!seq)
 		first_tx_ns = now;
 	last_tx_ns = now;
+	due_fp16 += e->gap_fp16;
+	sched_idx = idx + 1 == sched_len ? 0 : idx + 1;
+	wire_bytes += e->len + CB_WIRE_OVERHEAD;
 	sent = seq + 1;
 	return bpf_redirect(tx_ifindex, 0);
 }

@@ -14,7 +14,10 @@
 #include <stdio.h>
 
 struct cb_json {
-	char buf[4096];
+	/* Room for a summary with a frame-length histogram of every length
+	 * from 64 to 9018 B; a line that would not fit is not written at all
+	 * (cb_json_end returns -EOVERFLOW), never cut. */
+	char buf[256 * 1024];
 	size_t len;
 	int need_comma;
 	int overflow;

@@ -73,6 +73,17 @@ int cb_frame_build(const struct cb_frame_spec *s, uint8_t *buf, size_t buflen)
 	return (int)len;
 }
 
+void cb_frame_set_len(uint8_t *frame, unsigned int frame_len)
+{
+	uint8_t *ip = frame + CB_ETH_HLEN;
+	unsigned int len = frame_len - CB_FCS_LEN;
+
+	put16(ip + 2, (uint16_t)(len - CB_ETH_HLEN));
+	put16(ip + 10, 0);
+	put16(ip + 10, cb_inet_csum(ip, CB_IP_HLEN));
+	put16(ip + CB_IP_HLEN + 4, (uint16_t)(len - CB_ETH_HLEN - CB_IP_HLEN));
+}
+
 void cb_stamp_write(uint8_t *frame, uint64_t seq, uint64_t tx_ns)
 {
 	uint8_t *st = frame + CB_STAMP_OFF;

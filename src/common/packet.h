@@ -29,6 +29,11 @@ void cb_frame_spec_default(struct cb_frame_spec *s);
  * stamp changes in every frame. */
 int cb_frame_build(const struct cb_frame_spec *s, uint8_t *buf, size_t buflen);
 
+/* Shorten (or restore) a built frame to frame_len bytes incl. FCS: rewrites
+ * the IP total length, the IP checksum and the UDP length. The caller sends
+ * frame_len - 4 bytes of the buffer. */
+void cb_frame_set_len(uint8_t *frame, unsigned int frame_len);
+
 /* Internet checksum (RFC 1071) of len bytes, folded, in network byte order. */
 uint16_t cb_inet_csum(const void *data, size_t len);
 

@@ -42,6 +42,15 @@
 /* Preamble (7) + SFD (1) + minimum inter-frame gap (12) on the wire. */
 #define CB_WIRE_OVERHEAD 20
 
+/* One entry of the generator's departure schedule, shared with the BPF
+ * pacer: frame i of a cycle has length `len` (incl. FCS), and the next frame
+ * is due `gap_fp16` / 65536 ns after it. */
+struct cb_sched_entry {
+	unsigned long long gap_fp16;
+	unsigned int len;
+	unsigned int pad;
+};
+
 struct cb_stamp {
 	unsigned short magic;
 	unsigned long long seq;

@@ -31,6 +31,7 @@ struct afp_state {
 	const struct gen_cfg *cfg;
 	int fd;
 	int frame_len;
+	int vary_len;     /* the schedule has more than one length */
 	uint8_t frames[AFP_BATCH][CB_FRAME_MAX];
 	struct iovec iov[AFP_BATCH];
 	struct mmsghdr msgs[AFP_BATCH];
@@ -51,6 +52,7 @@ static int afp_open(const struct gen_cfg *cfg, void **state)
 	if (!st)
 		return -ENOMEM;
 	st->cfg = cfg;
+	st->vary_len = cfg->sched.min_len != cfg->sched.max_len;
 	for (int i = 0; i < AFP_BATCH; i++) {
 		st->frame_len = cb_frame_build(&cfg->spec, st->frames[i], CB_FRAME_MAX);
 		if (st->frame_len < 0) {
@@ -104,31 +106,40 @@ static void wait_until(uint64_t due_ns)
 		;
 }
 
-/* How many frames to send now: those due by `now` when paced, a full batch
- * otherwise; never beyond the count. */
-static unsigned int frames_due(const struct gen_cfg *cfg, uint64_t sent,
-			       uint64_t start, uint64_t now)
+/* Fill the batch with the frames due by `now` (paced) or a full batch
+ * (unpaced), never beyond the count: each gets its schedule length, its
+ * sequence number and the send time. Returns how many. */
+static unsigned int prepare_batch(struct afp_state *st, const struct cb_sched_cursor *cur,
+				  uint64_t sent, uint64_t start, uint64_t now)
 {
-	uint64_t n = AFP_BATCH;
+	const struct gen_cfg *cfg = st->cfg;
+	const struct cb_schedule *sched = &cfg->sched;
+	struct cb_sched_cursor c = *cur;
+	unsigned int n = 0;
 
-	if (cfg->gap_fp16) {
-		uint64_t due_total = (((now - start) << 16) / cfg->gap_fp16) + 1;
+	while (n < AFP_BATCH && (!cfg->count || sent + n < cfg->count)) {
+		unsigned int len = sched->e[c.idx].len;
 
-		n = due_total > sent ? due_total - sent : 0;
-		if (n > AFP_BATCH)
-			n = AFP_BATCH;
+		if (sched->paced && n && start + (c.due_fp16 >> 16) > now)
+			break;
+		if (st->vary_len)
+			cb_frame_set_len(st->frames[n], len);
+		st->iov[n].iov_len = len - CB_FCS_LEN;
+		cb_stamp_write(st->frames[n], sent + n, now);
+		n++;
+		cb_sched_advance(sched, &c);
 	}
-	if (cfg->count && n > cfg->count - sent)
-		n = cfg->count - sent;
-	return (unsigned int)n;
+	return n;
 }
 
 static void *afp_thread(void *arg)
 {
 	struct afp_state *st = arg;
 	const struct gen_cfg *cfg = st->cfg;
+	const struct cb_schedule *sched = &cfg->sched;
 	struct gen_progress *p = &st->prog;
-	uint64_t start = cb_now_ns(), sent = 0;
+	struct cb_sched_cursor cur = { 0, 0 };
+	uint64_t start = cb_now_ns(), sent = 0, wire_bytes = 0;
 
 	while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now;
@@ -137,12 +148,10 @@ static void *afp_thread(void *arg)
 
 		if (cfg->count && sent >= cfg->count)
 			break;
-		if (cfg->gap_fp16)
-			wait_until(start + ((sent * cfg->gap_fp16) >> 16));
+		if (sched->paced)
+			wait_until(start + (cur.due_fp16 >> 16));
 		now = cb_now_ns();
-		n = frames_due(cfg, sent, start, now);
-		for (unsigned int i = 0; i < n; i++)
-			cb_stamp_write(st->frames[i], sent + i, now);
+		n = prepare_batch(st, &cur, sent, start, now);
 		r = sendmmsg(st->fd, st->msgs, n, 0);
 		if (r < 0) {
 			if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
@@ -154,22 +163,26 @@ static void *afp_thread(void *arg)
 				strerror(errno));
 			break;
 		}
-		if (cfg->gap_fp16) {
-			for (int i = 0; i < r; i++) {
-				uint64_t due = start + (((sent + i) * cfg->gap_fp16) >> 16);
-				uint64_t lag = now - due;
+		/* Only the r frames the kernel took advance the schedule; the rest
+		 * go again with the same sequence numbers and lengths. */
+		for (int i = 0; i < r; i++) {
+			if (sched->paced) {
+				uint64_t lag = now - (start + (cur.due_fp16 >> 16));
 
-				if ((lag << 16) > cfg->gap_fp16)
+				if ((lag << 16) > sched->e[cur.idx].gap_fp16)
 					__atomic_fetch_add(&p->late, 1, __ATOMIC_RELAXED);
 				if (lag > p->max_lag_ns)
 					__atomic_store_n(&p->max_lag_ns, lag, __ATOMIC_RELAXED);
 			}
+			wire_bytes += sched->e[cur.idx].len + CB_WIRE_OVERHEAD;
+			cb_sched_advance(sched, &cur);
 		}
 		if (!sent && r > 0)
 			__atomic_store_n(&p->first_tx_ns, now, __ATOMIC_RELAXED);
 		if (r > 0)
 			__atomic_store_n(&p->last_tx_ns, now, __ATOMIC_RELAXED);
 		sent += (uint64_t)r;
+		__atomic_store_n(&p->wire_bytes, wire_bytes, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->sent, sent, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&st->done, 1, __ATOMIC_RELEASE);
@@ -192,6 +205,7 @@ static void afp_progress(void *state, struct gen_progress *p)
 	struct afp_state *st = state;
 
 	p->sent = __atomic_load_n(&st->prog.sent, __ATOMIC_ACQUIRE);
+	p->wire_bytes = __atomic_load_n(&st->prog.wire_bytes, __ATOMIC_RELAXED);
 	p->first_tx_ns = __atomic_load_n(&st->prog.first_tx_ns, __ATOMIC_RELAXED);
 	p->last_tx_ns = __atomic_load_n(&st->prog.last_tx_ns, __ATOMIC_RELAXED);
 	p->late = __atomic_load_n(&st->prog.late, __ATOMIC_RELAXED);

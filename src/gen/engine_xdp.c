@@ -40,6 +40,25 @@ struct xdp_state {
 	int err;
 };
 
+/* Copy the schedule into its array map, in batches of keys 0..n-1. */
+static int fill_schedule(struct gen_bpf *skel, const struct cb_schedule *sched)
+{
+	int fd = bpf_map__fd(skel->maps.schedule);
+	uint32_t *keys = malloc(sched->n * sizeof(*keys));
+	uint32_t count = sched->n;
+	int err;
+
+	if (!keys)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < sched->n; i++)
+		keys[i] = i;
+	err = bpf_map_update_batch(fd, keys, sched->e, &count, NULL);
+	if (!err && count != sched->n)
+		err = -EIO;
+	free(keys);
+	return err;
+}
+
 static int xdp_open(const struct gen_cfg *cfg, void **state)
 {
 	struct xdp_state *st = calloc(1, sizeof(*st));
@@ -59,13 +78,23 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 		goto err_free;
 	}
 	st->skel->rodata->tx_ifindex = (uint32_t)cfg->ifindex;
-	st->skel->rodata->gap_fp16 = cfg->gap_fp16;
+	st->skel->rodata->sched_len = cfg->sched.n;
+	st->skel->rodata->buf_len = (uint32_t)st->frame_len;
+	st->skel->rodata->paced = (uint8_t)cfg->sched.paced;
+	st->skel->rodata->vary_len = cfg->sched.min_len != cfg->sched.max_len;
 	st->skel->rodata->count_limit = cfg->count;
-	err = gen_bpf__load(st->skel);
+	err = bpf_map__set_max_entries(st->skel->maps.schedule, cfg->sched.n);
+	if (!err)
+		err = gen_bpf__load(st->skel);
 	if (err) {
 		fprintf(stderr, "capbench-gen: cannot load the generator's BPF program (%s): "
 			"run as root on a kernel with BPF and BTF, or use --engine afpacket\n",
 			strerror(-err));
+		goto err_destroy;
+	}
+	err = fill_schedule(st->skel, &cfg->sched);
+	if (err) {
+		fprintf(stderr, "capbench-gen: cannot fill the schedule map: %s\n", strerror(-err));
 		goto err_destroy;
 	}
 	*state = st;
@@ -141,6 +170,7 @@ static void xdp_progress(void *state, struct gen_progress *p)
 	 * atomic, and sent is written last for each frame. */
 	memset(p, 0, sizeof(*p));
 	p->sent = __atomic_load_n(&b->sent, __ATOMIC_ACQUIRE);
+	p->wire_bytes = __atomic_load_n(&b->wire_bytes, __ATOMIC_RELAXED);
 	p->first_tx_ns = __atomic_load_n(&b->first_tx_ns, __ATOMIC_RELAXED);
 	p->last_tx_ns = __atomic_load_n(&b->last_tx_ns, __ATOMIC_RELAXED);
 	p->late = __atomic_load_n(&b->late, __ATOMIC_RELAXED);

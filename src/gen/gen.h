@@ -8,23 +8,30 @@
 #include <stdint.h>
 
 #include "packet.h"
+#include "schedule.h"
+#include "sizes.h"
 
 struct gen_cfg {
 	const char *iface;
 	int ifindex;
 	double link_bps;
-	double pps;           /* target; 0 = unpaced */
-	uint64_t gap_fp16;    /* ns between departures << 16; 0 = unpaced */
+	const char *size_spec;          /* --size as given */
+	uint64_t seed;                  /* --seed of the size draw */
+	struct cb_size_profile sizes;
+	struct cb_schedule sched;       /* lengths and gaps; sched.paced 0 = unpaced */
+	double pps;                     /* mean target; 0 = unpaced */
+	double target_wire_bps;         /* bit-rate targets; 0 for packet rates and unpaced */
 	uint64_t count;       /* frames to send; 0 = until stopped */
 	double duration_s;    /* 0 = until stopped or count reached */
 	double interval_s;
 	int cpu;              /* -1 = not pinned */
-	struct cb_frame_spec spec;
+	struct cb_frame_spec spec;      /* spec.frame_len: the schedule's longest frame */
 };
 
 /* What an engine reports; all counts exact. */
 struct gen_progress {
 	uint64_t sent;
+	uint64_t wire_bytes;  /* frame lengths incl. FCS + 20 B preamble and gap each */
 	uint64_t first_tx_ns;
 	uint64_t last_tx_ns;
 	uint64_t late;        /* frames that left more than one gap late */

@@ -77,6 +77,26 @@ static void test_frame_layout_64(void **state)
 	assert_int_equal(60 - CB_STAMP_OFF, CB_STAMP_LEN);
 }
 
+/* A frame cut from a longer template, as the generators cut every shorter
+ * frame of a size profile: lengths and checksum must be those of a frame
+ * built at that length. */
+static void test_set_len_matches_a_frame_built_at_that_length(void **state)
+{
+	struct cb_frame_spec s;
+	uint8_t big[CB_FRAME_MAX], small[CB_FRAME_MAX];
+
+	cb_frame_spec_default(&s);
+	s.frame_len = 1518;
+	assert_int_equal(cb_frame_build(&s, big, sizeof(big)), 1514);
+	for (unsigned int len = 64; len <= 1518; len += 101) {
+		s.frame_len = len;
+		cb_frame_build(&s, small, sizeof(small));
+		cb_frame_set_len(big, len);
+		assert_memory_equal(big, small, CB_STAMP_OFF);
+		assert_int_equal(cb_inet_csum(big + CB_ETH_HLEN, CB_IP_HLEN), 0);
+	}
+}
+
 static void test_frame_length_limits(void **state)
 {
 	struct cb_frame_spec s;
@@ -141,6 +161,7 @@ int main(void)
 		cmocka_unit_test(test_ip_header_checksum_verifies),
 		cmocka_unit_test(test_known_header_checksum),
 		cmocka_unit_test(test_frame_layout_64),
+		cmocka_unit_test(test_set_len_matches_a_frame_built_at_that_length),
 		cmocka_unit_test(test_frame_length_limits),
 		cmocka_unit_test(test_stamp_roundtrip),
 		cmocka_unit_test(test_foreign_frames_rejected),

@@ -45,3 +45,19 @@ def xdp_attached(ns: str | None = None) -> list[str]:
     """Interfaces (in `ns`, or capbench's own namespace) that have an XDP program attached."""
     out = netns.ip(*(["-n", ns] if ns else []), "-o", "link", "show")
     return [line.split(":")[1].strip() for line in out.splitlines() if " xdp" in line]
+
+
+def run_in(ns: str | None, argv: list[str], *, as_nobody: bool = False) -> subprocess.CompletedProcess:
+    if as_nobody:
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    return subprocess.run(netns.exec_argv(ns, argv), capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+
+
+def assert_one_line_usage_error(p: subprocess.CompletedProcess, prog: str, *words: str) -> None:
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(prog + ": "), p.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    assert p.stdout == ""

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from capbench import host_sysctl, netns, testbed
-from e2e_env import (capbench_cmd, capbench_env, capbench_namespaces, missing_prerequisite, run_capbench,
-                     xdp_attached)
+from e2e_env import (assert_one_line_usage_error, capbench_cmd, capbench_env, capbench_namespaces,
+                     missing_prerequisite, run_capbench, run_in, xdp_attached)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
@@ -175,22 +175,6 @@ def test_capture_stops_on_ctrl_c_with_its_summary(tb):
 
 
 # --- bad input to the C programs: one line, exit status 2, nothing on stdout -----------------------
-
-
-def run_in(ns: str | None, argv: list[str], *, as_nobody: bool = False) -> subprocess.CompletedProcess:
-    if as_nobody:
-        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-    return subprocess.run(netns.exec_argv(ns, argv), capture_output=True, text=True, timeout=30,
-                          stdin=subprocess.DEVNULL)
-
-
-def assert_one_line_usage_error(p: subprocess.CompletedProcess, prog: str, *words: str) -> None:
-    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
-    lines = p.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(prog + ": "), p.stderr
-    for w in words:
-        assert w in lines[0], (w, lines[0])
-    assert p.stdout == ""
 
 
 @pytest.mark.parametrize("args, words", [

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --size trace:FILE.pcap: learn the frame-length distribution of a capture.
+ * libpcap reads pcap and pcapng alike. A record's `len` is the frame's length
+ * on the wire without its FCS (Linux captures never hold the FCS), so the
+ * RFC 2544 length is len + 4; frames a capture saw below the Ethernet minimum
+ * (a host's own outgoing ARP, before padding) count as 64 B, the length they
+ * had on the wire.
+ */
+#include <errno.h>
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sizes.h"
+#include "stamp.h"
+
+int cb_sizes_from_pcap(const char *path, struct cb_size_profile *p, char *err, size_t errlen)
+{
+	char ebuf[PCAP_ERRBUF_SIZE] = "";
+	struct pcap_pkthdr *hdr;
+	const u_char *data;
+	uint64_t *hist, frames = 0;
+	unsigned int *lens = NULL, n = 0;
+	double *weights = NULL;
+	pcap_t *pc;
+	int r, rc = 0;
+
+	pc = pcap_open_offline(path, ebuf);
+	if (!pc) {
+		snprintf(err, errlen, "cannot read --size trace:%s: %s", path, ebuf);
+		return -EINVAL;
+	}
+	if (pcap_datalink(pc) != DLT_EN10MB) {
+		snprintf(err, errlen, "%s: link type %s is not supported: give a capture of "
+			 "Ethernet frames (DLT_EN10MB)", path,
+			 pcap_datalink_val_to_name(pcap_datalink(pc)) ?: "unknown");
+		pcap_close(pc);
+		return -EINVAL;
+	}
+	hist = calloc(CB_FRAME_MAX + 1, sizeof(*hist));
+	if (!hist) {
+		pcap_close(pc);
+		return -ENOMEM;
+	}
+	while ((r = pcap_next_ex(pc, &hdr, &data)) == 1) {
+		uint64_t len = (uint64_t)hdr->len + CB_FCS_LEN;
+
+		frames++;
+		if (len < CB_FRAME_MIN)
+			len = CB_FRAME_MIN;
+		if (len > CB_FRAME_MAX) {
+			snprintf(err, errlen, "%s: frame %llu is %llu B long, above %d B: capbench "
+				 "sends Ethernet frames up to MTU + 18", path,
+				 (unsigned long long)frames, (unsigned long long)len, CB_FRAME_MAX);
+			rc = -ERANGE;
+			goto out;
+		}
+		hist[len]++;
+	}
+	if (r == PCAP_ERROR) {
+		/* libpcap says "truncated dump file" for a record cut short. */
+		snprintf(err, errlen, "%s: unreadable after frame %llu (%s): the capture is "
+			 "truncated or damaged", path, (unsigned long long)frames, pcap_geterr(pc));
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!frames) {
+		snprintf(err, errlen, "%s holds no frames: give a capture with traffic", path);
+		rc = -EINVAL;
+		goto out;
+	}
+	lens = malloc((CB_FRAME_MAX + 1) * sizeof(*lens));
+	weights = malloc((CB_FRAME_MAX + 1) * sizeof(*weights));
+	if (!lens || !weights) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (unsigned int len = CB_FRAME_MIN; len <= CB_FRAME_MAX; len++) {
+		if (hist[len]) {
+			lens[n] = len;
+			weights[n++] = (double)hist[len];
+		}
+	}
+	rc = cb_sizes_weighted(p, lens, weights, n);
+out:
+	free(lens);
+	free(weights);
+	free(hist);
+	pcap_close(pc);
+	return rc;
+}
