@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from capbench import host_sysctl, netns
+from capbench import cpu, host_sysctl, netns
 from capbench.errors import RunError, Terminated
 
 STATE_DIR_ENV = "CAPBENCH_STATE_DIR"
@@ -145,10 +145,20 @@ def rps_mask(cpu: int) -> str:
     return ",".join(reversed(words))
 
 
-def set_rps(tb: Testbed, cpu: int | None) -> None:
-    """Steer the capture veth's receive work to `cpu` (None: no RPS, the sender's CPU does it)."""
+def set_rps(tb: Testbed, cpu: int | None, queues: int = 1) -> None:
+    """Steer the capture veth's receive work to `cpu` (None: no RPS, the sender's CPU does it),
+    on every receive queue."""
     mask = "0" if cpu is None else rps_mask(cpu)
-    netns.write_file(tb.cap_ns, f"/sys/class/net/{tb.cap_if}/queues/rx-0/rps_cpus", mask)
+    for q in range(queues):
+        netns.write_file(tb.cap_ns, f"/sys/class/net/{tb.cap_if}/queues/rx-{q}/rps_cpus", mask)
+
+
+def veth_queues() -> int:
+    """One queue pair per CPU. A frame XDP-redirected into a veth goes to the peer's
+    receive queue of the sending CPU (CPU number modulo the queues): with one queue,
+    generator threads on two CPUs would share one 256-frame ring and its NAPI, and the
+    ring overflows; with a queue per CPU every sender has its own."""
+    return max(1, min(len(cpu.online_cpus()), 64))
 
 
 def wait_until_up(tb: Testbed, timeout_s: float = 5.0) -> None:
@@ -190,14 +200,16 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
             netns.add_netns(ns)
             for scope in ("all", "default"):
                 netns.set_sysctl(ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
+        queues = str(veth_queues())
         netns.ip(
             "link", "add", tb.gen_if, "netns", tb.gen_ns, "address", tb.gen_mac, "mtu", str(mtu),
-            "type", "veth",
+            "numtxqueues", queues, "numrxqueues", queues, "type", "veth",
             "peer", "name", tb.cap_if, "netns", tb.cap_ns, "address", tb.cap_mac, "mtu", str(mtu),
+            "numtxqueues", queues, "numrxqueues", queues,
         )
         for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
             netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
-        set_rps(tb, rx_cpu)
+        set_rps(tb, rx_cpu, int(queues))
         if backlog is not None:
             raised = host_sysctl.raise_to(host_sysctl.BACKLOG, backlog)
             if raised:

@@ -23,6 +23,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "pacing.h"
 #include "stamp.h"
 
 /* The departure schedule (schedule.h): entry i holds frame i's length and
@@ -37,7 +38,7 @@ struct {
 
 /* Set through the skeleton before load. */
 const volatile __u32 tx_ifindex = 0;
-const volatile __u32 sched_len = 1;
+const volatile struct cb_pace_cfg pace_cfg = {};
 const volatile __u32 buf_len = 0;      /* the template: the longest frame less its FCS */
 const volatile __u8 paced = 0;         /* 0: send every iteration (--rate max) */
 const volatile __u8 vary_len = 0;      /* the schedule holds more than one length */
@@ -47,10 +48,10 @@ const volatile __u64 count_limit = 0;  /* stop sending after this many; 0 = none
 __u64 sent = 0;
 __u64 wire_bytes = 0;   /* frame lengths incl. FCS + 20 B preamble/gap each */
 __u64 start_ns = 0;     /* schedule origin: departure of frame 0 */
-__u64 due_fp16 = 0;     /* departure of the next frame after start_ns, 1/65536 ns */
-__u32 sched_idx = 0;
+struct cb_pace_state pace = {}; /* the next departure after start_ns and entry */
 __u64 first_tx_ns = 0;
 __u64 last_tx_ns = 0;
+__u64 last_due_ns = 0;  /* scheduled departure of the last frame sent, after start_ns */
 __u64 late = 0;         /* frames that left more than one gap after schedule */
 __u64 max_lag_ns = 0;
 __u64 spins = 0;        /* iterations that found no frame due */
@@ -95,7 +96,7 @@ int cb_gen(struct xdp_md *ctx)
 	unsigned char *stamp;
 	struct cb_sched_entry *e;
 	__u64 now, seq = sent, magic = CB_STAMP_MAGIC;
-	__u32 idx = sched_idx;
+	__u32 idx = pace.idx;
 
 	if (count_limit && seq >= count_limit)
 		return XDP_DROP;
@@ -110,7 +111,7 @@ int cb_gen(struct xdp_md *ctx)
 		/* Departure n is due at start + the sum of the gaps before it:
 		 * kept from the origin, not from the previous departure, so
 		 * the mean rate stays exact however late single frames leave. */
-		__u64 due = start_ns + (due_fp16 >> 16);
+		__u64 due = start_ns + (pace.due_fp16 >> 16);
 		__u64 lag;
 
 		if (now < due) {
@@ -140,8 +141,19 @@ int cb_gen(struct xdp_md *ctx)
 	if (!seq)
 		first_tx_ns = now;
 	last_tx_ns = now;
-	due_fp16 += e->gap_fp16;
-	sched_idx = idx + 1 == sched_len ? 0 : idx + 1;
+	last_due_ns = pace.due_fp16 >> 16;
+	{
+		/* Field by field: read through `volatile`, so the values user
+		 * space set before load are used, not the zeros in the object. */
+		const struct cb_pace_cfg c = {
+			.group_size = pace_cfg.group_size,
+			.group_gap_fp16 = pace_cfg.group_gap_fp16,
+			.burst = pace_cfg.burst,
+			.sched_len = pace_cfg.sched_len,
+		};
+
+		cb_pace_advance(&c, &pace, e, seq);
+	}
 	wire_bytes += e->len + CB_WIRE_OVERHEAD;
 	sent = seq + 1;
 	return bpf_redirect(tx_ifindex, 0);

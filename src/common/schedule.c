@@ -29,6 +29,7 @@ int cb_schedule_build(struct cb_schedule *s, const struct cb_size_profile *p, ui
 		unsigned int len = cb_size_next(&d);
 
 		s->e[i].len = len;
+		s->e[i].wire_fp16 = (uint64_t)llround(wire_bits(len) / link_bps * 1e9 * 65536.0);
 		bits += wire_bits(len);
 		len_sum += len;
 		if (len > s->max_len)

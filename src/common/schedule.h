@@ -37,17 +37,4 @@ int cb_schedule_build(struct cb_schedule *s, const struct cb_size_profile *p, ui
 		      const struct cb_rate *rate, double link_bps);
 void cb_schedule_free(struct cb_schedule *s);
 
-/* Where a sender is in the schedule: the next entry and its departure time
- * after the start, in 1/65536 ns. */
-struct cb_sched_cursor {
-	uint32_t idx;
-	uint64_t due_fp16;
-};
-
-static inline void cb_sched_advance(const struct cb_schedule *s, struct cb_sched_cursor *c)
-{
-	c->due_fp16 += s->e[c->idx].gap_fp16;
-	c->idx = c->idx + 1 == s->n ? 0 : c->idx + 1;
-}
-
 #endif

@@ -43,10 +43,12 @@
 #define CB_WIRE_OVERHEAD 20
 
 /* One entry of the generator's departure schedule, shared with the BPF
- * pacer: frame i of a cycle has length `len` (incl. FCS), and the next frame
- * is due `gap_fp16` / 65536 ns after it. */
+ * pacer: frame i of a cycle has length `len` (incl. FCS), the next frame is
+ * due `gap_fp16` / 65536 ns after it, and `wire_fp16` is its wire time at the
+ * link rate (the gap inside a burst). */
 struct cb_sched_entry {
 	unsigned long long gap_fp16;
+	unsigned long long wire_fp16;
 	unsigned int len;
 	unsigned int pad;
 };

@@ -245,6 +245,43 @@ int cb_opt_cpu(const char *flag, const char *s)
 	return (int)v;
 }
 
+int cb_opt_cpu_list(const char *flag, const char *s, int *cpus, int max)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	const char *p = s;
+	int n = 0;
+
+	while (*p) {
+		char *end;
+		unsigned long lo = strtoul(p, &end, 10), hi = lo;
+
+		if (end == p)
+			goto bad;
+		if (*end == '-') {
+			p = end + 1;
+			hi = strtoul(p, &end, 10);
+			if (end == p || hi < lo)
+				goto bad;
+		}
+		if (hi >= (unsigned long)ncpu)
+			cb_usage_error("bad %s '%s': this machine has CPUs 0..%ld", flag, s, ncpu - 1);
+		for (unsigned long c = lo; c <= hi; c++) {
+			if (n == max)
+				cb_usage_error("%s '%s' names more than %d CPUs", flag, s, max);
+			cpus[n++] = (int)c;
+		}
+		if (*end == ',' && end[1])
+			end++;
+		else if (*end)
+			goto bad;
+		p = end;
+	}
+	if (n)
+		return n;
+bad:
+	cb_usage_error("bad %s '%s': give CPUs as 0,1 or 0-3", flag, s);
+}
+
 void cb_opt_fail(int c, char **argv)
 {
 	if (c == ':')

@@ -56,6 +56,10 @@ int cb_parse_bytes(const char *s, uint64_t *out);
 uint64_t cb_opt_count(const char *flag, const char *s, const char *what); /* > 0 */
 double cb_opt_seconds(const char *flag, const char *s);                   /* > 0 */
 int cb_opt_cpu(const char *flag, const char *s);                          /* a CPU here */
+/* "0,2,5" or "0-3" or a mix: up to max CPUs into cpus[], each one this
+ * machine has. Returns how many, or ends the program with a usage error
+ * naming `flag`. */
+int cb_opt_cpu_list(const char *flag, const char *s, int *cpus, int max);
 /* The usage error for getopt_long's ':' (missing value) and '?' returns. */
 void cb_opt_fail(int c, char **argv) __attribute__((noreturn));
 

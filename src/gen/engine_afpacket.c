@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gen.h"
+#include "pacing.h"
 #include "util.h"
 
 #define AFP_BATCH 32
@@ -109,12 +110,12 @@ static void wait_until(uint64_t due_ns)
 /* Fill the batch with the frames due by `now` (paced) or a full batch
  * (unpaced), never beyond the count: each gets its schedule length, its
  * sequence number and the send time. Returns how many. */
-static unsigned int prepare_batch(struct afp_state *st, const struct cb_sched_cursor *cur,
+static unsigned int prepare_batch(struct afp_state *st, const struct cb_pace_state *pace,
 				  uint64_t sent, uint64_t start, uint64_t now)
 {
 	const struct gen_cfg *cfg = st->cfg;
 	const struct cb_schedule *sched = &cfg->sched;
-	struct cb_sched_cursor c = *cur;
+	struct cb_pace_state c = *pace;
 	unsigned int n = 0;
 
 	while (n < AFP_BATCH && (!cfg->count || sent + n < cfg->count)) {
@@ -126,8 +127,8 @@ static unsigned int prepare_batch(struct afp_state *st, const struct cb_sched_cu
 			cb_frame_set_len(st->frames[n], len);
 		st->iov[n].iov_len = len - CB_FCS_LEN;
 		cb_stamp_write(st->frames[n], sent + n, now);
+		cb_pace_advance(&cfg->pace, &c, &sched->e[c.idx], sent + n);
 		n++;
-		cb_sched_advance(sched, &c);
 	}
 	return n;
 }
@@ -138,8 +139,12 @@ static void *afp_thread(void *arg)
 	const struct gen_cfg *cfg = st->cfg;
 	const struct cb_schedule *sched = &cfg->sched;
 	struct gen_progress *p = &st->prog;
-	struct cb_sched_cursor cur = { 0, 0 };
-	uint64_t start = cb_now_ns(), sent = 0, wire_bytes = 0;
+	struct cb_pace_state cur = { 0 };
+	uint64_t start, sent = 0, wire_bytes = 0, last_due_fp16 = 0;
+
+	if (cfg->cpu >= 0)
+		cb_pin_cpu(cfg->cpu); /* checked by main, which pinned itself first */
+	start = cb_now_ns();
 
 	while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now;
@@ -175,12 +180,15 @@ static void *afp_thread(void *arg)
 					__atomic_store_n(&p->max_lag_ns, lag, __ATOMIC_RELAXED);
 			}
 			wire_bytes += sched->e[cur.idx].len + CB_WIRE_OVERHEAD;
-			cb_sched_advance(sched, &cur);
+			last_due_fp16 = cur.due_fp16;
+			cb_pace_advance(&cfg->pace, &cur, &sched->e[cur.idx], sent + i);
 		}
 		if (!sent && r > 0)
 			__atomic_store_n(&p->first_tx_ns, now, __ATOMIC_RELAXED);
-		if (r > 0)
+		if (r > 0) {
 			__atomic_store_n(&p->last_tx_ns, now, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->last_due_ns, last_due_fp16 >> 16, __ATOMIC_RELAXED);
+		}
 		sent += (uint64_t)r;
 		__atomic_store_n(&p->wire_bytes, wire_bytes, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->sent, sent, __ATOMIC_RELEASE);
@@ -208,6 +216,7 @@ static void afp_progress(void *state, struct gen_progress *p)
 	p->wire_bytes = __atomic_load_n(&st->prog.wire_bytes, __ATOMIC_RELAXED);
 	p->first_tx_ns = __atomic_load_n(&st->prog.first_tx_ns, __ATOMIC_RELAXED);
 	p->last_tx_ns = __atomic_load_n(&st->prog.last_tx_ns, __ATOMIC_RELAXED);
+	p->last_due_ns = __atomic_load_n(&st->prog.last_due_ns, __ATOMIC_RELAXED);
 	p->late = __atomic_load_n(&st->prog.late, __ATOMIC_RELAXED);
 	p->max_lag_ns = __atomic_load_n(&st->prog.max_lag_ns, __ATOMIC_RELAXED);
 	p->tx_busy = __atomic_load_n(&st->prog.tx_busy, __ATOMIC_RELAXED);

@@ -33,6 +33,7 @@ struct xdp_state {
 	struct gen_bpf *skel;
 	uint8_t frame[CB_FRAME_MAX];
 	int frame_len;
+	int cpu;
 	pthread_t thread;
 	int running;
 	int stop;       /* atomic */
@@ -67,6 +68,7 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 	if (!st)
 		return -ENOMEM;
 	cb_libbpf_quiet();
+	st->cpu = cfg->cpu;
 	st->frame_len = cb_frame_build(&cfg->spec, st->frame, sizeof(st->frame));
 	if (st->frame_len < 0) {
 		err = st->frame_len;
@@ -78,7 +80,7 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 		goto err_free;
 	}
 	st->skel->rodata->tx_ifindex = (uint32_t)cfg->ifindex;
-	st->skel->rodata->sched_len = cfg->sched.n;
+	st->skel->rodata->pace_cfg = cfg->pace;
 	st->skel->rodata->buf_len = (uint32_t)st->frame_len;
 	st->skel->rodata->paced = (uint8_t)cfg->sched.paced;
 	st->skel->rodata->vary_len = cfg->sched.min_len != cfg->sched.max_len;
@@ -114,6 +116,10 @@ static void *xdp_thread(void *arg)
 	struct xdp_state *st = arg;
 	int prog_fd = bpf_program__fd(st->skel->progs.cb_gen);
 	sigset_t set;
+
+	/* BPF_PROG_RUN runs the program on the calling thread's CPU. */
+	if (st->cpu >= 0)
+		cb_pin_cpu(st->cpu);
 
 	/* SIGINT/SIGTERM belong to the main thread; this one only takes the
 	 * SIGUSR1 that ends the kernel loop. */
@@ -173,6 +179,7 @@ static void xdp_progress(void *state, struct gen_progress *p)
 	p->wire_bytes = __atomic_load_n(&b->wire_bytes, __ATOMIC_RELAXED);
 	p->first_tx_ns = __atomic_load_n(&b->first_tx_ns, __ATOMIC_RELAXED);
 	p->last_tx_ns = __atomic_load_n(&b->last_tx_ns, __ATOMIC_RELAXED);
+	p->last_due_ns = __atomic_load_n(&b->last_due_ns, __ATOMIC_RELAXED);
 	p->late = __atomic_load_n(&b->late, __ATOMIC_RELAXED);
 	p->max_lag_ns = __atomic_load_n(&b->max_lag_ns, __ATOMIC_RELAXED);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "packet.h"
+#include "pacing.h"
 #include "schedule.h"
 #include "sizes.h"
 
@@ -19,12 +20,13 @@ struct gen_cfg {
 	uint64_t seed;                  /* --seed of the size draw */
 	struct cb_size_profile sizes;
 	struct cb_schedule sched;       /* lengths and gaps; sched.paced 0 = unpaced */
+	struct cb_pace_cfg pace;        /* bursts and groups */
 	double pps;                     /* mean target; 0 = unpaced */
 	double target_wire_bps;         /* bit-rate targets; 0 for packet rates and unpaced */
 	uint64_t count;       /* frames to send; 0 = until stopped */
 	double duration_s;    /* 0 = until stopped or count reached */
 	double interval_s;
-	int cpu;              /* -1 = not pinned */
+	int cpu;              /* -1 = not pinned; the engine's thread pins itself */
 	struct cb_frame_spec spec;      /* spec.frame_len: the schedule's longest frame */
 };
 
@@ -34,6 +36,7 @@ struct gen_progress {
 	uint64_t wire_bytes;  /* frame lengths incl. FCS + 20 B preamble and gap each */
 	uint64_t first_tx_ns;
 	uint64_t last_tx_ns;
+	uint64_t last_due_ns; /* scheduled departure of the last frame sent, after the first */
 	uint64_t late;        /* frames that left more than one gap late */
 	uint64_t max_lag_ns;
 	uint64_t tx_busy;     /* sends the kernel refused for lack of room (retried) */
@@ -59,5 +62,27 @@ struct gen_engine {
 
 extern const struct gen_engine gen_engine_xdp;
 extern const struct gen_engine gen_engine_afpacket;
+
+#define GEN_MAX_THREADS 64
+
+/* What to send: `total` holds the options as given (total rate and count),
+ * each lane one sending thread's share with its own stream and schedule. */
+struct gen_plan {
+	const struct gen_engine *engine;
+	struct gen_cfg total;
+	unsigned int n;
+	struct gen_cfg lanes[GEN_MAX_THREADS];
+};
+
+/* gen_config.c: parse and check the command line (exits 2 on bad input). */
+void gen_configure(int argc, char **argv, struct gen_plan *plan);
+void gen_plan_free(struct gen_plan *plan);
+
+/* gen_report.c: the JSON Lines. */
+void gen_progress_add(struct gen_progress *sum, const struct gen_progress *p);
+void gen_print_interval(double t_s, const struct gen_progress *p, const struct gen_progress *prev,
+			double dt_s);
+void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *lanes,
+		       double wall_s, int err);
 
 #endif

@@ -18,8 +18,9 @@ FCS = 4
 
 
 def send_profile(binaries, tb, size: str, *, engine: str = "xdp", seed: int = 1, rate: str = "100kpps",
-                 count: int = FRAMES) -> tuple[dict, dict, dict]:
-    """(generator, counter, xdpcount) summaries of one stream of `count` frames."""
+                 count: int | None = FRAMES, extra: tuple[str, ...] = (), cpu: int | None = 0,
+                 ) -> tuple[dict, dict, dict]:
+    """(generator, counter, xdpcount) summaries of `count` frames (None: `extra` says how many)."""
     with ChildSet() as kids:
         xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if],
                          netns_name=tb.cap_ns)
@@ -29,7 +30,9 @@ def send_profile(binaries, tb, size: str, *, engine: str = "xdp", seed: int = 1,
         cap.wait_for("ready", 5)
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--engine", engine,
                                           "--size", size, "--seed", str(seed), "--rate", rate, "--link", "10g",
-                                          "--count", str(count), "--cpu", "0", "--dst-mac", tb.dst_mac],
+                                          *(("--count", str(count)) if count else ()),
+                                          *(("--cpu", str(cpu)) if cpu is not None else ()),
+                                          "--dst-mac", tb.dst_mac, *extra],
                          netns_name=tb.gen_ns)
         gen.wait(30)
         import time

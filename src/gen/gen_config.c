@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capbench-gen's options: from the command line to a checked plan of one or
+ * more lanes (sending threads). Every problem ends the program with one line
+ * naming the value and the fix, exit status 2.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+#include "rate.h"
+#include "util.h"
+
+static const struct gen_engine *const engines[] = {
+	&gen_engine_xdp,
+	&gen_engine_afpacket,
+	NULL,
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: capbench-gen --iface IF [options]\n"
+"\n"
+"Send Ethernet/IPv4/UDP test frames, each stamped with a sequence number and\n"
+"a TX timestamp, at a precise rate. Prints JSON Lines: one \"interval\" line\n"
+"per --interval and one \"summary\" line at exit. Needs root.\n"
+"\n"
+"  -i, --iface IF        interface to send on (required)\n"
+"  -e, --engine NAME     xdp (default): BPF_PROG_RUN live frames, paced in BPF\n"
+"                        afpacket: AF_PACKET sendmmsg, paced in user space\n"
+"  -s, --size SIZE       frame length incl. 4 B FCS, 64..MTU+18 (default 64), or:\n"
+"                        64,594,1518     a list, cycled in order\n"
+"                        rfc2544, seed   RFC 2544's 7 / seed 000's 13 lengths, cycled\n"
+"                        imix:seed       57/7/16/20 %% of 64/570/594/1518 B\n"
+"                        imix:simple     7:4:1 of 64/594/1518 B\n"
+"                        random:MIN-MAX  uniform lengths\n"
+"                        dist:FILE.csv   'length,weight' rows\n"
+"                        trace:FILE.pcap the length distribution of a capture\n"
+"      --seed N          seed of the drawn profiles: the same seed, the same\n"
+"                        frames (default 1)\n"
+"  -r, --rate RATE       1.2Mpps, 800kpps, 5000pps; 1g, 950m (bits/s on the wire,\n"
+"                        incl. 20 B preamble+gap); 100%% of --link; max = unpaced\n"
+"                        (default 100%%). Bit rates give every frame its own wire\n"
+"                        time; packet rates give every frame the same gap\n"
+"  -l, --link SPEED      emulated link: 1g (default), 10g, 25g, 40g, 100g\n"
+"  -c, --count N         send exactly N frames, then stop\n"
+"  -d, --duration S      send for S seconds (5, 5s, 250ms, 2m)\n"
+"      --cpu N           pin the generator to CPU N\n"
+"      --threads N       N sending threads, each its own stream (UDP source port\n"
+"                        52224 + stream) and sequence numbers; --rate and --count\n"
+"                        are totals split between them (default 1)\n"
+"      --cpus LIST       their CPUs, e.g. 0,1 or 0-1 (default: from --cpu on)\n"
+"      --burst N         N frames back to back at the link's wire rate, then a\n"
+"                        pause that keeps the mean --rate (RFC 2544 back-to-back)\n"
+"      --groups N        send N groups of --group-size frames, --group-gap apart;\n"
+"                        the counter reports every group (seed 004)\n"
+"      --group-size N    frames per group\n"
+"      --group-gap S     pause between groups (default 0)\n"
+"      --interval S      seconds between interval lines (default 1)\n"
+"      --dst-mac MAC     destination MAC (default 02:cb:00:00:00:02, matches no\n"
+"                        host, so the receiver sees it as PACKET_OTHERHOST)\n"
+"      --src-mac MAC     source MAC (default: the interface's)\n"
+"  -h, --help            this help\n"
+"\n"
+"Without --count or --duration it sends until SIGINT or SIGTERM.\n"
+"Example: capbench-gen --iface veth0 --size 64 --rate 100%% --link 1g --duration 5\n");
+}
+
+static const struct gen_engine *find_engine(const char *name)
+{
+	for (int i = 0; engines[i]; i++)
+		if (!strcmp(engines[i]->name, name))
+			return engines[i];
+	cb_usage_error("unknown engine '%s': use --engine xdp or --engine afpacket", name);
+}
+
+struct gen_args {
+	const char *iface, *engine, *size, *rate, *link, *count, *duration;
+	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
+	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
+};
+
+static void parse_args(int argc, char **argv, struct gen_args *a)
+{
+	enum { OPT_CPU = 256, OPT_INTERVAL, OPT_DST_MAC, OPT_SRC_MAC, OPT_SEED, OPT_THREADS,
+	       OPT_CPUS, OPT_BURST, OPT_GROUPS, OPT_GROUP_SIZE, OPT_GROUP_GAP };
+	static const struct option opts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "engine", required_argument, NULL, 'e' },
+		{ "size", required_argument, NULL, 's' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "link", required_argument, NULL, 'l' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "dst-mac", required_argument, NULL, OPT_DST_MAC },
+		{ "src-mac", required_argument, NULL, OPT_SRC_MAC },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "burst", required_argument, NULL, OPT_BURST },
+		{ "groups", required_argument, NULL, OPT_GROUPS },
+		{ "group-size", required_argument, NULL, OPT_GROUP_SIZE },
+		{ "group-gap", required_argument, NULL, OPT_GROUP_GAP },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:e:s:r:l:c:d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i': a->iface = optarg; break;
+		case 'e': a->engine = optarg; break;
+		case 's': a->size = optarg; break;
+		case 'r': a->rate = optarg; break;
+		case 'l': a->link = optarg; break;
+		case 'c': a->count = optarg; break;
+		case 'd': a->duration = optarg; break;
+		case OPT_CPU: a->cpu = optarg; break;
+		case OPT_INTERVAL: a->interval = optarg; break;
+		case OPT_DST_MAC: a->dst_mac = optarg; break;
+		case OPT_SRC_MAC: a->src_mac = optarg; break;
+		case OPT_SEED: a->seed = optarg; break;
+		case OPT_THREADS: a->threads = optarg; break;
+		case OPT_CPUS: a->cpus = optarg; break;
+		case OPT_BURST: a->burst = optarg; break;
+		case OPT_GROUPS: a->groups = optarg; break;
+		case OPT_GROUP_SIZE: a->group_size = optarg; break;
+		case OPT_GROUP_GAP: a->group_gap = optarg; break;
+		case 'h': usage(stdout); exit(CB_EXIT_OK);
+		default: cb_opt_fail(c, argv);
+		}
+	}
+	if (optind < argc)
+		cb_usage_error("unexpected argument '%s' (see --help)", argv[optind]);
+}
+
+/* Turn the parsed strings into a checked configuration; every problem is
+ * one line naming the value and the fix. */
+static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_rate *rate_out)
+{
+	struct cb_rate rate;
+	char errbuf[512];
+	int mtu, err;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->cpu = -1;
+	cfg->interval_s = 1.0;
+	cfg->link_bps = 1e9;
+	cb_frame_spec_default(&cfg->spec);
+
+	if (!a->iface)
+		cb_usage_error("no interface given: use --iface IF (see --help)");
+	cfg->iface = a->iface;
+	if (a->link && cb_parse_link(a->link, &cfg->link_bps))
+		cb_usage_error("bad --link '%s': use 1g, 10g, 25g, 40g or 100g", a->link);
+	cfg->size_spec = a->size ? a->size : "64";
+	if (a->seed && cb_parse_u64(a->seed, &cfg->seed))
+		cb_usage_error("bad --seed '%s': give a whole number", a->seed);
+	else if (!a->seed)
+		cfg->seed = 1;
+	err = cb_sizes_parse(cfg->size_spec, &cfg->sizes, errbuf, sizeof(errbuf));
+	if (err == -ENOMEM)
+		cb_fatal("out of memory");
+	if (err)
+		cb_usage_error("%s", errbuf);
+	if (cb_parse_rate(a->rate ? a->rate : "100%", &rate))
+		cb_usage_error("bad --rate '%s': use e.g. 1.2Mpps, 800kpps, 1g, 100%% or max", a->rate);
+	err = cb_schedule_build(&cfg->sched, &cfg->sizes, cfg->seed, &rate, cfg->link_bps);
+	if (err == -ENOMEM)
+		cb_fatal("out of memory");
+	if (err == -ERANGE && cfg->sizes.min_len == cfg->sizes.max_len)
+		cb_usage_error("--rate %s is above the wire rate of a %g Gbit/s link at %u B "
+			       "(%.0f pps): lower it or raise --link", a->rate, cfg->link_bps / 1e9,
+			       cfg->sizes.min_len, cb_wire_pps(cfg->link_bps, cfg->sizes.min_len));
+	if (err == -ERANGE)
+		cb_usage_error("--rate %s is above the wire rate of a %g Gbit/s link for --size %s "
+			       "(mean frame %.1f B): lower it or raise --link", a->rate,
+			       cfg->link_bps / 1e9, cfg->size_spec, cfg->sched.mean_len);
+	if (err)
+		cb_usage_error("bad --rate '%s'", a->rate);
+	cfg->pps = cfg->sched.target_pps;
+	if (rate.kind == CB_RATE_BPS)
+		cfg->target_wire_bps = rate.value;
+	else if (rate.kind == CB_RATE_PERCENT)
+		cfg->target_wire_bps = cfg->link_bps * rate.value / 100.0;
+	cfg->spec.frame_len = cfg->sched.max_len;
+	if (a->count)
+		cfg->count = cb_opt_count("--count", a->count, "frames");
+	if (a->duration)
+		cfg->duration_s = cb_opt_seconds("--duration", a->duration);
+	if (a->interval)
+		cfg->interval_s = cb_opt_seconds("--interval", a->interval);
+	if (a->cpu)
+		cfg->cpu = cb_opt_cpu("--cpu", a->cpu);
+	if (a->dst_mac && cb_parse_mac(a->dst_mac, cfg->spec.dst_mac))
+		cb_usage_error("bad --dst-mac '%s': use aa:bb:cc:dd:ee:ff", a->dst_mac);
+	if (a->src_mac && cb_parse_mac(a->src_mac, cfg->spec.src_mac))
+		cb_usage_error("bad --src-mac '%s': use aa:bb:cc:dd:ee:ff", a->src_mac);
+
+	cfg->ifindex = cb_ifindex(cfg->iface);
+	if (cfg->ifindex < 0)
+		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
+			       cfg->iface);
+	mtu = cb_if_mtu(cfg->iface);
+	if (mtu > 0 && cfg->spec.frame_len > (unsigned int)mtu + 18)
+		cb_usage_error("--size %s holds %u B frames, which do not fit %s (MTU %d allows "
+			       "frames up to %d B): lower --size or raise the MTU", cfg->size_spec,
+			       cfg->spec.frame_len, cfg->iface, mtu, mtu + 18);
+	if (!a->src_mac)
+		cb_if_mac(cfg->iface, cfg->spec.src_mac);
+	*rate_out = rate;
+}
+
+/* Bursts and groups (pacing.h). */
+static void configure_shapes(const struct gen_args *a, struct gen_cfg *cfg)
+{
+	uint64_t groups = 0;
+
+	if (a->burst) {
+		uint64_t b = cb_opt_count("--burst", a->burst, "frames");
+
+		if (b > UINT32_MAX)
+			cb_usage_error("--burst %s is too long: at most %u frames", a->burst, UINT32_MAX);
+		if (!cfg->sched.paced)
+			cb_usage_error("--burst needs a paced --rate (bursts keep the mean rate), not max");
+		cfg->pace.burst = (unsigned int)b;
+	}
+	if (a->groups)
+		groups = cb_opt_count("--groups", a->groups, "groups");
+	if (a->group_size)
+		cfg->pace.group_size = cb_opt_count("--group-size", a->group_size, "frames");
+	if (a->group_gap)
+		cfg->pace.group_gap_fp16 = (uint64_t)(cb_opt_seconds("--group-gap", a->group_gap) *
+						      1e9 * 65536.0);
+	if ((a->groups || a->group_gap) && !a->group_size)
+		cb_usage_error("--groups and --group-gap need --group-size (frames per group)");
+	if (groups) {
+		if (a->count)
+			cb_usage_error("give either --count or --groups, not both "
+				       "(--groups N sends N x --group-size frames)");
+		if (cfg->pace.group_size > UINT64_MAX / groups)
+			cb_usage_error("--groups %s x --group-size %s is too many frames", a->groups,
+				       a->group_size);
+		cfg->count = groups * cfg->pace.group_size;
+	}
+	if (cfg->pace.group_gap_fp16 && !cfg->sched.paced)
+		cb_usage_error("--group-gap needs a paced --rate, not max");
+}
+
+static struct cb_rate rate_share(struct cb_rate r, unsigned int n)
+{
+	if (r.kind != CB_RATE_MAX)
+		r.value /= n;
+	return r;
+}
+
+/* One lane per thread: its own stream id, CPU, share of the rate and count,
+ * and a schedule drawn from seed + stream. */
+static void make_lanes(const struct gen_args *a, struct gen_plan *plan, const struct cb_rate *rate)
+{
+	const struct gen_cfg *t = &plan->total;
+	int cpus[GEN_MAX_THREADS], ncpus = 0;
+	uint64_t n = 1;
+
+	if (a->threads) {
+		n = cb_opt_count("--threads", a->threads, "threads");
+		if (n > (uint64_t)cb_cpu_count() || n > GEN_MAX_THREADS)
+			cb_usage_error("--threads %s is more than the %d CPUs this process may use: one "
+				       "thread per core at most", a->threads, cb_cpu_count());
+	}
+	if (n > 1 && t->pace.group_size)
+		cb_usage_error("--groups and --group-size work with one thread: leave out --threads");
+	if (a->cpus) {
+		ncpus = cb_opt_cpu_list("--cpus", a->cpus, cpus, GEN_MAX_THREADS);
+		if ((uint64_t)ncpus != n)
+			cb_usage_error("--cpus %s names %d CPUs for %llu threads: give one per thread",
+				       a->cpus, ncpus, (unsigned long long)n);
+	} else if (t->cpu >= 0) {
+		for (uint64_t i = 0; i < n; i++) {
+			cpus[i] = (int)((uint64_t)t->cpu + i);
+			if (cpus[i] >= cb_cpu_count())
+				cb_usage_error("--threads %s from --cpu %d runs past the last CPU: "
+					       "give --cpus", a->threads, t->cpu);
+		}
+		ncpus = (int)n;
+	}
+	plan->n = (unsigned int)n;
+	for (unsigned int i = 0; i < plan->n; i++) {
+		struct gen_cfg *l = &plan->lanes[i];
+		struct cb_rate share = rate_share(*rate, plan->n);
+
+		*l = *t;
+		l->spec.stream = (uint8_t)i;
+		l->cpu = ncpus ? cpus[i] : -1;
+		l->seed = t->seed + i;
+		if (t->count)
+			l->count = t->count / n + (i < t->count % n);
+		if (cb_schedule_build(&l->sched, &t->sizes, l->seed, &share, t->link_bps))
+			cb_fatal("cannot build the schedule of stream %u", i);
+		l->pps = l->sched.target_pps;
+		l->target_wire_bps = t->target_wire_bps / n;
+		l->pace.sched_len = l->sched.n;
+	}
+	if (t->count && t->count < n)
+		cb_usage_error("--count %llu is less than one frame per thread (--threads %llu)",
+			       (unsigned long long)t->count, (unsigned long long)n);
+}
+
+void gen_configure(int argc, char **argv, struct gen_plan *plan)
+{
+	struct gen_args args = { 0 };
+	struct cb_rate rate;
+
+	parse_args(argc, argv, &args);
+	plan->engine = find_engine(args.engine ? args.engine : "xdp");
+	configure(&args, &plan->total, &rate);
+	configure_shapes(&args, &plan->total);
+	make_lanes(&args, plan, &rate);
+}
+
+void gen_plan_free(struct gen_plan *plan)
+{
+	for (unsigned int i = 0; i < plan->n; i++)
+		cb_schedule_free(&plan->lanes[i].sched);
+	cb_schedule_free(&plan->total.sched);
+	cb_sizes_free(&plan->total.sizes);
+}
+

@@ -1,0 +1,53 @@
+"""Shapes in time on a real veth test bed: groups, bursts and several generator threads."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e_env import assert_one_line_usage_error, run_in
+from test_e2e_sizes import send_profile
+
+
+@pytest.mark.parametrize("engine", ["xdp", "afpacket"])
+def test_groups_are_sent_whole_with_their_pauses(binaries, tb, engine):
+    gen, cap, xdp = send_profile(binaries, tb, "64", engine=engine, count=None,
+                                 extra=("--groups", "4", "--group-size", "5000", "--group-gap", "100ms"))
+    assert gen["sent"] == 20_000 and gen["group_size"] == 5000
+    assert xdp["capbench"] == 20_000 and cap["received"] == 20_000 and cap["lost"] == 0
+    # 4 x 5,000 frames at 100 kpps = 0.2 s of sending, plus three pauses of 0.1 s.
+    assert gen["duration_s"] == pytest.approx(0.5, abs=0.02)
+    assert gen["offered_share"] == pytest.approx(1.0, abs=0.001)
+
+
+def test_bursts_keep_the_mean_rate(binaries, tb):
+    gen, cap, xdp = send_profile(binaries, tb, "64", count=50_000, extra=("--burst", "50"))
+    assert gen["sent"] == xdp["capbench"] == cap["received"] == 50_000
+    assert gen["burst"] == 50
+    assert gen["duration_s"] == pytest.approx(0.5, rel=0.01)
+    assert gen["offered_share"] == pytest.approx(1.0, abs=0.001)
+
+
+def test_two_threads_send_two_streams_with_exact_counts(binaries, tb):
+    gen, cap, xdp = send_profile(binaries, tb, "64", count=40_001, rate="100kpps",
+                                 extra=("--threads", "2", "--cpus", "0,1"), cpu=None)
+    streams = gen["streams"]
+    assert gen["threads"] == 2 and set(streams) == {"0", "1"}
+    assert (streams["0"]["sent"], streams["1"]["sent"]) == (20_001, 20_000)
+    assert (streams["0"]["cpu"], streams["1"]["cpu"]) == (0, 1)
+    assert xdp["capbench"] == 40_001
+    assert cap["received"] == 40_001 and cap["streams"] == 2 and cap["lost"] == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--threads", "99"], ["--threads 99", "CPUs"]),
+    (["--threads", "2", "--cpus", "0"], ["--cpus 0", "one per thread"]),
+    (["--cpus", "0-x"], ["--cpus"]),
+    (["--groups", "3"], ["--group-size"]),
+    (["--groups", "3", "--group-size", "10", "--count", "5"], ["--count", "--groups"]),
+    (["--groups", "2", "--group-size", "10", "--threads", "2"], ["one thread"]),
+    (["--burst", "10", "--rate", "max"], ["--burst", "paced"]),
+    (["--burst", "0"], ["--burst"]),
+])
+def test_bad_shapes(binaries, tb, args, words):
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *args])
+    assert_one_line_usage_error(p, "capbench-gen", *words)
