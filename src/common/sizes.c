@@ -52,10 +52,11 @@ static void finish_bounds(struct cb_size_profile *p)
 	}
 }
 
-static int set_cycle(struct cb_size_profile *p, const unsigned int *lens, unsigned int n)
+int cb_sizes_cycle(struct cb_size_profile *p, const unsigned int *lens, unsigned int n)
 {
 	double sum = 0;
 
+	memset(p, 0, sizeof(*p));
 	p->kind = CB_SIZES_CYCLE;
 	p->lens = malloc(n * sizeof(*p->lens));
 	if (!p->lens)
@@ -136,7 +137,7 @@ static int parse_list(const char *spec, struct cb_size_profile *p, char *err, si
 	}
 	if (!n)
 		return fail(err, errlen, -EINVAL, "empty --size: give a frame length, e.g. 64");
-	return set_cycle(p, lens, n);
+	return cb_sizes_cycle(p, lens, n);
 }
 
 static int parse_random(const char *spec, const char *range, struct cb_size_profile *p,
@@ -269,9 +270,9 @@ int cb_sizes_parse(const char *spec, struct cb_size_profile *p, char *err, size_
 {
 	memset(p, 0, sizeof(*p));
 	if (!strcmp(spec, "rfc2544"))
-		return set_cycle(p, rfc2544_lens, N_OF(rfc2544_lens));
+		return cb_sizes_cycle(p, rfc2544_lens, N_OF(rfc2544_lens));
 	if (!strcmp(spec, "seed"))
-		return set_cycle(p, seed_lens, N_OF(seed_lens));
+		return cb_sizes_cycle(p, seed_lens, N_OF(seed_lens));
 	if (!strcmp(spec, "imix:seed"))
 		return cb_sizes_weighted(p, imix_seed_lens, imix_seed_weights, N_OF(imix_seed_lens));
 	if (!strcmp(spec, "imix:simple"))

@@ -45,6 +45,9 @@ struct cb_size_profile {
 int cb_sizes_parse(const char *spec, struct cb_size_profile *p, char *err, size_t errlen);
 void cb_sizes_free(struct cb_size_profile *p);
 
+/* Build a CYCLE profile of these n lengths (copied). */
+int cb_sizes_cycle(struct cb_size_profile *p, const unsigned int *lens, unsigned int n);
+
 /* Build a WEIGHTED profile from (length, weight) pairs; merges nothing,
  * weights must be >= 0 with a positive sum. Used by the file readers. */
 int cb_sizes_weighted(struct cb_size_profile *p, const unsigned int *lens,

@@ -123,6 +123,14 @@ static unsigned int prepare_batch(struct afp_state *st, const struct cb_pace_sta
 
 		if (sched->paced && n && start + (c.due_fp16 >> 16) > now)
 			break;
+		if (cfg->replay) {
+			/* A captured frame goes out as it was: no stamp. */
+			st->iov[n].iov_base = cfg->replay->buf + cfg->replay->off[c.idx];
+			st->iov[n].iov_len = cfg->replay->len[c.idx];
+			cb_pace_advance(&cfg->pace, &c, &sched->e[c.idx], sent + n);
+			n++;
+			continue;
+		}
 		if (st->vary_len)
 			cb_frame_set_len(st->frames[n], len);
 		st->iov[n].iov_len = len - CB_FCS_LEN;

@@ -9,6 +9,7 @@
 
 #include "packet.h"
 #include "pacing.h"
+#include "replay.h"
 #include "schedule.h"
 #include "sizes.h"
 
@@ -21,6 +22,8 @@ struct gen_cfg {
 	struct cb_size_profile sizes;
 	struct cb_schedule sched;       /* lengths and gaps; sched.paced 0 = unpaced */
 	struct cb_pace_cfg pace;        /* bursts and groups */
+	const struct gen_replay *replay; /* --replay: send these frames, unstamped */
+	int replay_original;            /* ... with the capture's own timing */
 	double pps;                     /* mean target; 0 = unpaced */
 	double target_wire_bps;         /* bit-rate targets; 0 for packet rates and unpaced */
 	uint64_t count;       /* frames to send; 0 = until stopped */
@@ -70,6 +73,7 @@ extern const struct gen_engine gen_engine_afpacket;
 struct gen_plan {
 	const struct gen_engine *engine;
 	struct gen_cfg total;
+	struct gen_replay replay;
 	unsigned int n;
 	struct gen_cfg lanes[GEN_MAX_THREADS];
 };

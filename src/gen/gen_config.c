@@ -54,6 +54,11 @@ static void usage(FILE *out)
 "                        52224 + stream) and sequence numbers; --rate and --count\n"
 "                        are totals split between them (default 1)\n"
 "      --cpus LIST       their CPUs, e.g. 0,1 or 0-1 (default: from --cpu on)\n"
+"      --replay FILE     send the frames of a pcap/pcapng capture as they are\n"
+"                        (afpacket engine; not stamped: the counter counts them\n"
+"                        as foreign); --rate original (the default) keeps their\n"
+"                        timing, a rate paces them, max sends them at once\n"
+"      --loop N          send the capture N times (default 1)\n"
 "      --burst N         N frames back to back at the link's wire rate, then a\n"
 "                        pause that keeps the mean --rate (RFC 2544 back-to-back)\n"
 "      --groups N        send N groups of --group-size frames, --group-gap apart;\n"
@@ -82,12 +87,14 @@ struct gen_args {
 	const char *iface, *engine, *size, *rate, *link, *count, *duration;
 	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
 	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
+	const char *replay, *loop;
 };
 
 static void parse_args(int argc, char **argv, struct gen_args *a)
 {
 	enum { OPT_CPU = 256, OPT_INTERVAL, OPT_DST_MAC, OPT_SRC_MAC, OPT_SEED, OPT_THREADS,
-	       OPT_CPUS, OPT_BURST, OPT_GROUPS, OPT_GROUP_SIZE, OPT_GROUP_GAP };
+	       OPT_CPUS, OPT_BURST, OPT_GROUPS, OPT_GROUP_SIZE, OPT_GROUP_GAP, OPT_REPLAY,
+	       OPT_LOOP };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "engine", required_argument, NULL, 'e' },
@@ -107,6 +114,8 @@ static void parse_args(int argc, char **argv, struct gen_args *a)
 		{ "groups", required_argument, NULL, OPT_GROUPS },
 		{ "group-size", required_argument, NULL, OPT_GROUP_SIZE },
 		{ "group-gap", required_argument, NULL, OPT_GROUP_GAP },
+		{ "replay", required_argument, NULL, OPT_REPLAY },
+		{ "loop", required_argument, NULL, OPT_LOOP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -133,6 +142,8 @@ static void parse_args(int argc, char **argv, struct gen_args *a)
 		case OPT_GROUPS: a->groups = optarg; break;
 		case OPT_GROUP_SIZE: a->group_size = optarg; break;
 		case OPT_GROUP_GAP: a->group_gap = optarg; break;
+		case OPT_REPLAY: a->replay = optarg; break;
+		case OPT_LOOP: a->loop = optarg; break;
 		case 'h': usage(stdout); exit(CB_EXIT_OK);
 		default: cb_opt_fail(c, argv);
 		}
@@ -143,11 +154,45 @@ static void parse_args(int argc, char **argv, struct gen_args *a)
 
 /* Turn the parsed strings into a checked configuration; every problem is
  * one line naming the value and the fix. */
-static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_rate *rate_out)
+/* The capture's frame lengths as a cycled profile, so that schedule entry i
+ * is frame i of the capture. */
+static int replay_sizes(const struct gen_replay *r, struct cb_size_profile *p,
+			const struct gen_args *a)
+{
+	unsigned int *lens = malloc(r->n * sizeof(*lens));
+	int err;
+
+	if (a->size)
+		cb_usage_error("--size and --replay do not go together: a replay sends the "
+			       "capture's own frames");
+	if (!lens)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->n; i++)
+		lens[i] = r->len[i] + CB_FCS_LEN;
+	err = cb_sizes_cycle(p, lens, r->n);
+	free(lens);
+	return err;
+}
+
+/* --rate original: the capture's own gaps. */
+static void replay_timing(const struct gen_replay *r, struct cb_schedule *s)
+{
+	uint64_t total_ns = 0;
+
+	for (uint32_t i = 0; i < r->n; i++) {
+		s->e[i].gap_fp16 = r->gap_ns[i] << 16;
+		total_ns += r->gap_ns[i];
+	}
+	s->paced = 1;
+	s->target_pps = total_ns ? (double)r->n * 1e9 / (double)total_ns : 0;
+}
+
+static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_rate *rate_out,
+		      const struct gen_replay *replay)
 {
 	struct cb_rate rate;
 	char errbuf[512];
-	int mtu, err;
+	int mtu, err, original;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->cpu = -1;
@@ -160,19 +205,30 @@ static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_r
 	cfg->iface = a->iface;
 	if (a->link && cb_parse_link(a->link, &cfg->link_bps))
 		cb_usage_error("bad --link '%s': use 1g, 10g, 25g, 40g or 100g", a->link);
-	cfg->size_spec = a->size ? a->size : "64";
+	cfg->size_spec = replay ? "replay" : a->size ? a->size : "64";
 	if (a->seed && cb_parse_u64(a->seed, &cfg->seed))
 		cb_usage_error("bad --seed '%s': give a whole number", a->seed);
 	else if (!a->seed)
 		cfg->seed = 1;
-	err = cb_sizes_parse(cfg->size_spec, &cfg->sizes, errbuf, sizeof(errbuf));
+	if (replay)
+		err = replay_sizes(replay, &cfg->sizes, a);
+	else
+		err = cb_sizes_parse(cfg->size_spec, &cfg->sizes, errbuf, sizeof(errbuf));
 	if (err == -ENOMEM)
 		cb_fatal("out of memory");
 	if (err)
 		cb_usage_error("%s", errbuf);
-	if (cb_parse_rate(a->rate ? a->rate : "100%", &rate))
+	original = replay && (!a->rate || !strcmp(a->rate, "original"));
+	if (original)
+		rate = (struct cb_rate){ CB_RATE_MAX, 0 };
+	else if (a->rate && !strcmp(a->rate, "original"))
+		cb_usage_error("--rate original keeps the timing of a --replay capture: give --replay FILE");
+	else if (cb_parse_rate(a->rate ? a->rate : "100%", &rate))
 		cb_usage_error("bad --rate '%s': use e.g. 1.2Mpps, 800kpps, 1g, 100%% or max", a->rate);
 	err = cb_schedule_build(&cfg->sched, &cfg->sizes, cfg->seed, &rate, cfg->link_bps);
+	if (!err && original)
+		replay_timing(replay, &cfg->sched);
+	cfg->replay_original = original;
 	if (err == -ENOMEM)
 		cb_fatal("out of memory");
 	if (err == -ERANGE && cfg->sizes.min_len == cfg->sizes.max_len)
@@ -277,6 +333,8 @@ static void make_lanes(const struct gen_args *a, struct gen_plan *plan, const st
 	}
 	if (n > 1 && t->pace.group_size)
 		cb_usage_error("--groups and --group-size work with one thread: leave out --threads");
+	if (n > 1 && t->replay)
+		cb_usage_error("--replay sends from one thread: leave out --threads");
 	if (a->cpus) {
 		ncpus = cb_opt_cpu_list("--cpus", a->cpus, cpus, GEN_MAX_THREADS);
 		if ((uint64_t)ncpus != n)
@@ -304,6 +362,8 @@ static void make_lanes(const struct gen_args *a, struct gen_plan *plan, const st
 			l->count = t->count / n + (i < t->count % n);
 		if (cb_schedule_build(&l->sched, &t->sizes, l->seed, &share, t->link_bps))
 			cb_fatal("cannot build the schedule of stream %u", i);
+		if (t->replay_original)
+			replay_timing(t->replay, &l->sched);
 		l->pps = l->sched.target_pps;
 		l->target_wire_bps = t->target_wire_bps / n;
 		l->pace.sched_len = l->sched.n;
@@ -313,16 +373,55 @@ static void make_lanes(const struct gen_args *a, struct gen_plan *plan, const st
 			       (unsigned long long)t->count, (unsigned long long)n);
 }
 
+static void load_replay(const struct gen_args *a, struct gen_plan *plan);
+
 void gen_configure(int argc, char **argv, struct gen_plan *plan)
 {
 	struct gen_args args = { 0 };
 	struct cb_rate rate;
 
 	parse_args(argc, argv, &args);
-	plan->engine = find_engine(args.engine ? args.engine : "xdp");
-	configure(&args, &plan->total, &rate);
+	plan->engine = find_engine(args.engine ? args.engine : args.replay ? "afpacket" : "xdp");
+	if (args.replay)
+		load_replay(&args, plan);
+	else if (args.loop)
+		cb_usage_error("--loop repeats a --replay capture: give --replay FILE");
+	configure(&args, &plan->total, &rate, args.replay ? &plan->replay : NULL);
 	configure_shapes(&args, &plan->total);
+	if (args.replay) {
+		uint64_t loops = args.loop ? cb_opt_count("--loop", args.loop, "times") : 1;
+
+		plan->total.replay = &plan->replay;
+		if (args.loop && (args.count || args.duration))
+			cb_usage_error("give --loop, or --count / --duration, not both");
+		if (!args.count && !args.duration) {
+			if (loops > UINT64_MAX / plan->replay.n)
+				cb_usage_error("--loop %s is too many times", args.loop);
+			plan->total.count = loops * plan->replay.n;
+		}
+	}
 	make_lanes(&args, plan, &rate);
+}
+
+static void load_replay(const struct gen_args *a, struct gen_plan *plan)
+{
+	char errbuf[512];
+	int mtu, err;
+
+	if (strcmp(plan->engine->name, "afpacket"))
+		cb_usage_error("--replay works with --engine afpacket (the xdp engine sends one "
+			       "template frame)");
+	if (!a->iface)
+		cb_usage_error("no interface given: use --iface IF (see --help)");
+	mtu = cb_if_mtu(a->iface);
+	if (mtu < 0)
+		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)", a->iface);
+	err = gen_replay_load(a->replay, (unsigned int)mtu + CB_ETH_HLEN, &plan->replay, errbuf,
+			      sizeof(errbuf));
+	if (err == -ENOMEM)
+		cb_fatal("out of memory reading %s", a->replay);
+	if (err)
+		cb_usage_error("%s", errbuf);
 }
 
 void gen_plan_free(struct gen_plan *plan)
@@ -331,5 +430,6 @@ void gen_plan_free(struct gen_plan *plan)
 		cb_schedule_free(&plan->lanes[i].sched);
 	cb_schedule_free(&plan->total.sched);
 	cb_sizes_free(&plan->total.sizes);
+	gen_replay_free(&plan->replay);
 }
 
