@@ -8,17 +8,17 @@
  * had on the wire.
  */
 #include <errno.h>
-#include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pcap_file.h"
 #include "sizes.h"
 #include "stamp.h"
 
 int cb_sizes_from_pcap(const char *path, struct cb_size_profile *p, char *err, size_t errlen)
 {
-	char ebuf[PCAP_ERRBUF_SIZE] = "";
+	char what[512];
 	struct pcap_pkthdr *hdr;
 	const u_char *data;
 	uint64_t *hist, frames = 0;
@@ -27,18 +27,10 @@ int cb_sizes_from_pcap(const char *path, struct cb_size_profile *p, char *err, s
 	pcap_t *pc;
 	int r, rc = 0;
 
-	pc = pcap_open_offline(path, ebuf);
-	if (!pc) {
-		snprintf(err, errlen, "cannot read --size trace:%s: %s", path, ebuf);
+	snprintf(what, sizeof(what), "--size trace:%s", path);
+	pc = cb_pcap_open_ethernet(path, what, err, errlen);
+	if (!pc)
 		return -EINVAL;
-	}
-	if (pcap_datalink(pc) != DLT_EN10MB) {
-		snprintf(err, errlen, "%s: link type %s is not supported: give a capture of "
-			 "Ethernet frames (DLT_EN10MB)", path,
-			 pcap_datalink_val_to_name(pcap_datalink(pc)) ?: "unknown");
-		pcap_close(pc);
-		return -EINVAL;
-	}
 	hist = calloc(CB_FRAME_MAX + 1, sizeof(*hist));
 	if (!hist) {
 		pcap_close(pc);

@@ -2,11 +2,11 @@
 #include "replay.h"
 
 #include <errno.h>
-#include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pcap_file.h"
 #include "stamp.h"
 
 /* All frames stay in memory so the send loop never reads the file. */
@@ -52,7 +52,7 @@ static int grow(struct gen_replay *r, uint32_t *cap, uint64_t *buf_cap, uint64_t
 int gen_replay_load(const char *path, unsigned int max_buf_len, struct gen_replay *r, char *err,
 		    size_t errlen)
 {
-	char ebuf[PCAP_ERRBUF_SIZE] = "";
+	char what[512];
 	struct pcap_pkthdr *h;
 	const u_char *data;
 	uint64_t used = 0, buf_cap = 0, prev_ns = 0, first_ns = 0;
@@ -61,19 +61,10 @@ int gen_replay_load(const char *path, unsigned int max_buf_len, struct gen_repla
 	int rc = 0, nx;
 
 	memset(r, 0, sizeof(*r));
-	/* Nanosecond timestamps where the file has them, microseconds else. */
-	pc = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, ebuf);
-	if (!pc) {
-		snprintf(err, errlen, "cannot read --replay %s: %s", path, ebuf);
+	snprintf(what, sizeof(what), "--replay %s", path);
+	pc = cb_pcap_open_ethernet(path, what, err, errlen);
+	if (!pc)
 		return -EINVAL;
-	}
-	if (pcap_datalink(pc) != DLT_EN10MB) {
-		snprintf(err, errlen, "--replay %s: link type %s is not supported: give a capture of "
-			 "Ethernet frames (DLT_EN10MB)", path,
-			 pcap_datalink_val_to_name(pcap_datalink(pc)) ?: "unknown");
-		pcap_close(pc);
-		return -EINVAL;
-	}
 	while ((nx = pcap_next_ex(pc, &h, &data)) == 1) {
 		uint32_t len = h->len < MIN_BUF_LEN ? MIN_BUF_LEN : h->len;
 		uint64_t t = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;

@@ -61,3 +61,26 @@ def assert_one_line_usage_error(p: subprocess.CompletedProcess, prog: str, *word
     for w in words:
         assert w in lines[0], (w, lines[0])
     assert p.stdout == ""
+
+
+def run_stream(binaries, tb, gen_args: list[str], *, backend: str = "afp-v3", settle_s: float = 0.3,
+               ) -> tuple[dict, dict, dict]:
+    """Send with capbench-gen `gen_args` through the test bed, capbench-xdpcount and
+    capbench-cap (on CPU 1) on the capture side; (generator, counter, xdpcount) summaries."""
+    import time
+
+    from capbench.procs import ChildSet
+
+    with ChildSet() as kids:
+        xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if],
+                         netns_name=tb.cap_ns)
+        xdp.wait_for("ready", 5)
+        cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", backend,
+                                          "--cpu", "1"], netns_name=tb.cap_ns)
+        cap.wait_for("ready", 5)
+        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, *gen_args],
+                         netns_name=tb.gen_ns)
+        gen.wait(30)
+        time.sleep(settle_s)  # let the rings drain
+        kids.stop_all()
+        return gen.summary(), cap.summary(), xdp.summary()

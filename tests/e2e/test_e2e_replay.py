@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from capbench.procs import ChildSet
-
-from e2e_env import assert_one_line_usage_error, run_in
+from e2e_env import assert_one_line_usage_error, run_in, run_stream
 from pcap_file import write_pcap
 
 FRAMES = 10_000
@@ -14,21 +12,7 @@ LENS = [60, 200, 1514]  # on the wire without FCS: 64, 204 and 1518 B frames
 
 def replay(binaries, tb, pcap, *args: str) -> tuple[dict, dict, dict]:
     """(generator, counter, xdpcount) summaries of one replay."""
-    with ChildSet() as kids:
-        xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if],
-                         netns_name=tb.cap_ns)
-        xdp.wait_for("ready", 5)
-        cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", "afp-v3",
-                                          "--cpu", "1"], netns_name=tb.cap_ns)
-        cap.wait_for("ready", 5)
-        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--replay", str(pcap),
-                                          "--cpu", "0", *args], netns_name=tb.gen_ns)
-        gen.wait(30)
-        import time
-
-        time.sleep(0.3)
-        kids.stop_all()
-        return gen.summary(), cap.summary(), xdp.summary()
+    return run_stream(binaries, tb, ["--replay", str(pcap), "--cpu", "0", *args])
 
 
 @pytest.fixture

@@ -8,9 +8,7 @@ counter the frames. Both engines must send the same frames for the same seed.
 from __future__ import annotations
 
 import pytest
-from capbench.procs import ChildSet
-
-from e2e_env import assert_one_line_usage_error, run_in
+from e2e_env import assert_one_line_usage_error, run_in, run_stream
 from pcap_file import LINKTYPE_RAW, write_pcap
 
 FRAMES = 20_000
@@ -21,25 +19,10 @@ def send_profile(binaries, tb, size: str, *, engine: str = "xdp", seed: int = 1,
                  count: int | None = FRAMES, extra: tuple[str, ...] = (), cpu: int | None = 0,
                  ) -> tuple[dict, dict, dict]:
     """(generator, counter, xdpcount) summaries of `count` frames (None: `extra` says how many)."""
-    with ChildSet() as kids:
-        xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if],
-                         netns_name=tb.cap_ns)
-        xdp.wait_for("ready", 5)
-        cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", "afp-v3",
-                                          "--cpu", "1"], netns_name=tb.cap_ns)
-        cap.wait_for("ready", 5)
-        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--engine", engine,
-                                          "--size", size, "--seed", str(seed), "--rate", rate, "--link", "10g",
-                                          *(("--count", str(count)) if count else ()),
-                                          *(("--cpu", str(cpu)) if cpu is not None else ()),
-                                          "--dst-mac", tb.dst_mac, *extra],
-                         netns_name=tb.gen_ns)
-        gen.wait(30)
-        import time
-
-        time.sleep(0.3)  # let the rings drain
-        kids.stop_all()
-        return gen.summary(), cap.summary(), xdp.summary()
+    return run_stream(binaries, tb, [
+        "--engine", engine, "--size", size, "--seed", str(seed), "--rate", rate, "--link", "10g",
+        *(("--count", str(count)) if count else ()), *(("--cpu", str(cpu)) if cpu is not None else ()),
+        "--dst-mac", tb.dst_mac, *extra])
 
 
 def assert_complete(gen: dict, cap: dict, xdp: dict, count: int = FRAMES) -> dict[int, int]:
@@ -94,16 +77,8 @@ def test_dist_file_and_a_cycled_list(binaries, tb, tmp_path):
 
 def test_bit_rate_pacing_gives_each_frame_its_wire_time(binaries, tb):
     # 10 % of 1 GbE with IMIX: 100 Mbit/s on the wire, whatever the mix of the frames sent.
-    with ChildSet() as kids:
-        xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if],
-                         netns_name=tb.cap_ns)
-        xdp.wait_for("ready", 5)
-        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--size", "imix:seed",
-                                          "--rate", "10%", "--link", "1g", "--count", "30000", "--cpu", "0"],
-                         netns_name=tb.gen_ns)
-        gen.wait(30)
-        kids.stop_all()
-        g = gen.summary()
+    g = run_stream(binaries, tb, ["--size", "imix:seed", "--rate", "10%", "--link", "1g", "--count", "30000",
+                                  "--cpu", "0"])[0]
     assert g["achieved_wire_bps"] == pytest.approx(100e6, rel=0.001)
     assert g["offered_share"] == pytest.approx(1.0, abs=0.001)
 
