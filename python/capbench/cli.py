@@ -67,6 +67,7 @@ examples:
   sudo capbench run
   sudo capbench run --sizes 64,1518 --duration 2          a quick look
   sudo capbench run --backends afp-v3 --sizes rfc2544     RFC 2544's 7 frame lengths
+  sudo capbench run --sizes 64,imix:seed,1518             two lengths and the seed's IMIX
   sudo capbench run --rate 50%                            half the wire rate
   sudo capbench run --rate 800kpps --sizes 64             a fixed packet rate
   sudo capbench run --rx-cpu 1 --cap-cpu 0                the seed's "#2": kernel and counter apart
@@ -141,8 +142,11 @@ def build_parser() -> Parser:
     run.add_argument("--backends", default="pcap,afp-v3", metavar="LIST",
                      help=f"capture backends, comma-separated, of: {', '.join(BACKENDS)} (default: %(default)s)")
     run.add_argument("--sizes", default="seed", metavar="LIST",
-                     help="frame lengths in bytes incl. FCS, comma-separated, or `seed` (the seed's 13: "
-                          "64,73,...,1518) or `rfc2544` (64,128,256,512,1024,1280,1518) (default: %(default)s)")
+                     help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
+                          "(the seed's 13: 64,73,...,1518), `rfc2544` (64,128,256,512,1024,1280,1518), or a "
+                          "mix of lengths in one trial: imix:seed (57/7/16/20 %% of 64/570/594/1518 B), "
+                          "imix:simple, random:MIN-MAX, dist:FILE.csv (length,weight rows), trace:FILE.pcap "
+                          "(default: %(default)s)")
     run.add_argument("--link", default="1g", help="emulated link speed: 1g, 10g, 25g, 40g, 100g (default: %(default)s)")
     run.add_argument("--rate", default="100%",
                      help="offered load: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m or 1g "
@@ -195,7 +199,7 @@ def build_parser() -> Parser:
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
     backends: tuple[str, ...]
-    sizes: tuple[int, ...]
+    sizes: tuple[int | str, ...]  # frame lengths and profiles (imix:seed, ...)
     link: str
     link_bps: float
     rate: str
@@ -227,7 +231,8 @@ def parse_run_settings(args: argparse.Namespace) -> RunSettings:
     link_bps = parse_link(args.link)
     rate = parse_rate(args.rate)
     for size in sizes:
-        rate.check(size, link_bps)
+        if isinstance(size, int):  # capbench-gen checks a profile's mean wire rate
+            rate.check(size, link_bps)
     if args.app_load is not None and not APP_LOAD_RE.match(args.app_load):
         raise UsageError(f"cannot read --app-load {args.app_load!r}: use touch, none, copy or spin:NS (1 to 1000000000 ns, e.g. spin:500)")
     for flag in ("gen_cpu", "rx_cpu", "cap_cpu"):
@@ -259,7 +264,7 @@ def note(text: str) -> None:
 def _progress_line(n: int, total: int, r: TrialResult) -> str:
     offered = tables.offered_cell(r)
     loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
-    line = (f"[{n:>{len(str(total))}}/{total}] {r.backend:<7} {r.frame_len:>5} B  offered {offered:>9} pps  "
+    line = (f"[{n:>{len(str(total))}}/{total}] {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} pps  "
             f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
     if r.unexplained:
         line += f"  UNEXPLAINED {r.unexplained:,}"
@@ -284,9 +289,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                               | {"binaries": {k: str(v) for k, v in dataclasses.asdict(binaries).items()}},
                               command=["capbench", *sys.argv[1:]])
 
-    def make_measurer(backend: str, frame_len: int) -> Measurer:
+    def make_measurer(backend: str, size: int | str) -> Measurer:
         setup = TrialSetup(
-            backend=backend, frame_len=frame_len, link_bps=settings.link_bps, engine=settings.engine,
+            backend=backend, frame_len=size if isinstance(size, int) else 0,
+            size_profile=size if isinstance(size, str) else None,
+            link_bps=settings.link_bps, engine=settings.engine,
             gen_cpu=settings.gen_cpu, cap_cpu=settings.cap_cpu, app_load=settings.app_load,
             settle_s=settings.settle_s,
         )

@@ -106,7 +106,10 @@ class Child:
         status = "still running" if rc is None else (
             f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
         err = self.stderr_lines[-1] if self.stderr_lines else "no message on stderr"
-        return ChildError(f"{self.name} {what} ({status}): {err}")
+        e = ChildError(f"{self.name} {what} ({status}): {err}")
+        if rc == 2:
+            e.exit_status = 2  # the programs' "bad input": the user's to fix, as for capbench's own
+        return e
 
     def wait_for(self, msg_type: str, timeout_s: float) -> dict:
         """The next stdout message of `msg_type`; ChildError if the child ends or times out first."""

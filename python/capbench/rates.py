@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from capbench.errors import UsageError
 
@@ -160,14 +161,51 @@ def max_frame_len(mtu: int = DEFAULT_MTU_B) -> int:
     return mtu + ETH_OVERHEAD_B
 
 
-def parse_sizes(text: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> tuple[int, ...]:
-    """Parse `64,128`, `seed`, `rfc2544` or a mix (`seed,1500`) into frame lengths, duplicates dropped."""
-    sizes: list[int] = []
+PROFILES = ("imix:seed", "imix:simple")
+PROFILE_HELP = "imix:seed, imix:simple, random:MIN-MAX, dist:FILE.csv or trace:FILE.pcap"
+
+
+def parse_profile(item: str) -> str | None:
+    """A frame-length profile for one trial (capbench-gen --size), or None if `item` is none.
+
+    Files become absolute paths (the generator runs elsewhere); the generator checks
+    their contents and says what is wrong in one line.
+    """
+    low = item.lower()
+    if low in PROFILES:
+        return low
+    if low.startswith("imix:"):
+        raise UsageError(f"unknown IMIX {item!r}: use imix:seed (57/7/16/20 % of 64/570/594/1518 B) "
+                         f"or imix:simple (7:4:1 of 64/594/1518 B)")
+    if low.startswith("random:"):
+        m = re.fullmatch(r"random:(\d+)-(\d+)", low)
+        if not m or int(m.group(1)) > int(m.group(2)):
+            raise UsageError(f"cannot read {item!r}: use random:MIN-MAX with MIN <= MAX, e.g. random:64-1518")
+        return low
+    for prefix in ("dist:", "trace:"):
+        if low.startswith(prefix):
+            path = Path(item[len(prefix):]).expanduser()
+            if not path.is_file():
+                raise UsageError(f"{item!r}: no such file {str(path)!r}: give a readable "
+                                 f"{'CSV of length,weight rows' if prefix == 'dist:' else 'pcap capture'}")
+            return prefix + str(path.resolve())
+    return None
+
+
+def parse_sizes(text: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> tuple[int | str, ...]:
+    """Parse `64,128`, `seed`, `rfc2544`, profiles (`imix:seed`, ...) or a mix (`seed,1500,imix:seed`)
+    into one item per trial: a frame length, or a profile's text; duplicates dropped."""
+    sizes: list[int | str] = []
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or any(not t for t in items):
-        raise UsageError(f"cannot read frame sizes {text!r}: use e.g. 64,128,1518, seed or rfc2544")
+        raise UsageError(f"cannot read frame sizes {text!r}: use e.g. 64,128,1518, seed, rfc2544 or {PROFILE_HELP}")
     for item in items:
         named = NAMED_SIZES.get(item.lower())
+        profile = parse_profile(item)
+        if profile is not None:
+            if profile not in sizes:
+                sizes.append(profile)
+            continue
         if named is not None:
             values: tuple[int, ...] = named
         else:
@@ -175,8 +213,8 @@ def parse_sizes(text: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> 
                 values = (int(item.lower().removesuffix("b")),)
             except ValueError:
                 raise UsageError(
-                    f"cannot read frame size {item!r}: use numbers in bytes (64,128,1518) or "
-                    f"one of {', '.join(NAMED_SIZES)}"
+                    f"cannot read frame size {item!r}: use numbers in bytes (64,128,1518), "
+                    f"{', '.join(NAMED_SIZES)}, or a profile: {PROFILE_HELP}"
                 ) from None
         for size in values:
             check_frame_len(size, max_len=max_len)

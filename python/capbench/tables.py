@@ -44,7 +44,7 @@ def backend_table(backend: str, trials: list[TrialResult]) -> Table:
         loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
         style = None if r.lost == 0 else ("red" if r.unexplained else "yellow")
         table.add_row(
-            str(r.frame_len),
+            r.size_label,
             offered_cell(r),
             f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}",
             loss,
@@ -76,8 +76,7 @@ def print_tables(trials: Iterable[TrialResult], console: Console | None = None) 
         console.print(backend_table(backend, rows))
     short = [r for rs in groups.values() for r in rs if r.invalid_offered_load]
     if short:
-        targets = ", ".join(sorted({f"{r.frame_len} B: {r.offered_pps:,.0f} pps" for r in short},
-                                   key=lambda t: int(t.split()[0])))
+        targets = ", ".join(dict.fromkeys(f"{r.size_label} B: {r.offered_pps:,.0f} pps" for r in short))
         console.print(f"* the generator sent less than {OFFERED_MIN_SHARE:.1%} of the offered load ({targets}): "
                       f"those rows measure this machine's generator limit, not the capture method at that load.")
     if any(r.unexplained for rs in groups.values() for r in rs):

@@ -44,7 +44,7 @@ class TrialSetup:
     """Everything about a trial except its duration and load."""
 
     backend: str
-    frame_len: int
+    frame_len: int  # ignored when size_profile is set
     link_bps: float = 1e9
     engine: str = "xdp"
     gen_cpu: int | None = 0
@@ -54,6 +54,12 @@ class TrialSetup:
     ready_timeout_s: float = 5.0
     cap_args: tuple[str, ...] = ()  # further capbench-cap options (ring sizes, --pcap-api ...)
     gen_args: tuple[str, ...] = ()  # further capbench-gen options
+    size_profile: str | None = None  # capbench-gen --size profile (imix:seed, random:64-1518, ...)
+
+    @property
+    def size(self) -> str:
+        """capbench-gen's --size: the profile, or the frame length."""
+        return self.size_profile or str(self.frame_len)
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,15 @@ class TrialResult:
     gen_late: int = 0  # frames that left more than one gap after their scheduled time
     gen_max_lag_ns: int = 0  # the largest such delay
     invalid_offered_load: bool = False  # the generator sent < OFFERED_MIN_SHARE of the offered load
+    size: str = ""  # capbench-gen --size: the frame length, or a profile such as imix:seed
+    mean_frame_len: float = 0.0  # of the frames sent; frame_len is its rounding for a profile
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
+
+    @property
+    def size_label(self) -> str:
+        """The frame length, or the profile of a mixed-length trial."""
+        return self.size if self.size and not self.size.isdigit() else str(self.frame_len)
 
     def to_record(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -148,7 +161,7 @@ class Measurer:
             str(self.binaries.gen),
             "--iface", tb.gen_if,
             "--engine", s.engine,
-            "--size", str(s.frame_len),
+            "--size", s.size,
             "--rate", load.text,
             "--link", link_name(s.link_bps),
             "--duration", f"{duration_s:g}",
@@ -173,7 +186,8 @@ class Measurer:
         s, tb = self.setup, self.testbed
         if not isinstance(load, Rate):
             load = Rate.from_pps(load)
-        load.check(s.frame_len, s.link_bps)
+        if s.size_profile is None:  # capbench-gen checks a profile's mean wire rate itself
+            load.check(s.frame_len, s.link_bps)
         started_at = _utc_now()
         with ChildSet() as kids:
             xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],
@@ -237,12 +251,23 @@ class Measurer:
             received=int(need(cap, "received", "capbench-cap")),
         )
         rx_pps = acc.received / send_s if send_s > 0 else 0.0
-        offered_pps = load.pps(s.frame_len, s.link_bps)
         achieved_pps = float(gen.get("achieved_pps", sent / send_s if send_s > 0 else 0.0))
+        if s.size_profile is None:
+            frame_len, mean_len = s.frame_len, float(s.frame_len)
+            offered_pps = load.pps(s.frame_len, s.link_bps)
+            rx_bps = wire_bps(rx_pps, s.frame_len)
+        else:
+            # A mix: the generator knows its mean length and offered rate; the captured
+            # frames are taken to have the mix of the frames sent.
+            mean_len = float(need(gen, "mean_frame_len", "capbench-gen"))
+            frame_len = round(mean_len)
+            offered_pps = None if load.is_max else float(need(gen, "target_pps", "capbench-gen"))
+            wire_bytes = int(gen.get("wire_bytes", 0))
+            rx_bps = rx_pps * wire_bytes * 8 / sent if sent else 0.0
         return TrialResult(
             started_at=started_at,
             backend=s.backend,
-            frame_len=s.frame_len,
+            frame_len=frame_len,
             link_bps=s.link_bps,
             rate=load.text,
             offered_pps=offered_pps,
@@ -265,7 +290,7 @@ class Measurer:
             foreign=int(cap.get("foreign", 0)),
             seq_lost=int(cap.get("lost", 0)),
             rx_pps=rx_pps,
-            rx_gbps=wire_bps(rx_pps, s.frame_len) / 1e9,
+            rx_gbps=rx_bps / 1e9,
             app_cpu_pct=app_cpu_pct,
             kernel_cpu_pct=kernel_cpu_pct,
             window_s=window_s,
@@ -276,5 +301,7 @@ class Measurer:
             gen_max_lag_ns=int(gen.get("max_lag_ns", 0)),
             invalid_offered_load=offered_pps is not None and offered_share(gen, achieved_pps, offered_pps)
             < OFFERED_MIN_SHARE,
+            size=s.size,
+            mean_frame_len=mean_len,
             raw={"gen": gen, "cap": cap, "xdpcount": xdp},
         )

@@ -85,6 +85,27 @@ def above_backlog() -> int:
     return backlog() + 4321
 
 
+def test_run_with_a_profile(tmp_path):
+    p = run_capbench("run", "--backends", "afp-v3", "--sizes", "imix:seed", "--rate", "10%", "--duration", "1",
+                     "--results", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "imix:seed" in p.stdout
+    (r,) = [json.loads(line) for line in (run_dir(tmp_path) / "trials.jsonl").read_text().splitlines()]
+    assert r["size"] == "imix:seed" and r["frame_len"] == round(r["mean_frame_len"])
+    assert 430 < r["mean_frame_len"] < 520  # 475 B on average; a 1 s trial draws ~25,000 frames
+    assert r["offered_pps"] == pytest.approx(1e8 / ((475.02 + 20) * 8), rel=0.01)
+    assert r["raw"]["gen"]["sent_lengths"].keys() == {"64", "570", "594", "1518"}
+
+
+def test_run_passes_the_generators_bad_input_on(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("64,-1\n")
+    p = run_capbench("run", "--backends", "afp-v3", "--sizes", f"dist:{bad}", "--duration", "1",
+                     "--results", str(tmp_path))
+    assert p.returncode == 2, p.stderr
+    assert "bad.csv line 1" in p.stderr and "Traceback" not in p.stderr
+
+
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_stopping_a_run_leaves_nothing_behind(tmp_path, signum, status):
     before, raised = backlog(), above_backlog()

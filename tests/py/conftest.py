@@ -49,7 +49,13 @@ FAKE_PROGRAM = textwrap.dedent(
         time.sleep(duration)
         sent = int(env.get("FAKE_SENT", "1000"))
         out(type="interval", t_s=duration, sent=sent, pps=sent / duration)
-        out(type="summary", engine=opt("--engine"), iface=opt("--iface"), frame_len=int(opt("--size")),
+        size = opt("--size")
+        if size.isdigit():
+            shape = dict(frame_len=int(size), mean_frame_len=float(size))
+        else:  # a profile: what the real generator says of its mix (here an even 64/1518 one)
+            shape = dict(mean_frame_len=791.0, target_pps=float(env.get("FAKE_TARGET_PPS", "100000")),
+                         wire_bytes=sent * 811)
+        out(type="summary", engine=opt("--engine"), iface=opt("--iface"), size=size, **shape,
             sent=sent, duration_s=duration, achieved_pps=sent / duration, cpu=opt("--cpu"))
         sys.exit(0)
 

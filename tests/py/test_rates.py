@@ -39,10 +39,21 @@ def test_named_size_lists():
     assert parse_sizes("rfc2544,73,64") == RFC2544_SIZES + (73,)
 
 
-@pytest.mark.parametrize("text", ["", "63", "1519", "64,,128", "abc", "64;128", "-64", "seeds"])
+@pytest.mark.parametrize("text", ["", "63", "1519", "64,,128", "abc", "64;128", "-64", "seeds", "imix:huge",
+                                  "random:1518-64", "random:64", "dist:/nonexistent.csv", "trace:/nonexistent.pcap"])
 def test_bad_sizes(text):
     with pytest.raises(UsageError):
         parse_sizes(text)
+
+
+def test_profiles_are_one_trial_each(tmp_path, monkeypatch):
+    dist = tmp_path / "mix.csv"
+    dist.write_text("64,1\n")
+    monkeypatch.chdir(tmp_path)
+    assert parse_sizes("64,IMIX:seed,random:64-1518,imix:simple,imix:seed") == (
+        64, "imix:seed", "random:64-1518", "imix:simple")
+    # A file becomes an absolute path: the generator runs in another namespace and directory.
+    assert parse_sizes("dist:mix.csv") == (f"dist:{dist}",)
 
 
 def test_size_limit_follows_mtu():

@@ -102,3 +102,25 @@ def test_kernel_rx_cpu_is_the_senders_without_rps(fake_build):
     m = Measurer(find_binaries(), local_testbed(rx_cpu=None), TrialSetup(backend="pcap", frame_len=64, settle_s=0))
     assert m.kernel_rx_cpu == 0
     assert m.measure(0.1, parse_rate("10kpps")).kernel_rx_cpu == 0
+
+
+def test_a_profile_trial_takes_its_mix_from_the_generator(fake_build, monkeypatch):
+    monkeypatch.setenv("FAKE_SENT", "20000")
+    monkeypatch.setenv("FAKE_RECEIVED", "20000")
+    monkeypatch.setenv("FAKE_DELIVERED", "20000")
+    setup = TrialSetup(backend="afp-v3", frame_len=0, size_profile="imix:seed", settle_s=0.05)
+    r = Measurer(find_binaries(), local_testbed(rx_cpu=1), setup).measure(0.2, parse_rate("100kpps"))
+    calls = {c[0]: c[1:] for c in read_calls(fake_build)}
+    assert calls["capbench-gen"][calls["capbench-gen"].index("--size") + 1] == "imix:seed"
+    assert (r.size, r.size_label, r.frame_len, r.mean_frame_len) == ("imix:seed", "imix:seed", 791, 791.0)
+    assert r.offered_pps == 100000
+    # 20,000 frames in 0.2 s of 811 wire bytes each.
+    assert r.rx_gbps == pytest.approx(100_000 * 811 * 8 / 1e9)
+    assert not r.invalid_offered_load
+
+
+def test_a_program_refusing_its_input_is_bad_input(fake_build, monkeypatch):
+    monkeypatch.setenv("FAKE_FAIL", "capbench-gen")
+    with pytest.raises(ChildError) as e:
+        measurer().measure(0.1, parse_rate("100%"))
+    assert e.value.exit_status == 2

@@ -10,19 +10,20 @@ from capbench.trial import Measurer, TrialResult
 
 
 def run(
-    make_measurer: Callable[[str, int], Measurer],
+    make_measurer: Callable[[str, int | str], Measurer],
     backends: Iterable[str],
-    sizes: Iterable[int],
+    sizes: Iterable[int | str],
     *,
     rate: Rate,
     duration_s: float,
 ) -> Iterator[TrialResult]:
     """Yield one trial per backend x frame length (backend-major order), each at `rate`.
 
-    `make_measurer(backend, frame_len)` builds the Measurer of one combination.
+    `make_measurer(backend, size)` builds the Measurer of one combination; a size is a
+    frame length or a profile (imix:seed, ...).
     A generator, so the caller records each trial as soon as it ends.
     """
     sizes = tuple(sizes)
     for backend in backends:
-        for frame_len in sizes:
-            yield make_measurer(backend, frame_len).measure(duration_s, rate)
+        for size in sizes:
+            yield make_measurer(backend, size).measure(duration_s, rate)
