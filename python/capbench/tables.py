@@ -76,7 +76,8 @@ def print_tables(trials: Iterable[TrialResult], console: Console | None = None) 
         console.print(backend_table(backend, rows))
     short = [r for rs in groups.values() for r in rs if r.invalid_offered_load]
     if short:
-        targets = ", ".join(dict.fromkeys(f"{r.size_label} B: {r.offered_pps:,.0f} pps" for r in short))
+        targets = ", ".join(dict.fromkeys(
+            f"{r.size_label}{' B' if r.size_label.isdigit() else ''}: {r.offered_pps:,.0f} pps" for r in short))
         console.print(f"* the generator sent less than {OFFERED_MIN_SHARE:.1%} of the offered load ({targets}): "
                       f"those rows measure this machine's generator limit, not the capture method at that load.")
     if any(r.unexplained for rs in groups.values() for r in rs):
