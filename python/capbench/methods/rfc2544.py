@@ -117,7 +117,7 @@ def search(
         ceiling = max_pps if upper is None else upper
         if upper is None and not passed:
             rate = max_pps  # the first trial: at wire speed
-        elif ceiling - lower > precision_pps and not (upper is None and lower >= max_pps):
+        elif ceiling - lower > precision_pps * (1 + 1e-9) and not (upper is None and lower >= max_pps):
             rate = (lower + ceiling) / 2.0
         else:
             # The bracket is narrow enough: verify the rate found, unless there is none.
