@@ -85,8 +85,9 @@ def test_loss_ratio_counts_a_generator_shortfall_as_loss():
 def test_runner_pauses_before_each_trial_and_sums_the_time():
     dev = SimulatedDevice(capacity_pps=1e6)
     waits = []
-    runner = TrialRunner(dev.measure, pause_s=2, pause=waits.append)
+    ended = []
+    runner = TrialRunner(dev.measure, pause_s=2, pause=waits.append, on_trial=lambda t: ended.append(t.purpose))
     runner.run(1e5, 3, "a")
     runner.run(2e5, 4, "b", pause_s=7)
-    assert waits == [2, 7] and runner.total_pause_s == 9 and runner.total_trial_s == 7
+    assert waits == [2, 7] and runner.total_pause_s == 9 and runner.total_trial_s == 7 and ended == ["a", "b"]
     assert [(t.index, t.purpose, t.load_pps) for t in runner.trials] == [(0, "a", 1e5), (1, "b", 2e5)]

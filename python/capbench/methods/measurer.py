@@ -60,6 +60,7 @@ class BurstMeasurer(Protocol):
 
 
 Pause = Callable[[float], object]
+OnTrial = Callable[["SearchTrial"], object]
 
 
 def loss_ratio(trial: TrialOutcome) -> float:
@@ -105,30 +106,42 @@ class TrialRunner:
 
     `pause` is called with the pause length before each trial (`time.sleep` by
     default; tests pass a function that does not sleep, or the simulated
-    device's own `pause`, which lets its saturation wear off).
+    device's own `pause`, which lets its saturation wear off). `on_trial` is
+    called with each trial as soon as it ends, so a caller can record it before
+    the next one starts (a campaign interrupted mid-search loses one trial).
     """
 
-    def __init__(self, measure: Callable[[float, float], TrialOutcome], *, pause_s: float = 0.0,
-                 pause: Pause | None = None, max_trials: int = 1000):
+    def __init__(self, measure: Callable[[float, float], TrialOutcome] | None, *, pause_s: float = 0.0,
+                 pause: Pause | None = None, on_trial: OnTrial | None = None,
+                 max_trials: int = 1000):
         check_pause(pause_s)
         self._measure = measure
         self._pause = time.sleep if pause is None else pause
+        self._on_trial = on_trial
         self.pause_s = pause_s
         self.max_trials = max_trials
         self.trials: list[SearchTrial] = []
         self.total_pause_s = 0.0
 
-    def run(self, load_pps: float, duration_s: float, purpose: str, *, pause_s: float | None = None) -> SearchTrial:
+    def run(self, load_pps: float, duration_s: float, purpose: str, *, pause_s: float | None = None,
+            call: Callable[[], TrialOutcome] | None = None) -> SearchTrial:
+        """Pause, then `measure(duration_s, load_pps)` (or `call()`, for a trial of another shape)."""
         if len(self.trials) >= self.max_trials:
             raise RuntimeError(f"method ran {self.max_trials} trials without finishing: a bug in the search")
         wait = self.pause_s if pause_s is None else pause_s
         if wait > 0:
             self._pause(wait)
             self.total_pause_s += wait
-        result = self._measure(duration_s, load_pps)
+        if call is None:
+            assert self._measure is not None
+            result = self._measure(duration_s, load_pps)
+        else:
+            result = call()
         trial = SearchTrial(index=len(self.trials), purpose=purpose, load_pps=load_pps,
                             requested_duration_s=duration_s, result=result)
         self.trials.append(trial)
+        if self._on_trial is not None:
+            self._on_trial(trial)
         return trial
 
     @property

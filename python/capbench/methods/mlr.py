@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from capbench.errors import UsageError
 from capbench.methods.measurer import (
     LoadMeasurer,
+    OnTrial,
     Pause,
     SearchTrial,
     TrialRunner,
@@ -298,12 +299,14 @@ def search(
     min_load_pct: float | None = None,
     pause_s: float = 2.0,
     pause: Pause | None = None,
+    on_trial: OnTrial | None = None,
 ) -> MlrResult:
     """Search every goal's bounds of `measurer` at `frame_len` on a `link_bps` link (module doc).
 
     `precision_pct` (of the wire rate) is the final distance between each
     goal's bounds; `min_load_pct` (of the wire rate, default the precision) is
-    the lowest load tried; `pause(seconds)` runs before each trial.
+    the lowest load tried; `pause(seconds)` runs before each trial and
+    `on_trial(trial)` as each trial ends.
     """
     check_precision_pct(precision_pct)
     check_trial_s(final_trial_s)
@@ -325,7 +328,7 @@ def search(
     max_pps = wire_pps(link_bps, frame_len)
     width_pps = max_pps * precision_pct / 100.0
     plan = plan_phases(initial_trial_s, final_trial_s, phases, width_pps)
-    runner = TrialRunner(measurer.measure, pause_s=pause_s, pause=pause)
+    runner = TrialRunner(measurer.measure, pause_s=pause_s, pause=pause, on_trial=on_trial)
     state = _Search(runner, tuple(goals), max_pps, max_pps * min_load_pct / 100.0, final_trial_s)
     for index, phase in enumerate(plan):
         state.run_phase(index, phase, len(plan))

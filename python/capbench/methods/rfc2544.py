@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from capbench.methods.measurer import (
     LoadMeasurer,
+    OnTrial,
     Pause,
     SearchTrial,
     TrialRunner,
@@ -91,12 +92,14 @@ def search(
     pause_s: float = 2.0,
     verify_pause_s: float = 10.0,
     pause: Pause | None = None,
+    on_trial: OnTrial | None = None,
 ) -> Rfc2544Result:
     """Search the RFC 2544 throughput of `measurer` at `frame_len` on a `link_bps` link (module doc).
 
     `precision_pct` is a share of the wire rate; `pause(seconds)` is called
     before each trial (`time.sleep` by default), for `pause_s` before search
-    trials and `verify_pause_s` before the verification trial.
+    trials and `verify_pause_s` before the verification trial; `on_trial(trial)`
+    runs as each trial ends.
     """
     check_precision_pct(precision_pct)
     check_loss_tolerance(loss_tolerance_frames)
@@ -104,7 +107,7 @@ def search(
     check_pause(verify_pause_s)
     max_pps = wire_pps(link_bps, frame_len)
     precision_pps = max_pps * precision_pct / 100.0
-    runner = TrialRunner(measurer.measure, pause_s=pause_s, pause=pause)
+    runner = TrialRunner(measurer.measure, pause_s=pause_s, pause=pause, on_trial=on_trial)
     notes: list[str] = []
     if trial_s < RFC2544_TRIAL_S:
         notes.append(f"trials of {trial_s:g} s, shorter than RFC 2544's {RFC2544_TRIAL_S:g} s")
