@@ -171,8 +171,9 @@ def test_bad_parameters(kw, match):
     assert dev.trials == 0
 
 
-def test_each_trial_is_handed_over_as_it_ends():
+@pytest.mark.parametrize("search", [rfc2544.search, mlr.search])
+def test_each_trial_is_handed_over_as_it_ends(search):
     dev = SimulatedDevice(capacity_pps=500_000)
     seen = []
-    r = run(dev, on_trial=lambda t: seen.append((t, dev.trials)))
+    r = search(dev, frame_len=64, pause=dev.pause, on_trial=lambda t: seen.append((t, dev.trials)))
     assert seen == [(t, t.index + 1) for t in r.trials]

@@ -139,10 +139,3 @@ def test_bad_parameters(kw, match):
     with pytest.raises(UsageError, match=match):
         run(dev, **kw)
     assert dev.trials == 0
-
-
-def test_each_trial_is_handed_over_as_it_ends():
-    dev = SimulatedDevice(capacity_pps=500_000)
-    seen = []
-    r = run(dev, on_trial=lambda t: seen.append((t, dev.trials)))
-    assert seen == [(t, t.index + 1) for t in r.trials]

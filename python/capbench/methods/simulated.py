@@ -31,6 +31,7 @@ trial's effective capacity and whether saturation distorted it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import random
@@ -144,16 +145,8 @@ class SimulatedDevice:
             app_load=None,
             requested_duration_s=duration_s,
             duration_s=duration_s,
-            sent=acc.sent,
             achieved_pps=sent / duration_s,
-            delivered=acc.delivered,
-            link_drops=acc.link_drops,
-            backlog_drops=acc.backlog_drops,
-            socket_drops=acc.socket_drops,
-            received=acc.received,
-            lost=acc.lost,
-            loss_pct=acc.loss_pct,
-            unexplained=acc.unexplained,
+            **dataclasses.asdict(acc),  # sent, delivered, received and every stage's drops, as accounted
             duplicates=0,
             reordered=0,
             foreign=0,
