@@ -1,0 +1,348 @@
+"""Multiple loss ratio search, in the manner of FD.io CSIT's MLRsearch (IETF draft-ietf-bmwg-mlrsearch).
+
+One search finds the throughput for several *goals* at once, each a loss ratio
+that a load may not exceed: by default NDR (no loss, RFC 2544's throughput)
+and PDR (at most 0.5 % lost). Every trial counts for every goal.
+
+Load classification (the draft's specification, written anew here)
+-------------------------------------------------------------------
+For one goal, the trials run so far at one load are split four ways: *high
+loss* (loss ratio above the goal's) or *low loss*, and *full length* (at least
+the final trial duration) or *short*. With the goal's exceed ratio `e` (the
+share of trial time allowed to exceed the loss ratio at a lower bound, 0 by
+default) and duration sum `D` (the trial time that decides a load, one final
+trial by default):
+
+- short low-loss time offsets short high-loss time at the rate `e / (1 - e)`;
+  what remains of the short high-loss time counts as full-length high loss;
+- the *whole* time is that effective time, or `D` if less has been measured;
+- the load is a **lower bound** if, even were all the missing time high loss,
+  no more than `e` of the whole would be; an **upper bound** if, even were all
+  the missing time low loss, more than `e` would be; otherwise undecided.
+
+So a short trial can prove a load too high (with `e = 0`, one lossy second is
+enough for NDR), but only full-length trials can prove a load low enough. A
+load measured inconsistently (some trials lossy, some not) is classified by
+how much of its time was lossy; the relevant upper bound of a goal is its
+smallest upper bound, the relevant lower bound its largest lower bound below
+that, so a lucky trial above an unlucky one never raises the result.
+
+Phases (this implementation's controller)
+-----------------------------------------
+Trials start short and get longer: `phases` durations grow geometrically from
+`initial_trial_s` to `final_trial_s` while the goal width halves each phase,
+from `2^(phases-1)` times the precision to the precision. In a phase every goal
+is narrowed until its relevant bounds are no further apart than the phase's
+width, judging trials with the phase's duration as the final one, so the
+earlier phases find the neighbourhood cheaply and the full-length trials
+happen only near the answer. A phase picks loads this way, for the first goal
+that is not done:
+
+- no upper bound yet: measure the wire rate (the search's maximum load);
+- an upper bound but no lower bound: go below it by the larger of the width
+  (doubled for every upper bound this phase found above it) and the distance
+  to the upper bound's forwarding rate (its load x (1 - loss ratio); at an
+  overload that is about what the receiver keeps up with), or re-measure an
+  undecided load near there (a lower bound of a shorter phase);
+- both bounds, too far apart: re-measure an undecided load between them, the
+  smallest first, else go up from the lower bound by the width (doubled for
+  every lower bound this phase found below it), at most to the middle.
+
+A goal whose lower bound is the wire rate, or whose upper bound is the
+minimum load, is done: its result is irregular and says why. Figures come
+from trials only: bounds are loads that were measured, and the conditional
+throughput is a lower bound times (1 - a measured loss ratio).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from capbench.errors import UsageError
+from capbench.methods.measurer import (
+    LoadMeasurer,
+    OnTrial,
+    Pause,
+    SearchTrial,
+    TrialRunner,
+    check_precision_pct,
+    check_trial_s,
+)
+from capbench.rates import wire_bps, wire_pps
+
+LOWER, UPPER, UNDECIDED = "lower", "upper", "undecided"
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A search goal: the loss ratio a load may not exceed, and how strictly."""
+
+    name: str
+    loss_ratio: float  # e.g. 0.005 for 0.5 %
+    exceed_ratio: float = 0.0  # share of trial time at a lower bound allowed above loss_ratio
+    duration_sum_s: float | None = None  # trial time that decides a load; None: one final trial
+
+    def check(self) -> None:
+        if not 0 <= self.loss_ratio < 1:
+            raise UsageError(f"goal {self.name}: loss ratio {self.loss_ratio:g} must be at least 0 and below 1")
+        if not 0 <= self.exceed_ratio < 1:
+            raise UsageError(f"goal {self.name}: exceed ratio {self.exceed_ratio:g} must be at least 0 and below 1")
+        if self.duration_sum_s is not None and not self.duration_sum_s > 0:
+            raise UsageError(f"goal {self.name}: duration sum {self.duration_sum_s:g} s must be above 0 s")
+
+
+NDR = Goal("NDR", 0.0)
+PDR = Goal("PDR", 0.005)
+DEFAULT_GOALS: tuple[Goal, ...] = (NDR, PDR)
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A goal as one phase judges it: trials of `final_trial_s` are full length there."""
+
+    loss_ratio: float
+    exceed_ratio: float
+    final_trial_s: float
+    duration_sum_s: float
+
+
+def classify(trials: Iterable[tuple[float, float]], c: Criterion) -> str:
+    """LOWER, UPPER or UNDECIDED for a load, from its trials as (duration_s, loss_ratio) pairs (module doc)."""
+    full_low = full_high = short_low = short_high = 0.0
+    for duration_s, ratio in trials:
+        high = ratio > c.loss_ratio
+        if duration_s >= c.final_trial_s:
+            full_low, full_high = (full_low, full_high + duration_s) if high else (full_low + duration_s, full_high)
+        else:
+            short_low, short_high = (short_low, short_high + duration_s) if high else (short_low + duration_s, short_high)
+    offset = short_low * c.exceed_ratio / (1.0 - c.exceed_ratio)
+    high_s = full_high + max(0.0, short_high - offset)
+    whole_s = max(full_low + high_s, c.duration_sum_s)
+    allowed_s = whole_s * c.exceed_ratio + 1e-9 * whole_s  # a rounding error is not lossy time
+    if whole_s - full_low <= allowed_s:
+        return LOWER  # even if the missing time were all high loss
+    if high_s > allowed_s:
+        return UPPER  # even if the missing time were all low loss
+    return UNDECIDED
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of the search: its trial duration and the width its goals narrow down to."""
+
+    trial_s: float
+    width_pps: float
+
+
+@dataclass(frozen=True)
+class GoalResult:
+    """What the search found for one goal, judged with full-length trials."""
+
+    name: str
+    loss_ratio: float
+    exceed_ratio: float
+    lower_bound_pps: float | None  # relevant lower bound; None if no load was low-loss enough
+    upper_bound_pps: float | None  # relevant upper bound; None if no load was lossy enough
+    lower_bound_gbps: float | None
+    conditional_throughput_pps: float | None  # lower bound x (1 - its quantile loss ratio)
+    regular: bool  # both bounds found and no further apart than the precision
+    note: str
+
+    @property
+    def throughput_pps(self) -> float:
+        """The lower bound, or 0.0 when none was found (a figure never made up)."""
+        return self.lower_bound_pps or 0.0
+
+
+@dataclass(frozen=True)
+class MlrResult:
+    frame_len: int
+    link_bps: float
+    wire_pps: float
+    min_load_pps: float
+    precision_pct: float
+    width_pps: float
+    final_trial_s: float
+    phases: tuple[Phase, ...]
+    goals: tuple[GoalResult, ...]
+    trials: tuple[SearchTrial, ...]  # every trial, in the order it ran
+    total_trial_s: float  # traffic time of all trials
+    total_pause_s: float
+
+    def goal(self, name: str) -> GoalResult:
+        for g in self.goals:
+            if g.name == name:
+                return g
+        raise KeyError(name)
+
+
+def plan_phases(initial_trial_s: float, final_trial_s: float, phases: int, width_pps: float) -> tuple[Phase, ...]:
+    """Durations growing geometrically to the final one while the width halves down to the precision."""
+    if phases == 1 or initial_trial_s >= final_trial_s:
+        return (Phase(final_trial_s, width_pps),)
+    ratio = final_trial_s / initial_trial_s
+    plan = [Phase(initial_trial_s * ratio ** (i / (phases - 1)), width_pps * 2 ** (phases - 1 - i))
+            for i in range(phases - 1)]
+    return (*plan, Phase(final_trial_s, width_pps))
+
+
+class _Search:
+    """The controller's state: every trial, grouped by load."""
+
+    def __init__(self, runner: TrialRunner, goals: Sequence[Goal], max_pps: float, min_pps: float,
+                 final_trial_s: float):
+        self.runner = runner
+        self.goals = goals
+        self.max_pps = max_pps
+        self.min_pps = min_pps
+        self.final_trial_s = final_trial_s
+        self.by_load: dict[float, list[SearchTrial]] = {}
+
+    def criterion(self, goal: Goal, trial_s: float) -> Criterion:
+        sum_per_trial = 1.0 if goal.duration_sum_s is None else goal.duration_sum_s / self.final_trial_s
+        return Criterion(goal.loss_ratio, goal.exceed_ratio, trial_s, trial_s * sum_per_trial)
+
+    def bounds(self, c: Criterion) -> tuple[float | None, float | None, dict[float, str]]:
+        """(relevant upper bound, relevant lower bound, every load's class) under `c`."""
+        classes = {load: classify(((t.requested_duration_s, t.loss_ratio) for t in trials), c)
+                   for load, trials in self.by_load.items()}
+        uppers = [load for load, k in classes.items() if k == UPPER]
+        upper = min(uppers) if uppers else None
+        lowers = [load for load, k in classes.items() if k == LOWER and (upper is None or load < upper)]
+        return upper, (max(lowers) if lowers else None), classes
+
+    def next_load(self, c: Criterion, phase: Phase, phase_loads: set[float]) -> float | None:
+        """The load to measure next for one goal in one phase, or None when the goal is done (module doc)."""
+        upper, lower, classes = self.bounds(c)
+        if upper is None:
+            return None if lower is not None and lower >= self.max_pps else self.max_pps
+        between = sorted(load for load, k in classes.items()
+                         if k == UNDECIDED and load < upper and (lower is None or load > lower))
+        if lower is None:
+            if upper <= self.min_pps:
+                return None
+            found_above = sum(1 for load in phase_loads if load > upper and classes[load] == UPPER)
+            forwarding = min(t.forwarding_pps for t in self.by_load[upper])
+            target = max(self.min_pps, upper - max(phase.width_pps * 2 ** found_above, upper - forwarding))
+            near = [load for load in between if load >= target - phase.width_pps / 2]
+            return max(near) if near else target
+        if upper - lower <= phase.width_pps * (1 + 1e-9):  # a rounding error does not widen the bracket
+            return None
+        if between:
+            return between[0]
+        found_below = sum(1 for load in phase_loads if load < lower and classes[load] == LOWER)
+        return min((lower + upper) / 2, lower + phase.width_pps * 2 ** found_below)
+
+    def run_phase(self, index: int, phase: Phase, count: int) -> None:
+        phase_loads: set[float] = set()
+        criteria = [self.criterion(goal, phase.trial_s) for goal in self.goals]
+        while True:
+            load = next((x for x in (self.next_load(c, phase, phase_loads) for c in criteria) if x is not None), None)
+            if load is None:
+                return
+            trial = self.runner.run(load, phase.trial_s, f"phase {index + 1}/{count}")
+            self.by_load.setdefault(load, []).append(trial)
+            phase_loads.add(load)
+
+    def result(self, goal: Goal, frame_len: int, width_pps: float) -> GoalResult:
+        c = self.criterion(goal, self.final_trial_s)
+        upper, lower, _ = self.bounds(c)
+        if lower is None:
+            note = (f"no load was low-loss enough down to the minimum load of {self.min_pps:,.0f} pps"
+                    if upper is not None and upper <= self.min_pps else "no lower bound found")
+        elif upper is None:
+            note = ("the wire rate is a lower bound: the capture path keeps up with the link"
+                    if lower >= self.max_pps else "no upper bound found")
+        elif upper - lower > width_pps * (1 + 1e-9):
+            note = f"bounds {upper - lower:,.0f} pps apart, wider than the precision"
+        else:
+            note = ""
+        return GoalResult(
+            name=goal.name,
+            loss_ratio=goal.loss_ratio,
+            exceed_ratio=goal.exceed_ratio,
+            lower_bound_pps=lower,
+            upper_bound_pps=upper,
+            lower_bound_gbps=None if lower is None else wire_bps(lower, frame_len) / 1e9,
+            conditional_throughput_pps=None if lower is None else self.conditional_throughput(lower, c),
+            regular=not note,
+            note=note,
+        )
+
+    def conditional_throughput(self, load: float, c: Criterion) -> float:
+        """The load times (1 - the loss ratio that 1 - exceed_ratio of its full-length time stayed within)."""
+        full = sorted((t for t in self.by_load[load] if t.requested_duration_s >= c.final_trial_s),
+                      key=lambda t: t.loss_ratio)
+        remaining_s = max(c.duration_sum_s, sum(t.requested_duration_s for t in full)) * (1.0 - c.exceed_ratio)
+        quantile = 1.0
+        for t in full:
+            quantile = t.loss_ratio
+            remaining_s -= t.requested_duration_s
+            if remaining_s <= 1e-9 * c.duration_sum_s:
+                break
+        else:
+            quantile = 1.0  # not enough full-length time to vouch for any loss ratio
+        return load * (1.0 - quantile)
+
+
+def search(
+    measurer: LoadMeasurer,
+    *,
+    frame_len: int,
+    link_bps: float = 1e9,
+    goals: Sequence[Goal] = DEFAULT_GOALS,
+    precision_pct: float = 1.0,
+    final_trial_s: float = 60.0,
+    initial_trial_s: float = 1.0,
+    phases: int = 3,
+    min_load_pct: float | None = None,
+    pause_s: float = 2.0,
+    pause: Pause | None = None,
+    on_trial: OnTrial | None = None,
+) -> MlrResult:
+    """Search every goal's bounds of `measurer` at `frame_len` on a `link_bps` link (module doc).
+
+    `precision_pct` (of the wire rate) is the final distance between each
+    goal's bounds; `min_load_pct` (of the wire rate, default the precision) is
+    the lowest load tried; `pause(seconds)` runs before each trial and
+    `on_trial(trial)` as each trial ends.
+    """
+    check_precision_pct(precision_pct)
+    check_trial_s(final_trial_s)
+    check_trial_s(initial_trial_s, flag="initial trial")
+    if initial_trial_s > final_trial_s:
+        raise UsageError(f"initial trial {initial_trial_s:g} s is longer than the final trial {final_trial_s:g} s")
+    if phases < 1:
+        raise UsageError(f"phases {phases} must be 1 or more")
+    if not goals:
+        raise UsageError("an MLR search needs at least one goal")
+    if len({g.name for g in goals}) != len(goals):
+        raise UsageError(f"goal names repeat: {', '.join(g.name for g in goals)}")
+    for goal in goals:
+        goal.check()
+    min_load_pct = precision_pct if min_load_pct is None else min_load_pct
+    if not 0 < min_load_pct < 100:
+        raise UsageError(f"minimum load {min_load_pct:g} % must be above 0 % and below 100 % of the wire rate")
+
+    max_pps = wire_pps(link_bps, frame_len)
+    width_pps = max_pps * precision_pct / 100.0
+    plan = plan_phases(initial_trial_s, final_trial_s, phases, width_pps)
+    runner = TrialRunner(measurer.measure, pause_s=pause_s, pause=pause, on_trial=on_trial)
+    state = _Search(runner, tuple(goals), max_pps, max_pps * min_load_pct / 100.0, final_trial_s)
+    for index, phase in enumerate(plan):
+        state.run_phase(index, phase, len(plan))
+    return MlrResult(
+        frame_len=frame_len,
+        link_bps=link_bps,
+        wire_pps=max_pps,
+        min_load_pps=state.min_pps,
+        precision_pct=precision_pct,
+        width_pps=width_pps,
+        final_trial_s=final_trial_s,
+        phases=plan,
+        goals=tuple(state.result(goal, frame_len, width_pps) for goal in goals),
+        trials=tuple(runner.trials),
+        total_trial_s=runner.total_trial_s,
+        total_pause_s=runner.total_pause_s,
+    )

@@ -1,0 +1,171 @@
+"""RFC 2544 throughput (section 26.1) by binary search, as seed 000 ran it.
+
+RFC 2544 defines throughput as "the fastest rate at which the count of test
+frames transmitted by the DUT is equal to the number of test frames sent to
+it". Seed 000 finds it with a binary search: start at wire speed; after a
+trial with loss lower the rate by the step, after a trial without loss raise
+it; halve the step after each trial; stop when the step is below a precision
+(1 % of the link). Each trial lasts 60 s unless told otherwise.
+
+Here the search keeps the bracket it has established: the highest rate that
+passed (`lower`, 0 before any) and the lowest that failed (`upper`, the wire
+rate before any trial). Each trial runs at the middle of the bracket, which is
+exactly the seed's halving step, and the search stops once the bracket is no
+wider than the precision: the throughput it reports is then within the
+precision of the true one (the seed stops one halving earlier, when the next
+step would be below it, and leaves a bracket up to twice as wide).
+
+A trial passes when it lost at most `loss_tolerance_frames` frames (0, as
+RFC 2544 demands, by default) and its generator offered the whole load (a
+trial that fell short of its rate did not test that rate).
+
+Two guards against the saturation seed 000 warns about ("after sending the
+traffic at the speed when the DUT is unable to receive all packets ...
+following behaviour of DUT is unpredictable and the test results are
+distorted"): a pause before every trial, and a verification trial at the
+found rate after a longer pause. If the verification loses frames, the found
+rate was a distorted pass: it becomes the lowest failing rate, the search goes
+on below it, and the result says so in `notes` and `verification_failures_pps`.
+
+Figures come from trials only: the throughput is the rate of a trial that
+passed (and whose verification passed), or 0 when no trial passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from capbench.methods.measurer import (
+    LoadMeasurer,
+    OnTrial,
+    Pause,
+    SearchTrial,
+    TrialRunner,
+    check_loss_tolerance,
+    check_pause,
+    check_precision_pct,
+    check_trial_s,
+    offered_short,
+)
+from capbench.rates import wire_bps, wire_pps
+
+RFC2544_TRIAL_S = 60.0  # RFC 2544 section 24: "the duration of the test portion of each trial SHOULD be at least 60 s"
+MIN_TRIAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Rfc2544Result:
+    """The outcome of one throughput search at one frame length."""
+
+    frame_len: int
+    link_bps: float
+    wire_pps: float
+    throughput_pps: float  # highest rate that passed, verified; 0.0 when no rate passed
+    throughput_gbps: float  # on the wire, with 20 B preamble + gap per frame
+    lowest_lossy_pps: float | None  # lowest rate that failed; None when the wire rate passed
+    precision_pct: float
+    precision_pps: float
+    loss_tolerance_frames: int
+    trial_s: float
+    short_trials: bool  # trial_s below RFC 2544's 60 s: the result says so, it is not an RFC 2544 figure
+    verified: bool  # a verification trial at throughput_pps passed (False when throughput is 0)
+    verification_failures_pps: tuple[float, ...]  # found rates whose verification lost frames
+    trials: tuple[SearchTrial, ...]  # every trial, in the order it ran
+    total_trial_s: float  # traffic time of all trials
+    total_pause_s: float  # time spent in pauses before trials
+    notes: tuple[str, ...]
+
+
+def trial_passed(trial: SearchTrial, loss_tolerance_frames: int) -> bool:
+    """At most `loss_tolerance_frames` lost, and the generator offered the whole load."""
+    return not offered_short(trial.result) and trial.result.lost <= loss_tolerance_frames
+
+
+def search(
+    measurer: LoadMeasurer,
+    *,
+    frame_len: int,
+    link_bps: float = 1e9,
+    precision_pct: float = 1.0,
+    loss_tolerance_frames: int = 0,
+    trial_s: float = RFC2544_TRIAL_S,
+    pause_s: float = 2.0,
+    verify_pause_s: float = 10.0,
+    pause: Pause | None = None,
+    on_trial: OnTrial | None = None,
+) -> Rfc2544Result:
+    """Search the RFC 2544 throughput of `measurer` at `frame_len` on a `link_bps` link (module doc).
+
+    `precision_pct` is a share of the wire rate; `pause(seconds)` is called
+    before each trial (`time.sleep` by default), for `pause_s` before search
+    trials and `verify_pause_s` before the verification trial; `on_trial(trial)`
+    runs as each trial ends.
+    """
+    check_precision_pct(precision_pct)
+    check_loss_tolerance(loss_tolerance_frames)
+    check_trial_s(trial_s, minimum_s=MIN_TRIAL_S)
+    check_pause(verify_pause_s)
+    max_pps = wire_pps(link_bps, frame_len)
+    precision_pps = max_pps * precision_pct / 100.0
+    runner = TrialRunner(measurer.measure, pause_s=pause_s, pause=pause, on_trial=on_trial)
+    notes: list[str] = []
+    if trial_s < RFC2544_TRIAL_S:
+        notes.append(f"trials of {trial_s:g} s, shorter than RFC 2544's {RFC2544_TRIAL_S:g} s")
+
+    passed: list[float] = []  # rates with a passing search trial
+    lower = 0.0  # highest rate known to pass (0: none yet)
+    upper: float | None = None  # lowest rate known to fail (None: not even the wire rate has)
+    failures: list[float] = []
+    while True:
+        ceiling = max_pps if upper is None else upper
+        if upper is None and not passed:
+            rate = max_pps  # the first trial: at wire speed
+        elif ceiling - lower > precision_pps * (1 + 1e-9) and not (upper is None and lower >= max_pps):
+            rate = (lower + ceiling) / 2.0
+        else:
+            # The bracket is narrow enough: verify the rate found, unless there is none.
+            if lower <= 0:
+                notes.append(f"no rate passed: the lowest rate tried, {ceiling:,.0f} pps, lost frames")
+                verified = False
+                break
+            check = runner.run(lower, trial_s, "verify", pause_s=verify_pause_s)
+            if trial_passed(check, loss_tolerance_frames):
+                verified = True
+                break
+            failures.append(lower)
+            notes.append(
+                f"verification at {lower:,.0f} pps lost {check.result.lost:,} of {check.result.sent:,} frames: "
+                f"its earlier pass was distorted (saturation?); searching on below it"
+            )
+            upper = lower
+            below = [r for r in passed if r < upper]
+            lower = max(below) if below else 0.0
+            continue
+        trial = runner.run(rate, trial_s, "search")
+        if trial_passed(trial, loss_tolerance_frames):
+            passed.append(rate)
+            lower = rate
+        else:
+            upper = rate
+
+    if upper is None and lower >= max_pps:
+        notes.append("the wire rate passed: the capture path keeps up with the link at this frame length")
+    return Rfc2544Result(
+        frame_len=frame_len,
+        link_bps=link_bps,
+        wire_pps=max_pps,
+        throughput_pps=lower,
+        throughput_gbps=wire_bps(lower, frame_len) / 1e9,
+        lowest_lossy_pps=upper,
+        precision_pct=precision_pct,
+        precision_pps=precision_pps,
+        loss_tolerance_frames=loss_tolerance_frames,
+        trial_s=trial_s,
+        short_trials=trial_s < RFC2544_TRIAL_S,
+        verified=verified,
+        verification_failures_pps=tuple(failures),
+        trials=tuple(runner.trials),
+        total_trial_s=runner.total_trial_s,
+        total_pause_s=runner.total_pause_s,
+        notes=tuple(notes),
+    )
