@@ -24,6 +24,7 @@ from capbench.trial import SCHEMA, TrialResult
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"
+SEARCHES_FILE = "searches.jsonl"  # one line per method answer (rfc2544, mlr, sweep, back2back)
 
 
 def utc_stamp(t: float | None = None) -> str:
@@ -130,6 +131,11 @@ class RunWriter:
         self._trials.write(json.dumps(result.to_record(), separators=(",", ":")) + "\n")
         self._trials.flush()
         self.count += 1
+
+    def append_outcome(self, outcome: dict[str, Any]) -> None:
+        """A method's answer for one backend and frame length, flushed at once (searches.jsonl)."""
+        with open(self.path / SEARCHES_FILE, "a", encoding="utf-8") as f:
+            f.write(json.dumps(outcome, separators=(",", ":")) + "\n")
 
     def finish(self, status: str = "complete", error: str | None = None) -> None:
         """Close trials.jsonl and record the end: status complete | interrupted | failed."""

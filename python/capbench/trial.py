@@ -103,6 +103,8 @@ class TrialResult:
     invalid_offered_load: bool = False  # the generator sent < OFFERED_MIN_SHARE of the offered load
     size: str = ""  # capbench-gen --size: the frame length, or a profile such as imix:seed
     mean_frame_len: float = 0.0  # of the frames sent; frame_len is its rounding for a profile
+    method: str = "iperf"  # the method that ran the trial (methods/dispatch.py)
+    purpose: str = ""  # why it ran: "constant load", "search", "verify", "phase 2/3", "step 4/26", "burst"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
 

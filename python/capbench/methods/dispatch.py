@@ -1,0 +1,155 @@
+"""`capbench run --method`: one method per run, over every backend and frame length.
+
+Each method gets a Measurer per (backend, frame length) and decides from trial
+results only (see docs/methods.md). Every trial is handed to `record` as soon as
+it ends, tagged with the method and why it ran (`purpose`), so trials.jsonl grows
+trial by trial; each method's answer for one (backend, frame length) is handed to
+`record_outcome` as a plain dict (searches.jsonl), with every figure taken from
+the method's result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from capbench.errors import UsageError
+from capbench.methods import back2back, iperf, mlr, rfc2544, sweep
+from capbench.methods.measurer import SearchTrial
+from capbench.rates import Rate, wire_pps
+from capbench.trial import Measurer, TrialResult
+
+METHODS = ("iperf", "rfc2544", "mlr", "sweep", "back2back")
+# Frames a back-to-back burst may need beyond its own sending time: process start-up,
+# the counter's last ring blocks.
+BURST_MARGIN_S = 1.0
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    method: str = "iperf"
+    precision_pct: float = 1.0  # of the wire rate (rfc2544, mlr)
+    loss_tolerance_frames: int = 0  # rfc2544, back2back
+    trial_s: float | None = None  # search / sweep trial length; None: the method's default
+    steps: int = sweep.DEFAULT_STEPS
+    pause_s: float = 2.0  # before each trial of a search, sweep or burst
+
+    def check(self, sizes: Iterable[int | str]) -> None:
+        if self.method not in METHODS:
+            raise UsageError(f"unknown method {self.method!r}: use one of {', '.join(METHODS)}")
+        if self.method != "iperf" and any(isinstance(s, str) for s in sizes):
+            raise UsageError(f"--method {self.method} searches at fixed frame lengths: give lengths in "
+                             f"--sizes, not profiles (profiles work with --method iperf)")
+
+
+Record = Callable[[TrialResult], None]
+RecordOutcome = Callable[[dict[str, Any]], None]
+MakeMeasurer = Callable[[str, int | str], Any]  # a Measurer, or anything with its measure()
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every search of one run shares."""
+
+    settings: MethodSettings
+    link_bps: float
+    record: Record
+    pause: Callable[[float], None] | None  # None: time.sleep
+
+
+def _tagger(record: Record, method: str) -> Callable[[SearchTrial], None]:
+    def on_trial(trial: SearchTrial) -> None:
+        record(dataclasses.replace(trial.result, method=method, purpose=trial.purpose))
+    return on_trial
+
+
+def _common(method: str, backend: str, frame_len: int, result: Any) -> dict[str, Any]:
+    return {"method": method, "backend": backend, "frame_len": frame_len, "link_bps": result.link_bps,
+            "wire_pps": result.wire_pps, "trials": len(result.trials),
+            "total_trial_s": result.total_trial_s, "total_pause_s": result.total_pause_s}
+
+
+def _rfc2544(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:
+    s = c.settings
+    r = rfc2544.search(m, frame_len=frame_len, link_bps=c.link_bps, precision_pct=s.precision_pct,
+                       loss_tolerance_frames=s.loss_tolerance_frames,
+                       trial_s=s.trial_s or rfc2544.RFC2544_TRIAL_S, pause_s=s.pause_s,
+                       verify_pause_s=max(s.pause_s, 10.0), pause=c.pause, on_trial=_tagger(c.record, "rfc2544"))
+    return _common("rfc2544", backend, frame_len, r) | {
+        "throughput_pps": r.throughput_pps, "throughput_gbps": r.throughput_gbps,
+        "lowest_lossy_pps": r.lowest_lossy_pps, "precision_pct": r.precision_pct,
+        "loss_tolerance_frames": r.loss_tolerance_frames, "trial_s": r.trial_s, "short_trials": r.short_trials,
+        "verified": r.verified, "verification_failures_pps": list(r.verification_failures_pps),
+        "notes": list(r.notes)}
+
+
+def _mlr(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:
+    s = c.settings
+    final_s = s.trial_s or 60.0
+    r = mlr.search(m, frame_len=frame_len, link_bps=c.link_bps, precision_pct=s.precision_pct,
+                   final_trial_s=final_s, initial_trial_s=min(1.0, final_s), pause_s=s.pause_s, pause=c.pause,
+                   on_trial=_tagger(c.record, "mlr"))
+    return _common("mlr", backend, frame_len, r) | {
+        "precision_pct": r.precision_pct, "final_trial_s": r.final_trial_s,
+        "goals": [dataclasses.asdict(g) | {"throughput_pps": g.throughput_pps} for g in r.goals]}
+
+
+def _sweep(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:
+    s = c.settings
+    r = sweep.run(m, frame_len=frame_len, link_bps=c.link_bps, steps=s.steps, trial_s=s.trial_s or 10.0,
+                  pause_s=s.pause_s, pause=c.pause, on_trial=_tagger(c.record, "sweep"))
+    return _common("sweep", backend, frame_len, r) | {
+        "steps": r.steps, "trial_s": r.trial_s, "lossless_up_to_pps": r.lossless_up_to_pps,
+        "first_lossy_pps": r.first_lossy_pps,
+        "points": [{"step": p.step, "load_pps": p.load_pps, "sent": p.sent, "received": p.received, "lost": p.lost,
+                    "rx_pps": p.rx_pps, "app_cpu_pct": p.app_cpu_pct, "kernel_cpu_pct": p.kernel_cpu_pct}
+                   for p in r.points]}
+
+
+def burst_measurer(m: Measurer) -> Callable[[int], TrialResult]:
+    """measure_burst(frames): `frames` frames at the link's wire rate, then the counts."""
+    wire = wire_pps(m.setup.link_bps, m.setup.frame_len)
+
+    def measure_burst(frames: int) -> TrialResult:
+        setup = dataclasses.replace(m.setup, gen_args=(*m.setup.gen_args, "--count", str(frames)))
+        burst = Measurer(m.binaries, m.testbed, setup)
+        return burst.measure(frames / wire + BURST_MARGIN_S, Rate("pct", 100.0, "100%"))
+
+    return measure_burst
+
+
+def _back2back(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:
+    s = c.settings
+    measure_burst = getattr(m, "measure_burst", None) or burst_measurer(m)
+    r = back2back.search(measure_burst, frame_len=frame_len, link_bps=c.link_bps,
+                         loss_tolerance_frames=s.loss_tolerance_frames, pause_s=s.pause_s, pause=c.pause,
+                         on_trial=_tagger(c.record, "back2back"))
+    return _common("back2back", backend, frame_len, r) | {
+        "max_frames": r.max_frames, "precision_frames": r.precision_frames,
+        "longest_frames": list(r.longest_frames), "mean_frames": r.mean_frames, "min_frames": r.min_frames,
+        "mean_burst_s": r.mean_burst_s, "unlimited": r.unlimited, "notes": list(r.notes)}
+
+
+SEARCHES = {"rfc2544": _rfc2544, "mlr": _mlr, "sweep": _sweep, "back2back": _back2back}
+
+
+def run(settings: MethodSettings, make_measurer: MakeMeasurer, backends: Iterable[str],
+        sizes: Iterable[int | str], *, link_bps: float, rate: Rate, duration_s: float, record: Record,
+        record_outcome: RecordOutcome, pause: Callable[[float], None] | None = None) -> None:
+    """Run `settings.method` for every backend x size (backend-major), recording as it goes.
+
+    `rate` and `duration_s` are the iperf method's; the searches choose their own loads.
+    """
+    context = Context(settings, link_bps, record, pause)
+    sizes = tuple(sizes)
+    settings.check(sizes)
+    if settings.method == "iperf":
+        for result in iperf.run(make_measurer, backends, sizes, rate=rate, duration_s=duration_s):
+            record(dataclasses.replace(result, method="iperf", purpose="constant load"))
+        return
+    for backend in backends:
+        for size in sizes:
+            assert isinstance(size, int)
+            record_outcome(SEARCHES[settings.method](make_measurer(backend, size), backend, size, context))
