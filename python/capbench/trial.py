@@ -105,6 +105,8 @@ class TrialResult:
     mean_frame_len: float = 0.0  # of the frames sent; frame_len is its rounding for a profile
     method: str = "iperf"  # the method that ran the trial (methods/dispatch.py)
     purpose: str = ""  # why it ran: "constant load", "search", "verify", "phase 2/3", "step 4/26", "burst"
+    step: str = ""  # the campaign step it belongs to (campaign.Step.key)
+    repeat: int = 1  # which repetition of its step
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capbench.errors import UsageError
-from capbench.methods import back2back, iperf, mlr, rfc2544, sweep
+from capbench.methods import back2back, mlr, rfc2544, sweep
 from capbench.methods.measurer import SearchTrial
 from capbench.rates import Rate, wire_pps
 from capbench.trial import Measurer, TrialResult
@@ -135,6 +135,19 @@ def _back2back(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, An
 SEARCHES = {"rfc2544": _rfc2544, "mlr": _mlr, "sweep": _sweep, "back2back": _back2back}
 
 
+def run_step(method: str, measurer: Any, backend: str, size: int | str, context: Context, *, rate: Rate,
+             duration_s: float, record_outcome: RecordOutcome) -> None:
+    """One method at one backend and size: an iperf trial, or a search whose answer goes to
+    `record_outcome`. Trials go to `context.record` as they end."""
+    if method == "iperf":
+        context.record(dataclasses.replace(measurer.measure(duration_s, rate), method="iperf",
+                                           purpose="constant load"))
+        return
+    if not isinstance(size, int):
+        raise UsageError(f"--method {method} searches at fixed frame lengths, not profiles ({size})")
+    record_outcome(SEARCHES[method](measurer, backend, size, context))
+
+
 def run(settings: MethodSettings, make_measurer: MakeMeasurer, backends: Iterable[str],
         sizes: Iterable[int | str], *, link_bps: float, rate: Rate, duration_s: float, record: Record,
         record_outcome: RecordOutcome, pause: Callable[[float], None] | None = None) -> None:
@@ -142,14 +155,10 @@ def run(settings: MethodSettings, make_measurer: MakeMeasurer, backends: Iterabl
 
     `rate` and `duration_s` are the iperf method's; the searches choose their own loads.
     """
-    context = Context(settings, link_bps, record, pause)
     sizes = tuple(sizes)
     settings.check(sizes)
-    if settings.method == "iperf":
-        for result in iperf.run(make_measurer, backends, sizes, rate=rate, duration_s=duration_s):
-            record(dataclasses.replace(result, method="iperf", purpose="constant load"))
-        return
+    context = Context(settings, link_bps, record, pause)
     for backend in backends:
         for size in sizes:
-            assert isinstance(size, int)
-            record_outcome(SEARCHES[settings.method](make_measurer(backend, size), backend, size, context))
+            run_step(settings.method, make_measurer(backend, size), backend, size, context, rate=rate,
+                     duration_s=duration_s, record_outcome=record_outcome)

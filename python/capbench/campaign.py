@@ -1,0 +1,265 @@
+"""Campaigns: a whole experiment as a list of steps, written trial by trial, resumable.
+
+A campaign is a matrix (or several) of settings: methods x placements x
+application loads x capture processes x backends x frame lengths x repetitions.
+`capbench run` with flags is a campaign of one matrix; `capbench run --campaign
+FILE.toml` reads one:
+
+    [campaign]                    # defaults for every matrix
+    name = "seed2008-quick"
+    link = "1g"
+    duration = "5"                # iperf trial length
+    trial = "10s"                 # search (rfc2544, mlr) and sweep trial length
+    methods = ["iperf", "rfc2544"]
+    backends = ["pcap", "afp-v3"]
+    sizes = "seed"                # or [64, 128, ...], or "64,imix:seed"
+    pin = ["A:A", "A:B"]
+    repeat = 1
+
+    [[matrix]]                    # optional: each matrix overrides the defaults
+    backends = ["afxdp"]
+
+Every step has a key (its settings as text). Each trial record carries the key
+of its step (`step`) and its repetition; each method answer (searches.jsonl)
+carries it too. `--resume DIR` reads what DIR holds, skips the steps that are
+complete, and replays the recorded trials of a step that was cut short into its
+method (a `ReplayMeasurer`): the searches are deterministic functions of their
+trial results, so the search continues where it stopped, and a crash or Ctrl-C
+loses at most the trial in flight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capbench.errors import UsageError
+from capbench.methods.dispatch import METHODS
+from capbench.rates import parse_duration, parse_link, parse_rate, parse_sizes
+
+PINS = ("A:A", "A:B", "auto")
+KEYS = {"name", "link", "rate", "duration", "trial", "methods", "backends", "sizes", "pin", "app_load", "procs",
+        "repeat", "precision", "loss_tolerance", "steps", "pause", "engine"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One method at one setting: an iperf trial, or a search / sweep, once per repetition."""
+
+    method: str
+    backend: str
+    size: int | str
+    pin: str
+    app_load: str | None
+    procs: int
+    repeat: int  # 1-based
+
+    @property
+    def key(self) -> str:
+        return (f"{self.method}|{self.backend}|{self.size}|pin={self.pin}|load={self.app_load or 'touch'}"
+                f"|procs={self.procs}|rep={self.repeat}")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    methods: tuple[str, ...] = ("iperf",)
+    backends: tuple[str, ...] = ("pcap", "afp-v3")
+    sizes: tuple[int | str, ...] = (64,)
+    pins: tuple[str, ...] = ("A:A",)
+    app_loads: tuple[str | None, ...] = (None,)
+    procs: tuple[int, ...] = (1,)
+    repeat: int = 1
+
+    def steps(self) -> list[Step]:
+        return [Step(m, b, s, p, a, n, r)
+                for m, p, a, n, b, s, r in itertools.product(
+                    self.methods, self.pins, self.app_loads, self.procs, self.backends, self.sizes,
+                    range(1, self.repeat + 1))]
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    link_bps: float
+    rate: str
+    duration_s: float
+    trial_s: float | None
+    precision_pct: float
+    loss_tolerance_frames: int
+    steps_per_sweep: int
+    pause_s: float
+    engine: str
+    matrices: tuple[Matrix, ...]
+
+    def steps(self) -> list[Step]:
+        """Every step of every matrix, in order, each once (a step two matrices share runs once)."""
+        seen: dict[str, Step] = {}
+        for m in self.matrices:
+            for step in m.steps():
+                seen.setdefault(step.key, step)
+        return list(seen.values())
+
+
+def _tuple(value: Any, what: str) -> tuple:
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise UsageError(f"{what} is empty: give at least one value")
+        return tuple(value)
+    return (value,)
+
+
+def check_pin(pin: str) -> str:
+    up = pin.upper() if pin.lower() != "auto" else "auto"
+    if up not in PINS:
+        raise UsageError(f"unknown placement {pin!r}: use A:A (kernel receive work and counter on one CPU), "
+                         f"A:B (on two) or auto (the scheduler decides)")
+    return up
+
+
+def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Sequence[str]) -> Matrix:
+    """A matrix: `base` with the keys of `d` replaced (values checked, `where` names the table)."""
+    m = base
+    if "methods" in d:
+        methods = _tuple(d["methods"], f"{where} methods")
+        for x in methods:
+            if x not in METHODS:
+                raise UsageError(f"{where}: unknown method {x!r}: use {', '.join(METHODS)}")
+        m = dataclasses.replace(m, methods=methods)
+    if "backends" in d:
+        backends = _tuple(d["backends"], f"{where} backends")
+        for x in backends:
+            if x not in backends_known:
+                raise UsageError(f"{where}: unknown backend {x!r}: use {', '.join(backends_known)}")
+        m = dataclasses.replace(m, backends=backends)
+    if "sizes" in d:
+        v = d["sizes"]
+        text = v if isinstance(v, str) else ",".join(str(x) for x in _tuple(v, f"{where} sizes"))
+        m = dataclasses.replace(m, sizes=parse_sizes(text))
+    if "pin" in d:
+        m = dataclasses.replace(m, pins=tuple(check_pin(str(p)) for p in _tuple(d["pin"], f"{where} pin")))
+    if "app_load" in d:
+        m = dataclasses.replace(m, app_loads=tuple(str(a) for a in _tuple(d["app_load"], f"{where} app_load")))
+    if "procs" in d:
+        procs = _tuple(d["procs"], f"{where} procs")
+        if any(not isinstance(p, int) or p < 1 for p in procs):
+            raise UsageError(f"{where}: procs must be whole numbers of 1 or more, got {list(procs)}")
+        m = dataclasses.replace(m, procs=procs)
+    if "repeat" in d:
+        if not isinstance(d["repeat"], int) or d["repeat"] < 1:
+            raise UsageError(f"{where}: repeat must be a whole number of 1 or more, got {d['repeat']!r}")
+        m = dataclasses.replace(m, repeat=d["repeat"])
+    return m
+
+
+def load(path: Path | str, *, backends_known: Sequence[str]) -> Campaign:
+    """Read a campaign file; every problem is one UsageError naming the file and the key."""
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"no campaign file {str(path)!r}: see campaigns/ for examples") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read campaign {str(path)!r}: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None
+    unknown_tables = set(doc) - {"campaign", "matrix"}
+    if unknown_tables:
+        raise UsageError(f"{path}: unknown table(s) {', '.join(sorted(unknown_tables))}: use [campaign] and "
+                         f"[[matrix]]")
+    top = doc.get("campaign", {})
+    matrices = doc.get("matrix", [])
+    if not isinstance(top, dict) or not isinstance(matrices, list):
+        raise UsageError(f"{path}: [campaign] must be a table and [[matrix]] an array of tables")
+    for where, table in [("[campaign]", top)] + [(f"[[matrix]] #{i + 1}", t) for i, t in enumerate(matrices)]:
+        unknown = set(table) - KEYS
+        if unknown:
+            raise UsageError(f"{path} {where}: unknown key(s) {', '.join(sorted(unknown))}: use "
+                             f"{', '.join(sorted(KEYS))}")
+    try:
+        base = matrix_from(top, Matrix(), f"{path} [campaign]", backends_known)
+        built = tuple(matrix_from(t, base, f"{path} [[matrix]] #{i + 1}", backends_known)
+                      for i, t in enumerate(matrices)) or (base,)
+        return Campaign(
+            name=str(top.get("name", path.stem)),
+            link_bps=parse_link(str(top.get("link", "1g"))),
+            rate=parse_rate(str(top.get("rate", "100%"))).text,
+            duration_s=parse_duration(str(top.get("duration", "5")), what="duration"),
+            trial_s=parse_duration(str(top["trial"]), what="trial") if "trial" in top else None,
+            precision_pct=float(top.get("precision", 1.0)),
+            loss_tolerance_frames=int(top.get("loss_tolerance", 0)),
+            steps_per_sweep=int(top.get("steps", 26)),
+            pause_s=parse_duration(str(top.get("pause", "2")), what="pause", allow_zero=True),
+            engine=str(top.get("engine", "xdp")),
+            matrices=built,
+        )
+    except UsageError as e:
+        msg = str(e)
+        raise UsageError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{path}: a value has the wrong type: {e}") from None
+
+
+# --- resuming ------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """What a results directory already holds, per step key."""
+
+    trials: dict[str, list[Any]]  # step key -> its recorded TrialResults, in order
+    outcomes: set[str]  # step keys whose method answer is recorded (searches.jsonl)
+
+    def done(self, step: Step) -> bool:
+        if step.method == "iperf":
+            return bool(self.trials.get(step.key))
+        return step.key in self.outcomes
+
+
+def progress_of(trials: Iterable[Any], outcomes: Iterable[dict[str, Any]]) -> Progress:
+    by_step: dict[str, list[Any]] = {}
+    for t in trials:
+        if getattr(t, "step", ""):
+            by_step.setdefault(t.step, []).append(t)
+    return Progress(by_step, {o["step"] for o in outcomes if "step" in o})
+
+
+class ReplayMeasurer:
+    """Hands a method the trials a step already recorded, then measures for real.
+
+    The methods decide only from trial results, so replaying the recorded ones
+    in order brings a search back to where it stopped. A replayed trial must be
+    the one the method asks for (same load and duration); anything else means
+    the recorded trials came from other settings, and resuming stops.
+    """
+
+    def __init__(self, measurer: Any, recorded: Sequence[Any]):
+        self.measurer = measurer
+        self.recorded = list(recorded)
+        self.replayed = 0
+        self.last_was_replay = False  # the trial measure() returned last is a recorded one
+
+    def __getattr__(self, name: str) -> Any:  # setup, binaries, testbed ... of the real measurer
+        return getattr(self.measurer, name)
+
+    def measure(self, duration_s: float, load: Any) -> Any:
+        if self.replayed < len(self.recorded):
+            r = self.recorded[self.replayed]
+            want = load if isinstance(load, (int, float)) else None
+            if want is not None and r.offered_pps is not None and abs(r.offered_pps - want) > 1e-6 * want + 1e-6:
+                raise UsageError(f"cannot resume: the recorded trial {self.replayed + 1} of this step ran at "
+                                 f"{r.offered_pps:,.0f} pps, the method now asks for {want:,.0f} pps "
+                                 f"(were the settings changed?)")
+            self.replayed += 1
+            self.last_was_replay = True
+            return r
+        self.last_was_replay = False
+        return self.measurer.measure(duration_s, load)
+
+    @property
+    def replaying(self) -> bool:
+        return self.replayed < len(self.recorded)

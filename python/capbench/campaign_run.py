@@ -1,0 +1,103 @@
+"""Running a campaign's steps: placement, recording, resuming, and the time left.
+
+`execute()` walks the steps in order. A step that the results directory already
+completed is skipped; a cut-short one gets its recorded trials replayed
+(campaign.ReplayMeasurer) and only the rest measured. Every new trial is tagged
+with its step and repetition and recorded as it ends; every method answer too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from capbench.campaign import Campaign, Progress, ReplayMeasurer, Step
+from capbench.methods import dispatch
+from capbench.rates import parse_rate
+from capbench.trial import TrialResult
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the parts of a trial run: generator, kernel receive work (RPS), counter."""
+
+    gen_cpu: int | None
+    rx_cpu: int | None  # None: not steered, the sending CPU does it
+    cap_cpu: int | None  # None: the scheduler decides
+    shares_gen_cpu: bool  # on few cores a part shares the generator's CPU: said in the metadata
+
+
+def placement(pin: str, cpus: Sequence[int]) -> Placement:
+    """The seeds' placements on this machine's usable CPUs (sorted).
+
+    A:A: kernel receive work and counter on one CPU, the generator on another (seed
+    000's "#1"). A:B: receive work and counter on two CPUs (on two cores the counter
+    then shares the generator's). auto: no RPS and no pinning of the counter.
+    """
+    gen = cpus[0]
+    rx = cpus[1 % len(cpus)]
+    if pin == "A:A":
+        return Placement(gen, rx, rx, rx == gen)
+    if pin == "A:B":
+        cap = cpus[2] if len(cpus) > 2 else gen
+        return Placement(gen, rx, cap, cap == gen or rx == gen)
+    return Placement(gen, None, None, False)
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """What execute() needs from the caller."""
+
+    make_measurer: Callable[[Step], Any]  # a Measurer set up for the step (placement, load, procs)
+    record: Callable[[TrialResult], None]  # trials.jsonl
+    record_outcome: Callable[[dict[str, Any]], None]  # searches.jsonl
+    pause: Callable[[float], None] | None = None  # None: time.sleep
+    on_step: Callable[[int, int, Step, float], None] | None = None  # (done, total, step, seconds left)
+
+
+def estimate_step_s(c: Campaign, step: Step, overhead_s: float = 0.8) -> float:
+    """Rough time of a step, for the time left: an iperf trial, or a search's usual trials."""
+    trial = c.trial_s or (60.0 if step.method in ("rfc2544", "mlr") else 10.0)
+    per = {"iperf": c.duration_s + overhead_s,
+           "rfc2544": 9 * (trial + c.pause_s + overhead_s) + 10.0,
+           "mlr": 4 * (trial + c.pause_s + overhead_s) + 8 * (1.0 + c.pause_s + overhead_s),
+           "sweep": c.steps_per_sweep * (trial + c.pause_s + overhead_s),
+           "back2back": 12 * (2.0 + c.pause_s + overhead_s)}
+    return per[step.method]
+
+
+def execute(c: Campaign, steps: Sequence[Step], progress: Progress, run: StepRun) -> int:
+    """Run every step not yet done; return how many ran."""
+    settings = dispatch.MethodSettings(precision_pct=c.precision_pct, loss_tolerance_frames=c.loss_tolerance_frames,
+                                       trial_s=c.trial_s, steps=c.steps_per_sweep, pause_s=c.pause_s)
+    rate = parse_rate(c.rate)
+    todo = [s for s in steps if not progress.done(s)]
+    est_left_s = sum(estimate_step_s(c, s) for s in todo)
+    est_done_s = took_s = 0.0
+    done = len(steps) - len(todo)
+    for step in todo:
+        measurer = ReplayMeasurer(run.make_measurer(step), progress.trials.get(step.key, ()))
+
+        def record(trial: TrialResult, step: Step = step, measurer: ReplayMeasurer = measurer) -> None:
+            if not measurer.last_was_replay:  # a replayed trial is in trials.jsonl already
+                run.record(dataclasses.replace(trial, step=step.key, repeat=step.repeat))
+
+        def record_outcome(outcome: dict[str, Any], step: Step = step) -> None:
+            run.record_outcome(outcome | {"step": step.key, "repeat": step.repeat, "pin": step.pin,
+                                          "app_load": step.app_load, "procs": step.procs, "size": str(step.size)})
+
+        context = dispatch.Context(dataclasses.replace(settings, method=step.method), c.link_bps, record, run.pause)
+        started = time.monotonic()
+        dispatch.run_step(step.method, measurer, step.backend, step.size, context, rate=rate,
+                          duration_s=c.duration_s, record_outcome=record_outcome)
+        done += 1
+        took_s += time.monotonic() - started
+        est_done_s += estimate_step_s(c, step)
+        est_left_s -= estimate_step_s(c, step)
+        if run.on_step is not None:
+            # The estimate, scaled by how the steps so far compared with theirs.
+            run.on_step(done, len(steps), step, max(0.0, est_left_s) * (took_s / est_done_s if est_done_s else 1))
+    return len(todo)

@@ -1,0 +1,145 @@
+"""Campaign files, steps, placement and resuming, against the simulated device (no root)."""
+
+import dataclasses
+
+import pytest
+from capbench import campaign as cmod
+from capbench import campaign_run
+from capbench.errors import UsageError
+from capbench.methods.simulated import SimulatedDevice
+
+BACKENDS = ("pcap", "afp-v3", "afxdp")
+SEED2008 = """
+[campaign]
+name = "seed2008"
+link = "1g"
+duration = "5"
+trial = "60s"
+methods = ["iperf", "rfc2544"]
+backends = ["pcap", "afp-v3", "afxdp"]
+sizes = "seed"
+pin = ["A:A", "A:B"]
+"""
+
+
+def write(tmp_path, text, name="c.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_the_seed_replication_has_every_combination(tmp_path):
+    c = cmod.load(write(tmp_path, SEED2008), backends_known=BACKENDS)
+    steps = c.steps()
+    assert len(steps) == 2 * 2 * 3 * 13
+    assert len({s.key for s in steps}) == len(steps)
+    assert c.duration_s == 5 and c.trial_s == 60 and c.link_bps == 1e9
+    assert steps[0] == cmod.Step("iperf", "pcap", 64, "A:A", None, 1, 1)
+
+
+def test_matrices_override_and_repeat(tmp_path):
+    c = cmod.load(write(tmp_path, SEED2008 + '\n[[matrix]]\nbackends = ["pcap"]\nsizes = [64]\nrepeat = 3\n'
+                        '\n[[matrix]]\nmethods = ["mlr"]\nsizes = "64,1518"\npin = "auto"\n'),
+                  backends_known=BACKENDS)
+    steps = c.steps()
+    first = [s for s in steps if s.backend == "pcap" and s.size == 64 and s.method == "iperf" and s.pin == "A:A"]
+    assert [s.repeat for s in first] == [1, 2, 3]
+    assert {(s.method, s.pin) for s in steps if s.method == "mlr"} == {("mlr", "auto")}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[campaign]\nmethods = ['fastest']\n", ["unknown method", "fastest"]),
+    ("[campaign]\nbackends = ['pfring']\n", ["pfring"]),
+    ("[campaign]\npin = 'A:C'\n", ["A:C", "A:B"]),
+    ("[campaign]\nrepeat = 0\n", ["repeat"]),
+    ("[campaign]\nsizes = [63]\n", ["63"]),
+    ("[campaign]\ncolour = 'blue'\n", ["unknown key", "colour"]),
+    ("[experiment]\n", ["unknown table"]),
+    ("[campaign\n", ["not valid TOML"]),
+    ("[campaign]\nbackends = []\n", ["empty"]),
+    ("[campaign]\nduration = 'long'\n", ["long"]),
+])
+def test_bad_campaigns_name_file_and_key(tmp_path, text, words):
+    p = write(tmp_path, text)
+    with pytest.raises(UsageError) as e:
+        cmod.load(p, backends_known=BACKENDS)
+    assert str(p) in str(e.value)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_missing_campaign_file(tmp_path):
+    with pytest.raises(UsageError, match="no campaign file"):
+        cmod.load(tmp_path / "none.toml", backends_known=BACKENDS)
+
+
+def test_placements_on_two_and_four_cpus():
+    assert campaign_run.placement("A:A", [0, 1]) == campaign_run.Placement(0, 1, 1, False)
+    # Two cores: A:B puts the counter beside the generator, and says so.
+    assert campaign_run.placement("A:B", [0, 1]) == campaign_run.Placement(0, 1, 0, True)
+    assert campaign_run.placement("A:B", [0, 1, 2, 3]) == campaign_run.Placement(0, 1, 2, False)
+    assert campaign_run.placement("auto", [0, 1]) == campaign_run.Placement(0, None, None, False)
+
+
+CAMPAIGN = """
+[campaign]
+trial = "5s"
+pause = "2"
+methods = ["iperf", "rfc2544"]
+backends = ["pcap", "afp-v3"]
+sizes = [64, 512]
+"""
+
+
+class Recorder:
+    def __init__(self):
+        self.trials, self.outcomes = [], []
+        self.devices = {}
+
+    def make(self, step):
+        capacity = {"pcap": 300_000.0, "afp-v3": 900_000.0}[step.backend]
+        d = SimulatedDevice(capacity, frame_len=step.size, backend=step.backend)
+        self.devices[step.key] = d
+        return d
+
+    def pause(self, s):
+        for d in self.devices.values():
+            d.pause(s)
+
+    def run(self, **kw):
+        return campaign_run.StepRun(self.make, self.trials.append, self.outcomes.append, self.pause, **kw)
+
+
+def test_a_campaign_records_every_trial_and_answer(tmp_path):
+    c = cmod.load(write(tmp_path, CAMPAIGN), backends_known=BACKENDS)
+    rec, seen = Recorder(), []
+    ran = campaign_run.execute(c, c.steps(), cmod.progress_of([], []), rec.run(
+        on_step=lambda done, total, step, left: seen.append((done, total, left))))
+    assert ran == 8 and [d for d, _, _ in seen] == list(range(1, 9)) and seen[-1][2] == 0
+    assert {t.step for t in rec.trials} == {s.key for s in c.steps()}
+    assert len(rec.outcomes) == 4 and all(o["method"] == "rfc2544" for o in rec.outcomes)
+
+
+def test_resume_skips_what_is_done_and_replays_a_cut_search(tmp_path):
+    c = cmod.load(write(tmp_path, CAMPAIGN), backends_known=BACKENDS)
+    full = Recorder()
+    campaign_run.execute(c, c.steps(), cmod.progress_of([], []), full.run())
+
+    # A crash in the 3rd trial of the last search: the trials before it and every earlier answer are on disk.
+    last = c.steps()[-1]
+    cut_trials = [t for t in full.trials if t.step != last.key] + \
+                 [t for t in full.trials if t.step == last.key][:2]
+    cut_outcomes = [o for o in full.outcomes if o["step"] != last.key]
+    again = Recorder()
+    ran = campaign_run.execute(c, c.steps(), cmod.progress_of(cut_trials, cut_outcomes), again.run())
+    assert ran == 1  # only the cut search
+    # It measured only the trials that were missing, and reached the same answer.
+    assert len(again.trials) == len([t for t in full.trials if t.step == last.key]) - 2
+    assert again.outcomes[0]["throughput_pps"] == full.outcomes[-1]["throughput_pps"]
+
+
+def test_resume_refuses_trials_of_other_settings():
+    other = SimulatedDevice(1e6).measure(1.0, 12345.0)
+    m = cmod.ReplayMeasurer(SimulatedDevice(1e6), [dataclasses.replace(other, step="x")])
+    with pytest.raises(UsageError, match="cannot resume"):
+        m.measure(1.0, 99999.0)
