@@ -52,8 +52,8 @@ static void usage(FILE *out)
 "                          none, e.g. veth) or auto (zero-copy if the driver\n"
 "                          has it, else copy; default)\n"
 "      --queue N           afxdp: receive queue to bind to (default 0)\n"
-"      --frame-count N     afxdp: UMEM frames of 4 KiB (default: --ring-size)\n"
-"      --ring-size N       afxdp: RX ring descriptors, a power of two (default 8192)\n"
+"      --frame-count N     afxdp: UMEM frames of 2 KiB (default: --ring-size)\n"
+"      --ring-size N       afxdp: RX ring descriptors, a power of two (default 16384)\n"
 "      --batch N           afxdp: RX descriptors taken per peek (default 64)\n"
 "      --no-need-wakeup    afxdp: bind without XDP_USE_NEED_WAKEUP\n"
 "      --busy-poll         afxdp: busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL\n"
@@ -193,7 +193,7 @@ static void configure_afxdp(const struct cap_args *a, const struct cap_backend *
 			       a->ring_size);
 	cfg->ring_size = a->ring_size ? (uint32_t)u : 0;
 	if (a->frame_count && (cb_parse_u64(a->frame_count, &u) || u < 64 || u > (1u << 20)))
-		cb_usage_error("bad --frame-count '%s': give 64..1048576 frames (of 4 KiB each)",
+		cb_usage_error("bad --frame-count '%s': give 64..1048576 frames (of 2 KiB each)",
 			       a->frame_count);
 	cfg->frame_count = a->frame_count ? (uint32_t)u : 0;
 	if (a->batch && (cb_parse_u64(a->batch, &u) || u == 0 || u > 4096))
