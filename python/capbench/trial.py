@@ -7,7 +7,8 @@ later) only ever see TrialResults, never traffic.
 A trial:
  1. start capbench-xdpcount on the capture veth (the "delivered" counter; on a
     veth it also gives the receive side the NAPI instance XDP-redirected frames
-    need), wait for its `ready` line;
+    need), wait for its `ready` line. Not for the backends in OWN_XDP_BACKENDS:
+    an interface holds one XDP program, theirs, which counts "delivered" itself;
  2. start capbench-cap (the counter) with the backend, wait for `ready`;
  3. snapshot softnet_stat, /proc/stat and the counter's CPU time;
  4. run capbench-gen in the generator namespace to completion;
@@ -35,7 +36,15 @@ SCHEMA = 1
 # A trial whose generator sent less than this share of the offered rate did not
 # offer the load it names: its loss figures are not a capture result at that load.
 OFFERED_MIN_SHARE = 0.999
-BACKENDS = ("pcap", "afp-v3")
+BACKENDS = ("pcap", "afp-v3", "afxdp", "xdp")
+# Backends that attach their own XDP program to the capture interface. It counts the
+# frames that reach the interface (the "delivered" stage, in capbench-cap's summary),
+# so capbench-xdpcount is not started: the interface can hold only one XDP program.
+# Their frames are redirected to an AF_XDP socket or dropped in XDP, so none of them
+# ever enters a backlog queue.
+OWN_XDP_BACKENDS = frozenset({"afxdp", "xdp"})
+# Backends whose kernel drops happen in the AF_XDP rings (XDP_STATISTICS), not in a socket.
+XSK_BACKENDS = frozenset({"afxdp"})
 ENGINES = ("xdp", "afpacket")
 
 
@@ -95,6 +104,7 @@ class TrialResult:
     gen_late: int = 0  # frames that left more than one gap after their scheduled time
     gen_max_lag_ns: int = 0  # the largest such delay
     invalid_offered_load: bool = False  # achieved_pps < OFFERED_MIN_SHARE x offered_pps
+    xsk_drops: int = 0  # AF_XDP ring drops (XDP_STATISTICS rx_dropped + rx_ring_full); afxdp only
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
 
@@ -131,8 +141,15 @@ class Measurer:
 
     @property
     def kernel_rx_cpu(self) -> int | None:
-        """The CPU that does the capture veth's receive work: the RPS target, else the sender's."""
-        return self.testbed.rx_cpu if self.testbed.rx_cpu is not None else self.setup.gen_cpu
+        """The CPU that does the capture veth's receive work: the RPS target, else the sender's.
+
+        For the backends with their own XDP program it is always the sender's: a veth's XDP
+        program runs in the veth's NAPI poll, which the sender schedules on its own CPU, and
+        RPS steers only frames that XDP passes on to the stack (theirs are redirected into
+        the AF_XDP socket, copy included, or dropped)."""
+        if self.setup.backend in OWN_XDP_BACKENDS or self.testbed.rx_cpu is None:
+            return self.setup.gen_cpu
+        return self.testbed.rx_cpu
 
     def gen_argv(self, duration_s: float, load: Rate) -> list[str]:
         s, tb = self.setup, self.testbed
@@ -167,10 +184,13 @@ class Measurer:
             load = Rate.from_pps(load)
         load.check(s.frame_len, s.link_bps)
         started_at = _utc_now()
+        own_xdp = s.backend in OWN_XDP_BACKENDS
         with ChildSet() as kids:
-            xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],
-                             netns_name=tb.cap_ns)
-            xdp.wait_for("ready", s.ready_timeout_s)
+            xdp = None
+            if not own_xdp:
+                xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],
+                                 netns_name=tb.cap_ns)
+                xdp.wait_for("ready", s.ready_timeout_s)
             cap = kids.start("capbench-cap", self.cap_argv(), netns_name=tb.cap_ns)
             cap.wait_for("ready", s.ready_timeout_s)
 
@@ -193,11 +213,11 @@ class Measurer:
             time.sleep(s.settle_s)
             softnet1 = cpu.read_softnet_drops()
             for child in (cap, xdp):
-                if not child.running:
+                if child is not None and not child.running:
                     raise child.failure("ended during the trial")
             kids.stop_all()
             cap_summary = cap.summary()
-            xdp_summary = xdp.summary()
+            xdp_summary = xdp.summary() if xdp is not None else None
 
         return self._result(
             started_at=started_at, duration_s=duration_s, load=load,
@@ -209,7 +229,7 @@ class Measurer:
             window_s=t1 - t0,
         )
 
-    def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, cap: dict, xdp: dict,
+    def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, cap: dict, xdp: dict | None,
                 backlog_drops: int, app_cpu_pct: float, kernel_cpu_pct: float, window_s: float) -> TrialResult:
         s = self.setup
 
@@ -221,11 +241,24 @@ class Measurer:
 
         sent = int(need(gen, "sent", "capbench-gen"))
         send_s = float(need(gen, "duration_s", "capbench-gen"))
+        raw = {"gen": gen, "cap": cap}
+        if xdp is not None:
+            delivered = int(need(xdp, "capbench", "capbench-xdpcount"))
+            raw["xdpcount"] = xdp
+        else:
+            delivered = int(need(cap, "delivered", "capbench-cap"))
+            # softnet_stat is per CPU, for all traffic: what it counted during this trial
+            # belongs to other traffic (the backend's frames never enter a backlog queue).
+            raw["softnet_drops"] = backlog_drops
+            backlog_drops = 0
+        kernel_drops = int(need(cap, "kernel_drops", "capbench-cap"))
+        xsk = s.backend in XSK_BACKENDS
         acc = accounting.account(
             sent=sent,
-            delivered=int(need(xdp, "capbench", "capbench-xdpcount")),
+            delivered=delivered,
             backlog_drops=backlog_drops,
-            socket_drops=int(need(cap, "kernel_drops", "capbench-cap")),
+            socket_drops=0 if xsk else kernel_drops,
+            xsk_drops=kernel_drops if xsk else 0,
             received=int(need(cap, "received", "capbench-cap")),
         )
         rx_pps = acc.received / send_s if send_s > 0 else 0.0
@@ -248,6 +281,7 @@ class Measurer:
             link_drops=acc.link_drops,
             backlog_drops=acc.backlog_drops,
             socket_drops=acc.socket_drops,
+            xsk_drops=acc.xsk_drops,
             received=acc.received,
             lost=acc.lost,
             loss_pct=acc.loss_pct,
@@ -267,5 +301,5 @@ class Measurer:
             gen_late=int(gen.get("late", 0)),
             gen_max_lag_ns=int(gen.get("max_lag_ns", 0)),
             invalid_offered_load=offered_pps is not None and achieved_pps < OFFERED_MIN_SHARE * offered_pps,
-            raw={"gen": gen, "cap": cap, "xdpcount": xdp},
+            raw=raw,
         )
