@@ -45,6 +45,9 @@ BACKENDS = ("pcap", "afp-v3", "afxdp", "xdp")
 OWN_XDP_BACKENDS = frozenset({"afxdp", "xdp"})
 # Backends whose kernel drops happen in the AF_XDP rings (XDP_STATISTICS), not in a socket.
 XSK_BACKENDS = frozenset({"afxdp"})
+# Backends that count in the kernel: no application sees the packets, so --app-load does
+# not apply (a run with --app-load still measures them, and records app_load None).
+KERNEL_COUNTER_BACKENDS = frozenset({"xdp"})
 ENGINES = ("xdp", "afpacket")
 
 
@@ -151,6 +154,10 @@ class Measurer:
             return self.setup.gen_cpu
         return self.testbed.rx_cpu
 
+    @property
+    def app_load(self) -> str | None:
+        return None if self.setup.backend in KERNEL_COUNTER_BACKENDS else self.setup.app_load
+
     def gen_argv(self, duration_s: float, load: Rate) -> list[str]:
         s, tb = self.setup, self.testbed
         return [
@@ -173,7 +180,7 @@ class Measurer:
             "--iface", tb.cap_if,
             "--backend", s.backend,
             *_opt("--cpu", s.cap_cpu),
-            *_opt("--app-load", s.app_load),
+            *_opt("--app-load", self.app_load),
             *s.cap_args,
         ]
 
@@ -272,7 +279,7 @@ class Measurer:
             rate=load.text,
             offered_pps=offered_pps,
             gen_engine=s.engine,
-            app_load=s.app_load,
+            app_load=self.app_load,
             requested_duration_s=duration_s,
             duration_s=send_s,
             sent=acc.sent,

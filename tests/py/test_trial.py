@@ -126,3 +126,12 @@ def test_xsk_drops_default_to_zero_in_old_records(fake_build):
     record = measurer().measure(0.1, 5000.0).to_record()
     del record["xsk_drops"]
     assert TrialResult.from_record(record).xsk_drops == 0
+
+
+def test_the_xdp_ceiling_gets_no_app_load(fake_build):
+    m = Measurer(find_binaries(), local_testbed(rx_cpu=1),
+                 TrialSetup(backend="xdp", frame_len=64, settle_s=0, app_load="spin:100"))
+    r = m.measure(0.1, parse_rate("10kpps"))
+    calls = {c[0]: c[1:] for c in read_calls(fake_build)}
+    assert "--app-load" not in calls["capbench-cap"]
+    assert r.app_load is None
