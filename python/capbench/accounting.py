@@ -1,12 +1,17 @@
 """Where the packets went: the loss accounting of one trial (pure arithmetic).
 
-    sent (generator) ─► delivered (XDP pass-and-count on the capture veth)
-        ─► past the backlog queue (softnet_stat drops) ─► past the socket
-        (PACKET_STATISTICS drops) ─► received (counted once by the counter)
+    sent (generator) ─► delivered (an XDP program on the capture veth: the
+        pass-and-count program, or the backend's own) ─► past the backlog
+        queue (softnet_stat drops) ─► past the socket (PACKET_STATISTICS
+        drops) or the AF_XDP rings (XDP_STATISTICS drops) ─► received
+        (counted once by the counter)
 
 link_drops   = sent − delivered          (lost between the generator and the capture interface)
 lost         = sent − received
-unexplained  = lost − link_drops − backlog_drops − socket_drops
+unexplained  = lost − link_drops − backlog_drops − socket_drops − xsk_drops
+
+A backend has either socket drops (AF_PACKET, libpcap) or xsk drops (AF_XDP:
+RX ring full, fill ring empty), never both; the other is 0.
 
 `unexplained` is normally 0. It is kept signed: a negative value means the
 counters disagree (e.g. drops of other traffic counted in softnet_stat), and
@@ -27,16 +32,18 @@ class LossAccount:
     socket_drops: int
     received: int
     link_drops: int
+    xsk_drops: int
     lost: int
     unexplained: int
     loss_pct: float  # exact, never rounded: 1 packet in 10 million is 1e-05 %
 
 
-def account(*, sent: int, delivered: int, backlog_drops: int, socket_drops: int, received: int) -> LossAccount:
+def account(*, sent: int, delivered: int, backlog_drops: int, socket_drops: int, received: int,
+            xsk_drops: int = 0) -> LossAccount:
     """Split `sent − received` into the stages' drops; see the module doc."""
     link_drops = sent - delivered
     lost = sent - received
-    unexplained = lost - link_drops - backlog_drops - socket_drops
+    unexplained = lost - link_drops - backlog_drops - socket_drops - xsk_drops
     return LossAccount(
         sent=sent,
         delivered=delivered,
@@ -44,6 +51,7 @@ def account(*, sent: int, delivered: int, backlog_drops: int, socket_drops: int,
         socket_drops=socket_drops,
         received=received,
         link_drops=link_drops,
+        xsk_drops=xsk_drops,
         lost=lost,
         unexplained=unexplained,
         loss_pct=loss_pct(lost, sent),

@@ -350,7 +350,7 @@ def cmd_testbed(args: argparse.Namespace) -> int:
             print(f"  net.core.netdev_max_backlog: at least {args.backlog} until `down`")
         print(f"  note: frames of the xdp engine reach {tb.cap_if} only while an XDP program is attached")
         print(f"  there (veth needs it for NAPI): run `capbench-xdpcount --iface {tb.cap_if}` in {tb.cap_ns},")
-        print("  or send with --engine afpacket")
+        print("  capture with --backend afxdp or xdp (they attach their own), or send with --engine afpacket")
         print(f"remove it with: capbench testbed down {tb.id}")
         return 0
     if args.action == "down":

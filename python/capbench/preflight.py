@@ -15,6 +15,8 @@ from capbench.cpu import online_cpus
 from capbench.errors import UsageError
 
 LIVE_FRAMES_KERNEL = (5, 18)  # BPF_F_TEST_XDP_LIVE_FRAMES
+XDP_LINK_KERNEL = (5, 9)  # XDP programs attached through a bpf_link (afxdp, xdp backends)
+AF_XDP = 44
 _BPF_SYSCALL = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "ppc64le": 361, "s390x": 351,
                 "i686": 357, "armv7l": 386}
 _BPF_MAP_CREATE = 0
@@ -110,7 +112,37 @@ def backend_status(name: str) -> tuple[bool, str]:
         return ok, (f"{lib}; {why}" if ok else why)
     if name == "afp-v3":
         return _packet_socket_status(tpacket_v3=True)
+    if name in ("afxdp", "xdp"):
+        return _xdp_status(afxdp=name == "afxdp")
     return False, "unknown backend"
+
+
+def _xdp_status(*, afxdp: bool) -> tuple[bool, str]:
+    """afxdp: libxdp, AF_XDP sockets and XDP links; xdp: XDP links. Zero-copy depends on the
+    interface's driver, so it is named but not checked: veth (the test bed) has none."""
+    if afxdp:
+        lib = ctypes.util.find_library("xdp")
+        if lib is None:
+            return False, "libxdp not found: apt-get install libxdp1 (and libxdp-dev to build)"
+    have = kernel_version()
+    if have < XDP_LINK_KERNEL:
+        return False, (f"kernel {os.uname().release} cannot attach XDP programs through a bpf_link "
+                       f"(Linux >= {XDP_LINK_KERNEL[0]}.{XDP_LINK_KERNEL[1]})")
+    err = bpf_syscall_error()
+    if err:
+        return False, f"the bpf() syscall fails here: {err}: run as root on a kernel with CONFIG_BPF_SYSCALL"
+    if not afxdp:
+        return True, "XDP programs load and attach; counts and drops in the driver (the ceiling, not a capture)"
+    try:
+        socket.socket(AF_XDP, socket.SOCK_RAW, 0).close()
+    except PermissionError:
+        return False, "AF_XDP sockets need root (CAP_NET_RAW): run with sudo"
+    except OSError as e:
+        if e.errno == errno.EAFNOSUPPORT:
+            return False, "this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)"
+        return False, f"cannot create an AF_XDP socket: {e.strerror}"
+    return True, (f"{lib}; AF_XDP socket creatable; copy mode on the veth test bed "
+                  f"(veth has no zero-copy: --xdp-bind zerocopy fails there)")
 
 
 def _packet_socket_status(*, tpacket_v3: bool) -> tuple[bool, str]:

@@ -20,10 +20,16 @@ def offered_cell(r: TrialResult) -> str:
 
 
 def loss_places(r: TrialResult) -> str:
-    """Where the lost packets went: link / backlog / socket / unexplained ("—" when none lost)."""
+    """Where the lost packets went: link / backlog / socket / unexplained ("—" when none lost).
+
+    An AF_XDP backend has no socket buffer but rings: its drops there stand in the socket's
+    place, marked "xsk"."""
     if r.lost == 0 and r.unexplained == 0 and r.link_drops == 0:
         return "—"
-    return f"{r.link_drops:,} / {r.backlog_drops:,} / {r.socket_drops:,} / {r.unexplained:,}"
+    socket = f"{r.socket_drops:,}"
+    if r.xsk_drops:
+        socket = f"{r.xsk_drops:,} xsk" if not r.socket_drops else f"{socket} + {r.xsk_drops:,} xsk"
+    return f"{r.link_drops:,} / {r.backlog_drops:,} / {socket} / {r.unexplained:,}"
 
 
 def backend_table(backend: str, trials: list[TrialResult]) -> Table:
@@ -80,5 +86,7 @@ def print_tables(trials: Iterable[TrialResult], console: Console | None = None) 
             f"{r.size_label}{' B' if r.size_label.isdigit() else ''}: {r.offered_pps:,.0f} pps" for r in short))
         console.print(f"* the generator sent less than {OFFERED_MIN_SHARE:.1%} of the offered load ({targets}): "
                       f"those rows measure this machine's generator limit, not the capture method at that load.")
+    if any(r.xsk_drops for rs in groups.values() for r in rs):
+        console.print("xsk: dropped in the AF_XDP socket's rings (XDP_STATISTICS: RX ring full, fill ring empty).")
     if any(r.unexplained for rs in groups.values() for r in rs):
         console.print("[red]Some packets are unexplained: the counters disagree (see trials.jsonl, field raw).[/red]")

@@ -7,7 +7,8 @@ later) only ever see TrialResults, never traffic.
 A trial:
  1. start capbench-xdpcount on the capture veth (the "delivered" counter; on a
     veth it also gives the receive side the NAPI instance XDP-redirected frames
-    need), wait for its `ready` line;
+    need), wait for its `ready` line. Not for the backends in OWN_XDP_BACKENDS:
+    an interface holds one XDP program, theirs, which counts "delivered" itself;
  2. start capbench-cap (the counter) with the backend, wait for `ready`;
  3. snapshot softnet_stat, /proc/stat and the counter's CPU time;
  4. run capbench-gen in the generator namespace to completion;
@@ -35,7 +36,18 @@ SCHEMA = 1
 # A trial whose generator sent less than this share of the offered rate did not
 # offer the load it names: its loss figures are not a capture result at that load.
 OFFERED_MIN_SHARE = 0.999
-BACKENDS = ("pcap", "afp-v3")
+BACKENDS = ("pcap", "afp-v3", "afxdp", "xdp")
+# Backends that attach their own XDP program to the capture interface. It counts the
+# frames that reach the interface (the "delivered" stage, in capbench-cap's summary),
+# so capbench-xdpcount is not started: the interface can hold only one XDP program.
+# Their frames are redirected to an AF_XDP socket or dropped in XDP, so none of them
+# ever enters a backlog queue.
+OWN_XDP_BACKENDS = frozenset({"afxdp", "xdp"})
+# Backends whose kernel drops happen in the AF_XDP rings (XDP_STATISTICS), not in a socket.
+XSK_BACKENDS = frozenset({"afxdp"})
+# Backends that count in the kernel: no application sees the packets, so --app-load does
+# not apply (a run with --app-load still measures them, and records app_load None).
+KERNEL_COUNTER_BACKENDS = frozenset({"xdp"})
 ENGINES = ("xdp", "afpacket")
 
 
@@ -101,6 +113,7 @@ class TrialResult:
     gen_late: int = 0  # frames that left more than one gap after their scheduled time
     gen_max_lag_ns: int = 0  # the largest such delay
     invalid_offered_load: bool = False  # the generator sent < OFFERED_MIN_SHARE of the offered load
+    xsk_drops: int = 0  # AF_XDP ring drops (XDP_STATISTICS rx_dropped + rx_ring_full); afxdp only
     size: str = ""  # capbench-gen --size: the frame length, or a profile such as imix:seed
     mean_frame_len: float = 0.0  # of the frames sent; frame_len is its rounding for a profile
     method: str = "iperf"  # the method that ran the trial (methods/dispatch.py)
@@ -156,8 +169,19 @@ class Measurer:
 
     @property
     def kernel_rx_cpu(self) -> int | None:
-        """The CPU that does the capture veth's receive work: the RPS target, else the sender's."""
-        return self.testbed.rx_cpu if self.testbed.rx_cpu is not None else self.setup.gen_cpu
+        """The CPU that does the capture veth's receive work: the RPS target, else the sender's.
+
+        For the backends with their own XDP program it is always the sender's: a veth's XDP
+        program runs in the veth's NAPI poll, which the sender schedules on its own CPU, and
+        RPS steers only frames that XDP passes on to the stack (theirs are redirected into
+        the AF_XDP socket, copy included, or dropped)."""
+        if self.setup.backend in OWN_XDP_BACKENDS or self.testbed.rx_cpu is None:
+            return self.setup.gen_cpu
+        return self.testbed.rx_cpu
+
+    @property
+    def app_load(self) -> str | None:
+        return None if self.setup.backend in KERNEL_COUNTER_BACKENDS else self.setup.app_load
 
     def gen_argv(self, duration_s: float, load: Rate) -> list[str]:
         s, tb = self.setup, self.testbed
@@ -181,7 +205,7 @@ class Measurer:
             "--iface", tb.cap_if,
             "--backend", s.backend,
             *_opt("--cpu", s.cap_cpu),
-            *_opt("--app-load", s.app_load),
+            *_opt("--app-load", self.app_load),
             *s.cap_args,
         ]
 
@@ -193,10 +217,13 @@ class Measurer:
         if s.size_profile is None:  # capbench-gen checks a profile's mean wire rate itself
             load.check(s.frame_len, s.link_bps)
         started_at = _utc_now()
+        own_xdp = s.backend in OWN_XDP_BACKENDS
         with ChildSet() as kids:
-            xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],
-                             netns_name=tb.cap_ns)
-            xdp.wait_for("ready", s.ready_timeout_s)
+            xdp = None
+            if not own_xdp:
+                xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],
+                                 netns_name=tb.cap_ns)
+                xdp.wait_for("ready", s.ready_timeout_s)
             cap = kids.start("capbench-cap", self.cap_argv(), netns_name=tb.cap_ns)
             cap.wait_for("ready", s.ready_timeout_s)
 
@@ -219,11 +246,11 @@ class Measurer:
             time.sleep(s.settle_s)
             softnet1 = cpu.read_softnet_drops()
             for child in (cap, xdp):
-                if not child.running:
+                if child is not None and not child.running:
                     raise child.failure("ended during the trial")
             kids.stop_all()
             cap_summary = cap.summary()
-            xdp_summary = xdp.summary()
+            xdp_summary = xdp.summary() if xdp is not None else None
 
         return self._result(
             started_at=started_at, duration_s=duration_s, load=load,
@@ -235,7 +262,7 @@ class Measurer:
             window_s=t1 - t0,
         )
 
-    def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, cap: dict, xdp: dict,
+    def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, cap: dict, xdp: dict | None,
                 backlog_drops: int, app_cpu_pct: float, kernel_cpu_pct: float, window_s: float) -> TrialResult:
         s = self.setup
 
@@ -247,11 +274,24 @@ class Measurer:
 
         sent = int(need(gen, "sent", "capbench-gen"))
         send_s = float(need(gen, "duration_s", "capbench-gen"))
+        raw = {"gen": gen, "cap": cap}
+        if xdp is not None:
+            delivered = int(need(xdp, "capbench", "capbench-xdpcount"))
+            raw["xdpcount"] = xdp
+        else:
+            delivered = int(need(cap, "delivered", "capbench-cap"))
+            # softnet_stat is per CPU, for all traffic: what it counted during this trial
+            # belongs to other traffic (the backend's frames never enter a backlog queue).
+            raw["softnet_drops"] = backlog_drops
+            backlog_drops = 0
+        kernel_drops = int(need(cap, "kernel_drops", "capbench-cap"))
+        xsk = s.backend in XSK_BACKENDS
         acc = accounting.account(
             sent=sent,
-            delivered=int(need(xdp, "capbench", "capbench-xdpcount")),
+            delivered=delivered,
             backlog_drops=backlog_drops,
-            socket_drops=int(need(cap, "kernel_drops", "capbench-cap")),
+            socket_drops=0 if xsk else kernel_drops,
+            xsk_drops=kernel_drops if xsk else 0,
             received=int(need(cap, "received", "capbench-cap")),
         )
         rx_pps = acc.received / send_s if send_s > 0 else 0.0
@@ -276,7 +316,7 @@ class Measurer:
             rate=load.text,
             offered_pps=offered_pps,
             gen_engine=s.engine,
-            app_load=s.app_load,
+            app_load=self.app_load,
             requested_duration_s=duration_s,
             duration_s=send_s,
             sent=acc.sent,
@@ -285,6 +325,7 @@ class Measurer:
             link_drops=acc.link_drops,
             backlog_drops=acc.backlog_drops,
             socket_drops=acc.socket_drops,
+            xsk_drops=acc.xsk_drops,
             received=acc.received,
             lost=acc.lost,
             loss_pct=acc.loss_pct,
@@ -307,5 +348,5 @@ class Measurer:
             < OFFERED_MIN_SHARE,
             size=s.size,
             mean_frame_len=mean_len,
-            raw={"gen": gen, "cap": cap, "xdpcount": xdp},
+            raw=raw,
         )

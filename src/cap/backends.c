@@ -7,6 +7,8 @@
 const struct cap_backend *const cap_backends[] = {
 	&cap_backend_pcap,
 	&cap_backend_afp_v3,
+	&cap_backend_afxdp,
+	&cap_backend_xdp,
 	NULL,
 };
 

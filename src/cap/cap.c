@@ -36,6 +36,8 @@ static void usage(FILE *out)
 "  -i, --iface IF          interface to capture on (required)\n"
 "  -b, --backend NAME      pcap (default): libpcap\n"
 "                          afp-v3: AF_PACKET with its own TPACKET_V3 block ring\n"
+"                          afxdp: AF_XDP socket with capbench's XDP program\n"
+"                          xdp: count and drop in XDP, the ceiling (not a capture)\n"
 "      --pcap-api API      pcap: next (pcap_next per packet, the seed's counter;\n"
 "                          default) or dispatch (pcap_dispatch per buffer)\n"
 "      --immediate         pcap: immediate mode (deliver each packet at once)\n"
@@ -46,8 +48,19 @@ static void usage(FILE *out)
 "      --block-count N     afp-v3: blocks in the ring (default 32)\n"
 "      --block-timeout MS  afp-v3: hand over a partly filled block after MS ms\n"
 "                          (default 10)\n"
+"      --xdp-bind MODE     afxdp: copy, zerocopy (fails where the driver has\n"
+"                          none, e.g. veth) or auto (zero-copy if the driver\n"
+"                          has it, else copy; default)\n"
+"      --queue N           afxdp: receive queue to bind to (default 0)\n"
+"      --frame-count N     afxdp: UMEM frames of 2 KiB (default: --ring-size)\n"
+"      --ring-size N       afxdp: RX ring descriptors, a power of two (default 16384)\n"
+"      --batch N           afxdp: RX descriptors taken per peek (default 64)\n"
+"      --no-need-wakeup    afxdp: bind without XDP_USE_NEED_WAKEUP\n"
+"      --busy-poll         afxdp: busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL\n"
+"                          20 us, SO_BUSY_POLL_BUDGET = --batch): spins a CPU\n"
 "      --no-promisc        do not put IF into promiscuous mode\n"
-"      --app-load LOAD     work per packet: touch (read the stamp; default),\n"
+"      --app-load LOAD     work per packet (not with xdp, which counts in the\n"
+"                          kernel): touch (read the stamp; default),\n"
 "                          none (count frames only, no stamp check), copy (copy\n"
 "                          each packet once), spin:NS (busy NS ns per packet)\n"
 "  -c, --count N           stop after N capbench frames\n"
@@ -56,20 +69,23 @@ static void usage(FILE *out)
 "      --interval S        seconds between interval lines (default 1)\n"
 "  -h, --help              this help\n"
 "\n"
-"Example: capbench-cap --iface eth1 --backend afp-v3 --cpu 1 --duration 10\n");
+"Example: capbench-cap --iface eth1 --backend afp-v3 --cpu 1 --duration 10\n"
+"The XDP programs of afxdp and xdp are detached when capbench-cap exits.\n");
 }
 
 struct cap_args {
 	const char *iface, *backend, *pcap_api, *buffer_size, *snaplen, *block_size;
 	const char *block_count, *block_timeout, *app_load, *count, *duration, *cpu, *interval;
-	int immediate, no_promisc;
+	const char *xdp_bind, *queue, *frame_count, *ring_size, *batch;
+	int immediate, no_promisc, no_need_wakeup, busy_poll;
 };
 
 static void parse_args(int argc, char **argv, struct cap_args *a)
 {
 	enum { OPT_PCAP_API = 256, OPT_IMMEDIATE, OPT_BUFFER_SIZE, OPT_SNAPLEN, OPT_BLOCK_SIZE,
 	       OPT_BLOCK_COUNT, OPT_BLOCK_TIMEOUT, OPT_NO_PROMISC, OPT_APP_LOAD, OPT_CPU,
-	       OPT_INTERVAL };
+	       OPT_INTERVAL, OPT_XDP_BIND, OPT_QUEUE, OPT_FRAME_COUNT, OPT_RING_SIZE, OPT_BATCH,
+	       OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -80,6 +96,13 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "block-count", required_argument, NULL, OPT_BLOCK_COUNT },
 		{ "block-timeout", required_argument, NULL, OPT_BLOCK_TIMEOUT },
+		{ "xdp-bind", required_argument, NULL, OPT_XDP_BIND },
+		{ "queue", required_argument, NULL, OPT_QUEUE },
+		{ "frame-count", required_argument, NULL, OPT_FRAME_COUNT },
+		{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "no-need-wakeup", no_argument, NULL, OPT_NO_NEED_WAKEUP },
+		{ "busy-poll", no_argument, NULL, OPT_BUSY_POLL },
 		{ "no-promisc", no_argument, NULL, OPT_NO_PROMISC },
 		{ "app-load", required_argument, NULL, OPT_APP_LOAD },
 		{ "count", required_argument, NULL, 'c' },
@@ -103,6 +126,13 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		case OPT_BLOCK_SIZE: a->block_size = optarg; break;
 		case OPT_BLOCK_COUNT: a->block_count = optarg; break;
 		case OPT_BLOCK_TIMEOUT: a->block_timeout = optarg; break;
+		case OPT_XDP_BIND: a->xdp_bind = optarg; break;
+		case OPT_QUEUE: a->queue = optarg; break;
+		case OPT_FRAME_COUNT: a->frame_count = optarg; break;
+		case OPT_RING_SIZE: a->ring_size = optarg; break;
+		case OPT_BATCH: a->batch = optarg; break;
+		case OPT_NO_NEED_WAKEUP: a->no_need_wakeup = 1; break;
+		case OPT_BUSY_POLL: a->busy_poll = 1; break;
 		case OPT_NO_PROMISC: a->no_promisc = 1; break;
 		case OPT_APP_LOAD: a->app_load = optarg; break;
 		case 'c': a->count = optarg; break;
@@ -129,6 +159,46 @@ static const struct cap_backend *find_backend(const char *name)
 		strncat(names, cap_backends[i]->name, sizeof(names) - strlen(names) - 1);
 	}
 	cb_usage_error("unknown backend '%s': use one of %s", name, names);
+}
+
+static void configure_afxdp(const struct cap_args *a, const struct cap_backend *be,
+			    struct cap_cfg *cfg)
+{
+	uint64_t u;
+
+	cfg->need_wakeup = !a->no_need_wakeup;
+	cfg->busy_poll = a->busy_poll;
+	if ((a->xdp_bind || a->queue || a->frame_count || a->ring_size || a->batch ||
+	     a->no_need_wakeup || a->busy_poll) && be != &cap_backend_afxdp)
+		cb_usage_error("--xdp-bind, --queue, --frame-count, --ring-size, --batch, "
+			       "--no-need-wakeup and --busy-poll are options of --backend afxdp, "
+			       "not of %s", be->name);
+	if (!a->xdp_bind || !strcmp(a->xdp_bind, "auto"))
+		cfg->xdp_bind = CAP_XDP_BIND_AUTO;
+	else if (!strcmp(a->xdp_bind, "copy"))
+		cfg->xdp_bind = CAP_XDP_BIND_COPY;
+	else if (!strcmp(a->xdp_bind, "zerocopy"))
+		cfg->xdp_bind = CAP_XDP_BIND_ZEROCOPY;
+	else
+		cb_usage_error("bad --xdp-bind '%s': use copy, zerocopy or auto", a->xdp_bind);
+	if (a->queue) {
+		if (cb_parse_u64(a->queue, &u) || u > 4095)
+			cb_usage_error("bad --queue '%s': give a receive queue number, 0..4095",
+				       a->queue);
+		cfg->queue = (unsigned int)u;
+	}
+	if (a->ring_size && (cb_parse_u64(a->ring_size, &u) || u < 64 || u > (1u << 20) ||
+			     (u & (u - 1))))
+		cb_usage_error("bad --ring-size '%s': give a power of two from 64 to 1048576",
+			       a->ring_size);
+	cfg->ring_size = a->ring_size ? (uint32_t)u : 0;
+	if (a->frame_count && (cb_parse_u64(a->frame_count, &u) || u < 64 || u > (1u << 20)))
+		cb_usage_error("bad --frame-count '%s': give 64..1048576 frames (of 2 KiB each)",
+			       a->frame_count);
+	cfg->frame_count = a->frame_count ? (uint32_t)u : 0;
+	if (a->batch && (cb_parse_u64(a->batch, &u) || u == 0 || u > 4096))
+		cb_usage_error("bad --batch '%s': give 1..4096 descriptors", a->batch);
+	cfg->batch = a->batch ? (uint32_t)u : 0;
 }
 
 static void configure(const struct cap_args *a, const struct cap_backend *be, struct cap_cfg *cfg)
@@ -178,6 +248,10 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	if (a->block_timeout && (cb_parse_u64(a->block_timeout, &u) || u == 0 || u > 60000))
 		cb_usage_error("bad --block-timeout '%s': give 1..60000 ms", a->block_timeout);
 	cfg->block_timeout_ms = a->block_timeout ? (unsigned int)u : 0;
+	configure_afxdp(a, be, cfg);
+	if (a->app_load && be->kernel_counter)
+		cb_usage_error("--app-load does not apply to --backend %s: it counts in the kernel, "
+			       "no application sees the packets", be->name);
 	if (app_load_parse(a->app_load ? a->app_load : "touch", &cfg->load))
 		cb_usage_error("bad --app-load '%s': use touch, none, copy or spin:NS "
 			       "(NS from 1 to 1000000000)", a->app_load);
@@ -234,7 +308,7 @@ static void print_interval(double t_s, double dt_s, const struct cap_worker *w,
 }
 
 static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be,
-			  struct cap_worker *w, const struct cap_kstats *k, double duration_s)
+			  void *state, struct cap_worker *w, const struct cap_kstats *k, double duration_s)
 {
 	struct cb_seqtotals t;
 	struct cb_json j;
@@ -245,7 +319,8 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_begin(&j, "summary");
 	cb_json_str(&j, "backend", be->name);
 	cb_json_str(&j, "iface", cfg->iface);
-	cb_json_str(&j, "app_load", load);
+	if (!be->kernel_counter)
+		cb_json_str(&j, "app_load", load);
 	if (be == &cap_backend_pcap)
 		cb_json_str(&j, "pcap_api", cfg->pcap_dispatch ? "dispatch" : "next");
 	cb_json_double(&j, "duration_s", duration_s);
@@ -253,12 +328,25 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_u64(&j, "bytes", w->bytes);
 	cb_json_u64(&j, "received", w->received);
 	cb_json_u64(&j, "foreign", w->foreign);
-	cb_json_u64(&j, "lost", t.lost);
-	cb_json_u64(&j, "duplicates", t.duplicates);
-	cb_json_u64(&j, "reordered", t.reordered);
-	cb_json_u64(&j, "too_old", t.too_old);
-	cb_json_u64(&j, "max_seq", t.max_seq);
-	cb_json_u64(&j, "streams", t.streams);
+	if (!be->kernel_counter) {
+		cb_json_u64(&j, "lost", t.lost);
+		cb_json_u64(&j, "duplicates", t.duplicates);
+		cb_json_u64(&j, "reordered", t.reordered);
+		cb_json_u64(&j, "too_old", t.too_old);
+		cb_json_u64(&j, "max_seq", t.max_seq);
+		cb_json_u64(&j, "streams", t.streams);
+	}
+	if (k->has_xdp) {
+		/* What the backend's own XDP program saw: the "delivered" stage. */
+		cb_json_u64(&j, "delivered", k->xdp_capbench);
+		cb_json_obj_begin(&j, "xdp");
+		cb_json_u64(&j, "packets", k->xdp_packets);
+		cb_json_u64(&j, "bytes", k->xdp_bytes);
+		cb_json_u64(&j, "capbench", k->xdp_capbench);
+		if (be == &cap_backend_afxdp)
+			cb_json_u64(&j, "not_redirected", k->xdp_not_redirected);
+		cb_json_obj_end(&j);
+	}
 	cb_json_u64(&j, "kernel_drops", k->drops);
 	cb_json_obj_begin(&j, "kernel");
 	cb_json_u64(&j, "packets", k->packets);
@@ -267,7 +355,15 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		cb_json_u64(&j, "freeze_q", k->freeze_q);
 	if (k->has_ifdrop)
 		cb_json_u64(&j, "ifdrop", k->ifdrop);
+	if (k->has_xsk) {
+		cb_json_u64(&j, "rx_dropped", k->rx_dropped);
+		cb_json_u64(&j, "rx_invalid_descs", k->rx_invalid_descs);
+		cb_json_u64(&j, "rx_ring_full", k->rx_ring_full);
+		cb_json_u64(&j, "rx_fill_ring_empty_descs", k->rx_fill_ring_empty_descs);
+	}
 	cb_json_obj_end(&j);
+	if (be->summary)
+		be->summary(state, &j);
 	if (w->alloc_failures)
 		cb_json_u64(&j, "untracked", w->alloc_failures);
 	cb_json_i64(&j, "cpu", cfg->cpu);
@@ -358,7 +454,7 @@ int main(int argc, char **argv)
 		be->wake(ctx->state);
 	pthread_join(thread, NULL);
 	be->stats(ctx->state, &k);
-	print_summary(&cfg, be, &ctx->w, &k, (double)(cb_now_ns() - start) / 1e9);
+	print_summary(&cfg, be, ctx->state, &ctx->w, &k, (double)(cb_now_ns() - start) / 1e9);
 	err = ctx->w.err;
 	be->close(ctx->state);
 	cb_seqset_free(&ctx->w.seq);

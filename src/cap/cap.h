@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "app_load.h"
+#include "jsonl.h"
 #include "packet.h"
 #include "seqtrack.h"
 
@@ -26,6 +27,14 @@ struct cap_cfg {
 	uint64_t block_size;
 	uint64_t block_count;
 	unsigned int block_timeout_ms;
+	/* AF_XDP */
+	enum { CAP_XDP_BIND_AUTO, CAP_XDP_BIND_COPY, CAP_XDP_BIND_ZEROCOPY } xdp_bind;
+	unsigned int queue;      /* receive queue to bind to */
+	uint32_t frame_count;    /* UMEM frames; 0 = the backend's default */
+	uint32_t ring_size;      /* RX ring descriptors; 0 = the backend's default */
+	uint32_t batch;          /* descriptors taken per peek; 0 = the backend's default */
+	int need_wakeup;         /* XDP_USE_NEED_WAKEUP (default on) */
+	int busy_poll;           /* SO_PREFER_BUSY_POLL + SO_BUSY_POLL + SO_BUSY_POLL_BUDGET */
 	int promisc;
 	struct app_load load;
 	uint64_t count;          /* stop after this many capbench frames; 0 = no limit */
@@ -61,6 +70,13 @@ struct cap_kstats {
 	uint64_t freeze_q;  /* TPACKET_V3: drops while the queue was frozen */
 	uint64_t ifdrop;    /* libpcap: the interface's own drop count */
 	int has_freeze_q, has_ifdrop;
+	/* AF_XDP: XDP_STATISTICS, 64-bit running totals in the kernel already */
+	uint64_t rx_dropped, rx_invalid_descs, rx_ring_full, rx_fill_ring_empty_descs;
+	int has_xsk;
+	/* Backends with their own XDP program: what it saw (the "delivered"
+	 * stage; for afxdp before the redirect). */
+	uint64_t xdp_packets, xdp_bytes, xdp_capbench, xdp_not_redirected;
+	int has_xdp;
 };
 
 struct cap_backend {
@@ -78,11 +94,18 @@ struct cap_backend {
 	/* Optional: called by the main thread after setting *w->stop, to wake
 	 * a read loop that may be blocked in the kernel. */
 	void (*wake)(void *state);
+	/* Optional: the backend's own fields of the summary line. */
+	void (*summary)(void *state, struct cb_json *j);
 	void (*close)(void *state);
+	/* The backend counts in the kernel and tracks no sequence numbers of
+	 * its own: the summary leaves out the tracker's fields. */
+	int kernel_counter;
 };
 
 extern const struct cap_backend cap_backend_pcap;
 extern const struct cap_backend cap_backend_afp_v3;
+extern const struct cap_backend cap_backend_afxdp;
+extern const struct cap_backend cap_backend_xdp;
 
 /* NULL-terminated registry (backends.c). */
 extern const struct cap_backend *const cap_backends[];

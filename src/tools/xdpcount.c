@@ -24,10 +24,7 @@
 #include "bpf_log.h"
 #include "util.h"
 #include "xdp_count.skel.h"
-
-struct cb_counts {
-	uint64_t packets, bytes, capbench;
-};
+#include "xdp_prog.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -48,31 +45,6 @@ static void usage(FILE *out)
 "The program is detached when this process exits.\n");
 }
 
-static int read_counts(struct xdp_count_bpf *skel, struct cb_counts *sum)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	struct cb_counts *vals;
-	uint32_t key = 0;
-	int err;
-
-	if (ncpu < 0)
-		return ncpu;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	err = bpf_map_lookup_elem(bpf_map__fd(skel->maps.counts), &key, vals);
-	if (err)
-		err = -errno;
-	memset(sum, 0, sizeof(*sum));
-	for (int i = 0; !err && i < ncpu; i++) {
-		sum->packets += vals[i].packets;
-		sum->bytes += vals[i].bytes;
-		sum->capbench += vals[i].capbench;
-	}
-	free(vals);
-	return err;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -84,7 +56,8 @@ int main(int argc, char **argv)
 	const char *iface = NULL, *mode = "native";
 	struct xdp_count_bpf *skel;
 	struct sigaction sa = { .sa_handler = on_stop };
-	struct cb_counts counts;
+	struct cb_xdp_counts counts;
+	char why[256];
 	struct cb_json j;
 	sigset_t block, waitmask;
 	int c, ifindex, link_fd, err;
@@ -114,20 +87,12 @@ int main(int argc, char **argv)
 	if (!skel)
 		cb_fatal("cannot load the XDP counter: %s", strerror(errno));
 
-	{
-		LIBBPF_OPTS(bpf_link_create_opts, lopts,
-			.flags = !strcmp(mode, "generic") ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
-		link_fd = bpf_link_create(bpf_program__fd(skel->progs.cb_count), ifindex,
-					  BPF_XDP, &lopts);
-	}
+	link_fd = cb_xdp_attach(bpf_program__fd(skel->progs.cb_count), iface, ifindex,
+				!strcmp(mode, "generic") ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE,
+				why, sizeof(why));
 	if (link_fd < 0) {
-		err = -errno;
 		xdp_count_bpf__destroy(skel);
-		if (err == -EBUSY || err == -EEXIST)
-			cb_fatal("%s already has an XDP program attached: detach it "
-				 "(ip link set dev %s xdp off) and retry", iface, iface);
-		cb_fatal("cannot attach XDP in %s mode to %s: %s%s", mode, iface, strerror(-err),
-			 !strcmp(mode, "native") ? " (try --mode generic)" : "");
+		cb_fatal("%s", why);
 	}
 
 	/* Block the stop signals and wait for them with sigsuspend, so one
@@ -148,7 +113,7 @@ int main(int argc, char **argv)
 	while (!stop_requested)
 		sigsuspend(&waitmask);
 
-	err = read_counts(skel, &counts);
+	err = cb_xdp_read_counts(bpf_map__fd(skel->maps.counts), &counts);
 	close(link_fd); /* detaches the program */
 	xdp_count_bpf__destroy(skel);
 	if (err)

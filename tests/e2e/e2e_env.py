@@ -44,7 +44,8 @@ def capbench_namespaces() -> set[str]:
 def xdp_attached(ns: str | None = None) -> list[str]:
     """Interfaces (in `ns`, or capbench's own namespace) that have an XDP program attached."""
     out = netns.ip(*(["-n", ns] if ns else []), "-o", "link", "show")
-    return [line.split(":")[1].strip() for line in out.splitlines() if " xdp" in line]
+    # `2: cb1a2b3cc@if2: <...> mtu 1500 xdp qdisc ...`: the name without the veth's @peer
+    return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if " xdp" in line]
 
 
 def run_in(ns: str | None, argv: list[str], *, as_nobody: bool = False) -> subprocess.CompletedProcess:

@@ -15,6 +15,13 @@ def test_every_stage_explains_its_share():
     assert a.lost == a.link_drops + a.backlog_drops + a.socket_drops + a.unexplained
 
 
+def test_xsk_drops_explain_their_share():
+    a = account(sent=500_000, delivered=499_900, backlog_drops=0, socket_drops=0, xsk_drops=440_000,
+                received=59_900)
+    assert (a.link_drops, a.xsk_drops, a.lost, a.unexplained) == (100, 440_000, 440_100, 0)
+    assert account(sent=10, delivered=10, backlog_drops=0, socket_drops=0, received=10).xsk_drops == 0
+
+
 def test_unexplained_positive():
     a = account(sent=100, delivered=100, backlog_drops=1, socket_drops=2, received=90)
     assert a.unexplained == 7

@@ -28,6 +28,15 @@ def test_small_loss_is_visible_and_located():
     assert "unexplained" not in text.lower().split("socket / unexplained")[1]
 
 
+def test_xsk_drops_stand_in_the_socket_place_and_are_explained():
+    r = make_result(backend="afxdp", sent=1_000_000, received=999_000, xsk_drops=1_000,
+                    unexplained=0)
+    assert loss_places(r) == "0 / 0 / 1,000 xsk / 0"
+    assert "AF_XDP" in render([r])
+    assert loss_places(make_result(sent=100, received=90, socket_drops=4, xsk_drops=6, unexplained=0)) == \
+        "0 / 0 / 4 + 6 xsk / 0"
+
+
 def test_no_loss_reads_zero_and_no_places():
     r = make_result()
     assert loss_places(r) == "—"

@@ -124,3 +124,36 @@ def test_a_program_refusing_its_input_is_bad_input(fake_build, monkeypatch):
     with pytest.raises(ChildError) as e:
         measurer().measure(0.1, parse_rate("100%"))
     assert e.value.exit_status == 2
+
+
+@pytest.mark.parametrize("backend", ["afxdp", "xdp"])
+def test_backends_with_their_own_xdp_program_count_delivered_themselves(fake_build, monkeypatch, backend):
+    monkeypatch.setenv("FAKE_SENT", "10000")
+    monkeypatch.setenv("FAKE_DELIVERED", "9990")
+    monkeypatch.setenv("FAKE_KDROPS", "40")
+    monkeypatch.setenv("FAKE_RECEIVED", "9950")
+    m = Measurer(find_binaries(), local_testbed(rx_cpu=1), TrialSetup(backend=backend, frame_len=64, settle_s=0.05))
+    r = m.measure(0.2, parse_rate("100%"))
+    # no capbench-xdpcount: the interface holds one XDP program, the backend's
+    assert [c[0] for c in read_calls(fake_build)] == ["capbench-cap", "capbench-gen"]
+    assert set(r.raw) == {"gen", "cap", "softnet_drops"}
+    assert (r.delivered, r.link_drops, r.backlog_drops) == (9990, 10, 0)
+    # afxdp's kernel drops are AF_XDP ring drops; the ceiling has no socket at all
+    assert (r.socket_drops, r.xsk_drops) == ((0, 40) if backend == "afxdp" else (40, 0))
+    assert r.unexplained == 0
+    assert r.kernel_rx_cpu == 0  # XDP runs on the sender's CPU on a veth; RPS does not apply
+
+
+def test_xsk_drops_default_to_zero_in_old_records(fake_build):
+    record = measurer().measure(0.1, 5000.0).to_record()
+    del record["xsk_drops"]
+    assert TrialResult.from_record(record).xsk_drops == 0
+
+
+def test_the_xdp_ceiling_gets_no_app_load(fake_build):
+    m = Measurer(find_binaries(), local_testbed(rx_cpu=1),
+                 TrialSetup(backend="xdp", frame_len=64, settle_s=0, app_load="spin:100"))
+    r = m.measure(0.1, parse_rate("10kpps"))
+    calls = {c[0]: c[1:] for c in read_calls(fake_build)}
+    assert "--app-load" not in calls["capbench-cap"]
+    assert r.app_load is None

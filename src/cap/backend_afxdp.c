@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backend "afxdp": an AF_XDP socket fed by capbench's own XDP program
+ * (src/bpf/xdp_xsk.bpf.c), the Linux form of the seeds' zero-copy rings and
+ * of RDR's recycled receive buffers (seed 002).
+ *
+ * The UMEM is one anonymous mapping cut into frames of FRAME_SIZE bytes.
+ * User space gives frames to the kernel through the fill ring; the kernel
+ * writes a packet into a frame (a copy in copy mode, the NIC's DMA in
+ * zero-copy mode) and puts its descriptor on the RX ring. The read loop
+ * peeks up to --batch RX descriptors, hands each packet to cap_packet(),
+ * and gives the same frames back to the fill ring in the same batch: no
+ * system call and no allocation per packet, and every frame is recycled.
+ *
+ * The frames are split between the fill ring, the kernel, the RX ring and
+ * the batch in hand, so a fill ring with room for every frame would seem
+ * enough. It is not quite: the kernel publishes its fill-ring consumer index
+ * lazily (in copy mode at the end of each flush, after it has published the
+ * RX descriptors), so for a moment the fill ring can look fuller than it is.
+ * Its size is therefore twice --frame-count (rounded up to a power of two),
+ * and a reserve that still comes up short waits for the kernel instead of
+ * failing.
+ *
+ * The socket is bound with libxdp's xsk API, with
+ * XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD: libxdp then loads no program (its
+ * dispatcher needs bpffs); ours is loaded from the skeleton, its XSKMAP
+ * holds our socket at the index of our queue, and it is attached through a
+ * bpf_link, which the kernel removes when the process exits, however it
+ * exits.
+ *
+ * Where the kernel drops (XDP_STATISTICS, never reset, 64-bit): a redirected
+ * frame that finds the fill ring empty is counted in rx_dropped (and the
+ * empty fill ring in rx_fill_ring_empty_descs); one that finds the RX ring
+ * full in rx_ring_full. Asking with the full struct xdp_statistics size
+ * keeps rx_ring_full apart from rx_dropped.
+ */
+#include <errno.h>
+#include <linux/ethtool.h>
+#include <linux/if_link.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <linux/if_xdp.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/xsk.h>
+
+#include "bpf_log.h"
+#include "cap.h"
+#include "util.h"
+#include "xdp_common.h"
+#include "xdp_prog.h"
+#include "xdp_xsk.skel.h"
+
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
+
+/* The smallest UMEM frame the kernel takes: packets up to 1792 B (after the
+ * 256 B XDP headroom), so standard frames fit and the same memory holds twice
+ * the frames of 4 KiB ones. 16384 frames (32 MiB, afp-v3's default ring size)
+ * last 164 ms at 100 kpps: a counter that loses its CPU for a while loses
+ * nothing. */
+#define FRAME_SIZE          2048u
+#define DEFAULT_RING_SIZE   16384u
+#define DEFAULT_BATCH       64u
+#define BUSY_POLL_USEC      20     /* SO_BUSY_POLL: how long one busy poll may spin */
+#define POLL_MS             100    /* how often a quiet reader looks at the stop flag */
+
+struct afxdp {
+	struct xdp_xsk_bpf *skel;
+	struct cap_xdp_hook hook;
+	void *area;
+	size_t area_len;
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xsk_ring_prod fq;
+	struct xsk_ring_cons cq;
+	struct xsk_ring_cons rx;
+	int fd;
+	uint32_t frame_count, fill_size, ring_size, batch;
+	int zerocopy, need_wakeup, busy_poll;
+	unsigned int queue;
+	struct cap_kstats kstats; /* touched by the main thread only */
+};
+
+static uint32_t pow2_ceil(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* Receive queues of the interface from sysfs, or 0 if sysfs does not say
+ * (not mounted for this namespace). */
+static unsigned int rx_queue_count(const char *iface)
+{
+	char path[128];
+	unsigned int n = 0;
+
+	for (;;) {
+		snprintf(path, sizeof(path), "/sys/class/net/%s/queues/rx-%u", iface, n);
+		if (access(path, F_OK))
+			return n;
+		n++;
+	}
+}
+
+/* The interface's driver as ethtool names it ("veth", "ixgbe"), or "?". */
+static const char *driver_name(const struct cap_cfg *cfg, char *buf, size_t len)
+{
+	struct ethtool_drvinfo info = { .cmd = ETHTOOL_GDRVINFO };
+	struct ifreq ifr = { .ifr_data = (void *)&info };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	snprintf(buf, len, "?");
+	if (fd < 0)
+		return buf;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", cfg->iface);
+	if (ioctl(fd, SIOCETHTOOL, &ifr) == 0)
+		snprintf(buf, len, "%.*s", (int)sizeof(info.driver), info.driver);
+	close(fd);
+	return buf;
+}
+
+static int set_busy_poll(struct afxdp *st)
+{
+	static const struct { int opt; const char *name; } opts[] = {
+		{ SO_PREFER_BUSY_POLL, "SO_PREFER_BUSY_POLL" },
+		{ SO_BUSY_POLL, "SO_BUSY_POLL" },
+		{ SO_BUSY_POLL_BUDGET, "SO_BUSY_POLL_BUDGET" },
+	};
+	int vals[] = { 1, BUSY_POLL_USEC, (int)st->batch };
+
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		if (setsockopt(st->fd, SOL_SOCKET, opts[i].opt, &vals[i], sizeof(vals[i])) < 0) {
+			int err = errno;
+
+			fprintf(stderr, "capbench-cap: the kernel refuses busy polling: %s=%d: %s%s\n",
+				opts[i].name, vals[i], strerror(err),
+				err == ENOPROTOOPT ? " (a kernel without CONFIG_NET_RX_BUSY_POLL, or "
+				"older than 5.11): leave out --busy-poll" :
+				err == EPERM ? " (needs CAP_NET_ADMIN): run as root" : "");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int create_socket(const struct cap_cfg *cfg, struct afxdp *st)
+{
+	struct xsk_socket_config sc = {
+		.rx_size = st->ring_size,
+		.tx_size = 0,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.xdp_flags = 0,
+		.bind_flags = (uint16_t)((cfg->need_wakeup ? XDP_USE_NEED_WAKEUP : 0) |
+			      (cfg->xdp_bind == CAP_XDP_BIND_COPY ? XDP_COPY :
+			       cfg->xdp_bind == CAP_XDP_BIND_ZEROCOPY ? XDP_ZEROCOPY : 0)),
+	};
+	struct xdp_options xo = { 0 };
+	socklen_t len = sizeof(xo);
+	unsigned int nq = rx_queue_count(cfg->iface);
+	char drv[64];
+	int err;
+
+	if (nq && cfg->queue >= nq) {
+		if (nq == 1)
+			fprintf(stderr, "capbench-cap: %s has one receive queue: give --queue 0\n",
+				cfg->iface);
+		else
+			fprintf(stderr, "capbench-cap: %s has %u receive queues: give --queue 0..%u\n",
+				cfg->iface, nq, nq - 1);
+		return -EINVAL;
+	}
+	/* Without XDP_COPY or XDP_ZEROCOPY the kernel tries zero-copy and
+	 * falls back to copy mode by itself: that is --xdp-bind auto. */
+	err = xsk_socket__create(&st->xsk, cfg->iface, cfg->queue, st->umem, &st->rx, NULL, &sc);
+	if (err) {
+		if (cfg->xdp_bind == CAP_XDP_BIND_ZEROCOPY && (err == -EOPNOTSUPP || err == -EINVAL))
+			fprintf(stderr, "capbench-cap: %s (driver %s) has no zero-copy AF_XDP (%s): "
+				"use --xdp-bind copy, or auto to take zero-copy where there is one\n",
+				cfg->iface, driver_name(cfg, drv, sizeof(drv)), strerror(-err));
+		else if (err == -EINVAL || err == -ENOMEM || err == -ENOBUFS)
+			fprintf(stderr, "capbench-cap: the kernel refuses an AF_XDP socket on %s queue %u "
+				"with a %u-descriptor RX ring (%s): check --queue, and use a smaller "
+				"--ring-size\n", cfg->iface, cfg->queue, st->ring_size, strerror(-err));
+		else
+			fprintf(stderr, "capbench-cap: cannot bind an AF_XDP socket to %s queue %u: %s\n",
+				cfg->iface, cfg->queue, strerror(-err));
+		return err == -EOPNOTSUPP || err == -ENOMEM || err == -ENOBUFS ? -EINVAL : err;
+	}
+	st->fd = xsk_socket__fd(st->xsk);
+	if (getsockopt(st->fd, SOL_XDP, XDP_OPTIONS, &xo, &len) == 0)
+		st->zerocopy = !!(xo.flags & XDP_OPTIONS_ZEROCOPY);
+	return 0;
+}
+
+/* Give every frame to the kernel through the fill ring. */
+static void fill_all(struct afxdp *st)
+{
+	uint32_t idx;
+	uint32_t n = xsk_ring_prod__reserve(&st->fq, st->frame_count, &idx);
+
+	for (uint32_t i = 0; i < n; i++)
+		*xsk_ring_prod__fill_addr(&st->fq, idx + i) = (uint64_t)i * FRAME_SIZE;
+	xsk_ring_prod__submit(&st->fq, n);
+}
+
+static int load_program(const struct cap_cfg *cfg, struct afxdp *st)
+{
+	uint32_t key = cfg->queue;
+	int err;
+
+	cb_libbpf_quiet();
+	st->skel = xdp_xsk_bpf__open();
+	if (!st->skel) {
+		err = -errno;
+		goto fail;
+	}
+	err = bpf_map__set_max_entries(st->skel->maps.xsks, cfg->queue + 1);
+	if (!err)
+		err = xdp_xsk_bpf__load(st->skel);
+	if (err)
+		goto fail;
+	if (bpf_map_update_elem(bpf_map__fd(st->skel->maps.xsks), &key, &st->fd, 0)) {
+		err = -errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "capbench-cap: cannot load the AF_XDP redirect program: %s\n",
+		strerror(-err));
+	return err;
+}
+
+static int afxdp_open(const struct cap_cfg *cfg, void **state)
+{
+	struct afxdp *st = calloc(1, sizeof(*st));
+	struct xsk_umem_config uc = {
+		.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS,
+		.frame_size = FRAME_SIZE,
+		.frame_headroom = 0,
+		.flags = 0,
+	};
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	st->queue = cfg->queue;
+	st->ring_size = cfg->ring_size ? cfg->ring_size : DEFAULT_RING_SIZE;
+	st->frame_count = cfg->frame_count ? cfg->frame_count : st->ring_size;
+	st->fill_size = 2 * pow2_ceil(st->frame_count);
+	st->batch = cfg->batch ? cfg->batch : DEFAULT_BATCH;
+	st->need_wakeup = cfg->need_wakeup;
+	st->busy_poll = cfg->busy_poll;
+	uc.fill_size = st->fill_size;
+
+	err = cap_xdp_hook_init(cfg, &st->hook);
+	if (err)
+		goto err_free;
+	st->area_len = (size_t)st->frame_count * FRAME_SIZE;
+	st->area = mmap(NULL, st->area_len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (st->area == MAP_FAILED) {
+		err = -errno;
+		fprintf(stderr, "capbench-cap: cannot map a UMEM of %u frames of %u B: %s: use a "
+			"smaller --frame-count\n", st->frame_count, FRAME_SIZE, strerror(-err));
+		goto err_promisc;
+	}
+	err = xsk_umem__create(&st->umem, st->area, st->area_len, &st->fq, &st->cq, &uc);
+	if (err) {
+		fprintf(stderr, "capbench-cap: %s (%s): %s\n",
+			err == -EAFNOSUPPORT ? "this kernel has no AF_XDP sockets" :
+			"the kernel refuses the UMEM", strerror(-err),
+			err == -EAFNOSUPPORT ? "use a kernel with CONFIG_XDP_SOCKETS, or another backend" :
+			"use a smaller --frame-count");
+		err = err == -EAFNOSUPPORT ? -ENODEV : -EINVAL;
+		goto err_unmap;
+	}
+	err = create_socket(cfg, st);
+	if (err)
+		goto err_umem;
+	if (st->busy_poll && (err = set_busy_poll(st)))
+		goto err_socket;
+	fill_all(st);
+	err = load_program(cfg, st);
+	if (err)
+		goto err_skel;
+	err = cap_xdp_hook_attach(cfg, &st->hook, bpf_program__fd(st->skel->progs.cb_xsk));
+	if (err)
+		goto err_skel;
+	*state = st;
+	return 0;
+
+err_skel:
+	xdp_xsk_bpf__destroy(st->skel);
+err_socket:
+	xsk_socket__delete(st->xsk);
+err_umem:
+	xsk_umem__delete(st->umem);
+err_unmap:
+	munmap(st->area, st->area_len);
+err_promisc:
+	cap_xdp_hook_release(&st->hook);
+err_free:
+	free(st);
+	return err;
+}
+
+/* Kick the kernel: a zero-copy driver that ran out of fill-ring frames
+ * stops until it is woken (in copy mode the flag is never set), and with
+ * busy polling recvfrom() runs the queue's NAPI poll in this thread. */
+static int wake_fill(struct afxdp *st)
+{
+	if (st->busy_poll || (st->need_wakeup && xsk_ring_prod__needs_wakeup(&st->fq))) {
+		if (recvfrom(st->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL) < 0 && errno != EAGAIN &&
+		    errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN && errno != EINTR)
+			return -errno;
+	} else {
+		sched_yield();
+	}
+	return 0;
+}
+
+/* Wait for the RX ring to fill, without a busy loop unless asked for one. */
+static int wait_rx(struct afxdp *st)
+{
+	struct pollfd pfd = { .fd = st->fd, .events = POLLIN };
+	int err;
+
+	if (st->busy_poll || (st->need_wakeup && xsk_ring_prod__needs_wakeup(&st->fq))) {
+		if ((err = wake_fill(st)))
+			return err;
+		/* Busy polling: spin on recvfrom() instead of sleeping. */
+		if (st->busy_poll)
+			return 0;
+	}
+	if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+static int afxdp_run(void *state, struct cap_worker *w)
+{
+	struct afxdp *st = state;
+	const uint64_t frame_mask = ~(uint64_t)(FRAME_SIZE - 1);
+
+	for (;;) {
+		uint32_t idx_rx, idx_fq;
+		uint32_t n = xsk_ring_cons__peek(&st->rx, st->batch, &idx_rx);
+		int reached = 0, err;
+
+		if (!n) {
+			/* Empty after the stop: the ring is drained. */
+			if (cap_should_stop(w))
+				return 0;
+			if ((err = wait_rx(st)))
+				return err;
+			continue;
+		}
+		/* Practically never short (see the top of the file). */
+		while (xsk_ring_prod__reserve(&st->fq, n, &idx_fq) != n) {
+			if ((err = wake_fill(st)))
+				return err;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx_rx + i);
+			const uint8_t *data = xsk_umem__get_data(st->area, d->addr);
+
+			reached |= cap_packet(w, data, d->len, d->len);
+			*xsk_ring_prod__fill_addr(&st->fq, idx_fq + i) = d->addr & frame_mask;
+		}
+		/* The packets are read: release the descriptors and hand the
+		 * frames back to the kernel in one go. */
+		xsk_ring_cons__release(&st->rx, n);
+		xsk_ring_prod__submit(&st->fq, n);
+		cap_publish(w);
+		if (reached)
+			return 0;
+	}
+}
+
+static void afxdp_stats(void *state, struct cap_kstats *out)
+{
+	struct afxdp *st = state;
+	struct xdp_statistics xs;
+	socklen_t len = sizeof(xs);
+	struct cap_kstats *k = &st->kstats;
+
+	if (getsockopt(st->fd, SOL_XDP, XDP_STATISTICS, &xs, &len) == 0 && len == sizeof(xs)) {
+		k->rx_dropped = xs.rx_dropped;
+		k->rx_invalid_descs = xs.rx_invalid_descs;
+		k->rx_ring_full = xs.rx_ring_full;
+		k->rx_fill_ring_empty_descs = xs.rx_fill_ring_empty_descs;
+		k->has_xsk = 1;
+	}
+	cap_xdp_kstats(bpf_map__fd(st->skel->maps.counts), k);
+	/* Every frame the program redirected reached the socket's rings or
+	 * was dropped there; frames of other queues went to the stack. */
+	k->packets = k->xdp_packets - k->xdp_not_redirected;
+	k->drops = k->rx_dropped + k->rx_ring_full + k->xdp_not_redirected;
+	*out = *k;
+}
+
+static void afxdp_summary(void *state, struct cb_json *j)
+{
+	struct afxdp *st = state;
+
+	cb_json_str(j, "xdp_bind", st->zerocopy ? "zerocopy" : "copy");
+	cb_json_str(j, "xdp_mode", st->hook.mode);
+	cb_json_u64(j, "queue", st->queue);
+	cb_json_u64(j, "frame_count", st->frame_count);
+	cb_json_u64(j, "ring_size", st->ring_size);
+	cb_json_u64(j, "batch", st->batch);
+	cb_json_bool(j, "need_wakeup", st->need_wakeup);
+	cb_json_bool(j, "busy_poll", st->busy_poll);
+}
+
+static void afxdp_close(void *state)
+{
+	struct afxdp *st = state;
+
+	cap_xdp_hook_release(&st->hook); /* detached first: no more redirects */
+	xdp_xsk_bpf__destroy(st->skel);
+	xsk_socket__delete(st->xsk);
+	xsk_umem__delete(st->umem);
+	munmap(st->area, st->area_len);
+	free(st);
+}
+
+const struct cap_backend cap_backend_afxdp = {
+	.name = "afxdp",
+	.describe = "AF_XDP socket with capbench's own XDP program (zero-copy rings, recycled frames)",
+	.open = afxdp_open,
+	.run = afxdp_run,
+	.stats = afxdp_stats,
+	.summary = afxdp_summary,
+	.close = afxdp_close,
+};

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What capbench's XDP programs count, shared by the BPF programs
+ * (the .bpf.c files in src/bpf) and the programs that read their maps. Plain C that
+ * clang -target bpf accepts: no libc, no kernel-only types.
+ *
+ * Every counter lives in a BPF_MAP_TYPE_PERCPU_ARRAY, so concurrent receive
+ * queues never contend on a cache line; user space sums over the CPUs.
+ */
+#ifndef CAPBENCH_XDP_COUNTS_H
+#define CAPBENCH_XDP_COUNTS_H
+
+struct cb_xdp_counts {
+	unsigned long long packets;        /* every frame the program saw */
+	unsigned long long bytes;          /* their length (no FCS) */
+	unsigned long long capbench;       /* of those, capbench frames (stamp.h) */
+	unsigned long long not_redirected; /* afxdp: no socket on the frame's queue, passed on */
+};
+
+/* The ceiling program's per-stream view (stream id = one byte, stamp.h). */
+#define CB_XDP_STREAMS 256
+
+struct cb_xdp_stream {
+	unsigned long long frames; /* capbench frames of this stream, duplicates included */
+	unsigned long long next;   /* highest sequence number seen + 1; 0 = none */
+};
+
+#endif

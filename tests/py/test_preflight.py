@@ -1,0 +1,42 @@
+"""backend_status: `capbench backends` says whether each backend works here, or exactly why not."""
+
+import errno
+import os
+import socket
+
+import pytest
+from capbench import preflight
+
+
+def test_afxdp_without_libxdp_says_so(monkeypatch):
+    monkeypatch.setattr(preflight.ctypes.util, "find_library", lambda name: None if name == "xdp" else "lib.so")
+    assert preflight.backend_status("afxdp") == (False, "libxdp not found: apt-get install libxdp1 "
+                                                        "(and libxdp-dev to build)")
+
+
+def test_xdp_backends_on_an_old_kernel(monkeypatch):
+    monkeypatch.setattr(preflight, "kernel_version", lambda release=None: (5, 4))
+    for name in ("afxdp", "xdp"):
+        ok, why = preflight.backend_status(name)
+        assert not ok and "bpf_link" in why and "5.9" in why
+
+
+def test_afxdp_on_a_kernel_without_af_xdp(monkeypatch):
+    monkeypatch.setattr(preflight, "bpf_syscall_error", lambda: None)
+
+    def no_af_xdp(family, *args):
+        if family == preflight.AF_XDP:
+            raise OSError(errno.EAFNOSUPPORT, os.strerror(errno.EAFNOSUPPORT))
+        return real_socket(family, *args)
+
+    real_socket = socket.socket
+    monkeypatch.setattr(preflight.socket, "socket", no_af_xdp)
+    assert preflight.backend_status("afxdp") == (False, "this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="AF_XDP sockets and bpf() need root")
+def test_both_work_here_and_afxdp_names_the_missing_zero_copy():
+    ok, why = preflight.backend_status("afxdp")
+    assert ok, why
+    assert "veth has no zero-copy" in why
+    assert preflight.backend_status("xdp")[0]
