@@ -143,3 +143,14 @@ def test_resume_refuses_trials_of_other_settings():
     m = cmod.ReplayMeasurer(SimulatedDevice(1e6), [dataclasses.replace(other, step="x")])
     with pytest.raises(UsageError, match="cannot resume"):
         m.measure(1.0, 99999.0)
+
+
+@pytest.mark.parametrize("name, steps", [("seed2008", 156), ("seed2008-quick", 36)])
+def test_shipped_campaigns_load(name, steps):
+    from pathlib import Path
+
+    from capbench.trial import BACKENDS as ALL
+
+    c = cmod.load(Path(__file__).resolve().parents[2] / "campaigns" / f"{name}.toml", backends_known=ALL)
+    assert len(c.steps()) == steps
+    assert {s.backend for s in c.steps()} == {"pcap", "afp-v3", "afxdp"}
