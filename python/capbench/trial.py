@@ -27,7 +27,7 @@ from typing import Any
 
 from capbench import accounting, cpu
 from capbench.binaries import Binaries
-from capbench.errors import RunError
+from capbench.errors import RunError, UsageError
 from capbench.procs import ChildError, ChildSet
 from capbench.rates import Rate, link_name, wire_bps
 from capbench.testbed import Testbed
@@ -67,6 +67,8 @@ class TrialSetup:
     cap_args: tuple[str, ...] = ()  # further capbench-cap options (ring sizes, --pcap-api ...)
     gen_args: tuple[str, ...] = ()  # further capbench-gen options
     size_profile: str | None = None  # capbench-gen --size profile (imix:seed, random:64-1518, ...)
+    procs: int = 1  # independent capture processes on the interface, each sees every frame (seed 001)
+    proc_cpus: tuple[int | None, ...] | None = None  # CPU of each; None: all on cap_cpu
 
     @property
     def size(self) -> str:
@@ -120,6 +122,13 @@ class TrialResult:
     purpose: str = ""  # why it ran: "constant load", "search", "verify", "phase 2/3", "step 4/26", "burst"
     step: str = ""  # the campaign step it belongs to (campaign.Step.key)
     repeat: int = 1  # which repetition of its step
+    # With several capture processes (procs > 1) the fields above are those of the one that
+    # received least (app_cpu_pct: of all together); each one's figures are in these lists.
+    procs: int = 1
+    proc_cpus: tuple[int | None, ...] = ()
+    proc_received: tuple[int, ...] = ()
+    proc_socket_drops: tuple[int, ...] = ()
+    proc_app_cpu_pct: tuple[float, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
 
@@ -136,8 +145,11 @@ class TrialResult:
     def from_record(cls, record: dict[str, Any]) -> TrialResult:
         """Read a record back; unknown keys (from newer versions) are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
+        # JSON has no tuples: the per-process lists come back as lists.
+        tuples = {f.name for f in dataclasses.fields(cls) if str(f.type).startswith("tuple")}
         try:
-            return cls(**{k: v for k, v in record.items() if k in names})
+            return cls(**{k: tuple(v) if k in tuples and isinstance(v, list) else v
+                          for k, v in record.items() if k in names})
         except TypeError as e:
             raise RunError(f"not a capbench trial record: {e}") from None
 
@@ -198,13 +210,18 @@ class Measurer:
             *s.gen_args,
         ]
 
-    def cap_argv(self) -> list[str]:
+    @property
+    def proc_cpus(self) -> tuple[int | None, ...]:
+        s = self.setup
+        return s.proc_cpus if s.proc_cpus is not None else (s.cap_cpu,) * s.procs
+
+    def cap_argv(self, cpu_: int | None = None) -> list[str]:
         s, tb = self.setup, self.testbed
         return [
             str(self.binaries.cap),
             "--iface", tb.cap_if,
             "--backend", s.backend,
-            *_opt("--cpu", s.cap_cpu),
+            *_opt("--cpu", s.cap_cpu if cpu_ is None else cpu_),
             *_opt("--app-load", self.app_load),
             *s.cap_args,
         ]
@@ -216,20 +233,27 @@ class Measurer:
             load = Rate.from_pps(load)
         if s.size_profile is None:  # capbench-gen checks a profile's mean wire rate itself
             load.check(s.frame_len, s.link_bps)
-        started_at = _utc_now()
         own_xdp = s.backend in OWN_XDP_BACKENDS
+        if s.procs < 1 or len(self.proc_cpus) != s.procs:
+            raise UsageError(f"--procs {s.procs} needs one CPU per process, got {list(self.proc_cpus)}")
+        if own_xdp and s.procs > 1:
+            raise UsageError(f"--procs {s.procs} with {s.backend}: an interface holds one XDP program, so one "
+                             f"{s.backend} process at a time (use fanout or packet-socket backends)")
+        started_at = _utc_now()
         with ChildSet() as kids:
             xdp = None
             if not own_xdp:
                 xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],
                                  netns_name=tb.cap_ns)
                 xdp.wait_for("ready", s.ready_timeout_s)
-            cap = kids.start("capbench-cap", self.cap_argv(), netns_name=tb.cap_ns)
-            cap.wait_for("ready", s.ready_timeout_s)
+            caps = [kids.start("capbench-cap" if s.procs == 1 else f"capbench-cap #{i + 1}", self.cap_argv(c),
+                               netns_name=tb.cap_ns) for i, c in enumerate(self.proc_cpus)]
+            for cap in caps:
+                cap.wait_for("ready", s.ready_timeout_s)
 
             softnet0 = cpu.read_softnet_drops()
             stat0 = cpu.read_proc_stat()
-            ticks0 = cpu.read_pid_ticks(cap.pid)
+            ticks0 = [cpu.read_pid_ticks(cap.pid) for cap in caps]
             t0 = time.monotonic()
 
             gen = kids.start("capbench-gen", self.gen_argv(duration_s, load), netns_name=tb.gen_ns)
@@ -237,33 +261,36 @@ class Measurer:
 
             t1 = time.monotonic()
             stat1 = cpu.read_proc_stat()
-            try:
-                ticks1 = cpu.read_pid_ticks(cap.pid)
-            except FileNotFoundError:
-                raise cap.failure("ended during the trial") from None
+            ticks1 = []
+            for cap in caps:
+                try:
+                    ticks1.append(cpu.read_pid_ticks(cap.pid))
+                except FileNotFoundError:
+                    raise cap.failure("ended during the trial") from None
             gen_summary = gen.summary()
 
             time.sleep(s.settle_s)
             softnet1 = cpu.read_softnet_drops()
-            for child in (cap, xdp):
+            for child in (*caps, xdp):
                 if child is not None and not child.running:
                     raise child.failure("ended during the trial")
             kids.stop_all()
-            cap_summary = cap.summary()
+            cap_summaries = [cap.summary() for cap in caps]
             xdp_summary = xdp.summary() if xdp is not None else None
 
         return self._result(
             started_at=started_at, duration_s=duration_s, load=load,
-            gen=gen_summary, cap=cap_summary, xdp=xdp_summary,
+            gen=gen_summary, caps=cap_summaries, xdp=xdp_summary,
             backlog_drops=cpu.counter_delta(softnet0, softnet1),
-            app_cpu_pct=cpu.process_cpu_pct(ticks0, ticks1, t1 - t0),
+            app_cpu_pcts=[cpu.process_cpu_pct(a, b, t1 - t0) for a, b in zip(ticks0, ticks1)],
             kernel_cpu_pct=(cpu.kernel_rx_pct(stat0, stat1, self.kernel_rx_cpu)
                             if self.kernel_rx_cpu is not None else 0.0),
             window_s=t1 - t0,
         )
 
-    def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, cap: dict, xdp: dict | None,
-                backlog_drops: int, app_cpu_pct: float, kernel_cpu_pct: float, window_s: float) -> TrialResult:
+    def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, caps: list[dict],
+                xdp: dict | None, backlog_drops: int, app_cpu_pcts: list[float], kernel_cpu_pct: float,
+                window_s: float) -> TrialResult:
         s = self.setup
 
         def need(summary: dict, key: str, program: str) -> Any:
@@ -274,7 +301,14 @@ class Measurer:
 
         sent = int(need(gen, "sent", "capbench-gen"))
         send_s = float(need(gen, "duration_s", "capbench-gen"))
+        received = [int(need(c, "received", "capbench-cap")) for c in caps]
+        # The record's account is that of the process that received least (the worst case);
+        # every process's own figures go in the proc_* lists.
+        worst = min(range(len(caps)), key=received.__getitem__)
+        cap = caps[worst]
         raw = {"gen": gen, "cap": cap}
+        if len(caps) > 1:
+            raw["caps"] = caps
         if xdp is not None:
             delivered = int(need(xdp, "capbench", "capbench-xdpcount"))
             raw["xdpcount"] = xdp
@@ -292,7 +326,7 @@ class Measurer:
             backlog_drops=backlog_drops,
             socket_drops=0 if xsk else kernel_drops,
             xsk_drops=kernel_drops if xsk else 0,
-            received=int(need(cap, "received", "capbench-cap")),
+            received=received[worst],
         )
         rx_pps = acc.received / send_s if send_s > 0 else 0.0
         achieved_pps = float(gen.get("achieved_pps", sent / send_s if send_s > 0 else 0.0))
@@ -336,7 +370,7 @@ class Measurer:
             seq_lost=int(cap.get("lost", 0)),
             rx_pps=rx_pps,
             rx_gbps=rx_bps / 1e9,
-            app_cpu_pct=app_cpu_pct,
+            app_cpu_pct=sum(app_cpu_pcts),
             kernel_cpu_pct=kernel_cpu_pct,
             window_s=window_s,
             gen_cpu=s.gen_cpu,
@@ -348,5 +382,10 @@ class Measurer:
             < OFFERED_MIN_SHARE,
             size=s.size,
             mean_frame_len=mean_len,
+            procs=len(caps),
+            proc_cpus=self.proc_cpus,
+            proc_received=tuple(received),
+            proc_socket_drops=tuple(int(c.get("kernel_drops", 0)) for c in caps),
+            proc_app_cpu_pct=tuple(app_cpu_pcts),
             raw=raw,
         )

@@ -25,10 +25,10 @@ SLOW_CAP_ARGS = {
 
 
 def measure(binaries, tb, *, backend, frame_len, rate, duration_s, engine="xdp", app_load=None,
-            count=None, cap_args=(), link_bps=10e9):
+            count=None, cap_args=(), link_bps=10e9, procs=1):
     # An emulated 10 GbE link, so that 100 kpps of 1518 B frames are below its wire rate.
     setup = TrialSetup(backend=backend, frame_len=frame_len, engine=engine, app_load=app_load, link_bps=link_bps,
-                       gen_args=("--count", str(count)) if count else (), cap_args=tuple(cap_args))
+                       gen_args=("--count", str(count)) if count else (), cap_args=tuple(cap_args), procs=procs)
     return Measurer(binaries, tb, setup).measure(duration_s, parse_rate(rate))
 
 
@@ -212,3 +212,11 @@ def test_bad_xdp_input_is_one_line_and_leaves_nothing_attached(binaries, tb, arg
     assert len(p.stderr.splitlines()) == 1 and message in p.stderr, p.stderr
     assert p.stdout == ""
     assert xdp_attached(tb.cap_ns) == []
+
+
+@pytest.mark.parametrize("backend", ["pcap", "afp-v3"])
+def test_two_capture_processes_each_see_every_frame(binaries, tb, backend):
+    r = measure(binaries, tb, backend=backend, frame_len=64, rate="100kpps", duration_s=3, count=FRAMES,
+                cap_args=ROOMY.get(backend, ()), procs=2)
+    assert (r.procs, r.proc_received) == (2, (FRAMES, FRAMES))
+    assert r.unexplained == 0 and len(r.raw["caps"]) == 2

@@ -157,3 +157,25 @@ def test_the_xdp_ceiling_gets_no_app_load(fake_build):
     calls = {c[0]: c[1:] for c in read_calls(fake_build)}
     assert "--app-load" not in calls["capbench-cap"]
     assert r.app_load is None
+
+
+def test_several_capture_processes_each_count(fake_build, monkeypatch):
+    monkeypatch.setenv("FAKE_SENT", "1000")
+    monkeypatch.setenv("FAKE_RECEIVED", "990")
+    m = Measurer(find_binaries(), local_testbed(rx_cpu=1),
+                 TrialSetup(backend="afp-v3", frame_len=64, settle_s=0.05, procs=3, proc_cpus=(1, 0, 1)))
+    r = m.measure(0.1, parse_rate("10kpps"))
+    caps = [c[1:] for c in read_calls(fake_build) if c[0] == "capbench-cap"]
+    assert sorted(c[c.index("--cpu") + 1] for c in caps) == ["0", "1", "1"]  # they start side by side
+    assert (r.procs, r.proc_cpus, r.proc_received) == (3, (1, 0, 1), (990, 990, 990))
+    assert len(r.proc_app_cpu_pct) == 3 and r.app_cpu_pct == pytest.approx(sum(r.proc_app_cpu_pct))
+    assert TrialResult.from_record(json.loads(json.dumps(r.to_record()))) == r
+
+
+def test_one_xdp_program_per_interface(fake_build):
+    from capbench.errors import UsageError
+
+    m = Measurer(find_binaries(), local_testbed(rx_cpu=1), TrialSetup(backend="afxdp", frame_len=64, procs=2))
+    with pytest.raises(UsageError, match="one XDP program"):
+        m.measure(0.1, parse_rate("10kpps"))
+    assert read_calls(fake_build) == []
