@@ -108,6 +108,8 @@ def backend_status(name: str) -> tuple[bool, str]:
             return False, "libpcap not found: apt-get install libpcap0.8"
         ok, why = _packet_socket_status(tpacket_v3=False)
         return ok, (f"{lib}; {why}" if ok else why)
+    if name == "raw":
+        return _packet_socket_status(tpacket_v3=False)
     if name == "afp-v3":
         return _packet_socket_status(tpacket_v3=True)
     return False, "unknown backend"

@@ -35,12 +35,15 @@ static void usage(FILE *out)
 "\n"
 "  -i, --iface IF          interface to capture on (required)\n"
 "  -b, --backend NAME      pcap (default): libpcap\n"
+"                          raw: AF_PACKET socket without a ring, recvmmsg batches\n"
 "                          afp-v3: AF_PACKET with its own TPACKET_V3 block ring\n"
 "      --pcap-api API      pcap: next (pcap_next per packet, the seed's counter;\n"
 "                          default) or dispatch (pcap_dispatch per buffer)\n"
 "      --immediate         pcap: immediate mode (deliver each packet at once)\n"
 "      --buffer-size BYTES pcap: kernel buffer (4M, 64M; default libpcap's 2M)\n"
+"                          raw: socket receive buffer, SO_RCVBUF (default 32M)\n"
 "      --snaplen N         pcap: bytes kept per packet (default 262144)\n"
+"      --batch N           raw: packets per recvmmsg call, 1..1024 (default 64)\n"
 "      --block-size BYTES  afp-v3: ring block size, a power-of-two multiple of\n"
 "                          the page size (default 1M)\n"
 "      --block-count N     afp-v3: blocks in the ring (default 32)\n"
@@ -62,6 +65,7 @@ static void usage(FILE *out)
 struct cap_args {
 	const char *iface, *backend, *pcap_api, *buffer_size, *snaplen, *block_size;
 	const char *block_count, *block_timeout, *app_load, *count, *duration, *cpu, *interval;
+	const char *batch;
 	int immediate, no_promisc;
 };
 
@@ -69,7 +73,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 {
 	enum { OPT_PCAP_API = 256, OPT_IMMEDIATE, OPT_BUFFER_SIZE, OPT_SNAPLEN, OPT_BLOCK_SIZE,
 	       OPT_BLOCK_COUNT, OPT_BLOCK_TIMEOUT, OPT_NO_PROMISC, OPT_APP_LOAD, OPT_CPU,
-	       OPT_INTERVAL };
+	       OPT_INTERVAL, OPT_BATCH };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -77,6 +81,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		{ "immediate", no_argument, NULL, OPT_IMMEDIATE },
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
 		{ "snaplen", required_argument, NULL, OPT_SNAPLEN },
+		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "block-count", required_argument, NULL, OPT_BLOCK_COUNT },
 		{ "block-timeout", required_argument, NULL, OPT_BLOCK_TIMEOUT },
@@ -100,6 +105,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		case OPT_IMMEDIATE: a->immediate = 1; break;
 		case OPT_BUFFER_SIZE: a->buffer_size = optarg; break;
 		case OPT_SNAPLEN: a->snaplen = optarg; break;
+		case OPT_BATCH: a->batch = optarg; break;
 		case OPT_BLOCK_SIZE: a->block_size = optarg; break;
 		case OPT_BLOCK_COUNT: a->block_count = optarg; break;
 		case OPT_BLOCK_TIMEOUT: a->block_timeout = optarg; break;
@@ -148,9 +154,14 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		else if (strcmp(a->pcap_api, "next"))
 			cb_usage_error("bad --pcap-api '%s': use next or dispatch", a->pcap_api);
 	}
-	if ((a->pcap_api || a->immediate || a->buffer_size || a->snaplen) && be != &cap_backend_pcap)
-		cb_usage_error("--pcap-api, --immediate, --buffer-size and --snaplen are options of "
+	if ((a->pcap_api || a->immediate || a->snaplen) && be != &cap_backend_pcap)
+		cb_usage_error("--pcap-api, --immediate and --snaplen are options of "
 			       "--backend pcap, not of %s", be->name);
+	if (a->buffer_size && be != &cap_backend_pcap && be != &cap_backend_raw)
+		cb_usage_error("--buffer-size is an option of --backend pcap and raw, not of %s",
+			       be->name);
+	if (a->batch && be != &cap_backend_raw)
+		cb_usage_error("--batch is an option of --backend raw, not of %s", be->name);
 	if ((a->block_size || a->block_count || a->block_timeout) && be != &cap_backend_afp_v3)
 		cb_usage_error("--block-size, --block-count and --block-timeout are options of "
 			       "--backend afp-v3, not of %s", be->name);
@@ -158,6 +169,9 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	if (a->buffer_size && (cb_parse_bytes(a->buffer_size, &cfg->buffer_size) ||
 			       cfg->buffer_size == 0 || cfg->buffer_size > (1ull << 31) - 1))
 		cb_usage_error("bad --buffer-size '%s': give bytes up to 2G, e.g. 4M", a->buffer_size);
+	if (a->batch && (cb_parse_u64(a->batch, &u) || u == 0 || u > 1024))
+		cb_usage_error("bad --batch '%s': give 1..1024 packets per recvmmsg call", a->batch);
+	cfg->batch = a->batch ? (unsigned int)u : 0;
 	if (a->snaplen && (cb_parse_u64(a->snaplen, &cfg->snaplen) || cfg->snaplen < 60 ||
 			   cfg->snaplen > 262144))
 		cb_usage_error("bad --snaplen '%s': give 60..262144 bytes (the stamp needs 60)",

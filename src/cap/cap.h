@@ -21,7 +21,9 @@ struct cap_cfg {
 	int pcap_dispatch;       /* 0: pcap_next (the seed's counter), 1: pcap_dispatch */
 	int immediate;           /* pcap_set_immediate_mode */
 	uint64_t snaplen;        /* 0 = the backend's default */
-	uint64_t buffer_size;    /* pcap_set_buffer_size; 0 = libpcap's default */
+	uint64_t buffer_size;    /* pcap_set_buffer_size, raw: SO_RCVBUF; 0 = the default */
+	/* raw (buffer_size: SO_RCVBUF) */
+	unsigned int batch;      /* packets per recvmmsg; 0 = the default */
 	/* TPACKET_V3 */
 	uint64_t block_size;
 	uint64_t block_count;
@@ -82,6 +84,7 @@ struct cap_backend {
 };
 
 extern const struct cap_backend cap_backend_pcap;
+extern const struct cap_backend cap_backend_raw;
 extern const struct cap_backend cap_backend_afp_v3;
 
 /* NULL-terminated registry (backends.c). */

@@ -210,12 +210,16 @@ def test_generator_bad_input(tb, binaries, args, words):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--backend", "pfring"], ["pfring", "pcap, afp-v3"]),
+    (["--backend", "pfring"], ["pfring", "pcap", "raw", "afp-v3"]),
     (["--count", "0"], ["--count"]),
     (["--app-load", "heavy"], ["heavy"]),
     (["--backend", "afp-v3", "--block-size", "5000"], ["--block-size", "power of two"]),
     (["--backend", "afp-v3", "--pcap-api", "next"], ["--backend pcap"]),
     (["--pcap-api", "loop"], ["loop"]),
+    (["--backend", "raw", "--batch", "0"], ["--batch", "1..1024"]),
+    (["--backend", "raw", "--batch", "many"], ["--batch", "many"]),
+    (["--backend", "afp-v3", "--batch", "8"], ["--batch", "raw"]),
+    (["--backend", "afp-v3", "--buffer-size", "4M"], ["--buffer-size", "pcap and raw"]),
 ])
 def test_counter_bad_input(tb, binaries, args, words):
     p = run_in(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, *args])
