@@ -20,6 +20,7 @@ _BPF_SYSCALL = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "ppc64le": 361, "
 _BPF_MAP_CREATE = 0
 _BPF_MAP_TYPE_ARRAY = 2
 _PACKET_VERSION = 10
+_TPACKET_V2 = 1
 _TPACKET_V3 = 2
 _ETH_P_ALL = 0x0003
 
@@ -106,16 +107,19 @@ def backend_status(name: str) -> tuple[bool, str]:
         lib = ctypes.util.find_library("pcap")
         if lib is None:
             return False, "libpcap not found: apt-get install libpcap0.8"
-        ok, why = _packet_socket_status(tpacket_v3=False)
+        ok, why = _packet_socket_status()
         return ok, (f"{lib}; {why}" if ok else why)
     if name == "raw":
-        return _packet_socket_status(tpacket_v3=False)
+        return _packet_socket_status()
+    if name == "afp-v2":
+        return _packet_socket_status(tpacket=_TPACKET_V2)
     if name == "afp-v3":
-        return _packet_socket_status(tpacket_v3=True)
+        return _packet_socket_status(tpacket=_TPACKET_V3)
     return False, "unknown backend"
 
 
-def _packet_socket_status(*, tpacket_v3: bool) -> tuple[bool, str]:
+def _packet_socket_status(*, tpacket: int | None = None) -> tuple[bool, str]:
+    """Whether an AF_PACKET socket opens here and takes PACKET_VERSION `tpacket` (TPACKET_V2/V3)."""
     try:
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
     except PermissionError:
@@ -123,10 +127,11 @@ def _packet_socket_status(*, tpacket_v3: bool) -> tuple[bool, str]:
     except OSError as e:
         return False, f"cannot create an AF_PACKET socket: {e.strerror}"
     with s:
-        if tpacket_v3:
+        if tpacket is not None:
+            name = f"TPACKET_V{tpacket + 1}"
             try:
-                s.setsockopt(263, _PACKET_VERSION, _TPACKET_V3)  # SOL_PACKET
+                s.setsockopt(263, _PACKET_VERSION, tpacket)  # SOL_PACKET
             except OSError as e:
-                return False, f"TPACKET_V3 not supported: {e.strerror}"
-            return True, "AF_PACKET socket with TPACKET_V3 creatable"
+                return False, f"{name} not supported: {e.strerror}"
+            return True, f"AF_PACKET socket with {name} creatable"
     return True, "AF_PACKET socket creatable"

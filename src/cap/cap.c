@@ -36,6 +36,7 @@ static void usage(FILE *out)
 "  -i, --iface IF          interface to capture on (required)\n"
 "  -b, --backend NAME      pcap (default): libpcap\n"
 "                          raw: AF_PACKET socket without a ring, recvmmsg batches\n"
+"                          afp-v2: AF_PACKET with its own TPACKET_V2 frame ring\n"
 "                          afp-v3: AF_PACKET with its own TPACKET_V3 block ring\n"
 "      --pcap-api API      pcap: next (pcap_next per packet, the seed's counter;\n"
 "                          default) or dispatch (pcap_dispatch per buffer)\n"
@@ -44,6 +45,10 @@ static void usage(FILE *out)
 "                          raw: socket receive buffer, SO_RCVBUF (default 32M)\n"
 "      --snaplen N         pcap: bytes kept per packet (default 262144)\n"
 "      --batch N           raw: packets per recvmmsg call, 1..1024 (default 64)\n"
+"      --frame-size BYTES  afp-v2: ring frame size, a multiple of 16 from 128\n"
+"                          (the stamp must fit) to 64k (default 2048)\n"
+"      --frame-count N     afp-v2: frames in the ring (default 4096; rounded up\n"
+"                          to whole blocks)\n"
 "      --block-size BYTES  afp-v3: ring block size, a power-of-two multiple of\n"
 "                          the page size (default 1M)\n"
 "      --block-count N     afp-v3: blocks in the ring (default 32)\n"
@@ -65,7 +70,7 @@ static void usage(FILE *out)
 struct cap_args {
 	const char *iface, *backend, *pcap_api, *buffer_size, *snaplen, *block_size;
 	const char *block_count, *block_timeout, *app_load, *count, *duration, *cpu, *interval;
-	const char *batch;
+	const char *batch, *frame_size, *frame_count;
 	int immediate, no_promisc;
 };
 
@@ -73,7 +78,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 {
 	enum { OPT_PCAP_API = 256, OPT_IMMEDIATE, OPT_BUFFER_SIZE, OPT_SNAPLEN, OPT_BLOCK_SIZE,
 	       OPT_BLOCK_COUNT, OPT_BLOCK_TIMEOUT, OPT_NO_PROMISC, OPT_APP_LOAD, OPT_CPU,
-	       OPT_INTERVAL, OPT_BATCH };
+	       OPT_INTERVAL, OPT_BATCH, OPT_FRAME_SIZE, OPT_FRAME_COUNT };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -82,6 +87,8 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
 		{ "snaplen", required_argument, NULL, OPT_SNAPLEN },
 		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "frame-size", required_argument, NULL, OPT_FRAME_SIZE },
+		{ "frame-count", required_argument, NULL, OPT_FRAME_COUNT },
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "block-count", required_argument, NULL, OPT_BLOCK_COUNT },
 		{ "block-timeout", required_argument, NULL, OPT_BLOCK_TIMEOUT },
@@ -106,6 +113,8 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		case OPT_BUFFER_SIZE: a->buffer_size = optarg; break;
 		case OPT_SNAPLEN: a->snaplen = optarg; break;
 		case OPT_BATCH: a->batch = optarg; break;
+		case OPT_FRAME_SIZE: a->frame_size = optarg; break;
+		case OPT_FRAME_COUNT: a->frame_count = optarg; break;
 		case OPT_BLOCK_SIZE: a->block_size = optarg; break;
 		case OPT_BLOCK_COUNT: a->block_count = optarg; break;
 		case OPT_BLOCK_TIMEOUT: a->block_timeout = optarg; break;
@@ -172,6 +181,18 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	if (a->batch && (cb_parse_u64(a->batch, &u) || u == 0 || u > 1024))
 		cb_usage_error("bad --batch '%s': give 1..1024 packets per recvmmsg call", a->batch);
 	cfg->batch = a->batch ? (unsigned int)u : 0;
+	if ((a->frame_size || a->frame_count) && be != &cap_backend_afp_v2)
+		cb_usage_error("--frame-size and --frame-count are options of --backend afp-v2, "
+			       "not of %s", be->name);
+	if (a->frame_size && (cb_parse_bytes(a->frame_size, &cfg->frame_size) ||
+			      cfg->frame_size < 128 || cfg->frame_size > 65536 || cfg->frame_size % 16))
+		cb_usage_error("bad --frame-size '%s': give a multiple of 16 from 128 B (a frame "
+			       "must hold the kernel's header and the stamp) up to 64k", a->frame_size);
+	if (a->frame_count) {
+		cfg->frame_count = cb_opt_count("--frame-count", a->frame_count, "frames");
+		if (cfg->frame_count > (1u << 22))
+			cb_usage_error("bad --frame-count '%s': give 1..4194304", a->frame_count);
+	}
 	if (a->snaplen && (cb_parse_u64(a->snaplen, &cfg->snaplen) || cfg->snaplen < 60 ||
 			   cfg->snaplen > 262144))
 		cb_usage_error("bad --snaplen '%s': give 60..262144 bytes (the stamp needs 60)",

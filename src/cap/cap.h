@@ -24,6 +24,9 @@ struct cap_cfg {
 	uint64_t buffer_size;    /* pcap_set_buffer_size, raw: SO_RCVBUF; 0 = the default */
 	/* raw (buffer_size: SO_RCVBUF) */
 	unsigned int batch;      /* packets per recvmmsg; 0 = the default */
+	/* TPACKET_V2 */
+	uint64_t frame_size;     /* 0 = the default */
+	uint64_t frame_count;
 	/* TPACKET_V3 */
 	uint64_t block_size;
 	uint64_t block_count;
@@ -85,6 +88,7 @@ struct cap_backend {
 
 extern const struct cap_backend cap_backend_pcap;
 extern const struct cap_backend cap_backend_raw;
+extern const struct cap_backend cap_backend_afp_v2;
 extern const struct cap_backend cap_backend_afp_v3;
 
 /* NULL-terminated registry (backends.c). */

@@ -62,6 +62,7 @@ def test_afpacket_engine(binaries, tb):
 SMALL_RING = {
     "pcap": ("--buffer-size", "1M"),
     "raw": ("--buffer-size", "1M"),
+    "afp-v2": ("--frame-count", "512"),
     "afp-v3": ("--block-count", "4", "--block-size", "64k"),
 }
 

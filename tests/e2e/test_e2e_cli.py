@@ -220,6 +220,12 @@ def test_generator_bad_input(tb, binaries, args, words):
     (["--backend", "raw", "--batch", "many"], ["--batch", "many"]),
     (["--backend", "afp-v3", "--batch", "8"], ["--batch", "raw"]),
     (["--backend", "afp-v3", "--buffer-size", "4M"], ["--buffer-size", "pcap and raw"]),
+    (["--backend", "afp-v2", "--frame-size", "100"], ["--frame-size", "multiple of 16"]),
+    (["--backend", "afp-v2", "--frame-size", "2050"], ["--frame-size", "multiple of 16"]),
+    (["--backend", "afp-v2", "--frame-count", "0"], ["--frame-count"]),
+    (["--backend", "afp-v2", "--frame-count", "5000000"], ["--frame-count", "4194304"]),
+    (["--backend", "afp-v3", "--frame-size", "2048"], ["--frame-size", "afp-v2"]),
+    (["--backend", "afp-v2", "--frame-size", "64k", "--frame-count", "4194304"], ["refuses a ring"]),
 ])
 def test_counter_bad_input(tb, binaries, args, words):
     p = run_in(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, *args])
