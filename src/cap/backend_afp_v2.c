@@ -68,31 +68,18 @@ static int afp_v2_open(const struct cap_cfg *cfg, void **state)
 	st->req.tp_frame_nr = (unsigned int)frames;
 	st->ring_len = block_size * st->req.tp_block_nr;
 
-	st->fd = pktsock_open(TPACKET_V2);
-	if (st->fd < 0) {
-		err = st->fd;
-		goto err_free;
-	}
 	snprintf(geometry, sizeof(geometry), "%u frames of %u B (%u blocks of %u B)",
 		 st->req.tp_frame_nr, frame_size, st->req.tp_block_nr, st->req.tp_block_size);
-	err = pktsock_map_ring(st->fd, &st->req, sizeof(st->req), st->ring_len, &ring, geometry,
-			       "use fewer or smaller frames (--frame-count, --frame-size)");
-	if (err)
-		goto err_close;
+	err = pktsock_open_ring(cfg, TPACKET_V2, &st->req, sizeof(st->req), st->ring_len, geometry,
+				"use fewer or smaller frames (--frame-count, --frame-size)", &st->fd,
+				&ring);
+	if (err) {
+		free(st);
+		return err;
+	}
 	st->ring = ring;
-	err = pktsock_bind(st->fd, cfg);
-	if (err)
-		goto err_unmap;
 	*state = st;
 	return 0;
-
-err_unmap:
-	munmap(st->ring, st->ring_len);
-err_close:
-	close(st->fd);
-err_free:
-	free(st);
-	return err;
 }
 
 static inline struct tpacket2_hdr *frame(struct afp_v2 *st, unsigned int i)

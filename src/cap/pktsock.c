@@ -30,28 +30,6 @@ int pktsock_open(int version)
 	return fd;
 }
 
-int pktsock_map_ring(int fd, const void *req, socklen_t req_len, size_t ring_len, void **ring,
-		     const char *geometry, const char *fix)
-{
-	void *p;
-
-	if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, req, req_len) < 0) {
-		fprintf(stderr, "capbench-cap: the kernel refuses a ring of %s (%s): %s\n", geometry,
-			strerror(errno), fix);
-		return -EINVAL;
-	}
-	/* MAP_POPULATE: fault the whole ring in now, not on the first lap. */
-	p = mmap(NULL, ring_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-	if (p == MAP_FAILED) {
-		int err = -errno;
-
-		fprintf(stderr, "capbench-cap: cannot map the ring: %s\n", strerror(errno));
-		return err;
-	}
-	*ring = p;
-	return 0;
-}
-
 int pktsock_bind(int fd, const struct cap_cfg *cfg)
 {
 	struct sockaddr_ll sll = {
@@ -77,4 +55,39 @@ int pktsock_bind(int fd, const struct cap_cfg *cfg)
 		}
 	}
 	return 0;
+}
+
+int pktsock_open_ring(const struct cap_cfg *cfg, int version, const void *req, socklen_t req_len,
+		      size_t ring_len, const char *geometry, const char *fix, int *fd, void **ring)
+{
+	void *p;
+	int s = pktsock_open(version), err;
+
+	if (s < 0)
+		return s;
+	if (setsockopt(s, SOL_PACKET, PACKET_RX_RING, req, req_len) < 0) {
+		fprintf(stderr, "capbench-cap: the kernel refuses a ring of %s (%s): %s\n", geometry,
+			strerror(errno), fix);
+		err = -EINVAL;
+		goto err_close;
+	}
+	/* MAP_POPULATE: fault the whole ring in now, not on the first lap. */
+	p = mmap(NULL, ring_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s, 0);
+	if (p == MAP_FAILED) {
+		err = -errno;
+		fprintf(stderr, "capbench-cap: cannot map the ring: %s\n", strerror(errno));
+		goto err_close;
+	}
+	err = pktsock_bind(s, cfg);
+	if (err)
+		goto err_unmap;
+	*fd = s;
+	*ring = p;
+	return 0;
+
+err_unmap:
+	munmap(p, ring_len);
+err_close:
+	close(s);
+	return err;
 }

@@ -20,11 +20,13 @@
  * Returns the descriptor or -errno. */
 int pktsock_open(int version);
 
-/* PACKET_RX_RING with `req` (struct tpacket_req or tpacket_req3), then map
- * the ring's ring_len bytes. `geometry` describes the ring for the error
- * line ("4 blocks of 64 KiB") and `fix` says what to change. */
-int pktsock_map_ring(int fd, const void *req, socklen_t req_len, size_t ring_len, void **ring,
-		     const char *geometry, const char *fix);
+/* A packet socket with a receive ring, bound to cfg->iface: pktsock_open(),
+ * PACKET_RX_RING with `req` (struct tpacket_req or tpacket_req3), the
+ * ring's ring_len bytes mapped, pktsock_bind(). `geometry` describes the
+ * ring for the error line if the kernel refuses it ("4 blocks of 64 KiB")
+ * and `fix` says what to change. On success *fd and *ring are set. */
+int pktsock_open_ring(const struct cap_cfg *cfg, int version, const void *req, socklen_t req_len,
+		      size_t ring_len, const char *geometry, const char *fix, int *fd, void **ring);
 
 /* Bind to cfg->ifindex for every protocol (ETH_P_ALL), and make the
  * interface promiscuous if cfg->promisc (the kernel counts promiscuity per

@@ -45,27 +45,15 @@ int v3_ring_open(const struct cap_cfg *cfg, struct v3_ring *r)
 	r->req.tp_feature_req_word = 0;
 	r->ring_len = (size_t)r->req.tp_block_size * r->req.tp_block_nr;
 
-	r->fd = pktsock_open(TPACKET_V3);
-	if (r->fd < 0)
-		return r->fd;
 	snprintf(geometry, sizeof(geometry), "%u blocks of %u B", r->req.tp_block_nr,
 		 r->req.tp_block_size);
-	err = pktsock_map_ring(r->fd, &r->req, sizeof(r->req), r->ring_len, &ring, geometry,
-			       "use a --block-size that is a power of two multiple of the page size, "
-			       "and fewer or smaller blocks");
+	err = pktsock_open_ring(cfg, TPACKET_V3, &r->req, sizeof(r->req), r->ring_len, geometry,
+				"use a --block-size that is a power of two multiple of the page size, "
+				"and fewer or smaller blocks", &r->fd, &ring);
 	if (err)
-		goto err_close;
+		return err;
 	r->ring = ring;
-	err = pktsock_bind(r->fd, cfg);
-	if (err)
-		goto err_unmap;
 	return 0;
-
-err_unmap:
-	munmap(r->ring, r->ring_len);
-err_close:
-	close(r->fd);
-	return err;
 }
 
 static inline struct tpacket_block_desc *block(struct v3_ring *r, unsigned int i)
