@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Backend "afp-v2": an AF_PACKET socket with a TPACKET_V2 ring of fixed-size
- * frames, one packet per frame: PF_RING's ring buffer (seed 001) as Linux
+ * frames, one packet per frame: PF_RING's ring buffer (seed 000) as Linux
  * offers it without a module.
  *
  * Hand-over is per frame, through its tp_status word: the kernel copies a
