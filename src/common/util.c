@@ -217,6 +217,56 @@ int cb_parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* One number of a CPU list: digits only, ends at ',' '-' or the end. */
+static int cpu_number(const char **p, int ncpu, int *cpu)
+{
+	const char *s = *p;
+	long v = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (*s - '0');
+		if (v >= ncpu)
+			return -ERANGE;
+	}
+	*p = s;
+	*cpu = (int)v;
+	return 0;
+}
+
+int cb_parse_cpu_list(const char *s, int ncpu, int *out, int max)
+{
+	int n = 0, lo, hi, err;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (;;) {
+		if ((err = cpu_number(&s, ncpu, &lo)))
+			return err;
+		hi = lo;
+		if (*s == '-') {
+			s++;
+			if ((err = cpu_number(&s, ncpu, &hi)))
+				return err;
+			if (hi < lo)
+				return -EINVAL;
+		}
+		for (int cpu = lo; cpu <= hi; cpu++) {
+			for (int i = 0; i < n; i++)
+				if (out[i] == cpu)
+					return -EINVAL;
+			if (n == max)
+				return -ERANGE;
+			out[n++] = cpu;
+		}
+		if (!*s)
+			return n;
+		if (*s++ != ',')
+			return -EINVAL;
+	}
+}
+
 uint64_t cb_opt_count(const char *flag, const char *s, const char *what)
 {
 	uint64_t v;
