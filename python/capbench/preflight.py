@@ -23,6 +23,9 @@ _PACKET_VERSION = 10
 _TPACKET_V2 = 1
 _TPACKET_V3 = 2
 _ETH_P_ALL = 0x0003
+_PACKET_FANOUT = 18
+_PACKET_FANOUT_LB = 1
+_PACKET_FANOUT_FLAG_UNIQUEID = 0x2000
 
 
 def require_root(what: str) -> None:
@@ -115,6 +118,9 @@ def backend_status(name: str) -> tuple[bool, str]:
         return _packet_socket_status(tpacket=_TPACKET_V2)
     if name == "afp-v3":
         return _packet_socket_status(tpacket=_TPACKET_V3)
+    if name == "fanout":
+        ok, why = _packet_socket_status(tpacket=_TPACKET_V3)
+        return (ok, why) if not ok else _fanout_status()
     return False, "unknown backend"
 
 
@@ -135,3 +141,14 @@ def _packet_socket_status(*, tpacket: int | None = None) -> tuple[bool, str]:
                 return False, f"{name} not supported: {e.strerror}"
             return True, f"AF_PACKET socket with {name} creatable"
     return True, "AF_PACKET socket creatable"
+
+
+def _fanout_status() -> tuple[bool, str]:
+    """Whether a packet socket bound to lo can create a PACKET_FANOUT group (with a kernel-chosen id)."""
+    try:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL)) as s:
+            s.bind(("lo", _ETH_P_ALL))
+            s.setsockopt(263, _PACKET_FANOUT, (_PACKET_FANOUT_LB | _PACKET_FANOUT_FLAG_UNIQUEID) << 16)
+    except OSError as e:
+        return False, f"PACKET_FANOUT groups not supported: {e.strerror}"
+    return True, "AF_PACKET sockets with TPACKET_V3 in a PACKET_FANOUT group creatable"

@@ -35,7 +35,7 @@ SCHEMA = 1
 # A trial whose generator sent less than this share of the offered rate did not
 # offer the load it names: its loss figures are not a capture result at that load.
 OFFERED_MIN_SHARE = 0.999
-BACKENDS = ("pcap", "raw", "afp-v2", "afp-v3")
+BACKENDS = ("pcap", "raw", "afp-v2", "afp-v3", "fanout")
 ENGINES = ("xdp", "afpacket")
 
 

@@ -9,6 +9,7 @@ const struct cap_backend *const cap_backends[] = {
 	&cap_backend_raw,
 	&cap_backend_afp_v2,
 	&cap_backend_afp_v3,
+	&cap_backend_fanout,
 	NULL,
 };
 

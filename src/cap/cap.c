@@ -4,8 +4,10 @@
  * backend, reads each packet's stamp, counts and discards it. See
  * docs/programs.md for the output.
  *
- * Threads: the worker runs the backend's read loop; the main thread keeps
- * time, prints interval lines, waits for SIGINT/SIGTERM and stops the worker.
+ * Threads: each worker runs the backend's read loop on its own socket (one
+ * worker, or --workers for fanout, each pinned to its CPU); the main thread
+ * keeps time, prints interval lines with the workers' sums, waits for
+ * SIGINT/SIGTERM, stops the workers and prints the merged summary.
  * Both signals are blocked in every thread and taken by the main thread
  * with sigtimedwait(), so none can be lost between a check and a wait.
  */
@@ -38,6 +40,8 @@ static void usage(FILE *out)
 "                          raw: AF_PACKET socket without a ring, recvmmsg batches\n"
 "                          afp-v2: AF_PACKET with its own TPACKET_V2 frame ring\n"
 "                          afp-v3: AF_PACKET with its own TPACKET_V3 block ring\n"
+"                          fanout: --workers threads, each its own TPACKET_V3\n"
+"                          ring, in one PACKET_FANOUT group\n"
 "      --pcap-api API      pcap: next (pcap_next per packet, the seed's counter;\n"
 "                          default) or dispatch (pcap_dispatch per buffer)\n"
 "      --immediate         pcap: immediate mode (deliver each packet at once)\n"
@@ -49,16 +53,28 @@ static void usage(FILE *out)
 "                          (the stamp must fit) to 64k (default 2048)\n"
 "      --frame-count N     afp-v2: frames in the ring (default 4096; rounded up\n"
 "                          to whole blocks)\n"
-"      --block-size BYTES  afp-v3: ring block size, a power-of-two multiple of\n"
-"                          the page size (default 1M)\n"
-"      --block-count N     afp-v3: blocks in the ring (default 32)\n"
-"      --block-timeout MS  afp-v3: hand over a partly filled block after MS ms\n"
-"                          (default 10)\n"
+"      --block-size BYTES  afp-v3, fanout: ring block size, a power-of-two\n"
+"                          multiple of the page size (default 1M)\n"
+"      --block-count N     afp-v3, fanout: blocks per ring (default 32)\n"
+"      --block-timeout MS  afp-v3, fanout: hand over a partly filled block after\n"
+"                          MS ms (default 10)\n"
+"      --workers N         fanout: worker threads, one socket and ring each, at\n"
+"                          most one per CPU (default 1, or one per --worker-cpus)\n"
+"      --worker-cpus LIST  fanout: pin worker i to the i-th CPU of LIST (0,1 or\n"
+"                          0-3); default: consecutive CPUs from --cpu (or 0),\n"
+"                          wrapping around\n"
+"      --fanout-mode MODE  fanout: how the kernel spreads packets over the\n"
+"                          workers: hash (of the flow; default), lb (round\n"
+"                          robin), cpu (the receiving CPU), qm (the receive\n"
+"                          queue), rollover (stay on one worker, move on when\n"
+"                          its ring is full)\n"
 "      --no-promisc        do not put IF into promiscuous mode\n"
-"      --app-load LOAD     work per packet: touch (read the stamp; default),\n"
-"                          none (count frames only, no stamp check), copy (copy\n"
-"                          each packet once), spin:NS (busy NS ns per packet)\n"
-"  -c, --count N           stop after N capbench frames\n"
+"      --app-load LOAD     work per packet, in every worker: touch (read the\n"
+"                          stamp; default), none (count frames only, no stamp\n"
+"                          check), copy (copy each packet once), spin:NS (busy\n"
+"                          NS ns per packet)\n"
+"  -c, --count N           stop after N capbench frames (fanout: all workers\n"
+"                          together, checked every 50 ms)\n"
 "  -d, --duration S        stop after S seconds (5, 5s, 250ms, 2m)\n"
 "      --cpu N             pin the counter to CPU N\n"
 "      --interval S        seconds between interval lines (default 1)\n"
@@ -70,7 +86,7 @@ static void usage(FILE *out)
 struct cap_args {
 	const char *iface, *backend, *pcap_api, *buffer_size, *snaplen, *block_size;
 	const char *block_count, *block_timeout, *app_load, *count, *duration, *cpu, *interval;
-	const char *batch, *frame_size, *frame_count;
+	const char *batch, *frame_size, *frame_count, *workers, *worker_cpus, *fanout_mode;
 	int immediate, no_promisc;
 };
 
@@ -78,7 +94,8 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 {
 	enum { OPT_PCAP_API = 256, OPT_IMMEDIATE, OPT_BUFFER_SIZE, OPT_SNAPLEN, OPT_BLOCK_SIZE,
 	       OPT_BLOCK_COUNT, OPT_BLOCK_TIMEOUT, OPT_NO_PROMISC, OPT_APP_LOAD, OPT_CPU,
-	       OPT_INTERVAL, OPT_BATCH, OPT_FRAME_SIZE, OPT_FRAME_COUNT };
+	       OPT_INTERVAL, OPT_BATCH, OPT_FRAME_SIZE, OPT_FRAME_COUNT,
+	       OPT_WORKERS, OPT_WORKER_CPUS, OPT_FANOUT_MODE };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -92,6 +109,9 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "block-count", required_argument, NULL, OPT_BLOCK_COUNT },
 		{ "block-timeout", required_argument, NULL, OPT_BLOCK_TIMEOUT },
+		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "worker-cpus", required_argument, NULL, OPT_WORKER_CPUS },
+		{ "fanout-mode", required_argument, NULL, OPT_FANOUT_MODE },
 		{ "no-promisc", no_argument, NULL, OPT_NO_PROMISC },
 		{ "app-load", required_argument, NULL, OPT_APP_LOAD },
 		{ "count", required_argument, NULL, 'c' },
@@ -118,6 +138,9 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		case OPT_BLOCK_SIZE: a->block_size = optarg; break;
 		case OPT_BLOCK_COUNT: a->block_count = optarg; break;
 		case OPT_BLOCK_TIMEOUT: a->block_timeout = optarg; break;
+		case OPT_WORKERS: a->workers = optarg; break;
+		case OPT_WORKER_CPUS: a->worker_cpus = optarg; break;
+		case OPT_FANOUT_MODE: a->fanout_mode = optarg; break;
 		case OPT_NO_PROMISC: a->no_promisc = 1; break;
 		case OPT_APP_LOAD: a->app_load = optarg; break;
 		case 'c': a->count = optarg; break;
@@ -146,6 +169,41 @@ static const struct cap_backend *find_backend(const char *name)
 	cb_usage_error("unknown backend '%s': use one of %s", name, names);
 }
 
+/* fanout: how many workers, on which CPUs, and the fanout mode. */
+static void configure_workers(const struct cap_args *a, struct cap_cfg *cfg)
+{
+	long nconf = sysconf(_SC_NPROCESSORS_CONF);
+	int usable = cb_cpu_count(), listed = 0;
+	uint64_t u;
+
+	if (usable > CAP_MAX_WORKERS)
+		usable = CAP_MAX_WORKERS;
+	cfg->fanout_mode = cap_fanout_mode_parse(a->fanout_mode ? a->fanout_mode : "hash");
+	if (cfg->fanout_mode < 0)
+		cb_usage_error("bad --fanout-mode '%s': use hash, lb, cpu, qm or rollover",
+			       a->fanout_mode);
+	if (a->worker_cpus) {
+		listed = cb_parse_cpu_list(a->worker_cpus, (int)nconf, cfg->worker_cpus, usable);
+		if (listed < 0)
+			cb_usage_error("bad --worker-cpus '%s': give up to %d distinct CPUs of 0..%ld, "
+				       "e.g. 0,1 or 0-3", a->worker_cpus, usable, nconf - 1);
+	}
+	if (a->workers) {
+		if (cb_parse_u64(a->workers, &u) || u == 0 || u > (uint64_t)usable)
+			cb_usage_error("bad --workers '%s': give 1..%d (at most one worker per CPU)",
+				       a->workers, usable);
+		cfg->workers = (unsigned int)u;
+	} else {
+		cfg->workers = listed ? (unsigned int)listed : 1;
+	}
+	if (listed && (unsigned int)listed != cfg->workers)
+		cb_usage_error("--workers %u but --worker-cpus '%s' names %d CPUs: give one CPU per "
+			       "worker", cfg->workers, a->worker_cpus, listed);
+	if (!listed)
+		for (unsigned int i = 0; i < cfg->workers; i++)
+			cfg->worker_cpus[i] = (int)(((cfg->cpu >= 0 ? cfg->cpu : 0) + (long)i) % nconf);
+}
+
 static void configure(const struct cap_args *a, const struct cap_backend *be, struct cap_cfg *cfg)
 {
 	uint64_t u;
@@ -171,9 +229,13 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 			       be->name);
 	if (a->batch && be != &cap_backend_raw)
 		cb_usage_error("--batch is an option of --backend raw, not of %s", be->name);
-	if ((a->block_size || a->block_count || a->block_timeout) && be != &cap_backend_afp_v3)
+	if ((a->block_size || a->block_count || a->block_timeout) && be != &cap_backend_afp_v3 &&
+	    be != &cap_backend_fanout)
 		cb_usage_error("--block-size, --block-count and --block-timeout are options of "
-			       "--backend afp-v3, not of %s", be->name);
+			       "--backend afp-v3 and fanout, not of %s", be->name);
+	if ((a->workers || a->worker_cpus || a->fanout_mode) && be != &cap_backend_fanout)
+		cb_usage_error("--workers, --worker-cpus and --fanout-mode are options of "
+			       "--backend fanout, not of %s", be->name);
 	cfg->immediate = a->immediate;
 	if (a->buffer_size && (cb_parse_bytes(a->buffer_size, &cfg->buffer_size) ||
 			       cfg->buffer_size == 0 || cfg->buffer_size > (1ull << 31) - 1))
@@ -224,6 +286,10 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		cfg->interval_s = cb_opt_seconds("--interval", a->interval);
 	if (a->cpu)
 		cfg->cpu = cb_opt_cpu("--cpu", a->cpu);
+	cfg->workers = 1;
+	cfg->worker_cpus[0] = -1; /* the worker runs where the process is pinned */
+	if (be == &cap_backend_fanout)
+		configure_workers(a, cfg);
 	cfg->ifindex = cb_ifindex(cfg->iface);
 	if (cfg->ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
@@ -233,6 +299,7 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 struct worker_ctx {
 	const struct cap_backend *be;
 	void *state;
+	pthread_t thread;
 	struct cap_worker w;
 };
 
@@ -246,36 +313,108 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void print_interval(double t_s, double dt_s, const struct cap_worker *w,
-			   uint64_t *prev_packets, uint64_t *prev_bytes, uint64_t *prev_received)
+/* Start worker c on its own thread, pinned to `cpu` (-1: not pinned). */
+static void start_worker(struct worker_ctx *c, int cpu)
+{
+	pthread_attr_t attr;
+	int err;
+
+	pthread_attr_init(&attr);
+	if (cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	err = pthread_create(&c->thread, &attr, worker_main, c);
+	pthread_attr_destroy(&attr);
+	if (err == EINVAL && cpu >= 0)
+		cb_usage_error("cannot pin worker %u to CPU %d: %s", c->w.index, cpu, strerror(err));
+	if (err)
+		cb_fatal("cannot start capture thread %u: %s", c->w.index, strerror(err));
+}
+
+/* The counts the workers have published so far, summed. */
+struct published {
+	uint64_t packets, bytes, received;
+	int any_done;
+};
+
+static void read_published(const struct worker_ctx *ctx, unsigned int n, struct published *p)
+{
+	memset(p, 0, sizeof(*p));
+	for (unsigned int i = 0; i < n; i++) {
+		const struct cap_worker *w = &ctx[i].w;
+
+		p->packets += __atomic_load_n(&w->published.packets, __ATOMIC_RELAXED);
+		p->bytes += __atomic_load_n(&w->published.bytes, __ATOMIC_RELAXED);
+		p->received += __atomic_load_n(&w->published.received, __ATOMIC_RELAXED);
+		p->any_done |= __atomic_load_n(&w->done, __ATOMIC_ACQUIRE);
+	}
+}
+
+static void print_interval(double t_s, double dt_s, const struct published *now, struct published *prev)
 {
 	struct cb_json j;
-	uint64_t packets = __atomic_load_n(&w->published.packets, __ATOMIC_RELAXED);
-	uint64_t bytes = __atomic_load_n(&w->published.bytes, __ATOMIC_RELAXED);
-	uint64_t received = __atomic_load_n(&w->published.received, __ATOMIC_RELAXED);
 
 	cb_json_begin(&j, "interval");
 	cb_json_double(&j, "t_s", t_s);
-	cb_json_u64(&j, "packets", packets);
-	cb_json_u64(&j, "received", received);
-	cb_json_double(&j, "pps", (double)(packets - *prev_packets) / dt_s);
-	cb_json_double(&j, "rx_pps", (double)(received - *prev_received) / dt_s);
+	cb_json_u64(&j, "packets", now->packets);
+	cb_json_u64(&j, "received", now->received);
+	cb_json_double(&j, "pps", (double)(now->packets - prev->packets) / dt_s);
+	cb_json_double(&j, "rx_pps", (double)(now->received - prev->received) / dt_s);
 	/* Bits per second of frame data (no preamble, gap or FCS). */
-	cb_json_double(&j, "bps", (double)(bytes - *prev_bytes) * 8.0 / dt_s);
+	cb_json_double(&j, "bps", (double)(now->bytes - prev->bytes) * 8.0 / dt_s);
 	cb_json_end(&j, stdout);
-	*prev_packets = packets;
-	*prev_bytes = bytes;
-	*prev_received = received;
+	*prev = *now;
 }
 
-static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be,
-			  struct cap_worker *w, const struct cap_kstats *k, double duration_s)
+/* The workers' final counts merged into one: sums, and the sequence
+ * numbers over the union of what they saw (seqmerge.h) when there are
+ * several. */
+struct merged {
+	uint64_t packets, bytes, foreign, received, alloc_failures;
+	struct cb_seqtotals seq;
+	int err;
+};
+
+static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ctx, unsigned int n,
+			  const struct cb_seqmerge *merge, struct merged *m)
 {
-	struct cb_seqtotals t;
+	const struct cb_seqset *sets[CAP_MAX_WORKERS];
+
+	memset(m, 0, sizeof(*m));
+	for (unsigned int i = 0; i < n; i++) {
+		const struct cap_worker *w = &ctx[i].w;
+
+		m->packets += w->packets;
+		m->bytes += w->bytes;
+		m->foreign += w->foreign;
+		m->received += w->received;
+		m->alloc_failures += w->alloc_failures;
+		if (!m->err)
+			m->err = w->err;
+		sets[i] = &w->seq;
+	}
+	if (!merge) {
+		cb_seqset_totals(&ctx[0].w.seq, &m->seq);
+		return;
+	}
+	cb_seqmerge_totals(merge, sets, n, &m->seq);
+	m->alloc_failures += merge->alloc_failures;
+	/* --app-load none reads no stamps: then the sum is all there is. */
+	if (cfg->load.kind != APP_LOAD_NONE)
+		m->received = m->seq.unique;
+}
+
+static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be, void *state,
+			  const struct worker_ctx *ctx, const struct merged *m,
+			  const struct cap_kstats *k, double duration_s)
+{
 	struct cb_json j;
 	char load[32];
 
-	cb_seqset_totals(&w->seq, &t);
 	app_load_format(&cfg->load, load, sizeof(load));
 	cb_json_begin(&j, "summary");
 	cb_json_str(&j, "backend", be->name);
@@ -283,17 +422,19 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_str(&j, "app_load", load);
 	if (be == &cap_backend_pcap)
 		cb_json_str(&j, "pcap_api", cfg->pcap_dispatch ? "dispatch" : "next");
+	if (be == &cap_backend_fanout)
+		cb_json_str(&j, "fanout_mode", cap_fanout_mode_name(cfg->fanout_mode));
 	cb_json_double(&j, "duration_s", duration_s);
-	cb_json_u64(&j, "packets", w->packets);
-	cb_json_u64(&j, "bytes", w->bytes);
-	cb_json_u64(&j, "received", w->received);
-	cb_json_u64(&j, "foreign", w->foreign);
-	cb_json_u64(&j, "lost", t.lost);
-	cb_json_u64(&j, "duplicates", t.duplicates);
-	cb_json_u64(&j, "reordered", t.reordered);
-	cb_json_u64(&j, "too_old", t.too_old);
-	cb_json_u64(&j, "max_seq", t.max_seq);
-	cb_json_u64(&j, "streams", t.streams);
+	cb_json_u64(&j, "packets", m->packets);
+	cb_json_u64(&j, "bytes", m->bytes);
+	cb_json_u64(&j, "received", m->received);
+	cb_json_u64(&j, "foreign", m->foreign);
+	cb_json_u64(&j, "lost", m->seq.lost);
+	cb_json_u64(&j, "duplicates", m->seq.duplicates);
+	cb_json_u64(&j, "reordered", m->seq.reordered);
+	cb_json_u64(&j, "too_old", m->seq.too_old);
+	cb_json_u64(&j, "max_seq", m->seq.max_seq);
+	cb_json_u64(&j, "streams", m->seq.streams);
 	cb_json_u64(&j, "kernel_drops", k->drops);
 	cb_json_obj_begin(&j, "kernel");
 	cb_json_u64(&j, "packets", k->packets);
@@ -303,11 +444,27 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	if (k->has_ifdrop)
 		cb_json_u64(&j, "ifdrop", k->ifdrop);
 	cb_json_obj_end(&j);
-	if (w->alloc_failures)
-		cb_json_u64(&j, "untracked", w->alloc_failures);
+	if (m->alloc_failures)
+		cb_json_u64(&j, "untracked", m->alloc_failures);
 	cb_json_i64(&j, "cpu", cfg->cpu);
-	if (w->err)
-		cb_json_str(&j, "error", strerror(-w->err));
+	cb_json_arr_begin(&j, "workers");
+	for (unsigned int i = 0; i < cfg->workers; i++) {
+		cb_json_elem_begin(&j);
+		cb_json_u64(&j, "worker", i);
+		cb_json_i64(&j, "cpu", cfg->worker_cpus[i] >= 0 ? cfg->worker_cpus[i] : cfg->cpu);
+		cb_json_u64(&j, "packets", ctx[i].w.packets);
+		cb_json_u64(&j, "received", ctx[i].w.received);
+		if (be->worker_stats) {
+			struct cap_kstats wk;
+
+			be->worker_stats(state, i, &wk);
+			cb_json_u64(&j, "kernel_drops", wk.drops);
+		}
+		cb_json_obj_end(&j);
+	}
+	cb_json_arr_end(&j);
+	if (m->err)
+		cb_json_str(&j, "error", strerror(-m->err));
 	cb_json_end(&j, stdout);
 }
 
@@ -317,12 +474,16 @@ int main(int argc, char **argv)
 	struct cap_cfg cfg;
 	const struct cap_backend *be;
 	struct worker_ctx *ctx;
+	struct cb_seqmerge *merge = NULL;
+	struct published prev = { 0 }, now_pub;
+	struct merged m;
 	struct cap_kstats k;
 	struct cb_json j;
-	pthread_t thread;
 	sigset_t sigs;
 	volatile int stop = 0;
-	uint64_t start, end, next_tick, prev_tick, pp = 0, pb = 0, pr = 0;
+	uint64_t start, end, next_tick, prev_tick;
+	void *state;
+	unsigned int n;
 	int err;
 
 	cb_set_progname(argv[0]);
@@ -332,7 +493,8 @@ int main(int argc, char **argv)
 	if (geteuid() != 0)
 		cb_usage_error("must run as root (packet capture needs CAP_NET_RAW): run it with sudo");
 
-	/* Pin the whole process before any thread exists: the worker inherits it. */
+	/* Pin the whole process before any thread exists: the workers inherit
+	 * it, unless they have CPUs of their own (fanout). */
 	if (cfg.cpu >= 0 && (err = cb_pin_cpu(cfg.cpu)))
 		cb_usage_error("cannot pin to CPU %d: %s", cfg.cpu, strerror(-err));
 	sigemptyset(&sigs);
@@ -340,24 +502,42 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	ctx = calloc(1, sizeof(*ctx));
+	n = cfg.workers;
+	ctx = calloc(n, sizeof(*ctx));
 	if (!ctx)
 		cb_fatal("out of memory");
-	ctx->be = be;
-	ctx->w.cfg = &cfg;
-	ctx->w.stop = &stop;
-	err = be->open(&cfg, &ctx->state);
+	if (n > 1) {
+		merge = malloc(sizeof(*merge));
+		if (!merge)
+			cb_fatal("out of memory");
+		cb_seqmerge_init(merge);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		ctx[i].be = be;
+		ctx[i].w.cfg = &cfg;
+		ctx[i].w.stop = &stop;
+		ctx[i].w.index = i;
+		if (merge) {
+			ctx[i].w.merge = merge;
+			ctx[i].w.stage = calloc(1, sizeof(*ctx[i].w.stage));
+			if (!ctx[i].w.stage)
+				cb_fatal("out of memory");
+		}
+	}
+	err = be->open(&cfg, &state);
 	if (err)
 		return err == -ENODEV || err == -EPERM || err == -EINVAL ? CB_EXIT_USAGE
 									  : CB_EXIT_RUNTIME;
-	err = pthread_create(&thread, NULL, worker_main, ctx);
-	if (err)
-		cb_fatal("cannot start the capture thread: %s", strerror(err));
+	for (unsigned int i = 0; i < n; i++) {
+		ctx[i].state = state;
+		start_worker(&ctx[i], cfg.worker_cpus[i]);
+	}
 	start = cb_now_ns();
 	cb_json_begin(&j, "ready");
 	cb_json_str(&j, "backend", be->name);
 	cb_json_str(&j, "iface", cfg.iface);
 	cb_json_i64(&j, "cpu", cfg.cpu);
+	cb_json_u64(&j, "workers", n);
 	cb_json_end(&j, stdout);
 
 	end = cfg.duration_s > 0 ? start + (uint64_t)(cfg.duration_s * 1e9) : UINT64_MAX;
@@ -367,14 +547,17 @@ int main(int argc, char **argv)
 		uint64_t now = cb_now_ns(), wake;
 		struct timespec ts;
 
-		if (now >= end || __atomic_load_n(&ctx->w.done, __ATOMIC_ACQUIRE))
+		read_published(ctx, n, &now_pub);
+		/* A worker that is done reached --count or failed: stop them all.
+		 * Several workers reach --count together, seen here. */
+		if (now >= end || now_pub.any_done || (cfg.count && now_pub.received >= cfg.count))
 			break;
 		if (now >= next_tick) {
 			/* Reading the kernel statistics every interval also keeps
 			 * their 32-bit counters from wrapping. */
-			be->stats(ctx->state, &k);
+			be->stats(state, &k);
 			print_interval((double)(now - start) / 1e9, (double)(now - prev_tick) / 1e9,
-				       &ctx->w, &pp, &pb, &pr);
+				       &now_pub, &prev);
 			prev_tick = now;
 			next_tick += (uint64_t)(cfg.interval_s * 1e9);
 			continue;
@@ -390,13 +573,21 @@ int main(int argc, char **argv)
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	if (be->wake)
-		be->wake(ctx->state);
-	pthread_join(thread, NULL);
-	be->stats(ctx->state, &k);
-	print_summary(&cfg, be, &ctx->w, &k, (double)(cb_now_ns() - start) / 1e9);
-	err = ctx->w.err;
-	be->close(ctx->state);
-	cb_seqset_free(&ctx->w.seq);
+		be->wake(state);
+	for (unsigned int i = 0; i < n; i++)
+		pthread_join(ctx[i].thread, NULL);
+	be->stats(state, &k);
+	merge_workers(&cfg, ctx, n, merge, &m);
+	print_summary(&cfg, be, state, ctx, &m, &k, (double)(cb_now_ns() - start) / 1e9);
+	be->close(state);
+	for (unsigned int i = 0; i < n; i++) {
+		cb_seqset_free(&ctx[i].w.seq);
+		free(ctx[i].w.stage);
+	}
+	if (merge) {
+		cb_seqmerge_free(merge);
+		free(merge);
+	}
 	free(ctx);
-	return err ? CB_EXIT_RUNTIME : CB_EXIT_OK;
+	return m.err ? CB_EXIT_RUNTIME : CB_EXIT_OK;
 }

@@ -64,6 +64,7 @@ SMALL_RING = {
     "raw": ("--buffer-size", "1M"),
     "afp-v2": ("--frame-count", "512"),
     "afp-v3": ("--block-count", "4", "--block-size", "64k"),
+    "fanout": ("--block-count", "4", "--block-size", "64k"),
 }
 
 
@@ -84,6 +85,33 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
     assert r.sent - r.received == r.lost
     assert 0 < r.loss_pct < 100
     assert r.app_cpu_pct > 50  # the spin shows as application load
+
+
+def test_fanout_lb_splits_the_frames_over_two_workers(binaries, tb):
+    # Round robin: each of the two pinned workers gets every other frame; the
+    # summary merges their sequence numbers, so the totals are exact.
+    r = measure(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=3, count=FRAMES,
+                cap_args=("--workers", "2", "--fanout-mode", "lb"))
+    assert_nothing_lost(r)
+    cap = r.raw["cap"]
+    assert cap["fanout_mode"] == "lb"
+    workers = cap["workers"]
+    assert [w["worker"] for w in workers] == [0, 1]
+    assert [w["cpu"] for w in workers] == [1, 0]  # from --cpu 1, wrapping around
+    assert sum(w["packets"] for w in workers) == cap["packets"] == FRAMES
+    assert sum(w["received"] for w in workers) == FRAMES
+    for w in workers:
+        assert abs(w["received"] - FRAMES // 2) <= 1, workers
+        assert w["kernel_drops"] == 0
+    assert cap["kernel"]["packets"] == FRAMES
+
+
+def test_fanout_hash_keeps_one_flow_on_one_worker(binaries, tb):
+    r = measure(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=2, count=20_000,
+                cap_args=("--workers", "2"))
+    assert_nothing_lost(r, frames=20_000)
+    assert r.raw["cap"]["fanout_mode"] == "hash"
+    assert sorted(w["received"] for w in r.raw["cap"]["workers"]) == [0, 20_000]
 
 
 def test_foreign_frames_are_counted_apart(binaries, tb):
