@@ -98,7 +98,8 @@ struct cap_backend {
 	 * of the totals the last stats() call took. */
 	void (*worker_stats)(void *state, unsigned int worker, struct cap_kstats *out);
 	/* Optional: called by the main thread after setting *w->stop, to wake
-	 * a read loop that may be blocked in the kernel. */
+	 * a read loop that may be blocked in the kernel, or to stop new packets
+	 * from arriving while the workers drain. */
 	void (*wake)(void *state);
 	void (*close)(void *state);
 };
