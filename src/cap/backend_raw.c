@@ -7,8 +7,8 @@
  *
  * The queue is bounded by the socket's receive buffer (SO_RCVBUF, set with
  * --buffer-size), which the kernel charges with each skb's truesize, not
- * the frame length: a 60 B frame costs several hundred bytes to a few KiB
- * of it. A packet that finds the buffer full is dropped and counted in
+ * the frame length: a 60 B frame of the xdp generator costs roughly 4 to
+ * 7 KiB of it on veth here. A packet that finds the buffer full is dropped and counted in
  * PACKET_STATISTICS' tp_drops.
  */
 #include <errno.h>
@@ -26,7 +26,7 @@
 #include "util.h"
 
 #define DEFAULT_BATCH   64
-#define DEFAULT_RCVBUF  (32u << 20)
+#define DEFAULT_RCVBUF  (64u << 20)
 #define MIN_BUF_LEN     2048u
 #define VLAN_HLEN       4
 #define POLL_MS         100  /* how often a quiet reader looks at the stop flag */

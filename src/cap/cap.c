@@ -46,7 +46,7 @@ static void usage(FILE *out)
 "                          default) or dispatch (pcap_dispatch per buffer)\n"
 "      --immediate         pcap: immediate mode (deliver each packet at once)\n"
 "      --buffer-size BYTES pcap: kernel buffer (4M, 64M; default libpcap's 2M)\n"
-"                          raw: socket receive buffer, SO_RCVBUF (default 32M)\n"
+"                          raw: socket receive buffer, SO_RCVBUF (default 64M)\n"
 "      --snaplen N         pcap: bytes kept per packet (default 262144)\n"
 "      --batch N           raw: packets per recvmmsg call, 1..1024 (default 64)\n"
 "      --frame-size BYTES  afp-v2: ring frame size, a multiple of 16 from 128\n"
