@@ -132,7 +132,8 @@ static void afp_v2_stats(void *state, struct cap_kstats *out)
 {
 	struct afp_v2 *st = state;
 
-	/* TPACKET_V2 answers with struct tpacket_stats (no freeze count). */
+	/* TPACKET_V2 answers with struct tpacket_stats (no freeze count); the
+	 * kernel zeroes it on every read, so we keep the 64-bit sums. */
 	packet_stats_accumulate(st->fd, 0, &st->kstats);
 	*out = st->kstats;
 }

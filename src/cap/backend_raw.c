@@ -145,7 +145,8 @@ static void raw_stats(void *state, struct cap_kstats *out)
 {
 	struct raw *st = state;
 
-	/* A socket without a ring answers with struct tpacket_stats. */
+	/* A socket without a ring answers with struct tpacket_stats; the
+	 * kernel zeroes it on every read, so we keep the 64-bit sums. */
 	packet_stats_accumulate(st->fd, 0, &st->kstats);
 	*out = st->kstats;
 }
