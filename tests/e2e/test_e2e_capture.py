@@ -84,7 +84,12 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
     assert r.socket_drops > 0  # the ring overflowed: the kernel's own count says so
     assert r.sent - r.received == r.lost
     assert 0 < r.loss_pct < 100
-    assert r.app_cpu_pct > 50  # the spin shows as application load
+    # The spin shows as application load. The receive softirq runs on the
+    # counter's CPU and takes 40-55% of it at 500 kpps here (more for raw,
+    # whose kernel path per packet is longest), so the spinning counter gets
+    # the rest: 40-60% measured on a quiet machine, against 1-4% for afp-v3
+    # without the spin. Other work on that CPU lowers it further.
+    assert r.app_cpu_pct > 25
 
 
 def test_fanout_lb_splits_the_frames_over_two_workers(binaries, tb):
