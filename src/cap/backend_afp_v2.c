@@ -8,9 +8,10 @@
  * packet into the frame at its head, then (after a write barrier) sets
  * TP_STATUS_USER; the reader owns the frame until it writes TP_STATUS_KERNEL
  * back. The reader walks the ring in the same order as the kernel, so it
- * reads every frame that says TP_STATUS_USER without a system call, and
- * calls poll() only when the next frame is still the kernel's (the ring is
- * empty). If the frame at the kernel's head is still the reader's, the ring
+ * reads every frame that says TP_STATUS_USER without a system call; when
+ * the next frame is still the kernel's (the ring is empty) it waits for a
+ * batch to gather (cap_batch_wait) and then, if the ring is still empty,
+ * blocks in poll(). If the frame at the kernel's head is still the reader's, the ring
  * is full: the kernel drops the packet and counts it in tp_drops.
  *
  * Frames do not span blocks: the ring is tp_block_nr blocks of
@@ -93,6 +94,7 @@ static int afp_v2_run(void *state, struct cap_worker *w)
 	struct afp_v2 *st = state;
 	struct pollfd pfd = { .fd = st->fd, .events = POLLIN | POLLERR };
 	unsigned int cur = 0, unpublished = 0;
+	int waited = 0;
 
 	for (;;) {
 		struct tpacket2_hdr *h = frame(st, cur);
@@ -109,10 +111,15 @@ static int afp_v2_run(void *state, struct cap_worker *w)
 			 * after a stop an empty ring is a drained ring. */
 			if (cap_should_stop(w))
 				return 0;
-			if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR)
+			if (!waited) {
+				cap_batch_wait();
+				waited = 1;
+			} else if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR) {
 				return -errno;
+			}
 			continue;
 		}
+		waited = 0;
 		reached = cap_packet(w, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len);
 		/* Release: we are done reading before the kernel may refill it. */
 		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);

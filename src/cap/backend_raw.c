@@ -110,16 +110,19 @@ static int raw_run(void *state, struct cap_worker *w)
 {
 	struct raw *st = state;
 	struct pollfd pfd = { .fd = st->fd, .events = POLLIN };
+	int waited = 0;
 
 	for (;;) {
 		/* MSG_DONTWAIT: take what is queued, up to a batch, and return;
-		 * we block in poll() only when the queue is empty, so a busy
-		 * socket costs one system call per batch. MSG_TRUNC makes
+		 * an empty queue gets a short wait for a batch to gather, then
+		 * poll(), so a busy socket costs one system call per batch, not
+		 * a wake-up per packet. MSG_TRUNC makes
 		 * msg_len the frame's full length even when it was cut. */
 		int n = recvmmsg(st->fd, st->msgs, st->batch, MSG_DONTWAIT | MSG_TRUNC, NULL);
 		int reached = 0;
 
 		if (n > 0) {
+			waited = 0;
 			for (int i = 0; i < n; i++) {
 				uint32_t len = st->msgs[i].msg_len;
 
@@ -136,8 +139,12 @@ static int raw_run(void *state, struct cap_worker *w)
 		/* The queue is empty: what was sent before the stop is read. */
 		if (cap_should_stop(w))
 			return 0;
-		if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR)
+		if (!waited) {
+			cap_batch_wait(); /* let a batch gather before blocking */
+			waited = 1;
+		} else if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR) {
 			return -errno;
+		}
 	}
 }
 
