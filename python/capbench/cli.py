@@ -68,6 +68,7 @@ examples:
   sudo capbench run --sizes 64,1518 --duration 2          a quick look
   sudo capbench run --backends afp-v3 --sizes rfc2544     RFC 2544's 7 frame lengths
   sudo capbench run --sizes 64,imix:seed,1518             two lengths and the seed's IMIX
+  sudo capbench run --backends raw,afp-v2,afp-v3,fanout   the other AF_PACKET methods
   sudo capbench run --rate 50%                            half the wire rate
   sudo capbench run --rate 800kpps --sizes 64             a fixed packet rate
   sudo capbench run --rx-cpu 1 --cap-cpu 0                the seed's "#2": kernel and counter apart

@@ -22,8 +22,12 @@ _BPF_SYSCALL = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "ppc64le": 361, "
 _BPF_MAP_CREATE = 0
 _BPF_MAP_TYPE_ARRAY = 2
 _PACKET_VERSION = 10
+_TPACKET_V2 = 1
 _TPACKET_V3 = 2
 _ETH_P_ALL = 0x0003
+_PACKET_FANOUT = 18
+_PACKET_FANOUT_LB = 1
+_PACKET_FANOUT_FLAG_UNIQUEID = 0x2000
 
 
 def require_root(what: str) -> None:
@@ -108,10 +112,17 @@ def backend_status(name: str) -> tuple[bool, str]:
         lib = ctypes.util.find_library("pcap")
         if lib is None:
             return False, "libpcap not found: apt-get install libpcap0.8"
-        ok, why = _packet_socket_status(tpacket_v3=False)
+        ok, why = _packet_socket_status()
         return ok, (f"{lib}; {why}" if ok else why)
+    if name == "raw":
+        return _packet_socket_status()
+    if name == "afp-v2":
+        return _packet_socket_status(tpacket=_TPACKET_V2)
     if name == "afp-v3":
-        return _packet_socket_status(tpacket_v3=True)
+        return _packet_socket_status(tpacket=_TPACKET_V3)
+    if name == "fanout":
+        ok, why = _packet_socket_status(tpacket=_TPACKET_V3)
+        return (ok, why) if not ok else _fanout_status()
     if name in ("afxdp", "xdp"):
         return _xdp_status(afxdp=name == "afxdp")
     return False, "unknown backend"
@@ -145,7 +156,8 @@ def _xdp_status(*, afxdp: bool) -> tuple[bool, str]:
                   f"(veth has no zero-copy: --xdp-bind zerocopy fails there)")
 
 
-def _packet_socket_status(*, tpacket_v3: bool) -> tuple[bool, str]:
+def _packet_socket_status(*, tpacket: int | None = None) -> tuple[bool, str]:
+    """Whether an AF_PACKET socket opens here and takes PACKET_VERSION `tpacket` (TPACKET_V2/V3)."""
     try:
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
     except PermissionError:
@@ -153,10 +165,22 @@ def _packet_socket_status(*, tpacket_v3: bool) -> tuple[bool, str]:
     except OSError as e:
         return False, f"cannot create an AF_PACKET socket: {e.strerror}"
     with s:
-        if tpacket_v3:
+        if tpacket is not None:
+            name = f"TPACKET_V{tpacket + 1}"
             try:
-                s.setsockopt(263, _PACKET_VERSION, _TPACKET_V3)  # SOL_PACKET
+                s.setsockopt(263, _PACKET_VERSION, tpacket)  # SOL_PACKET
             except OSError as e:
-                return False, f"TPACKET_V3 not supported: {e.strerror}"
-            return True, "AF_PACKET socket with TPACKET_V3 creatable"
+                return False, f"{name} not supported: {e.strerror}"
+            return True, f"AF_PACKET socket with {name} creatable"
     return True, "AF_PACKET socket creatable"
+
+
+def _fanout_status() -> tuple[bool, str]:
+    """Whether a packet socket bound to lo can create a PACKET_FANOUT group (with a kernel-chosen id)."""
+    try:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL)) as s:
+            s.bind(("lo", _ETH_P_ALL))
+            s.setsockopt(263, _PACKET_FANOUT, (_PACKET_FANOUT_LB | _PACKET_FANOUT_FLAG_UNIQUEID) << 16)
+    except OSError as e:
+        return False, f"PACKET_FANOUT groups not supported: {e.strerror}"
+    return True, "AF_PACKET sockets with TPACKET_V3 in a PACKET_FANOUT group creatable"

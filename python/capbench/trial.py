@@ -36,7 +36,7 @@ SCHEMA = 1
 # A trial whose generator sent less than this share of the offered rate did not
 # offer the load it names: its loss figures are not a capture result at that load.
 OFFERED_MIN_SHARE = 0.999
-BACKENDS = ("pcap", "afp-v3", "afxdp", "xdp")
+BACKENDS = ("pcap", "raw", "afp-v2", "afp-v3", "fanout", "afxdp", "xdp")
 # Backends that attach their own XDP program to the capture interface. It counts the
 # frames that reach the interface (the "delivered" stage, in capbench-cap's summary),
 # so capbench-xdpcount is not started: the interface can hold only one XDP program.

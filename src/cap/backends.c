@@ -6,7 +6,10 @@
 
 const struct cap_backend *const cap_backends[] = {
 	&cap_backend_pcap,
+	&cap_backend_raw,
+	&cap_backend_afp_v2,
 	&cap_backend_afp_v3,
+	&cap_backend_fanout,
 	&cap_backend_afxdp,
 	&cap_backend_xdp,
 	NULL,

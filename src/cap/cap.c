@@ -4,8 +4,10 @@
  * backend, reads each packet's stamp, counts and discards it. See
  * docs/programs.md for the output.
  *
- * Threads: the worker runs the backend's read loop; the main thread keeps
- * time, prints interval lines, waits for SIGINT/SIGTERM and stops the worker.
+ * Threads: each worker runs the backend's read loop on its own socket (one
+ * worker, or --workers for fanout, each pinned to its CPU); the main thread
+ * keeps time, prints interval lines with the workers' sums, waits for
+ * SIGINT/SIGTERM, stops the workers and prints the merged summary.
  * Both signals are blocked in every thread and taken by the main thread
  * with sigtimedwait(), so none can be lost between a check and a wait.
  */
@@ -35,35 +37,57 @@ static void usage(FILE *out)
 "\n"
 "  -i, --iface IF          interface to capture on (required)\n"
 "  -b, --backend NAME      pcap (default): libpcap\n"
+"                          raw: AF_PACKET socket without a ring, recvmmsg batches\n"
+"                          afp-v2: AF_PACKET with its own TPACKET_V2 frame ring\n"
 "                          afp-v3: AF_PACKET with its own TPACKET_V3 block ring\n"
+"                          fanout: --workers threads, each its own TPACKET_V3\n"
+"                          ring, in one PACKET_FANOUT group\n"
 "                          afxdp: AF_XDP socket with capbench's XDP program\n"
 "                          xdp: count and drop in XDP, the ceiling (not a capture)\n"
 "      --pcap-api API      pcap: next (pcap_next per packet, the seed's counter;\n"
 "                          default) or dispatch (pcap_dispatch per buffer)\n"
 "      --immediate         pcap: immediate mode (deliver each packet at once)\n"
 "      --buffer-size BYTES pcap: kernel buffer (4M, 64M; default libpcap's 2M)\n"
+"                          raw: socket receive buffer, SO_RCVBUF (default 64M)\n"
 "      --snaplen N         pcap: bytes kept per packet (default 262144)\n"
-"      --block-size BYTES  afp-v3: ring block size, a power-of-two multiple of\n"
-"                          the page size (default 1M)\n"
-"      --block-count N     afp-v3: blocks in the ring (default 32)\n"
-"      --block-timeout MS  afp-v3: hand over a partly filled block after MS ms\n"
-"                          (default 10)\n"
+"      --batch N           raw: packets per recvmmsg call, 1..1024 (default 64);\n"
+"                          afxdp: RX descriptors taken per peek, 1..4096 (default 64)\n"
+"      --frame-size BYTES  afp-v2: ring frame size, a multiple of 16 from 128\n"
+"                          (the stamp must fit) to 64k (default 2048)\n"
+"      --frame-count N     afp-v2: frames in the ring (default 4096; rounded up\n"
+"                          to whole blocks); afxdp: UMEM frames of 2 KiB,\n"
+"                          64..1048576 (default: --ring-size)\n"
+"      --block-size BYTES  afp-v3, fanout: ring block size, a power-of-two\n"
+"                          multiple of the page size (default 1M)\n"
+"      --block-count N     afp-v3, fanout: blocks per ring (default 32)\n"
+"      --block-timeout MS  afp-v3, fanout: hand over a partly filled block after\n"
+"                          MS ms (default 10)\n"
+"      --workers N         fanout: worker threads, one socket and ring each, at\n"
+"                          most one per CPU (default 1, or one per --worker-cpus)\n"
+"      --worker-cpus LIST  fanout: pin worker i to the i-th CPU of LIST (0,1 or\n"
+"                          0-3); default: consecutive CPUs from --cpu (or 0),\n"
+"                          wrapping around\n"
+"      --fanout-mode MODE  fanout: how the kernel spreads packets over the\n"
+"                          workers: hash (of the flow; default), lb (round\n"
+"                          robin), cpu (the receiving CPU), qm (the receive\n"
+"                          queue), rollover (stay on one worker, move on when\n"
+"                          its ring is full)\n"
 "      --xdp-bind MODE     afxdp: copy, zerocopy (fails where the driver has\n"
 "                          none, e.g. veth) or auto (zero-copy if the driver\n"
 "                          has it, else copy; default)\n"
 "      --queue N           afxdp: receive queue to bind to (default 0)\n"
-"      --frame-count N     afxdp: UMEM frames of 2 KiB (default: --ring-size)\n"
 "      --ring-size N       afxdp: RX ring descriptors, a power of two (default 16384)\n"
-"      --batch N           afxdp: RX descriptors taken per peek (default 64)\n"
 "      --no-need-wakeup    afxdp: bind without XDP_USE_NEED_WAKEUP\n"
 "      --busy-poll         afxdp: busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL\n"
 "                          20 us, SO_BUSY_POLL_BUDGET = --batch): spins a CPU\n"
 "      --no-promisc        do not put IF into promiscuous mode\n"
-"      --app-load LOAD     work per packet (not with xdp, which counts in the\n"
-"                          kernel): touch (read the stamp; default),\n"
-"                          none (count frames only, no stamp check), copy (copy\n"
-"                          each packet once), spin:NS (busy NS ns per packet)\n"
-"  -c, --count N           stop after N capbench frames\n"
+"      --app-load LOAD     work per packet, in every worker (not with xdp, which\n"
+"                          counts in the kernel): touch (read the\n"
+"                          stamp; default), none (count frames only, no stamp\n"
+"                          check), copy (copy each packet once), spin:NS (busy\n"
+"                          NS ns per packet)\n"
+"  -c, --count N           stop after N capbench frames (fanout: all workers\n"
+"                          together, checked every 50 ms)\n"
 "  -d, --duration S        stop after S seconds (5, 5s, 250ms, 2m)\n"
 "      --cpu N             pin the counter to CPU N\n"
 "      --interval S        seconds between interval lines (default 1)\n"
@@ -76,7 +100,8 @@ static void usage(FILE *out)
 struct cap_args {
 	const char *iface, *backend, *pcap_api, *buffer_size, *snaplen, *block_size;
 	const char *block_count, *block_timeout, *app_load, *count, *duration, *cpu, *interval;
-	const char *xdp_bind, *queue, *frame_count, *ring_size, *batch;
+	const char *batch, *frame_size, *frame_count, *workers, *worker_cpus, *fanout_mode;
+	const char *xdp_bind, *queue, *ring_size;
 	int immediate, no_promisc, no_need_wakeup, busy_poll;
 };
 
@@ -84,8 +109,9 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 {
 	enum { OPT_PCAP_API = 256, OPT_IMMEDIATE, OPT_BUFFER_SIZE, OPT_SNAPLEN, OPT_BLOCK_SIZE,
 	       OPT_BLOCK_COUNT, OPT_BLOCK_TIMEOUT, OPT_NO_PROMISC, OPT_APP_LOAD, OPT_CPU,
-	       OPT_INTERVAL, OPT_XDP_BIND, OPT_QUEUE, OPT_FRAME_COUNT, OPT_RING_SIZE, OPT_BATCH,
-	       OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL };
+	       OPT_INTERVAL, OPT_BATCH, OPT_FRAME_SIZE, OPT_FRAME_COUNT,
+	       OPT_WORKERS, OPT_WORKER_CPUS, OPT_FANOUT_MODE, OPT_XDP_BIND, OPT_QUEUE,
+	       OPT_RING_SIZE, OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -93,14 +119,18 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		{ "immediate", no_argument, NULL, OPT_IMMEDIATE },
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER_SIZE },
 		{ "snaplen", required_argument, NULL, OPT_SNAPLEN },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "frame-size", required_argument, NULL, OPT_FRAME_SIZE },
+		{ "frame-count", required_argument, NULL, OPT_FRAME_COUNT },
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
 		{ "block-count", required_argument, NULL, OPT_BLOCK_COUNT },
 		{ "block-timeout", required_argument, NULL, OPT_BLOCK_TIMEOUT },
+		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "worker-cpus", required_argument, NULL, OPT_WORKER_CPUS },
+		{ "fanout-mode", required_argument, NULL, OPT_FANOUT_MODE },
 		{ "xdp-bind", required_argument, NULL, OPT_XDP_BIND },
 		{ "queue", required_argument, NULL, OPT_QUEUE },
-		{ "frame-count", required_argument, NULL, OPT_FRAME_COUNT },
 		{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
-		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "no-need-wakeup", no_argument, NULL, OPT_NO_NEED_WAKEUP },
 		{ "busy-poll", no_argument, NULL, OPT_BUSY_POLL },
 		{ "no-promisc", no_argument, NULL, OPT_NO_PROMISC },
@@ -123,14 +153,18 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		case OPT_IMMEDIATE: a->immediate = 1; break;
 		case OPT_BUFFER_SIZE: a->buffer_size = optarg; break;
 		case OPT_SNAPLEN: a->snaplen = optarg; break;
+		case OPT_BATCH: a->batch = optarg; break;
+		case OPT_FRAME_SIZE: a->frame_size = optarg; break;
+		case OPT_FRAME_COUNT: a->frame_count = optarg; break;
 		case OPT_BLOCK_SIZE: a->block_size = optarg; break;
 		case OPT_BLOCK_COUNT: a->block_count = optarg; break;
 		case OPT_BLOCK_TIMEOUT: a->block_timeout = optarg; break;
+		case OPT_WORKERS: a->workers = optarg; break;
+		case OPT_WORKER_CPUS: a->worker_cpus = optarg; break;
+		case OPT_FANOUT_MODE: a->fanout_mode = optarg; break;
 		case OPT_XDP_BIND: a->xdp_bind = optarg; break;
 		case OPT_QUEUE: a->queue = optarg; break;
-		case OPT_FRAME_COUNT: a->frame_count = optarg; break;
 		case OPT_RING_SIZE: a->ring_size = optarg; break;
-		case OPT_BATCH: a->batch = optarg; break;
 		case OPT_NO_NEED_WAKEUP: a->no_need_wakeup = 1; break;
 		case OPT_BUSY_POLL: a->busy_poll = 1; break;
 		case OPT_NO_PROMISC: a->no_promisc = 1; break;
@@ -161,6 +195,42 @@ static const struct cap_backend *find_backend(const char *name)
 	cb_usage_error("unknown backend '%s': use one of %s", name, names);
 }
 
+/* fanout: how many workers, on which CPUs, and the fanout mode. */
+static void configure_workers(const struct cap_args *a, struct cap_cfg *cfg)
+{
+	long nconf = sysconf(_SC_NPROCESSORS_CONF);
+	int usable = cb_cpu_count(), listed = 0;
+	uint64_t u;
+
+	if (usable > CAP_MAX_WORKERS)
+		usable = CAP_MAX_WORKERS;
+	cfg->fanout_mode = cap_fanout_mode_parse(a->fanout_mode ? a->fanout_mode : "hash");
+	if (cfg->fanout_mode < 0)
+		cb_usage_error("bad --fanout-mode '%s': use hash, lb, cpu, qm or rollover",
+			       a->fanout_mode);
+	if (a->worker_cpus) {
+		listed = cb_parse_cpu_list(a->worker_cpus, (int)nconf, cfg->worker_cpus, usable);
+		if (listed < 0)
+			cb_usage_error("bad --worker-cpus '%s': give up to %d distinct CPUs of 0..%ld, "
+				       "e.g. 0,1 or 0-3", a->worker_cpus, usable, nconf - 1);
+	}
+	if (a->workers) {
+		if (cb_parse_u64(a->workers, &u) || u == 0 || u > (uint64_t)usable)
+			cb_usage_error("bad --workers '%s': give 1..%d (at most one worker per CPU)",
+				       a->workers, usable);
+		cfg->workers = (unsigned int)u;
+	} else {
+		cfg->workers = listed ? (unsigned int)listed : 1;
+	}
+	if (listed && (unsigned int)listed != cfg->workers)
+		cb_usage_error("--workers %u but --worker-cpus '%s' names %d CPUs: give one CPU per "
+			       "worker", cfg->workers, a->worker_cpus, listed);
+	if (!listed)
+		for (unsigned int i = 0; i < cfg->workers; i++)
+			cfg->worker_cpus[i] = (int)(((cfg->cpu >= 0 ? cfg->cpu : 0) + (long)i) % nconf);
+}
+
+/* afxdp's own options (--batch and --frame-count are checked with raw's and afp-v2's). */
 static void configure_afxdp(const struct cap_args *a, const struct cap_backend *be,
 			    struct cap_cfg *cfg)
 {
@@ -168,11 +238,10 @@ static void configure_afxdp(const struct cap_args *a, const struct cap_backend *
 
 	cfg->need_wakeup = !a->no_need_wakeup;
 	cfg->busy_poll = a->busy_poll;
-	if ((a->xdp_bind || a->queue || a->frame_count || a->ring_size || a->batch ||
-	     a->no_need_wakeup || a->busy_poll) && be != &cap_backend_afxdp)
-		cb_usage_error("--xdp-bind, --queue, --frame-count, --ring-size, --batch, "
-			       "--no-need-wakeup and --busy-poll are options of --backend afxdp, "
-			       "not of %s", be->name);
+	if ((a->xdp_bind || a->queue || a->ring_size || a->no_need_wakeup || a->busy_poll) &&
+	    be != &cap_backend_afxdp)
+		cb_usage_error("--xdp-bind, --queue, --ring-size, --no-need-wakeup and --busy-poll "
+			       "are options of --backend afxdp, not of %s", be->name);
 	if (!a->xdp_bind || !strcmp(a->xdp_bind, "auto"))
 		cfg->xdp_bind = CAP_XDP_BIND_AUTO;
 	else if (!strcmp(a->xdp_bind, "copy"))
@@ -192,13 +261,12 @@ static void configure_afxdp(const struct cap_args *a, const struct cap_backend *
 		cb_usage_error("bad --ring-size '%s': give a power of two from 64 to 1048576",
 			       a->ring_size);
 	cfg->ring_size = a->ring_size ? (uint32_t)u : 0;
-	if (a->frame_count && (cb_parse_u64(a->frame_count, &u) || u < 64 || u > (1u << 20)))
-		cb_usage_error("bad --frame-count '%s': give 64..1048576 frames (of 2 KiB each)",
-			       a->frame_count);
-	cfg->frame_count = a->frame_count ? (uint32_t)u : 0;
-	if (a->batch && (cb_parse_u64(a->batch, &u) || u == 0 || u > 4096))
-		cb_usage_error("bad --batch '%s': give 1..4096 descriptors", a->batch);
-	cfg->batch = a->batch ? (uint32_t)u : 0;
+	if (be == &cap_backend_afxdp && a->frame_count) {
+		if (cb_parse_u64(a->frame_count, &u) || u < 64 || u > (1u << 20))
+			cb_usage_error("bad --frame-count '%s': give 64..1048576 frames (of 2 KiB each)",
+				       a->frame_count);
+		cfg->frame_count = u;
+	}
 }
 
 static void configure(const struct cap_args *a, const struct cap_backend *be, struct cap_cfg *cfg)
@@ -218,16 +286,44 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		else if (strcmp(a->pcap_api, "next"))
 			cb_usage_error("bad --pcap-api '%s': use next or dispatch", a->pcap_api);
 	}
-	if ((a->pcap_api || a->immediate || a->buffer_size || a->snaplen) && be != &cap_backend_pcap)
-		cb_usage_error("--pcap-api, --immediate, --buffer-size and --snaplen are options of "
+	if ((a->pcap_api || a->immediate || a->snaplen) && be != &cap_backend_pcap)
+		cb_usage_error("--pcap-api, --immediate and --snaplen are options of "
 			       "--backend pcap, not of %s", be->name);
-	if ((a->block_size || a->block_count || a->block_timeout) && be != &cap_backend_afp_v3)
+	if (a->buffer_size && be != &cap_backend_pcap && be != &cap_backend_raw)
+		cb_usage_error("--buffer-size is an option of --backend pcap and raw, not of %s",
+			       be->name);
+	if (a->batch && be != &cap_backend_raw && be != &cap_backend_afxdp)
+		cb_usage_error("--batch is an option of --backend raw and afxdp, not of %s", be->name);
+	if ((a->block_size || a->block_count || a->block_timeout) && be != &cap_backend_afp_v3 &&
+	    be != &cap_backend_fanout)
 		cb_usage_error("--block-size, --block-count and --block-timeout are options of "
-			       "--backend afp-v3, not of %s", be->name);
+			       "--backend afp-v3 and fanout, not of %s", be->name);
+	if ((a->workers || a->worker_cpus || a->fanout_mode) && be != &cap_backend_fanout)
+		cb_usage_error("--workers, --worker-cpus and --fanout-mode are options of "
+			       "--backend fanout, not of %s", be->name);
 	cfg->immediate = a->immediate;
 	if (a->buffer_size && (cb_parse_bytes(a->buffer_size, &cfg->buffer_size) ||
 			       cfg->buffer_size == 0 || cfg->buffer_size > (1ull << 31) - 1))
 		cb_usage_error("bad --buffer-size '%s': give bytes up to 2G, e.g. 4M", a->buffer_size);
+	if (a->batch && be == &cap_backend_raw && (cb_parse_u64(a->batch, &u) || u == 0 || u > 1024))
+		cb_usage_error("bad --batch '%s': give 1..1024 packets per recvmmsg call", a->batch);
+	if (a->batch && be == &cap_backend_afxdp && (cb_parse_u64(a->batch, &u) || u == 0 || u > 4096))
+		cb_usage_error("bad --batch '%s': give 1..4096 descriptors", a->batch);
+	cfg->batch = a->batch ? (unsigned int)u : 0;
+	if (a->frame_size && be != &cap_backend_afp_v2)
+		cb_usage_error("--frame-size is an option of --backend afp-v2, not of %s", be->name);
+	if (a->frame_count && be != &cap_backend_afp_v2 && be != &cap_backend_afxdp)
+		cb_usage_error("--frame-count is an option of --backend afp-v2 and afxdp, not of %s",
+			       be->name);
+	if (a->frame_size && (cb_parse_bytes(a->frame_size, &cfg->frame_size) ||
+			      cfg->frame_size < 128 || cfg->frame_size > 65536 || cfg->frame_size % 16))
+		cb_usage_error("bad --frame-size '%s': give a multiple of 16 from 128 B (a frame "
+			       "must hold the kernel's header and the stamp) up to 64k", a->frame_size);
+	if (a->frame_count && be == &cap_backend_afp_v2) {
+		cfg->frame_count = cb_opt_count("--frame-count", a->frame_count, "frames");
+		if (cfg->frame_count > (1u << 22))
+			cb_usage_error("bad --frame-count '%s': give 1..4194304", a->frame_count);
+	}
 	if (a->snaplen && (cb_parse_u64(a->snaplen, &cfg->snaplen) || cfg->snaplen < 60 ||
 			   cfg->snaplen > 262144))
 		cb_usage_error("bad --snaplen '%s': give 60..262144 bytes (the stamp needs 60)",
@@ -263,6 +359,10 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		cfg->interval_s = cb_opt_seconds("--interval", a->interval);
 	if (a->cpu)
 		cfg->cpu = cb_opt_cpu("--cpu", a->cpu);
+	cfg->workers = 1;
+	cfg->worker_cpus[0] = -1; /* the worker runs where the process is pinned */
+	if (be == &cap_backend_fanout)
+		configure_workers(a, cfg);
 	cfg->ifindex = cb_ifindex(cfg->iface);
 	if (cfg->ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
@@ -272,6 +372,7 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 struct worker_ctx {
 	const struct cap_backend *be;
 	void *state;
+	pthread_t thread;
 	struct cap_worker w;
 };
 
@@ -285,36 +386,108 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void print_interval(double t_s, double dt_s, const struct cap_worker *w,
-			   uint64_t *prev_packets, uint64_t *prev_bytes, uint64_t *prev_received)
+/* Start worker c on its own thread, pinned to `cpu` (-1: not pinned). */
+static void start_worker(struct worker_ctx *c, int cpu)
+{
+	pthread_attr_t attr;
+	int err;
+
+	pthread_attr_init(&attr);
+	if (cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	err = pthread_create(&c->thread, &attr, worker_main, c);
+	pthread_attr_destroy(&attr);
+	if (err == EINVAL && cpu >= 0)
+		cb_usage_error("cannot pin worker %u to CPU %d: %s", c->w.index, cpu, strerror(err));
+	if (err)
+		cb_fatal("cannot start capture thread %u: %s", c->w.index, strerror(err));
+}
+
+/* The counts the workers have published so far, summed. */
+struct published {
+	uint64_t packets, bytes, received;
+	int any_done;
+};
+
+static void read_published(const struct worker_ctx *ctx, unsigned int n, struct published *p)
+{
+	memset(p, 0, sizeof(*p));
+	for (unsigned int i = 0; i < n; i++) {
+		const struct cap_worker *w = &ctx[i].w;
+
+		p->packets += __atomic_load_n(&w->published.packets, __ATOMIC_RELAXED);
+		p->bytes += __atomic_load_n(&w->published.bytes, __ATOMIC_RELAXED);
+		p->received += __atomic_load_n(&w->published.received, __ATOMIC_RELAXED);
+		p->any_done |= __atomic_load_n(&w->done, __ATOMIC_ACQUIRE);
+	}
+}
+
+static void print_interval(double t_s, double dt_s, const struct published *now, struct published *prev)
 {
 	struct cb_json j;
-	uint64_t packets = __atomic_load_n(&w->published.packets, __ATOMIC_RELAXED);
-	uint64_t bytes = __atomic_load_n(&w->published.bytes, __ATOMIC_RELAXED);
-	uint64_t received = __atomic_load_n(&w->published.received, __ATOMIC_RELAXED);
 
 	cb_json_begin(&j, "interval");
 	cb_json_double(&j, "t_s", t_s);
-	cb_json_u64(&j, "packets", packets);
-	cb_json_u64(&j, "received", received);
-	cb_json_double(&j, "pps", (double)(packets - *prev_packets) / dt_s);
-	cb_json_double(&j, "rx_pps", (double)(received - *prev_received) / dt_s);
+	cb_json_u64(&j, "packets", now->packets);
+	cb_json_u64(&j, "received", now->received);
+	cb_json_double(&j, "pps", (double)(now->packets - prev->packets) / dt_s);
+	cb_json_double(&j, "rx_pps", (double)(now->received - prev->received) / dt_s);
 	/* Bits per second of frame data (no preamble, gap or FCS). */
-	cb_json_double(&j, "bps", (double)(bytes - *prev_bytes) * 8.0 / dt_s);
+	cb_json_double(&j, "bps", (double)(now->bytes - prev->bytes) * 8.0 / dt_s);
 	cb_json_end(&j, stdout);
-	*prev_packets = packets;
-	*prev_bytes = bytes;
-	*prev_received = received;
+	*prev = *now;
 }
 
-static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be,
-			  void *state, struct cap_worker *w, const struct cap_kstats *k, double duration_s)
+/* The workers' final counts merged into one: sums, and the sequence
+ * numbers over the union of what they saw (seqmerge.h) when there are
+ * several. */
+struct merged {
+	uint64_t packets, bytes, foreign, received, alloc_failures;
+	struct cb_seqtotals seq;
+	int err;
+};
+
+static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ctx, unsigned int n,
+			  const struct cb_seqmerge *merge, struct merged *m)
 {
-	struct cb_seqtotals t;
+	const struct cb_seqset *sets[CAP_MAX_WORKERS];
+
+	memset(m, 0, sizeof(*m));
+	for (unsigned int i = 0; i < n; i++) {
+		const struct cap_worker *w = &ctx[i].w;
+
+		m->packets += w->packets;
+		m->bytes += w->bytes;
+		m->foreign += w->foreign;
+		m->received += w->received;
+		m->alloc_failures += w->alloc_failures;
+		if (!m->err)
+			m->err = w->err;
+		sets[i] = &w->seq;
+	}
+	if (!merge) {
+		cb_seqset_totals(&ctx[0].w.seq, &m->seq);
+		return;
+	}
+	cb_seqmerge_totals(merge, sets, n, &m->seq);
+	m->alloc_failures += merge->alloc_failures;
+	/* --app-load none reads no stamps: then the sum is all there is. */
+	if (cfg->load.kind != APP_LOAD_NONE)
+		m->received = m->seq.unique;
+}
+
+static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be, void *state,
+			  const struct worker_ctx *ctx, const struct merged *m,
+			  const struct cap_kstats *k, double duration_s)
+{
 	struct cb_json j;
 	char load[32];
 
-	cb_seqset_totals(&w->seq, &t);
 	app_load_format(&cfg->load, load, sizeof(load));
 	cb_json_begin(&j, "summary");
 	cb_json_str(&j, "backend", be->name);
@@ -323,18 +496,20 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		cb_json_str(&j, "app_load", load);
 	if (be == &cap_backend_pcap)
 		cb_json_str(&j, "pcap_api", cfg->pcap_dispatch ? "dispatch" : "next");
+	if (be == &cap_backend_fanout)
+		cb_json_str(&j, "fanout_mode", cap_fanout_mode_name(cfg->fanout_mode));
 	cb_json_double(&j, "duration_s", duration_s);
-	cb_json_u64(&j, "packets", w->packets);
-	cb_json_u64(&j, "bytes", w->bytes);
-	cb_json_u64(&j, "received", w->received);
-	cb_json_u64(&j, "foreign", w->foreign);
+	cb_json_u64(&j, "packets", m->packets);
+	cb_json_u64(&j, "bytes", m->bytes);
+	cb_json_u64(&j, "received", m->received);
+	cb_json_u64(&j, "foreign", m->foreign);
 	if (!be->kernel_counter) {
-		cb_json_u64(&j, "lost", t.lost);
-		cb_json_u64(&j, "duplicates", t.duplicates);
-		cb_json_u64(&j, "reordered", t.reordered);
-		cb_json_u64(&j, "too_old", t.too_old);
-		cb_json_u64(&j, "max_seq", t.max_seq);
-		cb_json_u64(&j, "streams", t.streams);
+		cb_json_u64(&j, "lost", m->seq.lost);
+		cb_json_u64(&j, "duplicates", m->seq.duplicates);
+		cb_json_u64(&j, "reordered", m->seq.reordered);
+		cb_json_u64(&j, "too_old", m->seq.too_old);
+		cb_json_u64(&j, "max_seq", m->seq.max_seq);
+		cb_json_u64(&j, "streams", m->seq.streams);
 	}
 	if (k->has_xdp) {
 		/* What the backend's own XDP program saw: the "delivered" stage. */
@@ -364,11 +539,27 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_obj_end(&j);
 	if (be->summary)
 		be->summary(state, &j);
-	if (w->alloc_failures)
-		cb_json_u64(&j, "untracked", w->alloc_failures);
+	if (m->alloc_failures)
+		cb_json_u64(&j, "untracked", m->alloc_failures);
 	cb_json_i64(&j, "cpu", cfg->cpu);
-	if (w->err)
-		cb_json_str(&j, "error", strerror(-w->err));
+	cb_json_arr_begin(&j, "workers");
+	for (unsigned int i = 0; i < cfg->workers; i++) {
+		cb_json_elem_begin(&j);
+		cb_json_u64(&j, "worker", i);
+		cb_json_i64(&j, "cpu", cfg->worker_cpus[i] >= 0 ? cfg->worker_cpus[i] : cfg->cpu);
+		cb_json_u64(&j, "packets", ctx[i].w.packets);
+		cb_json_u64(&j, "received", ctx[i].w.received);
+		if (be->worker_stats) {
+			struct cap_kstats wk;
+
+			be->worker_stats(state, i, &wk);
+			cb_json_u64(&j, "kernel_drops", wk.drops);
+		}
+		cb_json_obj_end(&j);
+	}
+	cb_json_arr_end(&j);
+	if (m->err)
+		cb_json_str(&j, "error", strerror(-m->err));
 	cb_json_end(&j, stdout);
 }
 
@@ -378,12 +569,16 @@ int main(int argc, char **argv)
 	struct cap_cfg cfg;
 	const struct cap_backend *be;
 	struct worker_ctx *ctx;
+	struct cb_seqmerge *merge = NULL;
+	struct published prev = { 0 }, now_pub;
+	struct merged m;
 	struct cap_kstats k;
 	struct cb_json j;
-	pthread_t thread;
 	sigset_t sigs;
 	volatile int stop = 0;
-	uint64_t start, end, next_tick, prev_tick, pp = 0, pb = 0, pr = 0;
+	uint64_t start, end, next_tick, prev_tick;
+	void *state;
+	unsigned int n;
 	int err;
 
 	cb_set_progname(argv[0]);
@@ -393,7 +588,8 @@ int main(int argc, char **argv)
 	if (geteuid() != 0)
 		cb_usage_error("must run as root (packet capture needs CAP_NET_RAW): run it with sudo");
 
-	/* Pin the whole process before any thread exists: the worker inherits it. */
+	/* Pin the whole process before any thread exists: the workers inherit
+	 * it, unless they have CPUs of their own (fanout). */
 	if (cfg.cpu >= 0 && (err = cb_pin_cpu(cfg.cpu)))
 		cb_usage_error("cannot pin to CPU %d: %s", cfg.cpu, strerror(-err));
 	sigemptyset(&sigs);
@@ -401,24 +597,42 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	ctx = calloc(1, sizeof(*ctx));
+	n = cfg.workers;
+	ctx = calloc(n, sizeof(*ctx));
 	if (!ctx)
 		cb_fatal("out of memory");
-	ctx->be = be;
-	ctx->w.cfg = &cfg;
-	ctx->w.stop = &stop;
-	err = be->open(&cfg, &ctx->state);
+	if (n > 1) {
+		merge = malloc(sizeof(*merge));
+		if (!merge)
+			cb_fatal("out of memory");
+		cb_seqmerge_init(merge);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		ctx[i].be = be;
+		ctx[i].w.cfg = &cfg;
+		ctx[i].w.stop = &stop;
+		ctx[i].w.index = i;
+		if (merge) {
+			ctx[i].w.merge = merge;
+			ctx[i].w.stage = calloc(1, sizeof(*ctx[i].w.stage));
+			if (!ctx[i].w.stage)
+				cb_fatal("out of memory");
+		}
+	}
+	err = be->open(&cfg, &state);
 	if (err)
 		return err == -ENODEV || err == -EPERM || err == -EINVAL ? CB_EXIT_USAGE
 									  : CB_EXIT_RUNTIME;
-	err = pthread_create(&thread, NULL, worker_main, ctx);
-	if (err)
-		cb_fatal("cannot start the capture thread: %s", strerror(err));
+	for (unsigned int i = 0; i < n; i++) {
+		ctx[i].state = state;
+		start_worker(&ctx[i], cfg.worker_cpus[i]);
+	}
 	start = cb_now_ns();
 	cb_json_begin(&j, "ready");
 	cb_json_str(&j, "backend", be->name);
 	cb_json_str(&j, "iface", cfg.iface);
 	cb_json_i64(&j, "cpu", cfg.cpu);
+	cb_json_u64(&j, "workers", n);
 	cb_json_end(&j, stdout);
 
 	end = cfg.duration_s > 0 ? start + (uint64_t)(cfg.duration_s * 1e9) : UINT64_MAX;
@@ -428,14 +642,17 @@ int main(int argc, char **argv)
 		uint64_t now = cb_now_ns(), wake;
 		struct timespec ts;
 
-		if (now >= end || __atomic_load_n(&ctx->w.done, __ATOMIC_ACQUIRE))
+		read_published(ctx, n, &now_pub);
+		/* A worker that is done reached --count or failed: stop them all.
+		 * Several workers reach --count together, seen here. */
+		if (now >= end || now_pub.any_done || (cfg.count && now_pub.received >= cfg.count))
 			break;
 		if (now >= next_tick) {
 			/* Reading the kernel statistics every interval also keeps
 			 * their 32-bit counters from wrapping. */
-			be->stats(ctx->state, &k);
+			be->stats(state, &k);
 			print_interval((double)(now - start) / 1e9, (double)(now - prev_tick) / 1e9,
-				       &ctx->w, &pp, &pb, &pr);
+				       &now_pub, &prev);
 			prev_tick = now;
 			next_tick += (uint64_t)(cfg.interval_s * 1e9);
 			continue;
@@ -451,13 +668,21 @@ int main(int argc, char **argv)
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	if (be->wake)
-		be->wake(ctx->state);
-	pthread_join(thread, NULL);
-	be->stats(ctx->state, &k);
-	print_summary(&cfg, be, ctx->state, &ctx->w, &k, (double)(cb_now_ns() - start) / 1e9);
-	err = ctx->w.err;
-	be->close(ctx->state);
-	cb_seqset_free(&ctx->w.seq);
+		be->wake(state);
+	for (unsigned int i = 0; i < n; i++)
+		pthread_join(ctx[i].thread, NULL);
+	be->stats(state, &k);
+	merge_workers(&cfg, ctx, n, merge, &m);
+	print_summary(&cfg, be, state, ctx, &m, &k, (double)(cb_now_ns() - start) / 1e9);
+	be->close(state);
+	for (unsigned int i = 0; i < n; i++) {
+		cb_seqset_free(&ctx[i].w.seq);
+		free(ctx[i].w.stage);
+	}
+	if (merge) {
+		cb_seqmerge_free(merge);
+		free(merge);
+	}
 	free(ctx);
-	return err ? CB_EXIT_RUNTIME : CB_EXIT_OK;
+	return m.err ? CB_EXIT_RUNTIME : CB_EXIT_OK;
 }

@@ -108,6 +108,27 @@ void cb_json_obj_end(struct cb_json *j)
 	j->need_comma = 1;
 }
 
+void cb_json_arr_begin(struct cb_json *j, const char *k)
+{
+	key(j, k);
+	put(j, "[");
+	j->need_comma = 0;
+}
+
+void cb_json_elem_begin(struct cb_json *j)
+{
+	if (j->need_comma)
+		put(j, ",");
+	put(j, "{");
+	j->need_comma = 0;
+}
+
+void cb_json_arr_end(struct cb_json *j)
+{
+	put(j, "]");
+	j->need_comma = 1;
+}
+
 int cb_json_end(struct cb_json *j, FILE *out)
 {
 	put(j, "}\n");

@@ -31,6 +31,11 @@ void cb_json_str(struct cb_json *j, const char *key, const char *v);
 void cb_json_bool(struct cb_json *j, const char *key, int v);
 void cb_json_obj_begin(struct cb_json *j, const char *key);
 void cb_json_obj_end(struct cb_json *j);
+/* An array of objects: arr_begin(key), then elem_begin() ... obj_end() per
+ * element, then arr_end(). */
+void cb_json_arr_begin(struct cb_json *j, const char *key);
+void cb_json_elem_begin(struct cb_json *j);
+void cb_json_arr_end(struct cb_json *j);
 /* Close the object, write it with a newline and flush. Returns 0 or -EIO. */
 int cb_json_end(struct cb_json *j, FILE *out);
 

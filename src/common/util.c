@@ -217,6 +217,56 @@ int cb_parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* One number of a CPU list: digits only, ends at ',' '-' or the end. */
+static int cpu_number(const char **p, int ncpu, int *cpu)
+{
+	const char *s = *p;
+	long v = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (*s - '0');
+		if (v >= ncpu)
+			return -ERANGE;
+	}
+	*p = s;
+	*cpu = (int)v;
+	return 0;
+}
+
+int cb_parse_cpu_list(const char *s, int ncpu, int *out, int max)
+{
+	int n = 0, lo, hi, err;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (;;) {
+		if ((err = cpu_number(&s, ncpu, &lo)))
+			return err;
+		hi = lo;
+		if (*s == '-') {
+			s++;
+			if ((err = cpu_number(&s, ncpu, &hi)))
+				return err;
+			if (hi < lo)
+				return -EINVAL;
+		}
+		for (int cpu = lo; cpu <= hi; cpu++) {
+			for (int i = 0; i < n; i++)
+				if (out[i] == cpu)
+					return -EINVAL;
+			if (n == max)
+				return -ERANGE;
+			out[n++] = cpu;
+		}
+		if (!*s)
+			return n;
+		if (*s++ != ',')
+			return -EINVAL;
+	}
+}
+
 uint64_t cb_opt_count(const char *flag, const char *s, const char *what)
 {
 	uint64_t v;
@@ -248,38 +298,14 @@ int cb_opt_cpu(const char *flag, const char *s)
 int cb_opt_cpu_list(const char *flag, const char *s, int *cpus, int max)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	const char *p = s;
-	int n = 0;
+	int n = cb_parse_cpu_list(s, (int)ncpu, cpus, max);
 
-	while (*p) {
-		char *end;
-		unsigned long lo = strtoul(p, &end, 10), hi = lo;
-
-		if (end == p)
-			goto bad;
-		if (*end == '-') {
-			p = end + 1;
-			hi = strtoul(p, &end, 10);
-			if (end == p || hi < lo)
-				goto bad;
-		}
-		if (hi >= (unsigned long)ncpu)
-			cb_usage_error("bad %s '%s': this machine has CPUs 0..%ld", flag, s, ncpu - 1);
-		for (unsigned long c = lo; c <= hi; c++) {
-			if (n == max)
-				cb_usage_error("%s '%s' names more than %d CPUs", flag, s, max);
-			cpus[n++] = (int)c;
-		}
-		if (*end == ',' && end[1])
-			end++;
-		else if (*end)
-			goto bad;
-		p = end;
-	}
-	if (n)
-		return n;
-bad:
-	cb_usage_error("bad %s '%s': give CPUs as 0,1 or 0-3", flag, s);
+	if (n == -ERANGE)
+		cb_usage_error("bad %s '%s': this machine has CPUs 0..%ld (at most %d of them)", flag, s,
+			       ncpu - 1, max);
+	if (n <= 0)
+		cb_usage_error("bad %s '%s': give distinct CPUs as 0,1 or 0-3", flag, s);
+	return n;
 }
 
 void cb_opt_fail(int c, char **argv)

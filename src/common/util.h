@@ -51,6 +51,12 @@ int cb_parse_duration(const char *s, double *seconds);
 /* Sizes: "4096", "64k", "4M", "1G" (binary multiples). */
 int cb_parse_bytes(const char *s, uint64_t *out);
 
+/* A CPU list, "1", "0,2", "0-3,6": each CPU below ncpu, none twice, at most
+ * `max` of them, in the order given. Returns how many were written to
+ * out[], or -EINVAL (not a list, a CPU twice, a range backwards) /
+ * -ERANGE (a CPU >= ncpu, more than max). */
+int cb_parse_cpu_list(const char *s, int ncpu, int *out, int max);
+
 /* Option values shared by the programs: each returns the checked value or
  * ends the program with a usage error naming `flag` and the fix. */
 uint64_t cb_opt_count(const char *flag, const char *s, const char *what); /* > 0 */

@@ -7,7 +7,7 @@ import signal
 import pytest
 from capbench.procs import ChildSet
 from capbench.rates import parse_rate
-from capbench.trial import BACKENDS, OWN_XDP_BACKENDS, Measurer, TrialSetup
+from capbench.trial import BACKENDS, KERNEL_COUNTER_BACKENDS, OWN_XDP_BACKENDS, Measurer, TrialSetup
 
 from e2e_env import xdp_attached
 
@@ -16,12 +16,20 @@ FRAMES = 100_000
 SLOWABLE = [pytest.param(b, marks=pytest.mark.skip(reason="xdp counts in the kernel: there is no application "
                                                           "to slow down, and it never drops on purpose"))
             if b == "xdp" else b for b in BACKENDS]
-# Where each backend's slowed counter overflows, and the option that makes its buffer small.
+# Where each backend's slowed counter overflows: buffers small enough that 500 kpps
+# overflow them within the second.
 SLOW_CAP_ARGS = {
     "pcap": ("--buffer-size", "1M"),
+    "raw": ("--buffer-size", "1M"),
+    "afp-v2": ("--frame-count", "512"),
     "afp-v3": ("--block-count", "4", "--block-size", "64k"),
+    "fanout": ("--block-count", "4", "--block-size", "64k"),
     "afxdp": ("--ring-size", "1024"),
 }
+
+
+def test_every_backend_with_an_application_has_a_small_ring():
+    assert set(SLOW_CAP_ARGS) == set(BACKENDS) - KERNEL_COUNTER_BACKENDS
 
 
 def measure(binaries, tb, *, backend, frame_len, rate, duration_s, engine="xdp", app_load=None,
@@ -47,8 +55,9 @@ def assert_nothing_lost(r, frames=FRAMES):
 
 # Socket buffers that hold 100 ms at 100 kpps of 1518 B frames, like the e2e backlog
 # (conftest.E2E_BACKLOG): libpcap's default of 2 MiB holds 13 ms of them, less than
-# the vCPU stalls of the machines this runs on. afp-v3's default ring is 32 MiB.
-ROOMY = {"pcap": ("--buffer-size", "32M")}
+# the vCPU stalls of the machines this runs on, afp-v2's 8 MiB 41 ms. afp-v3's default
+# ring is 32 MiB, raw's socket buffer 64 MiB.
+ROOMY = {"pcap": ("--buffer-size", "32M"), "afp-v2": ("--frame-count", "16384")}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -116,6 +125,33 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
     # drain, so the bound is a floor). 10 % below it allows for the 10 ms clock ticks.
     spun_pct = 100 * r.received * 4e-6 / r.window_s
     assert r.app_cpu_pct > 0.9 * spun_pct, (r.app_cpu_pct, spun_pct, r.received)
+
+
+def test_fanout_lb_splits_the_frames_over_two_workers(binaries, tb):
+    # Round robin: each of the two pinned workers gets every other frame; the
+    # summary merges their sequence numbers, so the totals are exact.
+    r = measure(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=3, count=FRAMES,
+                cap_args=("--workers", "2", "--fanout-mode", "lb"))
+    assert_nothing_lost(r)
+    cap = r.raw["cap"]
+    assert cap["fanout_mode"] == "lb"
+    workers = cap["workers"]
+    assert [w["worker"] for w in workers] == [0, 1]
+    assert [w["cpu"] for w in workers] == [1, 0]  # from --cpu 1, wrapping around
+    assert sum(w["packets"] for w in workers) == cap["packets"] == FRAMES
+    assert sum(w["received"] for w in workers) == FRAMES
+    for w in workers:
+        assert abs(w["received"] - FRAMES // 2) <= 1, workers
+        assert w["kernel_drops"] == 0
+    assert cap["kernel"]["packets"] == FRAMES
+
+
+def test_fanout_hash_keeps_one_flow_on_one_worker(binaries, tb):
+    r = measure(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=2, count=20_000,
+                cap_args=("--workers", "2"))
+    assert_nothing_lost(r, frames=20_000)
+    assert r.raw["cap"]["fanout_mode"] == "hash"
+    assert sorted(w["received"] for w in r.raw["cap"]["workers"]) == [0, 20_000]
 
 
 def test_foreign_frames_are_counted_apart(binaries, tb):

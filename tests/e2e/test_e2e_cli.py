@@ -215,12 +215,31 @@ def test_generator_bad_input(tb, binaries, args, words):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--backend", "pfring"], ["pfring", "pcap, afp-v3"]),
+    (["--backend", "pfring"], ["pfring", "pcap", "raw", "afp-v2", "afp-v3", "fanout"]),
     (["--count", "0"], ["--count"]),
     (["--app-load", "heavy"], ["heavy"]),
     (["--backend", "afp-v3", "--block-size", "5000"], ["--block-size", "power of two"]),
     (["--backend", "afp-v3", "--pcap-api", "next"], ["--backend pcap"]),
     (["--pcap-api", "loop"], ["loop"]),
+    (["--backend", "raw", "--batch", "0"], ["--batch", "1..1024"]),
+    (["--backend", "raw", "--batch", "many"], ["--batch", "many"]),
+    (["--backend", "afp-v3", "--batch", "8"], ["--batch", "raw"]),
+    (["--backend", "afp-v3", "--buffer-size", "4M"], ["--buffer-size", "pcap and raw"]),
+    (["--backend", "afp-v2", "--frame-size", "100"], ["--frame-size", "multiple of 16"]),
+    (["--backend", "afp-v2", "--frame-size", "2050"], ["--frame-size", "multiple of 16"]),
+    (["--backend", "afp-v2", "--frame-count", "0"], ["--frame-count"]),
+    (["--backend", "afp-v2", "--frame-count", "5000000"], ["--frame-count", "4194304"]),
+    (["--backend", "afp-v3", "--frame-size", "2048"], ["--frame-size", "afp-v2"]),
+    (["--backend", "afp-v2", "--frame-size", "64k", "--frame-count", "4194304"], ["refuses a ring"]),
+    (["--backend", "fanout", "--fanout-mode", "spray"], ["spray", "hash, lb, cpu, qm or rollover"]),
+    (["--backend", "fanout", "--workers", "0"], ["--workers", "one worker per CPU"]),
+    (["--backend", "fanout", "--workers", "999"], ["--workers", "one worker per CPU"]),
+    (["--backend", "fanout", "--worker-cpus", "0,0"], ["--worker-cpus", "distinct"]),
+    (["--backend", "fanout", "--worker-cpus", "0-9999"], ["--worker-cpus"]),
+    (["--backend", "fanout", "--worker-cpus", "one"], ["--worker-cpus", "one"]),
+    (["--backend", "fanout", "--workers", "2", "--worker-cpus", "0"], ["one CPU per worker"]),
+    (["--backend", "afp-v3", "--workers", "2"], ["--workers", "--backend fanout"]),
+    (["--backend", "pcap", "--fanout-mode", "lb"], ["--fanout-mode", "--backend fanout"]),
 ])
 def test_counter_bad_input(tb, binaries, args, words):
     p = run_in(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, *args])

@@ -37,7 +37,7 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         (["run", "--rate", "101%"], ["101%"]),
         (["run", "--rate", "fast"], ["fast", "Mpps"]),
         (["run", "--rate", "100kpps", "--sizes", "1518"], ["wire rate"]),
-        (["run", "--backends", "pfring"], ["pfring", "pcap, afp-v3"]),
+        (["run", "--backends", "pfring"], ["pfring", "pcap", "raw", "afp-v2", "afp-v3", "fanout"]),
         (["run", "--backends", "pcap,pcap"], ["twice"]),
         (["run", "--engine", "dpdk"], ["dpdk", "xdp"]),
         (["run", "--link", "3g"], ["3g", "10g"]),

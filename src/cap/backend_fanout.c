@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backend "fanout": --workers threads, each with its own AF_PACKET socket and
+ * TPACKET_V3 ring (tpacket_v3.c), all joined into one PACKET_FANOUT group:
+ * TNAPI's per-queue capture threads (seed 001) as Linux offers them.
+ *
+ * A fanout group replaces its members' individual packet hooks with one
+ * hook that hands each packet to exactly one member, chosen by the mode:
+ * hash (of the flow, so a flow stays on one socket), lb (round robin over
+ * the members), cpu (the CPU that received the packet), qm (the receive
+ * queue), rollover (one member until its ring is full, then the next).
+ * A frame therefore reaches one worker only; the workers' counts add up,
+ * and the main thread still merges their sequence numbers as a union
+ * (seqmerge.h), so nothing would be counted twice if that ever changed.
+ *
+ * Groups are per network namespace, named by a 16-bit id. The sockets must
+ * all be bound to the same interface and protocol before they join, with
+ * the same mode and flags. The first socket asks for
+ * PACKET_FANOUT_FLAG_UNIQUEID with id 0: the kernel picks an id no group in
+ * the namespace uses (so several counters on one interface do not join each
+ * other's groups; 0 is a valid id), and getsockopt(PACKET_FANOUT) reads it
+ * back. The flag is not kept in the group, so the others join with that id
+ * and no flag.
+ * The group goes away when its last socket is closed.
+ */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/if_packet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "cap.h"
+#include "tpacket_v3.h"
+
+static const struct {
+	const char *name;
+	int mode;
+} fanout_modes[] = {
+	{ "hash", PACKET_FANOUT_HASH },
+	{ "lb", PACKET_FANOUT_LB },
+	{ "cpu", PACKET_FANOUT_CPU },
+	{ "qm", PACKET_FANOUT_QM },
+	{ "rollover", PACKET_FANOUT_ROLLOVER },
+};
+
+int cap_fanout_mode_parse(const char *name)
+{
+	for (size_t i = 0; i < sizeof(fanout_modes) / sizeof(fanout_modes[0]); i++)
+		if (!strcmp(fanout_modes[i].name, name))
+			return fanout_modes[i].mode;
+	return -1;
+}
+
+const char *cap_fanout_mode_name(int mode)
+{
+	for (size_t i = 0; i < sizeof(fanout_modes) / sizeof(fanout_modes[0]); i++)
+		if (fanout_modes[i].mode == mode)
+			return fanout_modes[i].name;
+	return "?";
+}
+
+struct fanout {
+	unsigned int n;          /* rings opened */
+	struct v3_ring ring[];   /* one per worker */
+};
+
+static void fanout_close(void *state)
+{
+	struct fanout *st = state;
+
+	for (unsigned int i = 0; i < st->n; i++)
+		v3_ring_close(&st->ring[i]);
+	free(st);
+}
+
+/* Join socket `fd` to the group. The first socket (first != 0) creates it
+ * and learns its id; the others join that id. The kernel hands out unique
+ * ids from a counter that starts at 0 and wraps, so 0 is an id like any
+ * other, not "no group". */
+static int join_group(int fd, int mode, int first, unsigned int *id)
+{
+	uint32_t arg = (uint32_t)mode << 16;
+	socklen_t len = sizeof(arg);
+
+	if (first)
+		arg |= (uint32_t)PACKET_FANOUT_FLAG_UNIQUEID << 16;
+	else
+		arg |= *id;
+	if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof(arg)) < 0)
+		return -errno;
+	if (first) {
+		/* Answers id | mode << 16 (| flags << 24). */
+		if (getsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg, &len) < 0)
+			return -errno;
+		*id = arg & 0xffff;
+	}
+	return 0;
+}
+
+static int fanout_open(const struct cap_cfg *cfg, void **state)
+{
+	struct fanout *st = calloc(1, sizeof(*st) + cfg->workers * sizeof(st->ring[0]));
+	unsigned int id = 0;
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < cfg->workers; i++) {
+		err = v3_ring_open(cfg, &st->ring[i]);
+		if (err)
+			goto err_close;
+		st->n++;
+		err = join_group(st->ring[i].fd, cfg->fanout_mode, i == 0, &id);
+		if (err) {
+			fprintf(stderr, "capbench-cap: socket %u cannot join a %s fanout group on %s "
+				"(%s): use another --fanout-mode or --backend afp-v3\n", i,
+				cap_fanout_mode_name(cfg->fanout_mode), cfg->iface, strerror(-err));
+			goto err_close;
+		}
+	}
+	*state = st;
+	return 0;
+
+err_close:
+	fanout_close(st);
+	return err;
+}
+
+static int fanout_run(void *state, struct cap_worker *w)
+{
+	struct fanout *st = state;
+
+	return v3_ring_run(&st->ring[w->index], w);
+}
+
+static void fanout_stats(void *state, struct cap_kstats *out)
+{
+	struct fanout *st = state;
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned int i = 0; i < st->n; i++) {
+		const struct cap_kstats *k = &st->ring[i].kstats;
+
+		v3_ring_stats(&st->ring[i]);
+		out->packets += k->packets;
+		out->drops += k->drops;
+		out->freeze_q += k->freeze_q;
+		out->has_freeze_q = k->has_freeze_q;
+	}
+}
+
+/*
+ * Stopping: the workers stop at slightly different times, and while
+ * traffic still flows the kernel keeps handing frames to every socket. A
+ * worker that has already left its loop would miss frames numbered below
+ * ones another worker still reads, and the union would count them as lost
+ * (at 1 Mpps, a few ms of difference are thousands of frames). So before
+ * the workers drain, every socket gets a filter that accepts nothing: the
+ * kernel then queues no new frame on any of them (a filtered frame is not
+ * counted in PACKET_STATISTICS), and each worker drains what was queued
+ * before the cut. What remains is the few microseconds between the first
+ * and the last setsockopt(); with the traffic over, as in a trial, there is
+ * nothing left to cut.
+ */
+static void fanout_wake(void *state)
+{
+	struct fanout *st = state;
+	struct sock_filter drop_all[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	struct sock_fprog prog = { .len = 1, .filter = drop_all };
+
+	for (unsigned int i = 0; i < st->n; i++)
+		setsockopt(st->ring[i].fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+}
+
+static void fanout_worker_stats(void *state, unsigned int worker, struct cap_kstats *out)
+{
+	*out = ((struct fanout *)state)->ring[worker].kstats;
+}
+
+const struct cap_backend cap_backend_fanout = {
+	.name = "fanout",
+	.describe = "worker threads with a TPACKET_V3 ring each in one PACKET_FANOUT group "
+		    "(TNAPI's per-queue threads)",
+	.open = fanout_open,
+	.run = fanout_run,
+	.stats = fanout_stats,
+	.worker_stats = fanout_worker_stats,
+	.wake = fanout_wake,
+	.close = fanout_close,
+};

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backend "raw": an AF_PACKET SOCK_RAW socket without a ring, the plain
+ * stack with one copy per packet. The kernel queues each packet's skb on the
+ * socket's receive queue; recvmmsg() copies up to --batch of them into our
+ * buffers in one system call. The buffers are allocated once, at open.
+ *
+ * The queue is bounded by the socket's receive buffer (SO_RCVBUF, set with
+ * --buffer-size), which the kernel charges with each skb's truesize, not
+ * the frame length: a 60 B frame of the xdp generator costs roughly 4 to
+ * 7 KiB of it on veth here. A packet that finds the buffer full is dropped and counted in
+ * PACKET_STATISTICS' tp_drops.
+ */
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cap.h"
+#include "packet_stats.h"
+#include "pktsock.h"
+#include "util.h"
+
+#define DEFAULT_BATCH   64
+#define DEFAULT_RCVBUF  (64u << 20)
+#define MIN_BUF_LEN     2048u
+#define VLAN_HLEN       4
+#define POLL_MS         100  /* how often a quiet reader looks at the stop flag */
+
+struct raw {
+	int fd;
+	unsigned int batch;
+	size_t buf_len;           /* bytes per packet buffer */
+	uint8_t *bufs;            /* batch x buf_len */
+	struct iovec *iov;
+	struct mmsghdr *msgs;
+	struct cap_kstats kstats; /* touched by the main thread only */
+};
+
+static void raw_free(struct raw *st)
+{
+	free(st->msgs);
+	free(st->iov);
+	free(st->bufs);
+	free(st);
+}
+
+static int raw_open(const struct cap_cfg *cfg, void **state)
+{
+	struct raw *st = calloc(1, sizeof(*st));
+	int mtu = cb_if_mtu(cfg->iface), rcvbuf, err;
+
+	if (!st)
+		return -ENOMEM;
+	st->batch = cfg->batch ? cfg->batch : DEFAULT_BATCH;
+	/* One frame of the interface's MTU with its Ethernet and a VLAN
+	 * header; anything longer (a GRO super-packet) is cut, and its length
+	 * on the wire still comes back through MSG_TRUNC. */
+	st->buf_len = mtu > 0 ? (size_t)mtu + CB_ETH_HLEN + VLAN_HLEN : 0;
+	if (st->buf_len < MIN_BUF_LEN)
+		st->buf_len = MIN_BUF_LEN;
+	st->buf_len = (st->buf_len + 63) & ~(size_t)63;
+	st->bufs = malloc(st->buf_len * st->batch);
+	st->iov = calloc(st->batch, sizeof(*st->iov));
+	st->msgs = calloc(st->batch, sizeof(*st->msgs));
+	if (!st->bufs || !st->iov || !st->msgs) {
+		raw_free(st);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < st->batch; i++) {
+		st->iov[i].iov_base = st->bufs + i * st->buf_len;
+		st->iov[i].iov_len = st->buf_len;
+		st->msgs[i].msg_hdr.msg_iov = &st->iov[i];
+		st->msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+
+	st->fd = pktsock_open(-1);
+	if (st->fd < 0) {
+		err = st->fd;
+		goto err_free;
+	}
+	/* The kernel doubles the value for its bookkeeping overhead; halve it
+	 * so that SO_RCVBUF reads back as the size asked for. FORCE (root)
+	 * goes past net.core.rmem_max. */
+	rcvbuf = (int)((cfg->buffer_size ? cfg->buffer_size : DEFAULT_RCVBUF) / 2);
+	if (setsockopt(st->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0) {
+		err = -errno;
+		fprintf(stderr, "capbench-cap: cannot set the socket buffer to %d B (%s): run as root\n",
+			rcvbuf * 2, strerror(errno));
+		goto err_close;
+	}
+	err = pktsock_bind(st->fd, cfg);
+	if (err)
+		goto err_close;
+	*state = st;
+	return 0;
+
+err_close:
+	close(st->fd);
+err_free:
+	raw_free(st);
+	return err;
+}
+
+static int raw_run(void *state, struct cap_worker *w)
+{
+	struct raw *st = state;
+	struct pollfd pfd = { .fd = st->fd, .events = POLLIN };
+	int waited = 0;
+
+	for (;;) {
+		/* MSG_DONTWAIT: take what is queued, up to a batch, and return;
+		 * an empty queue gets a short wait for a batch to gather, then
+		 * poll(), so a busy socket costs one system call per batch, not
+		 * a wake-up per packet. MSG_TRUNC makes
+		 * msg_len the frame's full length even when it was cut. */
+		int n = recvmmsg(st->fd, st->msgs, st->batch, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		int reached = 0;
+
+		if (n > 0) {
+			waited = 0;
+			for (int i = 0; i < n; i++) {
+				uint32_t len = st->msgs[i].msg_len;
+
+				reached |= cap_packet(w, st->iov[i].iov_base,
+						      len < st->buf_len ? len : (uint32_t)st->buf_len, len);
+			}
+			cap_publish(w);
+			if (reached)
+				return 0;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		/* The queue is empty: what was sent before the stop is read. */
+		if (cap_should_stop(w))
+			return 0;
+		if (!waited) {
+			cap_batch_wait(); /* let a batch gather before blocking */
+			waited = 1;
+		} else if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR) {
+			return -errno;
+		}
+	}
+}
+
+static void raw_stats(void *state, struct cap_kstats *out)
+{
+	struct raw *st = state;
+
+	/* A socket without a ring answers with struct tpacket_stats; the
+	 * kernel zeroes it on every read, so we keep the 64-bit sums. */
+	packet_stats_accumulate(st->fd, 0, &st->kstats);
+	*out = st->kstats;
+}
+
+static void raw_close(void *state)
+{
+	struct raw *st = state;
+
+	close(st->fd);
+	raw_free(st);
+}
+
+const struct cap_backend cap_backend_raw = {
+	.name = "raw",
+	.describe = "AF_PACKET socket without a ring, recvmmsg batches (the plain stack)",
+	.open = raw_open,
+	.run = raw_run,
+	.stats = raw_stats,
+	.close = raw_close,
+};

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+#include "pktsock.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int pktsock_open(int version)
+{
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), err;
+
+	if (fd < 0) {
+		err = -errno;
+		fprintf(stderr, "capbench-cap: cannot open an AF_PACKET socket (%s): run as root\n",
+			strerror(errno));
+		return err == -EACCES ? -EPERM : err;
+	}
+	if (version >= 0 && setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) < 0) {
+		err = -errno;
+		fprintf(stderr, "capbench-cap: this kernel has no TPACKET_V%d (%s): use --backend pcap\n",
+			version + 1, strerror(errno));
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int pktsock_bind(int fd, const struct cap_cfg *cfg)
+{
+	struct sockaddr_ll sll = {
+		.sll_family = AF_PACKET,
+		.sll_protocol = htons(ETH_P_ALL),
+		.sll_ifindex = cfg->ifindex,
+	};
+	int err;
+
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		err = -errno;
+		fprintf(stderr, "capbench-cap: cannot bind to %s: %s\n", cfg->iface, strerror(errno));
+		return err;
+	}
+	if (cfg->promisc) {
+		struct packet_mreq mr = { .mr_ifindex = cfg->ifindex, .mr_type = PACKET_MR_PROMISC };
+
+		if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0) {
+			err = -errno;
+			fprintf(stderr, "capbench-cap: cannot make %s promiscuous: %s\n", cfg->iface,
+				strerror(errno));
+			return err;
+		}
+	}
+	return 0;
+}
+
+int pktsock_open_ring(const struct cap_cfg *cfg, int version, const void *req, socklen_t req_len,
+		      size_t ring_len, const char *geometry, const char *fix, int *fd, void **ring)
+{
+	void *p;
+	int s = pktsock_open(version), err;
+
+	if (s < 0)
+		return s;
+	if (setsockopt(s, SOL_PACKET, PACKET_RX_RING, req, req_len) < 0) {
+		fprintf(stderr, "capbench-cap: the kernel refuses a ring of %s (%s): %s\n", geometry,
+			strerror(errno), fix);
+		err = -EINVAL;
+		goto err_close;
+	}
+	/* MAP_POPULATE: fault the whole ring in now, not on the first lap. */
+	p = mmap(NULL, ring_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s, 0);
+	if (p == MAP_FAILED) {
+		err = -errno;
+		fprintf(stderr, "capbench-cap: cannot map the ring: %s\n", strerror(errno));
+		goto err_close;
+	}
+	err = pktsock_bind(s, cfg);
+	if (err)
+		goto err_unmap;
+	*fd = s;
+	*ring = p;
+	return 0;
+
+err_unmap:
+	munmap(p, ring_len);
+err_close:
+	close(s);
+	return err;
+}
