@@ -29,7 +29,7 @@ from capbench.rates import (
     parse_rate,
     parse_sizes,
 )
-from capbench.results import RunWriter, read_run, read_trials
+from capbench.results import RunWriter
 from capbench.trial import BACKENDS, ENGINES, Measurer, TrialResult, TrialSetup
 
 TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here
@@ -46,7 +46,7 @@ examples:
   capbench backends                        which capture backends work here
   sudo capbench testbed up                 build a test bed and keep it, to experiment by hand
   capbench report results/2025-11-23T07-30-05Z
-                                           print the tables of a finished run again
+                                           print a run's tables again, write its report
 
 Run `capbench COMMAND --help` for the options of each command.
 """
@@ -83,6 +83,16 @@ examples:
   sudo capbench testbed up --rx-cpu 1
   sudo ip netns exec capbench-1a2b3c-cap tcpdump -ni cb1a2b3cc
   sudo capbench testbed down 1a2b3c
+"""
+
+REPORT_HELP = """\
+Reads only DIR/trials.jsonl and DIR/run.json, prints the tables, and writes into
+DIR/report/: tables.txt, tables.md, trials.csv, a PNG and an SVG of every figure
+the records hold the data for, and report.html (one self-contained page).
+A last line cut short by a crash is skipped and counted.
+
+examples:
+  capbench report results/2025-11-23T07-30-05Z
 """
 
 BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
@@ -184,7 +194,9 @@ def build_parser() -> Parser:
 
     sub.add_parser("backends", help="list the capture backends and whether they work here")
 
-    rep = sub.add_parser("report", help="print the tables of a finished run from its result files")
+    rep = sub.add_parser("report", help="print the tables of a finished run and write its report "
+                                        "(tables, figures, report.html) into DIR/report/",
+                         description=REPORT_HELP, formatter_class=_formatter, allow_abbrev=False)
     rep.add_argument("dir", metavar="DIR", help="a results directory written by `capbench run`")
     return p
 
@@ -480,18 +492,19 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = Path(args.dir)
-    trials = read_trials(path)
-    try:
-        meta = read_run(path)
-        started = meta.get("started_at", "?")
+    from capbench.report import writer  # matplotlib loads only for the commands that draw
+
+    report = writer.write_report(args.dir)
+    meta = report.run.meta
+    if meta:
         note(
-            f"run of {started} on {meta.get('cpu_model', '?')}, kernel "
+            f"run of {meta.get('started_at', '?')} on {meta.get('cpu_model', '?')}, kernel "
             f"{meta.get('kernel', {}).get('release', '?')}, capbench {meta.get('capbench_version', '?')} "
             f"({str(meta.get('git_commit', '?'))[:12]}), status {meta.get('status', '?')}")
-    except (UsageError, RunError):
-        pass
-    tables.print_tables(trials)
+    for text in report.notes:
+        note(f"capbench: {text}")
+    tables.print_tables([t.result for t in report.run.trials])
+    note(writer.outcome_line(report))
     return 0
 
 

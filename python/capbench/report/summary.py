@@ -1,0 +1,63 @@
+"""The report's summary in sentences: the best backend per frame length, where each starts to lose.
+
+Only iperf-like trials that reached their offered load count; frame lengths where the
+generator fell short are named as not measured, never as loss.
+"""
+
+from __future__ import annotations
+
+from capbench.report.keys import series_labels
+from capbench.report.load import Trial
+from capbench.report.stats import FirstLoss, Group, best_per_size, first_loss, fmt_loss, group_trials
+
+
+def _figures(g: Group) -> str:
+    rx, gbps = g.stat("rx_pps"), g.stat("rx_gbps")
+    app, kernel = g.stat("app_cpu_pct"), g.stat("kernel_cpu_pct")
+    reps = f", median of {rx.n}" if rx.n > 1 else ""
+    return (f"{rx.median:,.0f} pps ({gbps.median:.3f} Gbps), loss {fmt_loss(g.stat('loss_pct'))} %, "
+            f"app / kernel load {app.median:.1f} / {kernel.median:.1f} %{reps}")
+
+
+def _sizes(sizes) -> str:
+    return ", ".join(str(s) for s in sorted(sizes)) + " B"
+
+
+def best_lines(groups: list[Group]) -> list[str]:
+    labels = series_labels(g.series for g in groups)
+    lines = []
+    for size, best in best_per_size(groups):
+        at_size = [g for g in groups if g.frame_len == size]
+        short = sorted({labels[g.series] for g in at_size if g.short})
+        short_text = f" (generator short of the offered load for {', '.join(short)}: not measured)" if short else ""
+        if best is None:
+            lines.append(f"{size} B: no result — the generator fell short of the offered load for every backend.")
+        else:
+            others = len([g for g in at_size if not g.short]) - 1
+            alone = " (the only backend measured)" if others == 0 and len(labels) > 1 and not short else ""
+            lines.append(f"{size} B: {labels[best.series]}{alone} — {_figures(best)}{short_text}.")
+    return lines
+
+
+def _loss_line(fl: FirstLoss, label: str) -> str:
+    short = f"; not measured at {_sizes(fl.short)} (generator short of the offered load)" if fl.short else ""
+    if fl.group is None:
+        if not fl.lossless:
+            return f"{label}: no result — the generator fell short of the offered load at every frame length."
+        return f"{label}: no loss at {_sizes(fl.lossless)}{short}."
+    g = fl.group
+    return (f"{label}: loses packets from {g.frame_len} B down (loss {fmt_loss(g.stat('loss_pct'))} % at "
+            f"{g.frame_len} B, captured {g.stat('rx_gbps').median:.3f} Gbps){short}.")
+
+
+def first_loss_lines(groups: list[Group]) -> list[str]:
+    labels = series_labels(g.series for g in groups)
+    return [_loss_line(fl, labels[fl.series]) for fl in first_loss(groups)]
+
+
+def summary(trials: list[Trial]) -> tuple[list[str], list[str]]:
+    """(best backend per frame length, first loss point per backend), for iperf-like trials."""
+    groups = list(group_trials(t for t in trials if t.method == "iperf").values())
+    if not groups:
+        return [], []
+    return best_lines(groups), first_loss_lines(groups)
