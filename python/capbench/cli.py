@@ -56,7 +56,8 @@ For each backend and frame length, one "iperf-like" trial (the seed's method):
 the generator sends at a constant rate for --duration seconds, the counter
 captures, and throughput = captured packets / sending time. Prints one table
 per backend (Frame | Offered | Captured | Loss | App / kernel load | where the
-loss happened) and writes results/<UTC time>/trials.jsonl and run.json.
+loss happened) and writes results/<UTC time>/trials.jsonl and run.json, and
+the report drawn from them into results/<UTC time>/report/ (--no-report: not).
 
 Placement on a 2-core machine: by default the generator runs on CPU 0 and both
 the kernel's receive work (the capture veth's RPS mask, --rx-cpu) and the
@@ -175,6 +176,9 @@ def build_parser() -> Parser:
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
     run.add_argument("--settle", default="0.3", metavar="S",
                      help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
+    run.add_argument("--no-report", action="store_true",
+                     help="do not write the report (tables, figures, report.html) into the results directory "
+                          "at the end; `capbench report DIR` writes it later")
 
     tb = sub.add_parser("testbed", help="build, list or remove veth test beds",
                         description=TESTBED_HELP, formatter_class=_formatter, allow_abbrev=False)
@@ -328,7 +332,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     tables.print_tables(done)
     note(f"results: {writer.path}")
+    if status == 0 and done and not args.no_report:
+        write_run_report(writer.path)
     return status
+
+
+def write_run_report(path: Path) -> None:
+    """The report at the end of a run. The results are already on disk, so a report that cannot
+    be written is a note, not a failed run."""
+    from capbench.report import writer  # matplotlib loads only for the commands that draw
+
+    try:
+        report = writer.write_report(path)
+    except (CapbenchError, OSError) as e:
+        note(f"report not written ({e}); `capbench report {path}` tries again")
+        return
+    note(writer.outcome_line(report))
 
 
 # --- testbed -----------------------------------------------------------------
