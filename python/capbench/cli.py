@@ -47,6 +47,7 @@ examples:
   sudo capbench testbed up                 build a test bed and keep it, to experiment by hand
   capbench report results/2025-11-23T07-30-05Z
                                            print a run's tables again, write its report
+  capbench compare results/A results/B     what changed between two runs
 
 Run `capbench COMMAND --help` for the options of each command.
 """
@@ -94,6 +95,21 @@ A last line cut short by a crash is skipped and counted.
 
 examples:
   capbench report results/2025-11-23T07-30-05Z
+"""
+
+COMPARE_HELP = """\
+Matches the trials of two runs by their settings (method, backend, frame length,
+link, rate, engine, app load, placement) and shows, for each match, the change of
+the captured rate, the loss and each layer's share of it, and the application and
+kernel load. Changes larger than the run-to-run noise are marked: with repetitions
+(both runs) when their min-max ranges do not overlap; without, no noise estimate
+exists and changes above --threshold are marked. Trials whose generator fell short
+of the offered load are shown but never judged. Exit status 0, or 1 with
+--fail-on-regression PCT when a figure got worse by more than PCT %.
+
+examples:
+  capbench compare results/2025-11-23T07-30-05Z results/2025-11-24T09-12-00Z
+  capbench compare base/ patched/ --fail-on-regression 10      in CI
 """
 
 BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
@@ -202,6 +218,18 @@ def build_parser() -> Parser:
                                         "(tables, figures, report.html) into DIR/report/",
                          description=REPORT_HELP, formatter_class=_formatter, allow_abbrev=False)
     rep.add_argument("dir", metavar="DIR", help="a results directory written by `capbench run`")
+
+    cmp = sub.add_parser("compare", help="what changed between two runs, beyond the run-to-run noise",
+                         description=COMPARE_HELP, formatter_class=_formatter, allow_abbrev=False)
+    cmp.add_argument("a", metavar="A", help="the results directory to compare against (the baseline)")
+    cmp.add_argument("b", metavar="B", help="the results directory of the run to judge")
+    cmp.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                     help="without repetitions, mark changes larger than PCT %% of A's value (default: %(default)s)")
+    cmp.add_argument("--fail-on-regression", type=float, metavar="PCT",
+                     help="exit status 1 when captured rate, loss, app or kernel load gets worse by more than "
+                          "PCT %% (and, with repetitions, beyond their spread)")
+    cmp.add_argument("--out", metavar="DIR",
+                     help="write compare.{txt,md,png,svg,html} to DIR (default: B/report/compare-<name of A>/)")
     return p
 
 
@@ -527,6 +555,36 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from capbench.report import compare, compare_out, load  # matplotlib loads only for the commands that draw
+
+    if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
+        raise UsageError(f"--fail-on-regression {args.fail_on_regression:g}: give a percentage of 0 or more, e.g. 10")
+    a, b = load.load_run(args.a), load.load_run(args.b)
+    for name, run in (("A", a), ("B", b)):
+        for text in run.notes:
+            note(f"capbench: {name}: {text}")
+    result = compare.compare(a, b, threshold_pct=args.threshold)
+    out = Path(args.out) if args.out else b.path / "report" / f"compare-{a.name}"
+    try:
+        files = compare_out.write(result, out)
+    except OSError as e:
+        raise UsageError(f"cannot write the comparison to {out}: {e.strerror}: choose another with --out DIR") from None
+    console = Console() if sys.stdout.isatty() else Console(width=140)
+    compare_out.terminal(result, console)
+    note(f"comparison: {files.html}")
+    if args.fail_on_regression is not None:
+        worse = result.regressions(args.fail_on_regression)
+        if worse:
+            first = worse[0]
+            note(f"capbench: {len(worse)} figures worse by more than {args.fail_on_regression:g} %, e.g. "
+                 f"{first.metric.label} of {first.key.text()}: {compare_out.fmt_change(first)}")
+            return 1
+    return 0
+
+
 # --- main ------------------------------------------------------------------------
 
 
@@ -534,7 +592,8 @@ def _main(argv: list[str]) -> int:
     if argv and argv[0] in PASSTHROUGH:
         return cmd_passthrough(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
-    handler = {"run": cmd_run, "testbed": cmd_testbed, "backends": cmd_backends, "report": cmd_report}
+    handler = {"run": cmd_run, "testbed": cmd_testbed, "backends": cmd_backends, "report": cmd_report,
+               "compare": cmd_compare}
     return handler[args.command](args)
 
 

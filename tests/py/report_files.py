@@ -48,3 +48,29 @@ def svg_texts(path: Path) -> list[str]:
 def trial(method: str = "iperf", record: dict | None = None, **kw) -> Trial:
     r: TrialResult = make_result(**kw)
     return Trial(r, r.to_record() | {"method": method} | (record or {}), method)
+
+
+def write_run(path: Path, results: list[TrialResult], **meta) -> Path:
+    """A results directory as `capbench run` leaves it, holding these trials."""
+    import json
+
+    path.mkdir(parents=True)
+    (path / "trials.jsonl").write_text("".join(json.dumps(r.to_record()) + "\n" for r in results))
+    (path / "run.json").write_text(json.dumps({"schema": 1, "status": "complete", "trials": len(results)} | meta))
+    return path
+
+
+def scaled_copy(src: Path, dest: Path, backend: str, factor: float) -> Path:
+    """A copy of a run with one backend's captured rate multiplied by factor."""
+    import json
+
+    shutil.copytree(src, dest)
+    lines = []
+    for line in (dest / "trials.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["backend"] == backend:
+            record["rx_pps"] *= factor
+            record["rx_gbps"] *= factor
+        lines.append(json.dumps(record))
+    (dest / "trials.jsonl").write_text("\n".join(lines) + "\n")
+    return dest
