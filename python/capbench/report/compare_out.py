@@ -90,7 +90,7 @@ def headline(cmp: Comparison) -> list[str]:
     marked = [c for c in cmp.changes if c.significant]
     worse = [c for c in marked if c.worse]
     keys = {c.key for c in cmp.changes}
-    lines = [f"A = {cmp.a.path}, B = {cmp.b.path}: {len(keys)} measurements in common"
+    lines = [f"A = {cmp.a.path}, B = {cmp.b.path}: {len(keys)} measurement{'s' if len(keys) != 1 else ''} in common"
              + (f", {len(cmp.only_a)} only in A" if cmp.only_a else "")
              + (f", {len(cmp.only_b)} only in B" if cmp.only_b else "") + ".",
              cmp.noise_rule()]

@@ -22,6 +22,7 @@ tr.short td { color: #777; font-style: italic; } tr.lossy td { background: #fff8
 tr.unexplained td { background: #fdecea; } tr.worse td { background: #fdecea; } tr.better td { background: #e8f5e9; }
 .notes { background: #fff3cd; border: 1px solid #e0c870; padding: .5em 1em; }
 .skipped { color: #666; } figure { margin: 1em 0 2em; } figure svg { max-width: 100%; height: auto; }
+.kv { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; } .kv table { font-size: .85em; }
 figcaption { font-size: .9em; color: #444; max-width: 60em; } code { background: #f3f3f3; padding: 0 .2em; }
 """
 
@@ -63,6 +64,11 @@ def kv_table(items: Iterable[tuple[str, Any]]) -> str:
     rows = "".join(f'<tr><th class="text">{esc(k)}</th><td class="text">{esc(_text(v))}</td></tr>'
                    for k, v in items)
     return f'<table class="meta">{rows}</table>'
+
+
+def kv_groups(groups: Iterable[tuple[str, Iterable[tuple[str, Any]]]]) -> str:
+    """Several key-value tables side by side, each under its heading."""
+    return '<div class="kv">' + "".join(f"<div><h3>{esc(h)}</h3>{kv_table(items)}</div>" for h, items in groups) + "</div>"
 
 
 def _text(v: Any) -> str:

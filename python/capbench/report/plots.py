@@ -175,7 +175,7 @@ def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
     keys = sorted(by)
     sizes = sorted({g.frame_len for g in groups})
     width = 0.8 / len(keys)
-    fig = Figure(figsize=(max(7.0, 1.1 * len(sizes) * len(keys) + 2), 4.6), layout="constrained")
+    fig = Figure(figsize=(max(8.0, 1.1 * len(sizes) * len(keys) + 2), 5.2), layout="constrained")
     ax = fig.subplots()
     top = 0.0
     for i, key in enumerate(keys):
@@ -200,9 +200,10 @@ def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
                 ax.hlines(r.loss_pct, x - width * 0.45, x + width * 0.45, colors="#d62728", linewidth=2)
             text = f"{labels[key]}: {format_pct(r.loss_pct, exact_zero=(r.lost == 0))} %"
             if r.unexplained < 0:
-                text += f" (counters disagree: {r.unexplained:,})"
-            ax.text(x, bottom, text, rotation=90, ha="center", va="bottom", fontsize="x-small")
-    ax.set_ylim(0, top * 1.6 if top > 0 else 1)
+                text += " *"
+            ax.text(x, max(bottom, r.loss_pct), " " + text, rotation=90, ha="center", va="bottom",
+                    fontsize="x-small")
+    ax.set_ylim(0, top / 0.55 if top > 0 else 1)  # room above the bars for their labels
     if top == 0:
         ax.text(0.5, 0.6, "no loss in any trial that reached its offered load", transform=ax.transAxes,
                 ha="center", color="grey")
@@ -212,8 +213,9 @@ def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
     ax.set_ylabel("lost [% of sent]")
     ax.grid(True, axis="y", alpha=0.3)
     handles = [matplotlib.patches.Patch(color=c, label=n) for _f, n, c in LAYERS]
-    handles.append(Line2D([], [], color="#d62728", linewidth=2, label="total loss where the layers add up to more"))
-    ax.legend(handles=handles, fontsize="small", title="lost at", loc="upper right")
+    handles.append(Line2D([], [], color="#d62728", linewidth=2,
+                          label="total loss, where (*) the layers count more drops than packets are missing"))
+    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=3)
     fig.suptitle("Where the packets were lost, per frame length and backend")
     return Drawn(fig, "Lost packets by layer (link: before the capture interface; backlog: the kernel's per-CPU "
                       "queue; socket: the capture socket's ring; unexplained: missing by the sequence numbers but "

@@ -90,12 +90,18 @@ def metadata(run: RunData) -> list[tuple[str, Any]]:
         ("Python", m.get("python")),
         ("command", " ".join(m["command"]) if isinstance(m.get("command"), list) else m.get("command")),
     ]
-    items += [(f"setting {key}", value) for key, value in (m.get("settings") or {}).items()]
-    items += [(f"test bed {key}", value) for key, value in (m.get("testbed") or {}).items()]
-    items += [(f"sysctl {key}", value) for key, value in (m.get("sysctls") or {}).items()]
     if m.get("error"):
         items.append(("error", m["error"]))
     return items
+
+
+def metadata_groups(run: RunData) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """(heading, items): the machine and run, then settings, test bed and host sysctls."""
+    m = run.meta
+    return [("Machine and run", metadata(run))] + [
+        (heading, list((m.get(key) or {}).items()))
+        for heading, key in (("Settings", "settings"), ("Test bed", "testbed"), ("Host sysctls", "sysctls"))
+        if m.get(key)]
 
 
 def report_html(run: RunData, figures: list[FigureFile]) -> str:
@@ -120,7 +126,7 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
         for f in figures)
     sections = [
         ("Summary", summary_html or "<p>No iperf-like trials: see the tables and figures below.</p>"),
-        ("Run", html.kv_table(metadata(run))),
+        ("Run", html.kv_groups(metadata_groups(run))),
         ("Tables", table_html),
         ("Figures", fig_html),
     ]
