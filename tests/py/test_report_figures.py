@@ -1,10 +1,12 @@
 """Every figure, drawn from the stored run or from synthetic records of the methods to come."""
 
 import html
+import re
+import xml.etree.ElementTree as ET
 
 import pytest
 from capbench.rates import wire_pps
-from capbench.report import plots
+from capbench.report import plots, stats
 from capbench.report.load import load_run
 from capbench.report.writer import write_report
 from report_files import FIXTURE, assert_png, copy_fixture, svg_texts, trial
@@ -82,8 +84,8 @@ def test_rfc2544_throughput_is_the_highest_lossless_rate(tmp_path):
             trials.append(trial("rfc2544", backend=b, frame_len=64, sent=sent, received=received,
                                 rate=f"{rate}pps", offered_pps=rate))
     draw_and_check(tmp_path, "rfc2544", trials, "pcap", "afp-v3", "wire rate (1g)")
-    assert plots.rfc2544_throughput([t for t in trials if t.result.backend == "pcap"]) == {64: 372_023}
-    assert plots.rfc2544_throughput([t for t in trials if t.result.backend == "afp-v3"]) == {64: 744_047}
+    assert stats.rfc2544_throughput([t for t in trials if t.result.backend == "pcap"]) == {64: 372_023}
+    assert stats.rfc2544_throughput([t for t in trials if t.result.backend == "afp-v3"]) == {64: 744_047}
 
 
 def test_sweep_draws_capture_rate_and_cpu_against_offered_rate(tmp_path):
@@ -117,3 +119,18 @@ def test_the_fixture_is_a_real_run():
     assert run.meta["settings"]["sizes"] == [64, 512, 1518]
     assert {t.result.backend for t in run.trials} == {"pcap", "afp-v3"}
     assert all(t.result.raw for t in run.trials)
+
+
+def test_report_html_is_self_contained(report):
+    page = report.html.read_text()
+    assert page.count("<svg") == len(DRAWN_FROM_FIXTURE)
+    links = re.findall(r"""\b(?:src|href)\s*=\s*["']([^"']*)""", page)
+    assert links and all(link.startswith("#") for link in links), links  # only the SVGs' own markers
+    ids = re.findall(r"""\bid=["']([^"']+)""", page)
+    assert len(ids) == len(set(ids))  # the inlined SVGs share one document: their ids must not collide
+    assert "<!DOCTYPE svg" not in page  # the SVG prolog names an external DTD
+    for svg in re.findall(r"<svg.*?</svg>", page, re.S):
+        ET.fromstring(svg)
+    for words in ("AMD EPYC", "6.18.44", "b4b5fab555a7db4a0259f2e7e8c8e5d01641e4b6", "net.core.netdev_max_backlog",
+                  "Best backend per frame length", "not a capture result", 'class="short"'):
+        assert words in page, words

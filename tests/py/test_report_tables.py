@@ -67,3 +67,19 @@ def test_summary_first_loss_point_and_best_per_size():
     assert best[0].startswith("64 B: afp-v3 — 1,200,000 pps")
     assert losses[0].startswith("pcap: loses packets from 512 B down (loss 0.0010 % at 512 B")
     assert losses[1].startswith("afp-v3: loses packets from 64 B down (loss 14.29 %")
+
+
+def test_rfc2544_table_has_a_column_per_placement():
+    trials = []
+    for cap, limit in ((1, 400_000), (0, 900_000)):  # kernel receive work on CPU 1: A:A, then A:B
+        for rate in (1_488_095, 744_047, 372_023):
+            sent = rate * 5
+            trials.append(trial("rfc2544", backend="afp-v3", frame_len=64, sent=sent, cap_cpu=cap, kernel_rx_cpu=1,
+                                received=sent if rate <= limit else sent - 3, rate=f"{rate}pps", offered_pps=rate))
+    trials.append(trial("rfc2544", backend="afp-v3", frame_len=1518, sent=5, received=4, cap_cpu=1, kernel_rx_cpu=1))
+    [(title, headers, rows)] = tables_md.rfc2544_tables(trials)
+    assert title.startswith("RFC 2544 throughput: afp-v3 (1g link")
+    assert headers == ["Frame [B]", "#1 A:A [pps / Gbps]", "#2 A:B [pps / Gbps]"]
+    assert rows == [["1518", "—", "—"], ["64", "372,023 / 0.250", "744,047 / 0.500"]]
+    assert "### RFC 2544 throughput: afp-v3" in tables_md.markdown(trials)
+    assert tables_md.rfc2544_tables(load_run(FIXTURE).trials) == []

@@ -99,7 +99,9 @@ def headline(cmp: Comparison) -> list[str]:
     if short:
         lines.append(f"{len(short)} of them not compared: the generator fell short of the offered load, so "
                      f"they measured the generator, not the capture method.")
-    if not marked:
+    if len(short) == len(keys):
+        lines.append("Nothing to judge: no measurement in common reached its offered load in both runs.")
+    elif not marked:
         lines.append("No change larger than the noise.")
     else:
         lines.append(f"{len(marked)} changes larger than the noise: {len(worse)} worse, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,12 +40,16 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def inline_svg(svg_text: str) -> str:
-    """The <svg> element of an SVG file, without the XML prolog and DOCTYPE (which name an external DTD)."""
+def inline_svg(svg_text: str, prefix: str) -> str:
+    """The <svg> element of an SVG file, without the XML prolog and DOCTYPE (which name an external DTD),
+    its ids and references to them prefixed so that several figures can share one page."""
     start = svg_text.find("<svg")
     if start < 0:
         raise ValueError("not an SVG document")
-    return svg_text[start:]
+    svg = svg_text[start:]
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
+    svg = re.sub(r'\bhref="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', svg)
+    return re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m.group(1)})", svg)
 
 
 def table_html(t: Table) -> str:
@@ -87,7 +92,7 @@ def bullet_list(lines: Iterable[str]) -> str:
 def figure_html(title: str, svg_text: str | None, caption: str, skipped: str | None, name: str) -> str:
     if skipped is not None:
         return f'<h3>{esc(title)}</h3>\n<p class="skipped" id="fig-{esc(name)}">Not drawn: {esc(skipped)}.</p>'
-    return (f'<h3>{esc(title)}</h3>\n<figure class="plot" id="fig-{esc(name)}">{inline_svg(svg_text or "")}'
+    return (f'<h3>{esc(title)}</h3>\n<figure class="plot" id="fig-{esc(name)}">{inline_svg(svg_text or "", name)}'
             f"<figcaption>{esc(caption)}</figcaption></figure>")
 
 

@@ -233,7 +233,7 @@ def rfc2544(trials: list[Trial]) -> Drawn | Skipped:
     ax = fig.subplots()
     _wire(ax, [g for gs in by.values() for g in gs])
     for key, gs in by.items():
-        best = rfc2544_throughput([t for g in gs for t in g.trials])
+        best = stats.rfc2544_throughput([t for g in gs for t in g.trials])
         if best:
             xs = sorted(best)
             ax.plot(xs, [best[x] for x in xs], marker="o", color=colors[key], label=labels[key])
@@ -241,16 +241,6 @@ def rfc2544(trials: list[Trial]) -> Drawn | Skipped:
     fig.suptitle("RFC 2544 throughput vs frame length")
     return Drawn(fig, "The highest rate each backend captured without loss (RFC 2544 section 26.1), "
                       "from the search trials in the records; the wire rate dashed.")
-
-
-def rfc2544_throughput(trials: list[Trial]) -> dict[int, float]:
-    """Per frame length: the highest rate the generator really sent with zero loss."""
-    best: dict[int, float] = {}
-    for t in trials:
-        r = t.result
-        if r.lost == 0 and not r.invalid_offered_load:
-            best[r.frame_len] = max(best.get(r.frame_len, 0.0), r.achieved_pps)
-    return best
 
 
 def sweep(trials: list[Trial]) -> Drawn | Skipped:

@@ -156,3 +156,14 @@ def first_loss(groups: Iterable[Group]) -> list[FirstLoss]:
                              tuple(g.frame_len for g in gs if not g.short and not g.any_loss),
                              tuple(g.frame_len for g in gs if g.short)))
     return out
+
+
+def rfc2544_throughput(trials: Iterable[Trial]) -> dict[int, float]:
+    """RFC 2544 throughput per frame length: the highest rate the generator really sent with
+    zero loss, over a search's trials (a trial short of its offered load does not count)."""
+    best: dict[int, float] = {}
+    for t in trials:
+        r = t.result
+        if r.lost == 0 and not r.invalid_offered_load:
+            best[r.frame_len] = max(best.get(r.frame_len, 0.0), r.achieved_pps)
+    return best

@@ -13,8 +13,10 @@ import io
 from collections.abc import Iterable
 
 from capbench.accounting import format_pct
-from capbench.report.keys import SeriesKey, series_key, series_labels
+from capbench.rates import wire_bps
+from capbench.report.keys import SeriesKey, pin_of, series_key, series_labels
 from capbench.report.load import Trial
+from capbench.report.stats import rfc2544_throughput
 from capbench.tables import loss_places, offered_cell
 from capbench.trial import OFFERED_MIN_SHARE, TrialResult
 
@@ -109,9 +111,35 @@ def loss_totals(trials: list[Trial]) -> list[list[str]]:
     return rows
 
 
+PIN_ORDER = {"A:A": 0, "A:B": 1, "auto": 2}
+
+
+def rfc2544_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Seed 000's Tables 4-6: RFC 2544 throughput per frame length, one column per placement
+    (#1 A:A, #2 A:B, ...), "pps / Gbps"; "—" where the search found no lossless rate."""
+    found = [t for t in trials if t.method == "rfc2544"]
+    tables: dict[tuple, dict[str, list[Trial]]] = {}
+    for t in found:
+        k = series_key(t)
+        tables.setdefault((k.backend, k.link, k.engine, k.app_load, k.extra), {}).setdefault(pin_of(t), []).append(t)
+    out = []
+    for (backend, link, engine, app_load, extra), by_pin in tables.items():
+        pins = sorted(by_pin, key=lambda p: (PIN_ORDER.get(p, 9), p))
+        best = {p: rfc2544_throughput(by_pin[p]) for p in pins}
+        sizes = sorted({t.result.frame_len for ts in by_pin.values() for t in ts}, reverse=True)
+        rows = [[str(size)] + [f"{best[p][size]:,.0f} / {wire_bps(best[p][size], size) / 1e9:.3f}"
+                               if size in best[p] else "—" for p in pins] for size in sizes]
+        extra_text = "".join(f", {a} {b}" for a, b in extra)
+        out.append((f"RFC 2544 throughput: {backend} ({link} link, engine {engine}, app load {app_load}{extra_text})",
+                    ["Frame [B]"] + [f"#{i + 1} {p} [pps / Gbps]" for i, p in enumerate(pins)], rows))
+    return out
+
+
 def markdown(trials: list[Trial]) -> str:
     parts = []
     for title, headers, rows, _results in seed_tables(trials):
+        parts.append(f"### {title}\n\n{md_table(headers, rows)}\n")
+    for title, headers, rows in rfc2544_tables(trials):
         parts.append(f"### {title}\n\n{md_table(headers, rows)}\n")
     parts.append(f"### Total loss per backend\n\n{md_table(LOSS_TOTAL_HEADERS, loss_totals(trials))}\n")
     if any(t.result.invalid_offered_load for t in trials):

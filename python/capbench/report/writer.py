@@ -118,6 +118,8 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
     table_html = "\n".join(
         html.table_html(html.Table(title, headers, rows, [tables_md.row_class(r) for r in results]))
         for title, headers, rows, results in tables_md.seed_tables(run.trials))
+    table_html += "".join("\n" + html.table_html(html.Table(title, headers, rows))
+                          for title, headers, rows in tables_md.rfc2544_tables(run.trials))
     table_html += "\n" + html.table_html(html.Table(
         "Total loss per backend (trials that reached their offered load)", list(tables_md.LOSS_TOTAL_HEADERS),
         tables_md.loss_totals(run.trials)))
