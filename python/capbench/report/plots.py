@@ -117,8 +117,22 @@ def _wire(ax, groups, per_gbps: bool = False, scale: float = 1.0) -> None:
         ax.plot(xs, ys, color="black", linestyle="--", linewidth=1, label=f"wire rate ({link_name(link)})")
 
 
-def _iperf_groups(trials: list[Trial]) -> list[Group]:
-    return list(group_trials(_method(trials, "iperf")).values())
+@dataclass(frozen=True)
+class _Iperf:
+    """The iperf-like measurements of a run, by series, with their legend labels and colours."""
+
+    groups: list[Group]
+    by: dict[SeriesKey, list[Group]]
+    labels: dict[SeriesKey, str]
+    colors: dict[SeriesKey, str]
+
+
+def _iperf(trials: list[Trial]) -> _Iperf | Skipped:
+    groups = list(group_trials(_method(trials, "iperf")).values())
+    if not groups:
+        return Skipped("no iperf-like trials in this run")
+    by = _by_series(groups)
+    return _Iperf(groups, by, series_labels(by), _colors(by))
 
 
 def _repetition_note(groups) -> str:
@@ -129,49 +143,55 @@ def _repetition_note(groups) -> str:
 # --- the figures -----------------------------------------------------------------
 
 
-def throughput(trials: list[Trial]) -> Drawn | Skipped:
-    groups = _iperf_groups(trials)
-    if not groups:
-        return Skipped("no iperf-like trials in this run")
-    by = _by_series(groups)
-    labels, colors = series_labels(by), _colors(by)
+@dataclass(frozen=True)
+class _Panel:
+    metric: str
+    ylabel: str
+    scale: float = 1.0
+    wire: str | None = None  # draw the link's wire rate: "pps" (times scale) or "gbps"
+
+
+def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel], sharey: bool,
+                  caption: str) -> Drawn | Skipped:
+    """Two panels side by side of iperf-like figures against frame length, a line per series."""
+    d = _iperf(trials)
+    if isinstance(d, Skipped):
+        return d
     fig = Figure(figsize=(11, 4.2), layout="constrained")
-    ax_pps, ax_gbps = fig.subplots(1, 2)
-    _wire(ax_pps, groups, scale=1e-3)
-    short = _per_frame(ax_pps, by, labels, colors, "rx_pps", 1e-3)
-    _finish(ax_pps, "frame length [B]", "captured [kpps]", short)
-    _wire(ax_gbps, groups, per_gbps=True)
-    _per_frame(ax_gbps, by, labels, colors, "rx_gbps")
-    _finish(ax_gbps, "frame length [B]", "captured [Gbps, on the wire]", short)
-    fig.suptitle("Iperf-like capture throughput vs frame length")
-    return Drawn(fig, "Captured packets per second (left) and the wire bit rate they fill (right) per backend, "
-                      "with the wire rate of the link (dashed)." + _repetition_note(groups)
+    short = False
+    for ax, panel in zip(fig.subplots(1, 2, sharey=sharey), panels):
+        if panel.wire:
+            _wire(ax, d.groups, per_gbps=panel.wire == "gbps", scale=panel.scale)
+        short = _per_frame(ax, d.by, d.labels, d.colors, panel.metric, panel.scale)
+        _finish(ax, "frame length [B]", panel.ylabel, short)
+    fig.suptitle(title)
+    return Drawn(fig, caption + _repetition_note(d.groups)
                  + (f" {SHORT_NOTE[0].upper()}{SHORT_NOTE[1:]}." if short else ""))
 
 
+def throughput(trials: list[Trial]) -> Drawn | Skipped:
+    return _frame_panels(
+        trials, "Iperf-like capture throughput vs frame length",
+        (_Panel("rx_pps", "captured [kpps]", 1e-3, "pps"), _Panel("rx_gbps", "captured [Gbps, on the wire]",
+                                                                   wire="gbps")),
+        sharey=False, caption="Captured packets per second (left) and the wire bit rate they fill (right) per "
+                              "backend, with the wire rate of the link (dashed).")
+
+
 def load(trials: list[Trial]) -> Drawn | Skipped:
-    groups = _iperf_groups(trials)
-    if not groups:
-        return Skipped("no iperf-like trials in this run")
-    by = _by_series(groups)
-    labels, colors = series_labels(by), _colors(by)
-    fig = Figure(figsize=(11, 4.2), layout="constrained")
-    ax_app, ax_kernel = fig.subplots(1, 2, sharey=True)
-    short = _per_frame(ax_app, by, labels, colors, "app_cpu_pct")
-    _finish(ax_app, "frame length [B]", "application load [% of one CPU]", short)
-    _per_frame(ax_kernel, by, labels, colors, "kernel_cpu_pct")
-    _finish(ax_kernel, "frame length [B]", "kernel receive load [% of one CPU]", short)
-    fig.suptitle("Application and kernel load vs frame length")
-    return Drawn(fig, "The counter's CPU time (left) and the softirq+irq time of the CPU doing the kernel's "
-                      "receive work (right), in % of one CPU over the sending time." + _repetition_note(groups))
+    return _frame_panels(
+        trials, "Application and kernel load vs frame length",
+        (_Panel("app_cpu_pct", "application load [% of one CPU]"),
+         _Panel("kernel_cpu_pct", "kernel receive load [% of one CPU]")),
+        sharey=True, caption="The counter's CPU time (left) and the softirq+irq time of the CPU doing the kernel's "
+                             "receive work (right), in % of one CPU over the sending time.")
 
 
 def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
-    groups = _iperf_groups(trials)
-    if not groups:
-        return Skipped("no iperf-like trials in this run")
-    by = _by_series(groups)
-    labels = series_labels(by)
+    d = _iperf(trials)
+    if isinstance(d, Skipped):
+        return d
+    groups, by, labels = d.groups, d.by, d.labels
     keys = sorted(by)
     sizes = sorted({g.frame_len for g in groups})
     width = 0.8 / len(keys)
