@@ -134,3 +134,10 @@ def test_report_html_is_self_contained(report):
     for words in ("AMD EPYC", "6.18.44", "b4b5fab555a7db4a0259f2e7e8c8e5d01641e4b6", "net.core.netdev_max_backlog",
                   "Best backend per frame length", "not a capture result", 'class="short"'):
         assert words in page, words
+
+
+def test_sweep_marks_steps_the_generator_did_not_reach(tmp_path):
+    trials = [trial("sweep", backend="afp-v3", frame_len=64, sent=int(rate * 5), rate=f"{rate:.0f}pps",
+                    offered_pps=rate, invalid_offered_load=rate > 1e6)
+              for rate in (wire_pps(1e9, 64) * s for s in (0.25, 0.5, 0.75, 1.0))]
+    draw_and_check(tmp_path, "sweep", trials, "afp-v3 64 B", "generator short of load")

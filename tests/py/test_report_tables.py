@@ -83,3 +83,12 @@ def test_rfc2544_table_has_a_column_per_placement():
     assert rows == [["1518", "—", "—"], ["64", "372,023 / 0.250", "744,047 / 0.500"]]
     assert "### RFC 2544 throughput: afp-v3" in tables_md.markdown(trials)
     assert tables_md.rfc2544_tables(load_run(FIXTURE).trials) == []
+
+
+def test_summary_names_the_first_loss_of_a_sweep():
+    trials = [trial("sweep", backend="afp-v3", frame_len=64, sent=rate * 5, rate=f"{rate}pps", offered_pps=rate,
+                    received=rate * 5 - (0 if rate < 1_000_000 else 50), socket_drops=0 if rate < 1_000_000 else 50)
+              for rate in (400_000, 800_000, 1_200_000)]
+    best, losses = summary.summary(trials)
+    assert best == []
+    assert losses == ["afp-v3 64 B (sweep): loses packets from 1,200,000 pps (loss 0.00083 %)."]

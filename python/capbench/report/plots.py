@@ -225,8 +225,9 @@ def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
                     fontsize="x-small")
     ax.set_ylim(0, top / 0.55 if top > 0 else 1)  # room above the bars for their labels
     if top == 0:
-        ax.text(0.5, 0.6, "no loss in any trial that reached its offered load", transform=ax.transAxes,
-                ha="center", color="grey")
+        text = ("no trial reached its offered load" if all(g.short for g in groups)
+                else "no loss in any trial that reached its offered load")
+        ax.text(0.5, 0.6, text, transform=ax.transAxes, ha="center", color="grey")
     ax.set_xlim(-0.5, len(sizes) - 0.5)
     ax.set_xticks(range(len(sizes)), [f"{s} B" for s in sizes])
     ax.set_xlabel("frame length")
@@ -239,7 +240,8 @@ def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
     fig.suptitle("Where the packets were lost, per frame length and backend")
     return Drawn(fig, "Lost packets by layer (link: before the capture interface; backlog: the kernel's per-CPU "
                       "queue; socket: the capture socket's ring; unexplained: missing by the sequence numbers but "
-                      "counted by no layer), in % of the packets sent; each bar is labelled with the total loss. "
+                      "counted by no layer), in % of the packets sent; each bar is labelled with the total loss (with "
+                      "repetitions: of the repetition with the median loss). "
                       "A trial whose generator fell short of the offered load has no bar.")
 
 
@@ -265,10 +267,7 @@ def rfc2544(trials: list[Trial]) -> Drawn | Skipped:
 
 def sweep(trials: list[Trial]) -> Drawn | Skipped:
     """Capture rate and CPU against the offered rate (seed 003), one line per series and frame length."""
-    lines: dict[tuple[SeriesKey, int], list[Group]] = {}
-    for g in group_trials(t for t in trials if t.method != "rfc2544").values():
-        lines.setdefault((g.series, g.frame_len), []).append(g)
-    lines = {k: v for k, v in lines.items() if len({g.key.rate for g in v}) >= 3}
+    lines = stats.sweep_lines(trials)
     if not lines:
         return Skipped("no sweep: no backend and frame length was measured at 3 or more offered rates "
                        "(`capbench run --method sweep`)")
@@ -276,17 +275,24 @@ def sweep(trials: list[Trial]) -> Drawn | Skipped:
     colors = _colors(lines)
     fig = Figure(figsize=(8, 7), layout="constrained")
     ax_rate, ax_cpu = fig.subplots(2, 1, sharex=True)
+    any_short = False
+    sent = stats.sent_pps
     for (key, size), gs in lines.items():
-        gs = sorted(gs, key=lambda g: g.stat("rx_pps").median)
-        xs = [stats.stat_of(t.result.achieved_pps for t in g.used).median for g in gs]
-        label = f"{labels[key]} {size} B"
-        _errorbar(ax_rate, xs, [g.stat("rx_pps") for g in gs], colors[(key, size)], label)
-        _errorbar(ax_cpu, xs, [g.stat("app_cpu_pct") for g in gs], colors[(key, size)], f"{label} app")
-        _errorbar(ax_cpu, xs, [g.stat("kernel_cpu_pct") for g in gs], colors[(key, size)], f"{label} kernel",
-                  marker="s", linestyle=":")
+        valid, short = [g for g in gs if not g.short], [g for g in gs if g.short]
+        color, label = colors[(key, size)], f"{labels[key]} {size} B"
+        if valid:
+            xs = [sent(g) for g in valid]
+            _errorbar(ax_rate, xs, [g.stat("rx_pps") for g in valid], color, label)
+            _errorbar(ax_cpu, xs, [g.stat("app_cpu_pct") for g in valid], color, f"{label} app")
+            _errorbar(ax_cpu, xs, [g.stat("kernel_cpu_pct") for g in valid], color, f"{label} kernel",
+                      marker="s", linestyle=":")
+        if short:  # x is what the generator really sent, but not the rate the step named
+            any_short = True
+            ax_rate.plot([sent(g) for g in short], [g.stat("rx_pps").median for g in short], linestyle="none",
+                         marker="o", markerfacecolor="white", color=color)
     lim = max(max(t.result.achieved_pps for t in trials), 1)
     ax_rate.plot([0, lim], [0, lim], color="black", linestyle="--", linewidth=1, label="everything captured")
-    _finish(ax_rate, "", "captured [pps]")
+    _finish(ax_rate, "", "captured [pps]", any_short)
     _finish(ax_cpu, "offered rate (sent by the generator) [pps]", "CPU [% of one CPU]")
     fig.suptitle("Capture rate and CPU usage vs offered rate")
     return Drawn(fig, "Captured rate (top) and application and kernel load (bottom) against the rate the "

@@ -167,3 +167,17 @@ def rfc2544_throughput(trials: Iterable[Trial]) -> dict[int, float]:
         if r.lost == 0 and not r.invalid_offered_load:
             best[r.frame_len] = max(best.get(r.frame_len, 0.0), r.achieved_pps)
     return best
+
+
+def sent_pps(g: Group) -> float:
+    """The rate the generator really sent (median over the repetitions used)."""
+    return stat_of(t.result.achieved_pps for t in g.used).median
+
+
+def sweep_lines(trials: Iterable[Trial]) -> dict[tuple[SeriesKey, int], list[Group]]:
+    """Series and frame lengths measured at 3 or more offered rates (a sweep, seed 003),
+    each a list of groups in the order of the rate sent; RFC 2544 searches are not sweeps."""
+    lines: dict[tuple[SeriesKey, int], list[Group]] = {}
+    for g in group_trials(t for t in trials if t.method != "rfc2544").values():
+        lines.setdefault((g.series, g.frame_len), []).append(g)
+    return {k: sorted(v, key=sent_pps) for k, v in lines.items() if len({g.key.rate for g in v}) >= 3}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from capbench.report.keys import series_labels
 from capbench.report.load import Trial
-from capbench.report.stats import FirstLoss, Group, best_per_size, first_loss, fmt_loss, group_trials
+from capbench.report.stats import (FirstLoss, Group, best_per_size, first_loss, fmt_loss, group_trials, sent_pps,
+                                   sweep_lines)
 
 
 def _figures(g: Group) -> str:
@@ -55,9 +56,29 @@ def first_loss_lines(groups: list[Group]) -> list[str]:
     return [_loss_line(fl, labels[fl.series]) for fl in first_loss(groups)]
 
 
+def sweep_loss_lines(trials: list[Trial]) -> list[str]:
+    """Per swept series and frame length: the lowest rate sent at which packets were lost."""
+    lines = sweep_lines(trials)
+    labels = series_labels(key for key, _size in lines)
+    out = []
+    for (key, size), groups in lines.items():
+        valid = [g for g in groups if not g.short]
+        lossy = [g for g in valid if g.any_loss]
+        name = f"{labels[key]} {size} B (sweep)"
+        if not valid:
+            out.append(f"{name}: no result — the generator fell short of every offered rate.")
+        elif not lossy:
+            out.append(f"{name}: no loss up to {sent_pps(valid[-1]):,.0f} pps.")
+        else:
+            g = lossy[0]
+            out.append(f"{name}: loses packets from {sent_pps(g):,.0f} pps (loss {fmt_loss(g.stat('loss_pct'))} %).")
+    return out
+
+
 def summary(trials: list[Trial]) -> tuple[list[str], list[str]]:
-    """(best backend per frame length, first loss point per backend), for iperf-like trials."""
+    """(best backend per frame length, first loss point per backend): the frame length where an
+    iperf-like series starts to lose, and the rate where a sweep does."""
     groups = list(group_trials(t for t in trials if t.method == "iperf").values())
-    if not groups:
-        return [], []
-    return best_lines(groups), first_loss_lines(groups)
+    best = best_lines(groups) if groups else []
+    losses = first_loss_lines(groups) if groups else []
+    return best, losses + sweep_loss_lines(trials)
