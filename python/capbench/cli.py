@@ -218,6 +218,7 @@ def build_parser() -> Parser:
                                         "(tables, figures, report.html) into DIR/report/",
                          description=REPORT_HELP, formatter_class=_formatter, allow_abbrev=False)
     rep.add_argument("dir", metavar="DIR", help="a results directory written by `capbench run`")
+    rep.add_argument("--out", metavar="OUT", help="write the report into OUT instead of DIR/report/")
 
     cmp = sub.add_parser("compare", help="what changed between two runs, beyond the run-to-run noise",
                          description=COMPARE_HELP, formatter_class=_formatter, allow_abbrev=False)
@@ -541,7 +542,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from capbench.report import writer  # matplotlib loads only for the commands that draw
 
-    report = writer.write_report(args.dir)
+    report = writer.write_report(args.dir, args.out)
     meta = report.run.meta
     if meta:
         note(

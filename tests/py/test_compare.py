@@ -98,3 +98,16 @@ def test_the_html_is_well_formed_enough_to_parse_its_svg(tmp_path):
     svg = page[page.index("<svg"):page.index("</svg>") + 6]
     ET.fromstring(svg)
     assert 'class="worse"' in page
+
+
+def test_a_truncated_run_is_compared_with_what_it_holds(tmp_path):
+    import shutil
+
+    cut = tmp_path / "cut"
+    shutil.copytree(FIXTURE, cut)
+    text = (cut / "trials.jsonl").read_text()
+    (cut / "trials.jsonl").write_text(text[:-300])  # afp-v3 1518 B cut by a crash
+    p = capbench("compare", str(FIXTURE), str(cut), "--out", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    assert "capbench: B: 1 line of trials.jsonl skipped: line 6 cut short" in p.stderr
+    assert "5 measurements in common, 1 only in A" in " ".join(p.stdout.split())  # lines wrap at 140

@@ -76,3 +76,13 @@ def test_missing_run_json_still_draws(run):
     p = capbench("report", str(run))
     assert p.returncode == 0, p.stderr
     assert "run.json is missing" in p.stderr
+
+
+def test_a_report_folder_that_cannot_be_written(run, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert_usage_error(capbench("report", str(run), "--out", str(blocker / "report")), "cannot write the report",
+                       "--out")
+    p = capbench("report", str(run), "--out", str(tmp_path / "elsewhere"))
+    assert p.returncode == 0 and (tmp_path / "elsewhere" / "report.html").exists()
+    assert not (run / "report").exists()

@@ -153,17 +153,17 @@ def write_report(path: Path | str, out: Path | str | None = None) -> Report:
     out = Path(out) if out is not None else run.path / REPORT_DIR
     try:
         out.mkdir(parents=True, exist_ok=True)
+        text = out / "tables.txt"
+        text.write_text(terminal_tables(run), encoding="utf-8")
+        md = out / "tables.md"
+        md.write_text(markdown_report(run), encoding="utf-8")
+        csv = out / "trials.csv"
+        csv.write_text(tables_md.csv_text(run.trials), encoding="utf-8")
+        figures = draw_figures(run, out)
+        page = out / "report.html"
+        page.write_text(report_html(run, figures), encoding="utf-8")
     except OSError as e:
-        raise UsageError(f"cannot create {out}: {e.strerror}: check the permissions of {run.path}") from None
-    text = out / "tables.txt"
-    text.write_text(terminal_tables(run), encoding="utf-8")
-    md = out / "tables.md"
-    md.write_text(markdown_report(run), encoding="utf-8")
-    csv = out / "trials.csv"
-    csv.write_text(tables_md.csv_text(run.trials), encoding="utf-8")
-    figures = draw_figures(run, out)
-    page = out / "report.html"
-    page.write_text(report_html(run, figures), encoding="utf-8")
+        raise UsageError(f"cannot write the report into {out}: {e.strerror}: choose another folder with --out DIR") from None
     return Report(run=run, dir=out, html=page, markdown=md, csv=csv, text=text, figures=figures)
 
 
