@@ -93,6 +93,6 @@ def test_a_real_run_writes_a_report_that_chromium_shows(tmp_path):
 
     p = run_capbench("compare", str(run), str(second), "--out", str(tmp_path / "cmp"))
     assert p.returncode == 0, p.stderr
-    assert "1 measurement in common, 3 only in A" in p.stdout
+    assert "1 measurement in common, 3 only in A" in " ".join(p.stdout.split())  # lines wrap at 140
     v = open_page(tmp_path / "cmp" / "compare.html", tmp_path / "compare.png")
     assert [f["id"] for f in v.evaluated["figures"]] == ["fig-compare"]
