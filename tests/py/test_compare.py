@@ -111,3 +111,10 @@ def test_a_truncated_run_is_compared_with_what_it_holds(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "capbench: B: 1 line of trials.jsonl skipped: line 6 cut short" in p.stderr
     assert "5 measurements in common, 1 only in A" in " ".join(p.stdout.split())  # lines wrap at 140
+
+
+def test_unexplained_closer_to_zero_is_better(tmp_path):
+    a = write_run(tmp_path / "a", [make_result(sent=1_000_000, received=990_000, socket_drops=20_000)])  # -10,000
+    b = write_run(tmp_path / "b", [make_result(sent=1_000_000, received=990_000, socket_drops=10_000)])  # 0
+    u = next(c for c in compare.compare(load_run(a), load_run(b)).changes if c.metric.name == "unexplained_pct")
+    assert u.a.median == 1.0 and u.b.median == 0.0 and u.better

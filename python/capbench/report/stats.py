@@ -39,8 +39,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("link_pct", "lost at link", "% of sent", False, lambda r: _share(r.link_drops, r), is_loss=True),
     Metric("backlog_pct", "lost in backlog", "% of sent", False, lambda r: _share(r.backlog_drops, r), is_loss=True),
     Metric("socket_pct", "lost at socket", "% of sent", False, lambda r: _share(r.socket_drops, r), is_loss=True),
-    Metric("unexplained_pct", "unexplained", "% of sent", False, lambda r: _share(r.unexplained, r),
-           is_loss=True),
+    # Either sign is a disagreement of the counters: closer to 0 is better.
+    Metric("unexplained_pct", "unexplained (either sign)", "% of sent", False,
+           lambda r: abs(_share(r.unexplained, r)), is_loss=True),
     Metric("app_cpu_pct", "app load", "% CPU", False, lambda r: r.app_cpu_pct),
     Metric("kernel_cpu_pct", "kernel load", "% CPU", False, lambda r: r.kernel_cpu_pct),
 )}
