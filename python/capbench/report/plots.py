@@ -350,7 +350,7 @@ def loss_groups(trials: list[Trial]) -> Drawn | Skipped:
     fig = Figure(figsize=(max(7.0, len(bins) * 0.9), 4.4), layout="constrained")
     ax = fig.subplots()
     for i, (key, ts) in enumerate(sorted(by.items())):
-        counts = [sum(lo <= t.result.lost <= hi for t in ts) for lo, hi in bins]
+        counts = [sum(lo <= max(t.result.lost, 0) <= hi for t in ts) for lo, hi in bins]  # duplicates: lost < 0
         ax.bar([j + (i - (len(by) - 1) / 2) * width for j in range(len(bins))], counts, width,
                color=colors[key], label=f"{labels[key]} ({len(ts)} groups)")
     ax.set_xticks(range(len(bins)), ["0" if hi == 0 else f"{lo:,}–{hi:,}" for lo, hi in bins], rotation=30)
