@@ -9,10 +9,11 @@ BUILD  := build
 # Extra arguments for `make run`, e.g. make run ARGS="--sizes 64,1518"
 ARGS   ?=
 
-# Debian packages the build, the tests and the benchmarks need.
+# Debian packages the build, the tests and the benchmarks need (chromium: the
+# end-to-end test of the HTML report opens it headless).
 APT_PACKAGES := clang llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
                 libelf-dev meson ninja-build pkg-config bpftool iproute2 \
-                python3-venv tcpdump netsniff-ng
+                python3-venv tcpdump netsniff-ng chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -29,7 +29,7 @@ from capbench.rates import (
     parse_rate,
     parse_sizes,
 )
-from capbench.results import RunWriter, read_run, read_trials
+from capbench.results import RunWriter
 from capbench.trial import BACKENDS, ENGINES, Measurer, TrialResult, TrialSetup
 
 TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here
@@ -46,7 +46,8 @@ examples:
   capbench backends                        which capture backends work here
   sudo capbench testbed up                 build a test bed and keep it, to experiment by hand
   capbench report results/2025-11-23T07-30-05Z
-                                           print the tables of a finished run again
+                                           print a run's tables again, write its report
+  capbench compare results/A results/B     what changed between two runs
 
 Run `capbench COMMAND --help` for the options of each command.
 """
@@ -56,7 +57,8 @@ For each backend and frame length, one "iperf-like" trial (the seed's method):
 the generator sends at a constant rate for --duration seconds, the counter
 captures, and throughput = captured packets / sending time. Prints one table
 per backend (Frame | Offered | Captured | Loss | App / kernel load | where the
-loss happened) and writes results/<UTC time>/trials.jsonl and run.json.
+loss happened) and writes results/<UTC time>/trials.jsonl and run.json, and
+the report drawn from them into results/<UTC time>/report/ (--no-report: not).
 
 Placement on a 2-core machine: by default the generator runs on CPU 0 and both
 the kernel's receive work (the capture veth's RPS mask, --rx-cpu) and the
@@ -85,6 +87,31 @@ examples:
   sudo capbench testbed up --rx-cpu 1
   sudo ip netns exec capbench-1a2b3c-cap tcpdump -ni cb1a2b3cc
   sudo capbench testbed down 1a2b3c
+"""
+
+REPORT_HELP = """\
+Reads only DIR/trials.jsonl and DIR/run.json, prints the tables, and writes into
+DIR/report/: tables.txt, tables.md, trials.csv, a PNG and an SVG of every figure
+the records hold the data for, and report.html (one self-contained page).
+A last line cut short by a crash is skipped and counted.
+
+examples:
+  capbench report results/2025-11-23T07-30-05Z
+"""
+
+COMPARE_HELP = """\
+Matches the trials of two runs by their settings (method, backend, frame length,
+link, rate, engine, app load, placement) and shows, for each match, the change of
+the captured rate, the loss and each layer's share of it, and the application and
+kernel load. Changes larger than the run-to-run noise are marked: with repetitions
+(both runs) when their min-max ranges do not overlap; without, no noise estimate
+exists and changes above --threshold are marked. Trials whose generator fell short
+of the offered load are shown but never judged. Exit status 0, or 1 with
+--fail-on-regression PCT when a figure got worse by more than PCT %.
+
+examples:
+  capbench compare results/2025-11-23T07-30-05Z results/2025-11-24T09-12-00Z
+  capbench compare base/ patched/ --fail-on-regression 10      in CI
 """
 
 BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
@@ -170,6 +197,9 @@ def build_parser() -> Parser:
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
     run.add_argument("--settle", default="0.3", metavar="S",
                      help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
+    run.add_argument("--no-report", action="store_true",
+                     help="do not write the report (tables, figures, report.html) into the results directory "
+                          "at the end; `capbench report DIR` writes it later")
 
     tb = sub.add_parser("testbed", help="build, list or remove veth test beds",
                         description=TESTBED_HELP, formatter_class=_formatter, allow_abbrev=False)
@@ -189,8 +219,23 @@ def build_parser() -> Parser:
 
     sub.add_parser("backends", help="list the capture backends and whether they work here")
 
-    rep = sub.add_parser("report", help="print the tables of a finished run from its result files")
+    rep = sub.add_parser("report", help="print the tables of a finished run and write its report "
+                                        "(tables, figures, report.html) into DIR/report/",
+                         description=REPORT_HELP, formatter_class=_formatter, allow_abbrev=False)
     rep.add_argument("dir", metavar="DIR", help="a results directory written by `capbench run`")
+    rep.add_argument("--out", metavar="OUT", help="write the report into OUT instead of DIR/report/")
+
+    cmp = sub.add_parser("compare", help="what changed between two runs, beyond the run-to-run noise",
+                         description=COMPARE_HELP, formatter_class=_formatter, allow_abbrev=False)
+    cmp.add_argument("a", metavar="A", help="the results directory to compare against (the baseline)")
+    cmp.add_argument("b", metavar="B", help="the results directory of the run to judge")
+    cmp.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                     help="without repetitions, mark changes larger than PCT %% of A's value (default: %(default)s)")
+    cmp.add_argument("--fail-on-regression", type=float, metavar="PCT",
+                     help="exit status 1 when captured rate, loss, app or kernel load gets worse by more than "
+                          "PCT %% (and, with repetitions, beyond their spread)")
+    cmp.add_argument("--out", metavar="DIR",
+                     help="write compare.{txt,md,png,svg,html} to DIR (default: B/report/compare-<name of A>/)")
     return p
 
 
@@ -324,7 +369,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     tables.print_tables(done)
     note(f"results: {writer.path}")
+    if status == 0 and done and not args.no_report:
+        write_run_report(writer.path)
     return status
+
+
+def write_run_report(path: Path) -> None:
+    """The report at the end of a run. The results are already on disk, so a report that cannot
+    be written is a note, not a failed run."""
+    from capbench.report import writer  # matplotlib loads only for the commands that draw
+
+    try:
+        report = writer.write_report(path)
+    except (CapbenchError, OSError) as e:
+        note(f"report not written ({e}); `capbench report {path}` tries again")
+        return
+    note(writer.outcome_line(report))
 
 
 # --- testbed -----------------------------------------------------------------
@@ -488,18 +548,49 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = Path(args.dir)
-    trials = read_trials(path)
-    try:
-        meta = read_run(path)
-        started = meta.get("started_at", "?")
+    from capbench.report import writer  # matplotlib loads only for the commands that draw
+
+    report = writer.write_report(args.dir, args.out)
+    meta = report.run.meta
+    if meta:
         note(
-            f"run of {started} on {meta.get('cpu_model', '?')}, kernel "
+            f"run of {meta.get('started_at', '?')} on {meta.get('cpu_model', '?')}, kernel "
             f"{meta.get('kernel', {}).get('release', '?')}, capbench {meta.get('capbench_version', '?')} "
             f"({str(meta.get('git_commit', '?'))[:12]}), status {meta.get('status', '?')}")
-    except (UsageError, RunError):
-        pass
-    tables.print_tables(trials)
+    for text in report.notes:
+        note(f"capbench: {text}")
+    tables.print_tables([t.result for t in report.run.trials])
+    note(writer.outcome_line(report))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from capbench.report import compare, compare_out, load  # matplotlib loads only for the commands that draw
+
+    if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
+        raise UsageError(f"--fail-on-regression {args.fail_on_regression:g}: give a percentage of 0 or more, e.g. 10")
+    a, b = load.load_run(args.a), load.load_run(args.b)
+    for name, run in (("A", a), ("B", b)):
+        for text in run.notes:
+            note(f"capbench: {name}: {text}")
+    result = compare.compare(a, b, threshold_pct=args.threshold)
+    out = Path(args.out) if args.out else b.path / "report" / f"compare-{a.name}"
+    try:
+        files = compare_out.write(result, out)
+    except OSError as e:
+        raise UsageError(f"cannot write the comparison to {out}: {e.strerror}: choose another with --out DIR") from None
+    console = Console() if sys.stdout.isatty() else Console(width=140)
+    compare_out.terminal(result, console)
+    note(f"comparison: {files.html}")
+    if args.fail_on_regression is not None:
+        worse = result.regressions(args.fail_on_regression)
+        if worse:
+            first = worse[0]
+            note(f"capbench: {len(worse)} figures worse by more than {args.fail_on_regression:g} %, e.g. "
+                 f"{first.metric.label} of {first.key.text()}: {compare_out.fmt_change(first)}")
+            return 1
     return 0
 
 
@@ -510,7 +601,8 @@ def _main(argv: list[str]) -> int:
     if argv and argv[0] in PASSTHROUGH:
         return cmd_passthrough(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
-    handler = {"run": cmd_run, "testbed": cmd_testbed, "backends": cmd_backends, "report": cmd_report}
+    handler = {"run": cmd_run, "testbed": cmd_testbed, "backends": cmd_backends, "report": cmd_report,
+               "compare": cmd_compare}
     return handler[args.command](args)
 
 

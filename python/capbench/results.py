@@ -14,6 +14,7 @@ import platform
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -159,29 +160,76 @@ class RunWriter:
                 self.finish("failed", str(exc))
 
 
-def read_trials(path: Path | str) -> list[TrialResult]:
-    """The trials of a run directory (or of a trials.jsonl file)."""
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of trials.jsonl that holds no readable trial, and why."""
+
+    line: int
+    kind: str  # "truncated" (the last line, cut by a crash) | "corrupt" | "schema" (another version's record)
+    message: str  # "path:N: ..." as read_trials raises it
+
+
+@dataclass(frozen=True)
+class TrialScan:
+    """Everything a trials.jsonl holds: the trials, their records as written (with any fields
+    this version does not know), and the lines that could not be read."""
+
+    path: Path
+    trials: list[TrialResult]
+    records: list[dict[str, Any]]
+    skipped: list[SkippedLine]
+
+
+def scan_trials(path: Path | str) -> TrialScan:
+    """Read a run directory's (or a file's) trials, skipping unreadable lines instead of failing.
+
+    A run that crashed while writing leaves its last line cut short (no newline at the end):
+    that line is "truncated"; any other unreadable line is "corrupt"; records of another
+    schema version are "schema".
+    """
     path = Path(path)
     if path.is_dir():
         path = path / TRIALS_FILE
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}: give a results directory of `capbench run`") from None
-    results = []
+    lines = text.splitlines()
+    cut_last = bool(text) and not text.endswith("\n")
+    trials: list[TrialResult] = []
+    records: list[dict[str, Any]] = []
+    skipped: list[SkippedLine] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        bad = "truncated" if (cut_last and n == len(lines)) else "corrupt"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as e:
-            raise RunError(f"{path}:{n}: not JSON ({e.msg})") from None
+            skipped.append(SkippedLine(n, bad, f"{path}:{n}: not JSON ({e.msg})"))
+            continue
         if not isinstance(record, dict):
-            raise RunError(f"{path}:{n}: not a trial record")
+            skipped.append(SkippedLine(n, "corrupt", f"{path}:{n}: not a trial record"))
+            continue
         if record.get("schema") != SCHEMA:
-            raise RunError(f"{path}:{n}: trial schema {record.get('schema')!r}, this capbench reads {SCHEMA}")
-        results.append(TrialResult.from_record(record))
-    return results
+            skipped.append(SkippedLine(n, "schema", f"{path}:{n}: trial schema {record.get('schema')!r}, "
+                                                    f"this capbench reads {SCHEMA}"))
+            continue
+        try:
+            trials.append(TrialResult.from_record(record))
+        except RunError as e:
+            skipped.append(SkippedLine(n, bad, f"{path}:{n}: {e}"))
+            continue
+        records.append(record)
+    return TrialScan(path, trials, records, skipped)
+
+
+def read_trials(path: Path | str) -> list[TrialResult]:
+    """The trials of a run directory (or of a trials.jsonl file); RunError on the first bad line."""
+    scan = scan_trials(path)
+    if scan.skipped:
+        raise RunError(scan.skipped[0].message)
+    return scan.trials
 
 
 def read_run(path: Path | str) -> dict[str, Any]:

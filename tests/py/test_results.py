@@ -2,7 +2,7 @@ import json
 
 import pytest
 from capbench.errors import RunError, Terminated, UsageError
-from capbench.results import RUN_FILE, TRIALS_FILE, RunWriter, machine_info, read_run, read_trials
+from capbench.results import RUN_FILE, TRIALS_FILE, RunWriter, machine_info, read_run, read_trials, scan_trials
 from records import make_result
 
 
@@ -74,3 +74,17 @@ def test_machine_info():
     assert info["cores"] >= 1
     assert info["kernel"]["release"]
     assert isinstance(info["git_commit"], str)
+
+
+def test_scan_skips_and_counts_what_it_cannot_read(tmp_path):
+    a, b = make_result(frame_len=64), make_result(frame_len=1518, sent=406_370)
+    lines = [json.dumps(r.to_record()) for r in (a, b)]
+    (tmp_path / TRIALS_FILE).write_text(lines[0] + "\n" + '{"schema": 99}\n' + "garbage\n" + lines[1] + "\n"
+                                        + lines[1][:50])  # the last line cut by a crash
+    scan = scan_trials(tmp_path)
+    assert scan.trials == [a, b]
+    assert [r["frame_len"] for r in scan.records] == [64, 1518]
+    assert [(s.line, s.kind) for s in scan.skipped] == [(2, "schema"), (3, "corrupt"), (5, "truncated")]
+    assert scan.skipped[2].message.startswith(f"{tmp_path / TRIALS_FILE}:5: not JSON")
+    with pytest.raises(RunError, match=":2: trial schema 99"):
+        read_trials(tmp_path)  # strict: the first bad line fails

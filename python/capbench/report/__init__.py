@@ -1,0 +1,14 @@
+"""Reports drawn only from a run's result files (trials.jsonl and run.json).
+
+load        read a run directory, tolerating a line cut by a crash
+keys        what identifies a trial's settings and the series it is drawn in
+stats       medians and spreads over repetitions, the best backend, the first loss
+summary     the report's summary in sentences
+tables_md   the seed's tables as Markdown and CSV
+plots       the figures (matplotlib, Agg), each a function of the trial records
+latency     latency percentiles in a record
+html        the building blocks of one self-contained HTML page
+writer      `capbench report DIR`: everything above into DIR/report/
+compare     `capbench compare A B`: matched trials, changes and the noise they are weighed against
+compare_out the comparison as terminal and Markdown tables, a figure and HTML
+"""

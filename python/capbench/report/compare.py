@@ -1,0 +1,136 @@
+"""`capbench compare A B`: the same measurements in two runs, and what changed beyond the noise.
+
+Trials are matched by their SettingsKey (method, backend, frame length, link, rate,
+engine, application load, placement). For every figure (captured rate, loss and its
+layers, application and kernel load) the change is B's median minus A's.
+
+Noise, honestly: when both runs repeated a measurement, a change counts only if the
+min–max ranges of the repetitions do not overlap. Without repetitions there is no
+noise estimate at all; a relative change above a stated threshold (default 5 %) is
+marked instead, and the report says so. A measurement where the generator fell short
+of the offered load in either run is shown but never marked and never a regression:
+it did not measure the capture method at that load.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from capbench.errors import UsageError
+from capbench.report.keys import SettingsKey
+from capbench.report.load import RunData
+from capbench.report.stats import METRICS, Group, Metric, Stat, group_trials
+
+DEFAULT_THRESHOLD_PCT = 5.0
+COMPARED = ("rx_pps", "loss_pct", "link_pct", "backlog_pct", "socket_pct", "unexplained_pct", "app_cpu_pct",
+            "kernel_cpu_pct")
+# The figures --fail-on-regression watches; the loss layers are the loss split up.
+WATCHED = ("rx_pps", "loss_pct", "app_cpu_pct", "kernel_cpu_pct")
+
+
+@dataclass(frozen=True)
+class Change:
+    key: SettingsKey
+    metric: Metric
+    a: Stat
+    b: Stat
+    by_repetitions: bool  # the noise is the repetitions' spread (else: the threshold)
+    short: str  # "" or which run's generator fell short of the offered load: "A", "B", "A and B"
+    significant: bool  # larger than the noise
+
+    @property
+    def delta(self) -> float:
+        return self.b.median - self.a.median
+
+    @property
+    def rel_pct(self) -> float | None:
+        """100 · delta / |A|; None when A is 0 (a change from nothing has no relative size)."""
+        if self.a.median == 0:
+            return 0.0 if self.delta == 0 else None
+        return 100.0 * self.delta / abs(self.a.median)
+
+    @property
+    def worse(self) -> bool:
+        return self.delta < 0 if self.metric.higher_is_better else self.delta > 0
+
+    @property
+    def better(self) -> bool:
+        return self.delta != 0 and not self.worse
+
+    def worse_by_more_than(self, pct: float) -> bool:
+        """A regression: worse by more than pct % of A's value (a figure that was 0, such as loss,
+        and is not any more is worse by more than any pct) and, where repetitions measure the
+        noise, beyond it. Without repetitions pct alone decides (--threshold only marks)."""
+        if self.short or not self.worse or (self.by_repetitions and not self.significant):
+            return False
+        rel = self.rel_pct
+        return rel is None or abs(rel) > pct
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: RunData
+    b: RunData
+    changes: list[Change]
+    only_a: list[SettingsKey]
+    only_b: list[SettingsKey]
+    threshold_pct: float
+
+    @property
+    def by_repetitions(self) -> bool:
+        return any(c.by_repetitions for c in self.changes)
+
+    def noise_rule(self) -> str:
+        rep = "a change is marked when the min–max ranges of the repetitions do not overlap"
+        thr = (f"a change of more than {self.threshold_pct:g} % of A's value (or any change from 0) is marked "
+               f"instead (--threshold)")
+        if all(c.by_repetitions for c in self.changes):
+            return f"Noise: both runs repeated every measurement; {rep}."
+        if not self.by_repetitions:
+            return f"Noise: no measurement was repeated in both runs, so no noise estimate exists; {thr}."
+        return (f"Noise: where both runs repeated a measurement, {rep}; the others ran once in a run, so no "
+                f"noise estimate exists for them and {thr}.")
+
+    def regressions(self, pct: float) -> list[Change]:
+        return [c for c in self.changes if c.metric.name in WATCHED and c.worse_by_more_than(pct)]
+
+
+def _significant(a: Stat, b: Stat, by_repetitions: bool, threshold_pct: float) -> bool:
+    if by_repetitions:
+        return a.hi < b.lo or b.hi < a.lo
+    if a.median == 0:
+        return b.median != 0
+    return abs(100.0 * (b.median - a.median) / abs(a.median)) > threshold_pct
+
+
+def _short(ga: Group, gb: Group) -> str:
+    return " and ".join(name for name, g in (("A", ga), ("B", gb)) if g.short)
+
+
+def compare(a: RunData, b: RunData, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Comparison:
+    if not (threshold_pct > 0 and math.isfinite(threshold_pct)):
+        raise UsageError(f"--threshold {threshold_pct:g}: give a percentage above 0, e.g. 5")
+    groups_a, groups_b = group_trials(a.trials), group_trials(b.trials)
+    common = [k for k in groups_a if k in groups_b]
+    if not common:
+        raise UsageError(
+            f"{a.path} and {b.path} have no measurement in common (matched by method, backend, frame length, link, "
+            f"rate, engine, app load and placement): A has {_some(groups_a)}; B has {_some(groups_b)}")
+    changes = []
+    for key in common:
+        ga, gb = groups_a[key], groups_b[key]
+        by_reps = len(ga.used) > 1 and len(gb.used) > 1
+        short = _short(ga, gb)
+        for name in COMPARED:
+            sa, sb = ga.stat(name), gb.stat(name)
+            changes.append(Change(key, METRICS[name], sa, sb, by_reps, short,
+                                  not short and _significant(sa, sb, by_reps, threshold_pct)))
+    return Comparison(a, b, changes, [k for k in groups_a if k not in groups_b],
+                      [k for k in groups_b if k not in groups_a], threshold_pct)
+
+
+def _some(groups: dict[SettingsKey, Group]) -> str:
+    keys = list(groups)
+    text = "; ".join(k.text() for k in keys[:2])
+    return text + (f" and {len(keys) - 2} more" if len(keys) > 2 else "")

@@ -1,0 +1,218 @@
+"""A Comparison as a terminal table, Markdown, a figure and an HTML page."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from capbench.accounting import format_pct
+from capbench.report import html, plots
+from capbench.report.compare import WATCHED, Change, Comparison
+from capbench.report.keys import SettingsKey, series_labels
+from capbench.report.stats import fmt_loss
+from capbench.report.tables_md import md_table
+
+HEADERS = ("Measurement", "Figure", "A", "B", "Change", "Verdict")
+COLORS = {"worse": "#d62728", "better": "#2ca02c", "": "#9e9e9e"}
+
+
+def key_labels(keys: list[SettingsKey]) -> dict[SettingsKey, str]:
+    """Short names: the series label (backend and what differs), frame length, and the rate if it varies."""
+    labels = series_labels(k.series for k in keys)
+    rates = len({k.rate for k in keys}) > 1
+    return {k: f"{labels[k.series]} {k.frame_len} B" + (f" at {k.rate}" if rates else "") for k in keys}
+
+
+def fmt_value(c: Change, which: str) -> str:
+    s = c.a if which == "a" else c.b
+    if c.metric.is_loss:
+        return fmt_loss(s) + " %"
+    if c.metric.name == "rx_pps":
+        text = f"{s.median:,.0f}"
+        return text + (f" ({s.lo:,.0f}–{s.hi:,.0f})" if s.n > 1 and s.lo != s.hi else "")
+    text = f"{s.median:.1f}"
+    return text + (f" ({s.lo:.1f}–{s.hi:.1f})" if s.n > 1 and s.lo != s.hi else "")
+
+
+def fmt_change(c: Change) -> str:
+    d = c.delta
+    if d == 0:
+        return "0"
+    if c.metric.name == "rx_pps":
+        text = f"{d:+,.0f} pps"
+    elif c.metric.is_loss:
+        text = ("+" if d > 0 else "−") + format_pct(abs(d), exact_zero=False) + " pts"
+    else:
+        text = f"{d:+.2f} pts"
+    rel = c.rel_pct
+    return text + (" (from 0)" if rel is None else f" ({rel:+.1f} %)")
+
+
+def verdict(c: Change) -> str:
+    if c.short:
+        return f"not compared: generator short in {c.short}"
+    if c.delta == 0:
+        return "no change"
+    if c.significant:
+        return "worse" if c.worse else "better"
+    return "within noise" if c.by_repetitions else "below threshold"
+
+
+def shown(cmp: Comparison) -> list[Change]:
+    """The changes worth a row: a figure that is 0 in both runs is left out, and a measurement
+    the generator fell short of shows its captured rate only (it is not judged)."""
+    return [c for c in cmp.changes
+            if not (c.a.exact_zero and c.b.exact_zero) and (not c.short or c.metric.name == "rx_pps")]
+
+
+def rows(cmp: Comparison) -> list[list[str]]:
+    labels = key_labels([c.key for c in cmp.changes])
+    out, last = [], None
+    for c in shown(cmp):
+        name = labels[c.key] if c.key != last else ""
+        last = c.key
+        out.append([name, f"{c.metric.label} [{c.metric.unit}]", fmt_value(c, "a"), fmt_value(c, "b"),
+                    fmt_change(c), verdict(c)])
+    return out
+
+
+def headline(cmp: Comparison) -> list[str]:
+    """What a reader needs first: what was compared, the noise rule, the marked changes."""
+    marked = [c for c in cmp.changes if c.significant]
+    worse = [c for c in marked if c.worse]
+    keys = {c.key for c in cmp.changes}
+    lines = [f"A = {cmp.a.path}, B = {cmp.b.path}: {len(keys)} measurement{'s' if len(keys) != 1 else ''} in common"
+             + (f", {len(cmp.only_a)} only in A" if cmp.only_a else "")
+             + (f", {len(cmp.only_b)} only in B" if cmp.only_b else "") + ".",
+             cmp.noise_rule()]
+    lines.append("Figures that are 0 in both runs are left out.")
+    short = {c.key for c in cmp.changes if c.short}
+    if short:
+        lines.append(f"{len(short)} of them not compared: the generator fell short of the offered load, so "
+                     f"they measured the generator, not the capture method.")
+    if len(short) == len(keys):
+        lines.append("Nothing to judge: no measurement in common reached its offered load in both runs.")
+    elif not marked:
+        lines.append("No change larger than the noise.")
+    else:
+        lines.append(f"{len(marked)} changes larger than the noise: {len(worse)} worse, "
+                     f"{len(marked) - len(worse)} better.")
+    return lines
+
+
+def terminal(cmp: Comparison, console: Console) -> None:
+    table = Table(title="capbench compare: B against A", box=box.SIMPLE_HEAD, title_justify="left")
+    for h in HEADERS:
+        table.add_column(Text(h), justify="left" if h in ("Measurement", "Figure", "Verdict") else "right")
+    styles = {"worse": "red", "better": "green"}
+    for row in rows(cmp):
+        table.add_row(*(Text(cell) for cell in row), style=styles.get(row[-1]))  # Text: "[pps]" is not markup
+    console.print(table)
+    for line in headline(cmp):
+        console.print(Text(line))
+
+
+def terminal_text(cmp: Comparison, width: int = 140) -> str:
+    console = Console(record=True, width=width, file=io.StringIO())
+    terminal(cmp, console)
+    return console.export_text()
+
+
+def markdown(cmp: Comparison) -> str:
+    parts = ["# capbench compare\n", *[f"- {line}" for line in headline(cmp)], "",
+             md_table(HEADERS, rows(cmp)), ""]
+    for name, keys in (("Only in A", cmp.only_a), ("Only in B", cmp.only_b)):
+        if keys:
+            parts += [f"## {name}\n", *[f"- {k.text()}" for k in keys], ""]
+    return "\n".join(parts)
+
+
+def figure(cmp: Comparison) -> Figure:
+    """One panel per watched figure: the change of every measurement, coloured when beyond the noise."""
+
+    keys = list(dict.fromkeys(c.key for c in cmp.changes))
+    labels = key_labels(keys)
+    fig = Figure(figsize=(12, 1.2 + 0.45 * len(keys) + 1.5), layout="constrained")
+    axes = fig.subplots(1, len(WATCHED), sharey=True)
+    for ax, name in zip(axes, WATCHED):
+        by_key = {c.key: c for c in cmp.changes if c.metric.name == name}
+        values, colors, hatches = [], [], []
+        for k in keys:
+            c = by_key[k]
+            rel = c.rel_pct
+            values.append(c.delta if name != "rx_pps" else (rel if rel is not None else 0.0))
+            colors.append(COLORS["" if not c.significant else ("worse" if c.worse else "better")])
+            hatches.append("//" if c.short else "")
+        bars = ax.barh(range(len(keys)), values, color=colors)
+        for bar, hatch in zip(bars, hatches):
+            if hatch:
+                bar.set_hatch(hatch)
+                bar.set_alpha(0.4)
+        ax.axvline(0, color="black", linewidth=0.8)
+        metric = by_key[keys[0]].metric
+        ax.set_title("captured rate" if name == "rx_pps" else metric.label)
+        ax.set_xlabel("change [%]" if name == "rx_pps" else f"change [{metric.unit} points]")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(keys)), [labels[k] for k in keys])
+    axes[0].invert_yaxis()
+    fig.legend(handles=[Patch(color=COLORS["worse"], label="worse, beyond the noise"),
+                        Patch(color=COLORS["better"], label="better, beyond the noise"),
+                        Patch(color=COLORS[""], label="within the noise"),
+                        Patch(facecolor=COLORS[""], alpha=0.4, hatch="//", label="generator short: not compared")],
+               loc="outside lower center", ncols=4, fontsize="small")
+    fig.suptitle("B against A")
+    return fig
+
+
+def page(cmp: Comparison, svg_text: str) -> str:
+    def run_items(name, run):
+        m = run.meta
+        kernel = (m.get("kernel") or {}).get("release")
+        return [(f"{name}", str(run.path)), (f"{name} started", m.get("started_at")),
+                (f"{name} commit", m.get("git_commit")), (f"{name} kernel", kernel),
+                (f"{name} CPU", m.get("cpu_model")), (f"{name} notes", " ".join(run.notes) or None)]
+
+    classes = [("worse" if r[-1] == "worse" else "better" if r[-1] == "better" else
+                "short" if r[-1].startswith("not compared") else "") for r in rows(cmp)]
+    sections = [
+        ("Summary", html.bullet_list(headline(cmp))),
+        ("Runs", html.kv_table(run_items("A", cmp.a) + run_items("B", cmp.b))),
+        ("Changes", html.table_html(html.Table("Every figure, B against A", list(HEADERS), rows(cmp), classes))),
+        ("Figure", html.figure_html("Changes", svg_text, "Captured rate in % of A; loss and CPU in points. "
+                                    "Coloured: larger than the noise.", None, "compare")),
+    ]
+    for name, keys in (("Only in A", cmp.only_a), ("Only in B", cmp.only_b)):
+        if keys:
+            sections.append((name, html.bullet_list(k.text() for k in keys)))
+    return html.page(f"capbench compare: {cmp.b.name} against {cmp.a.name}", sections)
+
+
+@dataclass(frozen=True)
+class CompareFiles:
+    dir: Path
+    html: Path
+    markdown: Path
+    text: Path
+    png: Path
+    svg: Path
+
+
+def write(cmp: Comparison, out: Path) -> CompareFiles:
+    out.mkdir(parents=True, exist_ok=True)
+    text = out / "compare.txt"
+    text.write_text(terminal_text(cmp), encoding="utf-8")
+    md = out / "compare.md"
+    md.write_text(markdown(cmp), encoding="utf-8")
+    png, svg = plots.save(figure(cmp), out / "compare")
+    page_path = out / "compare.html"
+    page_path.write_text(page(cmp, svg.read_text(encoding="utf-8")), encoding="utf-8")
+    return CompareFiles(out, page_path, md, text, png, svg)

@@ -1,0 +1,100 @@
+"""A run directory as the report sees it: run.json, the trials, and what could not be read.
+
+Reports read nothing else, so they can be redrawn on another machine. Bad input ends
+with a UsageError (exit status 2) only where nothing can be drawn; a line cut by a
+crash, or records of another version among readable ones, are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capbench import __version__
+from capbench.errors import UsageError
+from capbench.results import RUN_FILE, TRIALS_FILE, SkippedLine, scan_trials
+from capbench.trial import SCHEMA, TrialResult
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial: its typed result, and its record as written (fields of newer methods
+    such as `method` or `latency` are read from the record)."""
+
+    result: TrialResult
+    record: dict[str, Any] = field(compare=False)
+    method: str = "iperf"
+
+
+@dataclass(frozen=True)
+class RunData:
+    path: Path
+    meta: dict[str, Any]  # run.json; {} when it is missing or unreadable (see notes)
+    trials: list[Trial]
+    skipped: list[SkippedLine]
+    notes: list[str]  # what the reader must know about the input: skipped lines, a missing run.json
+
+    @property
+    def name(self) -> str:
+        return self.path.resolve().name
+
+
+def _read_meta(path: Path, notes: list[str]) -> dict[str, Any]:
+    try:
+        meta = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        notes.append(f"{RUN_FILE} is missing: the machine and settings of this run are unknown.")
+        return {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        notes.append(f"{RUN_FILE} is unreadable ({getattr(e, 'msg', e)}): the machine and settings are unknown.")
+        return {}
+    if not isinstance(meta, dict):
+        notes.append(f"{RUN_FILE} is not a JSON object: the machine and settings are unknown.")
+        return {}
+    schema = meta.get("schema", SCHEMA)
+    if schema != SCHEMA:
+        raise UsageError(
+            f"{path} holds results of schema {schema!r} (capbench {meta.get('capbench_version', '?')}); "
+            f"this capbench {__version__} reads schema {SCHEMA}: report them with the capbench that wrote them")
+    return meta
+
+
+def _skipped_note(skipped: list[SkippedLine]) -> str:
+    kinds = {"truncated": "cut short (a crash while writing)", "corrupt": "unreadable",
+             "schema": "of another schema version"}
+    parts = []
+    for kind, text in kinds.items():
+        lines = [s.line for s in skipped if s.kind == kind]
+        if lines:
+            parts.append(f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))} {text}")
+    n = len(skipped)
+    return f"{n} line{'s' if n > 1 else ''} of {TRIALS_FILE} skipped: {'; '.join(parts)}."
+
+
+def load_run(path: Path | str) -> RunData:
+    """Read a results directory of `capbench run`; UsageError where nothing can be drawn."""
+    path = Path(path)
+    if not path.is_dir():
+        why = "not a directory" if path.exists() else "no such directory"
+        raise UsageError(f"cannot read {path}: {why}: give a results directory of `capbench run` "
+                         f"(results/<UTC time>/)")
+    if not (path / TRIALS_FILE).exists():
+        what = "no results" if not (path / RUN_FILE).exists() else f"no {TRIALS_FILE} (the run recorded no trial)"
+        raise UsageError(f"{path} holds {what}: give a results directory of `capbench run` (results/<UTC time>/)")
+    notes: list[str] = []
+    meta = _read_meta(path, notes)
+    scan = scan_trials(path)
+    if not scan.trials:
+        if scan.skipped and all(s.kind == "schema" for s in scan.skipped):
+            raise UsageError(f"{scan.skipped[0].message}: report these results with the capbench that wrote them")
+        if scan.skipped:
+            raise UsageError(f"{scan.path} holds no readable trial ({_skipped_note(scan.skipped).rstrip('.')})")
+        raise UsageError(f"{scan.path} holds no trial: the run (status {meta.get('status', 'unknown')}) ended "
+                         f"before its first trial finished")
+    if scan.skipped:
+        notes.insert(0, _skipped_note(scan.skipped))
+    default_method = str((meta.get("settings") or {}).get("method") or "iperf")
+    trials = [Trial(r, rec, str(rec.get("method") or default_method)) for r, rec in zip(scan.trials, scan.records)]
+    return RunData(path=path, meta=meta, trials=trials, skipped=scan.skipped, notes=notes)

@@ -1,0 +1,406 @@
+"""The report's figures: each a function of the trial records that draws a matplotlib
+Figure, or says why this run holds no data for it (Skipped).
+
+Points are medians over repetitions with min–max error bars when a measurement was
+repeated. A measurement whose generator fell short of the offered load is drawn as an
+open marker off the line and never as capture loss: it measured the generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display; before anything imports pyplot
+
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from capbench.accounting import format_pct  # noqa: E402
+from capbench.rates import link_name, wire_pps  # noqa: E402
+from capbench.report import latency, stats  # noqa: E402
+from capbench.report.keys import SeriesKey, series_key, series_labels  # noqa: E402
+from capbench.report.load import Trial  # noqa: E402
+from capbench.report.stats import Group, group_trials  # noqa: E402
+
+MIN_GROUPS = 8  # trials of one series before a histogram of loss per group says anything
+SHORT_NOTE = "open marker: generator short of the offered load (not a capture result)"
+LAYERS = (("link_drops", "link", "#8c564b"), ("backlog_drops", "backlog", "#ff7f0e"),
+          ("socket_drops", "socket", "#1f77b4"), ("unexplained", "unexplained", "#d62728"))
+
+
+@dataclass(frozen=True)
+class Skipped:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Drawn:
+    figure: Figure
+    caption: str
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str  # file stem
+    title: str
+    draw: Callable[[list[Trial]], Drawn | Skipped]
+
+
+# --- helpers -----------------------------------------------------------------------
+
+
+def _colors(keys) -> dict[SeriesKey, str]:
+    palette = matplotlib.colormaps["tab10"].colors
+    return {k: matplotlib.colors.to_hex(palette[i % len(palette)]) for i, k in enumerate(sorted(set(keys)))}
+
+
+def _method(trials: list[Trial], method: str) -> list[Trial]:
+    return [t for t in trials if t.method == method]
+
+
+def _by_series(groups) -> dict[SeriesKey, list[Group]]:
+    out: dict[SeriesKey, list[Group]] = {}
+    for g in groups:
+        out.setdefault(g.series, []).append(g)
+    return out
+
+
+def _errorbar(ax, xs, stats_, color, label, marker="o", filled=True, linestyle="-"):
+    med = [s.median for s in stats_]
+    yerr = [[s.median - s.lo for s in stats_], [s.hi - s.median for s in stats_]]
+    has_spread = any(s.n > 1 for s in stats_)
+    ax.errorbar(xs, med, yerr=yerr if has_spread else None, color=color, label=label, marker=marker,
+                linestyle=linestyle, markerfacecolor=color if filled else "white", capsize=3 if has_spread else 0)
+
+
+def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float = 1.0) -> bool:
+    """One line per series over frame length through the valid points; short points as open markers."""
+    any_short = False
+    for key, gs in groups_by_series.items():
+        gs = sorted(gs, key=lambda g: g.frame_len)
+        valid = [g for g in gs if not g.short]
+        short = [g for g in gs if g.short]
+        scaled = [stats.Stat(s.median * scale, s.lo * scale, s.hi * scale, s.n)
+                  for s in (g.stat(metric) for g in valid)]
+        if valid:
+            _errorbar(ax, [g.frame_len for g in valid], scaled, colors[key], labels[key])
+        if short:
+            any_short = True
+            ax.plot([g.frame_len for g in short], [g.stat(metric).median * scale for g in short], linestyle="none",
+                    marker="o", markerfacecolor="white", color=colors[key],
+                    label=None if valid else f"{labels[key]} (generator short)")
+    return any_short
+
+
+def _finish(ax, xlabel: str, ylabel: str, short_legend: bool = False) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if short_legend:
+        handles.append(Line2D([], [], marker="o", linestyle="none", color="grey", markerfacecolor="white"))
+        labels.append("generator short of load")
+    if handles:
+        ax.legend(handles, labels, fontsize="small")
+
+
+def _wire(ax, groups, per_gbps: bool = False, scale: float = 1.0) -> None:
+    """The link's wire rate over the frame lengths measured: in pps (times scale), or in Gbps."""
+    sizes = sorted({g.frame_len for g in groups})
+    xs = list(range(min(sizes), max(sizes) + 1, max(1, (max(sizes) - min(sizes)) // 200)))
+    for link in sorted({g.trials[0].result.link_bps for g in groups}):
+        ys = [link / 1e9 for _ in xs] if per_gbps else [wire_pps(link, x) * scale for x in xs]
+        ax.plot(xs, ys, color="black", linestyle="--", linewidth=1, label=f"wire rate ({link_name(link)})")
+
+
+@dataclass(frozen=True)
+class _Iperf:
+    """The iperf-like measurements of a run, by series, with their legend labels and colours."""
+
+    groups: list[Group]
+    by: dict[SeriesKey, list[Group]]
+    labels: dict[SeriesKey, str]
+    colors: dict[SeriesKey, str]
+
+
+def _iperf(trials: list[Trial]) -> _Iperf | Skipped:
+    groups = list(group_trials(_method(trials, "iperf")).values())
+    if not groups:
+        return Skipped("no iperf-like trials in this run")
+    by = _by_series(groups)
+    return _Iperf(groups, by, series_labels(by), _colors(by))
+
+
+def _repetition_note(groups) -> str:
+    n = max((len(g.trials) for g in groups), default=1)
+    return f" Points are medians of up to {n} repetitions; bars span min to max." if n > 1 else ""
+
+
+# --- the figures -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Panel:
+    metric: str
+    ylabel: str
+    scale: float = 1.0
+    wire: str | None = None  # draw the link's wire rate: "pps" (times scale) or "gbps"
+
+
+def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel], sharey: bool,
+                  caption: str) -> Drawn | Skipped:
+    """Two panels side by side of iperf-like figures against frame length, a line per series."""
+    d = _iperf(trials)
+    if isinstance(d, Skipped):
+        return d
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    short = False
+    for ax, panel in zip(fig.subplots(1, 2, sharey=sharey), panels):
+        if panel.wire:
+            _wire(ax, d.groups, per_gbps=panel.wire == "gbps", scale=panel.scale)
+        short = _per_frame(ax, d.by, d.labels, d.colors, panel.metric, panel.scale)
+        _finish(ax, "frame length [B]", panel.ylabel, short)
+    fig.suptitle(title)
+    return Drawn(fig, caption + _repetition_note(d.groups)
+                 + (f" {SHORT_NOTE[0].upper()}{SHORT_NOTE[1:]}." if short else ""))
+
+
+def throughput(trials: list[Trial]) -> Drawn | Skipped:
+    return _frame_panels(
+        trials, "Iperf-like capture throughput vs frame length",
+        (_Panel("rx_pps", "captured [kpps]", 1e-3, "pps"), _Panel("rx_gbps", "captured [Gbps, on the wire]",
+                                                                   wire="gbps")),
+        sharey=False, caption="Captured packets per second (left) and the wire bit rate they fill (right) per "
+                              "backend, with the wire rate of the link (dashed).")
+
+
+def load(trials: list[Trial]) -> Drawn | Skipped:
+    return _frame_panels(
+        trials, "Application and kernel load vs frame length",
+        (_Panel("app_cpu_pct", "application load [% of one CPU]"),
+         _Panel("kernel_cpu_pct", "kernel receive load [% of one CPU]")),
+        sharey=True, caption="The counter's CPU time (left) and the softirq+irq time of the CPU doing the kernel's "
+                             "receive work (right), in % of one CPU over the sending time.")
+
+
+def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
+    d = _iperf(trials)
+    if isinstance(d, Skipped):
+        return d
+    groups, by, labels = d.groups, d.by, d.labels
+    keys = sorted(by)
+    sizes = sorted({g.frame_len for g in groups})
+    width = 0.8 / len(keys)
+    fig = Figure(figsize=(max(8.0, 1.1 * len(sizes) * len(keys) + 2), 5.2), layout="constrained")
+    ax = fig.subplots()
+    top = 0.0
+    for i, key in enumerate(keys):
+        for j, size in enumerate(sizes):
+            g = next((g for g in by[key] if g.frame_len == size), None)
+            if g is None:
+                continue
+            x = j + (i - (len(keys) - 1) / 2) * width
+            if g.short:
+                ax.text(x, 0, f"{labels[key]}: generator short", rotation=90, ha="center", va="bottom",
+                        fontsize="x-small", color="grey")
+                continue
+            r = min(g.used, key=lambda t: abs(t.result.loss_pct - g.stat("loss_pct").median)).result
+            bottom = 0.0
+            for field_, name, color in LAYERS:
+                v = 100.0 * getattr(r, field_) / r.sent if r.sent else 0.0
+                if v > 0:
+                    ax.bar(x, v, width * 0.9, bottom=bottom, color=color, edgecolor="white", linewidth=0.5)
+                    bottom += v
+            top = max(top, bottom, r.loss_pct)
+            if r.unexplained < 0:  # the layers count more drops than packets missing: the counters disagree
+                ax.hlines(r.loss_pct, x - width * 0.45, x + width * 0.45, colors="#d62728", linewidth=2)
+            text = f"{labels[key]}: {format_pct(r.loss_pct, exact_zero=(r.lost == 0))} %"
+            if r.unexplained < 0:
+                text += " *"
+            ax.text(x, max(bottom, r.loss_pct), " " + text, rotation=90, ha="center", va="bottom",
+                    fontsize="x-small")
+    ax.set_ylim(0, top / 0.55 if top > 0 else 1)  # room above the bars for their labels
+    if top == 0:
+        text = ("no trial reached its offered load" if all(g.short for g in groups)
+                else "no loss in any trial that reached its offered load")
+        ax.text(0.5, 0.6, text, transform=ax.transAxes, ha="center", color="grey")
+    ax.set_xlim(-0.5, len(sizes) - 0.5)
+    ax.set_xticks(range(len(sizes)), [f"{s} B" for s in sizes])
+    ax.set_xlabel("frame length")
+    ax.set_ylabel("lost [% of sent]")
+    ax.grid(True, axis="y", alpha=0.3)
+    handles = [matplotlib.patches.Patch(color=c, label=n) for _f, n, c in LAYERS]
+    handles.append(Line2D([], [], color="#d62728", linewidth=2,
+                          label="total loss, where (*) the layers count more drops than packets are missing"))
+    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=3)
+    fig.suptitle("Where the packets were lost, per frame length and backend")
+    return Drawn(fig, "Lost packets by layer (link: before the capture interface; backlog: the kernel's per-CPU "
+                      "queue; socket: the capture socket's ring; unexplained: missing by the sequence numbers but "
+                      "counted by no layer), in % of the packets sent; each bar is labelled with the total loss (with "
+                      "repetitions: of the repetition with the median loss). "
+                      "A trial whose generator fell short of the offered load has no bar.")
+
+
+def rfc2544(trials: list[Trial]) -> Drawn | Skipped:
+    rows = _method(trials, "rfc2544")
+    if not rows:
+        return Skipped("no RFC 2544 trials in this run (they come from `capbench run --method rfc2544`)")
+    by = _by_series(group_trials(rows).values())
+    labels, colors = series_labels(by), _colors(by)
+    fig = Figure(figsize=(7.5, 4.4), layout="constrained")
+    ax = fig.subplots()
+    _wire(ax, [g for gs in by.values() for g in gs])
+    for key, gs in by.items():
+        best = stats.rfc2544_throughput([t for g in gs for t in g.trials])
+        if best:
+            xs = sorted(best)
+            ax.plot(xs, [best[x] for x in xs], marker="o", color=colors[key], label=labels[key])
+    _finish(ax, "frame length [B]", "RFC 2544 throughput [pps]")
+    fig.suptitle("RFC 2544 throughput vs frame length")
+    return Drawn(fig, "The highest rate each backend captured without loss (RFC 2544 section 26.1), "
+                      "from the search trials in the records; the wire rate dashed.")
+
+
+def sweep(trials: list[Trial]) -> Drawn | Skipped:
+    """Capture rate and CPU against the offered rate (seed 003), one line per series and frame length."""
+    lines = stats.sweep_lines(trials)
+    if not lines:
+        return Skipped("no sweep: no backend and frame length was measured at 3 or more offered rates "
+                       "(`capbench run --method sweep`)")
+    labels = series_labels(k for k, _ in lines)
+    colors = _colors(lines)
+    fig = Figure(figsize=(8, 7), layout="constrained")
+    ax_rate, ax_cpu = fig.subplots(2, 1, sharex=True)
+    any_short = False
+    sent = stats.sent_pps
+    for (key, size), gs in lines.items():
+        valid, short = [g for g in gs if not g.short], [g for g in gs if g.short]
+        color, label = colors[(key, size)], f"{labels[key]} {size} B"
+        if valid:
+            xs = [sent(g) for g in valid]
+            _errorbar(ax_rate, xs, [g.stat("rx_pps") for g in valid], color, label)
+            _errorbar(ax_cpu, xs, [g.stat("app_cpu_pct") for g in valid], color, f"{label} app")
+            _errorbar(ax_cpu, xs, [g.stat("kernel_cpu_pct") for g in valid], color, f"{label} kernel",
+                      marker="s", linestyle=":")
+        if short:  # x is what the generator really sent, but not the rate the step named
+            any_short = True
+            ax_rate.plot([sent(g) for g in short], [g.stat("rx_pps").median for g in short], linestyle="none",
+                         marker="o", markerfacecolor="white", color=color)
+    lim = max(max(t.result.achieved_pps for t in trials), 1)
+    ax_rate.plot([0, lim], [0, lim], color="black", linestyle="--", linewidth=1, label="everything captured")
+    _finish(ax_rate, "", "captured [pps]", any_short)
+    _finish(ax_cpu, "offered rate (sent by the generator) [pps]", "CPU [% of one CPU]")
+    fig.suptitle("Capture rate and CPU usage vs offered rate")
+    return Drawn(fig, "Captured rate (top) and application and kernel load (bottom) against the rate the "
+                      "generator sent." + _repetition_note([g for gs in lines.values() for g in gs]))
+
+
+def repetitions(trials: list[Trial]) -> Drawn | Skipped:
+    groups = [g for g in group_trials(trials).values() if len(g.valid) > 1]
+    if not groups:
+        return Skipped("no repetitions: every measurement ran once (`capbench run --repeat N`)")
+    by = _by_series(groups)
+    labels, colors = series_labels(by), _colors(by)
+    fig = Figure(figsize=(8, 4.4), layout="constrained")
+    ax = fig.subplots()
+    for i, (key, gs) in enumerate(by.items()):
+        gs = sorted(gs, key=lambda g: g.frame_len)
+        rel = []
+        for g in gs:
+            s = g.stat("rx_pps")
+            m = s.median or 1.0
+            rel.append(stats.Stat(0.0, 100 * (s.lo - s.median) / m, 100 * (s.hi - s.median) / m, s.n))
+        _errorbar(ax, [g.frame_len * (1 + 0.01 * i) for g in gs], rel, colors[key],
+                  f"{labels[key]} (n = {max(g.stat('rx_pps').n for g in gs)})", linestyle="none")
+    ax.axhline(0, color="black", linewidth=0.8)
+    _finish(ax, "frame length [B]", "captured rate vs its median [%]")
+    fig.suptitle("Run-to-run spread of the captured rate")
+    return Drawn(fig, "For each measurement repeated more than once, the spread of the captured rate over its "
+                      "valid repetitions: min and max relative to the median. This is the noise "
+                      "`capbench compare` weighs changes against.")
+
+
+def _bins(max_lost: int) -> list[tuple[int, int]]:
+    edges = [(0, 0), (1, 9)]
+    lo = 10
+    while lo <= max(max_lost, 10):
+        edges.append((lo, lo * 10 - 1))
+        lo *= 10
+    return edges
+
+
+def loss_groups(trials: list[Trial]) -> Drawn | Skipped:
+    """Seed 004: every trial is a group of packets sent; how many groups lost how many packets."""
+    by: dict[SeriesKey, list[Trial]] = {}
+    for t in trials:
+        if not t.result.invalid_offered_load:
+            by.setdefault(series_key(t), []).append(t)
+    most = max((len(v) for v in by.values()), default=0)
+    if most < MIN_GROUPS:
+        return Skipped(f"a histogram of loss per group needs at least {MIN_GROUPS} valid trials of one backend "
+                       f"(repetitions or a sweep); this run has at most {most}")
+    by = {k: v for k, v in by.items() if len(v) >= MIN_GROUPS}
+    labels, colors = series_labels(by), _colors(by)
+    bins = _bins(max(max(t.result.lost, 0) for ts in by.values() for t in ts))
+    width = 0.8 / len(by)
+    fig = Figure(figsize=(max(7.0, len(bins) * 0.9), 4.4), layout="constrained")
+    ax = fig.subplots()
+    for i, (key, ts) in enumerate(sorted(by.items())):
+        counts = [sum(lo <= max(t.result.lost, 0) <= hi for t in ts) for lo, hi in bins]  # duplicates: lost < 0
+        ax.bar([j + (i - (len(by) - 1) / 2) * width for j in range(len(bins))], counts, width,
+               color=colors[key], label=f"{labels[key]} ({len(ts)} groups)")
+    ax.set_xticks(range(len(bins)), ["0" if hi == 0 else f"{lo:,}–{hi:,}" for lo, hi in bins], rotation=30)
+    _finish(ax, "packets lost in the group", "groups (trials)")
+    fig.suptitle("Loss per group of packets sent")
+    return Drawn(fig, "Each valid trial is one group of packets sent at a constant rate (seed 004's groups); "
+                      "the bars count the groups by how many of their packets were lost.")
+
+
+def latency_fig(trials: list[Trial]) -> Drawn | Skipped:
+    rows = [(t, latency.percentiles(t.record)) for t in trials]
+    rows = [(t, p) for t, p in rows if p]
+    if not rows:
+        return Skipped("no trial record holds latency percentiles (`capbench run --method latency`)")
+    by: dict[SeriesKey, list] = {}
+    for t, p in rows:
+        by.setdefault(series_key(t), []).append((t, p))
+    labels, colors = series_labels(by), _colors(by)
+    styles = ["-", "--", ":", "-."]
+    fig = Figure(figsize=(8, 4.6), layout="constrained")
+    ax = fig.subplots()
+    for key, items in by.items():
+        items.sort(key=lambda tp: tp[0].result.achieved_pps)
+        names = sorted({n for _t, p in items for n in p}, key=latency.order)
+        for k, name in enumerate(names):
+            pts = [(t.result.achieved_pps, p[name] / 1e3) for t, p in items if name in p]
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", color=colors[key],
+                    linestyle=styles[k % len(styles)], label=f"{labels[key]} {name}")
+    ax.set_yscale("log")
+    _finish(ax, "offered rate (sent by the generator) [pps]", "latency [µs]")
+    fig.suptitle("Latency percentiles vs load")
+    return Drawn(fig, "Latency from the generator's transmit stamp to capture, per percentile, against the load.")
+
+
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("throughput", "Throughput vs frame length", throughput),
+    FigureSpec("load", "Application and kernel load vs frame length", load),
+    FigureSpec("loss_layers", "Loss by layer", loss_layers),
+    FigureSpec("rfc2544", "RFC 2544 throughput vs frame length", rfc2544),
+    FigureSpec("sweep", "Capture rate and CPU vs offered rate", sweep),
+    FigureSpec("repetitions", "Repetitions: run-to-run spread", repetitions),
+    FigureSpec("loss_groups", "Loss per group", loss_groups),
+    FigureSpec("latency", "Latency percentiles vs load", latency_fig),
+)
+
+
+def save(fig: Figure, stem: Path) -> tuple[Path, Path]:
+    """stem.png and stem.svg; SVG text stays text (searchable, and the legends name the series)."""
+    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": stem.name}):
+        fig.savefig(png, dpi=110, metadata={"Software": None})
+        fig.savefig(svg, metadata={"Date": None})
+    return png, svg

@@ -1,0 +1,184 @@
+"""Figures of merit over repetitions, the best backend per frame length, the first loss.
+
+A trial whose generator fell short of the offered load (`invalid_offered_load`)
+measured the generator, not the capture method at that load: it never counts as a
+capture result here. A group of repetitions uses only its valid trials; a group with
+none is "short" and reported as such.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from capbench.accounting import format_pct
+from capbench.report.keys import SeriesKey, SettingsKey, settings_key
+from capbench.report.load import Trial
+from capbench.trial import TrialResult
+
+
+def _share(n: int, r: TrialResult) -> float:
+    return 100.0 * n / r.sent if r.sent else 0.0
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    unit: str
+    higher_is_better: bool
+    get: Callable[[TrialResult], float]
+    is_loss: bool = False
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("rx_pps", "captured", "pps", True, lambda r: r.rx_pps),
+    Metric("rx_gbps", "captured", "Gbps", True, lambda r: r.rx_gbps),
+    Metric("loss_pct", "loss", "%", False, lambda r: r.loss_pct, is_loss=True),
+    Metric("link_pct", "lost at link", "% of sent", False, lambda r: _share(r.link_drops, r), is_loss=True),
+    Metric("backlog_pct", "lost in backlog", "% of sent", False, lambda r: _share(r.backlog_drops, r), is_loss=True),
+    Metric("socket_pct", "lost at socket", "% of sent", False, lambda r: _share(r.socket_drops, r), is_loss=True),
+    # Either sign is a disagreement of the counters: closer to 0 is better.
+    Metric("unexplained_pct", "unexplained (either sign)", "% of sent", False,
+           lambda r: abs(_share(r.unexplained, r)), is_loss=True),
+    Metric("app_cpu_pct", "app load", "% CPU", False, lambda r: r.app_cpu_pct),
+    Metric("kernel_cpu_pct", "kernel load", "% CPU", False, lambda r: r.kernel_cpu_pct),
+)}
+
+
+@dataclass(frozen=True)
+class Stat:
+    median: float
+    lo: float
+    hi: float
+    n: int
+
+    @property
+    def exact_zero(self) -> bool:
+        return self.lo == 0 and self.hi == 0
+
+
+def stat_of(values: Iterable[float]) -> Stat:
+    v = list(values)
+    return Stat(statistics.median(v), min(v), max(v), len(v))
+
+
+def fmt_loss(s: Stat) -> str:
+    """A loss percentage that never reads 0 unless no packet was lost."""
+    text = format_pct(s.median, exact_zero=s.exact_zero)
+    if s.n > 1 and s.lo != s.hi:
+        text += f" ({format_pct(s.lo, exact_zero=s.lo == 0)}–{format_pct(s.hi, exact_zero=s.hi == 0)})"
+    return text
+
+
+@dataclass(frozen=True)
+class Group:
+    """The repetitions of one measurement (trials with one SettingsKey)."""
+
+    key: SettingsKey
+    trials: tuple[Trial, ...]
+
+    @property
+    def valid(self) -> tuple[Trial, ...]:
+        return tuple(t for t in self.trials if not t.result.invalid_offered_load)
+
+    @property
+    def short(self) -> bool:
+        """No repetition reached the offered load: not a capture result at that load."""
+        return not self.valid
+
+    @property
+    def used(self) -> tuple[Trial, ...]:
+        return self.valid or self.trials
+
+    @property
+    def series(self) -> SeriesKey:
+        return self.key.series
+
+    @property
+    def frame_len(self) -> int:
+        return self.key.frame_len
+
+    def stat(self, metric: str) -> Stat:
+        return stat_of(METRICS[metric].get(t.result) for t in self.used)
+
+    @property
+    def any_loss(self) -> bool:
+        return any(t.result.lost != 0 for t in self.used)
+
+
+def group_trials(trials: Iterable[Trial]) -> dict[SettingsKey, Group]:
+    """Trials grouped by settings, in the order they were first run."""
+    lists: dict[SettingsKey, list[Trial]] = {}
+    for t in trials:
+        lists.setdefault(settings_key(t), []).append(t)
+    return {k: Group(k, tuple(v)) for k, v in lists.items()}
+
+
+def has_repetitions(groups: Iterable[Group]) -> bool:
+    return any(len(g.trials) > 1 for g in groups)
+
+
+def best_per_size(groups: Iterable[Group]) -> list[tuple[int, Group | None]]:
+    """Per frame length: the valid group with the highest median captured rate (less loss,
+    then less CPU, breaks ties); None when no trial at that length reached its offered load."""
+    by_size: dict[int, list[Group]] = {}
+    for g in groups:
+        by_size.setdefault(g.frame_len, []).append(g)
+    out = []
+    for size in sorted(by_size):
+        valid = [g for g in by_size[size] if not g.short]
+        best = max(valid, key=lambda g: (g.stat("rx_pps").median, -g.stat("loss_pct").median,
+                                         -(g.stat("app_cpu_pct").median + g.stat("kernel_cpu_pct").median)),
+                   default=None)
+        out.append((size, best))
+    return out
+
+
+@dataclass(frozen=True)
+class FirstLoss:
+    series: SeriesKey
+    group: Group | None  # the largest frame length with loss; None: no loss where measured
+    lossless: tuple[int, ...]  # valid frame lengths without loss
+    short: tuple[int, ...]  # frame lengths where the generator fell short (not measured)
+
+
+def first_loss(groups: Iterable[Group]) -> list[FirstLoss]:
+    """Per series, from the longest frames (the lightest load) down: where loss starts."""
+    by_series: dict[SeriesKey, list[Group]] = {}
+    for g in groups:
+        by_series.setdefault(g.series, []).append(g)
+    out = []
+    for series, gs in by_series.items():
+        gs = sorted(gs, key=lambda g: -g.frame_len)
+        lossy = [g for g in gs if not g.short and g.any_loss]
+        out.append(FirstLoss(series, lossy[0] if lossy else None,
+                             tuple(g.frame_len for g in gs if not g.short and not g.any_loss),
+                             tuple(g.frame_len for g in gs if g.short)))
+    return out
+
+
+def rfc2544_throughput(trials: Iterable[Trial]) -> dict[int, float]:
+    """RFC 2544 throughput per frame length: the highest rate the generator really sent with
+    zero loss, over a search's trials (a trial short of its offered load does not count)."""
+    best: dict[int, float] = {}
+    for t in trials:
+        r = t.result
+        if r.lost == 0 and not r.invalid_offered_load:
+            best[r.frame_len] = max(best.get(r.frame_len, 0.0), r.achieved_pps)
+    return best
+
+
+def sent_pps(g: Group) -> float:
+    """The rate the generator really sent (median over the repetitions used)."""
+    return stat_of(t.result.achieved_pps for t in g.used).median
+
+
+def sweep_lines(trials: Iterable[Trial]) -> dict[tuple[SeriesKey, int], list[Group]]:
+    """Series and frame lengths measured at 3 or more offered rates (a sweep, seed 003),
+    each a list of groups in the order of the rate sent; RFC 2544 searches are not sweeps."""
+    lines: dict[tuple[SeriesKey, int], list[Group]] = {}
+    for g in group_trials(t for t in trials if t.method != "rfc2544").values():
+        lines.setdefault((g.series, g.frame_len), []).append(g)
+    return {k: sorted(v, key=sent_pps) for k, v in lines.items() if len({g.key.rate for g in v}) >= 3}

@@ -1,0 +1,177 @@
+"""`capbench report DIR`: everything a run's result files show, written into DIR/report/.
+
+    tables.txt     the terminal tables (as `capbench run` prints them)
+    tables.md      the same tables, the summary and the loss totals as Markdown
+    trials.csv     one row per trial, numbers at full precision
+    <figure>.png / .svg   every figure this run has the records for
+    report.html    one self-contained page: metadata, summary, tables, figures
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from capbench import tables
+from capbench.errors import UsageError
+from capbench.report import html, plots, summary, tables_md
+from capbench.report.load import RunData, load_run
+
+REPORT_DIR = "report"
+
+
+@dataclass(frozen=True)
+class FigureFile:
+    name: str
+    title: str
+    caption: str
+    png: Path | None
+    svg: Path | None
+    skipped: str | None  # why it was not drawn
+
+
+@dataclass(frozen=True)
+class Report:
+    run: RunData
+    dir: Path
+    html: Path
+    markdown: Path
+    csv: Path
+    text: Path
+    figures: list[FigureFile]
+
+    @property
+    def notes(self) -> list[str]:
+        return self.run.notes
+
+
+def terminal_tables(run: RunData, width: int = 120) -> str:
+    console = Console(record=True, width=width, file=io.StringIO())
+    tables.print_tables([t.result for t in run.trials], console)
+    return console.export_text()
+
+
+def draw_figures(run: RunData, out: Path) -> list[FigureFile]:
+    files = []
+    for spec in plots.FIGURES:
+        drawn = spec.draw(run.trials)
+        if isinstance(drawn, plots.Skipped):
+            files.append(FigureFile(spec.name, spec.title, "", None, None, drawn.reason))
+            continue
+        png, svg = plots.save(drawn.figure, out / spec.name)
+        files.append(FigureFile(spec.name, spec.title, drawn.caption, png, svg, None))
+    return files
+
+
+def metadata(run: RunData) -> list[tuple[str, Any]]:
+    m = run.meta
+    k = m.get("kernel") or {}
+    commit = m.get("git_commit")
+    if commit and m.get("git_dirty"):
+        commit = f"{commit} (with uncommitted changes)"
+    items: list[tuple[str, Any]] = [
+        ("results", str(run.path)),
+        ("status", m.get("status")),
+        ("started / ended (UTC)", f"{m.get('started_at', '?')} / {m.get('ended_at') or '?'}"),
+        ("trials", f"{len(run.trials)} in trials.jsonl"
+                   + (f" ({m['trials']} recorded in run.json)" if m.get("trials") not in (None, len(run.trials))
+                      else "")),
+        ("host", m.get("hostname")),
+        ("kernel", " ".join(str(k.get(f, "")) for f in ("sysname", "release", "version", "machine")).strip()
+         or None),
+        ("CPU", m.get("cpu_model")),
+        ("cores", m.get("cores")),
+        ("capbench", m.get("capbench_version")),
+        ("commit", commit),
+        ("Python", m.get("python")),
+        ("command", " ".join(m["command"]) if isinstance(m.get("command"), list) else m.get("command")),
+    ]
+    if m.get("error"):
+        items.append(("error", m["error"]))
+    return items
+
+
+def metadata_groups(run: RunData) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """(heading, items): the machine and run, then settings, test bed and host sysctls."""
+    m = run.meta
+    return [("Machine and run", metadata(run))] + [
+        (heading, list((m.get(key) or {}).items()))
+        for heading, key in (("Settings", "settings"), ("Test bed", "testbed"), ("Host sysctls", "sysctls"))
+        if m.get(key)]
+
+
+def report_html(run: RunData, figures: list[FigureFile]) -> str:
+    best, losses = summary.summary(run.trials)
+    summary_html = ""
+    if best:
+        summary_html += f"<h3>Best backend per frame length</h3>{html.bullet_list(best)}"
+    if losses:
+        summary_html += f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}"
+    if any(t.result.invalid_offered_load for t in run.trials):
+        summary_html += ("<p>Rows in grey italics and open markers: the generator sent less than the offered load. "
+                         "They measure this machine's generator, not the capture method at that load, and are "
+                         "never counted as capture loss.</p>")
+    table_html = "\n".join(
+        html.table_html(html.Table(title, headers, rows, [tables_md.row_class(r) for r in results]))
+        for title, headers, rows, results in tables_md.seed_tables(run.trials))
+    table_html += "".join("\n" + html.table_html(html.Table(title, headers, rows))
+                          for title, headers, rows in tables_md.rfc2544_tables(run.trials))
+    table_html += "\n" + html.table_html(html.Table(
+        "Total loss per backend (trials that reached their offered load)", list(tables_md.LOSS_TOTAL_HEADERS),
+        tables_md.loss_totals(run.trials)))
+    fig_html = "\n".join(
+        html.figure_html(f.title, f.svg.read_text(encoding="utf-8") if f.svg else None, f.caption, f.skipped, f.name)
+        for f in figures)
+    sections = [
+        ("Summary", summary_html or "<p>No iperf-like trials: see the tables and figures below.</p>"),
+        ("Run", html.kv_groups(metadata_groups(run))),
+        ("Tables", table_html),
+        ("Figures", fig_html),
+    ]
+    return html.page(f"capbench report: {run.name}", sections, run.notes)
+
+
+def markdown_report(run: RunData) -> str:
+    best, losses = summary.summary(run.trials)
+    parts = [f"# capbench report: {run.name}\n"]
+    parts += [f"> {n}\n" for n in run.notes]
+    if best:
+        parts.append("## Best backend per frame length\n\n" + "\n".join(f"- {line}" for line in best) + "\n")
+    if losses:
+        parts.append("## Where each backend starts to lose packets\n\n" + "\n".join(f"- {x}" for x in losses) + "\n")
+    parts.append("## Tables\n\n" + tables_md.markdown(run.trials))
+    return "\n".join(parts)
+
+
+def write_report(path: Path | str, out: Path | str | None = None) -> Report:
+    """Read DIR's result files and write the report into DIR/report/ (or `out`)."""
+    run = load_run(path)
+    out = Path(out) if out is not None else run.path / REPORT_DIR
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        text = out / "tables.txt"
+        text.write_text(terminal_tables(run), encoding="utf-8")
+        md = out / "tables.md"
+        md.write_text(markdown_report(run), encoding="utf-8")
+        csv = out / "trials.csv"
+        csv.write_text(tables_md.csv_text(run.trials), encoding="utf-8")
+        figures = draw_figures(run, out)
+        page = out / "report.html"
+        page.write_text(report_html(run, figures), encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write the report into {out}: {e.strerror}: choose another folder with --out DIR") from None
+    return Report(run=run, dir=out, html=page, markdown=md, csv=csv, text=text, figures=figures)
+
+
+def outcome_line(report: Report) -> str:
+    """One line for the terminal: where the report is and which figures were not drawn, and why."""
+    drawn = [f.name for f in report.figures if f.skipped is None]
+    missing = [f.name for f in report.figures if f.skipped is not None]
+    line = f"report: {report.html} ({len(drawn)} figures: {', '.join(drawn) or 'none'}"
+    if missing:
+        line += f"; no data in this run for: {', '.join(missing)}"
+    return line + ")"

@@ -1,0 +1,98 @@
+"""The report end to end: a real run writes it, headless Chromium opens report.html and
+compare.html, and they show their figures and tables without a console error."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from chromium_page import PageVisit, chromium_binary, visit
+from e2e_env import REPO, missing_prerequisite, run_capbench
+
+sys.path.insert(0, str(REPO / "tests" / "py"))
+from report_files import FIXTURE, PNG_MAGIC  # noqa: E402
+
+needs_chromium = pytest.mark.skipif(chromium_binary() is None,
+                                    reason="chromium is not installed: apt-get install chromium (`make deps` does)")
+needs_testbed = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
+
+# What the page shows once loaded: every inlined figure with its rendered size, the tables, the headings.
+PAGE_CHECK = """JSON.parse(JSON.stringify({
+  figures: [...document.querySelectorAll('figure.plot')].map(f => {
+    const svg = f.querySelector('svg'); const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+    return {id: f.id, width: box.width, height: box.height, texts: svg ? svg.querySelectorAll('text').length : 0};
+  }),
+  tables: [...document.querySelectorAll('table.data')].map(t => t.querySelectorAll('tbody tr').length),
+  headings: [...document.querySelectorAll('h2, h3')].map(h => h.textContent),
+  skipped: document.querySelectorAll('p.skipped').length,
+  external: [...document.querySelectorAll('[src], [href]')].map(e => e.getAttribute('src') || e.getAttribute('href'))
+}))"""
+
+
+def open_page(path: Path, shot: Path) -> PageVisit:
+    v = visit(path.resolve().as_uri(), PAGE_CHECK)
+    shot.write_bytes(v.screenshot)
+    assert v.errors == [], v.errors
+    assert v.requests == [path.resolve().as_uri()], v.requests  # nothing but the page itself was loaded
+    assert v.evaluated["external"] == []
+    assert v.screenshot[:8] == PNG_MAGIC and len(v.screenshot) > 50_000  # a page with figures, not a blank one
+    return v
+
+
+@needs_chromium
+def test_the_console_check_sees_errors(tmp_path):
+    """The control: a page with an error, an exception and a missing image must fail the check."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><p>x</p><img src="missing.png"><script>console.error("boom"); nosuch();</script>')
+    v = visit(bad.as_uri(), "document.querySelectorAll('p').length")
+    assert v.evaluated == 1
+    assert any("boom" in e for e in v.errors)
+    assert any("nosuch" in e for e in v.errors)
+    assert any("ERR_FILE_NOT_FOUND" in e for e in v.errors)
+
+
+@needs_chromium
+def test_report_of_the_stored_run_in_chromium(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE, run)
+    p = run_capbench("report", str(run))
+    assert p.returncode == 0, p.stderr
+    v = open_page(run / "report" / "report.html", tmp_path / "report.png")
+    figures = {f["id"]: f for f in v.evaluated["figures"]}
+    assert set(figures) == {"fig-throughput", "fig-load", "fig-loss_layers"}
+    for f in figures.values():
+        assert f["width"] > 400 and f["height"] > 200 and f["texts"] > 10, f
+    assert v.evaluated["tables"][:2] == [3, 3]  # pcap and afp-v3, three frame lengths each
+    assert v.evaluated["skipped"] == 5
+    for heading in ("Summary", "Best backend per frame length", "Run", "Tables", "Figures"):
+        assert heading in v.evaluated["headings"]
+
+
+@needs_chromium
+@needs_testbed
+def test_a_real_run_writes_a_report_that_chromium_shows(tmp_path):
+    results = tmp_path / "results"
+    p = run_capbench("run", "--backends", "afp-v3,pcap", "--sizes", "64,1518", "--duration", "1",
+                     "--results", str(results), timeout=300)
+    assert p.returncode == 0, p.stderr
+    (run,) = results.iterdir()
+    assert f"report: {run / 'report' / 'report.html'}" in p.stderr
+    for name in ("tables.txt", "tables.md", "trials.csv", "throughput.png", "throughput.svg", "load.svg",
+                 "loss_layers.svg"):
+        assert (run / "report" / name).stat().st_size > 0, name
+    v = open_page(run / "report" / "report.html", tmp_path / "report.png")
+    assert len(v.evaluated["figures"]) == 3 and v.evaluated["tables"][:2] == [2, 2]
+
+    p = run_capbench("run", "--backends", "afp-v3", "--sizes", "1518", "--duration", "1", "--no-report",
+                     "--results", str(tmp_path / "second"), timeout=300)
+    assert p.returncode == 0, p.stderr
+    (second,) = (tmp_path / "second").iterdir()
+    assert not (second / "report").exists()
+
+    p = run_capbench("compare", str(run), str(second), "--out", str(tmp_path / "cmp"))
+    assert p.returncode == 0, p.stderr
+    assert "1 measurement in common, 3 only in A" in " ".join(p.stdout.split())  # lines wrap at 140
+    v = open_page(tmp_path / "cmp" / "compare.html", tmp_path / "compare.png")
+    assert [f["id"] for f in v.evaluated["figures"]] == ["fig-compare"]

@@ -1,0 +1,143 @@
+"""Every figure, drawn from the stored run or from synthetic records of the methods to come."""
+
+import html
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from capbench.rates import wire_pps
+from capbench.report import plots, stats
+from capbench.report.load import load_run
+from capbench.report.writer import write_report
+from report_files import FIXTURE, assert_png, copy_fixture, svg_texts, trial
+
+DRAWN_FROM_FIXTURE = {"throughput", "load", "loss_layers"}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    return write_report(copy_fixture(tmp_path_factory.mktemp("report")))
+
+
+def test_fixture_figures_exist_as_png_and_svg(report):
+    drawn = {f.name: f for f in report.figures if f.skipped is None}
+    assert set(drawn) == DRAWN_FROM_FIXTURE
+    for f in drawn.values():
+        assert f.png == report.dir / f"{f.name}.png" and f.svg == report.dir / f"{f.name}.svg"
+        assert_png(f.png)
+        texts = " ".join(svg_texts(f.svg))
+        assert "pcap" in texts and "afp-v3" in texts, (f.name, texts[:300])
+
+
+def test_throughput_draws_the_wire_rate_and_marks_short_trials(report):
+    texts = svg_texts(report.dir / "throughput.svg")
+    assert "wire rate (1g)" in texts
+    assert "pcap (generator short)" in texts  # every pcap trial of the fixture fell short
+    assert "generator short of load" in texts
+
+
+def test_loss_layers_never_show_short_trials_as_loss(report):
+    texts = " ".join(svg_texts(report.dir / "loss_layers.svg"))
+    assert "pcap: generator short" in texts and "afp-v3: generator short" in texts
+    assert "21.35" not in texts  # pcap's 64 B loss at a rate the generator did not reach
+    for layer in ("link", "backlog", "socket", "unexplained"):
+        assert layer in texts
+
+
+def test_figures_without_records_are_skipped_with_a_reason(report):
+    skipped = {f.name: f.skipped for f in report.figures if f.skipped is not None}
+    assert set(skipped) == {"rfc2544", "sweep", "repetitions", "loss_groups", "latency"}
+    assert "--method rfc2544" in skipped["rfc2544"]
+    assert "--repeat" in skipped["repetitions"]
+    page = report.html.read_text()
+    for reason in skipped.values():
+        assert html.escape(reason) in page
+
+
+def draw_and_check(tmp_path, spec_name, trials, *labels):
+    """Draw one figure, save it, check both files and that the SVG names every label."""
+    spec = next(s for s in plots.FIGURES if s.name == spec_name)
+    drawn = spec.draw(trials)
+    assert isinstance(drawn, plots.Drawn), drawn
+    png, svg = plots.save(drawn.figure, tmp_path / spec_name)
+    assert_png(png)
+    texts = " ".join(svg_texts(svg))
+    for label in labels:
+        assert label in texts, (label, texts[:400])
+    return texts
+
+
+def test_repetitions_draw_error_bars_and_spread(tmp_path):
+    trials = [trial(backend=b, frame_len=size, received=7_440_476 - k * 1000)
+              for b in ("pcap", "afp-v3") for size in (64, 1518) for k in range(3)]
+    draw_and_check(tmp_path, "repetitions", trials, "pcap (n = 3)", "afp-v3 (n = 3)")
+    texts = draw_and_check(tmp_path, "throughput", trials, "pcap", "afp-v3")
+    assert "wire rate (1g)" in texts
+
+
+def test_rfc2544_throughput_is_the_highest_lossless_rate(tmp_path):
+    trials = []
+    for b, limit in (("pcap", 400_000), ("afp-v3", 900_000)):
+        for rate in (1_488_095, 744_047, 372_023, 558_035):
+            sent = rate * 5
+            received = sent if rate <= limit else sent - 10
+            trials.append(trial("rfc2544", backend=b, frame_len=64, sent=sent, received=received,
+                                rate=f"{rate}pps", offered_pps=rate))
+    draw_and_check(tmp_path, "rfc2544", trials, "pcap", "afp-v3", "wire rate (1g)")
+    assert stats.rfc2544_throughput([t for t in trials if t.result.backend == "pcap"]) == {64: 372_023}
+    assert stats.rfc2544_throughput([t for t in trials if t.result.backend == "afp-v3"]) == {64: 744_047}
+
+
+def test_sweep_draws_capture_rate_and_cpu_against_offered_rate(tmp_path):
+    trials = [trial("sweep", backend=b, frame_len=64, sent=int(rate * 5), received=int(rate * 5 * 0.99),
+                    rate=f"{rate:.0f}pps", offered_pps=rate)
+              for b in ("pcap", "afp-v3") for rate in (wire_pps(1e9, 64) * s for s in (0.25, 0.5, 0.75, 1.0))]
+    draw_and_check(tmp_path, "sweep", trials, "pcap 64 B", "afp-v3 64 B kernel", "everything captured")
+
+
+def test_loss_per_group_histogram(tmp_path):
+    trials = [trial(backend="afp-v3", frame_len=64, received=7_440_476 - lost)
+              for lost in (0, 0, 0, 5, 50, 500, 5000, 0, 3)]
+    texts = draw_and_check(tmp_path, "loss_groups", trials, "afp-v3 (9 groups)")
+    assert "1–9" in texts and "1,000–9,999" in texts
+
+
+def test_latency_percentiles(tmp_path):
+    trials = [trial("latency", {"latency": {"p50_ns": 20_000 * k, "p99_ns": 90_000 * k, "max_ns": 1e6}},
+                    backend="afp-v3", sent=100_000 * k) for k in (1, 2, 3)]
+    draw_and_check(tmp_path, "latency", trials, "afp-v3 p50", "afp-v3 p99", "afp-v3 max")
+
+
+def test_placements_get_their_seed_names(tmp_path):
+    trials = [trial(backend="pcap", frame_len=size, cap_cpu=cap, kernel_rx_cpu=1)
+              for size in (64, 1518) for cap in (0, 1)]
+    draw_and_check(tmp_path, "throughput", trials, "pcap A:A", "pcap A:B")
+
+
+def test_the_fixture_is_a_real_run():
+    run = load_run(FIXTURE)
+    assert run.meta["settings"]["sizes"] == [64, 512, 1518]
+    assert {t.result.backend for t in run.trials} == {"pcap", "afp-v3"}
+    assert all(t.result.raw for t in run.trials)
+
+
+def test_report_html_is_self_contained(report):
+    page = report.html.read_text()
+    assert page.count("<svg") == len(DRAWN_FROM_FIXTURE)
+    links = re.findall(r"""\b(?:src|href)\s*=\s*["']([^"']*)""", page)
+    assert links and all(link.startswith("#") for link in links), links  # only the SVGs' own markers
+    ids = re.findall(r"""\bid=["']([^"']+)""", page)
+    assert len(ids) == len(set(ids))  # the inlined SVGs share one document: their ids must not collide
+    assert "<!DOCTYPE svg" not in page  # the SVG prolog names an external DTD
+    for svg in re.findall(r"<svg.*?</svg>", page, re.S):
+        ET.fromstring(svg)
+    for words in ("AMD EPYC", "6.18.44", "b4b5fab555a7db4a0259f2e7e8c8e5d01641e4b6", "net.core.netdev_max_backlog",
+                  "Best backend per frame length", "not a capture result", 'class="short"'):
+        assert words in page, words
+
+
+def test_sweep_marks_steps_the_generator_did_not_reach(tmp_path):
+    trials = [trial("sweep", backend="afp-v3", frame_len=64, sent=int(rate * 5), rate=f"{rate:.0f}pps",
+                    offered_pps=rate, invalid_offered_load=rate > 1e6)
+              for rate in (wire_pps(1e9, 64) * s for s in (0.25, 0.5, 0.75, 1.0))]
+    draw_and_check(tmp_path, "sweep", trials, "afp-v3 64 B", "generator short of load")

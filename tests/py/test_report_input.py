@@ -1,0 +1,88 @@
+"""Bad input to `capbench report`: what can be drawn is drawn, else one line and exit status 2."""
+
+import json
+import shutil
+
+import pytest
+from capbench.report.load import load_run
+from capbench.results import scan_trials
+from report_files import FIXTURE
+from test_cli import assert_usage_error, capbench
+
+
+def cut_last_line(run):
+    """What a crash while writing leaves: the last record cut in the middle, no newline."""
+    path = run / "trials.jsonl"
+    text = path.read_text()
+    path.write_text(text[: len(text) - 400])
+
+
+@pytest.fixture
+def run(tmp_path):
+    dest = tmp_path / "run"
+    shutil.copytree(FIXTURE, dest)
+    return dest
+
+
+def test_truncated_trials_are_reported_and_counted(run):
+    cut_last_line(run)
+    scan = scan_trials(run)
+    assert len(scan.trials) == 5 and [(s.line, s.kind) for s in scan.skipped] == [(6, "truncated")]
+    assert load_run(run).notes[0] == "1 line of trials.jsonl skipped: line 6 cut short (a crash while writing)."
+    p = capbench("report", str(run))
+    assert p.returncode == 0, p.stderr
+    assert "capbench: 1 line of trials.jsonl skipped: line 6 cut short" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert (run / "report" / "report.html").exists()
+    assert "line 6 cut short" in (run / "report" / "report.html").read_text()
+
+
+def test_a_corrupt_line_in_the_middle_is_skipped(run):
+    lines = (run / "trials.jsonl").read_text().splitlines(keepends=True)
+    lines[2] = "}{ not json\n"
+    (run / "trials.jsonl").write_text("".join(lines))
+    assert load_run(run).notes[0] == "1 line of trials.jsonl skipped: line 3 unreadable."
+
+
+def test_folder_without_results(tmp_path):
+    assert_usage_error(capbench("report", str(tmp_path)), "holds no results", "capbench run")
+
+
+def test_run_without_trials(run):
+    (run / "trials.jsonl").write_text("")
+    assert_usage_error(capbench("report", str(run)), "holds no trial", "status complete")
+    (run / "trials.jsonl").unlink()
+    assert_usage_error(capbench("report", str(run)), "no trials.jsonl")
+
+
+def test_only_a_cut_line(run):
+    (run / "trials.jsonl").write_text('{"schema": 1, "backend": "pc')
+    assert_usage_error(capbench("report", str(run)), "no readable trial", "line 1 cut short")
+
+
+def test_unknown_schema_version(run):
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps(meta | {"schema": 7, "capbench_version": "9.0"}))
+    assert_usage_error(capbench("report", str(run)), "schema 7", "capbench 9.0", "reads schema 1")
+
+
+def test_unknown_schema_of_every_trial(run):
+    (run / "trials.jsonl").write_text('{"schema": 2, "backend": "pcap"}\n')
+    assert_usage_error(capbench("report", str(run)), "trial schema 2", "reads 1")
+
+
+def test_missing_run_json_still_draws(run):
+    (run / "run.json").unlink()
+    p = capbench("report", str(run))
+    assert p.returncode == 0, p.stderr
+    assert "run.json is missing" in p.stderr
+
+
+def test_a_report_folder_that_cannot_be_written(run, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert_usage_error(capbench("report", str(run), "--out", str(blocker / "report")), "cannot write the report",
+                       "--out")
+    p = capbench("report", str(run), "--out", str(tmp_path / "elsewhere"))
+    assert p.returncode == 0 and (tmp_path / "elsewhere" / "report.html").exists()
+    assert not (run / "report").exists()
