@@ -43,8 +43,10 @@ from capbench.methods.dispatch import METHODS
 from capbench.rates import parse_duration, parse_link, parse_rate, parse_sizes
 
 PINS = ("A:A", "A:B", "auto")
-KEYS = {"name", "link", "rate", "duration", "trial", "methods", "backends", "sizes", "pin", "app_load", "procs",
-        "repeat", "precision", "loss_tolerance", "steps", "pause", "engine"}
+CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
+MATRIX_KEYS = {"methods", "backends", "sizes", "pin", "app_load", "procs", "repeat"}
+KEYS = MATRIX_KEYS | {"name", "link", "rate", "duration", "trial", "precision", "loss_tolerance", "steps", "pause",
+                      "engine"}
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class Campaign:
     pause_s: float
     engine: str
     matrices: tuple[Matrix, ...]
+    # For the pin CUSTOM_PIN: (generator, kernel receive work, counter) CPUs as given.
+    custom_cpus: tuple[int | None, int | None, int | None] | None = None
 
     def steps(self) -> list[Step]:
         """Every step of every matrix, in order, each once (a step two matrices share runs once)."""
@@ -156,15 +160,25 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
     return m
 
 
-def load(path: Path | str, *, backends_known: Sequence[str]) -> Campaign:
-    """Read a campaign file; every problem is one UsageError naming the file and the key."""
+def read_text(path: Path | str) -> str:
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"no campaign file {str(path)!r}: see campaigns/ for examples") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read campaign {str(path)!r}: {e}") from None
+
+
+def load(path: Path | str, *, backends_known: Sequence[str]) -> Campaign:
+    """Read a campaign file; every problem is one UsageError naming the file and the key."""
+    return loads(read_text(path), Path(path), backends_known=backends_known)
+
+
+def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
+    """A campaign from the text of `path` (a resumed run keeps the text it started with)."""
+    try:
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
     unknown_tables = set(doc) - {"campaign", "matrix"}
@@ -175,11 +189,12 @@ def load(path: Path | str, *, backends_known: Sequence[str]) -> Campaign:
     matrices = doc.get("matrix", [])
     if not isinstance(top, dict) or not isinstance(matrices, list):
         raise UsageError(f"{path}: [campaign] must be a table and [[matrix]] an array of tables")
-    for where, table in [("[campaign]", top)] + [(f"[[matrix]] #{i + 1}", t) for i, t in enumerate(matrices)]:
-        unknown = set(table) - KEYS
+    for where, table, keys in [("[campaign]", top, KEYS)] + [(f"[[matrix]] #{i + 1}", t, MATRIX_KEYS)
+                                                              for i, t in enumerate(matrices)]:
+        unknown = set(table) - keys
         if unknown:
             raise UsageError(f"{path} {where}: unknown key(s) {', '.join(sorted(unknown))}: use "
-                             f"{', '.join(sorted(KEYS))}")
+                             f"{', '.join(sorted(keys))}")
     try:
         base = matrix_from(top, Matrix(), f"{path} [campaign]", backends_known)
         built = tuple(matrix_from(t, base, f"{path} [[matrix]] #{i + 1}", backends_known)

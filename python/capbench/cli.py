@@ -8,7 +8,6 @@ only `main` chooses exit statuses.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import re
 import signal
@@ -16,21 +15,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capbench import __version__, host_sysctl, netns, preflight, tables, testbed
-from capbench.accounting import format_pct
+from capbench import __version__, campaign, host_sysctl, netns, preflight, runner, tables, testbed
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
-from capbench.methods import iperf
+from capbench.methods.dispatch import METHODS
 from capbench.rates import (
-    link_name,
     max_frame_len,
     parse_duration,
     parse_link,
     parse_rate,
     parse_sizes,
 )
-from capbench.results import RunWriter
-from capbench.trial import BACKENDS, ENGINES, Measurer, TrialResult, TrialSetup
+from capbench.results import read_run
+from capbench.trial import BACKENDS, ENGINES
 
 TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here
 
@@ -53,17 +50,30 @@ Run `capbench COMMAND --help` for the options of each command.
 """
 
 RUN_HELP = """\
-For each backend and frame length, one "iperf-like" trial (the seed's method):
-the generator sends at a constant rate for --duration seconds, the counter
-captures, and throughput = captured packets / sending time. Prints one table
-per backend (Frame | Offered | Captured | Loss | App / kernel load | where the
-loss happened) and writes results/<UTC time>/trials.jsonl and run.json, and
-the report drawn from them into results/<UTC time>/report/ (--no-report: not).
+By default, for each backend and frame length, one "iperf-like" trial (the
+seed's method): the generator sends at a constant rate for --duration seconds,
+the counter captures, and throughput = captured packets / sending time. Prints
+one table per backend (Frame | Offered | Captured | Loss | App / kernel load |
+where the loss happened) and writes results/<UTC time>/trials.jsonl, run.json,
+and the report drawn from them into results/<UTC time>/report/.
 
-Placement on a 2-core machine: by default the generator runs on CPU 0 and both
-the kernel's receive work (the capture veth's RPS mask, --rx-cpu) and the
-counter (--cap-cpu) on CPU 1: the seed's case "#1". The test bed is removed at
-the end, on errors and on Ctrl-C (which prints what finished, exit status 130).
+--method rfc2544 searches the highest rate without loss (RFC 2544 26.1: binary
+search from the wire rate, --precision, --trial long trials, a verification
+trial); mlr finds NDR and PDR in one search with short trials first; sweep
+steps the rate up to the wire rate (--steps); back2back finds the longest burst
+at wire rate without loss. Their answers go to searches.jsonl.
+
+Any option that takes a LIST runs every combination: methods x placements x
+app loads x processes x backends x sizes x --repeat. A campaign file describes
+the same in TOML (campaigns/seed2008.toml). Every trial is written as it ends;
+--resume DIR continues an interrupted run without repeating finished trials.
+
+Placement: --pin A:A puts the kernel's receive work (the capture veth's RPS
+mask) and the counter on one CPU, A:B on two, auto leaves it to the scheduler;
+on a 2-core machine the generator runs on CPU 0 and A:A (the default, the
+seed's "#1") uses CPU 1. --gen-cpu/--rx-cpu/--cap-cpu set the CPUs one by one
+instead. The test bed is removed at the end, on errors and on Ctrl-C (which
+prints what finished, exit status 130).
 
 examples:
   sudo capbench run
@@ -73,8 +83,13 @@ examples:
   sudo capbench run --backends raw,afp-v2,afp-v3,fanout   the other AF_PACKET methods
   sudo capbench run --rate 50%                            half the wire rate
   sudo capbench run --rate 800kpps --sizes 64             a fixed packet rate
-  sudo capbench run --rx-cpu 1 --cap-cpu 0                the seed's "#2": kernel and counter apart
-  sudo capbench run --app-load spin:500                   a counter slowed by 500 ns per packet
+  sudo capbench run --pin A:A,A:B --repeat 3             the seed's "#1" and "#2", 3 times each
+  sudo capbench run --app-load touch,spin:500             a counter slowed by 500 ns per packet
+  sudo capbench run --procs 1,2,4 --backends afp-v3       several capture processes (seed 001)
+  sudo capbench run --method rfc2544 --sizes 64,1518 --trial 10s
+  sudo capbench run --method mlr --sizes 64
+  sudo capbench run --campaign campaigns/seed2008-quick.toml
+  sudo capbench run --resume results/2026-11-23T07-30-05Z
 """
 
 TESTBED_HELP = """\
@@ -167,30 +182,50 @@ def build_parser() -> Parser:
 
     run = sub.add_parser("run", help="measure capture throughput (the seed's iperf-like table)",
                          description=RUN_HELP, formatter_class=_formatter, allow_abbrev=False)
-    run.add_argument("--backends", default="pcap,afp-v3", metavar="LIST",
-                     help=f"capture backends, comma-separated, of: {', '.join(BACKENDS)} (default: %(default)s)")
-    run.add_argument("--sizes", default="seed", metavar="LIST",
+    run.add_argument("--method", metavar="LIST",
+                     help=f"methods, comma-separated, of: {', '.join(METHODS)} (default: iperf)")
+    run.add_argument("--backends", metavar="LIST",
+                     help=f"capture backends, comma-separated, of: {', '.join(BACKENDS)} (default: pcap,afp-v3)")
+    run.add_argument("--sizes", metavar="LIST",
                      help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
                           "(the seed's 13: 64,73,...,1518), `rfc2544` (64,128,256,512,1024,1280,1518), or a "
                           "mix of lengths in one trial: imix:seed (57/7/16/20 %% of 64/570/594/1518 B), "
                           "imix:simple, random:MIN-MAX, dist:FILE.csv (length,weight rows), trace:FILE.pcap "
-                          "(default: %(default)s)")
-    run.add_argument("--link", default="1g", help="emulated link speed: 1g, 10g, 25g, 40g, 100g (default: %(default)s)")
-    run.add_argument("--rate", default="100%",
-                     help="offered load: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m or 1g "
-                          "(bits/s on the wire, 20 B preamble+gap included), max (unpaced) (default: 100%%)")
-    run.add_argument("--duration", default="5", metavar="S",
-                     help="sending time of each trial in seconds (default: %(default)s)")
-    run.add_argument("--engine", default="xdp", choices=ENGINES,
+                          "(default: seed)")
+    run.add_argument("--link", help="emulated link speed: 1g, 10g, 25g, 40g, 100g (default: 1g)")
+    run.add_argument("--rate",
+                     help="offered load of the iperf method: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m "
+                          "or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) (default: 100%%)")
+    run.add_argument("--duration", metavar="S", help="sending time of each iperf trial in seconds (default: 5)")
+    run.add_argument("--trial", metavar="S",
+                     help="trial length of rfc2544 (default 60 s, RFC 2544's minimum), mlr (its last phase, "
+                          "default 60 s) and sweep (default 10 s)")
+    run.add_argument("--precision", type=float, metavar="PCT",
+                     help="rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate (default: 1)")
+    run.add_argument("--loss-tolerance", type=int, metavar="N",
+                     help="rfc2544 and back2back: frames a trial may lose and still pass (default: 0)")
+    run.add_argument("--steps", type=int, metavar="N", help="sweep: offered rates up to the wire rate (default: 26)")
+    run.add_argument("--pause", metavar="S",
+                     help="searches, sweeps, bursts: idle time before each trial, against saturation (default: 2)")
+    run.add_argument("--engine", choices=ENGINES,
                      help="generator engine: xdp (BPF_PROG_RUN live frames, paced in BPF) or afpacket "
-                          "(default: %(default)s)")
-    run.add_argument("--gen-cpu", type=int, default=0, metavar="N", help="CPU of the generator (default: 0)")
-    run.add_argument("--rx-cpu", type=int, default=1, metavar="N",
-                     help="CPU that does the kernel's receive work (RPS mask of the capture veth) (default: 1)")
-    run.add_argument("--cap-cpu", type=int, default=1, metavar="N", help="CPU of the counter (default: 1)")
-    run.add_argument("--app-load", metavar="LOAD",
-                     help="work the counter does per packet: touch (read the stamp; the default), none (count "
-                          "frames only), copy (copy each packet once) or spin:NS (busy NS ns per packet)")
+                          "(default: xdp)")
+    run.add_argument("--pin", metavar="LIST",
+                     help="placements, comma-separated: A:A (kernel receive work and counter on one CPU; "
+                          "default), A:B (on two), auto (the scheduler decides)")
+    run.add_argument("--gen-cpu", type=int, metavar="N", help="CPU of the generator (instead of --pin)")
+    run.add_argument("--rx-cpu", type=int, metavar="N",
+                     help="CPU that does the kernel's receive work (RPS mask of the capture veth) (instead of --pin)")
+    run.add_argument("--cap-cpu", type=int, metavar="N", help="CPU of the counter (instead of --pin)")
+    run.add_argument("--app-load", metavar="LIST",
+                     help="work the counter does per packet, comma-separated: touch (read the stamp; the "
+                          "default), none (count frames only), copy (copy each packet once), spin:NS (busy NS ns "
+                          "per packet)")
+    run.add_argument("--procs", metavar="LIST",
+                     help="capture processes on the interface, each seeing every frame, comma-separated (default: 1)")
+    run.add_argument("--repeat", type=int, metavar="N", help="run every step N times (default: 1)")
+    run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (see campaigns/)")
+    run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
     run.add_argument("--backlog", type=int, metavar="N",
                      help=BACKLOG_HELP + " (default: leave it as it is)")
     run.add_argument("--results", default="results", metavar="DIR",
@@ -242,64 +277,86 @@ def build_parser() -> Parser:
 # --- run ---------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class RunSettings:
-    backends: tuple[str, ...]
-    sizes: tuple[int | str, ...]  # frame lengths and profiles (imix:seed, ...)
-    link: str
-    link_bps: float
-    rate: str
-    duration_s: float
-    engine: str
-    gen_cpu: int
-    rx_cpu: int
-    cap_cpu: int
-    app_load: str | None
-    settle_s: float
-    results: str
-    backlog: int | None = None
-    method: str = "iperf"
-
-
 APP_LOAD_RE = re.compile(r"^(touch|none|copy|spin:[1-9]\d{0,8}|spin:1000000000)$")  # capbench-cap --app-load
+MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
+                "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "repeat")
+# The placement of the CPU flags when none is given: the seed's "#1" on two cores.
+DEFAULT_CPUS = (0, 1, 1)
 
 
-def parse_run_settings(args: argparse.Namespace) -> RunSettings:
-    """Validate every `run` option before anything is built."""
-    backends = tuple(b.strip() for b in args.backends.split(","))
+def _list(text: str, flag: str) -> list[str]:
+    items = [t.strip() for t in text.split(",")]
+    if not text.strip() or any(not t for t in items):
+        raise UsageError(f"cannot read {flag} {text!r}: give values separated by commas")
+    if len(set(items)) != len(items):
+        raise UsageError(f"a value is listed twice in {flag} {text}")
+    return items
+
+
+def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
+    """The campaign the flags describe; every value checked before anything is built."""
+    methods = tuple(_list(args.method or "iperf", "--method"))
+    for m in methods:
+        if m not in METHODS:
+            raise UsageError(f"unknown method {m!r}: use one or more of {', '.join(METHODS)}")
+    backends = tuple(_list(args.backends or "pcap,afp-v3", "--backends"))
     for b in backends:
         if b not in BACKENDS:
             raise UsageError(f"unknown backend {b!r}: use one or more of {', '.join(BACKENDS)} "
                              f"(see `capbench backends`)")
-    if len(set(backends)) != len(backends):
-        raise UsageError(f"backend listed twice in --backends {args.backends}")
-    sizes = parse_sizes(args.sizes, max_len=max_frame_len())
-    link_bps = parse_link(args.link)
-    rate = parse_rate(args.rate)
+    sizes = parse_sizes(args.sizes or "seed", max_len=max_frame_len())
+    link_bps = parse_link(args.link or "1g")
+    rate = parse_rate(args.rate or "100%")
     for size in sizes:
         if isinstance(size, int):  # capbench-gen checks a profile's mean wire rate
             rate.check(size, link_bps)
-    if args.app_load is not None and not APP_LOAD_RE.match(args.app_load):
-        raise UsageError(f"cannot read --app-load {args.app_load!r}: use touch, none, copy or spin:NS (1 to 1000000000 ns, e.g. spin:500)")
-    for flag in ("gen_cpu", "rx_cpu", "cap_cpu"):
-        if getattr(args, flag) < 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be a CPU number (0, 1, ...)")
-    return RunSettings(
-        backends=backends,
-        sizes=sizes,
-        link=link_name(link_bps),
-        link_bps=link_bps,
-        rate=rate.text,
-        duration_s=parse_duration(args.duration, what="--duration"),
-        engine=args.engine,
-        gen_cpu=args.gen_cpu,
-        rx_cpu=args.rx_cpu,
-        cap_cpu=args.cap_cpu,
-        app_load=args.app_load,
-        settle_s=parse_duration(args.settle, what="--settle", allow_zero=True),
-        results=args.results,
-        backlog=None if args.backlog is None else host_sysctl.check_backlog(args.backlog),
-    )
+    if methods != ("iperf",) and any(isinstance(x, str) for x in sizes):
+        raise UsageError("the search methods run at fixed frame lengths: give lengths in --sizes, not profiles "
+                         "(profiles work with --method iperf)")
+    loads = tuple(_list(args.app_load, "--app-load")) if args.app_load else (None,)
+    for load in loads:
+        if load is not None and not APP_LOAD_RE.match(load):
+            raise UsageError(f"cannot read --app-load {load!r}: use touch, none, copy or spin:NS "
+                             f"(1 to 1000000000 ns, e.g. spin:500)")
+    procs = (1,)
+    if args.procs:
+        try:
+            procs = tuple(int(p) for p in _list(args.procs, "--procs"))
+        except ValueError:
+            raise UsageError(f"cannot read --procs {args.procs!r}: give whole numbers, e.g. 1,2,4") from None
+        if any(p < 1 or p > 64 for p in procs):
+            raise UsageError(f"--procs {args.procs}: give 1 to 64 processes")
+    cpus = (args.gen_cpu, args.rx_cpu, args.cap_cpu)
+    for flag, value in zip(("--gen-cpu", "--rx-cpu", "--cap-cpu"), cpus):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} must be a CPU number (0, 1, ...)")
+    custom = None
+    if any(v is not None for v in cpus):
+        if args.pin:
+            raise UsageError("give either --pin or --gen-cpu/--rx-cpu/--cap-cpu, not both")
+        custom = tuple(d if v is None else v for v, d in zip(cpus, DEFAULT_CPUS))
+        pins: tuple[str, ...] = (campaign.CUSTOM_PIN,)
+    else:
+        pins = tuple(campaign.check_pin(p) for p in _list(args.pin or "A:A", "--pin"))
+    if args.repeat is not None and args.repeat < 1:
+        raise UsageError(f"--repeat {args.repeat}: give 1 or more")
+    if args.precision is not None and not 0 < args.precision < 100:
+        raise UsageError(f"--precision {args.precision:g}: give a share of the wire rate above 0 and below 100 %")
+    if args.loss_tolerance is not None and args.loss_tolerance < 0:
+        raise UsageError(f"--loss-tolerance {args.loss_tolerance}: give 0 or more frames")
+    if args.steps is not None and args.steps < 2:
+        raise UsageError(f"--steps {args.steps}: a sweep needs at least 2 steps")
+    matrix = campaign.Matrix(methods=methods, backends=backends, sizes=sizes, pins=pins, app_loads=loads,
+                             procs=procs, repeat=args.repeat or 1)
+    return campaign.Campaign(
+        name="capbench run", link_bps=link_bps, rate=rate.text,
+        duration_s=parse_duration(args.duration or "5", what="--duration"),
+        trial_s=parse_duration(args.trial, what="--trial") if args.trial else None,
+        precision_pct=args.precision if args.precision is not None else 1.0,
+        loss_tolerance_frames=args.loss_tolerance or 0,
+        steps_per_sweep=args.steps or 26,
+        pause_s=parse_duration(args.pause, what="--pause", allow_zero=True) if args.pause else 2.0,
+        engine=args.engine or "xdp", matrices=(matrix,), custom_cpus=custom)
 
 
 def note(text: str) -> None:
@@ -307,84 +364,45 @@ def note(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _progress_line(n: int, total: int, r: TrialResult) -> str:
-    offered = tables.offered_cell(r)
-    loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
-    line = (f"[{n:>{len(str(total))}}/{total}] {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} pps  "
-            f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
-    if r.unexplained:
-        line += f"  UNEXPLAINED {r.unexplained:,}"
-    return line
+def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | None, Path | None]:
+    """(the campaign, its TOML text if from a file, the directory to resume)."""
+    given = [f for f in MATRIX_FLAGS if getattr(args, f) is not None]
+    if args.resume:
+        if given or args.campaign:
+            raise UsageError("--resume continues a run with the settings it started with: give no other "
+                             "settings")
+        d = Path(args.resume)
+        meta = read_run(d)
+        if meta.get("status") == "complete":
+            raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
+        if "campaign_toml" in meta:
+            return campaign.loads(meta["campaign_toml"], d / "campaign.toml", backends_known=BACKENDS), None, d
+        old = build_parser().parse_args([a for a in meta.get("command", [])[1:]])
+        if old.command != "run" or old.resume:
+            raise UsageError(f"{d}/run.json does not hold the `capbench run` command that made it")
+        return campaign_from_args(old), None, d
+    if args.campaign:
+        if given:
+            raise UsageError(f"--campaign {args.campaign} says what to run: give it no {', '.join('--' + f.replace('_', '-') for f in given)}")
+        text = campaign.read_text(args.campaign)
+        return campaign.loads(text, Path(args.campaign), backends_known=BACKENDS), text, None
+    return campaign_from_args(args), None, None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    settings = parse_run_settings(args)
+    c, toml_text, resume = _campaign_of(args)
+    backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
+    settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     binaries = find_binaries()
     preflight.require_root("capbench run")
     preflight.require_ip()
-    preflight.check_engine(settings.engine)
-    preflight.check_cpus(gen_cpu=settings.gen_cpu, rx_cpu=settings.rx_cpu, cap_cpu=settings.cap_cpu)
-
-    rate = parse_rate(settings.rate)
-    total = len(settings.backends) * len(settings.sizes)
-    note(f"capbench {__version__}: {total} trials of {settings.duration_s:g} s "
-         f"(about {total * (settings.duration_s + TRIAL_OVERHEAD_S) / 60:.1f} min), "
-         f"{settings.link} link, rate {settings.rate}")
-    done: list[TrialResult] = []
-    writer = RunWriter.create(settings.results, dataclasses.asdict(settings)
-                              | {"binaries": {k: str(v) for k, v in dataclasses.asdict(binaries).items()}},
-                              command=["capbench", *sys.argv[1:]])
-
-    def make_measurer(backend: str, size: int | str) -> Measurer:
-        setup = TrialSetup(
-            backend=backend, frame_len=size if isinstance(size, int) else 0,
-            size_profile=size if isinstance(size, str) else None,
-            link_bps=settings.link_bps, engine=settings.engine,
-            gen_cpu=settings.gen_cpu, cap_cpu=settings.cap_cpu, app_load=settings.app_load,
-            settle_s=settings.settle_s,
-        )
-        return Measurer(binaries, tb, setup)
-
-    status = 0
-    try:
-        with writer, testbed.testbed(settings.rx_cpu, backlog=settings.backlog) as tb:
-            writer.meta["testbed"] = dataclasses.asdict(tb)
-            note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, "
-                 f"results in {writer.path}")
-            for result in iperf.run(make_measurer, settings.backends, settings.sizes,
-                                    rate=rate, duration_s=settings.duration_s):
-                writer.append(result)
-                done.append(result)
-                note(_progress_line(len(done), total, result))
-    except KeyboardInterrupt:
-        note("interrupted: the test bed is removed; the trials that finished:")
-        status = 130
-    except Terminated:
-        note("terminated: the test bed is removed; the trials that finished:")
-        status = 143
-    except CapbenchError:
-        if done:
-            tables.print_tables(done)
-            note(f"results of the {len(done)} trials that finished: {writer.path}")
-        raise
-    tables.print_tables(done)
-    note(f"results: {writer.path}")
-    if status == 0 and done and not args.no_report:
-        write_run_report(writer.path)
-    return status
-
-
-def write_run_report(path: Path) -> None:
-    """The report at the end of a run. The results are already on disk, so a report that cannot
-    be written is a note, not a failed run."""
-    from capbench.report import writer  # matplotlib loads only for the commands that draw
-
-    try:
-        report = writer.write_report(path)
-    except (CapbenchError, OSError) as e:
-        note(f"report not written ({e}); `capbench report {path}` tries again")
-        return
-    note(writer.outcome_line(report))
+    preflight.check_engine(c.engine)
+    if c.custom_cpus is not None:
+        gen, rx, cap = c.custom_cpus
+        preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
+    opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
+                             command=["capbench", *sys.argv[1:]], campaign_source=toml_text)
+    return runner.execute(c, opts, binaries, resume=resume)
 
 
 # --- testbed -----------------------------------------------------------------

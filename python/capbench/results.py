@@ -133,6 +133,17 @@ class RunWriter:
         self._trials.flush()
         self.count += 1
 
+    @classmethod
+    def resume(cls, path: Path | str) -> RunWriter:
+        """Open a run directory again to append to it (`capbench run --resume DIR`)."""
+        path = Path(path)
+        meta = read_run(path)
+        scan = scan_trials(path)
+        meta.update(status="running", ended_at=None, resumed_at=[*meta.get("resumed_at", []), utc_iso()])
+        w = cls(path, meta)
+        w.count = len(scan.trials)
+        return w
+
     def append_outcome(self, outcome: dict[str, Any]) -> None:
         """A method's answer for one backend and frame length, flushed at once (searches.jsonl)."""
         with open(self.path / SEARCHES_FILE, "a", encoding="utf-8") as f:
@@ -242,3 +253,20 @@ def read_run(path: Path | str) -> dict[str, Any]:
         ) from None
     except json.JSONDecodeError as e:
         raise RunError(f"{path / RUN_FILE}: not JSON ({e.msg})") from None
+
+
+def read_outcomes(path: Path | str) -> list[dict[str, Any]]:
+    """The method answers of a run directory (searches.jsonl), skipping a line cut by a crash."""
+    try:
+        text = (Path(path) / SEARCHES_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise RunError(f"cannot read {Path(path) / SEARCHES_FILE}: {e.strerror}") from None
+    outcomes = []
+    for line in text.splitlines():
+        try:
+            outcomes.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # the last line of a crashed run: its search runs again
+    return outcomes

@@ -71,7 +71,8 @@ def test_run_writes_trials_and_metadata(tmp_path):
     assert meta["status"] == "complete" and meta["trials"] == 4
     for key in ("kernel", "cpu_model", "cores", "capbench_version", "git_commit", "settings"):
         assert meta[key] not in (None, ""), key
-    assert meta["settings"]["sizes"] == [64, 1518]
+    assert meta["settings"]["campaign"]["matrices"][0]["sizes"] == [64, 1518]
+    assert meta["placements"]["A:A"]["cap_cpu"] == 1
     report = run_capbench("report", str(d))
     assert report.returncode == 0 and "afp-v3" in report.stdout
 

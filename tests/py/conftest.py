@@ -8,7 +8,6 @@ import os
 import stat
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 

@@ -48,6 +48,17 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         (["run", "--app-load", "spin:0"], ["spin:0"]),
         (["run", "--app-load", "spin:2000000000"], ["spin:2000000000"]),
         (["run", "--gen-cpu", "x"], ["--gen-cpu"]),
+        (["run", "--method", "fastest"], ["fastest", "rfc2544"]),
+        (["run", "--method", "rfc2544", "--sizes", "imix:seed"], ["profiles"]),
+        (["run", "--pin", "A:C"], ["A:C", "A:B"]),
+        (["run", "--pin", "A:B", "--cap-cpu", "0"], ["--pin", "--cap-cpu"]),
+        (["run", "--repeat", "0"], ["--repeat"]),
+        (["run", "--procs", "two"], ["--procs"]),
+        (["run", "--precision", "0"], ["--precision"]),
+        (["run", "--steps", "1"], ["--steps"]),
+        (["run", "--campaign", "/nonexistent.toml"], ["no campaign file"]),
+        (["run", "--campaign", "campaigns/seed2008.toml", "--sizes", "64"], ["--campaign", "--sizes"]),
+        (["run", "--resume", "/nonexistent/run"], ["cannot read", "run.json"]),
         (["run", "--gen-cpu", "-1"], ["--gen-cpu"]),
         (["run", "--backlog", "0"], ["--backlog", "1000"]),
         (["run", "--backlog", "many"], ["--backlog"]),
@@ -128,17 +139,30 @@ def test_split_passthrough():
     assert cli._split_passthrough(["--iface", "x", "--", "--netns", "y"]) == (None, False, ["--iface", "x", "--netns", "y"])
 
 
-def test_run_settings_defaults_are_the_seeds():
-    args = cli.build_parser().parse_args(["run"])
-    s = cli.parse_run_settings(args)
-    assert s.backends == ("pcap", "afp-v3")
-    assert s.sizes == (64, 73, 128, 207, 256, 313, 512, 726, 1024, 1174, 1280, 1319, 1518)
-    assert (s.link, s.rate, s.duration_s, s.engine) == ("1g", "100%", 5.0, "xdp")
-    assert (s.gen_cpu, s.rx_cpu, s.cap_cpu) == (0, 1, 1)
-    assert s.settle_s == 0.3
+def test_run_defaults_are_the_seeds():
+    from capbench import campaign_run
+
+    c = cli.campaign_from_args(cli.build_parser().parse_args(["run"]))
+    (m,) = c.matrices
+    assert m.backends == ("pcap", "afp-v3") and m.methods == ("iperf",)
+    assert m.sizes == (64, 73, 128, 207, 256, 313, 512, 726, 1024, 1174, 1280, 1319, 1518)
+    assert (c.link_bps, c.rate, c.duration_s, c.engine) == (1e9, "100%", 5.0, "xdp")
+    # A:A on two cores: generator on CPU 0, receive work and counter on CPU 1 (the seed's "#1").
+    assert m.pins == ("A:A",) and campaign_run.placement("A:A", [0, 1]) == campaign_run.Placement(0, 1, 1, False)
     # The default run must fit in 3 minutes here.
-    trials = len(s.backends) * len(s.sizes)
-    assert trials * (s.duration_s + cli.TRIAL_OVERHEAD_S) + 10 < 180
+    steps = c.steps()
+    assert len(steps) == 26
+    assert sum(campaign_run.estimate_step_s(c, s) for s in steps) + 10 < 180
+
+
+def test_run_flags_make_a_matrix():
+    c = cli.campaign_from_args(cli.build_parser().parse_args(
+        ["run", "--method", "iperf,rfc2544", "--pin", "A:A,A:B", "--sizes", "64", "--backends", "afp-v3",
+         "--repeat", "2", "--procs", "1,2", "--app-load", "touch,spin:500", "--trial", "10s"]))
+    assert len(c.steps()) == 2 * 2 * 2 * 2 * 2
+    assert c.trial_s == 10
+    c = cli.campaign_from_args(cli.build_parser().parse_args(["run", "--rx-cpu", "1", "--cap-cpu", "0"]))
+    assert c.custom_cpus == (0, 1, 0) and c.matrices[0].pins == ("cpus",)
 
 
 def test_report_prints_tables(tmp_path):

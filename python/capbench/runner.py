@@ -1,0 +1,209 @@
+"""`capbench run`: a campaign (from flags or a TOML file) on a fresh test bed, recorded as it goes.
+
+For each step the runner places the parts (generator, kernel receive work by
+the RPS mask, counter), builds the step's Measurer and hands it to the step's
+method (campaign_run.execute). Trials are appended to trials.jsonl as they end,
+method answers to searches.jsonl; `--resume DIR` continues such a directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from capbench import campaign as cmod
+from capbench import campaign_run, cpu, tables, testbed
+from capbench.accounting import format_pct
+from capbench.binaries import Binaries
+from capbench.errors import CapbenchError, Terminated
+from capbench.results import RunWriter
+from capbench.trial import Measurer, TrialResult, TrialSetup
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run needs beyond its campaign."""
+
+    results: str
+    settle_s: float
+    backlog: int | None
+    report: bool
+    command: Sequence[str]
+    campaign_source: str | None = None  # the TOML text of --campaign, kept in run.json for --resume
+
+
+def note(text: str) -> None:
+    """A progress or status line on stderr (stdout carries the tables)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def usable_cpus() -> list[int]:
+    import os
+
+    return sorted(cpu.online_cpus() & os.sched_getaffinity(0))
+
+
+def step_placement(c: cmod.Campaign, step: cmod.Step) -> campaign_run.Placement:
+    if step.pin == cmod.CUSTOM_PIN and c.custom_cpus is not None:
+        gen, rx, cap = c.custom_cpus
+        return campaign_run.Placement(gen, rx, cap, gen is not None and gen in (rx, cap))
+    return campaign_run.placement(step.pin, usable_cpus())
+
+
+def trial_line(n: int, r: TrialResult) -> str:
+    offered = tables.offered_cell(r)
+    loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
+    what = r.method if r.method == "iperf" else f"{r.method} {r.purpose}"
+    line = (f"[{n}] {what:<16} {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} pps  "
+            f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
+    if r.unexplained:
+        line += f"  UNEXPLAINED {r.unexplained:,}"
+    return line
+
+
+def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
+    """The answers of the searches: RFC 2544 throughput, MLR's NDR/PDR, a sweep's first loss."""
+    if not outcomes:
+        return None
+    t = Table(title="Method answers (searches.jsonl; every trial in trials.jsonl)", title_justify="left")
+    for h in ("Method", "Backend", "Frame [B]", "Placement", "Answer", "Trials", "Trial time [s]"):
+        t.add_column(Text(h), justify="right" if h in ("Frame [B]", "Trials", "Trial time [s]") else "left")
+    for o in outcomes:
+        m = o["method"]
+        if m == "rfc2544":
+            answer = (f"throughput {o['throughput_pps']:,.0f} pps ({o['throughput_gbps']:.3f} Gbps)"
+                      + ("" if o["verified"] else ", not verified") + (", short trials" if o["short_trials"] else ""))
+        elif m == "mlr":
+            answer = "; ".join(f"{g['name']} {g['throughput_pps']:,.0f} pps" for g in o["goals"])
+        elif m == "sweep":
+            first = o["first_lossy_pps"]
+            answer = "no loss at any step" if first is None else f"first loss at {first:,.0f} pps"
+        else:
+            answer = f"longest burst {o['mean_frames']:,.0f} frames ({o['mean_burst_s'] * 1e3:.2f} ms)"
+        t.add_row(m, o["backend"], str(o["frame_len"]), o.get("pin", ""), answer, str(o["trials"]),
+                  f"{o['total_trial_s']:.1f}")
+    return t
+
+
+def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]]) -> None:
+    console = Console() if sys.stdout.isatty() else Console(width=120)
+    iperf = [t for t in trials if t.method == "iperf"]
+    if iperf or not outcomes:
+        tables.print_tables(iperf, console)
+    table = outcome_table(outcomes)
+    if table is not None:
+        console.print(table)
+
+
+def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: RunWriter,
+                 progress: cmod.Progress, trials: list[TrialResult]) -> int:
+    """Run every step not yet done on a new test bed, appending its trials; the exit status."""
+    steps = c.steps()
+    shared = sorted({s.pin for s in steps if step_placement(c, s).shares_gen_cpu})
+    writer.meta["placements"] = {s.pin: dataclasses.asdict(step_placement(c, s)) for s in steps}
+    if shared:
+        writer.meta["notes"] = [f"placement {p}: a part shares the generator's CPU on this {len(usable_cpus())}-CPU "
+                                f"machine" for p in shared]
+    first_rx = step_placement(c, steps[0]).rx_cpu if steps else None
+    status = 0
+    with testbed.testbed(first_rx, backlog=opts.backlog) as tb:
+        writer.meta["testbed"] = dataclasses.asdict(tb)
+        note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
+        rps = {"cpu": first_rx}
+
+        def make_measurer(step: cmod.Step) -> Measurer:
+            p = step_placement(c, step)
+            if p.rx_cpu != rps["cpu"]:  # steer the receive work of this step's placement
+                testbed.set_rps(tb, p.rx_cpu, testbed.veth_queues())
+                rps["cpu"] = p.rx_cpu
+            size = step.size
+            setup = TrialSetup(backend=step.backend, frame_len=size if isinstance(size, int) else 0,
+                               size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
+                               engine=c.engine, gen_cpu=p.gen_cpu, cap_cpu=p.cap_cpu, app_load=step.app_load,
+                               settle_s=opts.settle_s, procs=step.procs)
+            return Measurer(binaries, dataclasses.replace(tb, rx_cpu=p.rx_cpu), setup)
+
+        def record(r: TrialResult) -> None:
+            writer.append(r)
+            trials.append(r)
+            note(trial_line(writer.count, r))
+
+        def record_outcome(o: dict[str, Any]) -> None:
+            writer.append_outcome(o)
+
+        def on_step(done: int, total: int, step: cmod.Step, left_s: float) -> None:
+            note(f"step {done}/{total} done ({step.method}, {step.backend}, {step.size}, {step.pin}); "
+                 f"about {left_s / 60:.1f} min left")
+
+        try:
+            campaign_run.execute(c, steps, progress, campaign_run.StepRun(make_measurer, record, record_outcome,
+                                                                          on_step=on_step))
+        except KeyboardInterrupt:
+            note("interrupted: the test bed is removed; `capbench run --resume "
+                 f"{writer.path}` continues where this stopped")
+            status = 130
+        except Terminated:
+            note(f"terminated: the test bed is removed; `capbench run --resume {writer.path}` continues")
+            status = 143
+    return status
+
+
+def execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, *, resume: Path | None = None) -> int:
+    """Run (or resume) a campaign, print its tables, write its report; the exit status."""
+    from capbench import results
+
+    if resume is not None:
+        writer = RunWriter.resume(resume)
+        progress = cmod.progress_of(results.scan_trials(resume).trials, results.read_outcomes(resume))
+    else:
+        writer = RunWriter.create(opts.results, {"campaign": campaign_settings(c)}, command=list(opts.command))
+        if opts.campaign_source is not None:
+            writer.meta["campaign_toml"] = opts.campaign_source
+        progress = cmod.progress_of([], [])
+    steps = c.steps()
+    todo = [s for s in steps if not progress.done(s)]
+    est = sum(campaign_run.estimate_step_s(c, s) for s in todo)
+    note(f"capbench campaign {c.name}: {len(steps)} steps, {len(todo)} to run (about {est / 60:.1f} min), "
+         f"{len(c.matrices)} matrix(es)")
+    trials: list[TrialResult] = [t for ts in progress.trials.values() for t in ts]
+    try:
+        with writer:
+            status = run_campaign(c, opts, binaries, writer, progress, trials)
+            if status:
+                writer.finish("interrupted")
+    except CapbenchError:
+        if trials:
+            print_results(trials, results.read_outcomes(writer.path))
+            note(f"results of what finished: {writer.path}; `capbench run --resume {writer.path}` continues")
+        raise
+    print_results(trials, results.read_outcomes(writer.path))
+    note(f"results: {writer.path}")
+    if status == 0 and trials and opts.report:
+        write_run_report(writer.path)
+    return status
+
+
+def campaign_settings(c: cmod.Campaign) -> dict[str, Any]:
+    """The campaign as plain data for run.json."""
+    return dataclasses.asdict(c)
+
+
+def write_run_report(path: Path) -> None:
+    """The report at the end of a run. The results are already on disk, so a report that cannot
+    be written is a note, not a failed run."""
+    from capbench.report import writer  # matplotlib loads only for the commands that draw
+
+    try:
+        report = writer.write_report(path)
+    except (CapbenchError, OSError) as e:
+        note(f"report not written ({e}); `capbench report {path}` tries again")
+        return
+    note(writer.outcome_line(report))

@@ -1,0 +1,105 @@
+"""`capbench run` with methods, placements, campaigns and --resume, on real test beds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e_env import capbench_cmd, capbench_env, missing_prerequisite, run_capbench
+
+pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
+
+
+def run_dir(tmp_path: Path) -> Path:
+    (d,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    return d
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_rfc2544_finds_the_wire_rate_of_a_backend_that_keeps_up(tmp_path):
+    # 1518 B at 1 GbE is 81,274 pps: afp-v3 captures all of it here, so the search ends at the wire rate.
+    p = run_capbench("run", "--method", "rfc2544", "--backends", "afp-v3", "--sizes", "1518", "--trial", "1s",
+                     "--precision", "10", "--pause", "0", "--results", str(tmp_path), "--no-report",
+                     "--backlog", "10000", timeout=300)
+    assert p.returncode == 0, p.stderr
+    d = run_dir(tmp_path)
+    (o,) = lines(d / "searches.jsonl")
+    assert o["method"] == "rfc2544" and o["short_trials"] and o["verified"]
+    assert o["throughput_pps"] == pytest.approx(81_274, rel=0.001)
+    trials = lines(d / "trials.jsonl")
+    assert len(trials) == o["trials"] and {t["method"] for t in trials} == {"rfc2544"}
+    assert {t["purpose"] for t in trials} == {"search", "verify"}
+    assert "throughput 81,27" in p.stdout  # the answer table
+
+
+def test_two_placements_record_where_things_ran(tmp_path):
+    p = run_capbench("run", "--pin", "A:A,A:B", "--backends", "afp-v3", "--sizes", "512", "--rate", "10%",
+                     "--duration", "1", "--results", str(tmp_path), "--no-report")
+    assert p.returncode == 0, p.stderr
+    d = run_dir(tmp_path)
+    trials = lines(d / "trials.jsonl")
+    assert [(t["gen_cpu"], t["kernel_rx_cpu"], t["cap_cpu"]) for t in trials] == [(0, 1, 1), (0, 1, 0)]
+    meta = json.loads((d / "run.json").read_text())
+    assert meta["placements"]["A:B"]["shares_gen_cpu"] and "A:B" in meta["notes"][0]
+
+
+def test_an_interrupted_run_resumes_without_repeating_a_trial(tmp_path):
+    args = ["--backends", "afp-v3", "--sizes", "64,128,256", "--rate", "10%", "--duration", "2",
+            "--results", str(tmp_path), "--no-report"]
+    proc = subprocess.Popen(capbench_cmd("run", *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=capbench_env(), start_new_session=True)
+    d = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # stop it once the first trial is on disk
+        dirs = [x for x in tmp_path.iterdir() if x.is_dir()] if tmp_path.exists() else []
+        if dirs and lines(dirs[0] / "trials.jsonl"):
+            d = dirs[0]
+            break
+        time.sleep(0.1)
+    assert d is not None, "no trial was written"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    done = lines(d / "trials.jsonl")
+    assert 1 <= len(done) < 3
+    assert json.loads((d / "run.json").read_text())["status"] == "interrupted"
+
+    p = run_capbench("run", "--resume", str(d), timeout=120)
+    assert p.returncode == 0, p.stderr
+    trials = lines(d / "trials.jsonl")
+    assert [t["frame_len"] for t in trials] == [64, 128, 256]  # each once, in order
+    assert trials[: len(done)] == done
+    assert json.loads((d / "run.json").read_text())["status"] == "complete"
+    again = run_capbench("run", "--resume", str(d))
+    assert again.returncode == 2 and "complete" in again.stderr
+
+
+def test_a_campaign_file(tmp_path):
+    toml = tmp_path / "tiny.toml"
+    toml.write_text('[campaign]\nname = "tiny"\nduration = "1"\nrate = "10%"\nbackends = ["afp-v3", "raw"]\n'
+                    'sizes = [512]\n[[matrix]]\nmethods = ["iperf"]\n[[matrix]]\nmethods = ["sweep"]\n'
+                    'backends = ["afp-v3"]\nsteps = 2\n')
+    out = tmp_path / "out"
+    p = run_capbench("run", "--campaign", str(toml), "--results", str(out), "--no-report", timeout=120)
+    assert p.returncode == 2 and "steps" in p.stderr  # `steps` is a [campaign] key, not a matrix one
+    toml.write_text(toml.read_text().replace("steps = 2\n", "").replace('rate = "10%"\n',
+                                                                        'rate = "10%"\nsteps = 2\ntrial = "1s"\n'
+                                                                        'pause = "0"\n'))
+    p = run_capbench("run", "--campaign", str(toml), "--results", str(out), "--no-report", timeout=120)
+    assert p.returncode == 0, p.stderr
+    d = run_dir(out)
+    trials = lines(d / "trials.jsonl")
+    assert [(t["method"], t["backend"]) for t in trials] == [("iperf", "afp-v3"), ("iperf", "raw"),
+                                                            ("sweep", "afp-v3"), ("sweep", "afp-v3")]
+    (o,) = lines(d / "searches.jsonl")
+    assert o["method"] == "sweep" and len(o["points"]) == 2
+    assert "tiny" in json.loads((d / "run.json").read_text())["campaign_toml"]
