@@ -65,7 +65,8 @@ def estimate_step_s(c: Campaign, step: Step, overhead_s: float = 0.8) -> float:
            "rfc2544": 9 * (trial + c.pause_s + overhead_s) + 10.0,
            "mlr": 4 * (trial + c.pause_s + overhead_s) + 8 * (1.0 + c.pause_s + overhead_s),
            "sweep": c.steps_per_sweep * (trial + c.pause_s + overhead_s),
-           "back2back": 12 * (2.0 + c.pause_s + overhead_s)}
+           "back2back": 12 * (2.0 + c.pause_s + overhead_s),
+           "latency": 10 * (trial + c.pause_s + overhead_s) + 10.0}
     return per[step.method]
 
 

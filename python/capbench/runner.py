@@ -83,6 +83,11 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
                       + ("" if o["verified"] else ", not verified") + (", short trials" if o["short_trials"] else ""))
         elif m == "mlr":
             answer = "; ".join(f"{g['name']} {g['throughput_pps']:,.0f} pps" for g in o["goals"])
+        elif m == "latency":
+            lat = o.get("latency") or {}
+            answer = (o.get("note") or f"at {o['throughput_pps']:,.0f} pps: p50 {lat.get('p50_ns', 0) / 1e3:,.1f} us, "
+                      f"p99 {lat.get('p99_ns', 0) / 1e3:,.1f} us, max {lat.get('max_ns', 0) / 1e3:,.1f} us "
+                      f"({o.get('rx_clock') or '?'} clock)")
         elif m == "sweep":
             first = o["first_lossy_pps"]
             answer = "no loss at any step" if first is None else f"first loss at {first:,.0f} pps"

@@ -129,6 +129,15 @@ class TrialResult:
     proc_received: tuple[int, ...] = ()
     proc_socket_drops: tuple[int, ...] = ()
     proc_app_cpu_pct: tuple[float, ...] = ()
+    # From the counter's summary (docs/programs.md): one-way latency from the TX stamp and
+    # inter-arrival time of capbench frames, {"min_ns", "p50_ns", "p90_ns", "p99_ns",
+    # "p99.9_ns", "max_ns"}; which clock timed the receipt ("kernel", "read"); and with
+    # groups, the frames received of each group.
+    latency: dict[str, int] = field(default_factory=dict)
+    iat: dict[str, int] = field(default_factory=dict)
+    rx_clock: str = ""
+    group_size: int = 0
+    group_received: tuple[int, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
 
@@ -160,6 +169,13 @@ def offered_share(gen: dict, achieved_pps: float, offered_pps: float) -> float:
     if "offered_share" in gen:
         return float(gen["offered_share"])
     return achieved_pps / offered_pps if offered_pps else 0.0
+
+
+def _percentiles(h: dict | None) -> dict[str, int]:
+    """capbench-cap's {"n", "min", "p50", ..., "p99_9", "max"} as {"min_ns", "p50_ns", ..., "p99.9_ns"}."""
+    if not h or not h.get("n"):
+        return {}
+    return {f"{k.replace('_', '.')}_ns": int(v) for k, v in h.items() if k != "n"}
 
 
 def _opt(flag: str, value: Any) -> list[str]:
@@ -382,6 +398,11 @@ class Measurer:
             < OFFERED_MIN_SHARE,
             size=s.size,
             mean_frame_len=mean_len,
+            latency=_percentiles(cap.get("latency_ns")),
+            iat=_percentiles(cap.get("iat_ns")),
+            rx_clock=str(cap.get("rx_clock", "")),
+            group_size=int((cap.get("groups") or {}).get("size", 0)),
+            group_received=tuple((cap.get("groups") or {}).get("received", ())),
             procs=len(caps),
             proc_cpus=self.proc_cpus,
             proc_received=tuple(received),

@@ -120,7 +120,9 @@ static int afp_v2_run(void *state, struct cap_worker *w)
 			continue;
 		}
 		waited = 0;
-		reached = cap_packet(w, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len);
+		/* tp_sec/tp_nsec: the kernel's receive time, CLOCK_REALTIME. */
+		reached = cap_packet(w, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len,
+				     cap_rx_mono_ns(w->cfg->rx_clock_offset_ns, h->tp_sec, h->tp_nsec));
 		/* Release: we are done reading before the kernel may refill it. */
 		__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 		cur = cur + 1 == st->req.tp_frame_nr ? 0 : cur + 1;

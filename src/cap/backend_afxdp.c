@@ -362,6 +362,7 @@ static int afxdp_run(void *state, struct cap_worker *w)
 
 	for (;;) {
 		uint32_t idx_rx, idx_fq;
+		uint64_t now;
 		uint32_t n = xsk_ring_cons__peek(&st->rx, st->batch, &idx_rx);
 		int reached = 0, err;
 
@@ -378,11 +379,14 @@ static int afxdp_run(void *state, struct cap_worker *w)
 			if ((err = wake_fill(st)))
 				return err;
 		}
+		/* AF_XDP descriptors carry no time: the batch's read time
+		 * stands for each packet. */
+		now = cap_now_mono_ns();
 		for (uint32_t i = 0; i < n; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx_rx + i);
 			const uint8_t *data = xsk_umem__get_data(st->area, d->addr);
 
-			reached |= cap_packet(w, data, d->len, d->len);
+			reached |= cap_packet(w, data, d->len, d->len, now);
 			*xsk_ring_prod__fill_addr(&st->fq, idx_fq + i) = d->addr & frame_mask;
 		}
 		/* The packets are read: release the descriptors and hand the

@@ -60,6 +60,11 @@ static int pcap_be_open(const struct cap_cfg *cfg, void **state)
 		pcap_set_immediate_mode(st->p, 1);
 	if (cfg->buffer_size)
 		pcap_set_buffer_size(st->p, (int)cfg->buffer_size);
+	if (pcap_set_tstamp_precision(st->p, PCAP_TSTAMP_PRECISION_NANO)) {
+		fprintf(stderr, "capbench-cap: libpcap gives no nanosecond timestamps here\n");
+		err = -EINVAL;
+		goto err_close;
+	}
 	rc = pcap_activate(st->p);
 	if (rc < 0) {
 		switch (rc) {
@@ -109,6 +114,13 @@ static void maybe_take_stats(struct pcap_be *st, uint64_t packets)
 		take_stats(st);
 }
 
+/* The kernel's receive time (CLOCK_REALTIME), which libpcap hands over in
+ * nanoseconds since we asked for PCAP_TSTAMP_PRECISION_NANO. */
+static uint64_t rx_ns(const struct cap_worker *w, const struct pcap_pkthdr *h)
+{
+	return cap_rx_mono_ns(w->cfg->rx_clock_offset_ns, (uint64_t)h->ts.tv_sec, (uint64_t)h->ts.tv_usec);
+}
+
 struct dispatch_ctx {
 	struct cap_worker *w;
 	int reached;
@@ -118,7 +130,7 @@ static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *b
 {
 	struct dispatch_ctx *c = (struct dispatch_ctx *)user;
 
-	c->reached |= cap_packet(c->w, bytes, h->caplen, h->len);
+	c->reached |= cap_packet(c->w, bytes, h->caplen, h->len, rx_ns(c->w, h));
 }
 
 /* After a stop: read what is still queued without blocking. */
@@ -155,7 +167,7 @@ static int run_next(struct pcap_be *st, struct cap_worker *w)
 				return drain(st, w);
 			continue;
 		}
-		if (cap_packet(w, data, hdr.caplen, hdr.len)) {
+		if (cap_packet(w, data, hdr.caplen, hdr.len, rx_ns(w, &hdr))) {
 			cap_publish(w);
 			return 0;
 		}

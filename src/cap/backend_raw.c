@@ -122,12 +122,16 @@ static int raw_run(void *state, struct cap_worker *w)
 		int reached = 0;
 
 		if (n > 0) {
+			/* No per-packet timestamp without a control message per
+			 * packet: the batch's read time stands for each of them. */
+			uint64_t now = cap_now_mono_ns();
+
 			waited = 0;
 			for (int i = 0; i < n; i++) {
 				uint32_t len = st->msgs[i].msg_len;
 
 				reached |= cap_packet(w, st->iov[i].iov_base,
-						      len < st->buf_len ? len : (uint32_t)st->buf_len, len);
+						      len < st->buf_len ? len : (uint32_t)st->buf_len, len, now);
 			}
 			cap_publish(w);
 			if (reached)

@@ -80,6 +80,10 @@ static void usage(FILE *out)
 "      --no-need-wakeup    afxdp: bind without XDP_USE_NEED_WAKEUP\n"
 "      --busy-poll         afxdp: busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL\n"
 "                          20 us, SO_BUSY_POLL_BUDGET = --batch): spins a CPU\n"
+"      --group-size N      number the frames in groups of N by sequence number\n"
+"                          (capbench-gen --group-size) and count each group\n"
+"      --groups N          the groups the generator sends, so that groups that\n"
+"                          never arrived are counted too\n"
 "      --no-promisc        do not put IF into promiscuous mode\n"
 "      --app-load LOAD     work per packet, in every worker (not with xdp, which\n"
 "                          counts in the kernel): touch (read the\n"
@@ -101,7 +105,7 @@ struct cap_args {
 	const char *iface, *backend, *pcap_api, *buffer_size, *snaplen, *block_size;
 	const char *block_count, *block_timeout, *app_load, *count, *duration, *cpu, *interval;
 	const char *batch, *frame_size, *frame_count, *workers, *worker_cpus, *fanout_mode;
-	const char *xdp_bind, *queue, *ring_size;
+	const char *xdp_bind, *queue, *ring_size, *group_size, *groups;
 	int immediate, no_promisc, no_need_wakeup, busy_poll;
 };
 
@@ -111,7 +115,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 	       OPT_BLOCK_COUNT, OPT_BLOCK_TIMEOUT, OPT_NO_PROMISC, OPT_APP_LOAD, OPT_CPU,
 	       OPT_INTERVAL, OPT_BATCH, OPT_FRAME_SIZE, OPT_FRAME_COUNT,
 	       OPT_WORKERS, OPT_WORKER_CPUS, OPT_FANOUT_MODE, OPT_XDP_BIND, OPT_QUEUE,
-	       OPT_RING_SIZE, OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL };
+	       OPT_RING_SIZE, OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL, OPT_GROUP_SIZE, OPT_GROUPS };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -133,6 +137,8 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		{ "ring-size", required_argument, NULL, OPT_RING_SIZE },
 		{ "no-need-wakeup", no_argument, NULL, OPT_NO_NEED_WAKEUP },
 		{ "busy-poll", no_argument, NULL, OPT_BUSY_POLL },
+		{ "group-size", required_argument, NULL, OPT_GROUP_SIZE },
+		{ "groups", required_argument, NULL, OPT_GROUPS },
 		{ "no-promisc", no_argument, NULL, OPT_NO_PROMISC },
 		{ "app-load", required_argument, NULL, OPT_APP_LOAD },
 		{ "count", required_argument, NULL, 'c' },
@@ -167,6 +173,8 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		case OPT_RING_SIZE: a->ring_size = optarg; break;
 		case OPT_NO_NEED_WAKEUP: a->no_need_wakeup = 1; break;
 		case OPT_BUSY_POLL: a->busy_poll = 1; break;
+		case OPT_GROUP_SIZE: a->group_size = optarg; break;
+		case OPT_GROUPS: a->groups = optarg; break;
 		case OPT_NO_PROMISC: a->no_promisc = 1; break;
 		case OPT_APP_LOAD: a->app_load = optarg; break;
 		case 'c': a->count = optarg; break;
@@ -345,6 +353,14 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		cb_usage_error("bad --block-timeout '%s': give 1..60000 ms", a->block_timeout);
 	cfg->block_timeout_ms = a->block_timeout ? (unsigned int)u : 0;
 	configure_afxdp(a, be, cfg);
+	if (a->group_size)
+		cfg->group_size = cb_opt_count("--group-size", a->group_size, "frames");
+	if (a->groups) {
+		if (!a->group_size)
+			cb_usage_error("--groups needs --group-size (frames per group)");
+		cfg->groups = cb_opt_count("--groups", a->groups, "groups");
+	}
+	cfg->rx_clock_offset_ns = cap_rx_clock_offset_ns();
 	if (a->app_load && be->kernel_counter)
 		cb_usage_error("--app-load does not apply to --backend %s: it counts in the kernel, "
 			       "no application sees the packets", be->name);
@@ -449,6 +465,7 @@ static void print_interval(double t_s, double dt_s, const struct published *now,
 struct merged {
 	uint64_t packets, bytes, foreign, received, alloc_failures;
 	struct cb_seqtotals seq;
+	struct cap_rx_stats rx;
 	int err;
 };
 
@@ -458,9 +475,12 @@ static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ct
 	const struct cb_seqset *sets[CAP_MAX_WORKERS];
 
 	memset(m, 0, sizeof(*m));
+	if (cap_rx_stats_init(&m->rx))
+		cb_fatal("out of memory");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct cap_worker *w = &ctx[i].w;
 
+		cap_rx_stats_merge(&m->rx, &w->rx);
 		m->packets += w->packets;
 		m->bytes += w->bytes;
 		m->foreign += w->foreign;
@@ -479,6 +499,29 @@ static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ct
 	/* --app-load none reads no stamps: then the sum is all there is. */
 	if (cfg->load.kind != APP_LOAD_NONE)
 		m->received = m->seq.unique;
+}
+
+/* Each generator stream's own counts (one per generator thread). */
+static void put_streams(struct cb_json *j, const struct cb_seqset *s)
+{
+	char key[8];
+
+	cb_json_obj_begin(j, "per_stream");
+	for (unsigned int i = 0; i < CB_SEQ_STREAMS; i++) {
+		const struct cb_seqtrack *t = s->stream[i];
+
+		if (!t)
+			continue;
+		snprintf(key, sizeof(key), "%u", i);
+		cb_json_obj_begin(j, key);
+		cb_json_u64(j, "received", t->unique);
+		cb_json_u64(j, "lost", cb_seqtrack_lost(t, 0));
+		cb_json_u64(j, "duplicates", t->duplicates);
+		cb_json_u64(j, "reordered", t->reordered);
+		cb_json_u64(j, "max_seq", t->next ? t->next - 1 : 0);
+		cb_json_obj_end(j);
+	}
+	cb_json_obj_end(j);
 }
 
 static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be, void *state,
@@ -539,6 +582,15 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_obj_end(&j);
 	if (be->summary)
 		be->summary(state, &j);
+	if (!be->kernel_counter && cfg->load.kind != APP_LOAD_NONE) {
+		/* raw and afxdp get no per-packet time from the kernel: their
+		 * times are when the read loop took the batch. */
+		cb_json_str(&j, "rx_clock", be == &cap_backend_raw || be == &cap_backend_afxdp ? "read"
+												 : "kernel");
+		cap_rx_stats_json(&m->rx, &j, cfg->group_size, cfg->groups);
+		if (cfg->workers == 1)
+			put_streams(&j, &ctx[0].w.seq);
+	}
 	if (m->alloc_failures)
 		cb_json_u64(&j, "untracked", m->alloc_failures);
 	cb_json_i64(&j, "cpu", cfg->cpu);
@@ -612,6 +664,8 @@ int main(int argc, char **argv)
 		ctx[i].w.cfg = &cfg;
 		ctx[i].w.stop = &stop;
 		ctx[i].w.index = i;
+		if (cap_rx_stats_init(&ctx[i].w.rx))
+			cb_fatal("out of memory");
 		if (merge) {
 			ctx[i].w.merge = merge;
 			ctx[i].w.stage = calloc(1, sizeof(*ctx[i].w.stage));
@@ -677,8 +731,10 @@ int main(int argc, char **argv)
 	be->close(state);
 	for (unsigned int i = 0; i < n; i++) {
 		cb_seqset_free(&ctx[i].w.seq);
+		cap_rx_stats_free(&ctx[i].w.rx);
 		free(ctx[i].w.stage);
 	}
+	cap_rx_stats_free(&m.rx);
 	if (merge) {
 		cb_seqmerge_free(merge);
 		free(merge);

@@ -14,6 +14,7 @@
 #include "app_load.h"
 #include "jsonl.h"
 #include "packet.h"
+#include "rx_stats.h"
 #include "seqmerge.h"
 #include "seqtrack.h"
 
@@ -45,6 +46,9 @@ struct cap_cfg {
 	int need_wakeup;         /* XDP_USE_NEED_WAKEUP (default on) */
 	int busy_poll;           /* SO_PREFER_BUSY_POLL + SO_BUSY_POLL + SO_BUSY_POLL_BUDGET */
 	int promisc;
+	uint64_t group_size;     /* frames per group (--group-size); 0 = no groups */
+	uint64_t groups;         /* groups the generator sends (--groups); 0 = unknown */
+	int64_t rx_clock_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, for kernel timestamps */
 	struct app_load load;
 	uint64_t count;          /* stop after this many capbench frames; 0 = no limit */
 	double duration_s;       /* 0 = until a signal */
@@ -73,6 +77,7 @@ struct cap_worker {
 	uint64_t received;         /* capbench frames, each sequence number once */
 	uint64_t alloc_failures;
 	struct cb_seqset seq;
+	struct cap_rx_stats rx;    /* lengths, inter-arrival, latency, groups (rx_stats.h) */
 	struct app_load_state load;
 	struct {
 		uint64_t packets, bytes, received;
@@ -165,11 +170,12 @@ static inline int cap_should_stop(const struct cap_worker *w)
 	return __atomic_load_n(w->stop, __ATOMIC_RELAXED);
 }
 
-/* One packet: count it, read its stamp, do the application's work. Returns
- * nonzero when --count is reached by this worker (with several workers the
- * main thread also stops them when their sum reaches it). */
+/* One packet received at rx_ns (CLOCK_MONOTONIC; 0 = no time): count it,
+ * read its stamp, do the application's work. Returns nonzero when --count is
+ * reached by this worker (with several workers the main thread also stops
+ * them when their sum reaches it). */
 static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t caplen,
-			     uint32_t wirelen)
+			     uint32_t wirelen, uint64_t rx_ns)
 {
 	uint64_t seq, tx_ns;
 	unsigned int stream;
@@ -182,13 +188,26 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 	}
 	if (cb_stamp_parse(data, caplen, &seq, &tx_ns, &stream)) {
 		int r = cb_seqset_add(&w->seq, stream, seq);
+		uint32_t len = wirelen + CB_FCS_LEN;
 
 		if (r > 0) {
 			w->received++;
 			if (w->merge)
 				cb_seqstage_add(w->stage, w->merge, stream, seq);
+			if (w->cfg->group_size)
+				cap_rx_stats_group(&w->rx, seq / w->cfg->group_size);
 		} else if (r < 0) {
 			w->alloc_failures++;
+		}
+		w->rx.lengths[len <= CB_FRAME_MAX ? len : CB_FRAME_MAX]++;
+		if (rx_ns) {
+			if (w->rx.last_rx_ns && rx_ns >= w->rx.last_rx_ns)
+				cap_hist_add(&w->rx.iat, rx_ns - w->rx.last_rx_ns);
+			w->rx.last_rx_ns = rx_ns;
+			if (rx_ns >= tx_ns)
+				cap_hist_add(&w->rx.latency, rx_ns - tx_ns);
+			else
+				w->rx.early++;
 		}
 	} else {
 		w->foreign++;

@@ -69,7 +69,9 @@ static int read_block(struct cap_worker *w, struct tpacket_block_desc *bd)
 	int reached = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		reached |= cap_packet(w, (uint8_t *)ph + ph->tp_mac, ph->tp_snaplen, ph->tp_len);
+		/* tp_sec/tp_nsec: the kernel's receive time, CLOCK_REALTIME. */
+		reached |= cap_packet(w, (uint8_t *)ph + ph->tp_mac, ph->tp_snaplen, ph->tp_len,
+				      cap_rx_mono_ns(w->cfg->rx_clock_offset_ns, ph->tp_sec, ph->tp_nsec));
 		ph = (struct tpacket3_hdr *)((uint8_t *)ph + ph->tp_next_offset);
 	}
 	return reached;

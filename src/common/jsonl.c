@@ -123,6 +123,14 @@ void cb_json_elem_begin(struct cb_json *j)
 	j->need_comma = 0;
 }
 
+void cb_json_arr_u64(struct cb_json *j, uint64_t v)
+{
+	if (j->need_comma)
+		put(j, ",");
+	put(j, "%llu", (unsigned long long)v);
+	j->need_comma = 1;
+}
+
 void cb_json_arr_end(struct cb_json *j)
 {
 	put(j, "]");

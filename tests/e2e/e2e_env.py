@@ -65,7 +65,7 @@ def assert_one_line_usage_error(p: subprocess.CompletedProcess, prog: str, *word
 
 
 def run_stream(binaries, tb, gen_args: list[str], *, backend: str = "afp-v3", settle_s: float = 0.3,
-               ) -> tuple[dict, dict, dict]:
+               cap_args: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
     """Send with capbench-gen `gen_args` through the test bed, capbench-xdpcount and
     capbench-cap (on CPU 1) on the capture side; (generator, counter, xdpcount) summaries."""
     import time
@@ -77,7 +77,7 @@ def run_stream(binaries, tb, gen_args: list[str], *, backend: str = "afp-v3", se
                          netns_name=tb.cap_ns)
         xdp.wait_for("ready", 5)
         cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", backend,
-                                          "--cpu", "1"], netns_name=tb.cap_ns)
+                                          "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
         cap.wait_for("ready", 5)
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, *gen_args],
                          netns_name=tb.gen_ns)

@@ -11,12 +11,17 @@ from test_e2e_sizes import send_profile
 @pytest.mark.parametrize("engine", ["xdp", "afpacket"])
 def test_groups_are_sent_whole_with_their_pauses(binaries, tb, engine):
     gen, cap, xdp = send_profile(binaries, tb, "64", engine=engine, count=None,
-                                 extra=("--groups", "4", "--group-size", "5000", "--group-gap", "100ms"))
+                                 extra=("--groups", "4", "--group-size", "5000", "--group-gap", "100ms"),
+                                 cap_args=("--group-size", "5000", "--groups", "4"))
     assert gen["sent"] == 20_000 and gen["group_size"] == 5000
     assert xdp["capbench"] == 20_000 and cap["received"] == 20_000 and cap["lost"] == 0
     # 4 x 5,000 frames at 100 kpps = 0.2 s of sending, plus three pauses of 0.1 s.
     assert gen["duration_s"] == pytest.approx(0.5, abs=0.02)
     assert gen["offered_share"] == pytest.approx(1.0, abs=0.001)
+    # The counter files every frame under its group, by sequence number.
+    assert cap["groups"] == {"size": 5000, "received": [5000] * 4}
+    # The pauses show in the inter-arrival times: three gaps of about 100 ms.
+    assert cap["iat_ns"]["max"] > 90_000_000
 
 
 def test_bursts_keep_the_mean_rate(binaries, tb):
@@ -36,6 +41,8 @@ def test_two_threads_send_two_streams_with_exact_counts(binaries, tb):
     assert (streams["0"]["cpu"], streams["1"]["cpu"]) == (0, 1)
     assert xdp["capbench"] == 40_001
     assert cap["received"] == 40_001 and cap["streams"] == 2 and cap["lost"] == 0
+    assert {k: (v["received"], v["lost"]) for k, v in cap["per_stream"].items()} == {"0": (20_001, 0),
+                                                                                    "1": (20_000, 0)}
 
 
 @pytest.mark.parametrize("args, words", [

@@ -17,12 +17,12 @@ FCS = 4
 
 def send_profile(binaries, tb, size: str, *, engine: str = "xdp", seed: int = 1, rate: str = "100kpps",
                  count: int | None = FRAMES, extra: tuple[str, ...] = (), cpu: int | None = 0,
-                 ) -> tuple[dict, dict, dict]:
+                 cap_args: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
     """(generator, counter, xdpcount) summaries of `count` frames (None: `extra` says how many)."""
     return run_stream(binaries, tb, [
         "--engine", engine, "--size", size, "--seed", str(seed), "--rate", rate, "--link", "10g",
         *(("--count", str(count)) if count else ()), *(("--cpu", str(cpu)) if cpu is not None else ()),
-        "--dst-mac", tb.dst_mac, *extra])
+        "--dst-mac", tb.dst_mac, *extra], cap_args=cap_args)
 
 
 def assert_complete(gen: dict, cap: dict, xdp: dict, count: int = FRAMES) -> dict[int, int]:
@@ -32,6 +32,10 @@ def assert_complete(gen: dict, cap: dict, xdp: dict, count: int = FRAMES) -> dic
     # Every frame arrived with its length: the bytes on the capture veth are the sum of them.
     assert xdp["bytes"] == sum((n - FCS) * c for n, c in lengths.items())
     assert (cap["received"], cap["lost"], cap["duplicates"]) == (count, 0, 0)
+    # The counter's own length histogram: the same frames, length by length.
+    assert {int(k): v for k, v in cap["lengths"].items()} == lengths
+    assert cap["latency_ns"]["n"] == count and cap["rx_clock"] == "kernel"
+    assert 0 < cap["latency_ns"]["min"] <= cap["latency_ns"]["p50"] <= cap["latency_ns"]["max"]
     return lengths
 
 

@@ -66,3 +66,13 @@ def test_searches_refuse_profiles():
         run("rfc2544", sizes=(64, "imix:seed"))
     with pytest.raises(UsageError, match="unknown method"):
         run("fastest")
+
+
+def test_latency_searches_then_measures_at_the_throughput():
+    trials, outcomes = run("latency", sizes=(64,))
+    slow = outcomes[0]
+    assert slow["method"] == "latency" and slow["trials"] == sum(1 for t in trials if t.backend == "slow")
+    assert trials[-1].purpose == "latency at throughput"
+    assert {t.method for t in trials} == {"latency"}
+    # The simulated device has no clock: its trials carry no latency, and the answer says what it got.
+    assert slow["latency"] == {} and slow["throughput_pps"] > 0

@@ -17,11 +17,11 @@ from typing import Any
 
 from capbench.errors import UsageError
 from capbench.methods import back2back, mlr, rfc2544, sweep
-from capbench.methods.measurer import SearchTrial
+from capbench.methods.measurer import SearchTrial, TrialRunner
 from capbench.rates import Rate, wire_pps
 from capbench.trial import Measurer, TrialResult
 
-METHODS = ("iperf", "rfc2544", "mlr", "sweep", "back2back")
+METHODS = ("iperf", "rfc2544", "mlr", "sweep", "back2back", "latency")
 # Frames a back-to-back burst may need beyond its own sending time: process start-up,
 # the counter's last ring blocks.
 BURST_MARGIN_S = 1.0
@@ -132,7 +132,32 @@ def _back2back(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, An
         "mean_burst_s": r.mean_burst_s, "unlimited": r.unlimited, "notes": list(r.notes)}
 
 
-SEARCHES = {"rfc2544": _rfc2544, "mlr": _mlr, "sweep": _sweep, "back2back": _back2back}
+def _latency(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:
+    """RFC 2544 section 26.2: the throughput first (a 26.1 search), then a trial at that rate whose
+    one-way latency (receive time - TX stamp, from the counter) is the answer."""
+    s = c.settings
+    found = _rfc2544(m, backend, frame_len, dataclasses.replace(c, record=_retag(c.record, "latency")))
+    tp = found["throughput_pps"]
+    out = {k: found[k] for k in ("backend", "frame_len", "link_bps", "wire_pps", "trials", "total_trial_s",
+                                 "total_pause_s")} | {"method": "latency", "throughput_pps": tp}
+    if tp <= 0:
+        return out | {"latency": {}, "note": "no rate passed the throughput search: no latency to measure"}
+    runner = TrialRunner(m.measure, pause_s=s.pause_s, pause=c.pause, on_trial=_tagger(c.record, "latency"))
+    r = runner.run(tp, s.trial_s or rfc2544.RFC2544_TRIAL_S, "latency at throughput").result
+    return out | {"trials": found["trials"] + 1, "total_trial_s": found["total_trial_s"] + r.duration_s,
+                  "total_pause_s": found["total_pause_s"] + runner.total_pause_s,
+                  "latency": getattr(r, "latency", {}), "iat": getattr(r, "iat", {}),
+                  "rx_clock": getattr(r, "rx_clock", ""), "lost": r.lost}
+
+
+def _retag(record: Record, method: str) -> Record:
+    """A record function that files trials under `method` (a search run inside another method)."""
+    def retagged(r: TrialResult) -> None:
+        record(dataclasses.replace(r, method=method))
+    return retagged
+
+
+SEARCHES = {"rfc2544": _rfc2544, "mlr": _mlr, "sweep": _sweep, "back2back": _back2back, "latency": _latency}
 
 
 def run_step(method: str, measurer: Any, backend: str, size: int | str, context: Context, *, rate: Rate,
