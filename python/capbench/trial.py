@@ -297,7 +297,10 @@ class Measurer:
         return self._result(
             started_at=started_at, duration_s=duration_s, load=load,
             gen=gen_summary, caps=cap_summaries, xdp=xdp_summary,
-            backlog_drops=cpu.counter_delta(softnet0, softnet1),
+            # softnet_stat counts every packet of the host: only the receive CPU's backlog
+            # holds this trial's packets (RPS queues them there), so only its drops count.
+            backlog_drops=cpu.counter_delta(softnet0, softnet1,
+                                            None if self.kernel_rx_cpu is None else {self.kernel_rx_cpu}),
             app_cpu_pcts=[cpu.process_cpu_pct(a, b, t1 - t0) for a, b in zip(ticks0, ticks1)],
             kernel_cpu_pct=(cpu.kernel_rx_pct(stat0, stat1, self.kernel_rx_cpu)
                             if self.kernel_rx_cpu is not None else 0.0),
