@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,16 @@ def _tuple(value: Any, what: str) -> tuple:
     return (value,)
 
 
+APP_LOAD_RE = re.compile(r"^(touch|none|copy|zlib:[0-9]|spin:[1-9]\d{0,8}|spin:1000000000)$")  # capbench-cap
+
+
+def check_app_load(load: str) -> str:
+    if not APP_LOAD_RE.match(load):
+        raise UsageError(f"cannot read app load {load!r}: use touch, none, copy, zlib:N (0 to 9) or "
+                         f"spin:NS (1 to 1000000000 ns, e.g. spin:500)")
+    return load
+
+
 def check_pin(pin: str) -> str:
     up = pin.upper() if pin.lower() != "auto" else "auto"
     if up not in PINS:
@@ -147,7 +158,8 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
     if "pin" in d:
         m = dataclasses.replace(m, pins=tuple(check_pin(str(p)) for p in _tuple(d["pin"], f"{where} pin")))
     if "app_load" in d:
-        m = dataclasses.replace(m, app_loads=tuple(str(a) for a in _tuple(d["app_load"], f"{where} app_load")))
+        m = dataclasses.replace(m, app_loads=tuple(check_app_load(str(a))
+                                                   for a in _tuple(d["app_load"], f"{where} app_load")))
     if "procs" in d:
         procs = _tuple(d["procs"], f"{where} procs")
         if any(not isinstance(p, int) or p < 1 for p in procs):

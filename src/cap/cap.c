@@ -88,8 +88,9 @@ static void usage(FILE *out)
 "      --app-load LOAD     work per packet, in every worker (not with xdp, which\n"
 "                          counts in the kernel): touch (read the\n"
 "                          stamp; default), none (count frames only, no stamp\n"
-"                          check), copy (copy each packet once), spin:NS (busy\n"
-"                          NS ns per packet)\n"
+"                          check), copy (copy each packet once), zlib:N (copy\n"
+"                          and compress each packet with zlib level 0-9, the\n"
+"                          seeds' packzip), spin:NS (busy NS ns per packet)\n"
 "  -c, --count N           stop after N capbench frames (fanout: all workers\n"
 "                          together, checked every 50 ms)\n"
 "  -d, --duration S        stop after S seconds (5, 5s, 250ms, 2m)\n"
@@ -365,8 +366,8 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		cb_usage_error("--app-load does not apply to --backend %s: it counts in the kernel, "
 			       "no application sees the packets", be->name);
 	if (app_load_parse(a->app_load ? a->app_load : "touch", &cfg->load))
-		cb_usage_error("bad --app-load '%s': use touch, none, copy or spin:NS "
-			       "(NS from 1 to 1000000000)", a->app_load);
+		cb_usage_error("bad --app-load '%s': use touch, none, copy, zlib:N (N from 0 to 9) "
+			       "or spin:NS (NS from 1 to 1000000000)", a->app_load);
 	if (a->count)
 		cfg->count = cb_opt_count("--count", a->count, "capbench frames");
 	if (a->duration)
@@ -591,6 +592,19 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		if (cfg->workers == 1)
 			put_streams(&j, &ctx[0].w.seq);
 	}
+	if (cfg->load.kind == APP_LOAD_ZLIB) {
+		uint64_t in = 0, out = 0;
+
+		for (unsigned int i = 0; i < cfg->workers; i++) {
+			in += ctx[i].w.load.z_in;
+			out += ctx[i].w.load.z_out;
+		}
+		cb_json_obj_begin(&j, "zlib");
+		cb_json_u64(&j, "level", (uint64_t)cfg->load.zlib_level);
+		cb_json_u64(&j, "bytes_in", in);
+		cb_json_u64(&j, "bytes_out", out);
+		cb_json_obj_end(&j);
+	}
 	if (m->alloc_failures)
 		cb_json_u64(&j, "untracked", m->alloc_failures);
 	cb_json_i64(&j, "cpu", cfg->cpu);
@@ -732,6 +746,7 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < n; i++) {
 		cb_seqset_free(&ctx[i].w.seq);
 		cap_rx_stats_free(&ctx[i].w.rx);
+		app_load_free(&ctx[i].w.load);
 		free(ctx[i].w.stage);
 	}
 	cap_rx_stats_free(&m.rx);

@@ -258,3 +258,13 @@ def test_two_capture_processes_each_see_every_frame(binaries, tb, backend):
                 cap_args=ROOMY.get(backend, ()), procs=2)
     assert (r.procs, r.proc_received) == (2, (FRAMES, FRAMES))
     assert r.unexplained == 0 and len(r.raw["caps"]) == 2
+
+
+def test_zlib_load_compresses_every_packet(binaries, tb):
+    # seed 001's packzip: each packet copied and compressed; the counter says how much went in and out.
+    r = measure(binaries, tb, backend="afp-v3", frame_len=512, rate="20kpps", duration_s=2, count=20_000,
+                app_load="zlib:6")
+    assert_nothing_lost(r, frames=20_000)
+    z = r.raw["cap"]["zlib"]
+    assert z["level"] == 6 and z["bytes_in"] == 20_000 * (512 - 4)
+    assert 0 < z["bytes_out"] < z["bytes_in"]  # the test frames' payload pattern compresses
