@@ -80,6 +80,8 @@ static void usage(FILE *out)
 "      --no-need-wakeup    afxdp: bind without XDP_USE_NEED_WAKEUP\n"
 "      --busy-poll         afxdp: busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL\n"
 "                          20 us, SO_BUSY_POLL_BUDGET = --batch): spins a CPU\n"
+"      --write FILE        write the captured frames to FILE, pcap or, if the\n"
+"                          name ends in .pcapng, pcapng (one worker only)\n"
 "      --group-size N      number the frames in groups of N by sequence number\n"
 "                          (capbench-gen --group-size) and count each group\n"
 "      --groups N          the groups the generator sends, so that groups that\n"
@@ -106,7 +108,7 @@ struct cap_args {
 	const char *iface, *backend, *pcap_api, *buffer_size, *snaplen, *block_size;
 	const char *block_count, *block_timeout, *app_load, *count, *duration, *cpu, *interval;
 	const char *batch, *frame_size, *frame_count, *workers, *worker_cpus, *fanout_mode;
-	const char *xdp_bind, *queue, *ring_size, *group_size, *groups;
+	const char *xdp_bind, *queue, *ring_size, *group_size, *groups, *write;
 	int immediate, no_promisc, no_need_wakeup, busy_poll;
 };
 
@@ -116,7 +118,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 	       OPT_BLOCK_COUNT, OPT_BLOCK_TIMEOUT, OPT_NO_PROMISC, OPT_APP_LOAD, OPT_CPU,
 	       OPT_INTERVAL, OPT_BATCH, OPT_FRAME_SIZE, OPT_FRAME_COUNT,
 	       OPT_WORKERS, OPT_WORKER_CPUS, OPT_FANOUT_MODE, OPT_XDP_BIND, OPT_QUEUE,
-	       OPT_RING_SIZE, OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL, OPT_GROUP_SIZE, OPT_GROUPS };
+	       OPT_RING_SIZE, OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL, OPT_GROUP_SIZE, OPT_GROUPS, OPT_WRITE };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -140,6 +142,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		{ "busy-poll", no_argument, NULL, OPT_BUSY_POLL },
 		{ "group-size", required_argument, NULL, OPT_GROUP_SIZE },
 		{ "groups", required_argument, NULL, OPT_GROUPS },
+		{ "write", required_argument, NULL, OPT_WRITE },
 		{ "no-promisc", no_argument, NULL, OPT_NO_PROMISC },
 		{ "app-load", required_argument, NULL, OPT_APP_LOAD },
 		{ "count", required_argument, NULL, 'c' },
@@ -176,6 +179,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		case OPT_BUSY_POLL: a->busy_poll = 1; break;
 		case OPT_GROUP_SIZE: a->group_size = optarg; break;
 		case OPT_GROUPS: a->groups = optarg; break;
+		case OPT_WRITE: a->write = optarg; break;
 		case OPT_NO_PROMISC: a->no_promisc = 1; break;
 		case OPT_APP_LOAD: a->app_load = optarg; break;
 		case 'c': a->count = optarg; break;
@@ -362,6 +366,10 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		cfg->groups = cb_opt_count("--groups", a->groups, "groups");
 	}
 	cfg->rx_clock_offset_ns = cap_rx_clock_offset_ns();
+	if (a->write && be->kernel_counter)
+		cb_usage_error("--write does not apply to --backend %s: no application sees the packets",
+			       be->name);
+	cfg->write_path = a->write;
 	if (a->app_load && be->kernel_counter)
 		cb_usage_error("--app-load does not apply to --backend %s: it counts in the kernel, "
 			       "no application sees the packets", be->name);
@@ -380,6 +388,9 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	cfg->worker_cpus[0] = -1; /* the worker runs where the process is pinned */
 	if (be == &cap_backend_fanout)
 		configure_workers(a, cfg);
+	if (cfg->write_path && cfg->workers > 1)
+		cb_usage_error("--write takes the frames of one worker in the order they arrive: "
+			       "use one worker (not --workers %u)", cfg->workers);
 	cfg->ifindex = cb_ifindex(cfg->iface);
 	if (cfg->ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
@@ -592,6 +603,17 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		if (cfg->workers == 1)
 			put_streams(&j, &ctx[0].w.seq);
 	}
+	if (ctx[0].w.writer) {
+		const struct cap_writer *wr = ctx[0].w.writer;
+
+		cb_json_obj_begin(&j, "write");
+		cb_json_str(&j, "path", wr->path);
+		cb_json_str(&j, "format", wr->pcapng ? "pcapng" : "pcap");
+		cb_json_u64(&j, "records", wr->records);
+		if (wr->err)
+			cb_json_str(&j, "error", strerror(-wr->err));
+		cb_json_obj_end(&j);
+	}
 	if (cfg->load.kind == APP_LOAD_ZLIB) {
 		uint64_t in = 0, out = 0;
 
@@ -640,6 +662,7 @@ int main(int argc, char **argv)
 	struct merged m;
 	struct cap_kstats k;
 	struct cb_json j;
+	struct cap_writer writer;
 	sigset_t sigs;
 	volatile int stop = 0;
 	uint64_t start, end, next_tick, prev_tick;
@@ -687,7 +710,18 @@ int main(int argc, char **argv)
 				cb_fatal("out of memory");
 		}
 	}
+	if (cfg.write_path) {
+		/* pcap's snaplen where one is set; else whole frames. */
+		err = cap_writer_open(&writer, cfg.write_path, cfg.snaplen ? (uint32_t)cfg.snaplen : 262144);
+		if (err)
+			return CB_EXIT_USAGE;
+		ctx[0].w.writer = &writer;
+	}
 	err = be->open(&cfg, &state);
+	if (err && cfg.write_path) {
+		cap_writer_close(&writer);
+		unlink(cfg.write_path); /* nothing was captured: leave no empty file behind */
+	}
 	if (err)
 		return err == -ENODEV || err == -EPERM || err == -EINVAL ? CB_EXIT_USAGE
 									  : CB_EXIT_RUNTIME;
@@ -740,6 +774,8 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < n; i++)
 		pthread_join(ctx[i].thread, NULL);
 	be->stats(state, &k);
+	if (ctx[0].w.writer && cap_writer_close(&writer) && !ctx[0].w.err)
+		ctx[0].w.err = writer.err;
 	merge_workers(&cfg, ctx, n, merge, &m);
 	print_summary(&cfg, be, state, ctx, &m, &k, (double)(cb_now_ns() - start) / 1e9);
 	be->close(state);

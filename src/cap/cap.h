@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "app_load.h"
+#include "capture_writer.h"
 #include "jsonl.h"
 #include "packet.h"
 #include "rx_stats.h"
@@ -46,6 +47,7 @@ struct cap_cfg {
 	int need_wakeup;         /* XDP_USE_NEED_WAKEUP (default on) */
 	int busy_poll;           /* SO_PREFER_BUSY_POLL + SO_BUSY_POLL + SO_BUSY_POLL_BUDGET */
 	int promisc;
+	const char *write_path;  /* --write FILE.pcap|.pcapng; NULL = write nothing */
 	uint64_t group_size;     /* frames per group (--group-size); 0 = no groups */
 	uint64_t groups;         /* groups the generator sends (--groups); 0 = unknown */
 	int64_t rx_clock_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, for kernel timestamps */
@@ -78,6 +80,7 @@ struct cap_worker {
 	uint64_t alloc_failures;
 	struct cb_seqset seq;
 	struct cap_rx_stats rx;    /* lengths, inter-arrival, latency, groups (rx_stats.h) */
+	struct cap_writer *writer; /* --write (one worker only); NULL = none */
 	struct app_load_state load;
 	struct {
 		uint64_t packets, bytes, received;
@@ -182,6 +185,9 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 
 	w->packets++;
 	w->bytes += wirelen;
+	if (w->writer)
+		cap_writer_add(w->writer, data, caplen, wirelen,
+			       (rx_ns ? rx_ns : cap_now_mono_ns()) + (uint64_t)w->cfg->rx_clock_offset_ns);
 	if (w->cfg->load.kind == APP_LOAD_NONE) {
 		w->received++;
 		goto out;

@@ -268,3 +268,59 @@ def test_zlib_load_compresses_every_packet(binaries, tb):
     z = r.raw["cap"]["zlib"]
     assert z["level"] == 6 and z["bytes_in"] == 20_000 * (512 - 4)
     assert 0 < z["bytes_out"] < z["bytes_in"]  # the test frames' payload pattern compresses
+
+
+def _pcap_seqs(path) -> list[int]:
+    """The stamp's sequence numbers of a pcap (nanosecond magic) or pcapng file, in file order."""
+    import struct
+
+    data = path.read_bytes()
+    frames = []
+    if data[:4] == struct.pack("<I", 0xA1B23C4D):
+        off = 24
+        while off < len(data):
+            _, _, caplen, _ = struct.unpack_from("<IIII", data, off)
+            frames.append(data[off + 16: off + 16 + caplen])
+            off += 16 + caplen
+    else:
+        off = 0
+        while off < len(data):
+            btype, blen = struct.unpack_from("<II", data, off)
+            if btype == 6:
+                caplen = struct.unpack_from("<I", data, off + 20)[0]
+                frames.append(data[off + 28: off + 28 + caplen])
+            off += blen
+    return [int.from_bytes(f[44:52], "little") for f in frames]
+
+
+@pytest.mark.parametrize("suffix", ["pcap", "pcapng"])
+def test_written_capture_reads_back_in_order(binaries, tb, tmp_path, suffix):
+    import shutil
+    import subprocess
+
+    from e2e_env import run_stream
+
+    out = tmp_path / f"capture.{suffix}"
+    gen, cap, _ = run_stream(binaries, tb, ["--size", "imix:simple", "--rate", "50kpps", "--link", "10g",
+                                            "--count", "20000", "--cpu", "0", "--dst-mac", tb.dst_mac],
+                             cap_args=("--write", str(out)))
+    assert cap["received"] == 20_000 and cap["write"]["records"] == 20_000
+    assert _pcap_seqs(out) == list(range(20_000))  # every frame, in the order the generator sent them
+    for tool, argv in (("tcpdump", ["tcpdump", "-nn", "-r", str(out)]), ("tshark", ["tshark", "-r", str(out)])):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is missing: `make test` installs it")
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert len(p.stdout.splitlines()) == 20_000, tool
+
+
+def test_write_refuses_several_workers(binaries, tb, tmp_path):
+    import subprocess
+
+    from capbench import netns
+
+    p = subprocess.run(netns.exec_argv(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, "--backend", "fanout",
+                                                   "--workers", "2", "--write", str(tmp_path / "x.pcap")]),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "one worker" in p.stderr
+    assert not (tmp_path / "x.pcap").exists()

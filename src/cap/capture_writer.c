@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+#include "capture_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LINKTYPE_ETHERNET 1
+#define PCAP_MAGIC_NS 0xa1b23c4du
+
+static void put(struct cap_writer *w, const void *p, size_t n)
+{
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+static void flush(struct cap_writer *w)
+{
+	size_t off = 0;
+
+	while (off < w->len && !w->err) {
+		ssize_t n = write(w->fd, w->buf + off, w->len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			w->err = -errno;
+		else
+			off += (size_t)n;
+	}
+	w->bytes_written += off;
+	w->len = 0;
+}
+
+static void file_header(struct cap_writer *w)
+{
+	if (!w->pcapng) {
+		/* magic, version 2.4, thiszone, sigfigs, snaplen, link type */
+		uint32_t h[6] = { PCAP_MAGIC_NS, 2 | (4u << 16), 0, 0, w->snaplen, LINKTYPE_ETHERNET };
+
+		put(w, h, sizeof(h));
+		return;
+	}
+	{
+		/* Section Header Block: type, length, byte-order magic, version
+		 * 1.0, section length unknown (-1), length again. */
+		uint32_t shb[7] = { 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0xffffffffu, 0xffffffffu, 28 };
+		/* Interface Description Block with the option if_tsresol = 9
+		 * (nanoseconds): type, length, link type + reserved, snaplen,
+		 * option code 9 length 1, value 9 + padding, opt_endofopt,
+		 * length again. */
+		uint32_t idb[8] = { 0x00000001, 32, LINKTYPE_ETHERNET, w->snaplen, 9 | (1u << 16), 9, 0, 32 };
+
+		put(w, shb, sizeof(shb));
+		put(w, idb, sizeof(idb));
+	}
+}
+
+int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen)
+{
+	size_t n = strlen(path);
+
+	memset(w, 0, sizeof(*w));
+	w->path = path;
+	w->snaplen = snaplen;
+	w->pcapng = n > 7 && !strcmp(path + n - 7, ".pcapng");
+	w->buf = malloc(CAP_WRITER_BLOCK);
+	if (!w->buf)
+		return -ENOMEM;
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		int err = -errno;
+
+		fprintf(stderr, "capbench-cap: cannot write %s: %s: choose another --write file\n", path,
+			strerror(errno));
+		free(w->buf);
+		w->buf = NULL;
+		return err;
+	}
+	file_header(w);
+	return 0;
+}
+
+void cap_writer_add(struct cap_writer *w, const uint8_t *data, uint32_t caplen, uint32_t wirelen,
+		    uint64_t ts_ns)
+{
+	uint32_t len = caplen < w->snaplen ? caplen : w->snaplen;
+	uint32_t pad = (4 - (len & 3)) & 3;
+	size_t need = (w->pcapng ? 32 : 16) + len + pad;
+	static const uint8_t zero[4];
+
+	if (w->err)
+		return;
+	if (w->len + need > CAP_WRITER_BLOCK)
+		flush(w);
+	if (!w->pcapng) {
+		uint32_t h[4] = { (uint32_t)(ts_ns / 1000000000ull), (uint32_t)(ts_ns % 1000000000ull), len,
+				  wirelen };
+
+		put(w, h, sizeof(h));
+		put(w, data, len);
+	} else {
+		/* Enhanced Packet Block: type, length, interface 0, timestamp
+		 * high and low (units of if_tsresol), captured, original,
+		 * data padded to 32 bits, length again. */
+		uint32_t total = (uint32_t)need;
+		uint32_t h[7] = { 0x00000006, total, 0, (uint32_t)(ts_ns >> 32), (uint32_t)ts_ns, len,
+				  wirelen };
+
+		put(w, h, sizeof(h));
+		put(w, data, len);
+		put(w, zero, pad);
+		put(w, &total, 4);
+	}
+	w->records++;
+}
+
+int cap_writer_close(struct cap_writer *w)
+{
+	if (!w->buf)
+		return 0;
+	flush(w);
+	if (close(w->fd) && !w->err)
+		w->err = -errno;
+	free(w->buf);
+	w->buf = NULL;
+	if (w->err)
+		fprintf(stderr, "capbench-cap: writing %s failed: %s\n", w->path, strerror(-w->err));
+	return w->err;
+}

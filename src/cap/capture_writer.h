@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * --write FILE.pcap | FILE.pcapng: the captured frames, with their receive
+ * times, in a file tcpdump and tshark read.
+ *
+ * The worker appends each record to a block buffer (1 MiB) and hands a full
+ * block to write() in one call, so the ring loop pays a copy per packet and
+ * a system call per block, what the data volume demands and no more.
+ * Timestamps are nanoseconds of CLOCK_REALTIME: pcap with the nanosecond
+ * magic (0xa1b23c4d), pcapng with if_tsresol 9.
+ */
+#ifndef CAPBENCH_CAPTURE_WRITER_H
+#define CAPBENCH_CAPTURE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CAP_WRITER_BLOCK (1u << 20)
+
+struct cap_writer {
+	int fd;
+	int pcapng;
+	uint32_t snaplen;
+	uint8_t *buf;
+	size_t len;
+	uint64_t records, bytes_written;
+	int err;              /* the first write error (-errno): later records are dropped */
+	const char *path;
+};
+
+/* Create the file (pcapng if the name ends in .pcapng, else pcap) and write
+ * its header. Returns 0 or -errno with one line on stderr. */
+int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen);
+/* One frame of wirelen bytes of which caplen are in data, received at
+ * ts_ns (CLOCK_REALTIME). */
+void cap_writer_add(struct cap_writer *w, const uint8_t *data, uint32_t caplen, uint32_t wirelen,
+		    uint64_t ts_ns);
+/* Write what is buffered and close; returns 0 or the first error. */
+int cap_writer_close(struct cap_writer *w);
+
+#endif
