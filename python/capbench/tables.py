@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from capbench import loss_layers
 from capbench.accounting import format_pct
 from capbench.rates import link_name
 from capbench.trial import OFFERED_MIN_SHARE, TrialResult
@@ -80,6 +81,10 @@ def print_tables(trials: Iterable[TrialResult], console: Console | None = None) 
         return
     for backend, rows in groups.items():
         console.print(backend_table(backend, rows))
+        for r in rows:
+            line = loss_layers.explain(r)
+            if line:
+                console.print(Text(f"  {r.size_label}{' B' if r.size_label.isdigit() else ''}: {line}"))
     short = [r for rs in groups.values() for r in rs if r.invalid_offered_load]
     if short:
         targets = ", ".join(dict.fromkeys(

@@ -138,6 +138,10 @@ class TrialResult:
     rx_clock: str = ""
     group_size: int = 0
     group_received: tuple[int, ...] = ()
+    # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
+    # and what the counters' disagreements say.
+    loss_layers: tuple = ()
+    loss_remarks: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = SCHEMA
 
@@ -157,8 +161,7 @@ class TrialResult:
         # JSON has no tuples: the per-process lists come back as lists.
         tuples = {f.name for f in dataclasses.fields(cls) if str(f.type).startswith("tuple")}
         try:
-            return cls(**{k: tuple(v) if k in tuples and isinstance(v, list) else v
-                          for k, v in record.items() if k in names})
+            return cls(**{k: _tuples(v) if k in tuples else v for k, v in record.items() if k in names})
         except TypeError as e:
             raise RunError(f"not a capbench trial record: {e}") from None
 
@@ -169,6 +172,11 @@ def offered_share(gen: dict, achieved_pps: float, offered_pps: float) -> float:
     if "offered_share" in gen:
         return float(gen["offered_share"])
     return achieved_pps / offered_pps if offered_pps else 0.0
+
+
+def _tuples(v: Any) -> Any:
+    """JSON lists back into (nested) tuples."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
 
 def _percentiles(h: dict | None) -> dict[str, int]:
@@ -294,7 +302,7 @@ class Measurer:
             cap_summaries = [cap.summary() for cap in caps]
             xdp_summary = xdp.summary() if xdp is not None else None
 
-        return self._result(
+        result = self._result(
             started_at=started_at, duration_s=duration_s, load=load,
             gen=gen_summary, caps=cap_summaries, xdp=xdp_summary,
             # softnet_stat counts every packet of the host: only the receive CPU's backlog
@@ -306,6 +314,10 @@ class Measurer:
                             if self.kernel_rx_cpu is not None else 0.0),
             window_s=t1 - t0,
         )
+        from capbench import loss_layers  # it reads TrialResults: imported here, not at the top
+
+        return dataclasses.replace(result, loss_layers=tuple(tuple(x) for x in loss_layers.layers(result)),
+                                   loss_remarks=tuple(loss_layers.remarks(result)))
 
     def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, caps: list[dict],
                 xdp: dict | None, backlog_drops: int, app_cpu_pcts: list[float], kernel_cpu_pct: float,

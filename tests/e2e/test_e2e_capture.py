@@ -324,3 +324,12 @@ def test_write_refuses_several_workers(binaries, tb, tmp_path):
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "one worker" in p.stderr
     assert not (tmp_path / "x.pcap").exists()
+
+
+def test_a_lossy_trial_keeps_its_account(binaries, tb):
+    r = measure(binaries, tb, backend="afp-v3", frame_len=64, rate="500kpps", duration_s=1, app_load="spin:4000",
+                cap_args=SLOW_CAP_ARGS["afp-v3"])
+    assert r.lost > 0
+    counted = {name: n for name, n, _ in r.loss_layers}
+    assert sum(counted.values()) == r.lost - r.unexplained - counted.get("application", 0)
+    assert counted["socket"] == r.socket_drops
