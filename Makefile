@@ -13,7 +13,7 @@ ARGS   ?=
 # end-to-end test of the HTML report opens it headless).
 APT_PACKAGES := clang llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
                 libelf-dev meson ninja-build pkg-config bpftool iproute2 \
-                python3-venv tcpdump tshark netsniff-ng chromium
+                python3-venv tcpdump tshark netsniff-ng ethtool chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -229,6 +229,10 @@ def build_parser() -> Parser:
     run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
     run.add_argument("--backlog", type=int, metavar="N",
                      help=BACKLOG_HELP + " (default: leave it as it is)")
+    run.add_argument("--tune", action="store_true",
+                     help="set what helps a capture benchmark for the run and put it back afterwards: the "
+                          "performance CPU governor (where exposed), a backlog of 10,000 packets, "
+                          "net.core.rmem_max 64 MiB (run.json records the system either way)")
     run.add_argument("--results", default="results", metavar="DIR",
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
     run.add_argument("--settle", default="0.3", metavar="S",
@@ -400,7 +404,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         gen, rx, cap = c.custom_cpus
         preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
-                             command=["capbench", *sys.argv[1:]], campaign_source=toml_text)
+                             command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune)
     return runner.execute(c, opts, binaries, resume=resume)
 
 

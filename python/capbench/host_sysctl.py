@@ -84,7 +84,29 @@ def raise_to(key: str, value: int) -> dict | None:
     return {"key": key, "was": current, "set": str(value)}
 
 
+def set_file(path: Path | str, value: str) -> dict | None:
+    """Write a sysfs setting (a CPU's scaling_governor, say); the (was, set) record to put it
+    back, or None when it already had that value."""
+    path = Path(path)
+    try:
+        was = path.read_text().strip()
+        if was == value:
+            return None
+        path.write_text(value + "\n")
+    except OSError as e:
+        raise RunError(f"cannot set {path} to {value}: {e.strerror}") from None
+    return {"path": str(path), "was": was, "set": value}
+
+
 def restore(record: dict) -> None:
-    """Undo `raise_to`, unless someone else changed the value since (then theirs stands)."""
+    """Undo `raise_to` or `set_file`, unless someone else changed the value since (then theirs stands)."""
+    if "path" in record:
+        p = Path(record["path"])
+        try:
+            if p.read_text().strip() == record["set"]:
+                p.write_text(record["was"] + "\n")
+        except OSError as e:
+            raise RunError(f"cannot put {p} back to {record['was']}: {e.strerror}") from None
+        return
     if read(record["key"]) == record["set"]:
         write(record["key"], record["was"])

@@ -108,8 +108,8 @@ def pids(name: str) -> list[int]:
     return [int(p) for p in out.split() if p.isdigit()]
 
 
-def sh(netns: str, script: str) -> str:
-    """Run a /bin/sh script inside `netns`; return its stdout."""
+def sh(netns: str | None, script: str) -> str:
+    """Run a /bin/sh script inside `netns` (None: capbench's own); return its stdout."""
     return _run(exec_argv(netns, ["sh", "-c", script])).stdout
 
 

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from capbench import campaign as cmod
-from capbench import campaign_run, cpu, tables, testbed
+from capbench import campaign_run, cpu, hygiene, tables, testbed
 from capbench.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
@@ -37,6 +37,7 @@ class RunOptions:
     backlog: int | None
     report: bool
     command: Sequence[str]
+    tune: bool = False
     campaign_source: str | None = None  # the TOML text of --campaign, kept in run.json for --resume
 
 
@@ -119,8 +120,11 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
                                 f"machine" for p in shared]
     first_rx = step_placement(c, steps[0]).rx_cpu if steps else None
     status = 0
-    with testbed.testbed(first_rx, backlog=opts.backlog) as tb:
+    with testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune) as tb:
         writer.meta["testbed"] = dataclasses.asdict(tb)
+        state = testbed.read_state(tb.id) or {}
+        writer.meta["system"] = hygiene.snapshot(tb.cap_ns, tb.cap_if) | {
+            "tuned": state.get("sysctl_restore", []) if opts.tune else "no (--tune sets and restores)"}
         note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
         rps = {"cpu": first_rx}
 
@@ -158,6 +162,11 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
         except Terminated:
             note(f"terminated: the test bed is removed; `capbench run --resume {writer.path}` continues")
             status = 143
+        warnings = hygiene.noisy(tables.repeated_rates(trials))
+        if warnings:
+            writer.meta["warnings"] = warnings
+            for w in warnings:
+                note(f"warning: {w}")
     return status
 
 

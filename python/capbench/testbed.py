@@ -180,7 +180,7 @@ def wait_until_up(tb: Testbed, timeout_s: float = 5.0) -> None:
 
 
 def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
-           backlog: int | None = None) -> Testbed:
+           backlog: int | None = None, tune: bool = False) -> Testbed:
     """Build a new test bed owned by this process; on failure remove what was built and raise.
 
     `purpose` is shown by `capbench testbed status` ("run", "testbed up", a test's name).
@@ -210,10 +210,20 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
         for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
             netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
         set_rps(tb, rx_cpu, int(queues))
+        restore = []
         if backlog is not None:
             raised = host_sysctl.raise_to(host_sysctl.BACKLOG, backlog)
             if raised:
-                _write_state(tb, os.getpid(), purpose, [raised])
+                restore.append(raised)
+                _write_state(tb, os.getpid(), purpose, restore)
+        if tune:
+            from capbench import hygiene
+
+            # Each setting is recorded as soon as it is made, so a crash in between leaves
+            # nothing that `down` cannot put back.
+            for record in hygiene.tune():
+                restore.append(record)
+                _write_state(tb, os.getpid(), purpose, restore)
         wait_until_up(tb)
     except BaseException:
         destroy(tb.id)
@@ -317,11 +327,11 @@ def sigterm_raises() -> Iterator[None]:
 
 @contextlib.contextmanager
 def testbed(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
-            backlog: int | None = None) -> Iterator[Testbed]:
+            backlog: int | None = None, tune: bool = False) -> Iterator[Testbed]:
     """A test bed for the duration of a `with` block, removed on exit, exceptions,
     KeyboardInterrupt and SIGTERM."""
     with sigterm_raises():
-        tb = create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog)
+        tb = create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog, tune=tune)
         try:
             yield tb
         finally:

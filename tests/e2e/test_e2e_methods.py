@@ -103,3 +103,35 @@ def test_a_campaign_file(tmp_path):
     (o,) = lines(d / "searches.jsonl")
     assert o["method"] == "sweep" and len(o["points"]) == 2
     assert "tiny" in json.loads((d / "run.json").read_text())["campaign_toml"]
+
+
+def test_repeat_reports_spread_and_tune_restores(tmp_path):
+    from capbench import host_sysctl
+
+    before = host_sysctl.read(host_sysctl.BACKLOG)
+    p = run_capbench("run", "--backends", "afp-v3", "--sizes", "512", "--rate", "10%", "--duration", "1",
+                     "--repeat", "3", "--tune", "--results", str(tmp_path), "--no-report")
+    assert p.returncode == 0, p.stderr
+    assert "n=3)" in p.stdout  # one row: the median with (min–max, sd, n=3)
+    d = run_dir(tmp_path)
+    assert [t["repeat"] for t in lines(d / "trials.jsonl")] == [1, 2, 3]
+    system = json.loads((d / "run.json").read_text())["system"]
+    assert system["capture_interface"]["rps_cpus"]["rx-0"].endswith("2")  # CPU 1
+    assert "generic-receive-offload" in system["capture_interface"]["offloads"]
+    tuned = {r.get("key") for r in system["tuned"]}
+    assert host_sysctl.BACKLOG in tuned or int(before) >= 10_000
+    assert host_sysctl.read(host_sysctl.BACKLOG) == before  # put back
+
+
+def test_rfc2544_throughput_at_64b_is_confirmed_by_a_constant_load(tmp_path):
+    common = ["--backends", "afp-v3", "--sizes", "64", "--no-report", "--backlog", "10000"]
+    p = run_capbench("run", "--method", "rfc2544", "--trial", "1s", "--precision", "10", "--pause", "0.5",
+                     "--results", str(tmp_path / "search"), *common, timeout=300)
+    assert p.returncode == 0, p.stderr
+    (o,) = lines(run_dir(tmp_path / "search") / "searches.jsonl")
+    assert o["verified"] and o["throughput_pps"] > 0, o
+    p = run_capbench("run", "--rate", f"{o['throughput_pps']:.0f}pps", "--duration", "1",
+                     "--results", str(tmp_path / "confirm"), *common, timeout=120)
+    assert p.returncode == 0, p.stderr
+    (t,) = lines(run_dir(tmp_path / "confirm") / "trials.jsonl")
+    assert not t["invalid_offered_load"] and t["lost"] == 0, (t["lost"], t["loss_layers"])

@@ -58,3 +58,25 @@ def test_a_generator_short_of_the_offered_load_is_marked():
     text = render([ok, short])
     assert "1,000,000*" in text and "81,274*" not in text
     assert "64 B: 1,488,095 pps" in text and "1518 B" not in text.split("* the generator")[1]
+
+
+def test_repetitions_are_one_row_with_their_spread():
+    import dataclasses
+
+    reps = [dataclasses.replace(make_result(frame_len=64, sent=s, received=s), step=f"iperf|pcap|64|pin=A:A|rep={i}",
+                                repeat=i) for i, s in enumerate((7_000_000, 7_400_000, 7_440_476), start=1)]
+    text = render(reps)
+    assert "1,480,000 (1,400,000–1,488,095, sd 48,693, n=3)" in text
+    from capbench import hygiene, tables
+
+    (warning,) = hygiene.noisy(tables.repeated_rates(reps))
+    assert "3 repetitions spread by 6.0 %" in warning
+
+
+def test_placements_get_tables_of_their_own():
+    import dataclasses
+
+    a = make_result(frame_len=64)
+    b = dataclasses.replace(make_result(frame_len=64), cap_cpu=0)
+    text = render([a, b])
+    assert text.count("Iperf-like capture throughput: pcap") == 2 and "app CPU 0" in text

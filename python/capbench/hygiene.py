@@ -1,0 +1,132 @@
+"""System settings that change capture figures: recorded in run.json, and set by `--tune`.
+
+Recorded before a campaign: each CPU's frequency governor (where the kernel
+exposes cpufreq; VMs often do not), the net.core sysctls (host_sysctl), the
+capture interface's RPS masks and offloads (GRO, LRO, ... from `ethtool -k`),
+and the IRQ affinity of its queues (a veth has no IRQ: its receive work runs in
+the sender's softirq or where RPS steers it).
+
+`--tune` sets what helps a capture benchmark and puts it back afterwards,
+through the test bed's restore records (testbed.py), so a crashed run is
+undone by `capbench testbed down`: the `performance` governor, a backlog of
+10,000 packets and a 64 MiB socket buffer ceiling (net.core.rmem_max).
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+import shutil
+import statistics
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from capbench import host_sysctl, netns
+
+TUNED_BACKLOG = 10_000
+TUNED_RMEM_MAX = 64 << 20
+NOISE_SPREAD_PCT = 5.0  # repeated trials spread by more than this: the machine looks noisy
+GOVERNORS = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+
+
+def governors() -> dict[str, str] | str:
+    found = {}
+    for path in sorted(glob.glob(GOVERNORS)):
+        cpu = re.search(r"cpu(\d+)", path)
+        try:
+            found[cpu.group(1) if cpu else path] = Path(path).read_text().strip()
+        except OSError:
+            continue
+    return found or "not exposed (no cpufreq in this kernel or VM)"
+
+
+def offloads(ns: str | None, ifname: str) -> dict[str, str] | str:
+    """`ethtool -k IF` in `ns`: the offloads that change what a capture sees (gro, lro, ...)."""
+    if shutil.which("ethtool") is None:
+        return "ethtool not installed (apt-get install ethtool)"
+    try:
+        out = netns.sh(ns, f"ethtool -k {ifname}")
+    except Exception as e:  # noqa: BLE001 - a record, never a failure
+        return f"ethtool -k {ifname} failed: {e}"
+    keep = ("generic-receive-offload", "large-receive-offload", "rx-gro-hw", "rx-gro-list",
+            "generic-segmentation-offload", "rx-vlan-offload", "rx-checksumming")
+    result = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in keep:
+            result[key.strip()] = value.strip()
+    return result
+
+
+def rps_masks(ns: str | None, ifname: str) -> dict[str, str]:
+    script = f"for f in /sys/class/net/{ifname}/queues/rx-*/rps_cpus; do echo $f $(cat $f); done"
+    try:
+        out = netns.sh(ns, script)
+    except Exception:  # noqa: BLE001
+        return {}
+    masks = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            masks[parts[0].split("/queues/")[1].split("/")[0]] = parts[1]
+    return masks
+
+
+def snapshot(ns: str | None = None, ifname: str | None = None) -> dict[str, Any]:
+    """What run.json records of the system (the capture interface's part when one is given)."""
+    snap: dict[str, Any] = {"cpu_governors": governors(), "sysctls": host_sysctl.snapshot()}
+    if ifname:
+        snap["capture_interface"] = {
+            "name": ifname,
+            "rps_cpus": rps_masks(ns, ifname),
+            "offloads": offloads(ns, ifname),
+            "irq_affinity": "none: a veth has no IRQ (its receive work runs in the sender's softirq, or "
+                            "where RPS steers it)" if ifname.startswith("cb") else irq_affinity(ifname),
+        }
+    return snap
+
+
+def irq_affinity(ifname: str) -> dict[str, str]:
+    """smp_affinity_list of the IRQs named after a real NIC (/proc/interrupts)."""
+    found = {}
+    try:
+        lines = Path("/proc/interrupts").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        if ifname in line:
+            irq = line.split(":", 1)[0].strip()
+            try:
+                found[irq] = Path(f"/proc/irq/{irq}/smp_affinity_list").read_text().strip()
+            except OSError:
+                continue
+    return found
+
+
+def tune() -> Iterator[dict]:
+    """Set the tuned values one by one, yielding right after each the record that puts it back
+    (testbed.py writes each to its state file before the next change)."""
+    for path in sorted(glob.glob(GOVERNORS)):
+        r = host_sysctl.set_file(path, "performance")
+        if r:
+            yield r
+    for key, value in ((host_sysctl.BACKLOG, TUNED_BACKLOG), ("net.core.rmem_max", TUNED_RMEM_MAX)):
+        r = host_sysctl.raise_to(key, value)
+        if r:
+            yield r
+
+
+def noisy(groups: Iterable[tuple[str, list[float]]]) -> list[str]:
+    """Warnings for repeated measurements whose spread ((max − min) / median) exceeds 5 %."""
+    out = []
+    for name, values in groups:
+        if len(values) < 2:
+            continue
+        med = statistics.median(values)
+        if med > 0:
+            spread = 100.0 * (max(values) - min(values)) / med
+            if spread > NOISE_SPREAD_PCT:
+                out.append(f"{name}: {len(values)} repetitions spread by {spread:.1f} % "
+                           f"(more than {NOISE_SPREAD_PCT:g} %): the machine looks noisy")
+    return out

@@ -1,0 +1,46 @@
+"""What run.json records of the system, and --tune's set-and-restore, on fake sysfs/procfs."""
+
+import pytest
+from capbench import hygiene, host_sysctl
+
+
+@pytest.fixture
+def fake_system(tmp_path, monkeypatch):
+    proc = tmp_path / "proc_sys"
+    for key, value in ((host_sysctl.BACKLOG, "1000"), ("net.core.rmem_max", "212992")):
+        f = proc / key.replace(".", "/")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(value + "\n")
+    monkeypatch.setattr(host_sysctl, "PROC_SYS", proc)
+    govs = []
+    for cpu in (0, 1):
+        g = tmp_path / f"cpu{cpu}" / "cpufreq" / "scaling_governor"
+        g.parent.mkdir(parents=True)
+        g.write_text("powersave\n")
+        govs.append(g)
+    monkeypatch.setattr(hygiene, "GOVERNORS", str(tmp_path / "cpu*" / "cpufreq" / "scaling_governor"))
+    return proc, govs
+
+
+def test_tune_then_restore(fake_system):
+    proc, govs = fake_system
+    records = list(hygiene.tune())
+    assert [g.read_text().strip() for g in govs] == ["performance", "performance"]
+    assert host_sysctl.read(host_sysctl.BACKLOG) == "10000"
+    assert host_sysctl.read("net.core.rmem_max") == str(64 << 20)
+    assert hygiene.governors() == {"0": "performance", "1": "performance"}
+    for r in records:
+        host_sysctl.restore(r)
+    assert [g.read_text().strip() for g in govs] == ["powersave", "powersave"]
+    assert host_sysctl.read(host_sysctl.BACKLOG) == "1000"
+    assert host_sysctl.read("net.core.rmem_max") == "212992"
+
+
+def test_snapshot_without_cpufreq(tmp_path, monkeypatch):
+    monkeypatch.setattr(hygiene, "GOVERNORS", str(tmp_path / "none*"))
+    snap = hygiene.snapshot()
+    assert "not exposed" in snap["cpu_governors"] and host_sysctl.BACKLOG in snap["sysctls"]
+
+
+def test_quiet_repetitions_warn_nothing():
+    assert hygiene.noisy([("a", [100.0, 101.0, 99.0]), ("b", [5.0])]) == []
