@@ -252,12 +252,12 @@ def test_bad_xdp_input_is_one_line_and_leaves_nothing_attached(binaries, tb, arg
     assert xdp_attached(tb.cap_ns) == []
 
 
-@pytest.mark.parametrize("backend", ["pcap", "afp-v3"])
-def test_two_capture_processes_each_see_every_frame(binaries, tb, backend):
+@pytest.mark.parametrize("backend, procs", [("pcap", 2), ("afp-v3", 3)])
+def test_several_capture_processes_each_see_every_frame(binaries, tb, backend, procs):
     r = measure(binaries, tb, backend=backend, frame_len=64, rate="100kpps", duration_s=3, count=FRAMES,
-                cap_args=ROOMY.get(backend, ()), procs=2)
-    assert (r.procs, r.proc_received) == (2, (FRAMES, FRAMES))
-    assert r.unexplained == 0 and len(r.raw["caps"]) == 2
+                cap_args=ROOMY.get(backend, ()), procs=procs)
+    assert (r.procs, r.proc_received) == (procs, (FRAMES,) * procs)
+    assert r.unexplained == 0 and len(r.raw["caps"]) == procs
 
 
 def test_zlib_load_compresses_every_packet(binaries, tb):
@@ -333,3 +333,12 @@ def test_a_lossy_trial_keeps_its_account(binaries, tb):
     counted = {name: n for name, n, _ in r.loss_layers}
     assert sum(counted.values()) == r.lost - r.unexplained - counted.get("application", 0)
     assert counted["socket"] == r.socket_drops
+
+
+def test_zlib9_at_a_high_rate_loses_and_every_loss_is_attributed(binaries, tb):
+    # Compressing every 1518 B frame at level 9 costs far more than 1.25 us, the gap at 800 kpps.
+    r = measure(binaries, tb, backend="afp-v3", frame_len=1518, rate="800kpps", duration_s=1, app_load="zlib:9",
+                cap_args=SLOW_CAP_ARGS["afp-v3"])
+    assert r.lost > 0 and r.unexplained == 0, (r.lost, r.loss_layers, r.loss_remarks)
+    assert sum(n for _, n, _ in r.loss_layers) == r.lost
+    assert r.raw["cap"]["zlib"]["level"] == 9
