@@ -158,7 +158,9 @@ PASSTHROUGH_EXAMPLES = {
     "capture": (
         "Ctrl-C ends the capture with its summary line.",
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1\n"
-        "  sudo capbench capture --netns capbench-1a2b3c-cap --iface cb1a2b3cc --backend pcap --duration 10",
+        "  sudo capbench capture --netns capbench-1a2b3c-cap --iface cb1a2b3cc --backend pcap --duration 10\n"
+        "  sudo capbench capture --iface eth1 --backend afp-v3 --procs 3 --proc-cpus 1,2,3\n"
+        "      three counters on one interface, each seeing every frame (their lines carry \"proc\")",
     ),
 }
 
@@ -517,40 +519,103 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
         except subprocess.TimeoutExpired:
             print(f"  ({prog} --help did not answer)")
         return 0
+    procs, rest = _split_procs(cmd, rest)
     prog = find_program(prog_name)
     if ns is not None:
         preflight.require_root(f"capbench {cmd} --netns")
         if ns not in netns.list_netns():
             raise UsageError(f"no network namespace {ns!r}: see `ip netns list` or `capbench testbed status`")
-    return run_forwarding_signals(netns.exec_argv(ns, [str(prog), *rest]))
+    argvs = [netns.exec_argv(ns, [str(prog), *rest, *extra]) for extra in procs]
+    return run_forwarding_signals(*argvs)
 
 
-def run_forwarding_signals(argv: list[str]) -> int:
-    """Run a program with our stdin/stdout/stderr, in its own process group, forwarding
-    SIGINT and SIGTERM to it once each, so a Ctrl-C reaches it exactly once and it can
-    print its summary; returns its exit status (128 + signal if a signal killed it)."""
+def _split_procs(cmd: str, argv: list[str]) -> tuple[list[list[str]], list[str]]:
+    """`capture --procs N [--proc-cpus LIST]`: the extra options of each of N counters (one: [[]])."""
+    procs, cpus, rest = 1, None, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if cmd == "capture" and a in ("--procs", "--proc-cpus") and i + 1 < len(argv):
+            if a == "--procs":
+                try:
+                    procs = int(argv[i + 1])
+                except ValueError:
+                    procs = 0
+                if not 1 <= procs <= 64:
+                    raise UsageError(f"--procs {argv[i + 1]}: give 1 to 64 capture processes")
+            else:
+                try:
+                    cpus = [int(c) for c in argv[i + 1].split(",")]
+                except ValueError:
+                    raise UsageError(f"--proc-cpus {argv[i + 1]}: give CPU numbers, e.g. 1,0,1") from None
+            i += 2
+            continue
+        rest.append(a)
+        i += 1
+    if cpus is not None and len(cpus) != procs:
+        raise UsageError(f"--proc-cpus names {len(cpus)} CPUs for --procs {procs}: give one per process")
+    return [["--cpu", str(c)] for c in cpus] if cpus else [[] for _ in range(procs)], rest
+
+
+def run_forwarding_signals(*argvs: list[str]) -> int:
+    """Run programs with our stdin/stderr, each in its own process group, forwarding SIGINT
+    and SIGTERM to them once each, so a Ctrl-C reaches each exactly once and it can print its
+    summary; returns the highest exit status (128 + signal if a signal killed one).
+
+    One program writes to our stdout; several write through a pipe each, and every JSON line
+    they print gets a "proc" field (1, 2, ...) saying whose it is."""
+    import json
+    import threading
+
+    several = len(argvs) > 1
+    procs = []
     try:
-        proc = subprocess.Popen(argv, process_group=0)
+        for argv in argvs:
+            procs.append(subprocess.Popen(argv, process_group=0, text=True,
+                                          stdout=subprocess.PIPE if several else None))
     except OSError as e:
-        raise RunError(f"cannot start {argv[0]}: {e.strerror}") from None
+        for p in procs:
+            p.kill()
+        raise RunError(f"cannot start {argvs[0][0]}: {e.strerror}") from None
+    lock = threading.Lock()
+
+    def tag(n: int, p: subprocess.Popen) -> None:
+        for line in p.stdout:
+            try:
+                obj = json.loads(line)
+                line = json.dumps({"proc": n, **obj}, separators=(",", ":")) + "\n"
+            except ValueError:
+                pass
+            with lock:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+
+    readers = [threading.Thread(target=tag, args=(n, p), daemon=True) for n, p in enumerate(procs, 1)
+               if several]
+    for t in readers:
+        t.start()
 
     def forward(signum, frame):  # noqa: ARG001
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signum)
-            except ProcessLookupError:
-                pass
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signum)
+                except ProcessLookupError:
+                    pass
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        rc = proc.wait()
+        rcs = [p.wait() for p in procs]
+        for t in readers:
+            t.join(timeout=5)
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return 128 - rc if rc < 0 else rc
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return max(128 - rc if rc < 0 else rc for rc in rcs)
 
 
 # --- backends, report ----------------------------------------------------------

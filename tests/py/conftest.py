@@ -68,7 +68,8 @@ FAKE_PROGRAM = textwrap.dedent(
         sys.exit(0)
     out(type="ready", iface=opt("--iface"), backend=opt("--backend"))
     t0 = time.process_time()
-    while not stop:
+    deadline = time.monotonic() + float(opt("--duration")) if opt("--duration") else None
+    while not stop and (deadline is None or time.monotonic() < deadline):
         if name == "capbench-cap" and env.get("FAKE_BUSY"):
             pass  # burn CPU, like a counter at work
         else:

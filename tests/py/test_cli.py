@@ -48,6 +48,8 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         (["run", "--app-load", "spin:0"], ["spin:0"]),
         (["run", "--app-load", "spin:2000000000"], ["spin:2000000000"]),
         (["run", "--gen-cpu", "x"], ["--gen-cpu"]),
+        (["capture", "--procs", "0"], ["--procs"]),
+        (["capture", "--procs", "2", "--proc-cpus", "1"], ["--proc-cpus", "one per process"]),
         (["run", "--method", "fastest"], ["fastest", "rfc2544"]),
         (["run", "--method", "rfc2544", "--sizes", "imix:seed"], ["profiles"]),
         (["run", "--pin", "A:C"], ["A:C", "A:B"]),
@@ -125,6 +127,20 @@ def test_passthrough_passes_options_and_output_unchanged(fake_build):
 
     assert read_calls(fake_build)[-1] == ["capbench-gen", "--iface", "lo", "--size", "64", "--duration", "0.1",
                                           "--rate", "100%"]
+
+
+def test_capture_procs_runs_several_counters_and_tags_their_lines(fake_build):
+    import json
+
+    from calls import read_calls
+
+    p = capbench("capture", "--iface", "lo", "--procs", "3", "--proc-cpus", "1,0,1", "--duration", "0.1")
+    assert p.returncode == 0, p.stderr
+    summaries = [json.loads(line) for line in p.stdout.splitlines() if '"summary"' in line]
+    assert sorted(s["proc"] for s in summaries) == [1, 2, 3]
+    caps = [c for c in read_calls(fake_build) if c[0] == "capbench-cap"]
+    assert sorted(c[c.index("--cpu") + 1] for c in caps) == ["0", "1", "1"]
+    assert all("--procs" not in c for c in caps)
 
 
 def test_passthrough_exit_status(fake_build):
