@@ -45,7 +45,7 @@ from capbench.rates import parse_duration, parse_link, parse_rate, parse_sizes
 
 PINS = ("A:A", "A:B", "auto")
 CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
-MATRIX_KEYS = {"methods", "backends", "sizes", "pin", "app_load", "procs", "repeat"}
+MATRIX_KEYS = {"methods", "backends", "sizes", "pin", "app_load", "procs", "ring", "repeat"}
 KEYS = MATRIX_KEYS | {"name", "link", "rate", "duration", "trial", "precision", "loss_tolerance", "steps", "pause",
                       "engine"}
 
@@ -61,11 +61,13 @@ class Step:
     app_load: str | None
     procs: int
     repeat: int  # 1-based
+    ring: int = 0  # kernel buffer bytes (trial.ring_args); 0 = the backend's default
 
     @property
     def key(self) -> str:
+        ring = f"|ring={self.ring}" if self.ring else ""
         return (f"{self.method}|{self.backend}|{self.size}|pin={self.pin}|load={self.app_load or 'touch'}"
-                f"|procs={self.procs}|rep={self.repeat}")
+                f"|procs={self.procs}{ring}|rep={self.repeat}")
 
 
 @dataclass(frozen=True)
@@ -76,12 +78,13 @@ class Matrix:
     pins: tuple[str, ...] = ("A:A",)
     app_loads: tuple[str | None, ...] = (None,)
     procs: tuple[int, ...] = (1,)
+    rings: tuple[int, ...] = (0,)
     repeat: int = 1
 
     def steps(self) -> list[Step]:
-        return [Step(m, b, s, p, a, n, r)
-                for m, p, a, n, b, s, r in itertools.product(
-                    self.methods, self.pins, self.app_loads, self.procs, self.backends, self.sizes,
+        return [Step(m, b, s, p, a, n, r, ring)
+                for m, p, a, n, ring, b, s, r in itertools.product(
+                    self.methods, self.pins, self.app_loads, self.procs, self.rings, self.backends, self.sizes,
                     range(1, self.repeat + 1))]
 
 
@@ -128,6 +131,20 @@ def check_app_load(load: str) -> str:
     return load
 
 
+_BYTES_RE = re.compile(r"^(\d+)([kmg]?)i?b?$")
+
+
+def parse_ring(text: str) -> int:
+    """A kernel buffer size: 4096, 64k, 4M, 1G (binary multiples), at least 4 KiB."""
+    m = _BYTES_RE.match(text.strip().lower())
+    if not m:
+        raise UsageError(f"cannot read ring size {text!r}: give bytes such as 256k, 4M or 64M")
+    value = int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2)]
+    if not 4096 <= value <= (2 << 30):
+        raise UsageError(f"ring size {text}: give 4k to 2G")
+    return value
+
+
 def check_pin(pin: str) -> str:
     up = pin.upper() if pin.lower() != "auto" else "auto"
     if up not in PINS:
@@ -165,11 +182,22 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
         if any(not isinstance(p, int) or p < 1 for p in procs):
             raise UsageError(f"{where}: procs must be whole numbers of 1 or more, got {list(procs)}")
         m = dataclasses.replace(m, procs=procs)
+    if "ring" in d:
+        m = dataclasses.replace(m, rings=tuple(parse_ring(str(r)) for r in _tuple(d["ring"], f"{where} ring")))
     if "repeat" in d:
         if not isinstance(d["repeat"], int) or d["repeat"] < 1:
             raise UsageError(f"{where}: repeat must be a whole number of 1 or more, got {d['repeat']!r}")
         m = dataclasses.replace(m, repeat=d["repeat"])
     return m
+
+
+def _line_of(text: str, key: str) -> int:
+    """The line a key is set on (tomllib keeps no positions); 0 if not found."""
+    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    for n, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return n
+    return 0
 
 
 def read_text(path: Path | str) -> str:
@@ -205,7 +233,8 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
                                                               for i, t in enumerate(matrices)]:
         unknown = set(table) - keys
         if unknown:
-            raise UsageError(f"{path} {where}: unknown key(s) {', '.join(sorted(unknown))}: use "
+            key = sorted(unknown, key=lambda k: _line_of(text, k))[0]
+            raise UsageError(f"{path} line {_line_of(text, key)} {where}: unknown key {key!r}: use "
                              f"{', '.join(sorted(keys))}")
     try:
         base = matrix_from(top, Matrix(), f"{path} [campaign]", backends_known)

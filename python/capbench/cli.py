@@ -226,6 +226,10 @@ def build_parser() -> Parser:
                           "packet)")
     run.add_argument("--procs", metavar="LIST",
                      help="capture processes on the interface, each seeing every frame, comma-separated (default: 1)")
+    run.add_argument("--ring", metavar="LIST",
+                     help="kernel buffer sizes, comma-separated (256k, 4M, 64M): pcap and raw's socket buffer, "
+                          "afp-v3/fanout's 1 MiB blocks, afp-v2's and afxdp's 2 KiB frames (default: each "
+                          "backend's own)")
     run.add_argument("--repeat", type=int, metavar="N", help="run every step N times (default: 1)")
     run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (see campaigns/)")
     run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
@@ -285,7 +289,8 @@ def build_parser() -> Parser:
 
 
 MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
-                "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "repeat")
+                "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring",
+                "repeat")
 # The placement of the CPU flags when none is given: the seed's "#1" on two cores.
 DEFAULT_CPUS = (0, 1, 1)
 
@@ -351,8 +356,9 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
         raise UsageError(f"--loss-tolerance {args.loss_tolerance}: give 0 or more frames")
     if args.steps is not None and args.steps < 2:
         raise UsageError(f"--steps {args.steps}: a sweep needs at least 2 steps")
+    rings = tuple(campaign.parse_ring(r) for r in _list(args.ring, "--ring")) if args.ring else (0,)
     matrix = campaign.Matrix(methods=methods, backends=backends, sizes=sizes, pins=pins, app_loads=loads,
-                             procs=procs, repeat=args.repeat or 1)
+                             procs=procs, rings=rings, repeat=args.repeat or 1)
     return campaign.Campaign(
         name="capbench run", link_bps=link_bps, rate=rate.text,
         duration_s=parse_duration(args.duration or "5", what="--duration"),

@@ -59,6 +59,12 @@ def step_placement(c: cmod.Campaign, step: cmod.Step) -> campaign_run.Placement:
     return campaign_run.placement(step.pin, usable_cpus())
 
 
+def progress_bar(done: int, total: int, width: int = 24) -> str:
+    """[#########---------------] for done of total (plain text: it reads the same in a log)."""
+    filled = round(width * done / total) if total else width
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
 def trial_line(n: int, r: TrialResult) -> str:
     offered = tables.offered_cell(r)
     loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
@@ -137,7 +143,7 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
             setup = TrialSetup(backend=step.backend, frame_len=size if isinstance(size, int) else 0,
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
                                engine=c.engine, gen_cpu=p.gen_cpu, cap_cpu=p.cap_cpu, app_load=step.app_load,
-                               settle_s=opts.settle_s, procs=step.procs)
+                               settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring)
             return Measurer(binaries, dataclasses.replace(tb, rx_cpu=p.rx_cpu), setup)
 
         def record(r: TrialResult) -> None:
@@ -149,8 +155,8 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
             writer.append_outcome(o)
 
         def on_step(done: int, total: int, step: cmod.Step, left_s: float) -> None:
-            note(f"step {done}/{total} done ({step.method}, {step.backend}, {step.size}, {step.pin}); "
-                 f"about {left_s / 60:.1f} min left")
+            note(f"{progress_bar(done, total)} step {done}/{total} done ({step.method}, {step.backend}, "
+                 f"{step.size}, {step.pin}); about {left_s / 60:.1f} min left")
 
         try:
             campaign_run.execute(c, steps, progress, campaign_run.StepRun(make_measurer, record, record_outcome,

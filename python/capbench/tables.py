@@ -108,6 +108,8 @@ def table_key(r: TrialResult) -> str:
         key += f", app load {r.app_load}"
     if r.procs > 1:
         key += f", {r.procs} capture processes"
+    if r.ring_bytes:
+        key += f", ring {r.ring_bytes / (1 << 20):g} MiB"
     return key + ")"
 
 

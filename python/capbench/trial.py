@@ -68,6 +68,7 @@ class TrialSetup:
     gen_args: tuple[str, ...] = ()  # further capbench-gen options
     size_profile: str | None = None  # capbench-gen --size profile (imix:seed, random:64-1518, ...)
     procs: int = 1  # independent capture processes on the interface, each sees every frame (seed 001)
+    ring_bytes: int = 0  # the backend's kernel buffer (ring_args); 0 = its default
     proc_cpus: tuple[int | None, ...] | None = None  # CPU of each; None: all on cap_cpu
 
     @property
@@ -138,6 +139,7 @@ class TrialResult:
     rx_clock: str = ""
     group_size: int = 0
     group_received: tuple[int, ...] = ()
+    ring_bytes: int = 0  # the kernel buffer asked for (--ring); 0 = the backend's default
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
@@ -172,6 +174,26 @@ def offered_share(gen: dict, achieved_pps: float, offered_pps: float) -> float:
     if "offered_share" in gen:
         return float(gen["offered_share"])
     return achieved_pps / offered_pps if offered_pps else 0.0
+
+
+def ring_args(backend: str, ring_bytes: int) -> tuple[str, ...]:
+    """capbench-cap options that give `backend` a kernel buffer of about `ring_bytes` (--ring):
+    the socket buffer of pcap and raw, whole 1 MiB blocks of afp-v3 and fanout (one smaller
+    block below 1 MiB), 2 KiB frames of afp-v2 and AF_XDP (a power of two of RX descriptors)."""
+    if not ring_bytes or backend in KERNEL_COUNTER_BACKENDS:
+        return ()
+    if backend in ("pcap", "raw"):
+        return ("--buffer-size", str(ring_bytes))
+    if backend in ("afp-v3", "fanout"):
+        mib = 1 << 20
+        if ring_bytes >= mib:
+            return ("--block-size", str(mib), "--block-count", str(ring_bytes // mib))
+        return ("--block-size", str(max(4096, 1 << (ring_bytes.bit_length() - 1))), "--block-count", "1")
+    frames = max(1, ring_bytes // 2048)
+    if backend == "afp-v2":
+        return ("--frame-count", str(frames))
+    ring = min(1 << 20, max(64, 1 << (frames.bit_length() - 1)))  # afxdp: a power of two
+    return ("--ring-size", str(ring), "--frame-count", str(ring))
 
 
 def _tuples(v: Any) -> Any:
@@ -247,6 +269,7 @@ class Measurer:
             "--backend", s.backend,
             *_opt("--cpu", s.cap_cpu if cpu_ is None else cpu_),
             *_opt("--app-load", self.app_load),
+            *ring_args(s.backend, s.ring_bytes),
             *s.cap_args,
         ]
 
@@ -418,6 +441,7 @@ class Measurer:
             rx_clock=str(cap.get("rx_clock", "")),
             group_size=int((cap.get("groups") or {}).get("size", 0)),
             group_received=tuple((cap.get("groups") or {}).get("received", ())),
+            ring_bytes=s.ring_bytes,
             procs=len(caps),
             proc_cpus=self.proc_cpus,
             proc_received=tuple(received),

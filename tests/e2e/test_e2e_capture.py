@@ -342,3 +342,11 @@ def test_zlib9_at_a_high_rate_loses_and_every_loss_is_attributed(binaries, tb):
     assert r.lost > 0 and r.unexplained == 0, (r.lost, r.loss_layers, r.loss_remarks)
     assert sum(n for _, n, _ in r.loss_layers) == r.lost
     assert r.raw["cap"]["zlib"]["level"] == 9
+
+
+def test_a_rate_the_generator_cannot_hold_is_invalid_not_lossy(binaries, tb):
+    # 100 % of 10 GbE at 64 B is 14.9 Mpps, far beyond this generator: the trial says so.
+    r = measure(binaries, tb, backend="afp-v3", frame_len=64, rate="100%", duration_s=1)
+    assert r.invalid_offered_load
+    assert r.achieved_pps < 0.999 * r.offered_pps and r.raw["gen"]["offered_share"] < 0.999
+    assert r.gen_late > 0

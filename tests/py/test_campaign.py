@@ -53,7 +53,7 @@ def test_matrices_override_and_repeat(tmp_path):
     ("[campaign]\npin = 'A:C'\n", ["A:C", "A:B"]),
     ("[campaign]\nrepeat = 0\n", ["repeat"]),
     ("[campaign]\nsizes = [63]\n", ["63"]),
-    ("[campaign]\ncolour = 'blue'\n", ["unknown key", "colour"]),
+    ("[campaign]\nname = \"x\"\ncolour = 'blue'\n", ["line 3", "unknown key", "colour"]),
     ("[experiment]\n", ["unknown table"]),
     ("[campaign\n", ["not valid TOML"]),
     ("[campaign]\nbackends = []\n", ["empty"]),

@@ -55,6 +55,8 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         (["run", "--pin", "A:C"], ["A:C", "A:B"]),
         (["run", "--pin", "A:B", "--cap-cpu", "0"], ["--pin", "--cap-cpu"]),
         (["run", "--repeat", "0"], ["--repeat"]),
+        (["run", "--ring", "big"], ["big", "4M"]),
+        (["run", "--ring", "1k"], ["4k to 2G"]),
         (["run", "--procs", "two"], ["--procs"]),
         (["run", "--precision", "0"], ["--precision"]),
         (["run", "--steps", "1"], ["--steps"]),
@@ -177,6 +179,8 @@ def test_run_flags_make_a_matrix():
          "--repeat", "2", "--procs", "1,2", "--app-load", "touch,spin:500", "--trial", "10s"]))
     assert len(c.steps()) == 2 * 2 * 2 * 2 * 2
     assert c.trial_s == 10
+    c = cli.campaign_from_args(cli.build_parser().parse_args(["run", "--ring", "256k,4M", "--sizes", "64"]))
+    assert [s.ring for s in c.steps()] == [256 << 10, 256 << 10, 4 << 20, 4 << 20]  # x pcap, afp-v3
     c = cli.campaign_from_args(cli.build_parser().parse_args(["run", "--rx-cpu", "1", "--cap-cpu", "0"]))
     assert c.custom_cpus == (0, 1, 0) and c.matrices[0].pins == ("cpus",)
 

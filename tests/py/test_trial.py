@@ -179,3 +179,27 @@ def test_one_xdp_program_per_interface(fake_build):
     with pytest.raises(UsageError, match="one XDP program"):
         m.measure(0.1, parse_rate("10kpps"))
     assert read_calls(fake_build) == []
+
+
+@pytest.mark.parametrize("backend, ring, args", [
+    ("pcap", 4 << 20, ("--buffer-size", str(4 << 20))),
+    ("raw", 4 << 20, ("--buffer-size", str(4 << 20))),
+    ("afp-v3", 32 << 20, ("--block-size", str(1 << 20), "--block-count", "32")),
+    ("fanout", 256 << 10, ("--block-size", str(256 << 10), "--block-count", "1")),
+    ("afp-v2", 8 << 20, ("--frame-count", "4096")),
+    ("afxdp", 3 << 20, ("--ring-size", "1024", "--frame-count", "1024")),
+    ("xdp", 8 << 20, ()),
+    ("afp-v3", 0, ()),
+])
+def test_ring_sizes_become_each_backends_options(backend, ring, args):
+    from capbench.trial import ring_args
+
+    assert ring_args(backend, ring) == args
+
+
+def test_a_ring_size_reaches_the_counter_and_the_record(fake_build):
+    m = Measurer(find_binaries(), local_testbed(rx_cpu=1),
+                 TrialSetup(backend="afp-v3", frame_len=64, settle_s=0, ring_bytes=2 << 20))
+    r = m.measure(0.1, parse_rate("10kpps"))
+    (cap,) = [c for c in read_calls(fake_build) if c[0] == "capbench-cap"]
+    assert cap[cap.index("--block-count") + 1] == "2" and r.ring_bytes == 2 << 20
