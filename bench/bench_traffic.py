@@ -266,7 +266,7 @@ def targets(res: dict[str, list]) -> list[tuple[str, bool | None]]:
         r = u.get(f"xdp {label}, 1 thread")
         if base and r:
             gap = 100.0 * (base.pps - r.pps) / base.pps
-            out.append((f"{label}: {r.pps:,.0f} pps vs 64 B {base.pps:,.0f} pps, {gap:+.1f} % below "
+            out.append((f"{label}: {r.pps:,.0f} pps vs 64 B {base.pps:,.0f} pps, {abs(gap):.1f} % {'below' if gap >= 0 else 'above'} "
                         f"(target within {PROFILE_MAX_GAP_PCT:g} %)", abs(gap) <= PROFILE_MAX_GAP_PCT))
     paced = [r for r in res["pacing"] if isinstance(r, GenRun)]
     if paced:
