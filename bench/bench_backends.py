@@ -278,7 +278,7 @@ def table(rows: list, trial_s: float, precision_pps: float) -> Table:
               box=box.SIMPLE_HEAD, title_justify="left")
     t.add_column("capture", no_wrap=True)
     for h in ("lossless [pps]", "bounded by", "capture loss from", "generator short from", "app CPU [%]",
-              "CPU / packet [ns]", "trials", "time [s]"):
+              "CPU/pkt [ns]", "trials", "time [s]"):
         t.add_column(Text(h), justify="right", no_wrap=True)
     for s in rows:
         if s is None:

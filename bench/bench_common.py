@@ -109,7 +109,7 @@ def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
 
 
 def console() -> Console:
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    return Console() if sys.stdout.isatty() else Console(width=180)
 
 
 def first_int(pattern: str, lines: list[str]) -> int | None:
