@@ -13,7 +13,7 @@ ARGS   ?=
 # end-to-end test of the HTML report opens it headless).
 APT_PACKAGES := clang llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
                 libelf-dev meson ninja-build pkg-config bpftool iproute2 \
-                python3-venv tcpdump tshark netsniff-ng ethtool chromium
+                python3-venv tcpdump tshark netsniff-ng ethtool tcpreplay chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -24,7 +24,8 @@ all: build
 help:
 	@echo "make run    install what is missing, build, run the default benchmark"
 	@echo "make test   install what is missing, build, run every test"
-	@echo "make bench  generator and capture benchmarks against trafgen and tcpdump"
+	@echo "make bench  generator, capture-backend and traffic benchmarks against trafgen, tcpdump,"
+	@echo "            netsniff-ng and tcpreplay (about 12 minutes)"
 	@echo "make clean  remove the build; make distclean also removes .venv"
 
 # Install only the packages that are missing, so a set-up machine is quick.
@@ -64,6 +65,8 @@ test: venv build test-c test-py
 
 bench: venv build
 	$(VENV)/bin/python bench/bench_generator_capture.py
+	$(VENV)/bin/python bench/bench_backends.py
+	$(VENV)/bin/python bench/bench_traffic.py
 
 clean:
 	rm -rf $(BUILD)

@@ -550,14 +550,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def find_peers(skip: bool) -> dict[str, bool]:
     """Which of trafgen and tcpdump are installed; UsageError for a missing one unless `skip`."""
-    peers = {}
-    for prog, package in PEER_PACKAGES.items():
-        peers[prog] = shutil.which(prog) is not None
-        if not peers[prog]:
-            if not skip:
-                raise UsageError(f"{prog} not installed: apt-get install {package} (or pass --skip-peers)")
-            note(f"{prog} not installed: apt-get install {package}; skipping it")
-    return peers
+    from bench_common import find_peers as find_installed  # bench_common imports nothing from here at load
+
+    return find_installed(PEER_PACKAGES, skip)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,117 @@
+"""What the benchmark scripts in bench/ share: the run harness and the peers' output parsers.
+
+The per-measurement helpers (the xdpcount "delivered" counter, trafgen, tcpdump's
+exit report) live in bench_generator_capture.py and are imported from there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))  # this tree's capbench
+
+from rich.console import Console  # noqa: E402
+
+from capbench import testbed  # noqa: E402
+from capbench.binaries import Binaries, find_binaries  # noqa: E402
+from capbench.errors import CapbenchError, Terminated, UsageError  # noqa: E402
+from capbench.procs import Child  # noqa: E402
+from capbench.testbed import Testbed  # noqa: E402
+
+RX_CPU = 1  # the capture veth's RPS target
+
+
+def note(text: str) -> None:
+    """Progress on stderr; stdout carries the tables."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def verdict(ok: bool) -> str:
+    return "[green]PASS[/green]" if ok else "[red]MISS[/red]"
+
+
+def child_text(child: Child) -> list[str]:
+    """Every line a peer program printed that is not JSON: its stdout text, then its stderr."""
+    return [m.get("text", "") for m in child.messages if m.get("type") == "text"] + list(child.stderr_lines)
+
+
+def wait_for_text(child: Child, needle: str, timeout_s: float) -> None:
+    """Wait until `needle` appears in a peer program's output (stdout or stderr)."""
+    deadline = time.monotonic() + timeout_s
+    while not any(needle in line for line in child_text(child)):
+        if not child.running:
+            raise child.failure(f"ended before printing {needle!r}")
+        if time.monotonic() > deadline:
+            raise child.failure(f"printed no {needle!r} within {timeout_s:g} s")
+        time.sleep(0.02)
+
+
+def find_peers(packages: dict[str, str], skip: bool) -> dict[str, bool]:
+    """Which peer programs are installed; UsageError for a missing one unless `skip`."""
+    peers = {}
+    for prog, package in packages.items():
+        peers[prog] = shutil.which(prog) is not None
+        if not peers[prog]:
+            if not skip:
+                raise UsageError(f"{prog} not installed: apt-get install {package} (or pass --skip-peers)")
+            note(f"{prog} not installed: apt-get install {package}; skipping it")
+    return peers
+
+
+def load_note() -> str | None:
+    """Other capbench test beds in use and the 1-minute load average before the run starts."""
+    busy = [i.id for i in testbed.list_testbeds() if i.in_use]
+    load1 = os.getloadavg()[0]
+    parts = []
+    if busy:
+        parts.append(f"other capbench test beds in use: {', '.join(busy)}")
+    if load1 >= 0.5:
+        parts.append(f"load average {load1:.2f} before the run")
+    return "; ".join(parts) or None
+
+
+def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
+              body: Callable[[Binaries, Testbed, dict[str, bool]], object]) -> tuple[int, object, str]:
+    """Root check, binaries, peers, one test bed (RPS to RX_CPU), `body(binaries, tb, peers)`.
+
+    Returns (exit status, body's result or None, test bed id)."""
+    if os.geteuid() != 0:
+        print(f"{prog} needs root (network namespaces, XDP, BPF): run it with sudo", file=sys.stderr)
+        return 2, None, ""
+    try:
+        binaries = find_binaries()
+        peers = find_peers(packages, skip_peers)
+    except UsageError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2, None, ""
+    busy = load_note()
+    if busy:
+        note(f"note: {busy}: the figures may be disturbed")
+    try:
+        with testbed.testbed(rx_cpu=RX_CPU, purpose="bench") as tb:
+            note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, RPS to CPU {RX_CPU}")
+            return 0, body(binaries, tb, peers), tb.id
+    except KeyboardInterrupt:
+        note("interrupted: the test bed is removed")
+        return 130, None, ""
+    except Terminated:
+        note("terminated: the test bed is removed")
+        return 143, None, ""
+    except CapbenchError as e:  # the test bed itself could not be built or removed
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1, None, ""
+
+
+def console() -> Console:
+    return Console() if sys.stdout.isatty() else Console(width=180)
+
+
+def first_int(pattern: str, lines: list[str]) -> int | None:
+    m = re.search(pattern, "\n".join(lines))
+    return int(m.group(1)) if m else None
