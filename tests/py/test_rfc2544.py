@@ -139,3 +139,24 @@ def test_bad_parameters(kw, match):
     with pytest.raises(UsageError, match=match):
         run(dev, **kw)
     assert dev.trials == 0
+
+
+def test_a_verification_the_generator_could_not_send_is_named_as_such():
+    import dataclasses
+
+
+    device = SimulatedDevice(500_000.0)
+
+    class ShortVerification:
+        """The device, except that the generator falls short in every trial after the 7th."""
+
+        calls = 0
+
+        def measure(self, duration_s, load):
+            self.calls += 1
+            r = device.measure(duration_s, load)
+            return dataclasses.replace(r, invalid_offered_load=True) if self.calls > 7 else r
+
+    r = rfc2544.search(ShortVerification(), frame_len=64, trial_s=1.0, pause=device.pause)
+    assert any("the generator fell short" in n for n in r.notes)
+    assert not any("saturation" in n for n in r.notes)

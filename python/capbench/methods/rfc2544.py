@@ -133,10 +133,15 @@ def search(
                 verified = True
                 break
             failures.append(lower)
-            notes.append(
-                f"verification at {lower:,.0f} pps lost {check.result.lost:,} of {check.result.sent:,} frames: "
-                f"its earlier pass was distorted (saturation?); searching on below it"
-            )
+            if offered_short(check.result):
+                # Not the receiver: the generator could not send the rate this time.
+                notes.append(
+                    f"verification at {lower:,.0f} pps: the generator fell short of the rate (it sent "
+                    f"{check.result.sent:,} frames, lost {check.result.lost:,}); searching on below it")
+            else:
+                notes.append(
+                    f"verification at {lower:,.0f} pps lost {check.result.lost:,} of {check.result.sent:,} frames: "
+                    f"its earlier pass was distorted (saturation?); searching on below it")
             upper = lower
             below = [r for r in passed if r < upper]
             lower = max(below) if below else 0.0
