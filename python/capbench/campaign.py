@@ -34,7 +34,7 @@ import dataclasses
 import itertools
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,6 +146,8 @@ def parse_ring(text: str) -> int:
 
 
 def check_pin(pin: str) -> str:
+    if pin == CUSTOM_PIN:
+        return pin
     up = pin.upper() if pin.lower() != "auto" else "auto"
     if up not in PINS:
         raise UsageError(f"unknown placement {pin!r}: use A:A (kernel receive work and counter on one CPU), "
@@ -153,7 +155,8 @@ def check_pin(pin: str) -> str:
     return up
 
 
-def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Sequence[str]) -> Matrix:
+def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Sequence[str],
+                name_of: Callable[[str], str] = str) -> Matrix:
     """A matrix: `base` with the keys of `d` replaced (values checked, `where` names the table)."""
     m = base
     if "methods" in d:
@@ -179,14 +182,14 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
                                                    for a in _tuple(d["app_load"], f"{where} app_load")))
     if "procs" in d:
         procs = _tuple(d["procs"], f"{where} procs")
-        if any(not isinstance(p, int) or p < 1 for p in procs):
-            raise UsageError(f"{where}: procs must be whole numbers of 1 or more, got {list(procs)}")
+        if any(not isinstance(p, int) or not 1 <= p <= 64 for p in procs):
+            raise UsageError(f"{where}: procs must be whole numbers from 1 to 64, got {list(procs)}")
         m = dataclasses.replace(m, procs=procs)
     if "ring" in d:
         m = dataclasses.replace(m, rings=tuple(parse_ring(str(r)) for r in _tuple(d["ring"], f"{where} ring")))
     if "repeat" in d:
-        if not isinstance(d["repeat"], int) or d["repeat"] < 1:
-            raise UsageError(f"{where}: repeat must be a whole number of 1 or more, got {d['repeat']!r}")
+        if isinstance(d["repeat"], bool) or not isinstance(d["repeat"], int) or d["repeat"] < 1:
+            raise UsageError(f"{where}: {name_of('repeat')} must be a whole number of 1 or more, got {d['repeat']!r}")
         m = dataclasses.replace(m, repeat=d["repeat"])
     return m
 
@@ -237,27 +240,63 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
             raise UsageError(f"{path} line {_line_of(text, key)} {where}: unknown key {key!r}: use "
                              f"{', '.join(sorted(keys))}")
     try:
-        base = matrix_from(top, Matrix(), f"{path} [campaign]", backends_known)
-        built = tuple(matrix_from(t, base, f"{path} [[matrix]] #{i + 1}", backends_known)
-                      for i, t in enumerate(matrices)) or (base,)
-        return Campaign(
-            name=str(top.get("name", path.stem)),
-            link_bps=parse_link(str(top.get("link", "1g"))),
-            rate=parse_rate(str(top.get("rate", "100%"))).text,
-            duration_s=parse_duration(str(top.get("duration", "5")), what="duration"),
-            trial_s=parse_duration(str(top["trial"]), what="trial") if "trial" in top else None,
-            precision_pct=float(top.get("precision", 1.0)),
-            loss_tolerance_frames=int(top.get("loss_tolerance", 0)),
-            steps_per_sweep=int(top.get("steps", 26)),
-            pause_s=parse_duration(str(top.get("pause", "2")), what="pause", allow_zero=True),
-            engine=str(top.get("engine", "xdp")),
-            matrices=built,
-        )
+        return build(top, matrices, backends_known=backends_known, name=path.stem, where=f"{path} ")
     except UsageError as e:
         msg = str(e)
         raise UsageError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
+
+
+def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_known: Sequence[str],
+          name: str = "campaign", where: str = "", custom_cpus: tuple | None = None,
+          name_of: Callable[[str], str] = str) -> Campaign:
+    """A checked campaign from its [campaign] keys and [[matrix]] tables: what a campaign file
+    holds, and what `capbench run`'s flags say (cli.py). Every problem is one UsageError that
+    names the key as the user wrote it (`name_of`: the key itself, or its --flag)."""
+    try:
+        base = matrix_from(top, Matrix(), f"{where}[campaign]" if where else name_of("campaign"),
+                           backends_known, name_of)
+        built = tuple(matrix_from(t, base, f"{where}[[matrix]] #{i + 1}", backends_known, name_of)
+                      for i, t in enumerate(matrices)) or (base,)
+        c = Campaign(
+            name=str(top.get("name", name)),
+            link_bps=parse_link(str(top.get("link", "1g"))),
+            rate=parse_rate(str(top.get("rate", "100%"))).text,
+            duration_s=parse_duration(str(top.get("duration", "5")), what=name_of("duration")),
+            trial_s=parse_duration(str(top["trial"]), what=name_of("trial")) if "trial" in top else None,
+            precision_pct=float(top.get("precision", 1.0)),
+            loss_tolerance_frames=int(top.get("loss_tolerance", 0)),
+            steps_per_sweep=int(top.get("steps", 26)),
+            pause_s=parse_duration(str(top.get("pause", "2")), what=name_of("pause"), allow_zero=True),
+            engine=str(top.get("engine", "xdp")),
+            matrices=built,
+            custom_cpus=custom_cpus,
+        )
     except (TypeError, ValueError) as e:
-        raise UsageError(f"{path}: a value has the wrong type: {e}") from None
+        raise UsageError(f"{where}a value has the wrong type: {e}") from None
+    check(c, name_of)
+    return c
+
+
+def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
+    """What no single key can say: the rate against every frame length, the search methods'
+    fixed lengths, the search parameters."""
+    rate = parse_rate(c.rate)
+    for m in c.matrices:
+        for size in m.sizes:
+            if isinstance(size, int):  # capbench-gen checks a profile's mean wire rate
+                rate.check(size, c.link_bps)
+        if set(m.methods) - {"iperf"} and any(isinstance(x, str) for x in m.sizes):
+            raise UsageError(f"the search methods run at fixed frame lengths: give lengths in {name_of('sizes')}, "
+                             f"not profiles (profiles work with the iperf method)")
+    if not 0 < c.precision_pct < 100:
+        raise UsageError(f"{name_of('precision')} {c.precision_pct:g}: give a share of the wire rate above 0 and "
+                         f"below 100 %")
+    if c.loss_tolerance_frames < 0:
+        raise UsageError(f"{name_of('loss_tolerance')} {c.loss_tolerance_frames}: give 0 or more frames")
+    if c.steps_per_sweep < 2:
+        raise UsageError(f"{name_of('steps')} {c.steps_per_sweep}: a sweep needs at least 2 steps")
+    if c.engine not in ("xdp", "afpacket"):
+        raise UsageError(f"unknown {name_of('engine')} {c.engine!r}: use xdp or afpacket")
 
 
 # --- resuming ------------------------------------------------------------------

@@ -20,11 +20,7 @@ from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
 from capbench.methods.dispatch import METHODS
 from capbench.rates import (
-    max_frame_len,
     parse_duration,
-    parse_link,
-    parse_rate,
-    parse_sizes,
 )
 from capbench.results import read_run
 from capbench.trial import BACKENDS, ENGINES
@@ -305,37 +301,23 @@ def _list(text: str, flag: str) -> list[str]:
 
 
 def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
-    """The campaign the flags describe; every value checked before anything is built."""
-    methods = tuple(_list(args.method or "iperf", "--method"))
-    for m in methods:
-        if m not in METHODS:
-            raise UsageError(f"unknown method {m!r}: use one or more of {', '.join(METHODS)}")
-    backends = tuple(_list(args.backends or "pcap,afp-v3", "--backends"))
-    for b in backends:
-        if b not in BACKENDS:
-            raise UsageError(f"unknown backend {b!r}: use one or more of {', '.join(BACKENDS)} "
-                             f"(see `capbench backends`)")
-    sizes = parse_sizes(args.sizes or "seed", max_len=max_frame_len())
-    link_bps = parse_link(args.link or "1g")
-    rate = parse_rate(args.rate or "100%")
-    for size in sizes:
-        if isinstance(size, int):  # capbench-gen checks a profile's mean wire rate
-            rate.check(size, link_bps)
-    if methods != ("iperf",) and any(isinstance(x, str) for x in sizes):
-        raise UsageError("the search methods run at fixed frame lengths: give lengths in --sizes, not profiles "
-                         "(profiles work with --method iperf)")
-    loads = tuple(_list(args.app_load, "--app-load")) if args.app_load else (None,)
-    for load in loads:
-        if load is not None:
-            campaign.check_app_load(load)
-    procs = (1,)
-    if args.procs:
+    """The campaign the flags describe, checked by the same code as a campaign file's."""
+    top: dict = {"name": "capbench run"}
+    for flag, key in (("method", "methods"), ("backends", "backends"), ("app_load", "app_load"),
+                      ("procs", "procs"), ("ring", "ring"), ("pin", "pin")):
+        value = getattr(args, flag)
+        if value is not None:
+            top[key] = _list(value, "--" + flag.replace("_", "-"))
+    if "procs" in top:
         try:
-            procs = tuple(int(p) for p in _list(args.procs, "--procs"))
+            top["procs"] = [int(p) for p in top["procs"]]
         except ValueError:
             raise UsageError(f"cannot read --procs {args.procs!r}: give whole numbers, e.g. 1,2,4") from None
-        if any(p < 1 or p > 64 for p in procs):
-            raise UsageError(f"--procs {args.procs}: give 1 to 64 processes")
+    top["sizes"] = args.sizes or "seed"
+    for flag in ("link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance", "steps",
+                 "repeat"):
+        if getattr(args, flag) is not None:
+            top[flag] = getattr(args, flag)
     cpus = (args.gen_cpu, args.rx_cpu, args.cap_cpu)
     for flag, value in zip(("--gen-cpu", "--rx-cpu", "--cap-cpu"), cpus):
         if value is not None and value < 0:
@@ -345,29 +327,10 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
         if args.pin:
             raise UsageError("give either --pin or --gen-cpu/--rx-cpu/--cap-cpu, not both")
         custom = tuple(d if v is None else v for v, d in zip(cpus, DEFAULT_CPUS))
-        pins: tuple[str, ...] = (campaign.CUSTOM_PIN,)
-    else:
-        pins = tuple(campaign.check_pin(p) for p in _list(args.pin or "A:A", "--pin"))
-    if args.repeat is not None and args.repeat < 1:
-        raise UsageError(f"--repeat {args.repeat}: give 1 or more")
-    if args.precision is not None and not 0 < args.precision < 100:
-        raise UsageError(f"--precision {args.precision:g}: give a share of the wire rate above 0 and below 100 %")
-    if args.loss_tolerance is not None and args.loss_tolerance < 0:
-        raise UsageError(f"--loss-tolerance {args.loss_tolerance}: give 0 or more frames")
-    if args.steps is not None and args.steps < 2:
-        raise UsageError(f"--steps {args.steps}: a sweep needs at least 2 steps")
-    rings = tuple(campaign.parse_ring(r) for r in _list(args.ring, "--ring")) if args.ring else (0,)
-    matrix = campaign.Matrix(methods=methods, backends=backends, sizes=sizes, pins=pins, app_loads=loads,
-                             procs=procs, rings=rings, repeat=args.repeat or 1)
-    return campaign.Campaign(
-        name="capbench run", link_bps=link_bps, rate=rate.text,
-        duration_s=parse_duration(args.duration or "5", what="--duration"),
-        trial_s=parse_duration(args.trial, what="--trial") if args.trial else None,
-        precision_pct=args.precision if args.precision is not None else 1.0,
-        loss_tolerance_frames=args.loss_tolerance or 0,
-        steps_per_sweep=args.steps or 26,
-        pause_s=parse_duration(args.pause, what="--pause", allow_zero=True) if args.pause else 2.0,
-        engine=args.engine or "xdp", matrices=(matrix,), custom_cpus=custom)
+        top["pin"] = [campaign.CUSTOM_PIN]
+    return campaign.build(top, [], backends_known=BACKENDS, custom_cpus=custom,
+                          name_of=lambda key: {"campaign": "the options", "methods": "--method"}.get(
+                              key, "--" + key.replace("_", "-")))
 
 
 def note(text: str) -> None:
