@@ -58,7 +58,10 @@ class StepRun:
     on_step: Callable[[int, int, Step, float], None] | None = None  # (done, total, step, seconds left)
 
 
-def estimate_step_s(c: Campaign, step: Step, overhead_s: float = 0.8) -> float:
+TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here
+
+
+def estimate_step_s(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> float:
     """Rough time of a step, for the time left: an iperf trial, or a search's usual trials."""
     trial = c.trial_s or (60.0 if step.method in ("rfc2544", "mlr") else 10.0)
     per = {"iperf": c.duration_s + overhead_s,

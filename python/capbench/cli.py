@@ -23,9 +23,9 @@ from capbench.rates import (
     parse_duration,
 )
 from capbench.results import read_run
+from capbench.runner import note
 from capbench.trial import BACKENDS, ENGINES
 
-TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here
 
 MAIN_HELP = """\
 capbench measures how many packets per second a capture method takes in
@@ -331,11 +331,6 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
     return campaign.build(top, [], backends_known=BACKENDS, custom_cpus=custom,
                           name_of=lambda key: {"campaign": "the options", "methods": "--method"}.get(
                               key, "--" + key.replace("_", "-")))
-
-
-def note(text: str) -> None:
-    """A progress or status line on stderr (stdout carries the tables)."""
-    print(text, file=sys.stderr, flush=True)
 
 
 def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | None, Path | None]:

@@ -121,6 +121,11 @@ def counter_delta(before: dict[int, int], after: dict[int, int], cpus=None) -> i
     return total
 
 
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on that are online, in order."""
+    return sorted(online_cpus() & os.sched_getaffinity(0))
+
+
 def online_cpus(path: str = "/sys/devices/system/cpu/online") -> set[int]:
     """CPU numbers from a kernel cpu list such as `0-3,6`."""
     try:

@@ -11,7 +11,7 @@ import re
 import shutil
 import socket
 
-from capbench.cpu import online_cpus
+from capbench.cpu import usable_cpus
 from capbench.errors import UsageError
 
 LIVE_FRAMES_KERNEL = (5, 18)  # BPF_F_TEST_XDP_LIVE_FRAMES
@@ -92,9 +92,7 @@ def check_bpf() -> None:
 
 def check_cpus(**cpus: int | None) -> None:
     """Each named CPU (gen_cpu=0, ...) exists, is online and is allowed to this process."""
-    online = online_cpus()
-    allowed = os.sched_getaffinity(0)
-    usable = sorted(online & allowed)
+    usable = usable_cpus()
     for name, cpu in cpus.items():
         if cpu is None:
             continue

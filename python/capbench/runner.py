@@ -46,17 +46,11 @@ def note(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def usable_cpus() -> list[int]:
-    import os
-
-    return sorted(cpu.online_cpus() & os.sched_getaffinity(0))
-
-
 def step_placement(c: cmod.Campaign, step: cmod.Step) -> campaign_run.Placement:
     if step.pin == cmod.CUSTOM_PIN and c.custom_cpus is not None:
         gen, rx, cap = c.custom_cpus
         return campaign_run.Placement(gen, rx, cap, gen is not None and gen in (rx, cap))
-    return campaign_run.placement(step.pin, usable_cpus())
+    return campaign_run.placement(step.pin, cpu.usable_cpus())
 
 
 def progress_bar(done: int, total: int, width: int = 24) -> str:
@@ -122,7 +116,7 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
     shared = sorted({s.pin for s in steps if step_placement(c, s).shares_gen_cpu})
     writer.meta["placements"] = {s.pin: dataclasses.asdict(step_placement(c, s)) for s in steps}
     if shared:
-        writer.meta["notes"] = [f"placement {p}: a part shares the generator's CPU on this {len(usable_cpus())}-CPU "
+        writer.meta["notes"] = [f"placement {p}: a part shares the generator's CPU on this {len(cpu.usable_cpus())}-CPU "
                                 f"machine" for p in shared]
     first_rx = step_placement(c, steps[0]).rx_cpu if steps else None
     status = 0
