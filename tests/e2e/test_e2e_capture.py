@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import warnings
 
 import pytest
 from capbench.procs import ChildSet
@@ -40,6 +41,34 @@ def measure(binaries, tb, *, backend, frame_len, rate, duration_s, engine="xdp",
     return Measurer(binaries, tb, setup).measure(duration_s, parse_rate(rate))
 
 
+# A vCPU the hypervisor stops for longer than the backlog lasts (E2E_BACKLOG: 100 ms at
+# 100 kpps) drops frames in the receive CPU's backlog, and a stalled generator falls
+# behind its schedule; neither says anything about the capture path under test. A
+# no-loss trial is rerun, at most twice, when the kernel's own counters put all its
+# loss in the backlog or the link (nothing unexplained, nothing in the socket), or when
+# the generator did not offer the rate. Every rerun is reported as a warning.
+HOST_STALL_RERUNS = 2
+
+
+def host_stalled(r) -> bool:
+    lost_to_host = r.lost > 0 and r.unexplained == 0 and r.socket_drops == 0 and r.xsk_drops == 0 \
+        and r.lost == r.backlog_drops + r.link_drops
+    return lost_to_host or r.invalid_offered_load
+
+
+def measure_lossless(binaries, tb, frames=FRAMES, **kw):
+    """A trial that must lose nothing, with its own checks: rerun when the host stalled (above)."""
+    for attempt in range(1 + HOST_STALL_RERUNS):
+        r = measure(binaries, tb, **kw)
+        if attempt == HOST_STALL_RERUNS or not host_stalled(r):
+            break
+        warnings.warn(f"rerun {attempt + 1}: the host stalled the trial ({kw['backend']}, {kw['frame_len']} B): "
+                      f"backlog drops {r.backlog_drops}, link drops {r.link_drops}, "
+                      f"offered load invalid: {r.invalid_offered_load}", stacklevel=2)
+    assert_nothing_lost(r, frames)
+    return r
+
+
 def assert_nothing_lost(r, frames=FRAMES):
     account = dict(sent=r.sent, delivered=r.delivered, backlog=r.backlog_drops, socket=r.socket_drops,
                    xsk=r.xsk_drops, received=r.received, unexplained=r.unexplained, kernel=r.raw["cap"]["kernel"],
@@ -64,9 +93,8 @@ ROOMY = {"pcap": ("--buffer-size", "32M"), "afp-v2": ("--frame-count", "16384")}
 @pytest.mark.parametrize("frame_len", [64, 512, 1518])
 def test_100k_frames_at_100kpps_all_received(binaries, tb, backend, frame_len):
     # 100,000 frames at 100 kpps take 1 s; the generator stops at the count.
-    r = measure(binaries, tb, backend=backend, frame_len=frame_len, rate="100kpps", duration_s=3, count=FRAMES,
+    r = measure_lossless(binaries, tb, backend=backend, frame_len=frame_len, rate="100kpps", duration_s=3, count=FRAMES,
                 cap_args=ROOMY.get(backend, ()))
-    assert_nothing_lost(r)
     assert r.rx_pps == pytest.approx(100_000, rel=0.01)
     assert r.achieved_pps == pytest.approx(100_000, rel=0.001)
     assert not r.invalid_offered_load
@@ -90,16 +118,14 @@ def test_100k_frames_at_100kpps_all_received(binaries, tb, backend, frame_len):
 
 
 def test_pcap_dispatch_api(binaries, tb):
-    r = measure(binaries, tb, backend="pcap", frame_len=128, rate="100kpps", duration_s=3, count=FRAMES,
+    r = measure_lossless(binaries, tb, backend="pcap", frame_len=128, rate="100kpps", duration_s=3, count=FRAMES,
                 cap_args=("--pcap-api", "dispatch", *ROOMY["pcap"]))
-    assert_nothing_lost(r)
     assert r.raw["cap"]["pcap_api"] == "dispatch"
 
 
 def test_afpacket_engine(binaries, tb):
-    r = measure(binaries, tb, backend="afp-v3", frame_len=256, rate="100kpps", duration_s=3, count=FRAMES,
+    r = measure_lossless(binaries, tb, backend="afp-v3", frame_len=256, rate="100kpps", duration_s=3, count=FRAMES,
                 engine="afpacket")
-    assert_nothing_lost(r)
     assert r.achieved_pps == pytest.approx(100_000, rel=0.001)
 
 
@@ -132,9 +158,8 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
 def test_fanout_lb_splits_the_frames_over_two_workers(binaries, tb):
     # Round robin: each of the two pinned workers gets every other frame; the
     # summary merges their sequence numbers, so the totals are exact.
-    r = measure(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=3, count=FRAMES,
+    r = measure_lossless(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=3, count=FRAMES,
                 cap_args=("--workers", "2", "--fanout-mode", "lb"))
-    assert_nothing_lost(r)
     cap = r.raw["cap"]
     assert cap["fanout_mode"] == "lb"
     workers = cap["workers"]
@@ -149,9 +174,8 @@ def test_fanout_lb_splits_the_frames_over_two_workers(binaries, tb):
 
 
 def test_fanout_hash_keeps_one_flow_on_one_worker(binaries, tb):
-    r = measure(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=2, count=20_000,
-                cap_args=("--workers", "2"))
-    assert_nothing_lost(r, frames=20_000)
+    r = measure_lossless(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=2, count=20_000,
+                cap_args=("--workers", "2"), frames=20_000)
     assert r.raw["cap"]["fanout_mode"] == "hash"
     assert sorted(w["received"] for w in r.raw["cap"]["workers"]) == [0, 20_000]
 
@@ -262,9 +286,8 @@ def test_several_capture_processes_each_see_every_frame(binaries, tb, backend, p
 
 def test_zlib_load_compresses_every_packet(binaries, tb):
     # seed 001's packzip: each packet copied and compressed; the counter says how much went in and out.
-    r = measure(binaries, tb, backend="afp-v3", frame_len=512, rate="20kpps", duration_s=2, count=20_000,
-                app_load="zlib:6")
-    assert_nothing_lost(r, frames=20_000)
+    r = measure_lossless(binaries, tb, backend="afp-v3", frame_len=512, rate="20kpps", duration_s=2, count=20_000,
+                app_load="zlib:6", frames=20_000)
     z = r.raw["cap"]["zlib"]
     assert z["level"] == 6 and z["bytes_in"] == 20_000 * (512 - 4)
     assert 0 < z["bytes_out"] < z["bytes_in"]  # the test frames' payload pattern compresses

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -25,13 +26,28 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+def host_stalled(trials: list[dict]) -> bool:
+    """Some trial lost frames, and the kernel put every one of them in the receive CPU's
+    backlog or the veth: a vCPU stall of the machine, not the capture path (see
+    test_e2e_capture.host_stalled)."""
+    lossy = [t for t in trials if t["lost"] > 0]
+    return bool(lossy) and all(t["unexplained"] == 0 and t["socket_drops"] == 0
+                               and t["lost"] == t["backlog_drops"] + t["link_drops"] for t in lossy)
+
+
 def test_rfc2544_finds_the_wire_rate_of_a_backend_that_keeps_up(tmp_path):
     # 1518 B at 1 GbE is 81,274 pps: afp-v3 captures all of it here, so the search ends at the wire rate.
-    p = run_capbench("run", "--method", "rfc2544", "--backends", "afp-v3", "--sizes", "1518", "--trial", "1s",
-                     "--precision", "10", "--pause", "0", "--results", str(tmp_path), "--no-report",
-                     "--backlog", "10000", timeout=300)
-    assert p.returncode == 0, p.stderr
-    d = run_dir(tmp_path)
+    # A search that a host stall pulled below it is run again, at most twice (and said so).
+    for attempt in range(3):
+        results = tmp_path / str(attempt)
+        p = run_capbench("run", "--method", "rfc2544", "--backends", "afp-v3", "--sizes", "1518", "--trial", "1s",
+                         "--precision", "10", "--pause", "0", "--results", str(results), "--no-report",
+                         "--backlog", "10000", timeout=300)
+        assert p.returncode == 0, p.stderr
+        d = run_dir(results)
+        if attempt == 2 or not host_stalled(lines(d / "trials.jsonl")):
+            break
+        warnings.warn(f"rerun {attempt + 1} of the RFC 2544 search: the host stalled a trial", stacklevel=1)
     (o,) = lines(d / "searches.jsonl")
     assert o["method"] == "rfc2544" and o["short_trials"] and o["verified"]
     assert o["throughput_pps"] == pytest.approx(81_274, rel=0.001)
