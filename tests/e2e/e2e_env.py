@@ -64,10 +64,32 @@ def assert_one_line_usage_error(p: subprocess.CompletedProcess, prog: str, *word
     assert p.stdout == ""
 
 
+# The VMs this runs on stop a vCPU for 20 ms or more at times. A stream the stall
+# spoiled (the paced generator fell behind its schedule, or the receive CPU's backlog
+# overflowed so the counter lost frames) says nothing about capbench; it is sent
+# again, at most this many times, with a warning. A fault that shows every time
+# still fails the test.
+HOST_STALL_RERUNS = 2
+
+
 def run_stream(binaries, tb, gen_args: list[str], *, backend: str = "afp-v3", settle_s: float = 0.3,
                cap_args: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
     """Send with capbench-gen `gen_args` through the test bed, capbench-xdpcount and
     capbench-cap (on CPU 1) on the capture side; (generator, counter, xdpcount) summaries."""
+    import warnings
+
+    for attempt in range(1 + HOST_STALL_RERUNS):
+        gen, cap, xdp = _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args)
+        late = 0 < gen.get("offered_share", 1.0) < 0.999
+        lost = cap.get("lost", 0) > 0
+        if attempt == HOST_STALL_RERUNS or not (late or lost):
+            return gen, cap, xdp
+        warnings.warn(f"rerun {attempt + 1} of {' '.join(gen_args)}: the host stalled it "
+                      f"(offered share {gen.get('offered_share')}, counter lost {cap.get('lost')})", stacklevel=2)
+    raise AssertionError("unreachable")
+
+
+def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[dict, dict, dict]:
     import time
 
     from capbench.procs import ChildSet
