@@ -8,7 +8,9 @@ Layers, from the wire up (each with the counter it comes from):
                  what arrived), and the veth's own rx_dropped when it has some
     backlog      softnet_stat's drops on the receive CPU (the RPS queue)
     socket       PACKET_STATISTICS tp_drops (freeze_q counted apart)
-    AF_XDP       XDP_STATISTICS (RX ring full, fill ring empty)
+    AF_XDP       XDP_STATISTICS (RX ring full, fill ring empty), and frames on
+                 receive queues no AF_XDP socket is bound to (the program's
+                 not_redirected count)
     application  frames that the socket took but the counter never read
                  (kernel packets − kernel drops − frames read), normally 0
 
@@ -41,7 +43,17 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
         extra = f", {freeze:,} while the queue was frozen" if freeze else ""
         out.append(("socket", r.socket_drops, f"PACKET_STATISTICS tp_drops{extra}"))
     if r.xsk_drops:
-        out.append(("AF_XDP rings", r.xsk_drops, "XDP_STATISTICS rx_dropped + rx_ring_full"))
+        # The afxdp backend's kernel drops are its sockets' ring drops plus the frames its
+        # XDP program found on a receive queue no socket is bound to (those go on to the stack).
+        other_queues = int((cap.get("xdp") or {}).get("not_redirected", 0)) if isinstance(cap, dict) else 0
+        rings = r.xsk_drops - other_queues
+        if rings:
+            out.append(("AF_XDP rings", rings, "XDP_STATISTICS rx_dropped + rx_ring_full"))
+        if other_queues:
+            bound = ", ".join(str(q) for q in cap.get("queues", [cap.get("queue", 0)]))
+            out.append(("AF_XDP queues", other_queues,
+                        f"on receive queues without a socket (bound: {bound}), passed to the stack: "
+                        f"the XDP program's not_redirected; --queue all binds every queue"))
     app = application_drops(r)
     if app:
         out.append(("application", app, "taken by the socket, never read by the counter"))

@@ -30,7 +30,7 @@ from capbench.binaries import Binaries
 from capbench.errors import RunError, UsageError
 from capbench.procs import ChildError, ChildSet
 from capbench.rates import Rate, link_name, wire_bps
-from capbench.testbed import Testbed
+from capbench.testbed import Testbed, veth_queues
 
 SCHEMA = 1
 # A trial whose generator sent less than this share of the offered rate did not
@@ -270,8 +270,24 @@ class Measurer:
             *_opt("--cpu", s.cap_cpu if cpu_ is None else cpu_),
             *_opt("--app-load", self.app_load),
             *ring_args(s.backend, s.ring_bytes),
+            *self.xsk_queue_args(),
             *s.cap_args,
         ]
+
+    def xsk_queue_args(self) -> tuple[str, ...]:
+        """The receive queues an AF_XDP backend binds, which must hold the generator's frames.
+
+        The test bed's veth has one queue per CPU, and a frame sent on it lands on the
+        peer's receive queue of the sending CPU (CPU modulo queues): an XDP redirect
+        picks it in veth_xdp_xmit, a packet socket picks the transmit queue of its CPU,
+        which veth_xmit maps to the same receive queue. So: the generator's CPU's queue
+        when it is pinned to one CPU, every queue (a socket and a worker each) when it is not."""
+        s = self.setup
+        if s.backend not in XSK_BACKENDS or "--queue" in s.cap_args:
+            return ()
+        if s.gen_cpu is None or "--threads" in s.gen_args:
+            return ("--queue", "all")
+        return ("--queue", str(s.gen_cpu % veth_queues()))
 
     def measure(self, duration_s: float, load: Rate | float) -> TrialResult:
         """Run one trial of `duration_s` at `load` (a Rate, or frames per second)."""

@@ -21,10 +21,16 @@
  * and a reserve that still comes up short waits for the kernel instead of
  * failing.
  *
- * The socket is bound with libxdp's xsk API, with
+ * An AF_XDP socket receives from one queue of the interface; a NIC with
+ * several (RSS, or a veth with one per CPU) spreads its frames over them.
+ * --queue names the queues to capture: each gets its own UMEM, socket and
+ * worker thread, so nothing is shared between workers. Frames of the other
+ * queues go on to the stack and are counted as not redirected.
+ *
+ * The sockets are bound with libxdp's xsk API, with
  * XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD: libxdp then loads no program (its
  * dispatcher needs bpffs); ours is loaded from the skeleton, its XSKMAP
- * holds our socket at the index of our queue, and it is attached through a
+ * holds each socket at the index of its queue, and it is attached through a
  * bpf_link, which the kernel removes when the process exits, however it
  * exits.
  *
@@ -79,9 +85,9 @@
 #define BUSY_POLL_USEC      20     /* SO_BUSY_POLL: how long one busy poll may spin */
 #define POLL_MS             100    /* how often a quiet reader looks at the stop flag */
 
-struct afxdp {
-	struct xdp_xsk_bpf *skel;
-	struct cap_xdp_hook hook;
+/* One receive queue's socket, with its own UMEM; read by one worker. */
+struct xsk_queue {
+	unsigned int queue;
 	void *area;
 	size_t area_len;
 	struct xsk_umem *umem;
@@ -90,10 +96,18 @@ struct afxdp {
 	struct xsk_ring_cons cq;
 	struct xsk_ring_cons rx;
 	int fd;
+	int zerocopy;
+	struct cap_kstats kstats; /* this socket's XDP_STATISTICS; main thread only */
+};
+
+struct afxdp {
+	struct xdp_xsk_bpf *skel;
+	struct cap_xdp_hook hook;
 	uint32_t frame_count, fill_size, ring_size, batch;
-	int zerocopy, need_wakeup, busy_poll;
-	unsigned int queue;
+	int need_wakeup, busy_poll;
 	struct cap_kstats kstats; /* touched by the main thread only */
+	unsigned int n;           /* sockets, one per --queue: worker i reads q[i] */
+	struct xsk_queue q[];
 };
 
 static uint32_t pow2_ceil(uint32_t v)
@@ -103,21 +117,6 @@ static uint32_t pow2_ceil(uint32_t v)
 	while (p < v)
 		p <<= 1;
 	return p;
-}
-
-/* Receive queues of the interface from sysfs, or 0 if sysfs does not say
- * (not mounted for this namespace). */
-static unsigned int rx_queue_count(const char *iface)
-{
-	char path[128];
-	unsigned int n = 0;
-
-	for (;;) {
-		snprintf(path, sizeof(path), "/sys/class/net/%s/queues/rx-%u", iface, n);
-		if (access(path, F_OK))
-			return n;
-		n++;
-	}
 }
 
 /* The interface's driver as ethtool names it ("veth", "ixgbe"), or "?". */
@@ -137,7 +136,7 @@ static const char *driver_name(const struct cap_cfg *cfg, char *buf, size_t len)
 	return buf;
 }
 
-static int set_busy_poll(struct afxdp *st)
+static int set_busy_poll(const struct afxdp *st, const struct xsk_queue *q)
 {
 	static const struct { int opt; const char *name; } opts[] = {
 		{ SO_PREFER_BUSY_POLL, "SO_PREFER_BUSY_POLL" },
@@ -147,7 +146,7 @@ static int set_busy_poll(struct afxdp *st)
 	int vals[] = { 1, BUSY_POLL_USEC, (int)st->batch };
 
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-		if (setsockopt(st->fd, SOL_SOCKET, opts[i].opt, &vals[i], sizeof(vals[i])) < 0) {
+		if (setsockopt(q->fd, SOL_SOCKET, opts[i].opt, &vals[i], sizeof(vals[i])) < 0) {
 			int err = errno;
 
 			fprintf(stderr, "capbench-cap: the kernel refuses busy polling: %s=%d: %s%s\n",
@@ -161,7 +160,7 @@ static int set_busy_poll(struct afxdp *st)
 	return 0;
 }
 
-static int create_socket(const struct cap_cfg *cfg, struct afxdp *st)
+static int create_socket(const struct cap_cfg *cfg, const struct afxdp *st, struct xsk_queue *q)
 {
 	struct xsk_socket_config sc = {
 		.rx_size = st->ring_size,
@@ -174,11 +173,11 @@ static int create_socket(const struct cap_cfg *cfg, struct afxdp *st)
 	};
 	struct xdp_options xo = { 0 };
 	socklen_t len = sizeof(xo);
-	unsigned int nq = rx_queue_count(cfg->iface);
+	unsigned int nq = cap_rx_queue_count(cfg->iface);
 	char drv[64];
 	int err;
 
-	if (nq && cfg->queue >= nq) {
+	if (nq && q->queue >= nq) {
 		if (nq == 1)
 			fprintf(stderr, "capbench-cap: %s has one receive queue: give --queue 0\n",
 				cfg->iface);
@@ -189,7 +188,7 @@ static int create_socket(const struct cap_cfg *cfg, struct afxdp *st)
 	}
 	/* Without XDP_COPY or XDP_ZEROCOPY the kernel tries zero-copy and
 	 * falls back to copy mode by itself: that is --xdp-bind auto. */
-	err = xsk_socket__create(&st->xsk, cfg->iface, cfg->queue, st->umem, &st->rx, NULL, &sc);
+	err = xsk_socket__create(&q->xsk, cfg->iface, q->queue, q->umem, &q->rx, NULL, &sc);
 	if (err) {
 		if (cfg->xdp_bind == CAP_XDP_BIND_ZEROCOPY && (err == -EOPNOTSUPP || err == -EINVAL))
 			fprintf(stderr, "capbench-cap: %s (driver %s) has no zero-copy AF_XDP (%s): "
@@ -198,48 +197,55 @@ static int create_socket(const struct cap_cfg *cfg, struct afxdp *st)
 		else if (err == -EINVAL || err == -ENOMEM || err == -ENOBUFS)
 			fprintf(stderr, "capbench-cap: the kernel refuses an AF_XDP socket on %s queue %u "
 				"with a %u-descriptor RX ring (%s): check --queue, and use a smaller "
-				"--ring-size\n", cfg->iface, cfg->queue, st->ring_size, strerror(-err));
+				"--ring-size\n", cfg->iface, q->queue, st->ring_size, strerror(-err));
 		else
 			fprintf(stderr, "capbench-cap: cannot bind an AF_XDP socket to %s queue %u: %s\n",
-				cfg->iface, cfg->queue, strerror(-err));
+				cfg->iface, q->queue, strerror(-err));
 		return err == -EOPNOTSUPP || err == -ENOMEM || err == -ENOBUFS ? -EINVAL : err;
 	}
-	st->fd = xsk_socket__fd(st->xsk);
-	if (getsockopt(st->fd, SOL_XDP, XDP_OPTIONS, &xo, &len) == 0)
-		st->zerocopy = !!(xo.flags & XDP_OPTIONS_ZEROCOPY);
+	q->fd = xsk_socket__fd(q->xsk);
+	if (getsockopt(q->fd, SOL_XDP, XDP_OPTIONS, &xo, &len) == 0)
+		q->zerocopy = !!(xo.flags & XDP_OPTIONS_ZEROCOPY);
 	return 0;
 }
 
 /* Give every frame to the kernel through the fill ring. */
-static void fill_all(struct afxdp *st)
+static void fill_all(const struct afxdp *st, struct xsk_queue *q)
 {
 	uint32_t idx;
-	uint32_t n = xsk_ring_prod__reserve(&st->fq, st->frame_count, &idx);
+	uint32_t n = xsk_ring_prod__reserve(&q->fq, st->frame_count, &idx);
 
 	for (uint32_t i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&st->fq, idx + i) = (uint64_t)i * FRAME_SIZE;
-	xsk_ring_prod__submit(&st->fq, n);
+		*xsk_ring_prod__fill_addr(&q->fq, idx + i) = (uint64_t)i * FRAME_SIZE;
+	xsk_ring_prod__submit(&q->fq, n);
 }
 
-static int load_program(const struct cap_cfg *cfg, struct afxdp *st)
+static int load_program(struct afxdp *st)
 {
-	uint32_t key = cfg->queue;
+	uint32_t slots = 0;
 	int err;
 
+	for (unsigned int i = 0; i < st->n; i++)
+		if (st->q[i].queue + 1 > slots)
+			slots = st->q[i].queue + 1;
 	cb_libbpf_quiet();
 	st->skel = xdp_xsk_bpf__open();
 	if (!st->skel) {
 		err = -errno;
 		goto fail;
 	}
-	err = bpf_map__set_max_entries(st->skel->maps.xsks, cfg->queue + 1);
+	err = bpf_map__set_max_entries(st->skel->maps.xsks, slots);
 	if (!err)
 		err = xdp_xsk_bpf__load(st->skel);
 	if (err)
 		goto fail;
-	if (bpf_map_update_elem(bpf_map__fd(st->skel->maps.xsks), &key, &st->fd, 0)) {
-		err = -errno;
-		goto fail;
+	for (unsigned int i = 0; i < st->n; i++) {
+		uint32_t key = st->q[i].queue;
+
+		if (bpf_map_update_elem(bpf_map__fd(st->skel->maps.xsks), &key, &st->q[i].fd, 0)) {
+			err = -errno;
+			goto fail;
+		}
 	}
 	return 0;
 fail:
@@ -248,10 +254,12 @@ fail:
 	return err;
 }
 
-static int afxdp_open(const struct cap_cfg *cfg, void **state)
+/* The UMEM, socket and filled fill ring of one queue. Returns 0 or -errno
+ * after printing one line; close_queue() undoes what was done either way. */
+static int open_queue(const struct cap_cfg *cfg, const struct afxdp *st, struct xsk_queue *q)
 {
-	struct afxdp *st = calloc(1, sizeof(*st));
 	struct xsk_umem_config uc = {
+		.fill_size = st->fill_size,
 		.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS,
 		.frame_size = FRAME_SIZE,
 		.frame_headroom = 0,
@@ -259,46 +267,75 @@ static int afxdp_open(const struct cap_cfg *cfg, void **state)
 	};
 	int err;
 
+	q->area_len = (size_t)st->frame_count * FRAME_SIZE;
+	q->area = mmap(NULL, q->area_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (q->area == MAP_FAILED) {
+		err = -errno;
+		q->area = NULL;
+		fprintf(stderr, "capbench-cap: cannot map a UMEM of %u frames of %u B: %s: use a "
+			"smaller --frame-count\n", st->frame_count, FRAME_SIZE, strerror(-err));
+		return err;
+	}
+	err = xsk_umem__create(&q->umem, q->area, q->area_len, &q->fq, &q->cq, &uc);
+	if (err) {
+		q->umem = NULL;
+		fprintf(stderr, "capbench-cap: %s (%s): %s\n",
+			err == -EAFNOSUPPORT ? "this kernel has no AF_XDP sockets" :
+			"the kernel refuses the UMEM", strerror(-err),
+			err == -EAFNOSUPPORT ? "use a kernel with CONFIG_XDP_SOCKETS, or another backend" :
+			"use a smaller --frame-count");
+		return err == -EAFNOSUPPORT ? -ENODEV : -EINVAL;
+	}
+	err = create_socket(cfg, st, q);
+	if (err) {
+		q->xsk = NULL;
+		return err;
+	}
+	if (st->busy_poll && (err = set_busy_poll(st, q)))
+		return err;
+	fill_all(st, q);
+	return 0;
+}
+
+static void close_queue(struct xsk_queue *q)
+{
+	if (q->xsk)
+		xsk_socket__delete(q->xsk);
+	if (q->umem)
+		xsk_umem__delete(q->umem);
+	if (q->area)
+		munmap(q->area, q->area_len);
+}
+
+static int afxdp_open(const struct cap_cfg *cfg, void **state)
+{
+	struct afxdp *st = calloc(1, sizeof(*st) + cfg->n_queues * sizeof(st->q[0]));
+	unsigned int opened = 0;
+	int err;
+
 	if (!st)
 		return -ENOMEM;
-	st->queue = cfg->queue;
+	st->n = cfg->n_queues;
 	st->ring_size = cfg->ring_size ? cfg->ring_size : DEFAULT_RING_SIZE;
 	st->frame_count = cfg->frame_count ? cfg->frame_count : st->ring_size;
 	st->fill_size = 2 * pow2_ceil(st->frame_count);
 	st->batch = cfg->batch ? cfg->batch : DEFAULT_BATCH;
 	st->need_wakeup = cfg->need_wakeup;
 	st->busy_poll = cfg->busy_poll;
-	uc.fill_size = st->fill_size;
 
 	err = cap_xdp_hook_init(cfg, &st->hook);
 	if (err)
 		goto err_free;
-	st->area_len = (size_t)st->frame_count * FRAME_SIZE;
-	st->area = mmap(NULL, st->area_len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (st->area == MAP_FAILED) {
-		err = -errno;
-		fprintf(stderr, "capbench-cap: cannot map a UMEM of %u frames of %u B: %s: use a "
-			"smaller --frame-count\n", st->frame_count, FRAME_SIZE, strerror(-err));
-		goto err_promisc;
+	for (; opened < st->n; opened++) {
+		st->q[opened].queue = cfg->queues[opened];
+		err = open_queue(cfg, st, &st->q[opened]);
+		if (err) {
+			opened++; /* close what it did */
+			goto err_queues;
+		}
 	}
-	err = xsk_umem__create(&st->umem, st->area, st->area_len, &st->fq, &st->cq, &uc);
-	if (err) {
-		fprintf(stderr, "capbench-cap: %s (%s): %s\n",
-			err == -EAFNOSUPPORT ? "this kernel has no AF_XDP sockets" :
-			"the kernel refuses the UMEM", strerror(-err),
-			err == -EAFNOSUPPORT ? "use a kernel with CONFIG_XDP_SOCKETS, or another backend" :
-			"use a smaller --frame-count");
-		err = err == -EAFNOSUPPORT ? -ENODEV : -EINVAL;
-		goto err_unmap;
-	}
-	err = create_socket(cfg, st);
-	if (err)
-		goto err_umem;
-	if (st->busy_poll && (err = set_busy_poll(st)))
-		goto err_socket;
-	fill_all(st);
-	err = load_program(cfg, st);
+	err = load_program(st);
 	if (err)
 		goto err_skel;
 	err = cap_xdp_hook_attach(cfg, &st->hook, bpf_program__fd(st->skel->progs.cb_xsk));
@@ -309,13 +346,9 @@ static int afxdp_open(const struct cap_cfg *cfg, void **state)
 
 err_skel:
 	xdp_xsk_bpf__destroy(st->skel);
-err_socket:
-	xsk_socket__delete(st->xsk);
-err_umem:
-	xsk_umem__delete(st->umem);
-err_unmap:
-	munmap(st->area, st->area_len);
-err_promisc:
+err_queues:
+	while (opened)
+		close_queue(&st->q[--opened]);
 	cap_xdp_hook_release(&st->hook);
 err_free:
 	free(st);
@@ -325,10 +358,10 @@ err_free:
 /* Kick the kernel: a zero-copy driver that ran out of fill-ring frames
  * stops until it is woken (in copy mode the flag is never set), and with
  * busy polling recvfrom() runs the queue's NAPI poll in this thread. */
-static int wake_fill(struct afxdp *st)
+static int wake_fill(const struct afxdp *st, struct xsk_queue *q)
 {
-	if (st->busy_poll || (st->need_wakeup && xsk_ring_prod__needs_wakeup(&st->fq))) {
-		if (recvfrom(st->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL) < 0 && errno != EAGAIN &&
+	if (st->busy_poll || (st->need_wakeup && xsk_ring_prod__needs_wakeup(&q->fq))) {
+		if (recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL) < 0 && errno != EAGAIN &&
 		    errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN && errno != EINTR)
 			return -errno;
 	} else {
@@ -338,13 +371,13 @@ static int wake_fill(struct afxdp *st)
 }
 
 /* Wait for the RX ring to fill, without a busy loop unless asked for one. */
-static int wait_rx(struct afxdp *st)
+static int wait_rx(const struct afxdp *st, struct xsk_queue *q)
 {
-	struct pollfd pfd = { .fd = st->fd, .events = POLLIN };
+	struct pollfd pfd = { .fd = q->fd, .events = POLLIN };
 	int err;
 
-	if (st->busy_poll || (st->need_wakeup && xsk_ring_prod__needs_wakeup(&st->fq))) {
-		if ((err = wake_fill(st)))
+	if (st->busy_poll || (st->need_wakeup && xsk_ring_prod__needs_wakeup(&q->fq))) {
+		if ((err = wake_fill(st, q)))
 			return err;
 		/* Busy polling: spin on recvfrom() instead of sleeping. */
 		if (st->busy_poll)
@@ -358,41 +391,42 @@ static int wait_rx(struct afxdp *st)
 static int afxdp_run(void *state, struct cap_worker *w)
 {
 	struct afxdp *st = state;
+	struct xsk_queue *q = &st->q[w->index];
 	const uint64_t frame_mask = ~(uint64_t)(FRAME_SIZE - 1);
 
 	for (;;) {
 		uint32_t idx_rx, idx_fq;
 		uint64_t now;
-		uint32_t n = xsk_ring_cons__peek(&st->rx, st->batch, &idx_rx);
+		uint32_t n = xsk_ring_cons__peek(&q->rx, st->batch, &idx_rx);
 		int reached = 0, err;
 
 		if (!n) {
 			/* Empty after the stop: the ring is drained. */
 			if (cap_should_stop(w))
 				return 0;
-			if ((err = wait_rx(st)))
+			if ((err = wait_rx(st, q)))
 				return err;
 			continue;
 		}
 		/* Practically never short (see the top of the file). */
-		while (xsk_ring_prod__reserve(&st->fq, n, &idx_fq) != n) {
-			if ((err = wake_fill(st)))
+		while (xsk_ring_prod__reserve(&q->fq, n, &idx_fq) != n) {
+			if ((err = wake_fill(st, q)))
 				return err;
 		}
 		/* AF_XDP descriptors carry no time: the batch's read time
 		 * stands for each packet. */
 		now = cap_now_mono_ns();
 		for (uint32_t i = 0; i < n; i++) {
-			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&st->rx, idx_rx + i);
-			const uint8_t *data = xsk_umem__get_data(st->area, d->addr);
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx_rx + i);
+			const uint8_t *data = xsk_umem__get_data(q->area, d->addr);
 
 			reached |= cap_packet(w, data, d->len, d->len, now);
-			*xsk_ring_prod__fill_addr(&st->fq, idx_fq + i) = d->addr & frame_mask;
+			*xsk_ring_prod__fill_addr(&q->fq, idx_fq + i) = d->addr & frame_mask;
 		}
 		/* The packets are read: release the descriptors and hand the
 		 * frames back to the kernel in one go. */
-		xsk_ring_cons__release(&st->rx, n);
-		xsk_ring_prod__submit(&st->fq, n);
+		xsk_ring_cons__release(&q->rx, n);
+		xsk_ring_prod__submit(&q->fq, n);
 		cap_publish(w);
 		if (reached)
 			return 0;
@@ -402,32 +436,59 @@ static int afxdp_run(void *state, struct cap_worker *w)
 static void afxdp_stats(void *state, struct cap_kstats *out)
 {
 	struct afxdp *st = state;
-	struct xdp_statistics xs;
-	socklen_t len = sizeof(xs);
 	struct cap_kstats *k = &st->kstats;
 
-	if (getsockopt(st->fd, SOL_XDP, XDP_STATISTICS, &xs, &len) == 0 && len == sizeof(xs)) {
-		k->rx_dropped = xs.rx_dropped;
-		k->rx_invalid_descs = xs.rx_invalid_descs;
-		k->rx_ring_full = xs.rx_ring_full;
-		k->rx_fill_ring_empty_descs = xs.rx_fill_ring_empty_descs;
-		k->has_xsk = 1;
+	k->rx_dropped = k->rx_invalid_descs = k->rx_ring_full = k->rx_fill_ring_empty_descs = 0;
+	for (unsigned int i = 0; i < st->n; i++) {
+		struct xsk_queue *q = &st->q[i];
+		struct cap_kstats *qk = &q->kstats;
+		struct xdp_statistics xs;
+		socklen_t len = sizeof(xs);
+
+		/* A failed read keeps the socket's last counts in the sum. */
+		if (getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &xs, &len) == 0 && len == sizeof(xs)) {
+			qk->rx_dropped = xs.rx_dropped;
+			qk->rx_invalid_descs = xs.rx_invalid_descs;
+			qk->rx_ring_full = xs.rx_ring_full;
+			qk->rx_fill_ring_empty_descs = xs.rx_fill_ring_empty_descs;
+			qk->drops = qk->rx_dropped + qk->rx_ring_full;
+			qk->has_xsk = 1;
+			k->has_xsk = 1;
+		}
+		k->rx_dropped += qk->rx_dropped;
+		k->rx_invalid_descs += qk->rx_invalid_descs;
+		k->rx_ring_full += qk->rx_ring_full;
+		k->rx_fill_ring_empty_descs += qk->rx_fill_ring_empty_descs;
 	}
 	cap_xdp_kstats(bpf_map__fd(st->skel->maps.counts), k);
-	/* Every frame the program redirected reached the socket's rings or
-	 * was dropped there; frames of other queues went to the stack. */
+	/* Every frame the program redirected reached a socket's rings or was
+	 * dropped there; frames of other queues went to the stack. */
 	k->packets = k->xdp_packets - k->xdp_not_redirected;
 	k->drops = k->rx_dropped + k->rx_ring_full + k->xdp_not_redirected;
 	*out = *k;
 }
 
+/* A worker's socket: what the kernel dropped at its rings (XDP_STATISTICS),
+ * as of the last afxdp_stats(). */
+static void afxdp_worker_stats(void *state, unsigned int worker, struct cap_kstats *out)
+{
+	*out = ((struct afxdp *)state)->q[worker].kstats;
+}
+
 static void afxdp_summary(void *state, struct cb_json *j)
 {
 	struct afxdp *st = state;
+	int zerocopy = 1;
 
-	cb_json_str(j, "xdp_bind", st->zerocopy ? "zerocopy" : "copy");
+	for (unsigned int i = 0; i < st->n; i++)
+		zerocopy &= st->q[i].zerocopy;
+	cb_json_str(j, "xdp_bind", zerocopy ? "zerocopy" : "copy");
 	cb_json_str(j, "xdp_mode", st->hook.mode);
-	cb_json_u64(j, "queue", st->queue);
+	cb_json_u64(j, "queue", st->q[0].queue); /* the first; all of them in "queues" */
+	cb_json_arr_begin(j, "queues");
+	for (unsigned int i = 0; i < st->n; i++)
+		cb_json_arr_u64(j, st->q[i].queue);
+	cb_json_arr_end(j);
 	cb_json_u64(j, "frame_count", st->frame_count);
 	cb_json_u64(j, "ring_size", st->ring_size);
 	cb_json_u64(j, "batch", st->batch);
@@ -441,9 +502,8 @@ static void afxdp_close(void *state)
 
 	cap_xdp_hook_release(&st->hook); /* detached first: no more redirects */
 	xdp_xsk_bpf__destroy(st->skel);
-	xsk_socket__delete(st->xsk);
-	xsk_umem__delete(st->umem);
-	munmap(st->area, st->area_len);
+	for (unsigned int i = 0; i < st->n; i++)
+		close_queue(&st->q[i]);
 	free(st);
 }
 
@@ -453,6 +513,7 @@ const struct cap_backend cap_backend_afxdp = {
 	.open = afxdp_open,
 	.run = afxdp_run,
 	.stats = afxdp_stats,
+	.worker_stats = afxdp_worker_stats,
 	.summary = afxdp_summary,
 	.close = afxdp_close,
 };

@@ -24,6 +24,7 @@
 #include "cap.h"
 #include "jsonl.h"
 #include "util.h"
+#include "xdp_common.h"
 
 static void usage(FILE *out)
 {
@@ -64,9 +65,9 @@ static void usage(FILE *out)
 "                          MS ms (default 10)\n"
 "      --workers N         fanout: worker threads, one socket and ring each, at\n"
 "                          most one per CPU (default 1, or one per --worker-cpus)\n"
-"      --worker-cpus LIST  fanout: pin worker i to the i-th CPU of LIST (0,1 or\n"
-"                          0-3); default: consecutive CPUs from --cpu (or 0),\n"
-"                          wrapping around\n"
+"      --worker-cpus LIST  fanout, afxdp: pin worker i to the i-th CPU of LIST\n"
+"                          (0,1 or 0-3); default: consecutive CPUs from --cpu\n"
+"                          (fanout: or 0), wrapping around\n"
 "      --fanout-mode MODE  fanout: how the kernel spreads packets over the\n"
 "                          workers: hash (of the flow; default), lb (round\n"
 "                          robin), cpu (the receiving CPU), qm (the receive\n"
@@ -75,7 +76,9 @@ static void usage(FILE *out)
 "      --xdp-bind MODE     afxdp: copy, zerocopy (fails where the driver has\n"
 "                          none, e.g. veth) or auto (zero-copy if the driver\n"
 "                          has it, else copy; default)\n"
-"      --queue N           afxdp: receive queue to bind to (default 0)\n"
+"      --queue N|LIST|all  afxdp: receive queue(s) to bind to, one socket and one\n"
+"                          worker each (default 0); frames of other queues go\n"
+"                          on to the stack, counted as not redirected\n"
 "      --ring-size N       afxdp: RX ring descriptors, a power of two (default 16384)\n"
 "      --no-need-wakeup    afxdp: bind without XDP_USE_NEED_WAKEUP\n"
 "      --busy-poll         afxdp: busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL\n"
@@ -208,11 +211,43 @@ static const struct cap_backend *find_backend(const char *name)
 	cb_usage_error("unknown backend '%s': use one of %s", name, names);
 }
 
+/* --worker-cpus: how many CPUs it lists (0 when not given). */
+static int parse_worker_cpus(const struct cap_args *a, struct cap_cfg *cfg)
+{
+	long nconf = sysconf(_SC_NPROCESSORS_CONF);
+	int usable = cb_cpu_count(), listed;
+
+	if (!a->worker_cpus)
+		return 0;
+	if (usable > CAP_MAX_WORKERS)
+		usable = CAP_MAX_WORKERS;
+	listed = cb_parse_cpu_list(a->worker_cpus, (int)nconf, cfg->worker_cpus, usable);
+	if (listed < 0)
+		cb_usage_error("bad --worker-cpus '%s': give up to %d distinct CPUs of 0..%ld, "
+			       "e.g. 0,1 or 0-3", a->worker_cpus, usable, nconf - 1);
+	return listed;
+}
+
+/* The CPU of each of cfg->workers workers: the `listed` --worker-cpus, or
+ * consecutive CPUs from --cpu (or 0), wrapping around. `count_from` says
+ * what set the number of workers, for the error. */
+static void place_workers(const struct cap_args *a, struct cap_cfg *cfg, int listed,
+			  const char *count_from)
+{
+	long nconf = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (listed && (unsigned int)listed != cfg->workers)
+		cb_usage_error("%s gives %u workers but --worker-cpus '%s' names %d CPUs: give one "
+			       "CPU per worker", count_from, cfg->workers, a->worker_cpus, listed);
+	if (!listed)
+		for (unsigned int i = 0; i < cfg->workers; i++)
+			cfg->worker_cpus[i] = (int)(((cfg->cpu >= 0 ? cfg->cpu : 0) + (long)i) % nconf);
+}
+
 /* fanout: how many workers, on which CPUs, and the fanout mode. */
 static void configure_workers(const struct cap_args *a, struct cap_cfg *cfg)
 {
-	long nconf = sysconf(_SC_NPROCESSORS_CONF);
-	int usable = cb_cpu_count(), listed = 0;
+	int usable = cb_cpu_count(), listed = parse_worker_cpus(a, cfg);
 	uint64_t u;
 
 	if (usable > CAP_MAX_WORKERS)
@@ -221,12 +256,6 @@ static void configure_workers(const struct cap_args *a, struct cap_cfg *cfg)
 	if (cfg->fanout_mode < 0)
 		cb_usage_error("bad --fanout-mode '%s': use hash, lb, cpu, qm or rollover",
 			       a->fanout_mode);
-	if (a->worker_cpus) {
-		listed = cb_parse_cpu_list(a->worker_cpus, (int)nconf, cfg->worker_cpus, usable);
-		if (listed < 0)
-			cb_usage_error("bad --worker-cpus '%s': give up to %d distinct CPUs of 0..%ld, "
-				       "e.g. 0,1 or 0-3", a->worker_cpus, usable, nconf - 1);
-	}
 	if (a->workers) {
 		if (cb_parse_u64(a->workers, &u) || u == 0 || u > (uint64_t)usable)
 			cb_usage_error("bad --workers '%s': give 1..%d (at most one worker per CPU)",
@@ -235,12 +264,48 @@ static void configure_workers(const struct cap_args *a, struct cap_cfg *cfg)
 	} else {
 		cfg->workers = listed ? (unsigned int)listed : 1;
 	}
-	if (listed && (unsigned int)listed != cfg->workers)
-		cb_usage_error("--workers %u but --worker-cpus '%s' names %d CPUs: give one CPU per "
-			       "worker", cfg->workers, a->worker_cpus, listed);
-	if (!listed)
-		for (unsigned int i = 0; i < cfg->workers; i++)
-			cfg->worker_cpus[i] = (int)(((cfg->cpu >= 0 ? cfg->cpu : 0) + (long)i) % nconf);
+	place_workers(a, cfg, listed, a->workers ? "--workers" : "the default of one worker");
+}
+
+/* afxdp's --queue: a queue number, a list (0,1 or 0-3) or `all`, read from
+ * sysfs (/sys/class/net/IF/queues/rx-N, which `ip netns exec` mounts for
+ * the namespace). Each queue gets its own socket and worker. */
+static void configure_queues(const struct cap_args *a, struct cap_cfg *cfg)
+{
+	int ids[CAP_MAX_WORKERS], n, listed = parse_worker_cpus(a, cfg);
+
+	if (!a->queue) {
+		ids[0] = 0;
+		n = 1;
+	} else if (!strcmp(a->queue, "all")) {
+		n = (int)cap_rx_queue_count(cfg->iface);
+		if (n == 0)
+			cb_usage_error("cannot tell how many receive queues %s has (no "
+				       "/sys/class/net/%s/queues here): give --queue N or a list",
+				       cfg->iface, cfg->iface);
+		if (n > CAP_MAX_WORKERS)
+			cb_usage_error("%s has %d receive queues, more than the %d workers capbench-cap "
+				       "runs: give --queue a list", cfg->iface, n, CAP_MAX_WORKERS);
+		for (int i = 0; i < n; i++)
+			ids[i] = i;
+	} else {
+		/* The CPU-list syntax, for any distinct small numbers. */
+		n = cb_parse_cpu_list(a->queue, CAP_MAX_QUEUE + 1, ids, CAP_MAX_WORKERS);
+		if (n < 0)
+			cb_usage_error("bad --queue '%s': give a receive queue number (0..%d), a list of "
+				       "distinct ones (0,1 or 0-3) or all", a->queue, CAP_MAX_QUEUE);
+	}
+	cfg->n_queues = (unsigned int)n;
+	for (int i = 0; i < n; i++)
+		cfg->queues[i] = (unsigned int)ids[i];
+	cfg->workers = cfg->n_queues;
+	/* Without --worker-cpus, one queue's worker stays where --cpu pins the
+	 * process, as with the other backends, and without --cpu the workers
+	 * are left to the scheduler. */
+	for (int i = 0; !listed && i < n; i++)
+		cfg->worker_cpus[i] = -1;
+	if (listed || (n > 1 && cfg->cpu >= 0))
+		place_workers(a, cfg, listed, "--queue");
 }
 
 /* afxdp's own options (--batch and --frame-count are checked with raw's and afp-v2's). */
@@ -263,12 +328,6 @@ static void configure_afxdp(const struct cap_args *a, const struct cap_backend *
 		cfg->xdp_bind = CAP_XDP_BIND_ZEROCOPY;
 	else
 		cb_usage_error("bad --xdp-bind '%s': use copy, zerocopy or auto", a->xdp_bind);
-	if (a->queue) {
-		if (cb_parse_u64(a->queue, &u) || u > 4095)
-			cb_usage_error("bad --queue '%s': give a receive queue number, 0..4095",
-				       a->queue);
-		cfg->queue = (unsigned int)u;
-	}
 	if (a->ring_size && (cb_parse_u64(a->ring_size, &u) || u < 64 || u > (1u << 20) ||
 			     (u & (u - 1))))
 		cb_usage_error("bad --ring-size '%s': give a power of two from 64 to 1048576",
@@ -311,9 +370,12 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	    be != &cap_backend_fanout)
 		cb_usage_error("--block-size, --block-count and --block-timeout are options of "
 			       "--backend afp-v3 and fanout, not of %s", be->name);
-	if ((a->workers || a->worker_cpus || a->fanout_mode) && be != &cap_backend_fanout)
-		cb_usage_error("--workers, --worker-cpus and --fanout-mode are options of "
-			       "--backend fanout, not of %s", be->name);
+	if ((a->workers || a->fanout_mode) && be != &cap_backend_fanout)
+		cb_usage_error("--workers and --fanout-mode are options of --backend fanout, not of %s",
+			       be->name);
+	if (a->worker_cpus && be != &cap_backend_fanout && be != &cap_backend_afxdp)
+		cb_usage_error("--worker-cpus is an option of --backend fanout and afxdp, not of %s",
+			       be->name);
 	cfg->immediate = a->immediate;
 	if (a->buffer_size && (cb_parse_bytes(a->buffer_size, &cfg->buffer_size) ||
 			       cfg->buffer_size == 0 || cfg->buffer_size > (1ull << 31) - 1))
@@ -386,15 +448,17 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		cfg->cpu = cb_opt_cpu("--cpu", a->cpu);
 	cfg->workers = 1;
 	cfg->worker_cpus[0] = -1; /* the worker runs where the process is pinned */
-	if (be == &cap_backend_fanout)
-		configure_workers(a, cfg);
-	if (cfg->write_path && cfg->workers > 1)
-		cb_usage_error("--write takes the frames of one worker in the order they arrive: "
-			       "use one worker (not --workers %u)", cfg->workers);
 	cfg->ifindex = cb_ifindex(cfg->iface);
 	if (cfg->ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
 			       cfg->iface);
+	if (be == &cap_backend_fanout)
+		configure_workers(a, cfg);
+	if (be == &cap_backend_afxdp)
+		configure_queues(a, cfg);
+	if (cfg->write_path && cfg->workers > 1)
+		cb_usage_error("--write takes the frames of one worker in the order they arrive: "
+			       "use one worker (not %u)", cfg->workers);
 }
 
 struct worker_ctx {

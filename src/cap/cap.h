@@ -20,6 +20,7 @@
 #include "seqtrack.h"
 
 #define CAP_MAX_WORKERS 256 /* a fanout group holds at most 256 sockets by default */
+#define CAP_MAX_QUEUE 4095  /* the highest receive queue number --queue takes */
 
 struct cap_cfg {
 	const char *iface;
@@ -42,7 +43,9 @@ struct cap_cfg {
 	int fanout_mode;         /* PACKET_FANOUT_HASH, _LB, ... */
 	/* AF_XDP (frame_count: UMEM frames, batch: descriptors per peek) */
 	enum { CAP_XDP_BIND_AUTO, CAP_XDP_BIND_COPY, CAP_XDP_BIND_ZEROCOPY } xdp_bind;
-	unsigned int queue;      /* receive queue to bind to */
+	/* Receive queues to bind (--queue): one socket and one worker each. */
+	unsigned int queues[CAP_MAX_WORKERS];
+	unsigned int n_queues;
 	uint32_t ring_size;      /* RX ring descriptors; 0 = the backend's default */
 	int need_wakeup;         /* XDP_USE_NEED_WAKEUP (default on) */
 	int busy_poll;           /* SO_PREFER_BUSY_POLL + SO_BUSY_POLL + SO_BUSY_POLL_BUDGET */
@@ -56,8 +59,9 @@ struct cap_cfg {
 	double duration_s;       /* 0 = until a signal */
 	double interval_s;
 	int cpu;                 /* -1 = not pinned */
-	/* Worker threads: 1, or --workers for fanout; each pinned to its CPU
-	 * (-1 = not pinned, it runs where the process is pinned). */
+	/* Worker threads: 1, --workers for fanout, one per --queue for afxdp;
+	 * each pinned to its CPU (-1 = not pinned, it runs where the process
+	 * is pinned). */
 	unsigned int workers;
 	int worker_cpus[CAP_MAX_WORKERS];
 };

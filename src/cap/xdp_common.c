@@ -73,3 +73,16 @@ int cap_xdp_kstats(int counts_map_fd, struct cap_kstats *k)
 	k->has_xdp = 1;
 	return 0;
 }
+
+unsigned int cap_rx_queue_count(const char *iface)
+{
+	char path[128];
+	unsigned int n = 0;
+
+	for (;;) {
+		snprintf(path, sizeof(path), "/sys/class/net/%s/queues/rx-%u", iface, n);
+		if (access(path, F_OK))
+			return n;
+		n++;
+	}
+}

@@ -27,6 +27,10 @@ int cap_xdp_hook_attach(const struct cap_cfg *cfg, struct cap_xdp_hook *h, int p
 /* Detach the program, then let the interface leave promiscuous mode. */
 void cap_xdp_hook_release(struct cap_xdp_hook *h);
 
+/* Receive queues of `iface` from sysfs (/sys/class/net/IF/queues/rx-N),
+ * 0 if sysfs does not say (not mounted for this namespace). */
+unsigned int cap_rx_queue_count(const char *iface);
+
 /* Load the program's counters (a "counts" map, xdp_counts.h) into the
  * has_xdp fields of *k. Returns 0 or -errno. */
 int cap_xdp_kstats(int counts_map_fd, struct cap_kstats *k);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import warnings
 
@@ -222,6 +223,58 @@ def test_afxdp_ring_full_drops_are_counted_apart(binaries, tb):
     assert r.unexplained == 0, (r.lost, r.link_drops, r.backlog_drops, r.xsk_drops, k)
 
 
+def afxdp_two_senders(binaries, tb, *cap_args: str) -> tuple[dict, dict]:
+    """40,001 frames from two generator threads on CPUs 0 and 1, so on the capture veth's
+    receive queues 0 and 1 (one per CPU), captured by afxdp with `cap_args`:
+    (generator, counter) summaries."""
+    import time
+
+    with ChildSet() as kids:
+        cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", "afxdp",
+                                          "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
+        cap.wait_for("ready", 5)
+        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--dst-mac", tb.dst_mac,
+                                          "--size", "64", "--rate", "100kpps", "--count", "40001",
+                                          "--threads", "2", "--cpus", "0,1"], netns_name=tb.gen_ns)
+        gen.wait(30)
+        time.sleep(0.3)
+        kids.stop_all()
+        return gen.summary(), cap.summary()
+
+
+def test_afxdp_binds_every_queue_with_a_worker_each(binaries, tb):
+    gen, cap = afxdp_two_senders(binaries, tb, "--queue", "all")
+    assert gen["sent"] == 40_001
+    assert cap["queues"] == [0, 1] and cap["xdp"]["not_redirected"] == 0
+    assert cap["received"] == 40_001 and cap["lost"] == 0 and cap["streams"] == 2
+    # Worker i reads queue i, on consecutive CPUs from --cpu 1.
+    assert [(w["worker"], w["cpu"]) for w in cap["workers"]] == [(0, 1), (1, 0)]
+    assert sorted(w["received"] for w in cap["workers"]) == [20_000, 20_001]
+    assert cap["kernel"]["packets"] == 40_001 and cap["kernel_drops"] == 0
+
+
+def test_afxdp_on_one_queue_leaves_the_other_to_the_stack_and_says_so(binaries, tb):
+    gen, cap = afxdp_two_senders(binaries, tb, "--queue", "1", "--worker-cpus", "0")
+    assert cap["queues"] == [1] and [w["cpu"] for w in cap["workers"]] == [0]
+    # CPU 1's thread sent the second of each pair: 20,000 frames on queue 1.
+    assert cap["received"] == 20_000
+    assert cap["xdp"]["not_redirected"] == 20_001 == cap["kernel_drops"]
+    assert cap["xdp"]["packets"] == gen["sent"] == 40_001
+
+
+def test_a_trial_binds_the_queue_its_generator_sends_on(binaries, tb):
+    # The generator on CPU 1 sends on queue 1; the trial's afxdp binds that queue.
+    setup = TrialSetup(backend="afxdp", frame_len=64, link_bps=10e9, gen_cpu=1, cap_cpu=0,
+                       gen_args=("--count", "20000"))
+    m = Measurer(binaries, tb, setup)
+    assert m.xsk_queue_args() == ("--queue", "1")
+    r = m.measure(2, parse_rate("100kpps"))
+    assert r.raw["cap"]["queues"] == [1]
+    assert (r.sent, r.received, r.lost, r.unexplained) == (20_000, 20_000, 0, 0), r.loss_layers
+    unpinned = Measurer(binaries, tb, dataclasses.replace(setup, gen_cpu=None))
+    assert unpinned.xsk_queue_args() == ("--queue", "all")
+
+
 def test_afxdp_busy_poll(binaries, tb):
     """Busy polling works here and every frame is accounted for.
 
@@ -259,6 +312,10 @@ def test_no_xdp_program_is_left_behind(binaries, tb, backend, how):
 @pytest.mark.parametrize("argv, message", [
     (["--backend", "afxdp", "--xdp-bind", "zerocopy"], "has no zero-copy AF_XDP"),
     (["--backend", "afxdp", "--queue", "7"], "receive queue"),  # the test bed has one per CPU
+    (["--backend", "afxdp", "--queue", "0,0"], "bad --queue '0,0'"),
+    (["--backend", "afxdp", "--queue", "first"], "bad --queue 'first'"),
+    (["--backend", "afxdp", "--queue", "all", "--worker-cpus", "0"], "one CPU per worker"),
+    (["--backend", "pcap", "--worker-cpus", "0"], "--worker-cpus is an option of --backend fanout and afxdp"),
     (["--backend", "afxdp", "--ring-size", "1000"], "bad --ring-size"),
     (["--backend", "xdp", "--app-load", "spin:100"], "--app-load does not apply"),
     (["--backend", "pcap", "--busy-poll"], "options of --backend afxdp"),

@@ -34,3 +34,14 @@ def test_application_layer_for_ring_backends():
     r = make_result(backend="afp-v3", sent=1000, received=990, socket_drops=10)
     r = r.__class__(**{**r.__dict__, "raw": {"cap": {"packets": 985, "kernel": {"packets": 1000, "drops": 10}}}})
     assert ("application", 5) in [(n, c) for n, c, _ in loss_layers.layers(r)]
+
+
+def test_afxdp_ring_drops_and_unbound_queues_apart():
+    # 300 frames found the rings full, 700 arrived on receive queue 1, which no socket was bound to.
+    r = make_result(backend="afxdp", sent=10_000, received=9_000, xsk_drops=1_000)
+    cap = {"queue": 0, "queues": [0], "xdp": {"not_redirected": 700},
+           "kernel": {"rx_dropped": 100, "rx_ring_full": 200, "drops": 1_000}}
+    r = r.__class__(**{**r.__dict__, "raw": {"cap": cap}})
+    layers = loss_layers.layers(r)
+    assert [(n, c) for n, c, _ in layers] == [("AF_XDP rings", 300), ("AF_XDP queues", 700)]
+    assert "bound: 0" in layers[1][2] and "--queue all" in layers[1][2]
