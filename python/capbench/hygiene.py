@@ -15,6 +15,8 @@ undone by `capbench testbed down`: the `performance` governor, a backlog of
 from __future__ import annotations
 
 import glob
+import gzip
+import os
 import re
 import shutil
 import statistics
@@ -73,9 +75,40 @@ def rps_masks(ns: str | None, ifname: str) -> dict[str, str]:
     return masks
 
 
+def kernel_config_text() -> str | None:
+    """The running kernel's build configuration (/proc/config.gz, or /boot/config-RELEASE)."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            return f.read()
+    except OSError:
+        pass
+    try:
+        return Path(f"/boot/config-{os.uname().release}").read_text()
+    except OSError:
+        return None
+
+
+def irq_time_accounting(config: str | None) -> str:
+    """How /proc/stat's irq and softirq columns (the kernel load) are measured.
+
+    With CONFIG_IRQ_TIME_ACCOUNTING the kernel reads a clock on every interrupt and
+    softirq entry and exit, so the time is exact. Without it (tick accounting) each
+    timer tick charges the whole tick to whatever it interrupted: softirq time is a
+    sample, and a receive path that takes a few % of a CPU for a second may show 0."""
+    if config is None:
+        return "unknown (no /proc/config.gz or /boot/config-RELEASE to read)"
+    if re.search(r"^CONFIG_IRQ_TIME_ACCOUNTING=y", config, re.M):
+        return "exact (CONFIG_IRQ_TIME_ACCOUNTING)"
+    hz = re.search(r"^CONFIG_HZ=(\d+)", config, re.M)
+    every = f"{1000 / int(hz.group(1)):g} ms timer tick" if hz else "timer tick"
+    return (f"sampled at every {every} (no CONFIG_IRQ_TIME_ACCOUNTING): a kernel load of a few % "
+            "over a short trial may read 0")
+
+
 def snapshot(ns: str | None = None, ifname: str | None = None) -> dict[str, Any]:
     """What run.json records of the system (the capture interface's part when one is given)."""
-    snap: dict[str, Any] = {"cpu_governors": governors(), "sysctls": host_sysctl.snapshot()}
+    snap: dict[str, Any] = {"cpu_governors": governors(), "sysctls": host_sysctl.snapshot(),
+                            "irq_time_accounting": irq_time_accounting(kernel_config_text())}
     if ifname:
         snap["capture_interface"] = {
             "name": ifname,

@@ -44,3 +44,15 @@ def test_snapshot_without_cpufreq(tmp_path, monkeypatch):
 
 def test_quiet_repetitions_warn_nothing():
     assert hygiene.noisy([("a", [100.0, 101.0, 99.0]), ("b", [5.0])]) == []
+
+
+def test_irq_time_accounting_names_how_the_kernel_load_is_measured():
+    assert hygiene.irq_time_accounting("CONFIG_IRQ_TIME_ACCOUNTING=y\nCONFIG_HZ=250\n").startswith("exact")
+    sampled = hygiene.irq_time_accounting("# CONFIG_IRQ_TIME_ACCOUNTING is not set\nCONFIG_HZ=250\n")
+    assert sampled.startswith("sampled at every 4 ms timer tick") and "may read 0" in sampled
+    assert hygiene.irq_time_accounting(None).startswith("unknown")
+
+
+def test_snapshot_records_this_kernels_irq_time_accounting():
+    # This host's kernel says one way or the other (or that it cannot be read): never missing.
+    assert hygiene.snapshot()["irq_time_accounting"].split()[0] in ("exact", "sampled", "unknown")
