@@ -63,8 +63,9 @@ static void usage(FILE *out)
 "      --block-count N     afp-v3, fanout: blocks per ring (default 32)\n"
 "      --block-timeout MS  afp-v3, fanout: hand over a partly filled block after\n"
 "                          MS ms (default 10)\n"
-"      --workers N         fanout: worker threads, one socket and ring each, at\n"
-"                          most one per CPU (default 1, or one per --worker-cpus)\n"
+"      --workers N         fanout: worker threads, one socket and ring each\n"
+"                          (default 1, or one per --worker-cpus); more than\n"
+"                          the CPUs share them, wrapping around\n"
 "      --worker-cpus LIST  fanout, afxdp: pin worker i to the i-th CPU of LIST\n"
 "                          (0,1 or 0-3); default: consecutive CPUs from --cpu\n"
 "                          (fanout: or 0), wrapping around\n"
@@ -257,14 +258,20 @@ static void configure_workers(const struct cap_args *a, struct cap_cfg *cfg)
 		cb_usage_error("bad --fanout-mode '%s': use hash, lb, cpu, qm or rollover",
 			       a->fanout_mode);
 	if (a->workers) {
-		if (cb_parse_u64(a->workers, &u) || u == 0 || u > (uint64_t)usable)
-			cb_usage_error("bad --workers '%s': give 1..%d (at most one worker per CPU)",
-				       a->workers, usable);
+		if (cb_parse_u64(a->workers, &u) || u == 0 || u > CAP_MAX_WORKERS)
+			cb_usage_error("bad --workers '%s': give 1..%d (a fanout group holds at most "
+				       "%d sockets)", a->workers, CAP_MAX_WORKERS, CAP_MAX_WORKERS);
 		cfg->workers = (unsigned int)u;
 	} else {
 		cfg->workers = listed ? (unsigned int)listed : 1;
 	}
 	place_workers(a, cfg, listed, a->workers ? "--workers" : "the default of one worker");
+	/* More workers than CPUs is allowed (the group still splits the frames
+	 * the same way) but they take turns on the CPUs they share. */
+	if (cfg->workers > (unsigned int)usable)
+		fprintf(stderr, "capbench-cap: note: %u workers share %d CPUs, so they take turns on "
+			"them: their rates measure time-sharing, not parallel capture\n",
+			cfg->workers, usable);
 }
 
 /* afxdp's --queue: a queue number, a list (0,1 or 0-3) or `all`, read from

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import warnings
 
@@ -162,20 +163,23 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
     assert r.app_cpu_pct > 0.9 * spun_pct, (r.app_cpu_pct, spun_pct, r.received)
 
 
-def test_fanout_lb_splits_the_frames_over_two_workers(binaries, tb):
-    # Round robin: each of the two pinned workers gets every other frame; the
-    # summary merges their sequence numbers, so the totals are exact.
+@pytest.mark.parametrize("n", [2, 4])
+def test_fanout_lb_splits_the_frames_over_the_workers(binaries, tb, n):
+    # Round robin: each of the n pinned workers gets every n-th frame; the summary
+    # merges their sequence numbers, so the totals are exact. Four workers on this
+    # 2-CPU machine share the CPUs (consecutive from --cpu 1, wrapping around).
     r = measure_lossless(binaries, tb, backend="fanout", frame_len=64, rate="100kpps", duration_s=3, count=FRAMES,
-                cap_args=("--workers", "2", "--fanout-mode", "lb"))
+                cap_args=("--workers", str(n), "--fanout-mode", "lb"))
     cap = r.raw["cap"]
     assert cap["fanout_mode"] == "lb"
     workers = cap["workers"]
-    assert [w["worker"] for w in workers] == [0, 1]
-    assert [w["cpu"] for w in workers] == [1, 0]  # from --cpu 1, wrapping around
+    ncpu = os.cpu_count()  # capbench-cap wraps around the configured CPUs
+    assert [w["worker"] for w in workers] == list(range(n))
+    assert [w["cpu"] for w in workers] == [(1 + i) % ncpu for i in range(n)]
     assert sum(w["packets"] for w in workers) == cap["packets"] == FRAMES
     assert sum(w["received"] for w in workers) == FRAMES
     for w in workers:
-        assert abs(w["received"] - FRAMES // 2) <= 1, workers
+        assert abs(w["received"] - FRAMES // n) <= 1, workers
         assert w["kernel_drops"] == 0
     assert cap["kernel"]["packets"] == FRAMES
 
