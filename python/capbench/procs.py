@@ -47,6 +47,7 @@ class Child:
         self.argv = _pdeathsig_prefix() + netns.exec_argv(netns_name, argv)
         self.messages: list[dict] = []  # every JSON object read so far, in order
         self.stderr_lines: list[str] = []
+        self.killed_after_s: float | None = None  # set when stop() had to SIGKILL it
         self._queue: queue.Queue = queue.Queue()
         try:
             self.proc = subprocess.Popen(
@@ -103,6 +104,11 @@ class Child:
         if self.proc.poll() is not None:
             self._threads[1].join(timeout=1.0)
         rc = self.proc.poll()
+        if self.killed_after_s is not None:
+            e = ChildError(f"{self.name} did not stop within {self.killed_after_s:g} s of SIGTERM, so capbench "
+                           f"killed it: the host may have stalled, or the program hung; run again, and report "
+                           f"it if it repeats")
+            return e
         status = "still running" if rc is None else (
             f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
         err = self.stderr_lines[-1] if self.stderr_lines else "no message on stderr"
@@ -160,15 +166,17 @@ class Child:
             except ProcessLookupError:
                 pass
 
-    def stop(self, timeout_s: float = 3.0, *, signalled: bool = False) -> int:
+    def stop(self, timeout_s: float = 3.0, *, signalled: bool = False, since_signal_s: float | None = None) -> int:
         """SIGTERM the child's process group (once: a second one may kill a program that
-        is writing its summary), SIGKILL it after `timeout_s`; its exit status."""
+        is writing its summary), SIGKILL it after `timeout_s`; its exit status.
+        `since_signal_s`: the whole time it had since SIGTERM, for the error (default `timeout_s`)."""
         if self.proc.poll() is None:
             if not signalled:
                 self.signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
+                self.killed_after_s = timeout_s if since_signal_s is None else since_signal_s
                 self.signal(signal.SIGKILL)
                 self.proc.wait()
         for t in self._threads:
@@ -201,7 +209,7 @@ class ChildSet:
             c.signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
         for c in live:
-            c.stop(max(0.0, deadline - time.monotonic()), signalled=True)
+            c.stop(max(0.0, deadline - time.monotonic()), signalled=True, since_signal_s=timeout_s)
 
     def __enter__(self) -> ChildSet:
         return self

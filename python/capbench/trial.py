@@ -33,6 +33,7 @@ from capbench.rates import Rate, link_name, wire_bps
 from capbench.testbed import Testbed, veth_queues
 
 SCHEMA = 1
+STOP_TIMEOUT_S = 10.0  # how long a trial's programs have to stop after SIGTERM
 # A trial whose generator sent less than this share of the offered rate did not
 # offer the load it names: its loss figures are not a capture result at that load.
 OFFERED_MIN_SHARE = 0.999
@@ -303,7 +304,9 @@ class Measurer:
             raise UsageError(f"--procs {s.procs} with {s.backend}: an interface holds one XDP program, so one "
                              f"{s.backend} process at a time (use fanout or packet-socket backends)")
         started_at = _utc_now()
-        with ChildSet() as kids:
+        # A counter drains its ring after SIGTERM: on a vCPU that stalls for a while that
+        # can take seconds, and waiting costs nothing when it stops at once.
+        with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids:
             xdp = None
             if not own_xdp:
                 xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],

@@ -78,6 +78,9 @@ def test_sigkill_after_timeout_and_no_child_left():
     assert stubborn.proc.returncode == -9
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+    # The error says capbench killed it, and after how long: not a bare "signal 9".
+    with pytest.raises(ChildError, match=r"stubborn did not stop within 0.3 s of SIGTERM, so capbench killed it"):
+        stubborn.summary()
 
 
 def test_childset_stops_children_on_exception():
