@@ -211,8 +211,10 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 		len_s = trim(s);
 		w_s = trim(comma + 1);
 		if (cb_parse_u64(len_s, &len) || cb_parse_double(w_s, &w)) {
-			if (rows == 1)
-				continue; /* a header such as "length,weight" */
+			/* A header such as "length,weight": the first row, with no
+			 * number in its length column ("64,abc" is a bad row). */
+			if (rows == 1 && cb_parse_u64(len_s, &len))
+				continue;
 			rc = fail(err, errlen, -EINVAL, "%s line %u: '%s,%s' is not a length and a "
 				  "number", path, lineno, len_s, w_s);
 			goto out;

@@ -79,6 +79,11 @@ int main(int argc, char **argv)
 
 	cb_set_progname(argv[0]);
 	gen_configure(argc, argv, &plan);
+	if (plan.check_only) {
+		gen_print_check(&plan);
+		gen_plan_free(&plan);
+		return CB_EXIT_OK;
+	}
 	if (geteuid() != 0)
 		cb_usage_error("must run as root (sending raw frames and BPF_PROG_RUN need "
 			       "CAP_NET_ADMIN and CAP_BPF): run it with sudo");

@@ -76,6 +76,7 @@ struct gen_plan {
 	struct gen_replay replay;
 	unsigned int n;
 	struct gen_cfg lanes[GEN_MAX_THREADS];
+	int check_only;          /* --check: print the plan's "check" line, send nothing */
 };
 
 /* gen_config.c: parse and check the command line (exits 2 on bad input). */
@@ -86,6 +87,7 @@ void gen_plan_free(struct gen_plan *plan);
 void gen_progress_add(struct gen_progress *sum, const struct gen_progress *p);
 void gen_print_interval(double t_s, const struct gen_progress *p, const struct gen_progress *prev,
 			double dt_s);
+void gen_print_check(const struct gen_plan *plan);
 void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *lanes,
 		       double wall_s, int err);
 

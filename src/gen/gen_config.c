@@ -69,6 +69,11 @@ static void usage(FILE *out)
 "      --dst-mac MAC     destination MAC (default 02:cb:00:00:00:02, matches no\n"
 "                        host, so the receiver sees it as PACKET_OTHERHOST)\n"
 "      --src-mac MAC     source MAC (default: the interface's)\n"
+"      --check           check the options, print one \"check\" line (frame\n"
+"                        lengths, mean wire rate) and exit without sending;\n"
+"                        --iface may then be left out (no root needed)\n"
+"      --mtu N           with --check: the MTU to check --size against\n"
+"                        (default: --iface's)\n"
 "  -h, --help            this help\n"
 "\n"
 "Without --count or --duration it sends until SIGINT or SIGTERM.\n"
@@ -87,14 +92,15 @@ struct gen_args {
 	const char *iface, *engine, *size, *rate, *link, *count, *duration;
 	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
 	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
-	const char *replay, *loop;
+	const char *replay, *loop, *mtu;
+	int check;
 };
 
 static void parse_args(int argc, char **argv, struct gen_args *a)
 {
 	enum { OPT_CPU = 256, OPT_INTERVAL, OPT_DST_MAC, OPT_SRC_MAC, OPT_SEED, OPT_THREADS,
 	       OPT_CPUS, OPT_BURST, OPT_GROUPS, OPT_GROUP_SIZE, OPT_GROUP_GAP, OPT_REPLAY,
-	       OPT_LOOP };
+	       OPT_LOOP, OPT_CHECK, OPT_MTU };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "engine", required_argument, NULL, 'e' },
@@ -116,6 +122,8 @@ static void parse_args(int argc, char **argv, struct gen_args *a)
 		{ "group-gap", required_argument, NULL, OPT_GROUP_GAP },
 		{ "replay", required_argument, NULL, OPT_REPLAY },
 		{ "loop", required_argument, NULL, OPT_LOOP },
+		{ "check", no_argument, NULL, OPT_CHECK },
+		{ "mtu", required_argument, NULL, OPT_MTU },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -144,12 +152,37 @@ static void parse_args(int argc, char **argv, struct gen_args *a)
 		case OPT_GROUP_GAP: a->group_gap = optarg; break;
 		case OPT_REPLAY: a->replay = optarg; break;
 		case OPT_LOOP: a->loop = optarg; break;
+		case OPT_CHECK: a->check = 1; break;
+		case OPT_MTU: a->mtu = optarg; break;
 		case 'h': usage(stdout); exit(CB_EXIT_OK);
 		default: cb_opt_fail(c, argv);
 		}
 	}
 	if (optind < argc)
 		cb_usage_error("unexpected argument '%s' (see --help)", argv[optind]);
+	if (a->mtu && !a->check)
+		cb_usage_error("--mtu goes with --check (a real run uses the interface's MTU)");
+	if (a->check && !a->iface && !a->mtu)
+		cb_usage_error("--check needs --iface IF or --mtu N to check frame lengths against");
+}
+
+/* The MTU frame lengths are checked against: --mtu (with --check), else the
+ * interface's; exits 2 for an unknown interface. */
+static int check_mtu(const struct gen_args *a)
+{
+	int mtu;
+
+	if (a->mtu) {
+		uint64_t v = cb_opt_count("--mtu", a->mtu, "bytes");
+
+		if (v < 46 || v > 65535)
+			cb_usage_error("bad --mtu '%s': give 46..65535", a->mtu);
+		return (int)v;
+	}
+	mtu = cb_if_mtu(a->iface);
+	if (mtu < 0)
+		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)", a->iface);
+	return mtu;
 }
 
 /* Turn the parsed strings into a checked configuration; every problem is
@@ -200,7 +233,7 @@ static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_r
 	cfg->link_bps = 1e9;
 	cb_frame_spec_default(&cfg->spec);
 
-	if (!a->iface)
+	if (!a->iface && !a->check)
 		cb_usage_error("no interface given: use --iface IF (see --help)");
 	cfg->iface = a->iface;
 	if (a->link && cb_parse_link(a->link, &cfg->link_bps))
@@ -260,16 +293,21 @@ static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_r
 	if (a->src_mac && cb_parse_mac(a->src_mac, cfg->spec.src_mac))
 		cb_usage_error("bad --src-mac '%s': use aa:bb:cc:dd:ee:ff", a->src_mac);
 
-	cfg->ifindex = cb_ifindex(cfg->iface);
-	if (cfg->ifindex < 0)
-		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
-			       cfg->iface);
-	mtu = cb_if_mtu(cfg->iface);
+	if (cfg->iface) {
+		cfg->ifindex = cb_ifindex(cfg->iface);
+		if (cfg->ifindex < 0)
+			cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
+				       cfg->iface);
+	}
+	mtu = check_mtu(a);
+	if (mtu > 0 && cfg->spec.frame_len > (unsigned int)mtu + 18 && a->mtu)
+		cb_usage_error("--size %s holds %u B frames, longer than the %d B an MTU of %d "
+			       "carries: lower --size", cfg->size_spec, cfg->spec.frame_len, mtu + 18, mtu);
 	if (mtu > 0 && cfg->spec.frame_len > (unsigned int)mtu + 18)
 		cb_usage_error("--size %s holds %u B frames, which do not fit %s (MTU %d allows "
 			       "frames up to %d B): lower --size or raise the MTU", cfg->size_spec,
 			       cfg->spec.frame_len, cfg->iface, mtu, mtu + 18);
-	if (!a->src_mac)
+	if (cfg->iface && !a->src_mac)
 		cb_if_mac(cfg->iface, cfg->spec.src_mac);
 	*rate_out = rate;
 }
@@ -401,6 +439,7 @@ void gen_configure(int argc, char **argv, struct gen_plan *plan)
 		}
 	}
 	make_lanes(&args, plan, &rate);
+	plan->check_only = args.check;
 }
 
 static void load_replay(const struct gen_args *a, struct gen_plan *plan)
@@ -411,11 +450,9 @@ static void load_replay(const struct gen_args *a, struct gen_plan *plan)
 	if (strcmp(plan->engine->name, "afpacket"))
 		cb_usage_error("--replay works with --engine afpacket (the xdp engine sends one "
 			       "template frame)");
-	if (!a->iface)
+	if (!a->iface && !a->check)
 		cb_usage_error("no interface given: use --iface IF (see --help)");
-	mtu = cb_if_mtu(a->iface);
-	if (mtu < 0)
-		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)", a->iface);
+	mtu = check_mtu(a);
 	err = gen_replay_load(a->replay, (unsigned int)mtu + CB_ETH_HLEN, &plan->replay, errbuf,
 			      sizeof(errbuf));
 	if (err == -ENOMEM)

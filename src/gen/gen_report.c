@@ -108,6 +108,42 @@ static void put_streams(struct cb_json *j, const struct gen_plan *plan,
 	cb_json_obj_end(j);
 }
 
+/* What the options made of the traffic: the fields a summary and a --check
+ * line share. */
+static void put_plan(struct cb_json *j, const struct gen_plan *plan)
+{
+	const struct gen_cfg *cfg = &plan->total;
+
+	cb_json_str(j, "engine", plan->engine->name);
+	if (cfg->iface)
+		cb_json_str(j, "iface", cfg->iface);
+	cb_json_str(j, "size", cfg->size_spec);
+	if (cfg->sched.min_len == cfg->sched.max_len)
+		cb_json_u64(j, "frame_len", cfg->sched.max_len);
+	cb_json_double(j, "mean_frame_len", cfg->sched.mean_len);
+	cb_json_u64(j, "min_frame_len", cfg->sched.min_len);
+	cb_json_u64(j, "max_frame_len", cfg->sched.max_len);
+	cb_json_u64(j, "schedule_len", cfg->sched.n);
+	cb_json_u64(j, "seed", cfg->seed);
+	cb_json_double(j, "link_bps", cfg->link_bps);
+	cb_json_double(j, "target_pps", cfg->pps);
+	cb_json_double(j, "target_wire_bps", cfg->target_wire_bps);
+	cb_json_u64(j, "threads", plan->n);
+	cb_json_u64(j, "burst", cfg->pace.burst);
+	cb_json_u64(j, "group_size", cfg->pace.group_size);
+	cb_json_double(j, "group_gap_s", (double)cfg->pace.group_gap_fp16 / 65536.0 / 1e9);
+}
+
+void gen_print_check(const struct gen_plan *plan)
+{
+	static struct cb_json j;
+
+	cb_json_begin(&j, "check");
+	put_plan(&j, plan);
+	if (cb_json_end(&j, stdout))
+		fprintf(stderr, "capbench-gen: cannot write the check line: %s\n", strerror(errno));
+}
+
 void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *lanes,
 		       double wall_s, int err)
 {
@@ -127,23 +163,7 @@ void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *l
 	achieved_bps = p.sent ? achieved * (double)p.wire_bytes * 8.0 / (double)p.sent : 0;
 
 	cb_json_begin(&j, "summary");
-	cb_json_str(&j, "engine", plan->engine->name);
-	cb_json_str(&j, "iface", cfg->iface);
-	cb_json_str(&j, "size", cfg->size_spec);
-	if (cfg->sched.min_len == cfg->sched.max_len)
-		cb_json_u64(&j, "frame_len", cfg->sched.max_len);
-	cb_json_double(&j, "mean_frame_len", cfg->sched.mean_len);
-	cb_json_u64(&j, "min_frame_len", cfg->sched.min_len);
-	cb_json_u64(&j, "max_frame_len", cfg->sched.max_len);
-	cb_json_u64(&j, "schedule_len", cfg->sched.n);
-	cb_json_u64(&j, "seed", cfg->seed);
-	cb_json_double(&j, "link_bps", cfg->link_bps);
-	cb_json_double(&j, "target_pps", cfg->pps);
-	cb_json_double(&j, "target_wire_bps", cfg->target_wire_bps);
-	cb_json_u64(&j, "threads", plan->n);
-	cb_json_u64(&j, "burst", cfg->pace.burst);
-	cb_json_u64(&j, "group_size", cfg->pace.group_size);
-	cb_json_double(&j, "group_gap_s", (double)cfg->pace.group_gap_fp16 / 65536.0 / 1e9);
+	put_plan(&j, plan);
 	cb_json_u64(&j, "sent", p.sent);
 	/* The sending time: the span of departures plus one gap, so that
 	 * sent / duration_s is the mean departure rate. */

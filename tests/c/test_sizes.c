@@ -212,6 +212,8 @@ static void test_dist_file_errors(void **state)
 	dist_fails("64,1\n128,-2\n", "line 2");
 	dist_fails("64,0\n128,0\n", "positive weight");
 	dist_fails("length,weight\n64,x\n", "line 2");
+	/* A first row with a number in its length column is data, not a header. */
+	dist_fails("64,abc\n128,5\n", "line 1");
 	dist_fails("64,1\n63,1\n", "line 2");
 	dist_fails("64 1\n", "line 1");
 	dist_fails("", "positive weight");
