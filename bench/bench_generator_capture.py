@@ -7,13 +7,20 @@ figure read from a counter during this run:
 
 1. Generator, 64 B frames, unpaced (`--rate max`) on CPU 0: capbench-gen with
    the xdp engine (BPF_PROG_RUN live frames) and with the afpacket engine, and
-   trafgen (netsniff-ng). "Delivered" is always capbench-xdpcount's count on
-   the capture veth; "sent exact" means the generator's own count equals it.
-   Target: capbench-gen xdp >= 8x trafgen.
-2. Pacing of capbench-gen (xdp) at 10 kpps, 100 kpps, 1 Mpps and 3 Mpps:
-   |achieved - target| / target from the generator's summary, whether every
-   frame was delivered, and the summary's `late` and `max_lag_ns`.
-   Target: error <= 0.1 % with every frame delivered.
+   trafgen (netsniff-ng), each into two sinks on the capture veth, because on
+   a veth the receiver's NAPI poll runs on the *sending* CPU and every
+   generator pays for it:
+   - `xdp-drop`: capbench-cap's `xdp` backend counts each frame in XDP and
+     drops it: the least receive work there is, so the generator's own speed;
+   - `skb`: capbench-xdpcount counts each frame in XDP and passes it on, so
+     the kernel builds an skb for it (what a capture in the stack costs).
+   "Delivered" is the sink's XDP count; "sent exact" means the generator's own
+   count equals it. Targets (xdp-drop sink): capbench-gen xdp >= 5 Mpps and
+   >= 8x trafgen.
+2. Pacing of capbench-gen (xdp) at 10 kpps, 100 kpps, 1 Mpps and 3 Mpps into
+   the xdp-drop sink: |achieved - target| / target from the generator's
+   summary, whether every frame was delivered, and the summary's `late` and
+   `max_lag_ns`. Target: error <= 0.1 % with every frame delivered.
 3. Capture at 1 GbE / 64 B (`--rate 100% --link 1g`), generator on CPU 0,
    kernel receive work and the capture program on CPU 1: capbench-cap's
    backends (pcap with pcap_next, pcap with pcap_dispatch, afp-v3) through
@@ -24,7 +31,7 @@ Run it as root from the repository (or `make bench`):
 
     .venv/bin/python bench/bench_generator_capture.py [--duration 3] [--skip-peers] [--json FILE]
 
-It prints the tables on stdout and progress on stderr, takes about 11 x
+It prints the tables on stdout and progress on stderr, takes about 14 x
 (duration + 1) seconds, and removes the test bed (namespaces, veth, XDP
 programs, processes) at the end, on errors and on Ctrl-C. Targets are shown as
 PASS/MISS; the exit status is 0 whenever the measurements ran (this is a
@@ -75,6 +82,10 @@ PACING_LINK = 10e9
 PACING_TARGETS_PPS = (10_000, 100_000, 1_000_000, 3_000_000)
 PACING_MAX_ERROR_PCT = 0.1
 TRAFGEN_RATIO_MIN = 8.0
+GEN_PPS_MIN = 5e6
+# Where generated frames end on the capture veth (see the module docstring).
+SINKS = ("xdp-drop", "skb")
+TARGET_SINK = "xdp-drop"
 SETTLE_S = 0.3  # after the generator stops, before reading the receive-side counters
 # tcpdump opens its capture with a 1000 ms packet buffer timeout, which libpcap
 # passes to TPACKET_V3 as the block retire timeout: the kernel hands a partly
@@ -97,9 +108,10 @@ def note(text: str) -> None:
 
 @dataclass
 class GenRun:
-    """One generator measurement; `delivered` is capbench-xdpcount's count on the capture veth."""
+    """One generator measurement; `delivered` is the sink's XDP count on the capture veth."""
 
     label: str
+    sink: str
     target_pps: float | None  # None: unpaced
     sent: int | None  # the generator's own count (None if it reports none)
     delivered: int
@@ -163,6 +175,22 @@ def gen_argv(binaries: Binaries, tb: Testbed, engine: str, rate: Rate, link_bps:
     return Measurer(binaries, tb, setup).gen_argv(duration_s, rate)
 
 
+def start_sink(kids: ChildSet, binaries: Binaries, tb: Testbed, sink: str) -> Child:
+    """The program that receives generated frames on the capture veth and counts them
+    ("delivered"); its summary's count is read by sink_count()."""
+    if sink == "skb":
+        return start_xdpcount(kids, binaries, tb)
+    cap = kids.start("capbench-cap xdp", [str(binaries.cap), "--iface", tb.cap_if, "--backend", "xdp",
+                                          "--cpu", str(CAP_CPU)], netns_name=tb.cap_ns)
+    cap.wait_for("ready", READY_TIMEOUT_S)
+    return cap
+
+
+def sink_count(sink: str, summary: dict) -> int:
+    """Frames with the capbench stamp that the sink's XDP program saw."""
+    return int(summary["capbench"] if sink == "skb" else summary["xdp"]["capbench"])
+
+
 def start_xdpcount(kids: ChildSet, binaries: Binaries, tb: Testbed) -> Child:
     """The "delivered" counter on the capture veth. On a veth it is also what lets
     frames in at all: veth_xdp_xmit refuses XDP-redirected frames unless the peer
@@ -184,10 +212,10 @@ def stop_and_read(kids: ChildSet, *children: Child) -> list[dict]:
 
 
 def measure_capbench_gen(binaries: Binaries, tb: Testbed, label: str, engine: str, rate: Rate,
-                         link_bps: float, duration_s: float) -> GenRun:
-    """capbench-gen alone (no capture program) into the capture veth."""
+                         link_bps: float, duration_s: float, sink: str) -> GenRun:
+    """capbench-gen alone (no capture program) into `sink` on the capture veth."""
     with ChildSet() as kids:
-        xdp = start_xdpcount(kids, binaries, tb)
+        xdp = start_sink(kids, binaries, tb, sink)
         gen = kids.start("capbench-gen", gen_argv(binaries, tb, engine, rate, link_bps, duration_s),
                          netns_name=tb.gen_ns)
         gen.wait(duration_s + 10.0)
@@ -195,20 +223,21 @@ def measure_capbench_gen(binaries: Binaries, tb: Testbed, label: str, engine: st
         (x,) = stop_and_read(kids, xdp)
     return GenRun(
         label=label,
+        sink=sink,
         target_pps=rate.pps(FRAME_LEN, link_bps),
         sent=int(g["sent"]),
-        delivered=int(x["capbench"]),
+        delivered=sink_count(sink, x),
         duration_s=float(g["duration_s"]),
         pps=float(g["achieved_pps"]),
         late=int(g.get("late", 0)),
         max_lag_ns=int(g.get("max_lag_ns", 0)),
-        raw={"gen": g, "xdpcount": x},
+        raw={"gen": g, "sink": x},
     )
 
 
 def trafgen_frame(dst_mac: str, src_mac: str) -> bytes:
     """The 60 B capbench test frame (src/common/packet.c), stamp magic included, so
-    capbench-xdpcount counts trafgen's frames in its `capbench` field as it counts
+    the sinks count trafgen's frames in their `capbench` fields as they count
     capbench-gen's. Every frame carries sequence number 0: nothing here needs more."""
     eth = bytes.fromhex(dst_mac.replace(":", "")) + bytes.fromhex(src_mac.replace(":", "")) + b"\x08\x00"
     ip = bytearray.fromhex("4500002e" "00004000" "40110000" "c6120001" "c6120002")  # 198.18.0.1 -> .2, DF, TTL 64
@@ -237,8 +266,8 @@ def parse_trafgen_stats(lines: list[str]) -> tuple[int | None, float | None]:
     return (int(m.group(1)) if m else None), (max(times) if times else None)
 
 
-def measure_trafgen(binaries: Binaries, tb: Testbed, conf: Path, duration_s: float) -> GenRun:
-    """trafgen unpaced on CPU 0 for `duration_s`, stopped with SIGINT.
+def measure_trafgen(binaries: Binaries, tb: Testbed, conf: Path, duration_s: float, sink: str) -> GenRun:
+    """trafgen unpaced on CPU 0 for `duration_s` into `sink`, stopped with SIGINT.
 
     --cpus 1 makes trafgen fork one worker and pin it to CPU 0 (taskset pins the
     parent too). --no-sock-mem and --notouch-irq keep it from changing the host's
@@ -249,7 +278,7 @@ def measure_trafgen(binaries: Binaries, tb: Testbed, conf: Path, duration_s: flo
     argv = ["taskset", "-c", str(GEN_CPU), shutil.which(TRAFGEN) or TRAFGEN,
             "--dev", tb.gen_if, "--conf", str(conf), "--cpus", "1", "--no-sock-mem", "--notouch-irq"]
     with ChildSet() as kids:
-        xdp = start_xdpcount(kids, binaries, tb)
+        xdp = start_sink(kids, binaries, tb, sink)
         t0 = time.monotonic()
         tg = kids.start("trafgen", argv, netns_name=tb.gen_ns)
         time.sleep(duration_s)
@@ -263,10 +292,10 @@ def measure_trafgen(binaries: Binaries, tb: Testbed, conf: Path, duration_s: flo
         (x,) = stop_and_read(kids, xdp)
     out = [m.get("text", "") for m in tg.messages]
     sent, tx_s = parse_trafgen_stats(out)
-    delivered = int(x["capbench"])
+    delivered = sink_count(sink, x)
     run_s = tx_s if tx_s else wall_s  # its own TX-loop time; the wall time if it printed none
-    return GenRun(label="trafgen", target_pps=None, sent=sent, delivered=delivered, duration_s=run_s,
-                  pps=delivered / run_s, raw={"trafgen_stdout": out, "wall_s": wall_s, "xdpcount": x})
+    return GenRun(label="trafgen", sink=sink, target_pps=None, sent=sent, delivered=delivered, duration_s=run_s,
+                  pps=delivered / run_s, raw={"trafgen_stdout": out, "wall_s": wall_s, "sink": x})
 
 
 # --- capture measurements --------------------------------------------------------
@@ -382,22 +411,23 @@ def attempt(label: str, fn, *args) -> GenRun | CaptureRun | Failed:
 def run_all(binaries: Binaries, tb: Testbed, duration_s: float, peers: dict[str, bool]) -> dict[str, list]:
     d = duration_s
     res: dict[str, list] = {"generator": [], "pacing": [], "capture": []}
-    note("generator, 64 B, unpaced, CPU 0:")
-    res["generator"].append(attempt("capbench-gen xdp", measure_capbench_gen, binaries, tb, "capbench-gen xdp",
-                                    "xdp", parse_rate("max"), LINK_1G, d))
-    res["generator"].append(attempt("capbench-gen afpacket", measure_capbench_gen, binaries, tb,
-                                    "capbench-gen afpacket", "afpacket", parse_rate("max"), LINK_1G, d))
-    if peers[TRAFGEN]:
-        with tempfile.TemporaryDirectory(prefix="capbench-bench-") as tmp:
-            conf = Path(tmp) / "capbench-64.trafgen"
-            write_trafgen_conf(conf, trafgen_frame(tb.dst_mac, tb.gen_mac))
-            res["generator"].append(attempt("trafgen", measure_trafgen, binaries, tb, conf, d))
+    for sink in SINKS:
+        note(f"generator, 64 B, unpaced, CPU 0, into the {sink} sink:")
+        res["generator"].append(attempt(f"capbench-gen xdp [{sink}]", measure_capbench_gen, binaries, tb,
+                                        "capbench-gen xdp", "xdp", parse_rate("max"), LINK_1G, d, sink))
+        res["generator"].append(attempt(f"capbench-gen afpacket [{sink}]", measure_capbench_gen, binaries, tb,
+                                        "capbench-gen afpacket", "afpacket", parse_rate("max"), LINK_1G, d, sink))
+        if peers[TRAFGEN]:
+            with tempfile.TemporaryDirectory(prefix="capbench-bench-") as tmp:
+                conf = Path(tmp) / "capbench-64.trafgen"
+                write_trafgen_conf(conf, trafgen_frame(tb.dst_mac, tb.gen_mac))
+                res["generator"].append(attempt(f"trafgen [{sink}]", measure_trafgen, binaries, tb, conf, d, sink))
 
-    note("pacing, capbench-gen xdp:")
+    note(f"pacing, capbench-gen xdp, into the {TARGET_SINK} sink:")
     for target in PACING_TARGETS_PPS:
         rate = Rate.from_pps(target)
         res["pacing"].append(attempt(f"{target:,} pps", measure_capbench_gen, binaries, tb, f"{target:,} pps",
-                                     "xdp", rate, PACING_LINK, d))
+                                     "xdp", rate, PACING_LINK, d, TARGET_SINK))
 
     note("capture at 1 GbE / 64 B (gen CPU 0, kernel rx + capture CPU 1):")
     for label, backend, cap_args in (("capbench-cap pcap (next)", "pcap", ("--pcap-api", "next")),
@@ -419,19 +449,17 @@ def verdict(ok: bool) -> str:
 def generator_table(runs: list) -> Table:
     t = Table(title=f"Generator at {FRAME_LEN} B, unpaced, one core (CPU {GEN_CPU})", box=box.SIMPLE_HEAD,
               title_justify="left")
-    t.add_column("")
+    for h in ("generator", "sink", "rate [pps]", "on the wire [Gbps]", "sent (its own count)",
+              "delivered (sink's XDP count)", "sent exact", "sending time [s]"):
+        t.add_column(Text(h), justify="left" if h in ("generator", "sink") else "right")
     for r in runs:
-        t.add_column(r.label, justify="right")
-    rows = [
-        ("rate [pps]", lambda r: f"{r.pps:,.0f}"),
-        ("on the wire [Gbps]", lambda r: f"{wire_bps(r.pps, FRAME_LEN) / 1e9:.3f}"),
-        ("sent (its own count)", lambda r: "—" if r.sent is None else f"{r.sent:,}"),
-        ("delivered (xdpcount, capture veth)", lambda r: f"{r.delivered:,}"),
-        ("sent exact", lambda r: "yes" if r.exact else "[red]NO[/red]"),
-        ("sending time [s]", lambda r: f"{r.duration_s:.3f}"),
-    ]
-    for name, cell in rows:
-        t.add_row(Text(name), *[cell(r) if isinstance(r, GenRun) else "[red]failed[/red]" for r in runs])
+        if isinstance(r, Failed):
+            label, _, sink = r.label.partition(" [")
+            t.add_row(label, sink.rstrip("]"), "[red]failed[/red]", "", "", "", "", "")
+            continue
+        t.add_row(r.label, r.sink, f"{r.pps:,.0f}", f"{wire_bps(r.pps, FRAME_LEN) / 1e9:.3f}",
+                  "—" if r.sent is None else f"{r.sent:,}", f"{r.delivered:,}",
+                  "yes" if r.exact else "[red]NO[/red]", f"{r.duration_s:.3f}")
     return t
 
 
@@ -480,25 +508,36 @@ def capture_table(runs: list) -> Table:
     return t
 
 
-def trafgen_ratio(gen_runs: list) -> float | None:
-    by = {r.label: r for r in gen_runs if isinstance(r, GenRun)}
-    if "capbench-gen xdp" in by and "trafgen" in by and by["trafgen"].pps > 0:
-        return by["capbench-gen xdp"].pps / by["trafgen"].pps
-    return None
+def gen_pps(gen_runs: list, label: str, sink: str) -> float | None:
+    by = {(r.label, r.sink): r for r in gen_runs if isinstance(r, GenRun)}
+    return by[(label, sink)].pps if (label, sink) in by else None
+
+
+def trafgen_ratio(gen_runs: list, sink: str = TARGET_SINK) -> float | None:
+    ours, theirs = gen_pps(gen_runs, "capbench-gen xdp", sink), gen_pps(gen_runs, "trafgen", sink)
+    return ours / theirs if ours is not None and theirs else None
 
 
 def print_report(res: dict[str, list], peers: dict[str, bool], console: Console) -> None:
     console.print(generator_table(res["generator"]))
-    ratio = trafgen_ratio(res["generator"])
-    if ratio is not None:
-        console.print(f"capbench-gen xdp ÷ trafgen = {ratio:.2f}× (target ≥ {TRAFGEN_RATIO_MIN:g}×): "
-                      f"{verdict(ratio >= TRAFGEN_RATIO_MIN)}")
-    elif not peers[TRAFGEN]:
+    ours = gen_pps(res["generator"], "capbench-gen xdp", TARGET_SINK)
+    if ours is not None:
+        console.print(f"capbench-gen xdp into the {TARGET_SINK} sink: {ours / 1e6:.2f} Mpps (target ≥ "
+                      f"{GEN_PPS_MIN / 1e6:g} Mpps): {verdict(ours >= GEN_PPS_MIN)}")
+    for sink in SINKS:
+        ratio = trafgen_ratio(res["generator"], sink)
+        if ratio is not None:
+            target = (f" (target ≥ {TRAFGEN_RATIO_MIN:g}×): {verdict(ratio >= TRAFGEN_RATIO_MIN)}"
+                      if sink == TARGET_SINK else "")
+            console.print(f"capbench-gen xdp ÷ trafgen into the {sink} sink = {ratio:.2f}×{target}")
+    if not peers[TRAFGEN]:
         console.print(f"trafgen: not installed: apt-get install {PEER_PACKAGES[TRAFGEN]}")
     console.print("rate: capbench-gen's achieved_pps (departures over their span); trafgen: frames delivered / "
                   "the time its TX loop ran (its own report).\n"
-                  "On a veth the capture side's receive NAPI (XDP, skb build, RPS hand-off) runs on the sending "
-                  f"CPU {GEN_CPU}, so these rates include that work, for every generator alike.\n")
+                  "On a veth the capture side's receive NAPI runs on the sending "
+                  f"CPU {GEN_CPU}, so these rates include the sink's work, for every generator alike: the "
+                  "xdp-drop sink counts and drops each frame in XDP, the skb sink passes it on and the kernel "
+                  "builds an skb (then RPS hands it to CPU 1).\n")
     console.print(pacing_table(res["pacing"]))
     console.print("late = frames that left more than one gap (1/target) after their scheduled time; max lag = "
                   "the largest such delay. The mean rate is kept from the schedule's origin, so late frames "
@@ -521,9 +560,10 @@ def to_json(res: dict[str, list], args: argparse.Namespace, tb_id: str) -> dict[
     return {
         "meta": machine_info() | {"duration_s": args.duration, "testbed": tb_id, "frame_len": FRAME_LEN,
                                   "gen_cpu": GEN_CPU, "rx_cpu": RX_CPU, "cap_cpu": CAP_CPU},
-        "targets": {"pacing_max_error_pct": PACING_MAX_ERROR_PCT, "trafgen_ratio_min": TRAFGEN_RATIO_MIN},
+        "targets": {"pacing_max_error_pct": PACING_MAX_ERROR_PCT, "trafgen_ratio_min": TRAFGEN_RATIO_MIN,
+                    "gen_pps_min": GEN_PPS_MIN, "target_sink": TARGET_SINK},
         "generator": [rec(r) for r in res["generator"]],
-        "trafgen_ratio": trafgen_ratio(res["generator"]),
+        "trafgen_ratio": {sink: trafgen_ratio(res["generator"], sink) for sink in SINKS},
         "pacing": [rec(r) for r in res["pacing"]],
         "capture": [rec(r) for r in res["capture"]],
     }
