@@ -138,6 +138,11 @@ class RunWriter:
         """Open a run directory again to append to it (`capbench run --resume DIR`)."""
         path = Path(path)
         meta = read_run(path)
+        for name in (TRIALS_FILE, SEARCHES_FILE):  # before appending: a new line must start a line
+            dropped = drop_cut_line(path / name)
+            if dropped:
+                print(f"{path / name}: dropped its last line, cut short when the run stopped "
+                      f"({dropped} bytes); the trial or answer it held runs again", file=sys.stderr, flush=True)
         scan = scan_trials(path)
         meta.update(status="running", ended_at=None, resumed_at=[*meta.get("resumed_at", []), utc_iso()])
         w = cls(path, meta)
@@ -169,6 +174,47 @@ class RunWriter:
                 self.finish("interrupted")
             else:
                 self.finish("failed", str(exc))
+
+
+def drop_cut_line(path: Path) -> int:
+    """Cut a JSON Lines file back to just after its last newline; the bytes dropped (0: none).
+
+    A crash while writing leaves the last line cut short, without its newline; appending
+    to it would glue the next record onto it and lose both. A last line that lacks only
+    its newline (a whole JSON object) is kept and ended instead.
+    """
+    try:
+        f = open(path, "rb+")
+    except FileNotFoundError:
+        return 0
+    except OSError as e:
+        raise RunError(f"cannot repair {path}: {e.strerror}") from None
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        end = size  # the file from `end` on has no newline
+        chunk = 1 << 16
+        while end > 0:
+            start = max(0, end - chunk)
+            f.seek(start)
+            at = f.read(end - start).rfind(b"\n")
+            if at >= 0:
+                end = start + at + 1
+                break
+            end = start
+        if end == size:
+            return 0
+        f.seek(end)
+        tail = f.read()
+        try:
+            whole = isinstance(json.loads(tail), dict)
+        except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
+            whole = False
+        if whole:
+            f.seek(size)
+            f.write(b"\n")
+            return 0
+        f.truncate(end)
+        return size - end
 
 
 @dataclass(frozen=True)

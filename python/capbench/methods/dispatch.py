@@ -11,6 +11,7 @@ the method's result.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -122,6 +123,8 @@ def burst_measurer(m: Measurer) -> Callable[[int], TrialResult]:
 
 def _back2back(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:
     s = c.settings
+    # A resumed step's campaign.ReplayMeasurer has its own measure_burst: it replays the bursts
+    # recorded before it makes new ones (burst_measurer(m) alone would start every burst afresh).
     measure_burst = getattr(m, "measure_burst", None) or burst_measurer(m)
     r = back2back.search(measure_burst, frame_len=frame_len, link_bps=c.link_bps,
                          loss_tolerance_frames=s.loss_tolerance_frames, pause_s=s.pause_s, pause=c.pause,
@@ -170,7 +173,21 @@ def run_step(method: str, measurer: Any, backend: str, size: int | str, context:
         return
     if not isinstance(size, int):
         raise UsageError(f"--method {method} searches at fixed frame lengths, not profiles ({size})")
-    record_outcome(SEARCHES[method](measurer, backend, size, context))
+    record_outcome(SEARCHES[method](measurer, backend, size, _no_pause_before_replays(context, measurer)))
+
+
+def _no_pause_before_replays(context: Context, measurer: Any) -> Context:
+    """A resumed step (campaign.ReplayMeasurer) replays its recorded trials: nothing runs, so the
+    pauses before them are skipped (the methods still count them, so the answer is the same)."""
+    if getattr(measurer, "replaying", None) is not True:
+        return context
+    wait = context.pause or time.sleep
+
+    def pause(seconds: float) -> None:
+        if not measurer.replaying:
+            wait(seconds)
+
+    return dataclasses.replace(context, pause=pause)
 
 
 def run(settings: MethodSettings, make_measurer: MakeMeasurer, backends: Iterable[str],
