@@ -15,6 +15,10 @@ FILE.toml` reads one:
     sizes = "seed"                # or [64, 128, ...], or "64,imix:seed"
     pin = ["A:A", "A:B"]
     repeat = 1
+    proc_cpus = [1, 0]            # with procs > 1: process i on the i-th CPU, cycled
+
+    [campaign.backend_args]       # a backend's own capbench-cap options
+    fanout = "--workers 2 --fanout-mode lb"
 
     [[matrix]]                    # optional: each matrix overrides the defaults
     backends = ["afxdp"]
@@ -33,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import shlex
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -45,9 +50,12 @@ from capbench.rates import parse_duration, parse_link, parse_rate, parse_sizes
 
 PINS = ("A:A", "A:B", "auto")
 CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
-MATRIX_KEYS = {"methods", "backends", "sizes", "pin", "app_load", "procs", "ring", "repeat"}
+MATRIX_KEYS = {"methods", "backends", "sizes", "pin", "app_load", "procs", "ring", "repeat", "backend_args"}
 KEYS = MATRIX_KEYS | {"name", "link", "rate", "duration", "trial", "precision", "loss_tolerance", "steps", "pause",
-                      "engine"}
+                      "engine", "proc_cpus", "groups", "group_size", "group_gap"}
+# Options capbench sets itself in every trial: not for --backend-args.
+OWN_CAP_OPTIONS = ("--iface", "-i", "--backend", "-b", "--cpu", "--app-load", "--count", "-c", "--duration", "-d",
+                   "--interval", "--procs", "--proc-cpus")
 
 
 @dataclass(frozen=True)
@@ -62,12 +70,16 @@ class Step:
     procs: int
     repeat: int  # 1-based
     ring: int = 0  # kernel buffer bytes (trial.ring_args); 0 = the backend's default
+    backend_args: str = ""  # the backend's own capbench-cap options (--backend-args), as given
+    groups: str = ""  # "N x SIZE + GAP s" when the campaign sends groups (Campaign.groups)
 
     @property
     def key(self) -> str:
         ring = f"|ring={self.ring}" if self.ring else ""
+        args = f"|args={self.backend_args}" if self.backend_args else ""
+        groups = f"|groups={self.groups}" if self.groups else ""
         return (f"{self.method}|{self.backend}|{self.size}|pin={self.pin}|load={self.app_load or 'touch'}"
-                f"|procs={self.procs}{ring}|rep={self.repeat}")
+                f"|procs={self.procs}{ring}{args}{groups}|rep={self.repeat}")
 
 
 @dataclass(frozen=True)
@@ -80,9 +92,11 @@ class Matrix:
     procs: tuple[int, ...] = (1,)
     rings: tuple[int, ...] = (0,)
     repeat: int = 1
+    backend_args: tuple[tuple[str, str], ...] = ()  # (backend, its options), sorted
 
     def steps(self) -> list[Step]:
-        return [Step(m, b, s, p, a, n, r, ring)
+        args = dict(self.backend_args)
+        return [Step(m, b, s, p, a, n, r, ring, args.get(b, ""))
                 for m, p, a, n, ring, b, s, r in itertools.product(
                     self.methods, self.pins, self.app_loads, self.procs, self.rings, self.backends, self.sizes,
                     range(1, self.repeat + 1))]
@@ -103,12 +117,37 @@ class Campaign:
     matrices: tuple[Matrix, ...]
     # For the pin CUSTOM_PIN: (generator, kernel receive work, counter) CPUs as given.
     custom_cpus: tuple[int | None, int | None, int | None] | None = None
+    proc_cpus: tuple[int, ...] | None = None  # with procs > 1: process i on proc_cpus[i % len]
+    # Seed 004's groups: each iperf trial sends `groups` groups of `group_size` frames,
+    # `group_gap_s` apart, and the counter reports every group (0: one stream, no groups).
+    groups: int = 0
+    group_size: int = 0
+    group_gap_s: float = 0.0
+
+    def group_args(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(capbench-gen options, capbench-cap options) of the groups, or two empty tuples."""
+        if not self.groups:
+            return (), ()
+        return (("--groups", str(self.groups), "--group-size", str(self.group_size), "--group-gap",
+                 f"{self.group_gap_s:g}"), ("--group-size", str(self.group_size), "--groups", str(self.groups)))
+
+    def trial_duration_s(self, size: int | str) -> float:
+        """An iperf trial's --duration: --duration, or with groups at least the time they take
+        at the campaign's rate (the generator stops after the last group)."""
+        if not self.groups or not isinstance(size, int):
+            return self.duration_s
+        pps = parse_rate(self.rate).pps(size, self.link_bps)
+        needed = self.groups * self.group_size / pps + (self.groups - 1) * self.group_gap_s
+        return max(self.duration_s, 1.05 * needed + 1.0)
+    given: tuple[str, ...] = ()  # the [campaign] keys (or flags) that were set, for the checks
 
     def steps(self) -> list[Step]:
         """Every step of every matrix, in order, each once (a step two matrices share runs once)."""
         seen: dict[str, Step] = {}
+        groups = f"{self.groups}x{self.group_size}+{self.group_gap_s:g}s" if self.groups else ""
         for m in self.matrices:
             for step in m.steps():
+                step = dataclasses.replace(step, groups=groups)
                 seen.setdefault(step.key, step)
         return list(seen.values())
 
@@ -131,6 +170,9 @@ def check_app_load(load: str) -> str:
     return load
 
 
+# The largest --ring: a socket buffer (SO_RCVBUF) is an int, so pcap and raw take
+# less than 2 GiB, and a ring of GiBs is filled page by page before the trial.
+MAX_RING = 1 << 30
 _BYTES_RE = re.compile(r"^(\d+)([kmg]?)i?b?$")
 
 
@@ -140,8 +182,8 @@ def parse_ring(text: str) -> int:
     if not m:
         raise UsageError(f"cannot read ring size {text!r}: give bytes such as 256k, 4M or 64M")
     value = int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2)]
-    if not 4096 <= value <= (2 << 30):
-        raise UsageError(f"ring size {text}: give 4k to 2G")
+    if not 4096 <= value <= MAX_RING:
+        raise UsageError(f"ring size {text}: give 4k to 1G")
     return value
 
 
@@ -157,41 +199,73 @@ def check_pin(pin: str) -> str:
 
 def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Sequence[str],
                 name_of: Callable[[str], str] = str) -> Matrix:
-    """A matrix: `base` with the keys of `d` replaced (values checked, `where` names the table)."""
+    """A matrix: `base` with the keys of `d` replaced (values checked, `where` names the table,
+    or is empty for the flags of `capbench run`)."""
+    pre = f"{where}: " if where else ""
     m = base
     if "methods" in d:
-        methods = _tuple(d["methods"], f"{where} methods")
+        methods = _tuple(d["methods"], f"{pre}{name_of('methods')}")
         for x in methods:
             if x not in METHODS:
-                raise UsageError(f"{where}: unknown method {x!r}: use {', '.join(METHODS)}")
+                raise UsageError(f"{pre}unknown method {x!r}: use {', '.join(METHODS)}")
         m = dataclasses.replace(m, methods=methods)
     if "backends" in d:
-        backends = _tuple(d["backends"], f"{where} backends")
+        backends = _tuple(d["backends"], f"{pre}{name_of('backends')}")
         for x in backends:
             if x not in backends_known:
-                raise UsageError(f"{where}: unknown backend {x!r}: use {', '.join(backends_known)}")
+                raise UsageError(f"{pre}unknown backend {x!r}: use {', '.join(backends_known)}")
         m = dataclasses.replace(m, backends=backends)
     if "sizes" in d:
         v = d["sizes"]
-        text = v if isinstance(v, str) else ",".join(str(x) for x in _tuple(v, f"{where} sizes"))
+        text = v if isinstance(v, str) else ",".join(str(x) for x in _tuple(v, f"{pre}{name_of('sizes')}"))
         m = dataclasses.replace(m, sizes=parse_sizes(text))
     if "pin" in d:
-        m = dataclasses.replace(m, pins=tuple(check_pin(str(p)) for p in _tuple(d["pin"], f"{where} pin")))
+        m = dataclasses.replace(m, pins=tuple(check_pin(str(p)) for p in _tuple(d["pin"], f"{pre}{name_of('pin')}")))
     if "app_load" in d:
         m = dataclasses.replace(m, app_loads=tuple(check_app_load(str(a))
-                                                   for a in _tuple(d["app_load"], f"{where} app_load")))
+                                                   for a in _tuple(d["app_load"], f"{pre}{name_of('app_load')}")))
     if "procs" in d:
-        procs = _tuple(d["procs"], f"{where} procs")
+        procs = _tuple(d["procs"], f"{pre}{name_of('procs')}")
         if any(not isinstance(p, int) or not 1 <= p <= 64 for p in procs):
-            raise UsageError(f"{where}: procs must be whole numbers from 1 to 64, got {list(procs)}")
+            raise UsageError(f"{pre}{name_of('procs')} must be whole numbers from 1 to 64, got {list(procs)}")
         m = dataclasses.replace(m, procs=procs)
     if "ring" in d:
-        m = dataclasses.replace(m, rings=tuple(parse_ring(str(r)) for r in _tuple(d["ring"], f"{where} ring")))
+        m = dataclasses.replace(m, rings=tuple(parse_ring(str(r)) for r in _tuple(d["ring"], f"{pre}{name_of('ring')}")))
+    if "backend_args" in d:
+        m = dataclasses.replace(m, backend_args=parse_backend_args(d["backend_args"], where, backends_known,
+                                                                   name_of))
     if "repeat" in d:
         if isinstance(d["repeat"], bool) or not isinstance(d["repeat"], int) or d["repeat"] < 1:
-            raise UsageError(f"{where}: {name_of('repeat')} must be a whole number of 1 or more, got {d['repeat']!r}")
+            raise UsageError(f"{pre}{name_of('repeat')} must be a whole number of 1 or more, got {d['repeat']!r}")
         m = dataclasses.replace(m, repeat=d["repeat"])
     return m
+
+
+def parse_backend_args(value: Any, where: str, backends_known: Sequence[str],
+                       name_of: Callable[[str], str] = str) -> tuple[tuple[str, str], ...]:
+    """{backend: "its capbench-cap options"}, checked for what capbench sets itself."""
+    what = name_of("backend_args")
+    pre = f"{where}: " if where else ""
+    if not isinstance(value, dict):
+        raise UsageError(f"{pre}{what} must map backends to their options, e.g. "
+                         f"fanout = \"--workers 2 --fanout-mode lb\"")
+    out = []
+    for backend, opts in value.items():
+        if backend not in backends_known:
+            raise UsageError(f"{pre}{what} names unknown backend {backend!r}: use {', '.join(backends_known)}")
+        if not isinstance(opts, str) or not opts.strip():
+            raise UsageError(f"{pre}{what} for {backend} must be its options as one string, e.g. "
+                             f"\"--workers 2\"")
+        try:
+            words = shlex.split(opts)
+        except ValueError as e:
+            raise UsageError(f"{pre}{what} for {backend}: cannot split {opts!r}: {e}") from None
+        own = [w.split("=", 1)[0] for w in words if w.split("=", 1)[0] in OWN_CAP_OPTIONS]
+        if own:
+            raise UsageError(f"{pre}{what} for {backend} sets {own[0]}, which capbench sets for every trial "
+                             f"(see `capbench run --help`)")
+        out.append((backend, shlex.join(words)))
+    return tuple(sorted(out))
 
 
 def _line_of(text: str, key: str) -> int:
@@ -253,7 +327,7 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
     holds, and what `capbench run`'s flags say (cli.py). Every problem is one UsageError that
     names the key as the user wrote it (`name_of`: the key itself, or its --flag)."""
     try:
-        base = matrix_from(top, Matrix(), f"{where}[campaign]" if where else name_of("campaign"),
+        base = matrix_from(top, Matrix(), f"{where}[campaign]" if where else "",
                            backends_known, name_of)
         built = tuple(matrix_from(t, base, f"{where}[[matrix]] #{i + 1}", backends_known, name_of)
                       for i, t in enumerate(matrices)) or (base,)
@@ -270,6 +344,11 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
             engine=str(top.get("engine", "xdp")),
             matrices=built,
             custom_cpus=custom_cpus,
+            proc_cpus=_proc_cpus(top.get("proc_cpus"), name_of),
+            groups=_whole(top.get("groups", 0), name_of("groups")),
+            group_size=_whole(top.get("group_size", 0), name_of("group_size")),
+            group_gap_s=parse_duration(str(top.get("group_gap", "0")), what=name_of("group_gap"), allow_zero=True),
+            given=tuple(sorted(top)),
         )
     except (TypeError, ValueError) as e:
         raise UsageError(f"{where}a value has the wrong type: {e}") from None
@@ -277,17 +356,63 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
     return c
 
 
+# Methods whose trials RFC 2544 requires to last at least a second (26.1: 60 s).
+MIN_TRIAL_S = {"rfc2544": 1.0, "latency": 1.0}
+# Backends that attach an XDP program: an interface holds one, so one process.
+XDP_BACKENDS = ("afxdp", "xdp")
+
+
+def _whole(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{what} must be a whole number, got {value!r}")
+    return value
+
+
+def _proc_cpus(value: Any, name_of: Callable[[str], str]) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    cpus = _tuple(value, name_of("proc_cpus"))
+    if any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in cpus):
+        raise UsageError(f"{name_of('proc_cpus')} must be CPU numbers (0, 1, ...), got {list(cpus)}")
+    return cpus
+
+
 def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
     """What no single key can say: the rate against every frame length, the search methods'
-    fixed lengths, the search parameters."""
+    fixed lengths, the search parameters, the backends' limits. (A profile's frame lengths
+    and mean wire rate are the generator's to check: preflight.check_profiles.)"""
     rate = parse_rate(c.rate)
+    methods = {x for m in c.matrices for x in m.methods}
+    if "rate" in c.given and "iperf" not in methods:  # the other methods choose their own loads
+        which = ", ".join(sorted(methods)) + (" chooses its" if len(methods) == 1 else " choose their")
+        raise UsageError(f"{name_of('rate')} sets the load of the iperf method, and {which} own loads: leave "
+                         f"it out, or add iperf to {name_of('methods')}")
+    if bool(c.groups) != bool(c.group_size) or (c.group_gap_s and not c.groups):
+        raise UsageError(f"{name_of('groups')} N and {name_of('group_size')} PKTS go together (and "
+                         f"{name_of('group_gap')} with them): give both")
+    if c.groups and (methods - {"iperf"} or any(isinstance(s, str) for m in c.matrices for s in m.sizes)):
+        raise UsageError(f"{name_of('groups')} works with the iperf method at fixed frame lengths (the searches "
+                         f"choose their own loads and trial lengths)")
+    if c.groups and parse_rate(c.rate).pps(64, c.link_bps) is None:
+        raise UsageError(f"{name_of('groups')} needs a paced {name_of('rate')}, not max: the groups' pauses are "
+                         f"kept on a schedule")
     for m in c.matrices:
         for size in m.sizes:
-            if isinstance(size, int):  # capbench-gen checks a profile's mean wire rate
+            if isinstance(size, int):
                 rate.check(size, c.link_bps)
         if set(m.methods) - {"iperf"} and any(isinstance(x, str) for x in m.sizes):
             raise UsageError(f"the search methods run at fixed frame lengths: give lengths in {name_of('sizes')}, "
                              f"not profiles (profiles work with the iperf method)")
+        xdp = [b for b in m.backends if b in XDP_BACKENDS]
+        if xdp and any(n > 1 for n in m.procs):
+            raise UsageError(f"{name_of('procs')} {max(m.procs)} with {', '.join(xdp)}: an interface holds one XDP "
+                             f"program, so one such capture process at a time: use procs 1 for them, or "
+                             f"packet-socket backends (pcap, raw, afp-v2, afp-v3, fanout)")
+        for method in m.methods:
+            least = MIN_TRIAL_S.get(method)
+            if least and c.trial_s is not None and c.trial_s < least:
+                raise UsageError(f"{name_of('trial')} {c.trial_s:g} s: {method} trials last at least {least:g} s "
+                                 f"(RFC 2544 asks for 60 s)")
     if not 0 < c.precision_pct < 100:
         raise UsageError(f"{name_of('precision')} {c.precision_pct:g}: give a share of the wire rate above 0 and "
                          f"below 100 %")

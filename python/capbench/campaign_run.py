@@ -64,7 +64,7 @@ TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured 
 def estimate_step_s(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> float:
     """Rough time of a step, for the time left: an iperf trial, or a search's usual trials."""
     trial = c.trial_s or (60.0 if step.method in ("rfc2544", "mlr") else 10.0)
-    per = {"iperf": c.duration_s + overhead_s,
+    per = {"iperf": c.trial_duration_s(step.size) + overhead_s,
            "rfc2544": 9 * (trial + c.pause_s + overhead_s) + 10.0,
            "mlr": 4 * (trial + c.pause_s + overhead_s) + 8 * (1.0 + c.pause_s + overhead_s),
            "sweep": c.steps_per_sweep * (trial + c.pause_s + overhead_s),
@@ -96,7 +96,7 @@ def execute(c: Campaign, steps: Sequence[Step], progress: Progress, run: StepRun
         context = dispatch.Context(dataclasses.replace(settings, method=step.method), c.link_bps, record, run.pause)
         started = time.monotonic()
         dispatch.run_step(step.method, measurer, step.backend, step.size, context, rate=rate,
-                          duration_s=c.duration_s, record_outcome=record_outcome)
+                          duration_s=c.trial_duration_s(step.size), record_outcome=record_outcome)
         done += 1
         took_s += time.monotonic() - started
         est_done_s += estimate_step_s(c, step)

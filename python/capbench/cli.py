@@ -152,7 +152,15 @@ PASSTHROUGH_EXAMPLES = {
         "  sudo capbench gen --netns capbench-1a2b3c-gen --iface cb1a2b3cg --rate 800kpps --count 100000",
     ),
     "capture": (
-        "Ctrl-C ends the capture with its summary line.",
+        "Ctrl-C ends the capture with its summary line.\n\n"
+        "capbench's own options (the rest go to the counter):\n"
+        "  --procs N          run N counters on the interface, each seeing every frame\n"
+        "                     (packet-socket backends; 1 to 64; default 1)\n"
+        "  --proc-cpus LIST   pin counter i to the i-th CPU of LIST (one per process)\n"
+        "\n"
+        "On a capbench test bed, frames of the generator's xdp engine reach the capture\n"
+        "veth only while an XDP program is attached there: capture with --backend afxdp\n"
+        "or xdp, run capbench-xdpcount there, or send with --engine afpacket.",
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1\n"
         "  sudo capbench capture --netns capbench-1a2b3c-cap --iface cb1a2b3cc --backend pcap --duration 10\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --procs 3 --proc-cpus 1,2,3\n"
@@ -222,6 +230,20 @@ def build_parser() -> Parser:
                           "packet)")
     run.add_argument("--procs", metavar="LIST",
                      help="capture processes on the interface, each seeing every frame, comma-separated (default: 1)")
+    run.add_argument("--backend-args", metavar="BACKEND=OPTIONS", action="append",
+                     help="a backend's own capbench-cap options for every trial of it, e.g. "
+                          "--backend-args 'fanout=--workers 2 --fanout-mode lb' or "
+                          "'pcap=--pcap-api dispatch' (repeat for several backends; "
+                          "`capbench capture --help` lists them)")
+    run.add_argument("--proc-cpus", metavar="LIST",
+                     help="with --procs N: pin capture process i to the i-th CPU of LIST, cycled "
+                          "(default: all on the counter's CPU)")
+    run.add_argument("--groups", type=int, metavar="N",
+                     help="seed 004's groups: each iperf trial sends N groups of --group-size frames and the "
+                          "counter reports the frames received of every group (the trial lasts as long as the "
+                          "groups take, at least --duration)")
+    run.add_argument("--group-size", type=int, metavar="PKTS", help="frames per group (with --groups)")
+    run.add_argument("--group-gap", metavar="S", help="pause between groups (with --groups; default 0)")
     run.add_argument("--ring", metavar="LIST",
                      help="kernel buffer sizes, comma-separated (256k, 4M, 64M): pcap and raw's socket buffer, "
                           "afp-v3/fanout's 1 MiB blocks, afp-v2's and afxdp's 2 KiB frames (default: each "
@@ -286,7 +308,7 @@ def build_parser() -> Parser:
 
 MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
                 "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring",
-                "repeat")
+                "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap")
 # The placement of the CPU flags when none is given: the seed's "#1" on two cores.
 DEFAULT_CPUS = (0, 1, 1)
 
@@ -313,9 +335,24 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
             top["procs"] = [int(p) for p in top["procs"]]
         except ValueError:
             raise UsageError(f"cannot read --procs {args.procs!r}: give whole numbers, e.g. 1,2,4") from None
-    top["sizes"] = args.sizes or "seed"
+    top["sizes"] = "seed" if args.sizes is None else args.sizes
+    if args.backend_args:
+        top["backend_args"] = {}
+        for item in args.backend_args:
+            backend, eq, opts = item.partition("=")
+            if not eq or not backend.strip():
+                raise UsageError(f"cannot read --backend-args {item!r}: give BACKEND=OPTIONS, e.g. "
+                                 f"'fanout=--workers 2'")
+            if backend.strip() in top["backend_args"]:
+                raise UsageError(f"--backend-args gives {backend.strip()} twice: put all its options in one")
+            top["backend_args"][backend.strip()] = opts
+    if args.proc_cpus is not None:
+        try:
+            top["proc_cpus"] = [int(x) for x in _list(args.proc_cpus, "--proc-cpus")]
+        except ValueError:
+            raise UsageError(f"cannot read --proc-cpus {args.proc_cpus!r}: give CPU numbers, e.g. 1,0") from None
     for flag in ("link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance", "steps",
-                 "repeat"):
+                 "repeat", "groups", "group_size", "group_gap"):
         if getattr(args, flag) is not None:
             top[flag] = getattr(args, flag)
     cpus = (args.gen_cpu, args.rx_cpu, args.cap_cpu)
@@ -329,19 +366,44 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
         custom = tuple(d if v is None else v for v, d in zip(cpus, DEFAULT_CPUS))
         top["pin"] = [campaign.CUSTOM_PIN]
     return campaign.build(top, [], backends_known=BACKENDS, custom_cpus=custom,
-                          name_of=lambda key: {"campaign": "the options", "methods": "--method"}.get(
+                          name_of=lambda key: {"methods": "--method"}.get(
                               key, "--" + key.replace("_", "-")))
+
+
+def resumable_run(d: Path) -> dict:
+    """run.json of a run `--resume` can continue; one UsageError saying why not otherwise."""
+    from capbench import results  # noqa: PLC0415
+
+    try:
+        meta = read_run(d)
+    except CapbenchError as e:
+        raise UsageError(f"cannot resume {d}: {e}") from None
+    if not isinstance(meta, dict) or not ("command" in meta or "campaign_toml" in meta):
+        raise UsageError(f"cannot resume {d}: its run.json says neither the command nor the campaign that made "
+                         f"it, so it is not a run of `capbench run`")
+    if meta.get("schema") != results.SCHEMA:
+        raise UsageError(f"cannot resume {d}: its results have schema {meta.get('schema')!r} and this capbench "
+                         f"writes {results.SCHEMA}: start a new run (`capbench report` still reads it)")
+    unkeyed = sum(1 for t in results.scan_trials(d).trials if not getattr(t, "step", ""))
+    if unkeyed:
+        raise UsageError(f"cannot resume {d}: {unkeyed} of its trials name no campaign step (written by an "
+                         f"earlier capbench), so what is done cannot be told: start a new run")
+    return meta
 
 
 def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | None, Path | None]:
     """(the campaign, its TOML text if from a file, the directory to resume)."""
     given = [f for f in MATRIX_FLAGS if getattr(args, f) is not None]
-    if args.resume:
+    for flag, what in (("campaign", "a campaign file (see campaigns/)"),
+                       ("resume", "the results directory of the run to continue")):
+        if getattr(args, flag) is not None and not getattr(args, flag).strip():
+            raise UsageError(f"--{flag} is empty: give {what}")
+    if args.resume is not None:
         if given or args.campaign:
             raise UsageError("--resume continues a run with the settings it started with: give no other "
                              "settings")
         d = Path(args.resume)
-        meta = read_run(d)
+        meta = resumable_run(d)
         if meta.get("status") == "complete":
             raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
         if "campaign_toml" in meta:
@@ -350,7 +412,7 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
         if old.command != "run" or old.resume:
             raise UsageError(f"{d}/run.json does not hold the `capbench run` command that made it")
         return campaign_from_args(old), None, d
-    if args.campaign:
+    if args.campaign is not None:
         if given:
             raise UsageError(f"--campaign {args.campaign} says what to run: give it no {', '.join('--' + f.replace('_', '-') for f in given)}")
         text = campaign.read_text(args.campaign)
@@ -366,9 +428,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     preflight.require_root("capbench run")
     preflight.require_ip()
     preflight.check_engine(c.engine)
+    preflight.check_profiles(c, str(binaries.gen))
     if c.custom_cpus is not None:
         gen, rx, cap = c.custom_cpus
         preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
+    for proc_cpu in c.proc_cpus or ():
+        preflight.check_cpus(proc_cpus=proc_cpu)
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune)
     return runner.execute(c, opts, binaries, resume=resume)
@@ -499,7 +564,9 @@ def _split_procs(cmd: str, argv: list[str]) -> tuple[list[list[str]], list[str]]
     i = 0
     while i < len(argv):
         a = argv[i]
-        if cmd == "capture" and a in ("--procs", "--proc-cpus") and i + 1 < len(argv):
+        if cmd == "capture" and a in ("--procs", "--proc-cpus") and i + 1 >= len(argv):
+            raise UsageError(f"{a} needs a value: --procs N (1 to 64), --proc-cpus LIST (e.g. 1,0,1)")
+        if cmd == "capture" and a in ("--procs", "--proc-cpus"):
             if a == "--procs":
                 try:
                     procs = int(argv[i + 1])
@@ -518,7 +585,24 @@ def _split_procs(cmd: str, argv: list[str]) -> tuple[list[list[str]], list[str]]
         i += 1
     if cpus is not None and len(cpus) != procs:
         raise UsageError(f"--proc-cpus names {len(cpus)} CPUs for --procs {procs}: give one per process")
+    backend = _option_value(rest, "--backend", "-b")
+    if procs > 1 and backend in campaign.XDP_BACKENDS:
+        raise UsageError(f"--procs {procs} with --backend {backend}: an interface holds one XDP program, so one "
+                         f"{backend} process at a time: use --procs 1, or a packet-socket backend (pcap, raw, "
+                         f"afp-v2, afp-v3, fanout)")
     return [["--cpu", str(c)] for c in cpus] if cpus else [[] for _ in range(procs)], rest
+
+
+def _option_value(argv: list[str], *names: str) -> str | None:
+    """The value of the last `--name VALUE` or `--name=VALUE` in argv (None if not given)."""
+    value = None
+    for i, a in enumerate(argv):
+        for name in names:
+            if a == name and i + 1 < len(argv):
+                value = argv[i + 1]
+            elif a.startswith(name + "=") and name.startswith("--"):
+                value = a.split("=", 1)[1]
+    return value
 
 
 def run_forwarding_signals(*argvs: list[str]) -> int:

@@ -13,6 +13,7 @@ import socket
 
 from capbench.cpu import usable_cpus
 from capbench.errors import UsageError
+from capbench.rates import DEFAULT_MTU_B, link_name
 
 LIVE_FRAMES_KERNEL = (5, 18)  # BPF_F_TEST_XDP_LIVE_FRAMES
 XDP_LINK_KERNEL = (5, 9)  # XDP programs attached through a bpf_link (afxdp, xdp backends)
@@ -182,3 +183,21 @@ def _fanout_status() -> tuple[bool, str]:
     except OSError as e:
         return False, f"PACKET_FANOUT groups not supported: {e.strerror}"
     return True, "AF_PACKET sockets with TPACKET_V3 in a PACKET_FANOUT group creatable"
+
+
+def check_profiles(c, gen: str, mtu: int = DEFAULT_MTU_B) -> None:
+    """Every frame-length profile of campaign `c` (imix:, random:, dist:, trace:) as its
+    iperf trials will send it, checked by the generator itself (`capbench-gen --check`,
+    which sends nothing): its frames fit the test bed's MTU, a file reads, and the rate is
+    within the link's wire rate for the profile's mean frame. Fixed lengths are checked in
+    Python (campaign.check); the generator owns the profiles' rules."""
+    import subprocess  # noqa: PLC0415 - only this check starts a program
+
+    profiles = sorted({s for m in c.matrices if "iperf" in m.methods for s in m.sizes if isinstance(s, str)})
+    for profile in profiles:
+        argv = [gen, "--check", "--mtu", str(mtu), "--size", profile, "--rate", c.rate,
+                "--link", link_name(c.link_bps), "--engine", c.engine]
+        p = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if p.returncode != 0:
+            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+            raise UsageError(f"--sizes {profile}: {why.removeprefix('capbench-gen: ')}")

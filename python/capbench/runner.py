@@ -9,6 +9,7 @@ method answers to searches.jsonl; `--resume DIR` continues such a directory.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -137,7 +138,11 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
             setup = TrialSetup(backend=step.backend, frame_len=size if isinstance(size, int) else 0,
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
                                engine=c.engine, gen_cpu=p.gen_cpu, cap_cpu=p.cap_cpu, app_load=step.app_load,
-                               settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring)
+                               settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring,
+                               cap_args=tuple(shlex.split(step.backend_args)) + c.group_args()[1],
+                               gen_args=c.group_args()[0],
+                               proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
+                                          tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))))
             return Measurer(binaries, dataclasses.replace(tb, rx_cpu=p.rx_cpu), setup)
 
         def record(r: TrialResult) -> None:

@@ -110,6 +110,8 @@ def table_key(r: TrialResult) -> str:
         key += f", {r.procs} capture processes"
     if r.ring_bytes:
         key += f", ring {r.ring_bytes / (1 << 20):g} MiB"
+    if getattr(r, "backend_args", ""):
+        key += f", {r.backend_args}"
     return key + ")"
 
 

@@ -21,6 +21,7 @@ A trial:
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,6 +142,7 @@ class TrialResult:
     group_size: int = 0
     group_received: tuple[int, ...] = ()
     ring_bytes: int = 0  # the kernel buffer asked for (--ring); 0 = the backend's default
+    backend_args: str = ""  # the backend's own options from --backend-args, as given
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
@@ -461,6 +463,7 @@ class Measurer:
             group_size=int((cap.get("groups") or {}).get("size", 0)),
             group_received=tuple((cap.get("groups") or {}).get("received", ())),
             ring_bytes=s.ring_bytes,
+            backend_args=shlex.join(s.cap_args),
             procs=len(caps),
             proc_cpus=self.proc_cpus,
             proc_received=tuple(received),

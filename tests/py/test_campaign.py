@@ -58,6 +58,11 @@ def test_matrices_override_and_repeat(tmp_path):
     ("[campaign\n", ["not valid TOML"]),
     ("[campaign]\nbackends = []\n", ["empty"]),
     ("[campaign]\nduration = 'long'\n", ["long"]),
+    ("[campaign]\nbackend_args = 'x'\n", ["backend_args", "must map"]),
+    ("[campaign]\nbackends = ['pcap']\n[campaign.backend_args]\npcap = '--iface eth0'\n", ["--iface"]),
+    ("[campaign]\ngroups = 3\n", ["groups", "group_size"]),
+    ("[campaign]\nprocs = 2\nbackends = ['afxdp']\n", ["one XDP program"]),
+    ("[campaign]\nmethods = ['latency']\ntrial = '0.5s'\n", ["latency", "at least 1 s"]),
 ])
 def test_bad_campaigns_name_file_and_key(tmp_path, text, words):
     p = write(tmp_path, text)
@@ -154,3 +159,39 @@ def test_shipped_campaigns_load(name, steps):
     c = cmod.load(Path(__file__).resolve().parents[2] / "campaigns" / f"{name}.toml", backends_known=ALL)
     assert len(c.steps()) == steps
     assert {s.backend for s in c.steps()} == {"pcap", "afp-v3", "afxdp"}
+
+
+def test_backend_args_and_groups_make_their_own_steps(tmp_path):
+    c = cmod.load(write(tmp_path, """
+[campaign]
+backends = ["pcap", "afp-v3"]
+sizes = [64]
+rate = "100kpps"
+duration = "2"
+procs = [1, 2]
+proc_cpus = [1, 0]
+groups = 4
+group_size = 50000
+group_gap = "100ms"
+
+[campaign.backend_args]
+pcap = "--pcap-api   dispatch"
+"""), backends_known=BACKENDS)
+    steps = {(s.backend, s.procs): s for s in c.steps()}
+    # The options are stored as one normalized string, only for their backend.
+    assert steps[("pcap", 1)].backend_args == "--pcap-api dispatch"
+    assert steps[("afp-v3", 1)].backend_args == ""
+    assert "|args=--pcap-api dispatch|" in steps[("pcap", 1)].key
+    assert "|groups=4x50000+0.1s|" in steps[("afp-v3", 2)].key
+    assert c.proc_cpus == (1, 0)
+    gen, cap = c.group_args()
+    assert gen == ("--groups", "4", "--group-size", "50000", "--group-gap", "0.1")
+    assert cap == ("--group-size", "50000", "--groups", "4")
+    # 200,000 frames at 100 kpps and three 0.1 s pauses: 2.3 s, more than --duration 2.
+    assert c.trial_duration_s(64) == pytest.approx(1.05 * 2.3 + 1.0)
+
+
+def test_a_rate_for_methods_that_choose_their_own_is_refused():
+    with pytest.raises(UsageError, match="rfc2544 chooses its own loads"):
+        cmod.build({"methods": ["rfc2544"], "rate": "50%"}, [], backends_known=BACKENDS)
+    cmod.build({"methods": ["iperf", "rfc2544"], "rate": "50%"}, [], backends_known=BACKENDS)  # iperf uses it

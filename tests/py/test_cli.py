@@ -56,7 +56,7 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         (["run", "--pin", "A:B", "--cap-cpu", "0"], ["--pin", "--cap-cpu"]),
         (["run", "--repeat", "0"], ["--repeat"]),
         (["run", "--ring", "big"], ["big", "4M"]),
-        (["run", "--ring", "1k"], ["4k to 2G"]),
+        (["run", "--ring", "1k"], ["4k to 1G"]),
         (["run", "--procs", "two"], ["--procs"]),
         (["run", "--precision", "0"], ["--precision"]),
         (["run", "--steps", "1"], ["--steps"]),
@@ -72,6 +72,23 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         ([], ["COMMAND"]),
         (["testbed"], ["ACTION"]),
         (["report", "/nonexistent/results"], ["cannot read", "results directory"]),
+        # Empty values are bad input, not "use the default".
+        (["run", "--sizes", ""], ["frame sizes"]),
+        (["run", "--campaign", ""], ["--campaign is empty"]),
+        (["run", "--resume", ""], ["--resume is empty"]),
+        # Caught before a test bed or a results folder exists (the generator's --check for profiles).
+        (["run", "--sizes", "random:64-2000"], ["random:64-2000", "2000 B", "1518"]),
+        (["run", "--rate", "1.4Mpps", "--sizes", "imix:seed"], ["imix:seed", "wire rate"]),
+        (["run", "--procs", "2", "--backends", "afxdp"], ["--procs 2", "afxdp", "one XDP program"]),
+        (["run", "--ring", "2G"], ["4k to 1G"]),
+        (["run", "--method", "rfc2544", "--trial", "0.5"], ["--trial 0.5", "at least 1 s"]),
+        (["run", "--method", "rfc2544", "--rate", "50%"], ["--rate", "iperf"]),
+        (["run", "--backend-args", "fanout"], ["BACKEND=OPTIONS"]),
+        (["run", "--backend-args", "fanout=--cpu 1"], ["--cpu", "capbench sets"]),
+        (["run", "--backend-args", "pfring=--x"], ["pfring"]),
+        (["run", "--proc-cpus", "a"], ["--proc-cpus"]),
+        (["capture", "--iface", "lo", "--backend", "xdp", "--procs", "2"], ["--procs 2", "one XDP program"]),
+        (["capture", "--iface", "lo", "--procs"], ["--procs needs a value"]),
     ],
 )
 def test_bad_input(args, words):
@@ -195,3 +212,21 @@ def test_report_prints_tables(tmp_path):
     p = capbench("report", str(w.path), env={"COLUMNS": "150"})
     assert p.returncode == 0, p.stderr
     assert "1,488,095" in p.stdout and "0.0064" in p.stdout
+
+
+def test_profile_file_errors_name_the_file_and_line(tmp_path):
+    dist = tmp_path / "sizes.csv"
+    dist.write_text("64,1\n128,-2\n")
+    assert_usage_error(capbench("run", "--sizes", f"64,dist:{dist}", "--results", str(tmp_path / "r")),
+                       f"{dist} line 2")
+    assert not (tmp_path / "r").exists()  # no results folder for a run that never started
+
+
+@pytest.mark.parametrize("run_json, words", [
+    ('{"hello": 1}', ["not a run of `capbench run`"]),
+    ("{garbage", ["not JSON"]),
+    ('{"schema": 99, "command": ["capbench", "run"]}', ["schema 99"]),
+])
+def test_resume_refuses_what_is_not_a_resumable_run(tmp_path, run_json, words):
+    (tmp_path / "run.json").write_text(run_json)
+    assert_usage_error(capbench("run", "--resume", str(tmp_path)), "cannot resume", *words)
