@@ -9,6 +9,7 @@ with its step and repetition and recorded as it ends; every method answer too.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,12 +65,17 @@ TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured 
 def estimate_step_s(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> float:
     """Rough time of a step, for the time left: an iperf trial, or a search's usual trials."""
     trial = c.trial_s or (60.0 if step.method in ("rfc2544", "mlr") else 10.0)
+    # A binary search from the wire rate halves its step until it is below the precision:
+    # about log2(100 / precision) trials, plus the first at the wire rate and the
+    # verification, which waits at least 10 s against saturation (dispatch._rfc2544).
+    searches = math.ceil(math.log2(100.0 / c.precision_pct)) + 1
+    verify = trial + max(c.pause_s, 10.0) + overhead_s
     per = {"iperf": c.trial_duration_s(step.size) + overhead_s,
-           "rfc2544": 9 * (trial + c.pause_s + overhead_s) + 10.0,
+           "rfc2544": searches * (trial + c.pause_s + overhead_s) + verify,
            "mlr": 4 * (trial + c.pause_s + overhead_s) + 8 * (1.0 + c.pause_s + overhead_s),
            "sweep": c.steps_per_sweep * (trial + c.pause_s + overhead_s),
            "back2back": 12 * (2.0 + c.pause_s + overhead_s),
-           "latency": 10 * (trial + c.pause_s + overhead_s) + 10.0}
+           "latency": searches * (trial + c.pause_s + overhead_s) + verify + trial + overhead_s}
     return per[step.method]
 
 

@@ -195,3 +195,14 @@ def test_a_rate_for_methods_that_choose_their_own_is_refused():
     with pytest.raises(UsageError, match="rfc2544 chooses its own loads"):
         cmod.build({"methods": ["rfc2544"], "rate": "50%"}, [], backends_known=BACKENDS)
     cmod.build({"methods": ["iperf", "rfc2544"], "rate": "50%"}, [], backends_known=BACKENDS)  # iperf uses it
+
+
+def test_the_rfc2544_estimate_follows_the_precision():
+    # A binary search from the wire rate takes about log2(100 / precision) trials, plus the
+    # first and the verification (with its 10 s pause against saturation).
+    fine = cmod.build({"methods": ["rfc2544"], "sizes": [64], "trial": "2s", "pause": "0.5"}, [],
+                      backends_known=BACKENDS)
+    coarse = dataclasses.replace(fine, precision_pct=5.0)
+    step = fine.steps()[0]
+    assert campaign_run.estimate_step_s(fine, step, overhead_s=0) == pytest.approx(8 * 2.5 + 12)
+    assert campaign_run.estimate_step_s(coarse, step, overhead_s=0) == pytest.approx(6 * 2.5 + 12)
