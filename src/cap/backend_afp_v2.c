@@ -45,32 +45,40 @@ struct afp_v2 {
 	struct cap_kstats kstats; /* touched by the main thread only */
 };
 
+/* The ring cfg asks for: the smallest power-of-two block that holds a frame
+ * (the kernel allocates blocks in page orders), and whole blocks of frames.
+ * Returns its bytes. */
+static uint64_t v2_geometry(const struct cap_cfg *cfg, struct tpacket_req *req)
+{
+	unsigned int frame_size = (unsigned int)(cfg->frame_size ? cfg->frame_size : DEFAULT_FRAME_SIZE);
+	uint64_t frames = cfg->frame_count ? cfg->frame_count : DEFAULT_FRAME_COUNT;
+	uint64_t block_size = (uint64_t)sysconf(_SC_PAGESIZE), per_block;
+
+	while (block_size < frame_size)
+		block_size *= 2;
+	per_block = block_size / frame_size;
+	frames = (frames + per_block - 1) / per_block * per_block;
+	req->tp_block_size = (unsigned int)block_size;
+	req->tp_block_nr = (unsigned int)(frames / per_block);
+	req->tp_frame_size = frame_size;
+	req->tp_frame_nr = (unsigned int)frames;
+	return block_size * req->tp_block_nr;
+}
+
 static int afp_v2_open(const struct cap_cfg *cfg, void **state)
 {
 	struct afp_v2 *st = calloc(1, sizeof(*st));
-	unsigned int frame_size = (unsigned int)(cfg->frame_size ? cfg->frame_size : DEFAULT_FRAME_SIZE);
-	uint64_t frames = cfg->frame_count ? cfg->frame_count : DEFAULT_FRAME_COUNT;
-	size_t block_size = (size_t)sysconf(_SC_PAGESIZE);
 	char geometry[96];
 	void *ring;
 	int err;
 
 	if (!st)
 		return -ENOMEM;
-	/* The smallest power-of-two block that holds a frame (the kernel
-	 * allocates blocks in page orders), and whole blocks of frames. */
-	while (block_size < frame_size)
-		block_size *= 2;
-	st->frames_per_block = (unsigned int)(block_size / frame_size);
-	frames = (frames + st->frames_per_block - 1) / st->frames_per_block * st->frames_per_block;
-	st->req.tp_block_size = (unsigned int)block_size;
-	st->req.tp_block_nr = (unsigned int)(frames / st->frames_per_block);
-	st->req.tp_frame_size = frame_size;
-	st->req.tp_frame_nr = (unsigned int)frames;
-	st->ring_len = block_size * st->req.tp_block_nr;
+	st->ring_len = (size_t)v2_geometry(cfg, &st->req);
+	st->frames_per_block = st->req.tp_block_size / st->req.tp_frame_size;
 
 	snprintf(geometry, sizeof(geometry), "%u frames of %u B (%u blocks of %u B)",
-		 st->req.tp_frame_nr, frame_size, st->req.tp_block_nr, st->req.tp_block_size);
+		 st->req.tp_frame_nr, st->req.tp_frame_size, st->req.tp_block_nr, st->req.tp_block_size);
 	err = pktsock_open_ring(cfg, TPACKET_V2, &st->req, sizeof(st->req), st->ring_len, geometry,
 				"use fewer or smaller frames (--frame-count, --frame-size)", &st->fd,
 				&ring);
@@ -156,6 +164,15 @@ static void afp_v2_close(void *state)
 	free(st);
 }
 
+static uint64_t afp_v2_ring_bytes(const struct cap_cfg *cfg, char *what, size_t len)
+{
+	struct tpacket_req req;
+	uint64_t bytes = v2_geometry(cfg, &req);
+
+	snprintf(what, len, "a ring of %u frames of %u B", req.tp_frame_nr, req.tp_frame_size);
+	return bytes;
+}
+
 const struct cap_backend cap_backend_afp_v2 = {
 	.name = "afp-v2",
 	.describe = "AF_PACKET with a TPACKET_V2 frame ring (PF_RING's ring buffer)",
@@ -163,4 +180,6 @@ const struct cap_backend cap_backend_afp_v2 = {
 	.run = afp_v2_run,
 	.stats = afp_v2_stats,
 	.close = afp_v2_close,
+	.ring_bytes = afp_v2_ring_bytes,
+	.ring_options = "use fewer or smaller frames (--frame-count, --frame-size)",
 };

@@ -4,6 +4,8 @@
  * (tpacket_v3.c), the Linux form of szedata2's block aggregation (seed 000).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "cap.h"
@@ -44,6 +46,15 @@ static void afp_v3_close(void *state)
 	free(state);
 }
 
+static uint64_t afp_v3_ring_bytes(const struct cap_cfg *cfg, char *what, size_t len)
+{
+	uint32_t size, count;
+	uint64_t bytes = v3_ring_geometry(cfg, &size, &count);
+
+	snprintf(what, len, "a ring of %" PRIu32 " blocks of %" PRIu32 " B", count, size);
+	return bytes;
+}
+
 const struct cap_backend cap_backend_afp_v3 = {
 	.name = "afp-v3",
 	.describe = "AF_PACKET with a TPACKET_V3 block ring (szedata2's block aggregation)",
@@ -51,4 +62,6 @@ const struct cap_backend cap_backend_afp_v3 = {
 	.run = afp_v3_run,
 	.stats = afp_v3_stats,
 	.close = afp_v3_close,
+	.ring_bytes = afp_v3_ring_bytes,
+	.ring_options = "use fewer or smaller blocks (--block-count, --block-size)",
 };

@@ -110,6 +110,17 @@ struct afxdp {
 	struct xsk_queue q[];
 };
 
+static uint32_t ring_size(const struct cap_cfg *cfg)
+{
+	return cfg->ring_size ? cfg->ring_size : DEFAULT_RING_SIZE;
+}
+
+/* --frame-count, by default as many frames as the RX ring has descriptors. */
+static uint32_t umem_frames(const struct cap_cfg *cfg)
+{
+	return cfg->frame_count ? (uint32_t)cfg->frame_count : ring_size(cfg);
+}
+
 static uint32_t pow2_ceil(uint32_t v)
 {
 	uint32_t p = 1;
@@ -317,8 +328,8 @@ static int afxdp_open(const struct cap_cfg *cfg, void **state)
 	if (!st)
 		return -ENOMEM;
 	st->n = cfg->n_queues;
-	st->ring_size = cfg->ring_size ? cfg->ring_size : DEFAULT_RING_SIZE;
-	st->frame_count = cfg->frame_count ? cfg->frame_count : st->ring_size;
+	st->ring_size = ring_size(cfg);
+	st->frame_count = umem_frames(cfg);
 	st->fill_size = 2 * pow2_ceil(st->frame_count);
 	st->batch = cfg->batch ? cfg->batch : DEFAULT_BATCH;
 	st->need_wakeup = cfg->need_wakeup;
@@ -507,6 +518,18 @@ static void afxdp_close(void *state)
 	free(st);
 }
 
+/* A UMEM per queue, each mapped with MAP_POPULATE and pinned by the kernel
+ * when it is registered. */
+static uint64_t afxdp_ring_bytes(const struct cap_cfg *cfg, char *what, size_t len)
+{
+	if (cfg->n_queues == 1)
+		snprintf(what, len, "a UMEM of %u frames of %u B", umem_frames(cfg), FRAME_SIZE);
+	else
+		snprintf(what, len, "%u UMEMs (one per queue) of %u frames of %u B", cfg->n_queues,
+			 umem_frames(cfg), FRAME_SIZE);
+	return (uint64_t)umem_frames(cfg) * FRAME_SIZE * cfg->n_queues;
+}
+
 const struct cap_backend cap_backend_afxdp = {
 	.name = "afxdp",
 	.describe = "AF_XDP socket with capbench's own XDP program (zero-copy rings, recycled frames)",
@@ -516,4 +539,6 @@ const struct cap_backend cap_backend_afxdp = {
 	.worker_stats = afxdp_worker_stats,
 	.summary = afxdp_summary,
 	.close = afxdp_close,
+	.ring_bytes = afxdp_ring_bytes,
+	.ring_options = "use a smaller --frame-count (by default --ring-size) or fewer --queue",
 };

@@ -24,6 +24,7 @@
  * The group goes away when its last socket is closed.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/filter.h>
 #include <linux/if_packet.h>
 #include <stdio.h>
@@ -179,6 +180,20 @@ static void fanout_worker_stats(void *state, unsigned int worker, struct cap_kst
 	*out = ((struct fanout *)state)->ring[worker].kstats;
 }
 
+/* One ring per worker, all mapped at once. */
+static uint64_t fanout_ring_bytes(const struct cap_cfg *cfg, char *what, size_t len)
+{
+	uint32_t size, count;
+	uint64_t bytes = v3_ring_geometry(cfg, &size, &count);
+
+	if (cfg->workers == 1)
+		snprintf(what, len, "a ring of %" PRIu32 " blocks of %" PRIu32 " B", count, size);
+	else
+		snprintf(what, len, "%u rings (one per worker) of %" PRIu32 " blocks of %" PRIu32 " B",
+			 cfg->workers, count, size);
+	return bytes * cfg->workers;
+}
+
 const struct cap_backend cap_backend_fanout = {
 	.name = "fanout",
 	.describe = "worker threads with a TPACKET_V3 ring each in one PACKET_FANOUT group "
@@ -189,4 +204,6 @@ const struct cap_backend cap_backend_fanout = {
 	.worker_stats = fanout_worker_stats,
 	.wake = fanout_wake,
 	.close = fanout_close,
+	.ring_bytes = fanout_ring_bytes,
+	.ring_options = "use fewer or smaller blocks (--block-count, --block-size) or fewer --workers",
 };

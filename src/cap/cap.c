@@ -248,11 +248,9 @@ static void place_workers(const struct cap_args *a, struct cap_cfg *cfg, int lis
 /* fanout: how many workers, on which CPUs, and the fanout mode. */
 static void configure_workers(const struct cap_args *a, struct cap_cfg *cfg)
 {
-	int usable = cb_cpu_count(), listed = parse_worker_cpus(a, cfg);
+	int listed = parse_worker_cpus(a, cfg);
 	uint64_t u;
 
-	if (usable > CAP_MAX_WORKERS)
-		usable = CAP_MAX_WORKERS;
 	cfg->fanout_mode = cap_fanout_mode_parse(a->fanout_mode ? a->fanout_mode : "hash");
 	if (cfg->fanout_mode < 0)
 		cb_usage_error("bad --fanout-mode '%s': use hash, lb, cpu, qm or rollover",
@@ -266,9 +264,19 @@ static void configure_workers(const struct cap_args *a, struct cap_cfg *cfg)
 		cfg->workers = listed ? (unsigned int)listed : 1;
 	}
 	place_workers(a, cfg, listed, a->workers ? "--workers" : "the default of one worker");
-	/* More workers than CPUs is allowed (the group still splits the frames
-	 * the same way) but they take turns on the CPUs they share. */
-	if (cfg->workers > (unsigned int)usable)
+}
+
+/* More fanout workers than CPUs is allowed (the group still splits the
+ * frames the same way) but they take turns on the CPUs they share. Said
+ * once the options and privileges are accepted, so a usage error stays one
+ * line. */
+static void note_shared_cpus(const struct cap_backend *be, const struct cap_cfg *cfg)
+{
+	int usable = cb_cpu_count();
+
+	if (usable > CAP_MAX_WORKERS)
+		usable = CAP_MAX_WORKERS;
+	if (be == &cap_backend_fanout && cfg->workers > (unsigned int)usable)
 		fprintf(stderr, "capbench-cap: note: %u workers share %d CPUs, so they take turns on "
 			"them: their rates measure time-sharing, not parallel capture\n",
 			cfg->workers, usable);
@@ -348,6 +356,42 @@ static void configure_afxdp(const struct cap_args *a, const struct cap_backend *
 	}
 }
 
+/* "1.5 GiB", "32.0 MiB": a size for an error line. */
+static void format_bytes(uint64_t bytes, char *out, size_t len)
+{
+	if (bytes >= 1ull << 30)
+		snprintf(out, len, "%.1f GiB", (double)bytes / (double)(1ull << 30));
+	else
+		snprintf(out, len, "%.1f MiB", (double)bytes / (double)(1ull << 20));
+}
+
+/*
+ * The kernel takes a packet ring as large as memory allows: PACKET_RX_RING
+ * allocates every block at once, and the ring is then mapped with
+ * MAP_POPULATE (an AF_XDP UMEM is anonymous memory, populated the same way
+ * and pinned when it is registered). A ring of most of the memory pushes
+ * everything else out, or brings the OOM killer, before a frame arrives.
+ * So the backend's rings, all sockets together, may take at most half of
+ * the machine's physical memory: a sanity bound, not a kernel limit.
+ */
+static void check_ring_memory(const struct cap_backend *be, const struct cap_cfg *cfg)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+	char what[128], size[32], limit[32];
+	uint64_t bytes, max;
+
+	if (!be->ring_bytes || pages <= 0 || page <= 0)
+		return;
+	bytes = be->ring_bytes(cfg, what, sizeof(what));
+	max = (uint64_t)pages * (uint64_t)page / 2;
+	if (bytes <= max)
+		return;
+	format_bytes(bytes, size, sizeof(size));
+	format_bytes(max, limit, sizeof(limit));
+	cb_usage_error("refuses %s: %s, more than %s (half of this machine's memory); %s", what, size,
+		       limit, be->ring_options);
+}
+
 static void configure(const struct cap_args *a, const struct cap_backend *be, struct cap_cfg *cfg)
 {
 	uint64_t u;
@@ -386,7 +430,8 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	cfg->immediate = a->immediate;
 	if (a->buffer_size && (cb_parse_bytes(a->buffer_size, &cfg->buffer_size) ||
 			       cfg->buffer_size == 0 || cfg->buffer_size > (1ull << 31) - 1))
-		cb_usage_error("bad --buffer-size '%s': give bytes up to 2G, e.g. 4M", a->buffer_size);
+		cb_usage_error("bad --buffer-size '%s': give bytes up to 2147483647 (2G - 1), e.g. 4M",
+			       a->buffer_size);
 	if (a->batch && be == &cap_backend_raw && (cb_parse_u64(a->batch, &u) || u == 0 || u > 1024))
 		cb_usage_error("bad --batch '%s': give 1..1024 packets per recvmmsg call", a->batch);
 	if (a->batch && be == &cap_backend_afxdp && (cb_parse_u64(a->batch, &u) || u == 0 || u > 4096))
@@ -466,6 +511,7 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	if (cfg->write_path && cfg->workers > 1)
 		cb_usage_error("--write takes the frames of one worker in the order they arrive: "
 			       "use one worker (not %u)", cfg->workers);
+	check_ring_memory(be, cfg);
 }
 
 struct worker_ctx {
@@ -745,8 +791,8 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &args);
 	be = find_backend(args.backend ? args.backend : "pcap");
 	configure(&args, be, &cfg);
-	if (geteuid() != 0)
-		cb_usage_error("must run as root (packet capture needs CAP_NET_RAW): run it with sudo");
+	cb_require_root("packet capture needs CAP_NET_RAW");
+	note_shared_cpus(be, &cfg);
 
 	/* Pin the whole process before any thread exists: the workers inherit
 	 * it, unless they have CPUs of their own (fanout). */
@@ -782,20 +828,26 @@ int main(int argc, char **argv)
 		}
 	}
 	if (cfg.write_path) {
-		/* pcap's snaplen where one is set; else whole frames. */
+		/* Opened before the backend, so a path that cannot be written is
+		 * refused before anything is attached; an existing file keeps its
+		 * contents until the capture has opened (cap_writer_begin). */
 		err = cap_writer_open(&writer, cfg.write_path, cfg.snaplen ? (uint32_t)cfg.snaplen : 262144);
 		if (err)
 			return CB_EXIT_USAGE;
 		ctx[0].w.writer = &writer;
 	}
 	err = be->open(&cfg, &state);
-	if (err && cfg.write_path) {
-		cap_writer_close(&writer);
-		unlink(cfg.write_path); /* nothing was captured: leave no empty file behind */
-	}
-	if (err)
+	if (err) {
+		if (cfg.write_path)
+			cap_writer_abandon(&writer); /* removes the file only if it is ours */
 		return err == -ENODEV || err == -EPERM || err == -EINVAL ? CB_EXIT_USAGE
 									  : CB_EXIT_RUNTIME;
+	}
+	if (cfg.write_path && cap_writer_begin(&writer)) {
+		be->close(state);
+		cap_writer_abandon(&writer);
+		return CB_EXIT_USAGE;
+	}
 	for (unsigned int i = 0; i < n; i++) {
 		ctx[i].state = state;
 		start_worker(&ctx[i], cfg.worker_cpus[i]);

@@ -8,6 +8,7 @@
 #ifndef CAPBENCH_CAP_H
 #define CAPBENCH_CAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -134,6 +135,13 @@ struct cap_backend {
 	/* The backend counts in the kernel and tracks no sequence numbers of
 	 * its own: the summary leaves out the tracker's fields. */
 	int kernel_counter;
+	/* Optional, for backends that map rings (packet rings, UMEMs): the
+	 * bytes cfg's rings take, all sockets together, with their geometry
+	 * written to `what` ("a ring of 32 blocks of 1048576 B"). cap.c
+	 * refuses more than half of the machine's memory, naming
+	 * ring_options as the fix. */
+	uint64_t (*ring_bytes)(const struct cap_cfg *cfg, char *what, size_t len);
+	const char *ring_options;
 };
 
 extern const struct cap_backend cap_backend_pcap;

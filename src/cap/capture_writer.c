@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LINKTYPE_ETHERNET 1
@@ -59,9 +60,29 @@ static void file_header(struct cap_writer *w)
 	}
 }
 
+/* Open `path` for writing without changing what it holds: O_CREAT | O_EXCL
+ * first, so we know whether the file is ours (created now, to be removed if
+ * the capture never starts) or the user's (left as it is until
+ * cap_writer_begin()). No O_TRUNC here: truncating is what destroys a file. */
+static int open_untouched(struct cap_writer *w)
+{
+	w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (w->fd >= 0) {
+		w->created = 1;
+		return 0;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	/* Opening an existing file for writing changes neither its contents
+	 * nor its times. */
+	w->fd = open(w->path, O_WRONLY | O_CLOEXEC);
+	return w->fd < 0 ? -errno : 0;
+}
+
 int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen)
 {
 	size_t n = strlen(path);
+	int err;
 
 	memset(w, 0, sizeof(*w));
 	w->path = path;
@@ -70,18 +91,46 @@ int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen)
 	w->buf = malloc(CAP_WRITER_BLOCK);
 	if (!w->buf)
 		return -ENOMEM;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		int err = -errno;
-
+	err = open_untouched(w);
+	if (err) {
 		fprintf(stderr, "capbench-cap: cannot write %s: %s: choose another --write file\n", path,
-			strerror(errno));
+			strerror(-err));
 		free(w->buf);
 		w->buf = NULL;
 		return err;
 	}
+	/* Only buffered: nothing reaches the file before the first flush. */
 	file_header(w);
 	return 0;
+}
+
+int cap_writer_begin(struct cap_writer *w)
+{
+	struct stat st;
+
+	/* Now the old contents go. Only a regular file can be truncated (a
+	 * FIFO or /dev/null cannot, and needs no truncating). */
+	if (w->created || fstat(w->fd, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	if (ftruncate(w->fd, 0)) {
+		int err = -errno;
+
+		fprintf(stderr, "capbench-cap: cannot truncate %s: %s: choose another --write file\n",
+			w->path, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+void cap_writer_abandon(struct cap_writer *w)
+{
+	if (!w->buf)
+		return;
+	close(w->fd);
+	if (w->created)
+		unlink(w->path); /* ours, and empty: leave nothing behind */
+	free(w->buf);
+	w->buf = NULL;
 }
 
 void cap_writer_add(struct cap_writer *w, const uint8_t *data, uint32_t caplen, uint32_t wirelen,

@@ -25,12 +25,22 @@ struct cap_writer {
 	size_t len;
 	uint64_t records, bytes_written;
 	int err;              /* the first write error (-errno): later records are dropped */
+	int created;          /* the file did not exist before cap_writer_open() */
 	const char *path;
 };
 
-/* Create the file (pcapng if the name ends in .pcapng, else pcap) and write
- * its header. Returns 0 or -errno with one line on stderr. */
+/* Open the file for writing (pcapng if the name ends in .pcapng, else pcap)
+ * and buffer its header, leaving an existing file's contents as they are:
+ * the capture may still fail to open. Returns 0 or -errno with one line on
+ * stderr. Then exactly one of cap_writer_begin() (the capture started) or
+ * cap_writer_abandon() (it did not). */
 int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen);
+/* The capture opened: truncate an existing file, so the records replace its
+ * contents. Returns 0 or -errno with one line on stderr. */
+int cap_writer_begin(struct cap_writer *w);
+/* The capture never started: close, and remove the file only if
+ * cap_writer_open() created it; a file the user had is left untouched. */
+void cap_writer_abandon(struct cap_writer *w);
 /* One frame of wirelen bytes of which caplen are in data, received at
  * ts_ns (CLOCK_REALTIME). */
 void cap_writer_add(struct cap_writer *w, const uint8_t *data, uint32_t caplen, uint32_t wirelen,

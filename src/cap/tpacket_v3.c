@@ -30,6 +30,13 @@
 #define FRAME_SIZE          2048u  /* tp_frame_size: only a bound for V3 */
 #define POLL_MS             100    /* how often a quiet reader looks at the stop flag */
 
+uint64_t v3_ring_geometry(const struct cap_cfg *cfg, uint32_t *block_size, uint32_t *block_count)
+{
+	*block_size = (uint32_t)(cfg->block_size ? cfg->block_size : DEFAULT_BLOCK_SIZE);
+	*block_count = (uint32_t)(cfg->block_count ? cfg->block_count : DEFAULT_BLOCK_COUNT);
+	return (uint64_t)*block_size * *block_count;
+}
+
 int v3_ring_open(const struct cap_cfg *cfg, struct v3_ring *r)
 {
 	char geometry[64];
@@ -37,8 +44,7 @@ int v3_ring_open(const struct cap_cfg *cfg, struct v3_ring *r)
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	r->req.tp_block_size = (unsigned int)(cfg->block_size ? cfg->block_size : DEFAULT_BLOCK_SIZE);
-	r->req.tp_block_nr = (unsigned int)(cfg->block_count ? cfg->block_count : DEFAULT_BLOCK_COUNT);
+	v3_ring_geometry(cfg, &r->req.tp_block_size, &r->req.tp_block_nr);
 	r->req.tp_frame_size = FRAME_SIZE;
 	r->req.tp_frame_nr = r->req.tp_block_size / FRAME_SIZE * r->req.tp_block_nr;
 	r->req.tp_retire_blk_tov = cfg->block_timeout_ms ? cfg->block_timeout_ms : DEFAULT_TIMEOUT_MS;

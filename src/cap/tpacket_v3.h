@@ -21,6 +21,9 @@ struct v3_ring {
 	struct cap_kstats kstats; /* running totals; touched by the main thread only */
 };
 
+/* The ring cfg asks for (the defaults if 0): blocks and block size, and
+ * its bytes. */
+uint64_t v3_ring_geometry(const struct cap_cfg *cfg, uint32_t *block_size, uint32_t *block_count);
 /* Open the socket, map a ring of cfg->block_size x cfg->block_count (the
  * defaults if 0) and bind it to cfg->iface. Prints one error line; returns
  * 0 or -errno. */

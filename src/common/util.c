@@ -52,6 +52,15 @@ void cb_fatal(const char *fmt, ...)
 	exit(CB_EXIT_RUNTIME);
 }
 
+void cb_require_root(const char *needs)
+{
+	/* The effective uid, not single capabilities: each program needs
+	 * several of them (CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF), and root is
+	 * how they are meant to run. */
+	if (geteuid() != 0)
+		cb_usage_error("must run as root (%s): run it with sudo", needs);
+}
+
 int cb_pin_cpu(int cpu)
 {
 	cpu_set_t set;

@@ -18,6 +18,9 @@
 void cb_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* The same for failures at run time (exit status CB_EXIT_RUNTIME). */
 void cb_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* End the program with a usage error unless it runs as root; `needs` says
+ * what needs root, e.g. "packet capture needs CAP_NET_RAW". */
+void cb_require_root(const char *needs);
 /* Set the program name used as prefix of error lines. */
 void cb_set_progname(const char *name);
 

@@ -76,8 +76,7 @@ int main(int argc, char **argv)
 		cb_usage_error("no interface given: use --iface IF");
 	if (strcmp(mode, "native") && strcmp(mode, "generic"))
 		cb_usage_error("bad --mode '%s': use native or generic", mode);
-	if (geteuid() != 0)
-		cb_usage_error("must run as root (attaching XDP needs CAP_NET_ADMIN and CAP_BPF)");
+	cb_require_root("attaching XDP needs CAP_NET_ADMIN and CAP_BPF");
 	ifindex = cb_ifindex(iface);
 	if (ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)", iface);

@@ -241,6 +241,8 @@ def test_generator_bad_input(tb, binaries, args, words):
     (["--backend", "fanout", "--workers", "2", "--worker-cpus", "0"], ["one CPU per worker"]),
     (["--backend", "afp-v3", "--workers", "2"], ["--workers", "--backend fanout"]),
     (["--backend", "pcap", "--fanout-mode", "lb"], ["--fanout-mode", "--backend fanout"]),
+    (["--buffer-size", "2G"], ["--buffer-size '2G'", "up to 2147483647 (2G - 1)"]),
+    (["--backend", "raw", "--buffer-size", "2147483648"], ["--buffer-size", "up to 2147483647"]),
 ])
 def test_counter_bad_input(tb, binaries, args, words):
     p = run_in(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, *args])
@@ -258,6 +260,48 @@ def test_unknown_interface(binaries, prog):
 def test_programs_not_root(binaries, prog):
     p = run_in(None, [str(getattr(binaries, prog)), "--iface", "lo"], as_nobody=True)
     assert_one_line_usage_error(p, "capbench-" + prog, "root")
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
+@pytest.mark.parametrize("prog", ["gen", "cap", "xdpcount"])
+def test_programs_not_root_say_how_to_run_them(binaries, prog):
+    p = run_in(None, [str(getattr(binaries, prog)), "--iface", "lo"], as_nobody=True)
+    assert_one_line_usage_error(p, "capbench-" + prog, "must run as root", "run it with sudo")
+
+
+def half_the_memory() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+
+
+GIB = 1 << 30
+
+
+def rings_above_half_the_memory() -> list:
+    """Ring options whose rings, all sockets together, just exceed half of this machine's memory."""
+    half = half_the_memory()
+    return [
+        pytest.param(["--backend", "afp-v2", "--frame-size", "64k", "--frame-count", str(half // 65536 + 16)],
+                     ["refuses a ring of", "frames of 65536 B", "--frame-count, --frame-size"], id="afp-v2"),
+        pytest.param(["--backend", "afp-v3", "--block-size", "1G", "--block-count", str(half // GIB + 1)],
+                     ["refuses a ring of", "blocks of 1073741824 B", "--block-count, --block-size"], id="afp-v3"),
+        # Each worker's ring is below the limit; the four together are not.
+        pytest.param(["--backend", "fanout", "--workers", "4", "--block-size", "1G",
+                      "--block-count", str(half // (4 * GIB) + 1)],
+                     ["refuses 4 rings (one per worker)", "fewer --workers"], id="fanout"),
+        pytest.param(["--backend", "afxdp", "--frame-count", "1048576", "--queue", f"0-{half // (2 * GIB)}"],
+                     ["UMEMs (one per queue) of 1048576 frames of 2048 B", "--frame-count", "fewer --queue"],
+                     id="afxdp"),
+    ]
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
+@pytest.mark.parametrize("args, words", rings_above_half_the_memory())
+def test_counter_refuses_rings_above_half_the_memory(binaries, args, words):
+    # The check comes with the other options, before the root check: run as nobody, so that
+    # were it ever missing, the counter would stop at "must run as root" instead of mapping GiBs.
+    p = run_in(None, [str(binaries.cap), "--iface", "lo", *args], as_nobody=True)
+    limit = f"more than {half_the_memory() / GIB:.1f} GiB (half of this machine's memory)"
+    assert_one_line_usage_error(p, "capbench-cap", *words, limit)
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
