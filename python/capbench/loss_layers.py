@@ -5,73 +5,168 @@ Layers, from the wire up (each with the counter it comes from):
 
     generator    frames that left late (capbench-gen's schedule; late, not lost)
     interface    sent − delivered (the XDP program on the capture veth counts
-                 what arrived), and the veth's own rx_dropped when it has some
+                 what arrived), the part the capture interface's own rx_dropped
+                 counted (its ring had no room) ...
+    link         ... and the part no interface counter saw (accounting.interface_share)
     backlog      softnet_stat's drops on the receive CPU (the RPS queue)
-    socket       PACKET_STATISTICS tp_drops (freeze_q counted apart)
-    AF_XDP       XDP_STATISTICS (RX ring full, fill ring empty), and frames on
-                 receive queues no AF_XDP socket is bound to (the program's
-                 not_redirected count)
+    socket       PACKET_STATISTICS tp_drops (freeze_q counted apart); for pcap,
+                 libpcap's ps_drop
+    AF_XDP       XDP_STATISTICS, each cause on its own line: the fill ring empty
+                 (rx_dropped, rx_fill_ring_empty_descs), other rx_dropped, the RX
+                 ring full (rx_ring_full); and frames on receive queues no AF_XDP
+                 socket is bound to (the program's not_redirected count)
     application  frames that the socket took but the counter never read
-                 (kernel packets − kernel drops − frames read), normally 0
+                 (kernel packets − kernel drops − frames read; the record's app_drops)
 
-Two checks that users keep filing bugs about: libpcap's own drop counter
-(ps_drop) sees only the socket layer, never the backlog before it; and a
-kernel count that disagrees with the sequence numbers the counter saw.
+The packets of the layers add up to `lost − unexplained`: no frame in two layers.
+
+Checks that users keep filing bugs about: libpcap's own drop counter (ps_drop)
+sees only the socket layer, never the backlog before it; the kernel's drop
+counters that disagree with the sequence numbers the counter saw; and the
+interfaces' own drop counters that disagree with the link layer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from capbench import accounting
 from capbench.trial import TrialResult
 
 
+def _cap(r: TrialResult) -> dict[str, Any]:
+    cap = r.raw.get("cap", {}) if isinstance(r.raw, dict) else {}
+    return cap if isinstance(cap, dict) else {}
+
+
+def _kernel(r: TrialResult) -> dict[str, Any]:
+    kernel = _cap(r).get("kernel", {})
+    return kernel if isinstance(kernel, dict) else {}
+
+
+def _iface(r: TrialResult, program: str, fallback: str) -> str:
+    summary = r.raw.get(program, {}) if isinstance(r.raw, dict) else {}
+    name = summary.get("iface") if isinstance(summary, dict) else None
+    return str(name) if name else fallback
+
+
+def cap_iface(r: TrialResult) -> str:
+    return _iface(r, "cap", "the capture interface")
+
+
+def gen_iface(r: TrialResult) -> str:
+    return _iface(r, "gen", "the generator's interface")
+
+
+def not_redirected(r: TrialResult) -> int:
+    """afxdp: frames its XDP program found on a receive queue no socket is bound to."""
+    return int((_cap(r).get("xdp") or {}).get("not_redirected", 0)) if r.xsk_drops else 0
+
+
+def xsk_ring_drops(r: TrialResult) -> int:
+    """afxdp: the frames its sockets' rings dropped (XDP_STATISTICS rx_dropped + rx_ring_full)."""
+    return r.xsk_drops - not_redirected(r)
+
+
+def interface_share(r: TrialResult) -> accounting.InterfaceShare | None:
+    """How the capture interface's rx_dropped splits the link layer; None where it was not read."""
+    if r.iface_rx_dropped is None:
+        return None
+    return accounting.interface_share(link_drops=r.link_drops, iface_rx_dropped=r.iface_rx_dropped,
+                                      backlog_drops=r.backlog_drops, xsk_ring_drops=xsk_ring_drops(r))
+
+
 def layers(r: TrialResult) -> list[tuple[str, int, str]]:
-    """(layer, packets, counter) for every layer that lost packets, in order from the wire up."""
+    """(layer, packets, counter) for every layer that lost packets, in order from the wire up.
+    Their packets add up to lost − unexplained."""
     out: list[tuple[str, int, str]] = []
-    cap: dict[str, Any] = r.raw.get("cap", {}) if isinstance(r.raw, dict) else {}
-    kernel = cap.get("kernel", {}) if isinstance(cap, dict) else {}
+    cap, kernel = _cap(r), _kernel(r)
     if r.link_drops:
-        counter = ("capbench-xdpcount on the capture veth" if "xdpcount" in r.raw
-                   else f"{r.backend}'s XDP program")
-        out.append(("interface", r.link_drops, f"sent − delivered ({counter})"))
+        out += _link_layers(r)
     if r.backlog_drops:
         cpu = "" if r.kernel_rx_cpu is None else f", CPU {r.kernel_rx_cpu}"
         out.append(("backlog", r.backlog_drops, f"/proc/net/softnet_stat drops{cpu}"))
     if r.socket_drops:
-        freeze = kernel.get("freeze_q")
-        extra = f", {freeze:,} while the queue was frozen" if freeze else ""
-        out.append(("socket", r.socket_drops, f"PACKET_STATISTICS tp_drops{extra}"))
+        if r.backend == "pcap":
+            out.append(("socket", r.socket_drops, "libpcap's ps_drop (pcap_stats)"))
+        else:
+            freeze = kernel.get("freeze_q")
+            extra = f", {freeze:,} while the queue was frozen" if freeze else ""
+            out.append(("socket", r.socket_drops, f"PACKET_STATISTICS tp_drops{extra}"))
     if r.xsk_drops:
         # The afxdp backend's kernel drops are its sockets' ring drops plus the frames its
         # XDP program found on a receive queue no socket is bound to (those go on to the stack).
-        other_queues = int((cap.get("xdp") or {}).get("not_redirected", 0)) if isinstance(cap, dict) else 0
+        other_queues = not_redirected(r)
         rings = r.xsk_drops - other_queues
         if rings:
-            out.append(("AF_XDP rings", rings, "XDP_STATISTICS rx_dropped + rx_ring_full"))
+            out += _xsk_ring_layers(rings, kernel)
         if other_queues:
             bound = ", ".join(str(q) for q in cap.get("queues", [cap.get("queue", 0)]))
             out.append(("AF_XDP queues", other_queues,
                         f"on receive queues without a socket (bound: {bound}), passed to the stack: "
                         f"the XDP program's not_redirected; --queue all binds every queue"))
-    app = application_drops(r)
-    if app:
-        out.append(("application", app, "taken by the socket, never read by the counter"))
+    if r.app_drops:
+        out.append(("application", r.app_drops,
+                    "taken by the socket, never read by the counter (kernel packets − kernel drops − frames read)"))
     return out
 
 
-def application_drops(r: TrialResult) -> int:
-    """Frames the socket queued that the counter did not read: kernel packets − drops − frames read.
-    0 where the backend's kernel count does not cover that (libpcap, AF_XDP, the ceiling)."""
-    cap = r.raw.get("cap", {}) if isinstance(r.raw, dict) else {}
-    kernel = cap.get("kernel", {}) if isinstance(cap, dict) else {}
-    if r.backend not in ("raw", "afp-v2", "afp-v3", "fanout") or "packets" not in kernel or "packets" not in cap:
-        return 0
-    return max(0, int(kernel["packets"]) - int(kernel.get("drops", 0)) - int(cap["packets"]))
+def _link_layers(r: TrialResult) -> list[tuple[str, int, str]]:
+    """The link layer (sent − delivered), split by the capture interface's rx_dropped."""
+    counter = ("capbench-xdpcount on the capture veth" if "xdpcount" in r.raw
+               else f"{r.backend}'s XDP program")
+    base = f"sent − delivered ({counter})"
+    share = interface_share(r)
+    if share is None:  # not read: a record of an older capbench, or a counter that could not be read
+        return [("interface", r.link_drops, base)]
+    out = []
+    if share.counted:
+        text = f"{base}: {cap_iface(r)} rx_dropped, no room in its receive ring before the XDP count"
+        if r.gen_engine == "xdp" and r.gen_tx_dropped:
+            text += f" (the sender's {gen_iface(r)} tx_dropped: {r.gen_tx_dropped:,})"
+        out.append(("interface", share.counted, text))
+    if share.uncounted:
+        out.append(("link", share.uncounted, f"{base}, in no interface counter ({cap_iface(r)} rx_dropped "
+                                             f"{r.iface_rx_dropped:,} during the trial)"))
+    return out
+
+
+def _xsk_ring_layers(rings: int, kernel: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """The AF_XDP rings' drops, one line per XDP_STATISTICS cause.
+
+    A frame that finds the fill ring empty counts in rx_dropped and in
+    rx_fill_ring_empty_descs (the same frames); one that finds the RX ring full only in
+    rx_ring_full. Without those counters, or when they do not add up to the ring drops,
+    one line for all."""
+    try:
+        dropped, full = int(kernel["rx_dropped"]), int(kernel["rx_ring_full"])
+        empty = int(kernel.get("rx_fill_ring_empty_descs", 0))
+    except (KeyError, TypeError, ValueError):
+        dropped = full = empty = -1
+    if dropped < 0 or full < 0 or dropped + full != rings:
+        return [("AF_XDP rings", rings, "XDP_STATISTICS rx_dropped + rx_ring_full")]
+    fill = min(max(empty, 0), dropped)
+    out = []
+    if fill:
+        out.append(("AF_XDP fill ring", fill, "XDP_STATISTICS rx_dropped: the fill ring was empty "
+                                              f"(rx_fill_ring_empty_descs {empty:,})"))
+    if dropped - fill:
+        out.append(("AF_XDP rx_dropped", dropped - fill, "XDP_STATISTICS rx_dropped, not an empty fill ring"))
+    if full:
+        out.append(("AF_XDP RX ring", full, "XDP_STATISTICS rx_ring_full: the RX ring was full"))
+    return out
+
+
+def kernel_drops(r: TrialResult) -> tuple[int, list[str]]:
+    """The kernel's drop counters of this trial (backlog + socket + AF_XDP): their sum, and the
+    names of those that counted."""
+    parts = [(name, n) for name, n in (("backlog", r.backlog_drops), ("socket", r.socket_drops),
+                                       ("AF_XDP", r.xsk_drops)) if n]
+    return sum(n for _, n in parts), [f"{name} {n:,}" for name, n in parts]
 
 
 def remarks(r: TrialResult) -> list[str]:
-    """What a reader of the account should know about this trial's counters."""
+    """What a reader of the account should know about this trial's counters (one line each)."""
     out = []
     if r.gen_late:
         out.append(f"generator: {r.gen_late:,} frames left more than one gap late "
@@ -82,11 +177,44 @@ def remarks(r: TrialResult) -> list[str]:
     seq_gaps = r.seq_lost
     if r.lost and seq_gaps > r.lost:
         out.append(f"the sequence numbers show {seq_gaps:,} missing, more than the {r.lost:,} lost by the counts")
+    kernel, parts = kernel_drops(r)
+    if kernel != seq_gaps:
+        counted = f"the kernel's drop counters count {kernel:,}" + (f" ({' + '.join(parts)})" if parts else "")
+        diff = seq_gaps - kernel
+        line = (f"{counted}, the sequence numbers show {seq_gaps:,} missing: "
+                f"{abs(diff):,} {'more' if diff > 0 else 'fewer'} than the kernel counted")
+        notes = []
+        if r.link_drops:
+            notes.append(f"the link layer lost {r.link_drops:,} before those counters could see them")
+        if r.lost > seq_gaps:  # missing above the highest sequence number received: no gap shows them
+            notes.append(f"{r.lost - seq_gaps:,} lost after the last frame received leave no gap")
+        out.append(line + (f" ({', '.join(notes)})" if notes else ""))
+    out += _interface_remarks(r)
     if r.unexplained > 0:
         out.append(f"{r.unexplained:,} lost packets no counter explains")
     elif r.unexplained < 0:
         out.append(f"the kernel counters claim {-r.unexplained:,} more drops than packets were lost "
                    f"(other traffic on the same CPU, or a counter that wrapped)")
+    return out
+
+
+def _interface_remarks(r: TrialResult) -> list[str]:
+    """Where the interfaces' own drop counters disagree with the layers."""
+    out = []
+    share = interface_share(r)
+    if share is not None and share.beyond > 0:
+        out.append(f"{cap_iface(r)} rx_dropped counted {r.iface_rx_dropped:,}: {share.beyond:,} more than the "
+                   f"link, backlog and AF_XDP layers hold (dropped after the XDP count, or other traffic)")
+    elif share is not None and share.beyond < 0:
+        later = r.backlog_drops + xsk_ring_drops(r)
+        out.append(f"{cap_iface(r)} rx_dropped counted {r.iface_rx_dropped:,}, fewer than the {later:,} backlog "
+                   f"and AF_XDP drops it also counts on a veth (softnet_stat counts all traffic of its CPU)")
+    if r.gen_tx_dropped and r.gen_engine == "afpacket":
+        out.append(f"{gen_iface(r)} refused {r.gen_tx_dropped:,} frames (tx_dropped); capbench-gen's "
+                   f"afpacket engine sent them again: not lost")
+    elif r.gen_tx_dropped and r.gen_engine == "xdp" and r.gen_tx_dropped != r.link_drops:
+        out.append(f"the sender's {gen_iface(r)} tx_dropped counted {r.gen_tx_dropped:,}, the link layer "
+                   f"lost {r.link_drops:,}")
     return out
 
 

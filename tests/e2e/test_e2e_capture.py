@@ -8,6 +8,7 @@ import signal
 import warnings
 
 import pytest
+from capbench import loss_layers
 from capbench.procs import ChildSet
 from capbench.rates import parse_rate
 from capbench.trial import BACKENDS, KERNEL_COUNTER_BACKENDS, OWN_XDP_BACKENDS, Measurer, TrialSetup
@@ -79,7 +80,8 @@ def assert_nothing_lost(r, frames=FRAMES):
     assert r.delivered == frames, account
     assert r.received == frames, account
     assert (r.lost, r.seq_lost, r.unexplained) == (0, 0, 0)
-    assert (r.backlog_drops, r.socket_drops, r.xsk_drops, r.link_drops) == (0, 0, 0, 0)
+    assert (r.backlog_drops, r.socket_drops, r.xsk_drops, r.link_drops, r.app_drops) == (0, 0, 0, 0, 0)
+    assert r.iface_rx_dropped == 0, account  # the capture veth's own drop counter agrees
     assert r.duplicates == 0 and r.reordered == 0
     assert r.loss_pct == 0.0
 
@@ -144,16 +146,34 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
     r = measure(binaries, tb, backend=backend, frame_len=64, rate="500kpps", duration_s=1, app_load="spin:4000",
                 cap_args=SLOW_CAP_ARGS[backend])
     assert r.lost > 10_000, r
-    assert r.unexplained == 0, (r.lost, r.link_drops, r.backlog_drops, r.socket_drops, r.xsk_drops)
-    assert r.lost == r.link_drops + r.backlog_drops + r.socket_drops + r.xsk_drops
+    stages = (r.lost, r.link_drops, r.backlog_drops, r.socket_drops, r.xsk_drops, r.app_drops, r.loss_layers)
+    assert r.unexplained == 0, stages
+    assert r.lost == r.link_drops + r.backlog_drops + r.socket_drops + r.xsk_drops + r.app_drops, stages
+    assert sum(n for _, n, _ in r.loss_layers) == r.lost  # the account's lines hold every loss, none twice
+    # The capture veth's own rx_dropped holds the link's drops (its ring was full), the backlog's
+    # (the kernel charges the device) and the failed redirects into a full AF_XDP ring: no more.
+    assert r.iface_rx_dropped == r.link_drops + r.backlog_drops + loss_layers.xsk_ring_drops(r), \
+        (r.iface_rx_dropped, stages)
+    layers = {name: (n, counter) for name, n, counter in r.loss_layers}
     if backend == "afxdp":
-        # AF_XDP has no socket buffer: the frames that found no room are counted in XDP_STATISTICS.
+        # AF_XDP has no socket buffer: the frames that found no room are counted in XDP_STATISTICS,
+        # each cause on its own line.
         k = r.raw["cap"]["kernel"]
         assert r.socket_drops == 0 and r.xsk_drops > 0
         assert r.xsk_drops == k["rx_dropped"] + k["rx_ring_full"]
         assert k["rx_fill_ring_empty_descs"] <= k["rx_dropped"]  # an empty fill ring is one cause of rx_dropped
+        assert layers.get("AF_XDP RX ring", (0, ""))[0] == k["rx_ring_full"]
+        fill = layers.get("AF_XDP fill ring", (0, ""))[0]
+        assert fill == k["rx_fill_ring_empty_descs"]
+        assert layers.get("AF_XDP rx_dropped", (0, ""))[0] == k["rx_dropped"] - fill
     else:
         assert r.socket_drops > 0  # the ring overflowed: the kernel's own count says so
+        counter = layers["socket"][1]
+        assert ("libpcap's ps_drop" in counter) if backend == "pcap" else ("PACKET_STATISTICS tp_drops" in counter)
+    # The kernel's drop counters against the counter's sequence numbers: a remark when they differ.
+    kernel, _ = loss_layers.kernel_drops(r)
+    said = [x for x in r.loss_remarks if "the sequence numbers show" in x and "kernel's drop counters" in x]
+    assert len(said) == (kernel != r.seq_lost), (kernel, r.seq_lost, r.loss_remarks)
     assert r.sent - r.received == r.lost
     assert 0 < r.loss_pct < 100
     # The spin shows as application load: every frame received cost the counter at least
@@ -231,6 +251,9 @@ def test_afxdp_ring_full_drops_are_counted_apart(binaries, tb):
     assert k["rx_ring_full"] > 0
     assert r.xsk_drops == k["rx_ring_full"] + k["rx_dropped"]
     assert r.unexplained == 0, (r.lost, r.link_drops, r.backlog_drops, r.xsk_drops, k)
+    # the RX ring's drops have their own line, named by their XDP_STATISTICS counter
+    (line,) = [x for x in r.loss_layers if x[0] == "AF_XDP RX ring"]
+    assert line[1] == k["rx_ring_full"] and "rx_ring_full" in line[2]
 
 
 def afxdp_two_senders(binaries, tb, *cap_args: str) -> tuple[dict, dict]:

@@ -55,7 +55,8 @@ FAKE_PROGRAM = textwrap.dedent(
             shape = dict(mean_frame_len=791.0, target_pps=float(env.get("FAKE_TARGET_PPS", "100000")),
                          wire_bytes=sent * 811)
         out(type="summary", engine=opt("--engine"), iface=opt("--iface"), size=size, **shape,
-            sent=sent, duration_s=duration, achieved_pps=sent / duration, cpu=opt("--cpu"))
+            sent=sent, duration_s=duration, achieved_pps=sent / duration, cpu=opt("--cpu"),
+            max_lag_ns=int(env.get("FAKE_MAX_LAG_NS", "0")))
         sys.exit(0)
 
     if env.get("FAKE_HANG") == name:

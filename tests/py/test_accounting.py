@@ -1,5 +1,5 @@
 import pytest
-from capbench.accounting import account, format_pct, loss_pct
+from capbench.accounting import account, format_pct, interface_share, loss_pct
 
 
 def test_no_loss():
@@ -67,3 +67,47 @@ def test_format_pct_small_loss_never_reads_zero():
     for lost in (1, 2, 7, 13):
         text = format_pct(loss_pct(lost, 100_000_000), exact_zero=False)
         assert float(text) > 0, text
+
+
+def test_app_drops_are_a_stage_of_the_identity():
+    # 10 dropped by the socket, 5 queued by it and never read by the counter: all explained.
+    a = account(sent=1000, delivered=1000, backlog_drops=0, socket_drops=10, received=985, app_drops=5)
+    assert (a.lost, a.app_drops, a.unexplained) == (15, 5, 0)
+    assert a.lost == a.link_drops + a.backlog_drops + a.socket_drops + a.xsk_drops + a.app_drops + a.unexplained
+    assert account(sent=10, delivered=10, backlog_drops=0, socket_drops=0, received=10).app_drops == 0
+
+
+def test_every_account_field_is_a_trial_record_field():
+    # methods/simulated.py builds its TrialResults from the account's fields.
+    import dataclasses
+
+    from capbench.trial import TrialResult
+
+    record = {f.name for f in dataclasses.fields(TrialResult)}
+    assert {f.name for f in dataclasses.fields(account(sent=1, delivered=1, backlog_drops=0, socket_drops=0,
+                                                       received=1))} <= record
+
+
+@pytest.mark.parametrize("link, rx, backlog, xsk, share", [
+    # the xdp engine overfilled the capture veth's ring: rx_dropped counted every frame of the link layer
+    (203_824, 203_824, 0, 0, (203_824, 0, 0)),
+    # afxdp: a full AF_XDP ring fails the redirect, which rx_dropped counts too: not the link's
+    (0, 405_026, 0, 405_026, (0, 0, 0)),
+    # the backlog queue refused frames: enqueue_to_backlog charges them to the device
+    (0, 303, 303, 0, (0, 0, 0)),
+    # all three at once
+    (1_000, 1_250, 200, 50, (1_000, 0, 0)),
+    # part of the link layer in no interface counter
+    (1_000, 700, 0, 0, (700, 300, 0)),
+    # rx_dropped holds more than the layers: dropped after the XDP count (an skb that could not be built)
+    (100, 150, 0, 0, (100, 0, 50)),
+    # softnet_stat counted other traffic's drops on the CPU: the device counted fewer
+    (0, 10, 30, 0, (0, 0, -20)),
+    (100, 130, 50, 0, (80, 20, 0)),  # ... which can only hide a link drop, never count one twice
+    (-1, 0, 0, 0, (0, -1, 0)),  # more delivered than sent (foreign capbench frames): nothing to split
+])
+def test_interface_share_counts_no_frame_twice(link, rx, backlog, xsk, share):
+    s = interface_share(link_drops=link, iface_rx_dropped=rx, backlog_drops=backlog, xsk_ring_drops=xsk)
+    assert (s.counted, s.uncounted, s.beyond) == share
+    assert s.counted + s.uncounted == link
+    assert s.counted <= max(0, rx - backlog - xsk)

@@ -203,3 +203,116 @@ def test_a_ring_size_reaches_the_counter_and_the_record(fake_build):
     r = m.measure(0.1, parse_rate("10kpps"))
     (cap,) = [c for c in read_calls(fake_build) if c[0] == "capbench-cap"]
     assert cap[cap.index("--block-count") + 1] == "2" and r.ring_bytes == 2 << 20
+
+
+def test_frames_the_counter_never_read_are_the_application_layer(fake_build, monkeypatch):
+    # The socket took 1,000 frames (kernel packets) and dropped 50; the counter read 903
+    # (900 capbench frames and 3 foreign): 47 queued and never read.
+    monkeypatch.setenv("FAKE_SENT", "1000")
+    monkeypatch.setenv("FAKE_DELIVERED", "1000")
+    monkeypatch.setenv("FAKE_KDROPS", "50")
+    monkeypatch.setenv("FAKE_RECEIVED", "900")
+    r = measurer().measure(0.1, parse_rate("10kpps"))
+    assert (r.lost, r.socket_drops, r.app_drops) == (100, 50, 47)
+    # The 3 foreign frames the counter read stand in for 3 capbench frames it did not:
+    # backlog drops come from the real softnet_stat (normally 0 here).
+    assert r.unexplained == 100 - 50 - 47 - r.backlog_drops
+    assert r.lost == r.link_drops + r.backlog_drops + r.socket_drops + r.xsk_drops + r.app_drops + r.unexplained
+    assert ("application", 47) in [(n, c) for n, c, _ in r.loss_layers]
+    assert r.to_record()["app_drops"] == 47
+
+
+@pytest.mark.parametrize("backend, cap, drops", [
+    ("afp-v3", {"packets": 903, "kernel": {"packets": 1000, "drops": 50}}, 47),
+    ("fanout", {"packets": 950, "kernel": {"packets": 1000, "drops": 50}}, 0),
+    ("raw", {"packets": 960, "kernel": {"packets": 1000, "drops": 50}}, 0),  # read more than queued: not < 0
+    ("afp-v2", {"packets": 10}, 0),  # no kernel count
+    ("pcap", {"packets": 903, "kernel": {"packets": 1000, "drops": 50}}, 0),  # ps_recv says nothing of the queue
+    ("afxdp", {"packets": 903, "kernel": {"packets": 1000, "drops": 50}}, 0),
+])
+def test_application_drops_of_each_backend(backend, cap, drops):
+    from capbench.trial import application_drops
+
+    assert application_drops(backend, cap) == drops
+
+
+def test_the_interfaces_drop_counters_are_read_around_the_trial(fake_build, monkeypatch):
+    from capbench import trial
+
+    seen: dict[str, list] = {"vethc": [(5, 1), (25, 1)], "vethg": [(0, 7), (0, 27)]}
+    calls = []
+
+    def read(ns, iface):
+        calls.append((ns, iface))
+        return seen[iface].pop(0)
+
+    monkeypatch.setattr(trial, "read_link_drops", read)
+    monkeypatch.setenv("FAKE_SENT", "1000")
+    monkeypatch.setenv("FAKE_DELIVERED", "980")
+    monkeypatch.setenv("FAKE_RECEIVED", "980")
+    m = Measurer(find_binaries(), local_testbed(rx_cpu=1), TrialSetup(backend="pcap", frame_len=64, settle_s=0.05))
+    r = m.measure(0.1, parse_rate("10kpps"))
+    assert calls == [(None, "vethc"), (None, "vethg")] * 2  # before the generator starts, after the settling
+    assert (r.iface_rx_dropped, r.gen_tx_dropped) == (20, 20)
+    # They split the link layer, they add no stage: the identity is that of the stages.
+    assert r.unexplained == 20 - 20 - r.backlog_drops
+    assert [n for n, _, _ in r.loss_layers] == ["interface"] and r.loss_layers[0][1] == 20
+    record = r.to_record()
+    assert (record["iface_rx_dropped"], record["gen_tx_dropped"]) == (20, 20)
+    assert TrialResult.from_record(json.loads(json.dumps(record))) == r
+
+
+def test_interface_counters_that_cannot_be_read_are_none(fake_build):
+    # The fake test bed's interfaces do not exist: nothing is read, and nothing is made up.
+    r = measurer().measure(0.1, 5000.0)
+    assert (r.iface_rx_dropped, r.gen_tx_dropped) == (None, None)
+
+
+def test_read_link_drops_asks_ip_in_the_namespace(monkeypatch):
+    from capbench import netns, trial
+    from capbench.errors import RunError
+
+    asked = []
+
+    def ip(*args, check=True):
+        asked.append(args)
+        return json.dumps([{"ifname": "cb0001c", "stats64": {"rx": {"packets": 9, "dropped": 203824},
+                                                             "tx": {"packets": 0, "dropped": 3}}}])
+
+    monkeypatch.setattr(netns, "ip", ip)
+    assert trial.read_link_drops("capbench-0001-cap", "cb0001c") == (203824, 3)
+    assert asked == [("-n", "capbench-0001-cap", "-s", "-j", "link", "show", "dev", "cb0001c")]
+
+    def fails(*args, check=True):
+        raise RunError("`ip link show dev x` failed: Device \"x\" does not exist.")
+
+    monkeypatch.setattr(netns, "ip", fails)
+    assert trial.read_link_drops(None, "x") is None
+    monkeypatch.setattr(netns, "ip", lambda *a, check=True: "[]")
+    assert trial.read_link_drops(None, "x") is None
+
+
+def test_new_account_fields_default_in_old_records(fake_build):
+    record = measurer().measure(0.1, 5000.0).to_record()
+    for name in ("app_drops", "iface_rx_dropped", "gen_tx_dropped"):
+        del record[name]
+    r = TrialResult.from_record(record)
+    assert (r.app_drops, r.iface_rx_dropped, r.gen_tx_dropped) == (0, None, None)
+
+
+@pytest.mark.parametrize("lag_ms, slipped", [(0, False), (19, False), (21, True)])
+def test_a_schedule_that_slipped_makes_the_trial_invalid(fake_build, monkeypatch, lag_ms, slipped):
+    # 1,000 frames in 0.2 s at 5,000 pps: the rate was held, but a lag over 20 ms (here more
+    # than 1 % of the sending time) means the generator caught up with a burst.
+    monkeypatch.setenv("FAKE_MAX_LAG_NS", str(lag_ms * 1_000_000))
+    r = measurer().measure(0.2, 5000.0)
+    assert r.schedule_slipped is slipped
+    assert r.invalid_offered_load is slipped
+    assert r.gen_max_lag_ns == lag_ms * 1_000_000
+
+
+def test_the_slip_limit_grows_with_the_trial():
+    from capbench.trial import schedule_slip_ns
+
+    assert schedule_slip_ns(1.0) == 20_000_000  # the floor: this machine's vCPU stalls
+    assert schedule_slip_ns(60.0) == 600_000_000  # 1 % of a 60 s RFC 2544 trial
