@@ -693,7 +693,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"({str(meta.get('git_commit', '?'))[:12]}), status {meta.get('status', '?')}")
     for text in report.notes:
         note(f"capbench: {text}")
-    tables.print_tables([t.result for t in report.run.trials])
+    tables.print_tables([t.result for t in report.run.trials], outcomes=report.run.outcomes,
+                        loss_tolerance_frames=report.run.loss_tolerance_frames)
     note(writer.outcome_line(report))
     return 0
 

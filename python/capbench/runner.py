@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from capbench import campaign as cmod
-from capbench import campaign_run, cpu, hygiene, tables, testbed
+from capbench import campaign_run, cpu, hygiene, results, tables, testbed
 from capbench.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
@@ -102,9 +102,9 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
 
 def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]]) -> None:
     console = Console() if sys.stdout.isatty() else Console(width=120)
-    iperf = [t for t in trials if t.method == "iperf"]
-    if iperf or not outcomes:
-        tables.print_tables(iperf, console)
+    # iperf-like tables from the iperf trials, the RFC 2544 (#1 A:A / #2 A:B), MLR and
+    # back-to-back answers of searches.jsonl, the sweeps; then every answer as one table.
+    tables.print_tables(trials, console, outcomes)
     table = outcome_table(outcomes)
     if table is not None:
         console.print(table)
@@ -167,7 +167,7 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
         except Terminated:
             note(f"terminated: the test bed is removed; `capbench run --resume {writer.path}` continues")
             status = 143
-        warnings = hygiene.noisy(tables.repeated_rates(trials))
+        warnings = hygiene.noisy(tables.repeated_rates(trials, results.read_outcomes(writer.path)))
         if warnings:
             writer.meta["warnings"] = warnings
             for w in warnings:
@@ -177,8 +177,6 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
 
 def execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, *, resume: Path | None = None) -> int:
     """Run (or resume) a campaign, print its tables, write its report; the exit status."""
-    from capbench import results
-
     if resume is not None:
         writer = RunWriter.resume(resume)
         progress = cmod.progress_of(results.scan_trials(resume).trials, results.read_outcomes(resume))

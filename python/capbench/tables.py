@@ -1,9 +1,22 @@
-"""Tables in the shape of the seed's Table 1, one per backend, drawn from trial records only."""
+"""Terminal tables in the seeds' shapes, drawn from trial records (and the method answers of
+searches.jsonl, when given):
+
+- iperf-like (seed 000's Table 1): one table per backend and setting, a row per frame
+  length, built from the iperf trials only; the repetitions of a step are one row, each
+  figure their median (min–max, sd);
+- RFC 2544 throughput (seed 000's Tables 4–6): a row per frame length, a column per
+  placement (#1 A:A, #2 A:B); MLR's lower bounds and back-to-back bursts alike;
+- sweep (seed 003): offered against captured rate and CPU, a row per step.
+
+The trials of one search are never repetitions of each other: a search's answer is the
+method's (capbench.report.answers).
+"""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -13,7 +26,17 @@ from rich.text import Text
 from capbench import loss_layers
 from capbench.accounting import format_pct
 from capbench.rates import link_name
-from capbench.trial import OFFERED_MIN_SHARE, TrialResult
+from capbench.report import answers as answers_mod
+from capbench.report.keys import pin_of_step, series_labels, step_base
+from capbench.report.load import Trial
+from capbench.report.stats import Stat, stat_of, sweep_lines
+from capbench.trial import INVALID_LOAD_TEXT, TrialResult
+
+# The seed's columns; the terminal breaks them over two lines so that they fit 120 columns.
+HEADERS = ("Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]",
+           "Lost at link / backlog / socket / unexplained")
+TERMINAL_HEADERS = ("Frame\n[B]", "Offered\n[pps]", "Captured\n[pps / Gbps]", "Loss\n[%]", "App / kernel\nload [%]",
+                    "Lost at link /\nbacklog / socket /\nunexplained")
 
 
 def offered_cell(r: TrialResult) -> str:
@@ -25,78 +48,152 @@ def loss_places(r: TrialResult) -> str:
     """Where the lost packets went: link / backlog / socket / unexplained ("—" when none lost).
 
     An AF_XDP backend has no socket buffer but rings: its drops there stand in the socket's
-    place, marked "xsk"."""
+    place, marked "xsk". Frames the socket queued that the counter never read follow the
+    socket's, marked "app"."""
     if r.lost == 0 and r.unexplained == 0 and r.link_drops == 0:
         return "—"
     socket = f"{r.socket_drops:,}"
     if r.xsk_drops:
         socket = f"{r.xsk_drops:,} xsk" if not r.socket_drops else f"{socket} + {r.xsk_drops:,} xsk"
+    if r.app_drops:
+        socket += f" + {r.app_drops:,} app"
     return f"{r.link_drops:,} / {r.backlog_drops:,} / {socket} / {r.unexplained:,}"
 
 
-def _step_base(r: TrialResult) -> str:
-    """The trial's step without its repetition: repetitions of one step share it."""
-    return r.step.rsplit("|rep=", 1)[0] if r.step else f"{r.size_label}|{r.started_at}"
+# --- one row: a trial, or the repetitions of one measurement -----------------------
+
+
+def _used(rs: Sequence[TrialResult]) -> list[TrialResult]:
+    """The repetitions that count: those that reached the offered load (all, when none did)."""
+    return [r for r in rs if not r.invalid_offered_load] or list(rs)
+
+
+def is_short(rs: Sequence[TrialResult]) -> bool:
+    """No repetition reached the offered load: not a capture result at that load."""
+    return all(r.invalid_offered_load for r in rs)
+
+
+def _spread(s: Stat, fmt: str, n: bool = False) -> str:
+    """"min–max, sd" of repetitions that differ (with n: ", n=N", or "n=N, all equal"); "" for one."""
+    if s.spread:
+        return f"{format(s.lo, fmt)}–{format(s.hi, fmt)}, sd {format(s.sd, fmt)}" + (f", n={s.n}" if n else "")
+    return f"n={s.n}, all equal" if n and s.n > 1 else ""
+
+
+def _loss_spread(s: Stat) -> str:
+    if not s.spread:
+        return ""
+    return (f"{format_pct(s.lo, exact_zero=s.lo == 0)}–{format_pct(s.hi, exact_zero=s.hi == 0)}, "
+            f"sd {format_pct(s.sd, exact_zero=s.sd == 0)}")
+
+
+def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
+    """(figure, its spread) per column: frame, offered, captured, loss, app / kernel load, lost per
+    layer; of one trial, or of the repetitions of one measurement: the median, and their
+    min–max and sd ("" when there is one repetition, or none differs). A row whose generator
+    fell short of the offered load is marked `*` in offered and loss; the repetitions that
+    fell short while others did not are left out, and said so."""
+    used = _used(rs)
+    mark = "*" if is_short(rs) else ""
+    r = used[0]
+    left_out = len(rs) - len(used)
+    left = f"{left_out} short rep{'s' if left_out > 1 else ''} left out" if left_out else ""
+    if len(used) == 1:
+        return [(r.size_label, ""), (f"{r.achieved_pps:,.0f}{mark}", left),
+                (f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}", ""),
+                (format_pct(r.loss_pct, exact_zero=(r.lost == 0)) + mark, ""),
+                (f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}", ""), (loss_places(r), "")]
+    rx, loss = stat_of(x.rx_pps for x in used), stat_of(x.loss_pct for x in used)
+    app, kernel = stat_of(x.app_cpu_pct for x in used), stat_of(x.kernel_cpu_pct for x in used)
+    cpu_spread = f"{_spread(app, '.1f') or 'all equal'} / {_spread(kernel, '.1f') or 'all equal'}" \
+        if app.spread or kernel.spread else ""
+    places, which = "—", ""
+    if any(loss_places(x) != "—" for x in used):  # the account of the repetition with the median loss
+        mid = sorted(used, key=lambda x: x.loss_pct)[(len(used) - 1) // 2]
+        places = loss_places(mid)
+        which = f"rep {mid.repeat}, median loss" if len({x.repeat for x in used}) == len(used) else "median loss"
+    return [(r.size_label, ""), (f"{statistics.median(x.achieved_pps for x in used):,.0f}{mark}", left),
+            (f"{rx.median:,.0f} / {statistics.median(x.rx_gbps for x in used):.3f}", _spread(rx, ",.0f", n=True)),
+            (format_pct(loss.median, exact_zero=loss.exact_zero) + mark, _loss_spread(loss)),
+            (f"{app.median:.1f} / {kernel.median:.1f}", cpu_spread), (places, which)]
+
+
+def row_cells(rs: Sequence[TrialResult], sep: str = " ") -> list[str]:
+    """row_parts as text: "figure (spread)"; the terminal puts the spread on a line of its own."""
+    return [f"{main}{sep}({spread})" if spread else main for main, spread in row_parts(rs)]
+
+
+def row_class(rs: Sequence[TrialResult]) -> str:
+    """How a row reads at a glance: short (not a capture result), unexplained, lossy, or plain."""
+    if is_short(rs):
+        return "short"
+    used = _used(rs)
+    if any(r.unexplained for r in used):
+        return "unexplained"
+    return "lossy" if any(r.lost for r in used) else ""
+
+
+ROW_STYLES = {"short": "dim", "unexplained": "red", "lossy": "yellow", "": None}
+
+
+# --- iperf-like tables -------------------------------------------------------------
+
+
+def _settings_of(r: TrialResult) -> str:
+    """A trial's measurement without its repetition: its step without `rep=`, or for records
+    without steps its frame size, rate and generator engine (one table holds one setting else)."""
+    return step_base(r.step) if r.step else f"{r.size_label}|{r.rate}|{r.gen_engine}"
 
 
 def repetitions(trials: Iterable[TrialResult]) -> dict[str, list[TrialResult]]:
-    """Trials grouped by step, repetitions together, in order of the first."""
+    """iperf-like trials grouped by measurement, repetitions together, in order of the first."""
     groups: dict[str, list[TrialResult]] = {}
     for r in trials:
-        groups.setdefault(_step_base(r), []).append(r)
+        groups.setdefault(_settings_of(r), []).append(r)
     return groups
 
 
-def repeated_rates(trials: Iterable[TrialResult]) -> list[tuple[str, list[float]]]:
-    """(what, captured pps of each repetition) for the steps that ran more than once."""
+def repeated_rates(trials: Iterable[TrialResult], outcomes: Iterable[dict[str, Any]] = ()
+                   ) -> list[tuple[str, list[float]]]:
+    """(what, value of each repetition) for the measurements that were repeated: the captured
+    pps of an iperf step run with several `repeat`s, and the answer of a search step run
+    several times (RFC 2544 throughput, MLR NDR, a sweep's highest lossless rate). The trials
+    of one search are not repetitions."""
+    trials = list(trials)
     out = []
-    for base, rs in repetitions(t for t in trials if not t.invalid_offered_load).items():
-        if len(rs) > 1:
+    steps: dict[str, list[TrialResult]] = {}
+    for r in trials:
+        if r.method == "iperf" and r.step and not r.invalid_offered_load:
+            steps.setdefault(step_base(r.step), []).append(r)
+    for base, rs in steps.items():
+        if len({x.repeat for x in rs}) > 1:
             r = rs[0]
-            out.append((f"{r.method} {r.backend} {r.size_label} B ({base.split('|pin=')[-1].split('|')[0] or 'cpus'})",
+            out.append((f"{r.method} {r.backend} {r.size_label} B ({pin_of_step(base) or 'cpus'})",
                         [x.rx_pps for x in rs]))
+    for g in answers_mod.group_answers(answers_mod.results_answers(trials, outcomes)).values():
+        name = answers_mod.main_metric(g.method, g.metrics())
+        values = g.values(name) if name else []
+        if len({a.repeat for a in g.answers}) > 1 and len(values) > 1:
+            out.append((f"{g.method} {g.series.backend} {g.frame_len} B ({g.pin}) "
+                        f"{answers_mod.metric(name).label}", values))
     return out
 
 
-def _spread(values: list[float], fmt: str) -> str:
-    """median, and with repetitions (min–max, sd n=N)."""
-    med = statistics.median(values)
-    if len(values) == 1:
-        return format(med, fmt)
-    return (f"{format(med, fmt)} ({format(min(values), fmt)}–{format(max(values), fmt)}, "
-            f"sd {format(statistics.stdev(values), fmt)}, n={len(values)})")
+def _table(title: str, headers: Sequence[str]) -> Table:
+    # at least as wide as its title (up to 120 columns), which would otherwise wrap over a narrow table
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", min_width=min(len(title), 120))
+    for i, header in enumerate(headers):
+        # Text: "[pps]" is not markup; cells wrap at spaces and never lose their end to an ellipsis
+        table.add_column(Text(header), justify="right", overflow="fold", no_wrap=i == 0)
+    return table
 
 
 def backend_table(title_key: str, trials: list[TrialResult]) -> Table:
-    table = Table(title=f"Iperf-like capture throughput: {title_key}", box=box.SIMPLE_HEAD, title_justify="left")
     # "Offered" is what the generator sent (its own count over its sending time), as the
     # seed's tables give the generator's rate; the target is in the trial record.
-    # With repetitions each figure is the median, with (min–max, sd, n).
-    for header in ("Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]"):
-        table.add_column(Text(header), justify="right", no_wrap=True)  # Text: "[pps]" is not markup
-    table.add_column("Lost at link / backlog /\nsocket / unexplained", justify="right")
+    table = _table(f"Iperf-like capture throughput: {title_key}", TERMINAL_HEADERS)
     for rs in repetitions(trials).values():
-        r = rs[0]
-        lossy = [x for x in rs if x.lost]
-        style = None if not lossy else ("red" if any(x.unexplained for x in rs) else "yellow")
-        if len(rs) == 1:
-            loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
-            captured = f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}"
-            cpu = f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}"
-            offered = offered_cell(r)
-            places = loss_places(r)
-        else:
-            losses = [x.loss_pct for x in rs]
-            loss = "0" if not lossy else (format_pct(statistics.median(losses), exact_zero=False)
-                                          + f" (max {format_pct(max(losses), exact_zero=False)})")
-            captured = (_spread([x.rx_pps for x in rs], ",.0f")
-                        + f" / {statistics.median(x.rx_gbps for x in rs):.3f}")
-            cpu = (f"{statistics.median(x.app_cpu_pct for x in rs):.1f} / "
-                   f"{statistics.median(x.kernel_cpu_pct for x in rs):.1f}")
-            offered = f"{statistics.median(x.achieved_pps for x in rs):,.0f}" + (
-                "*" if any(x.invalid_offered_load for x in rs) else "")
-            places = "per repetition below" if lossy else "—"
-        table.add_row(r.size_label, offered, captured, loss, cpu, places, style=style)
+        table.add_row(*(Text(c) for c in row_cells(rs, sep="\n")), style=ROW_STYLES[row_class(rs)])
     return table
 
 
@@ -110,8 +207,6 @@ def table_key(r: TrialResult) -> str:
         key += f", {r.procs} capture processes"
     if r.ring_bytes:
         key += f", ring {r.ring_bytes / (1 << 20):g} MiB"
-    if getattr(r, "backend_args", ""):
-        key += f", {r.backend_args}"
     return key + ")"
 
 
@@ -123,29 +218,100 @@ def group_by_backend(trials: Iterable[TrialResult]) -> dict[str, list[TrialResul
     return groups
 
 
-def print_tables(trials: Iterable[TrialResult], console: Console | None = None) -> None:
-    """Print one table per backend; to a pipe or file at 120 columns, not rich's default 80."""
+# --- sweeps ------------------------------------------------------------------------
+
+
+SWEEP_HEADERS = ("Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]",
+                 "Lost at link / backlog / socket / unexplained")
+TERMINAL_SWEEP_HEADERS = TERMINAL_HEADERS[1:]
+
+
+def sweep_tables(trials: Sequence[Trial], answers: Sequence[answers_mod.Answer] = (), sep: str = " "
+                 ) -> list[answers_mod.AnswerTable]:
+    """Seed 003's sweep: a row per offered rate (its repetitions one row), captured rate, loss
+    and CPU; the title says where the sweep starts to lose (the method's answer)."""
+    lines = sweep_lines(trials)
+    labels = series_labels(k for k, _size in lines)
+    groups = answers_mod.group_answers(answers)
+    out = []
+    for (key, size), gs in lines.items():
+        rows, classes = [], []
+        for g in gs:
+            rs = [t.result for t in g.trials]
+            rows.append(row_cells(rs, sep)[1:])
+            classes.append(row_class(rs))
+        answer = groups.get((key, size))
+        found = answers_mod.sweep_first_loss(answer) if answer is not None else ""
+        extra = "".join(f", {a} {b}" for a, b in key.extra)
+        title = (f"Sweep: {labels[key]} {size} B ({key.link} link, {key.placement}, engine {key.engine}, "
+                 f"app load {key.app_load}{extra})" + (f": {found}" if found else ""))
+        out.append(answers_mod.AnswerTable(title, list(SWEEP_HEADERS), rows, [], classes))
+    return out
+
+
+# --- printing ----------------------------------------------------------------------
+
+
+def _print_answer_table(console: Console, t: answers_mod.AnswerTable, headers: Sequence[str] | None = None) -> None:
+    table = _table(t.title, headers or t.headers)
+    for i, row in enumerate(t.rows):
+        table.add_row(*(Text(c) for c in row), style=ROW_STYLES.get(t.classes[i] if t.classes else "", None))
+    console.print(table)
+    for line in t.notes:
+        console.print(Text(f"  {line}"))
+
+
+def _with_b(size_label: str) -> str:
+    return f"{size_label}{' B' if size_label.isdigit() else ''}"
+
+
+def print_tables(trials: Iterable[TrialResult], console: Console | None = None,
+                 outcomes: Iterable[dict[str, Any]] = (), loss_tolerance_frames: int = 0) -> None:
+    """Print every table the trials make: iperf-like per backend, the search answers (RFC 2544,
+    MLR, back-to-back; from `outcomes`, the lines of searches.jsonl, else derived from the
+    trials) and sweeps; to a pipe or file at 120 columns, not rich's default 80."""
     if console is None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=120)
-    groups = group_by_backend(trials)
-    if not groups:
+    trials = list(trials)
+    if not trials:
         console.print("No trial finished.")
         return
+    iperf = [r for r in trials if r.method == "iperf"]
+    groups = group_by_backend(iperf)
     for backend, rows in groups.items():
         console.print(backend_table(backend, rows))
+        reps = repetitions(rows)
         for r in rows:
             line = loss_layers.explain(r)
             if line:
-                console.print(Text(f"  {r.size_label}{' B' if r.size_label.isdigit() else ''}: {line}"))
-    short = [r for rs in groups.values() for r in rs if r.invalid_offered_load]
+                rep = f" (rep {r.repeat})" if r.step and len(reps[_settings_of(r)]) > 1 else ""
+                console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
+    records = [Trial(r, r.to_record(), r.method) for r in trials]
+    found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)
+    for t in answers_mod.tables(found):
+        _print_answer_table(console, t)
+    sweeps = sweep_tables(records, found, sep="\n")
+    for t in sweeps:
+        _print_answer_table(console, t, TERMINAL_SWEEP_HEADERS)
+    shown = iperf + [t.result for t in records if t.method == "sweep" and sweeps]
+    short = [r for r in shown if r.invalid_offered_load]
     if short:
         targets = ", ".join(dict.fromkeys(
-            f"{r.size_label}{' B' if r.size_label.isdigit() else ''}: {r.offered_pps:,.0f} pps" for r in short))
-        console.print(f"* the generator sent less than {OFFERED_MIN_SHARE:.1%} of the offered load ({targets}): "
-                      f"those rows measure this machine's generator limit, not the capture method at that load.")
-    if any(r.xsk_drops for rs in groups.values() for r in rs):
+            f"{_with_b(r.size_label)}: {r.offered_pps:,.0f} pps" for r in short if r.offered_pps is not None))
+        console.print(Text(
+            f"* {INVALID_LOAD_TEXT}"
+            + (f" ({targets})" if targets and len(targets) < 400 else "")
+            + ": those rows measure this machine's generator limit, not the capture method at that load, and "
+              "their loss is not capture loss."))
+    if any(r.xsk_drops for r in shown):
         console.print("xsk: dropped in the AF_XDP socket's rings (XDP_STATISTICS: RX ring full, fill ring empty).")
-    if any(r.unexplained for rs in groups.values() for r in rs):
+    if any(r.app_drops for r in shown):
+        console.print("app: queued by the socket, never read by the counter (kernel packets − drops − frames read).")
+    if any(r.unexplained for r in shown):
         console.print("[red]Some packets are unexplained: the counters disagree (see trials.jsonl, field raw).[/red]")
+    if not groups and not found and not sweeps:
+        console.print(f"No iperf-like trial and no search answer among the {len(trials)} trials "
+                      f"(methods: {', '.join(sorted({r.method for r in trials}))}).")
+

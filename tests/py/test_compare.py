@@ -8,6 +8,7 @@ from capbench.report.load import load_run
 from report_files import FIXTURE, assert_png, scaled_copy, svg_texts, write_run
 from records import make_result
 from test_cli import assert_usage_error, capbench
+from test_report_tables import SEARCHES_A, SEARCHES_B, recorded, run_copy
 
 
 def test_a_run_against_itself_changes_nothing(tmp_path):
@@ -56,7 +57,7 @@ def test_with_repetitions_the_noise_is_their_spread(tmp_path):
     rx = next(c for c in within.changes if c.metric.name == "rx_pps")
     assert rx.by_repetitions and not rx.significant and rx.worse
     assert within.regressions(0.1) == []  # worse, but within the noise
-    assert compare_out.fmt_value(rx, "a") == "198,000 (196,000–200,000)"  # median (min–max) per 5 s
+    assert compare_out.fmt_value(rx, "a") == "198,000 (196,000–200,000, sd 2,000)"  # median (min–max, sd) per 5 s
     beyond = compare.compare(a, worse)
     assert [c.metric.name for c in beyond.regressions(5)] == ["rx_pps", "loss_pct"]
 
@@ -67,7 +68,7 @@ def test_loss_where_there_was_none_is_a_regression(tmp_path):
     cmp = compare.compare(load_run(a), load_run(b))
     loss = next(c for c in cmp.changes if c.metric.name == "loss_pct")
     assert loss.rel_pct is None and loss.worse and loss.significant
-    assert compare_out.fmt_change(loss) == "+0.000010 pts (from 0)"
+    assert compare_out.fmt_change(loss) == "+0.000010 pts (new)"
     assert capbench("compare", str(a), str(b), "--fail-on-regression", "50").returncode == 1
 
 
@@ -118,3 +119,95 @@ def test_unexplained_closer_to_zero_is_better(tmp_path):
     b = write_run(tmp_path / "b", [make_result(sent=1_000_000, received=990_000, socket_drops=10_000)])  # 0
     u = next(c for c in compare.compare(load_run(a), load_run(b)).changes if c.metric.name == "unexplained_pct")
     assert u.a.median == 1.0 and u.b.median == 0.0 and u.better
+
+
+def test_a_change_from_almost_nothing_reads_as_a_factor(tmp_path):
+    """Not "+1056088.0 %": a growth beyond 1,000 % is a factor."""
+    a = write_run(tmp_path / "a", [make_result(sent=10_000_000, received=9_999_999, socket_drops=1)])
+    b = write_run(tmp_path / "b", [make_result(sent=10_000_000, received=8_943_913, socket_drops=1_056_087)])
+    loss = next(c for c in compare.compare(load_run(a), load_run(b)).changes if c.metric.name == "loss_pct")
+    assert loss.rel_pct == pytest.approx(105_608_600.0)
+    assert compare_out.fmt_change(loss) == "+10.56 pts (×1,056,087)"
+    c = write_run(tmp_path / "c", [make_result(sent=10_000_000, received=9_990_000, socket_drops=10_000)])
+    d = write_run(tmp_path / "d", [make_result(sent=10_000_000, received=9_940_000, socket_drops=60_000)])
+    loss = next(c for c in compare.compare(load_run(c), load_run(d)).changes if c.metric.name == "loss_pct")
+    assert compare_out.fmt_change(loss) == "+0.50 pts (+500.0 %)"
+    e = write_run(tmp_path / "e", [make_result(sent=10_000_000, received=9_880_000, socket_drops=120_000)])
+    loss = next(c for c in compare.compare(load_run(c), load_run(e)).changes if c.metric.name == "loss_pct")
+    assert compare_out.fmt_change(loss) == "+1.10 pts (×12.0)"
+
+
+def search_run(tmp_path, src, name):
+    """A run of searches only: the iperf trials of a stored campaign left out."""
+    return run_copy(tmp_path, src, keep=lambda r: r["method"] != "iperf", name=name)
+
+
+def test_searches_are_compared_by_their_answers_not_their_trials(tmp_path):
+    """Defect: trials of searches were matched by the rates they happened to visit ("14 only in A,
+    14 only in B") and the answers were never compared."""
+    a, b = load_run(search_run(tmp_path, SEARCHES_A, "a")), load_run(search_run(tmp_path, SEARCHES_B, "b"))
+    cmp = compare.compare(a, b)
+    assert cmp.only_a == [] and cmp.only_b == []
+    assert all(c.answer and c.key.rate == "" for c in cmp.changes)  # no single search trial is matched
+    rfc = {(c.key.series.backend, c.key.series.placement.split()[0], c.key.frame_len): c
+           for c in cmp.changes if c.metric.name == "rfc2544_pps"}
+    expected_a, expected_b = recorded(SEARCHES_A), recorded(SEARCHES_B)
+    assert set(rfc) == set(expected_a)
+    for key, c in rfc.items():
+        assert (c.a.median, c.b.median) == (expected_a[key], expected_b[key])
+        assert c.a.n == c.b.n == 2 and c.by_repetitions
+    # B's pcap is 40 % slower (27 % at 1518 B, where A reached the wire rate): worse beyond the noise
+    for size in (64, 512, 1518):
+        for pin in ("A:A", "A:B"):
+            c = rfc["pcap", pin, size]
+            assert c.significant and c.worse and c.rel_pct < -25
+    # afp-v3 is the same path: a change within the search's precision is not marked
+    assert not any(c.significant for key, c in rfc.items() if key[0] == "afp-v3")
+    wobble = rfc["afp-v3", "A:A", 64]
+    assert 0 < abs(wobble.delta) <= wobble.precision and compare_out.verdict(wobble) == "within the search's precision"
+    names = {c.metric.name for c in cmp.changes}
+    assert names == {"rfc2544_pps", "mlr_NDR_pps", "mlr_PDR_pps", "sweep_lossless_pps"}
+    sweep = next(c for c in cmp.changes if c.metric.name == "sweep_lossless_pps" and c.key.series.backend == "pcap")
+    assert sweep.worse and sweep.significant
+    lines = compare_out.headline(cmp)
+    assert "16 search steps (compared by their answers) in common." in lines[0]
+    assert "only in" not in lines[0]
+    # --fail-on-regression watches the answers
+    worse = cmp.regressions(20)
+    assert {c.metric.name for c in worse} == {"rfc2544_pps", "mlr_NDR_pps", "mlr_PDR_pps", "sweep_lossless_pps"}
+    assert all(c.key.series.backend == "pcap" for c in worse)
+    p = capbench("compare", str(a.path), str(b.path), "--fail-on-regression", "20", "--out", str(tmp_path / "o"))
+    assert p.returncode == 1, p.stderr
+    assert f"{len(worse)} figures worse by more than 20 %" in p.stderr and "RFC 2544 throughput of rfc2544, pcap" in p.stderr
+    md = (tmp_path / "o" / "compare.md").read_text()
+    assert "| pcap rfc2544 A:A 64 B | RFC 2544 throughput [pps] | 279,018 | 162,760 | -116,257 pps (-41.7 %) | worse |" in md
+    assert "search answers" in svg_texts(tmp_path / "o" / "compare.svg")
+    assert capbench("compare", str(a.path), str(b.path), "--fail-on-regression", "100",  # pcap's sweep: -100 %
+                    "--out", str(tmp_path / "o2")).returncode == 0
+
+
+def test_a_run_of_searches_against_itself_changes_nothing(tmp_path):
+    a = load_run(search_run(tmp_path, SEARCHES_A, "a"))
+    cmp = compare.compare(a, a)
+    assert cmp.changes and all(c.delta == 0 and not c.significant for c in cmp.changes)
+    assert cmp.regressions(0) == []
+    assert "No change larger than the noise." in compare_out.headline(cmp)
+
+
+def test_iperf_trials_and_answers_of_one_campaign(tmp_path):
+    """iperf trials are matched trial by trial as before; the searches of the same runs by their answers."""
+    cmp = compare.compare(load_run(SEARCHES_A), load_run(SEARCHES_B))
+    iperf = [c for c in cmp.changes if not c.answer]
+    assert {c.key.series.method for c in iperf} == {"iperf"} and len(cmp.measurements) == 12
+    assert "12 measurements and 16 search steps (compared by their answers) in common." in compare_out.headline(cmp)[0]
+
+
+def test_a_search_without_an_answer_is_named(tmp_path):
+    a = load_run(search_run(tmp_path, SEARCHES_A, "a"))
+    # B's pcap 64 B A:A searches were cut short before their verification passed (no searches.jsonl)
+    b_path = run_copy(tmp_path, SEARCHES_A, name="b", searches=False,
+                      keep=lambda r: r["method"] == "rfc2544" and not (r["step"].startswith("rfc2544|pcap|64|pin=A:A")
+                                                                     and r["purpose"] == "verify"))
+    cmp = compare.compare(a, load_run(b_path))
+    assert [(k.series.backend, k.frame_len, n, w) for k, n, w in cmp.unanswered] == [("pcap", 64, "rfc2544_pps", "B")]
+    assert any("No answer to compare" in line and "pcap" in line for line in compare_out.headline(cmp))

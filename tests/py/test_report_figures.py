@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from capbench.rates import wire_pps
-from capbench.report import plots, stats
+from capbench.report import answers, plots, stats
 from capbench.report.load import load_run
 from capbench.report.writer import write_report
 from report_files import FIXTURE, assert_png, copy_fixture, svg_texts, trial
@@ -75,17 +75,27 @@ def test_repetitions_draw_error_bars_and_spread(tmp_path):
     assert "wire rate (1g)" in texts
 
 
-def test_rfc2544_throughput_is_the_highest_lossless_rate(tmp_path):
+def test_rfc2544_throughput_is_the_highest_rate_whose_verification_passed(tmp_path):
     trials = []
     for b, limit in (("pcap", 400_000), ("afp-v3", 900_000)):
-        for rate in (1_488_095, 744_047, 372_023, 558_035):
+        for rate, purpose in ((1_488_095, "search"), (744_047, "search"), (372_023, "search"), (558_035, "search"),
+                              (744_047 if limit > 744_047 else 372_023, "verify")):
             sent = rate * 5
             received = sent if rate <= limit else sent - 10
             trials.append(trial("rfc2544", backend=b, frame_len=64, sent=sent, received=received,
-                                rate=f"{rate}pps", offered_pps=rate))
+                                rate=f"{rate}pps", offered_pps=rate, purpose=purpose))
+    # afp-v3 at 512 B: the pass at 117,481 pps failed its verification, 58,741 pps passed its own
+    for rate, lost, purpose in ((234_962, 50, "search"), (117_481, 0, "search"), (117_481, 5, "verify"),
+                                (58_741, 0, "search"), (58_741, 0, "verify")):
+        trials.append(trial("rfc2544", backend="afp-v3", frame_len=512, sent=rate * 5, received=rate * 5 - lost,
+                            rate=f"{rate}pps", offered_pps=rate, purpose=purpose))
     draw_and_check(tmp_path, "rfc2544", trials, "pcap", "afp-v3", "wire rate (1g)")
-    assert stats.rfc2544_throughput([t for t in trials if t.result.backend == "pcap"]) == {64: 372_023}
-    assert stats.rfc2544_throughput([t for t in trials if t.result.backend == "afp-v3"]) == {64: 744_047}
+    drawn = plots.rfc2544(trials)
+    lines = {c.get_label(): c.lines[0] for c in drawn.figure.axes[0].containers}
+    assert list(lines["pcap"].get_ydata()) == [372_023]
+    assert list(zip(lines["afp-v3"].get_xdata(), lines["afp-v3"].get_ydata())) == [(64, 744_047), (512, 58_741)]
+    found = {(a.series.backend, a.frame_len): a.values["rfc2544_pps"] for a in answers.answers_of(trials)}
+    assert found == {("pcap", 64): 372_023, ("afp-v3", 64): 744_047, ("afp-v3", 512): 58_741}
 
 
 def test_sweep_draws_capture_rate_and_cpu_against_offered_rate(tmp_path):
@@ -95,11 +105,40 @@ def test_sweep_draws_capture_rate_and_cpu_against_offered_rate(tmp_path):
     draw_and_check(tmp_path, "sweep", trials, "pcap 64 B", "afp-v3 64 B kernel", "everything captured")
 
 
+def grouped(backend="afp-v3", sent=1050, received=(), **kw):
+    """A trial of a grouped stream: groups of 100 frames, the counter's frames per group."""
+    return trial(backend=backend, frame_len=64, sent=sent, received=sum(received), socket_drops=sent - sum(received),
+                 group_size=100, group_received=tuple(received), **kw)
+
+
+def test_group_losses_count_the_partial_last_group_and_the_groups_that_never_came():
+    # 1,050 frames: 10 groups of 100 and a last one of 50, of which 45 arrived
+    r = grouped(received=[100] * 5 + [97, 100, 90, 100, 100, 45]).result
+    assert stats.group_losses(r) == [0] * 5 + [3, 0, 10, 0, 0, 5]
+    # the counter lists groups up to the highest it saw: the last two never arrived
+    assert stats.group_losses(grouped(sent=1000, received=[100] * 8).result) == [0] * 8 + [100, 100]
+    # a counter that reads no sequence numbers (app load none) counts no group: no figure
+    assert stats.group_losses(trial(sent=1000, group_size=100, group_received=(0,) * 10).result) is None
+    # nothing arrived at all: every group lost whole
+    assert stats.group_losses(grouped(sent=250, received=[0, 0, 0]).result) == [100, 100, 50]
+    assert stats.group_losses(trial(sent=1000).result) is None  # no groups sent
+
+
 def test_loss_per_group_histogram(tmp_path):
-    trials = [trial(backend="afp-v3", frame_len=64, received=7_440_476 - lost)
-              for lost in (0, 0, 0, 5, 50, 500, 5000, 0, 3)]
-    texts = draw_and_check(tmp_path, "loss_groups", trials, "afp-v3 (9 groups)")
-    assert "1–9" in texts and "1,000–9,999" in texts
+    """Seed 004: the groups of a grouped stream, by frames lost; not each trial as one group."""
+    trials = [grouped(received=[100] * 5 + [97, 100, 90, 100, 100, 45]),
+              grouped(sent=1000, received=[100] * 8),
+              grouped(sent=1000, received=[100] * 10, invalid_offered_load=True),  # generator short: left out
+              trial(backend="pcap", sent=1000, group_size=100, group_received=(0,) * 10)]  # counted no group
+    texts = draw_and_check(tmp_path, "loss_groups", trials, "afp-v3: 21 groups of 100 frames, 5 lossy (2 trials)")
+    assert "1–9" in texts and "10–99" in texts and "100–999" not in texts and "pcap" not in texts
+    assert " 100 " in f" {texts} "  # the last bin: a group of 100 frames loses at most 100
+    drawn = plots.loss_groups(trials)
+    assert [p.get_height() for p in drawn.figure.axes[0].patches] == [16, 2, 1, 2]
+    assert "1 trial whose generator fell short" in drawn.caption
+    assert "1 trial whose counter counted no group" in drawn.caption
+    skipped = plots.loss_groups([trial(backend="afp-v3", received=7_440_476 - lost) for lost in range(9)])
+    assert isinstance(skipped, plots.Skipped) and "no trial sent a grouped stream" in skipped.reason
 
 
 def test_latency_percentiles(tmp_path):
@@ -141,3 +180,33 @@ def test_sweep_marks_steps_the_generator_did_not_reach(tmp_path):
                     offered_pps=rate, invalid_offered_load=rate > 1e6)
               for rate in (wire_pps(1e9, 64) * s for s in (0.25, 0.5, 0.75, 1.0))]
     draw_and_check(tmp_path, "sweep", trials, "afp-v3 64 B", "generator short of load")
+
+
+SEARCHES = FIXTURE.parent / "run-searches-a"  # iperf, rfc2544, mlr and sweep steps, repeated (simulated)
+
+
+def test_figures_of_a_campaign_of_methods(tmp_path):
+    report = write_report(copy_fixture_from(SEARCHES, tmp_path))
+    drawn = {f.name for f in report.figures if f.skipped is None}
+    assert drawn == {"throughput", "load", "loss_layers", "rfc2544", "sweep", "repetitions"}
+    for name in drawn:
+        assert_png(report.dir / f"{name}.png")
+    assert {"pcap A:A", "afp-v3 A:B", "wire rate (1g)"} <= set(svg_texts(report.dir / "rfc2544.svg"))
+    # the spread of repetitions: the iperf-like measurements only, never a search's trials
+    texts = svg_texts(report.dir / "repetitions.svg")
+    assert {"pcap A:A (n = 2)", "afp-v3 A:B (n = 2)"} <= set(texts) and not any("n = 1" in t for t in texts)
+    run = load_run(SEARCHES)
+    spread = plots.repetitions(run.trials)
+    xs = sorted(x for c in spread.figure.axes[0].containers for x in c.lines[0].get_xdata())
+    assert len(xs) == 12  # 3 frame lengths x 2 backends x 2 placements, each run twice
+    assert {round(x, -1) for x in xs} <= {60, 70, 510, 520, 530, 1520, 1530, 1540, 1550, 1560, 1570}
+    sweep_texts = svg_texts(report.dir / "sweep.svg")
+    assert "pcap 64 B" in sweep_texts and "afp-v3 64 B kernel" in sweep_texts
+
+
+def copy_fixture_from(src, dest):
+    import shutil
+
+    run = dest / "run"
+    shutil.copytree(src, run)
+    return run

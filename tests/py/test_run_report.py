@@ -20,3 +20,34 @@ def test_a_report_that_cannot_be_written_does_not_fail_the_run(tmp_path, capsys)
 def test_no_report_option():
     assert cli.build_parser().parse_args(["run", "--no-report"]).no_report is True
     assert cli.build_parser().parse_args(["run"]).no_report is False
+
+
+def test_the_end_of_a_run_prints_the_rfc2544_table_too(capsys):
+    """`capbench run` ends with the iperf-like tables of its iperf trials, the RFC 2544 table (#1 A:A,
+    #2 A:B) of the answers in searches.jsonl, the sweeps, and every answer."""
+    from capbench.report.load import load_run
+    from test_report_tables import SEARCHES_A, recorded
+
+    run = load_run(SEARCHES_A)
+    runner.print_results([t.result for t in run.trials], run.outcomes)
+    out = capsys.readouterr().out
+    words = " ".join(out.split())
+    assert words.count("Iperf-like capture throughput") == 4
+    assert "RFC 2544 throughput: pcap (1g link, engine xdp" in words
+    assert "Frame [B] #1 A:A [pps / Gbps] #2 A:B [pps / Gbps]" in words
+    row = next(line for line in out.split("RFC 2544 throughput: pcap")[1].splitlines() if line.split()[:1] == ["64"])
+    expected = recorded(SEARCHES_A)
+    assert f"{expected['pcap', 'A:A', 64]:,.0f} / 0.188" in row and f"{expected['pcap', 'A:B', 64]:,.0f} / 0.297" in row
+    assert "Sweep: pcap 64 B" in words and "Method answers (searches.jsonl" in words
+
+
+def test_the_end_of_a_run_of_searches_prints_no_iperf_table(capsys):
+    from capbench.report.load import load_run
+    from test_report_tables import SEARCHES_A
+
+    run = load_run(SEARCHES_A)
+    runner.print_results([t.result for t in run.trials if t.method == "rfc2544"],
+                         [o for o in run.outcomes if o["method"] == "rfc2544"])
+    words = " ".join(capsys.readouterr().out.split())
+    assert "Iperf-like" not in words and "No trial finished" not in words
+    assert "RFC 2544 throughput: afp-v3" in words and "Sweep" not in words

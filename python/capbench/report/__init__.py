@@ -1,8 +1,10 @@
-"""Reports drawn only from a run's result files (trials.jsonl and run.json).
+"""Reports drawn only from a run's result files (trials.jsonl, run.json, and searches.jsonl
+with the answers of the search methods).
 
 load        read a run directory, tolerating a line cut by a crash
 keys        what identifies a trial's settings and the series it is drawn in
-stats       medians and spreads over repetitions, the best backend, the first loss
+stats       medians and spreads over repetitions, the best backend, the first loss, loss per group
+answers     the searches' answers (RFC 2544, MLR, sweep, back-to-back), one per search, and their tables
 summary     the report's summary in sentences
 tables_md   the seed's tables as Markdown and CSV
 plots       the figures (matplotlib, Agg), each a function of the trial records

@@ -16,6 +16,7 @@ from matplotlib.patches import Patch
 
 from capbench.accounting import format_pct
 from capbench.report import html, plots
+from capbench.report.answers import metric
 from capbench.report.compare import WATCHED, Change, Comparison
 from capbench.report.keys import SettingsKey, series_labels
 from capbench.report.stats import fmt_loss
@@ -26,35 +27,58 @@ COLORS = {"worse": "#d62728", "better": "#2ca02c", "": "#9e9e9e"}
 
 
 def key_labels(keys: list[SettingsKey]) -> dict[SettingsKey, str]:
-    """Short names: the series label (backend and what differs), frame length, and the rate if it varies."""
+    """Short names: the series label (backend and what differs), frame length, and the rate where two
+    measurements differ by it alone (a search's answer has no rate of its own)."""
     labels = series_labels(k.series for k in keys)
-    rates = len({k.rate for k in keys}) > 1
-    return {k: f"{labels[k.series]} {k.frame_len} B" + (f" at {k.rate}" if rates else "") for k in keys}
+    rates: dict[tuple, set[str]] = {}
+    for k in keys:
+        rates.setdefault((k.series, k.frame_len), set()).add(k.rate)
+    return {k: f"{labels[k.series]} {k.frame_len} B"
+            + (f" at {k.rate}" if k.rate and len(rates[k.series, k.frame_len]) > 1 else "") for k in keys}
+
+
+def _counted(c: Change) -> bool:
+    """A figure counted in packets or frames (a rate, a burst), not a share."""
+    return c.metric.name == "rx_pps" or (c.answer and c.metric.unit in ("pps", "frames"))
 
 
 def fmt_value(c: Change, which: str) -> str:
+    """The median, and with repetitions that differ (min–max, sd)."""
     s = c.a if which == "a" else c.b
     if c.metric.is_loss:
         return fmt_loss(s) + " %"
-    if c.metric.name == "rx_pps":
-        text = f"{s.median:,.0f}"
-        return text + (f" ({s.lo:,.0f}–{s.hi:,.0f})" if s.n > 1 and s.lo != s.hi else "")
-    text = f"{s.median:.1f}"
-    return text + (f" ({s.lo:.1f}–{s.hi:.1f})" if s.n > 1 and s.lo != s.hi else "")
+    fmt = ",.0f" if _counted(c) else ".1f"
+    text = format(s.median, fmt)
+    if s.spread:
+        text += f" ({format(s.lo, fmt)}–{format(s.hi, fmt)}, sd {format(s.sd, fmt)})"
+    return text
+
+
+FACTOR_FROM_PCT = 1000.0  # a relative change beyond +1,000 % reads better as a factor
+
+
+def fmt_relative(c: Change) -> str:
+    """The change relative to A: a percentage; a factor (×23) for a growth beyond 1,000 %; "new" from 0."""
+    rel = c.rel_pct
+    if rel is None or abs(c.a.median) < 1e-12:
+        return "new"
+    if rel > FACTOR_FROM_PCT:
+        factor = c.b.median / c.a.median
+        return f"×{factor:,.0f}" if factor >= 100 else f"×{factor:.1f}"
+    return f"{rel:+.1f} %"
 
 
 def fmt_change(c: Change) -> str:
     d = c.delta
     if d == 0:
         return "0"
-    if c.metric.name == "rx_pps":
-        text = f"{d:+,.0f} pps"
+    if _counted(c):
+        text = f"{d:+,.0f} {c.metric.unit}"
     elif c.metric.is_loss:
         text = ("+" if d > 0 else "−") + format_pct(abs(d), exact_zero=False) + " pts"
     else:
         text = f"{d:+.2f} pts"
-    rel = c.rel_pct
-    return text + (" (from 0)" if rel is None else f" ({rel:+.1f} %)")
+    return f"{text} ({fmt_relative(c)})"
 
 
 def verdict(c: Change) -> str:
@@ -64,6 +88,8 @@ def verdict(c: Change) -> str:
         return "no change"
     if c.significant:
         return "worse" if c.worse else "better"
+    if c.answer and abs(c.delta) <= c.precision:
+        return "within the search's precision"
     return "within noise" if c.by_repetitions else "below threshold"
 
 
@@ -85,12 +111,19 @@ def rows(cmp: Comparison) -> list[list[str]]:
     return out
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 def headline(cmp: Comparison) -> list[str]:
     """What a reader needs first: what was compared, the noise rule, the marked changes."""
     marked = [c for c in cmp.changes if c.significant]
     worse = [c for c in marked if c.worse]
-    keys = {c.key for c in cmp.changes}
-    lines = [f"A = {cmp.a.path}, B = {cmp.b.path}: {len(keys)} measurement{'s' if len(keys) != 1 else ''} in common"
+    keys = set(cmp.measurements)
+    answers = cmp.answer_keys
+    common = [_plural(len(keys), "measurement")] if keys or not answers else []
+    common += [_plural(len(answers), "search step") + " (compared by their answers)"] if answers else []
+    lines = [f"A = {cmp.a.path}, B = {cmp.b.path}: {' and '.join(common)} in common"
              + (f", {len(cmp.only_a)} only in A" if cmp.only_a else "")
              + (f", {len(cmp.only_b)} only in B" if cmp.only_b else "") + ".",
              cmp.noise_rule()]
@@ -99,7 +132,11 @@ def headline(cmp: Comparison) -> list[str]:
     if short:
         lines.append(f"{len(short)} of them not compared: the generator fell short of the offered load, so "
                      f"they measured the generator, not the capture method.")
-    if len(short) == len(keys):
+    if cmp.unanswered:
+        labels = key_labels([k for k, _n, _w in cmp.unanswered])
+        lines.append("No answer to compare (the search found none, or was cut short): " + "; ".join(
+            f"{labels[k]} {metric_label(n)} in {w}" for k, n, w in cmp.unanswered) + ".")
+    if keys and len(short) == len(keys) and not any(c.answer for c in cmp.changes):
         lines.append("Nothing to judge: no measurement in common reached its offered load in both runs.")
     elif not marked:
         lines.append("No change larger than the noise.")
@@ -107,6 +144,10 @@ def headline(cmp: Comparison) -> list[str]:
         lines.append(f"{len(marked)} changes larger than the noise: {len(worse)} worse, "
                      f"{len(marked) - len(worse)} better.")
     return lines
+
+
+def metric_label(name: str) -> str:
+    return metric(name).label
 
 
 def terminal(cmp: Comparison, console: Console) -> None:
@@ -136,21 +177,22 @@ def markdown(cmp: Comparison) -> str:
     return "\n".join(parts)
 
 
-def figure(cmp: Comparison) -> Figure:
-    """One panel per watched figure: the change of every measurement, coloured when beyond the noise."""
+def _colour(c: Change) -> str:
+    return COLORS["" if not c.significant else ("worse" if c.worse else "better")]
 
-    keys = list(dict.fromkeys(c.key for c in cmp.changes))
+
+def _measurement_panels(sub, cmp: Comparison, keys: list[SettingsKey]) -> None:
+    """One panel per watched figure of the iperf-like measurements."""
     labels = key_labels(keys)
-    fig = Figure(figsize=(12, 1.2 + 0.45 * len(keys) + 1.5), layout="constrained")
-    axes = fig.subplots(1, len(WATCHED), sharey=True)
+    axes = sub.subplots(1, len(WATCHED), sharey=True)
     for ax, name in zip(axes, WATCHED):
-        by_key = {c.key: c for c in cmp.changes if c.metric.name == name}
+        by_key = {c.key: c for c in cmp.changes if c.metric.name == name and not c.answer}
         values, colors, hatches = [], [], []
         for k in keys:
             c = by_key[k]
             rel = c.rel_pct
             values.append(c.delta if name != "rx_pps" else (rel if rel is not None else 0.0))
-            colors.append(COLORS["" if not c.significant else ("worse" if c.worse else "better")])
+            colors.append(_colour(c))
             hatches.append("//" if c.short else "")
         bars = ax.barh(range(len(keys)), values, color=colors)
         for bar, hatch in zip(bars, hatches):
@@ -158,17 +200,49 @@ def figure(cmp: Comparison) -> Figure:
                 bar.set_hatch(hatch)
                 bar.set_alpha(0.4)
         ax.axvline(0, color="black", linewidth=0.8)
-        metric = by_key[keys[0]].metric
-        ax.set_title("captured rate" if name == "rx_pps" else metric.label)
-        ax.set_xlabel("change [%]" if name == "rx_pps" else f"change [{metric.unit} points]")
+        metric_ = by_key[keys[0]].metric
+        ax.set_title("captured rate" if name == "rx_pps" else metric_.label)
+        ax.set_xlabel("change [%]" if name == "rx_pps" else f"change [{metric_.unit} points]")
         ax.grid(True, axis="x", alpha=0.3)
     axes[0].set_yticks(range(len(keys)), [labels[k] for k in keys])
     axes[0].invert_yaxis()
-    fig.legend(handles=[Patch(color=COLORS["worse"], label="worse, beyond the noise"),
-                        Patch(color=COLORS["better"], label="better, beyond the noise"),
-                        Patch(color=COLORS[""], label="within the noise"),
-                        Patch(facecolor=COLORS[""], alpha=0.4, hatch="//", label="generator short: not compared")],
-               loc="outside lower center", ncols=4, fontsize="small")
+
+
+def _answer_panel(sub, changes: list[Change]) -> None:
+    """The searches' answers: the change of each, relative to A."""
+    labels = key_labels([c.key for c in changes])
+    ax = sub.subplots()
+    values = [c.rel_pct if c.rel_pct is not None else 0.0 for c in changes]
+    ax.barh(range(len(changes)), values, color=[_colour(c) for c in changes])
+    for i, c in enumerate(changes):
+        if c.rel_pct is None:
+            ax.text(0, i, " new (A: 0)", va="center", fontsize="small")
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(changes)), [f"{labels[c.key]}: {c.metric.label}" for c in changes])
+    ax.invert_yaxis()
+    ax.set_title("search answers")
+    ax.set_xlabel("change [%]")
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def figure(cmp: Comparison) -> Figure:
+    """One panel per watched figure of the iperf-like measurements and one of the searches' answers:
+    the change of every one, coloured when beyond the noise."""
+    keys = cmp.measurements
+    answer_changes = [c for c in cmp.changes if c.answer]
+    heights = ([1.2 + 0.45 * len(keys)] if keys else []) + ([1.0 + 0.4 * len(answer_changes)] if answer_changes else [])
+    fig = Figure(figsize=(12, sum(heights) + 1.5), layout="constrained")
+    subs = list(fig.subfigures(len(heights), 1, height_ratios=heights, squeeze=False)[:, 0])
+    if keys:
+        _measurement_panels(subs.pop(0), cmp, keys)
+    if answer_changes:
+        _answer_panel(subs.pop(0), answer_changes)
+    handles = [Patch(color=COLORS["worse"], label="worse, beyond the noise"),
+               Patch(color=COLORS["better"], label="better, beyond the noise"),
+               Patch(color=COLORS[""], label="within the noise" + (" or precision" if answer_changes else ""))]
+    if any(c.short for c in cmp.changes):
+        handles.append(Patch(facecolor=COLORS[""], alpha=0.4, hatch="//", label="generator short: not compared"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
     fig.suptitle("B against A")
     return fig
 

@@ -22,6 +22,7 @@ th { background: #f3f3f3; } td.text, th.text { text-align: left; }
 tr.short td { color: #777; font-style: italic; } tr.lossy td { background: #fff8e1; }
 tr.unexplained td { background: #fdecea; } tr.worse td { background: #fdecea; } tr.better td { background: #e8f5e9; }
 .notes { background: #fff3cd; border: 1px solid #e0c870; padding: .5em 1em; }
+p.note { font-size: .85em; color: #444; margin: -1em 0 1em; max-width: 60em; }
 .skipped { color: #666; } figure { margin: 1em 0 2em; } figure svg { max-width: 100%; height: auto; }
 .kv { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; } .kv table { font-size: .85em; }
 figcaption { font-size: .9em; color: #444; max-width: 60em; } code { background: #f3f3f3; padding: 0 .2em; }
@@ -34,6 +35,7 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     row_classes: list[str] | None = None  # one CSS class per row ("short", "lossy", ...) or ""
+    text_last: bool = True  # the last column is text (a note, a verdict): left-aligned
 
 
 def esc(value: Any) -> str:
@@ -53,12 +55,13 @@ def inline_svg(svg_text: str, prefix: str) -> str:
 
 
 def table_html(t: Table) -> str:
-    head = "".join(f'<th class="text">{esc(h)}</th>' if i == len(t.headers) - 1 else f"<th>{esc(h)}</th>"
+    last = len(t.headers) - 1 if t.text_last else -1
+    head = "".join(f'<th class="text">{esc(h)}</th>' if i == last else f"<th>{esc(h)}</th>"
                    for i, h in enumerate(t.headers))
     body = []
     for i, row in enumerate(t.rows):
         cls = (t.row_classes or [""] * len(t.rows))[i]
-        cells = "".join(f'<td class="text">{esc(c)}</td>' if j == len(row) - 1 else f"<td>{esc(c)}</td>"
+        cells = "".join(f'<td class="text">{esc(c)}</td>' if j == last else f"<td>{esc(c)}</td>"
                         for j, c in enumerate(row))
         body.append(f'<tr class="{esc(cls)}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
     return (f'<h3>{esc(t.title)}</h3>\n<table class="data"><thead><tr>{head}</tr></thead>'

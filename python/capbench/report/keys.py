@@ -31,13 +31,29 @@ def placement_of(t: Trial) -> str:
 
 def pin_of(t: Trial) -> str:
     """The seeds' name of a placement: A:A (kernel and counter share a CPU), A:B (apart),
-    auto (left to the scheduler); a record's own `pin` field wins."""
+    auto (left to the scheduler); a record's own `pin` field, then its step's, wins."""
     if t.record.get("pin"):
         return str(t.record["pin"])
+    step_pin = pin_of_step(t.result.step)
+    if step_pin in ("A:A", "A:B", "auto"):
+        return step_pin
     r = t.result
     if r.cap_cpu is None or r.kernel_rx_cpu is None:
         return "auto"
     return "A:A" if r.cap_cpu == r.kernel_rx_cpu else "A:B"
+
+
+def pin_of_step(step: str) -> str:
+    """The `pin=` part of a campaign step key ("" when there is none)."""
+    for part in step.split("|"):
+        if part.startswith("pin="):
+            return part[4:]
+    return ""
+
+
+def step_base(step: str) -> str:
+    """A step key without its repetition: the repetitions of one step share it."""
+    return step.rsplit("|rep=", 1)[0]
 
 
 @dataclass(frozen=True, order=True)
@@ -61,8 +77,9 @@ class SettingsKey:
 
     def text(self) -> str:
         s = self.series
-        parts = [s.method, s.backend, f"{self.frame_len} B", f"{s.link} link", f"rate {self.rate}",
-                 f"engine {s.engine}", f"app load {s.app_load}", s.placement]
+        parts = [s.method, s.backend, f"{self.frame_len} B", f"{s.link} link"]
+        parts += [f"rate {self.rate}"] if self.rate else []
+        parts += [f"engine {s.engine}", f"app load {s.app_load}", s.placement]
         parts += [f"{k} {v}" for k, v in s.extra]
         return ", ".join(parts)
 

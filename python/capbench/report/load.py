@@ -1,4 +1,5 @@
-"""A run directory as the report sees it: run.json, the trials, and what could not be read.
+"""A run directory as the report sees it: run.json, the trials, the method answers
+(searches.jsonl, when the run used a search method), and what could not be read.
 
 Reports read nothing else, so they can be redrawn on another machine. Bad input ends
 with a UsageError (exit status 2) only where nothing can be drawn; a line cut by a
@@ -14,7 +15,8 @@ from typing import Any
 
 from capbench import __version__
 from capbench.errors import UsageError
-from capbench.results import RUN_FILE, TRIALS_FILE, SkippedLine, scan_trials
+from capbench.errors import RunError
+from capbench.results import RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, read_outcomes, scan_trials
 from capbench.trial import SCHEMA, TrialResult
 
 
@@ -35,10 +37,40 @@ class RunData:
     trials: list[Trial]
     skipped: list[SkippedLine]
     notes: list[str]  # what the reader must know about the input: skipped lines, a missing run.json
+    # The method answers (searches.jsonl): RFC 2544 throughput, MLR bounds, a sweep's first loss.
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
         return self.path.resolve().name
+
+    @property
+    def loss_tolerance_frames(self) -> int:
+        """The frames a search trial could lose and still pass (run.json; 0, RFC 2544's, when unknown)."""
+        return loss_tolerance_of(self.meta)
+
+
+def loss_tolerance_of(meta: dict[str, Any]) -> int:
+    settings = meta.get("settings") or {}
+    for where in (settings.get("campaign") or {}, settings):
+        value = where.get("loss_tolerance_frames") if isinstance(where, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return 0
+
+
+def _read_outcomes(path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    try:
+        outcomes = read_outcomes(path)
+    except RunError as e:
+        notes.append(f"{e}: the method answers are derived from the trials instead.")
+        return []
+    good = [o for o in outcomes if isinstance(o, dict) and o.get("method") and o.get("backend")
+            and isinstance(o.get("frame_len"), int)]
+    if len(good) < len(outcomes):
+        n = len(outcomes) - len(good)
+        notes.append(f"{n} line{'s' if n > 1 else ''} of {SEARCHES_FILE} skipped: not a method answer.")
+    return good
 
 
 def _read_meta(path: Path, notes: list[str]) -> dict[str, Any]:
@@ -97,4 +129,5 @@ def load_run(path: Path | str) -> RunData:
         notes.insert(0, _skipped_note(scan.skipped))
     default_method = str((meta.get("settings") or {}).get("method") or "iperf")
     trials = [Trial(r, rec, str(rec.get("method") or default_method)) for r, rec in zip(scan.trials, scan.records)]
-    return RunData(path=path, meta=meta, trials=trials, skipped=scan.skipped, notes=notes)
+    return RunData(path=path, meta=meta, trials=trials, skipped=scan.skipped, notes=notes,
+                   outcomes=_read_outcomes(path, notes))

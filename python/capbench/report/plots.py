@@ -8,7 +8,7 @@ open marker off the line and never as capture loss: it measured the generator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,15 +21,17 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from capbench.accounting import format_pct  # noqa: E402
 from capbench.rates import link_name, wire_pps  # noqa: E402
+from capbench.report import answers as answers_mod  # noqa: E402
 from capbench.report import latency, stats  # noqa: E402
+from capbench.report.answers import Answer  # noqa: E402
 from capbench.report.keys import SeriesKey, series_key, series_labels  # noqa: E402
 from capbench.report.load import Trial  # noqa: E402
-from capbench.report.stats import Group, group_trials  # noqa: E402
+from capbench.report.stats import Group, iperf_groups  # noqa: E402
 
-MIN_GROUPS = 8  # trials of one series before a histogram of loss per group says anything
 SHORT_NOTE = "open marker: generator short of the offered load (not a capture result)"
 LAYERS = (("link_drops", "link", "#8c564b"), ("backlog_drops", "backlog", "#ff7f0e"),
-          ("socket_drops", "socket", "#1f77b4"), ("unexplained", "unexplained", "#d62728"))
+          ("socket_drops", "socket", "#1f77b4"), ("app_drops", "application", "#9467bd"),
+          ("unexplained", "unexplained", "#d62728"))
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,8 @@ class Drawn:
 class FigureSpec:
     name: str  # file stem
     title: str
-    draw: Callable[[list[Trial]], Drawn | Skipped]
+    # (the trials, the searches' answers: None derives them from the trials) -> the figure
+    draw: Callable[[list[Trial], Sequence[Answer] | None], Drawn | Skipped]
 
 
 # --- helpers -----------------------------------------------------------------------
@@ -56,10 +59,6 @@ class FigureSpec:
 def _colors(keys) -> dict[SeriesKey, str]:
     palette = matplotlib.colormaps["tab10"].colors
     return {k: matplotlib.colors.to_hex(palette[i % len(palette)]) for i, k in enumerate(sorted(set(keys)))}
-
-
-def _method(trials: list[Trial], method: str) -> list[Trial]:
-    return [t for t in trials if t.method == method]
 
 
 def _by_series(groups) -> dict[SeriesKey, list[Group]]:
@@ -84,8 +83,7 @@ def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float =
         gs = sorted(gs, key=lambda g: g.frame_len)
         valid = [g for g in gs if not g.short]
         short = [g for g in gs if g.short]
-        scaled = [stats.Stat(s.median * scale, s.lo * scale, s.hi * scale, s.n)
-                  for s in (g.stat(metric) for g in valid)]
+        scaled = [g.stat(metric).scaled(scale) for g in valid]
         if valid:
             _errorbar(ax, [g.frame_len for g in valid], scaled, colors[key], labels[key])
         if short:
@@ -110,9 +108,13 @@ def _finish(ax, xlabel: str, ylabel: str, short_legend: bool = False) -> None:
 
 def _wire(ax, groups, per_gbps: bool = False, scale: float = 1.0) -> None:
     """The link's wire rate over the frame lengths measured: in pps (times scale), or in Gbps."""
-    sizes = sorted({g.frame_len for g in groups})
+    _wire_line(ax, {g.frame_len for g in groups}, {g.trials[0].result.link_bps for g in groups}, per_gbps, scale)
+
+
+def _wire_line(ax, sizes, links, per_gbps: bool = False, scale: float = 1.0) -> None:
+    sizes = sorted(sizes)
     xs = list(range(min(sizes), max(sizes) + 1, max(1, (max(sizes) - min(sizes)) // 200)))
-    for link in sorted({g.trials[0].result.link_bps for g in groups}):
+    for link in sorted(links):
         ys = [link / 1e9 for _ in xs] if per_gbps else [wire_pps(link, x) * scale for x in xs]
         ax.plot(xs, ys, color="black", linestyle="--", linewidth=1, label=f"wire rate ({link_name(link)})")
 
@@ -128,7 +130,7 @@ class _Iperf:
 
 
 def _iperf(trials: list[Trial]) -> _Iperf | Skipped:
-    groups = list(group_trials(_method(trials, "iperf")).values())
+    groups = list(iperf_groups(trials).values())
     if not groups:
         return Skipped("no iperf-like trials in this run")
     by = _by_series(groups)
@@ -169,7 +171,7 @@ def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel]
                  + (f" {SHORT_NOTE[0].upper()}{SHORT_NOTE[1:]}." if short else ""))
 
 
-def throughput(trials: list[Trial]) -> Drawn | Skipped:
+def throughput(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
     return _frame_panels(
         trials, "Iperf-like capture throughput vs frame length",
         (_Panel("rx_pps", "captured [kpps]", 1e-3, "pps"), _Panel("rx_gbps", "captured [Gbps, on the wire]",
@@ -178,7 +180,7 @@ def throughput(trials: list[Trial]) -> Drawn | Skipped:
                               "backend, with the wire rate of the link (dashed).")
 
 
-def load(trials: list[Trial]) -> Drawn | Skipped:
+def load(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
     return _frame_panels(
         trials, "Application and kernel load vs frame length",
         (_Panel("app_cpu_pct", "application load [% of one CPU]"),
@@ -187,7 +189,7 @@ def load(trials: list[Trial]) -> Drawn | Skipped:
                              "receive work (right), in % of one CPU over the sending time.")
 
 
-def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
+def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
     d = _iperf(trials)
     if isinstance(d, Skipped):
         return d
@@ -239,33 +241,66 @@ def loss_layers(trials: list[Trial]) -> Drawn | Skipped:
     fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=3)
     fig.suptitle("Where the packets were lost, per frame length and backend")
     return Drawn(fig, "Lost packets by layer (link: before the capture interface; backlog: the kernel's per-CPU "
-                      "queue; socket: the capture socket's ring; unexplained: missing by the sequence numbers but "
+                      "queue; socket: the capture socket's ring; application: queued by the socket, never read by the "
+                      "counter; unexplained: missing by the sequence numbers but "
                       "counted by no layer), in % of the packets sent; each bar is labelled with the total loss (with "
                       "repetitions: of the repetition with the median loss). "
                       "A trial whose generator fell short of the offered load has no bar.")
 
 
-def rfc2544(trials: list[Trial]) -> Drawn | Skipped:
-    rows = _method(trials, "rfc2544")
-    if not rows:
-        return Skipped("no RFC 2544 trials in this run (they come from `capbench run --method rfc2544`)")
-    by = _by_series(group_trials(rows).values())
+def _answer_link(g: answers_mod.AnswerGroup) -> float:
+    return next((t.result.link_bps for a in g.answers for t in a.trials), 0.0) or \
+        g.wire_pps * (g.frame_len + 20) * 8  # from the wire rate: frame + preamble and gap
+
+
+def rfc2544(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
+    """RFC 2544 throughput against frame length: each search's answer (searches.jsonl, else the
+    rate whose verification passed), medians over repetitions with min–max bars."""
+    found = answers if answers is not None else answers_mod.answers_of(trials)
+    groups = [g for g in answers_mod.group_answers(found).values() if g.method == "rfc2544"]
+    if not groups:
+        return Skipped("no RFC 2544 searches in this run (they come from `capbench run --method rfc2544`)")
+    by: dict[SeriesKey, list[answers_mod.AnswerGroup]] = {}
+    for g in groups:
+        by.setdefault(g.series, []).append(g)
     labels, colors = series_labels(by), _colors(by)
     fig = Figure(figsize=(7.5, 4.4), layout="constrained")
     ax = fig.subplots()
-    _wire(ax, [g for gs in by.values() for g in gs])
+    _wire_line(ax, {g.frame_len for g in groups}, {_answer_link(g) for g in groups})
+    missing, unverified = [], False
     for key, gs in by.items():
-        best = stats.rfc2544_throughput([t for g in gs for t in g.trials])
-        if best:
-            xs = sorted(best)
-            ax.plot(xs, [best[x] for x in xs], marker="o", color=colors[key], label=labels[key])
+        gs = sorted(gs, key=lambda g: g.frame_len)
+        points = [(g, g.stat("rfc2544_pps")) for g in gs]
+        missing += [f"{labels[key]} {g.frame_len} B" for g, s in points if s is None]
+        points = [(g, s) for g, s in points if s is not None]
+        if points:
+            _errorbar(ax, [g.frame_len for g, _s in points], [s for _g, s in points], colors[key], labels[key])
+        shaky = [(g, s) for g, s in points if any(a.values.get("rfc2544_pps") and not a.info.get("verified")
+                                                   for a in g.answers)]
+        if shaky:
+            unverified = True
+            ax.plot([g.frame_len for g, _s in shaky], [s.median for _g, s in shaky], linestyle="none", marker="o",
+                    markersize=9, markerfacecolor="white", color=colors[key])
     _finish(ax, "frame length [B]", "RFC 2544 throughput [pps]")
     fig.suptitle("RFC 2544 throughput vs frame length")
-    return Drawn(fig, "The highest rate each backend captured without loss (RFC 2544 section 26.1), "
-                      "from the search trials in the records; the wire rate dashed.")
+    derived = any(a.source == "trials" for g in groups for a in g.answers)
+    caption = ("The highest rate each backend captured without loss (RFC 2544 section 26.1): each search's answer "
+               + ("as the method recorded it (searches.jsonl)" if not derived else
+                  "(searches.jsonl, or where it holds none, the rate of the verification trial that passed)")
+               + "; the wire rate dashed." + _answer_repetition_note(groups))
+    if unverified:
+        caption += " Open markers: an answer whose verification trial did not pass."
+    if missing:
+        caption += f" No answer (no verification passed, or the search was cut short): {', '.join(missing)}."
+    return Drawn(fig, caption)
 
 
-def sweep(trials: list[Trial]) -> Drawn | Skipped:
+def _answer_repetition_note(groups) -> str:
+    n = max((len(g.answers) for g in groups), default=1)
+    return f" Points are medians of up to {n} repetitions; bars span min to max." if n > 1 else ""
+
+
+def sweep(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
     """Capture rate and CPU against the offered rate (seed 003), one line per series and frame length."""
     lines = stats.sweep_lines(trials)
     if not lines:
@@ -290,7 +325,7 @@ def sweep(trials: list[Trial]) -> Drawn | Skipped:
             any_short = True
             ax_rate.plot([sent(g) for g in short], [g.stat("rx_pps").median for g in short], linestyle="none",
                          marker="o", markerfacecolor="white", color=color)
-    lim = max(max(t.result.achieved_pps for t in trials), 1)
+    lim = max(max(sent(g) for gs in lines.values() for g in gs), 1)
     ax_rate.plot([0, lim], [0, lim], color="black", linestyle="--", linewidth=1, label="everything captured")
     _finish(ax_rate, "", "captured [pps]", any_short)
     _finish(ax_cpu, "offered rate (sent by the generator) [pps]", "CPU [% of one CPU]")
@@ -299,10 +334,13 @@ def sweep(trials: list[Trial]) -> Drawn | Skipped:
                       "generator sent." + _repetition_note([g for gs in lines.values() for g in gs]))
 
 
-def repetitions(trials: list[Trial]) -> Drawn | Skipped:
-    groups = [g for g in group_trials(trials).values() if len(g.valid) > 1]
+def repetitions(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
+    """The spread of the iperf-like captured rate over repetitions (a search's trials are not
+    repetitions of each other: the spread of its answers is in its own figure and tables)."""
+    groups = [g for g in iperf_groups(trials).values() if len(g.valid) > 1]
     if not groups:
-        return Skipped("no repetitions: every measurement ran once (`capbench run --repeat N`)")
+        return Skipped("no repetitions of iperf-like trials: every constant-load measurement ran once, or none "
+                       "ran (`capbench run --repeat N`)")
     by = _by_series(groups)
     labels, colors = series_labels(by), _colors(by)
     fig = Figure(figsize=(8, 4.4), layout="constrained")
@@ -313,7 +351,8 @@ def repetitions(trials: list[Trial]) -> Drawn | Skipped:
         for g in gs:
             s = g.stat("rx_pps")
             m = s.median or 1.0
-            rel.append(stats.Stat(0.0, 100 * (s.lo - s.median) / m, 100 * (s.hi - s.median) / m, s.n))
+            rel.append(stats.Stat(0.0, 100 * (s.lo - s.median) / m, 100 * (s.hi - s.median) / m, s.n,
+                                  100 * s.sd / m))
         _errorbar(ax, [g.frame_len * (1 + 0.01 * i) for g in gs], rel, colors[key],
                   f"{labels[key]} (n = {max(g.stat('rx_pps').n for g in gs)})", linestyle="none")
     ax.axhline(0, color="black", linewidth=0.8)
@@ -333,34 +372,61 @@ def _bins(max_lost: int) -> list[tuple[int, int]]:
     return edges
 
 
-def loss_groups(trials: list[Trial]) -> Drawn | Skipped:
-    """Seed 004: every trial is a group of packets sent; how many groups lost how many packets."""
-    by: dict[SeriesKey, list[Trial]] = {}
+def loss_groups(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
+    """Seed 004: a grouped stream's groups, counted by how many of their frames were lost."""
+    by: dict[SeriesKey, list[tuple[Trial, list[int]]]] = {}
+    uncounted, short, untracked = 0, 0, 0
     for t in trials:
-        if not t.result.invalid_offered_load:
-            by.setdefault(series_key(t), []).append(t)
-    most = max((len(v) for v in by.values()), default=0)
-    if most < MIN_GROUPS:
-        return Skipped(f"a histogram of loss per group needs at least {MIN_GROUPS} valid trials of one backend "
-                       f"(repetitions or a sweep); this run has at most {most}")
-    by = {k: v for k, v in by.items() if len(v) >= MIN_GROUPS}
+        if t.result.group_size <= 0:
+            continue
+        if t.result.invalid_offered_load:
+            short += 1
+            continue
+        lost = stats.group_losses(t.result)
+        if lost is None:
+            uncounted += 1
+            continue
+        untracked += stats.group_untracked(t.result)
+        by.setdefault(series_key(t), []).append((t, lost))
+    if not by:
+        if not (uncounted or short):
+            return Skipped("no trial sent a grouped stream: no record holds per-group counts (group_size and "
+                           "group_received, from a run whose generator sends groups and whose counter counts them)")
+        return Skipped(f"no grouped trial to draw: {short} fell short of the offered load, and the counter of "
+                       f"{uncounted} counted no group (app load none counts no frame by its sequence number)")
     labels, colors = series_labels(by), _colors(by)
-    bins = _bins(max(max(t.result.lost, 0) for ts in by.values() for t in ts))
+    bins = _bins(max(max(lost, default=0) for items in by.values() for _t, lost in items))
     width = 0.8 / len(by)
     fig = Figure(figsize=(max(7.0, len(bins) * 0.9), 4.4), layout="constrained")
     ax = fig.subplots()
-    for i, (key, ts) in enumerate(sorted(by.items())):
-        counts = [sum(lo <= max(t.result.lost, 0) <= hi for t in ts) for lo, hi in bins]  # duplicates: lost < 0
-        ax.bar([j + (i - (len(by) - 1) / 2) * width for j in range(len(bins))], counts, width,
-               color=colors[key], label=f"{labels[key]} ({len(ts)} groups)")
-    ax.set_xticks(range(len(bins)), ["0" if hi == 0 else f"{lo:,}–{hi:,}" for lo, hi in bins], rotation=30)
-    _finish(ax, "packets lost in the group", "groups (trials)")
+    for i, (key, items) in enumerate(sorted(by.items())):
+        lost_all = [x for _t, lost in items for x in lost]
+        sizes = sorted({t.result.group_size for t, _lost in items})
+        size_text = f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}–{sizes[-1]:,}"
+        counts = [sum(lo <= x <= hi for x in lost_all) for lo, hi in bins]
+        ax.bar([j + (i - (len(by) - 1) / 2) * width for j in range(len(bins))], counts, width, color=colors[key],
+               label=f"{labels[key]}: {len(lost_all):,} groups of {size_text} frames, "
+                     f"{sum(x > 0 for x in lost_all):,} lossy ({len(items)} trial{'s' if len(items) > 1 else ''})")
+    most = max(t.result.group_size for items in by.values() for t, _lost in items)  # no group loses more
+    ax.set_xticks(range(len(bins)), ["0" if hi == 0 else f"{lo:,}" if min(hi, most) == lo else
+                                     f"{lo:,}–{min(hi, most):,}" for lo, hi in bins], rotation=30)
+    _finish(ax, "frames lost in the group", "groups")
     fig.suptitle("Loss per group of packets sent")
-    return Drawn(fig, "Each valid trial is one group of packets sent at a constant rate (seed 004's groups); "
-                      "the bars count the groups by how many of their packets were lost.")
+    caption = ("Seed 004's histogram: the generator sends its frames in groups, the counter files each frame "
+               "it receives under group sequence / group size; each bar counts the groups by how many of their "
+               "frames were lost (group size − frames received; a trial's last group holds only what was sent "
+               "of it, and a group that never arrived counts whole).")
+    if short:
+        caption += f" {short} trial{'s' if short > 1 else ''} whose generator fell short of the offered load left out."
+    if uncounted:
+        caption += f" {uncounted} trial{'s' if uncounted > 1 else ''} whose counter counted no group left out."
+    if untracked:
+        caption += (f" The counter could not file {untracked:,} frames under their group (too many groups): their "
+                    f"groups show as lossier than they were.")
+    return Drawn(fig, caption)
 
 
-def latency_fig(trials: list[Trial]) -> Drawn | Skipped:
+def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
     rows = [(t, latency.percentiles(t.record)) for t in trials]
     rows = [(t, p) for t, p in rows if p]
     if not rows:

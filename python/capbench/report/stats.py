@@ -49,26 +49,59 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
 
 @dataclass(frozen=True)
 class Stat:
+    """A figure over repetitions: median, min–max, count and sample standard deviation (0 for one)."""
+
     median: float
     lo: float
     hi: float
     n: int
+    sd: float = 0.0
 
     @property
     def exact_zero(self) -> bool:
         return self.lo == 0 and self.hi == 0
 
+    @property
+    def spread(self) -> bool:
+        """Repetitions that did not all give the same value."""
+        return self.n > 1 and self.lo != self.hi
+
+    def scaled(self, k: float) -> Stat:
+        return Stat(self.median * k, self.lo * k, self.hi * k, self.n, self.sd * abs(k))
+
 
 def stat_of(values: Iterable[float]) -> Stat:
     v = list(values)
-    return Stat(statistics.median(v), min(v), max(v), len(v))
+    return Stat(statistics.median(v), min(v), max(v), len(v), statistics.stdev(v) if len(v) > 1 else 0.0)
+
+
+def fmt_stat(s: Stat, fmt: str, n: bool = False) -> str:
+    """median, and with repetitions that differ (min–max, sd; with n: and their count)."""
+    text = format(s.median, fmt)
+    if s.spread:
+        text += (f" ({format(s.lo, fmt)}–{format(s.hi, fmt)}, sd {format(s.sd, fmt)}"
+                 + (f", n={s.n})" if n else ")"))
+    elif n and s.n > 1:
+        text += f" (n={s.n}, all equal)"
+    return text
 
 
 def fmt_loss(s: Stat) -> str:
-    """A loss percentage that never reads 0 unless no packet was lost."""
+    """A loss percentage that never reads 0 unless no packet was lost; with repetitions that
+    differ, (min–max, sd)."""
     text = format_pct(s.median, exact_zero=s.exact_zero)
-    if s.n > 1 and s.lo != s.hi:
-        text += f" ({format_pct(s.lo, exact_zero=s.lo == 0)}–{format_pct(s.hi, exact_zero=s.hi == 0)})"
+    if s.spread:
+        text += (f" ({format_pct(s.lo, exact_zero=s.lo == 0)}–{format_pct(s.hi, exact_zero=s.hi == 0)}, "
+                 f"sd {format_pct(s.sd, exact_zero=s.sd == 0)})")
+    return text
+
+
+def loss_text(s: Stat) -> str:
+    """A loss in words: "2.17 %", with repetitions that differ "2.17 % (0.80–3.55, sd 1.95)"."""
+    text = format_pct(s.median, exact_zero=s.exact_zero) + " %"
+    if s.spread:
+        text += (f" ({format_pct(s.lo, exact_zero=s.lo == 0)}–{format_pct(s.hi, exact_zero=s.hi == 0)}, "
+                 f"sd {format_pct(s.sd, exact_zero=s.sd == 0)})")
     return text
 
 
@@ -116,6 +149,13 @@ def group_trials(trials: Iterable[Trial]) -> dict[SettingsKey, Group]:
     return {k: Group(k, tuple(v)) for k, v in lists.items()}
 
 
+def iperf_groups(trials: Iterable[Trial]) -> dict[SettingsKey, Group]:
+    """The iperf-like measurements: constant-load trials grouped by settings, their repetitions
+    together. The trials of a search (RFC 2544, MLR) or a sweep are never repetitions of each
+    other, even where a search visited one rate twice."""
+    return group_trials(t for t in trials if t.method == "iperf")
+
+
 def has_repetitions(groups: Iterable[Group]) -> bool:
     return any(len(g.trials) > 1 for g in groups)
 
@@ -159,15 +199,30 @@ def first_loss(groups: Iterable[Group]) -> list[FirstLoss]:
     return out
 
 
-def rfc2544_throughput(trials: Iterable[Trial]) -> dict[int, float]:
-    """RFC 2544 throughput per frame length: the highest rate the generator really sent with
-    zero loss, over a search's trials (a trial short of its offered load does not count)."""
-    best: dict[int, float] = {}
-    for t in trials:
-        r = t.result
-        if r.lost == 0 and not r.invalid_offered_load:
-            best[r.frame_len] = max(best.get(r.frame_len, 0.0), r.achieved_pps)
-    return best
+def group_losses(r: TrialResult) -> list[int] | None:
+    """Frames lost in each group of a grouped stream (seed 004), in group order; None when the
+    trial sent no groups, or its counter counted none of the frames it received.
+
+    The counter files every frame it receives under group `sequence / group_size` and lists
+    the frames of each group up to the highest one seen (or the number of groups the
+    generator announced). A group lost `group_size − received` frames; the generator's last
+    group holds only what it sent of it (`sent − (n − 1) · group_size`), and a group that
+    never arrived, or is missing from the end of the list, lost all of its frames."""
+    size = r.group_size
+    if size <= 0 or r.sent <= 0:
+        return None
+    received = list(r.group_received)
+    if r.received > 0 and sum(received) == 0:
+        return None  # the counter did not count groups (it reads no sequence numbers with --app-load none)
+    n = -(-r.sent // size)
+    return [max(min(size, r.sent - g * size) - (received[g] if g < len(received) else 0), 0) for g in range(n)]
+
+
+def group_untracked(r: TrialResult) -> int:
+    """Frames the counter received but could not file under a group (its table of groups was full)."""
+    groups = ((r.raw or {}).get("cap") or {}).get("groups") or {}
+    value = groups.get("untracked", 0) if isinstance(groups, dict) else 0
+    return int(value) if isinstance(value, (int, float)) else 0
 
 
 def sent_pps(g: Group) -> float:
@@ -175,10 +230,15 @@ def sent_pps(g: Group) -> float:
     return stat_of(t.result.achieved_pps for t in g.used).median
 
 
+SWEPT = ("sweep", "iperf")  # methods whose trials at several rates make a sweep; a search's never do
+
+
 def sweep_lines(trials: Iterable[Trial]) -> dict[tuple[SeriesKey, int], list[Group]]:
-    """Series and frame lengths measured at 3 or more offered rates (a sweep, seed 003),
-    each a list of groups in the order of the rate sent; RFC 2544 searches are not sweeps."""
+    """Series and frame lengths measured at 3 or more offered rates (a sweep, seed 003, or
+    iperf-like trials at several rates), each a list of groups in the order of the rate sent;
+    the repetitions of a sweep step are one group. The rates an RFC 2544 or MLR search
+    visited are not a sweep."""
     lines: dict[tuple[SeriesKey, int], list[Group]] = {}
-    for g in group_trials(t for t in trials if t.method != "rfc2544").values():
+    for g in group_trials(t for t in trials if t.method in SWEPT).values():
         lines.setdefault((g.series, g.frame_len), []).append(g)
     return {k: sorted(v, key=sent_pps) for k, v in lines.items() if len({g.key.rate for g in v}) >= 3}

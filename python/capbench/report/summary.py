@@ -1,22 +1,28 @@
 """The report's summary in sentences: the best backend per frame length, where each starts to lose.
 
-Only iperf-like trials that reached their offered load count; frame lengths where the
-generator fell short are named as not measured, never as loss.
+From iperf-like trials when the run has them: only trials that reached their offered
+load count; frame lengths where the generator fell short are named as not measured,
+never as loss. From the searches' answers otherwise (RFC 2544 throughput, else MLR's
+NDR, else a sweep's highest lossless rate); the first loss point of every search and
+sweep is named either way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from capbench.rates import wire_bps
+from capbench.report.answers import Answer, AnswerGroup, answers_of, group_answers, main_metric, metric, rate_of
 from capbench.report.keys import series_labels
 from capbench.report.load import Trial
-from capbench.report.stats import (FirstLoss, Group, best_per_size, first_loss, fmt_loss, group_trials, sent_pps,
-                                   sweep_lines)
-
+from capbench.report.stats import (FirstLoss, Group, best_per_size, first_loss, iperf_groups, loss_text, sent_pps,
+                                   stat_of, sweep_lines)
 
 def _figures(g: Group) -> str:
     rx, gbps = g.stat("rx_pps"), g.stat("rx_gbps")
     app, kernel = g.stat("app_cpu_pct"), g.stat("kernel_cpu_pct")
     reps = f", median of {rx.n}" if rx.n > 1 else ""
-    return (f"{rx.median:,.0f} pps ({gbps.median:.3f} Gbps), loss {fmt_loss(g.stat('loss_pct'))} %, "
+    return (f"{rx.median:,.0f} pps ({gbps.median:.3f} Gbps), loss {loss_text(g.stat('loss_pct'))}, "
             f"app / kernel load {app.median:.1f} / {kernel.median:.1f} %{reps}")
 
 
@@ -55,7 +61,7 @@ def _loss_line(fl: FirstLoss, label: str) -> str:
             return f"{label}: no result — the generator fell short of the offered load at every frame length."
         return f"{label}: no loss at {_sizes(fl.lossless)}{short}."
     g = fl.group
-    return (f"{label}: loses packets from {g.frame_len} B down (loss {fmt_loss(g.stat('loss_pct'))} % at "
+    return (f"{label}: loses packets from {g.frame_len} B down (loss {loss_text(g.stat('loss_pct'))} at "
             f"{g.frame_len} B, captured {g.stat('rx_gbps').median:.3f} Gbps){short}.")
 
 
@@ -65,8 +71,9 @@ def first_loss_lines(groups: list[Group]) -> list[str]:
 
 
 def sweep_loss_lines(trials: list[Trial]) -> list[str]:
-    """Per swept series and frame length: the lowest rate sent at which packets were lost."""
-    lines = sweep_lines(trials)
+    """Per iperf-like series measured at several rates and frame length: the lowest rate sent at
+    which packets were lost (sweeps of the sweep method are answers: answer_sweep_lines)."""
+    lines = {k: v for k, v in sweep_lines(trials).items() if k[0].method != "sweep"}
     labels = series_labels(key for key, _size in lines)
     out = []
     for (key, size), groups in lines.items():
@@ -79,14 +86,139 @@ def sweep_loss_lines(trials: list[Trial]) -> list[str]:
             out.append(f"{name}: no loss up to {sent_pps(valid[-1]):,.0f} pps.")
         else:
             g = lossy[0]
-            out.append(f"{name}: loses packets from {sent_pps(g):,.0f} pps (loss {fmt_loss(g.stat('loss_pct'))} %).")
+            out.append(f"{name}: loses packets from {sent_pps(g):,.0f} pps (loss {loss_text(g.stat('loss_pct'))}).")
     return out
 
 
-def summary(trials: list[Trial]) -> tuple[list[str], list[str]]:
-    """(best backend per frame length, first loss point per backend): the frame length where an
-    iperf-like series starts to lose, and the rate where a sweep does."""
-    groups = list(group_trials(t for t in trials if t.method == "iperf").values())
-    best = best_lines(groups) if groups else []
+# --- from the searches' answers ----------------------------------------------------
+
+METHOD_NAMES = {"rfc2544": "RFC 2544 throughput", "mlr": "MLR", "sweep": "sweep: highest rate without loss",
+                "back2back": "back-to-back burst"}
+BEST_FROM = ("rfc2544", "mlr", "sweep")  # the answer the best backend is judged by, in this order
+
+
+def _best_method(groups: Sequence[AnswerGroup]) -> str | None:
+    return next((m for m in BEST_FROM if any(g.method == m and g.stat(main_metric(m, g.metrics()) or "")
+                                             for g in groups)), None)
+
+
+def _reps(s) -> str:
+    if s.n < 2:
+        return ""
+    return f", median of {s.n} ({s.lo:,.0f}–{s.hi:,.0f})" if s.spread else f", {s.n} repetitions alike"
+
+
+def _at_wire(v: float, g: AnswerGroup) -> bool:
+    return v >= g.wire_pps * (1 - 1e-6)
+
+
+def answer_best_lines(groups: Sequence[AnswerGroup]) -> list[str]:
+    """Per frame length, the series whose search answer (median over repetitions) is highest."""
+    method = _best_method(groups)
+    if method is None:
+        return []
+    gs = [g for g in groups if g.method == method]
+    labels = series_labels(g.series for g in gs)
+    out = []
+    for size in sorted({g.frame_len for g in gs}):
+        at = [(g, s) for g in gs if g.frame_len == size
+              and (s := g.stat(main_metric(method, g.metrics()) or "")) is not None]
+        name = metric(main_metric(method, at[0][0].metrics()) or "").label if at else METHOD_NAMES[method]
+        if not at:
+            out.append(f"{size} B: no answer — every {METHOD_NAMES[method]} search at this length was cut short.")
+            continue
+        best, bs = max(at, key=lambda gs_: gs_[1].median)
+        if bs.median <= 0:
+            out.append(f"{size} B: no backend passed any rate ({name} 0 for all).")
+            continue
+        tol = max(best.precision_pps, 1e-6 * bs.median)
+        tied = sorted(labels[g.series] for g, s in at if g is not best and s.median >= bs.median - tol)
+        wire = ", the wire rate" if _at_wire(bs.median, best) else ""
+        tie = f"; {', '.join(tied)} as high (within the search's precision)" if tied else ""
+        out.append(f"{size} B: {labels[best.series]} — {name} {bs.median:,.0f} pps "
+                   f"({wire_bps(bs.median, size) / 1e9:.3f} Gbps{wire}){_reps(bs)}{tie}.")
+    return out
+
+
+def _search_point(g: AnswerGroup, name: str) -> str:
+    s = g.stat(name)
+    size = g.frame_len
+    if s is None:
+        return f"no answer at {size} B (cut short)"
+    if s.median <= 0:
+        return f"loses packets at every rate tried at {size} B"
+    if _at_wire(s.median, g):
+        return f"no loss up to the wire rate at {size} B"
+    reps = f"; median of {s.n}" if s.n > 1 else ""
+    text = f"lossless up to {s.median:,.0f} pps ({wire_bps(s.median, size) / 1e9:.3f} Gbps{reps}) at {size} B"
+    lossy = [float(x) for x in g.info_values("lowest_lossy_pps")]
+    if lossy:
+        text += f", loses at {stat_of(lossy).median:,.0f} pps"
+    return text
+
+
+def answer_loss_lines(groups: Sequence[AnswerGroup]) -> list[str]:
+    """Per series of RFC 2544 or MLR searches: up to which rate it lost nothing, per frame length."""
+    out = []
+    for method in ("rfc2544", "mlr"):
+        gs = [g for g in groups if g.method == method]
+        labels = series_labels(g.series for g in gs)
+        by: dict = {}
+        for g in gs:
+            by.setdefault(g.series, []).append(g)
+        for series, sgs in by.items():
+            name = main_metric(method, sgs[0].metrics())
+            if name is None:
+                out.append(f"{labels[series]} ({method}): no answer recorded.")
+                continue
+            what = "RFC 2544" if method == "rfc2544" else metric(name).label
+            points = [_search_point(g, name) for g in sorted(sgs, key=lambda g: g.frame_len)]
+            out.append(f"{labels[series]} ({what}): {'; '.join(points)}.")
+    return out
+
+
+def answer_sweep_lines(groups: Sequence[AnswerGroup]) -> list[str]:
+    """Per sweep (series and frame length): the lowest offered rate at which packets were lost."""
+    gs = [g for g in groups if g.method == "sweep"]
+    labels = series_labels(g.series for g in gs)
+    out = []
+    for g in gs:
+        name = f"{labels[g.series]} {g.frame_len} B (sweep)"
+        s = g.stat("sweep_lossless_pps")
+        firsts = [float(x) for x in g.info_values("first_lossy_pps")]
+        if s is None:
+            out.append(f"{name}: no answer — the sweep was cut short before a loss.")
+        elif not firsts:
+            out.append(f"{name}: no loss up to {s.median:,.0f} pps" + (f" (n={s.n})." if s.n > 1 else "."))
+        else:
+            first = stat_of(firsts)
+            at = [t for a in g.answers for t in a.trials
+                  if a.info.get("first_lossy_pps") is not None
+                  and abs(rate_of(t) - float(a.info["first_lossy_pps"])) <= 1e-6 * rate_of(t)]
+            loss = f" (loss {loss_text(stat_of(t.result.loss_pct for t in at))})" if at else ""
+            reps = (f", median of {first.n} ({first.lo:,.0f}–{first.hi:,.0f})" if first.spread else
+                    f", {first.n} repetitions alike" if first.n > 1 else "")
+            nolost = len(g.answers) - len(firsts)
+            more = f"; {nolost} of {len(g.answers)} repetitions lost nothing" if nolost else ""
+            out.append(f"{name}: loses packets from {first.median:,.0f} pps{loss}{reps}{more}.")
+    return out
+
+
+def best_heading(trials: list[Trial], answers: Sequence[Answer] | None = None) -> str:
+    if any(t.method == "iperf" for t in trials):
+        return "Best backend per frame length"
+    groups = list(group_answers(answers if answers is not None else answers_of(trials)).values())
+    method = _best_method(groups)
+    return f"Best backend per frame length ({METHOD_NAMES[method]})" if method else "Best backend per frame length"
+
+
+def summary(trials: list[Trial], answers: Sequence[Answer] | None = None) -> tuple[list[str], list[str]]:
+    """(best backend per frame length, first loss point per backend): from the iperf-like
+    trials when there are any, else from the searches' answers (RFC 2544 throughput, MLR NDR,
+    a sweep's highest lossless rate); the losses of iperf-like series, searches and sweeps."""
+    groups = list(iperf_groups(trials).values())
+    found = list(answers) if answers is not None else answers_of(trials)
+    agroups = list(group_answers(found).values())
+    best = best_lines(groups) if groups else answer_best_lines(agroups)
     losses = first_loss_lines(groups) if groups else []
-    return best, losses + sweep_loss_lines(trials)
+    return best, losses + answer_loss_lines(agroups) + answer_sweep_lines(agroups) + sweep_loss_lines(trials)

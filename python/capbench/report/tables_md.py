@@ -1,55 +1,66 @@
-"""The seed's tables as Markdown and CSV, from trial records only.
+"""The seed's tables as Markdown and CSV, from trial records and the method answers.
 
-One table per series (backend, placement, ...), one row per trial as in the terminal
-tables (capbench.tables), with a Note column that says in words what the terminal's
-`*` and colours say: the generator fell short of the offered load (not a capture
-result at that load), or the counters disagree.
+One iperf-like table per series (backend, placement, ...), one row per measurement as
+in the terminal tables (capbench.tables): the repetitions of a step are one row, each
+figure their median (min–max, sd). A Note column says in words what the terminal's `*`
+and colours say: the generator fell short of the offered load (not a capture result at
+that load), or the counters disagree. Then the answers of the searches (RFC 2544 as
+seed 000's Tables 4–6, MLR, back-to-back) and the sweeps, as in the terminal.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from capbench.accounting import format_pct
-from capbench.rates import wire_bps
-from capbench.report.keys import SeriesKey, pin_of, series_key, series_labels
+from capbench.report import answers as answers_mod
+from capbench.report.answers import Answer, AnswerTable
+from capbench.report.keys import SeriesKey, series_key, series_labels
 from capbench.report.load import Trial
-from capbench.report.stats import rfc2544_throughput
-from capbench.tables import loss_places, offered_cell
-from capbench.trial import OFFERED_MIN_SHARE, TrialResult
+from capbench.report.stats import iperf_groups
+from capbench.tables import HEADERS as TABLE_HEADERS
+from capbench.tables import row_cells, row_class, sweep_tables
+from capbench.trial import INVALID_LOAD_TEXT, OFFERED_MIN_SHARE, TrialResult
 
-HEADERS = ("Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]",
-           "Lost at link / backlog / socket / unexplained", "Note")
+HEADERS = (*TABLE_HEADERS, "Note")
 
 CSV_FIELDS = ("method", "backend", "placement", "engine", "app_load", "link_bps", "rate", "frame_len",
               "offered_pps", "achieved_pps", "sent", "received", "rx_pps", "rx_gbps", "loss_pct", "lost",
-              "link_drops", "backlog_drops", "socket_drops", "unexplained", "app_cpu_pct", "kernel_cpu_pct",
-              "invalid_offered_load", "note")
+              "link_drops", "backlog_drops", "socket_drops", "app_drops", "unexplained", "app_cpu_pct",
+              "kernel_cpu_pct",
+              "invalid_offered_load", "note", "purpose", "step", "repeat")
 
 
 def note_of(r: TrialResult) -> str:
     notes = []
     if r.invalid_offered_load:
         target = f"{r.offered_pps:,.0f} pps" if r.offered_pps is not None else "the offered load"
-        notes.append(f"generator sent less than {OFFERED_MIN_SHARE:.1%} of {target}: "
-                     f"not a capture result at that load")
+        why = (f"generator fell {r.gen_max_lag_ns / 1e6:,.0f} ms behind its schedule"
+               if getattr(r, "schedule_slipped", False) else f"generator sent less than {OFFERED_MIN_SHARE:.1%} of {target}")
+        notes.append(f"{why}: not a capture result at that load")
     if r.unexplained:
         notes.append(f"counters disagree by {r.unexplained:,} packets")
     return "; ".join(notes)
 
 
-def row_cells(r: TrialResult) -> list[str]:
-    return [
-        str(r.frame_len),
-        offered_cell(r),
-        f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}",
-        format_pct(r.loss_pct, exact_zero=(r.lost == 0)) + ("*" if r.invalid_offered_load else ""),
-        f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}",
-        loss_places(r),
-        note_of(r),
-    ]
+def group_note(rs: Sequence[TrialResult]) -> str:
+    """The Note of a row: of its one trial, or of its repetitions (those that count)."""
+    if len(rs) == 1:
+        return note_of(rs[0])
+    valid = [r for r in rs if not r.invalid_offered_load]
+    notes = []
+    if not valid:
+        notes.append("generator did not offer the load in any repetition: not a capture result at that load")
+    elif len(valid) < len(rs):
+        notes.append(f"{len(rs) - len(valid)} of {len(rs)} repetitions left out: the generator fell short of the "
+                     f"offered load")
+    disagree = [r for r in (valid or rs) if r.unexplained]
+    if disagree:
+        notes.append("counters disagree by " + ", ".join(f"{r.unexplained:,}" for r in disagree) + " packets"
+                     + (f" ({len(disagree)} repetitions)" if len(disagree) > 1 else ""))
+    return "; ".join(notes)
 
 
 def by_series(trials: Iterable[Trial]) -> dict[SeriesKey, list[Trial]]:
@@ -69,38 +80,35 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def md_table(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+def md_table(headers: Iterable[str], rows: Iterable[Iterable[str]], text_last: bool = True) -> str:
+    """Numbers right-aligned; the last column, a note, left-aligned (unless text_last is False)."""
     headers = list(headers)
     lines = ["| " + " | ".join(map(_md_escape, headers)) + " |",
-             "|" + "|".join("---:" if i < len(headers) - 1 else "---" for i in range(len(headers))) + "|"]
+             "|" + "|".join("---:" if i < len(headers) - 1 or not text_last else "---"
+                            for i in range(len(headers))) + "|"]
     lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def row_class(r: TrialResult) -> str:
-    """How a row reads at a glance: short (not a capture result), unexplained, lossy, or plain."""
-    if r.invalid_offered_load:
-        return "short"
-    if r.unexplained:
-        return "unexplained"
-    return "lossy" if r.lost else ""
-
-
-def seed_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str]], list[TrialResult]]]:
-    """(title, headers, rows, the rows' trials) per series."""
-    groups = by_series(trials)
-    labels = series_labels(groups)
-    return [(series_title(k, labels[k]), list(HEADERS), [row_cells(t.result) for t in ts], [t.result for t in ts])
-            for k, ts in groups.items()]
+def seed_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """(title, headers, rows, row classes) per series of iperf-like trials: a row per measurement,
+    its repetitions aggregated (median (min–max, sd), n with the captured rate)."""
+    by: dict[SeriesKey, list[list[TrialResult]]] = {}
+    for g in iperf_groups(trials).values():
+        by.setdefault(g.series, []).append([t.result for t in g.trials])
+    labels = series_labels(by)
+    return [(series_title(k, labels[k]), list(HEADERS), [row_cells(rs) + [group_note(rs)] for rs in groups],
+             [row_class(rs) for rs in groups]) for k, groups in by.items()]
 
 
 LOSS_TOTAL_HEADERS = ("Backend", "Trials", "Sent", "Lost", "Loss [%]", "Not counted (generator short)")
 
 
 def loss_totals(trials: list[Trial]) -> list[list[str]]:
-    """Seed 004's loss table: all packets sent and lost per series, over the trials that reached
-    their offered load (the others are counted apart, not as capture loss)."""
-    groups = by_series(trials)
+    """Seed 004's loss table: all packets sent and lost per series of iperf-like trials, over the
+    trials that reached their offered load (the others are counted apart, not as capture loss).
+    A search's or a sweep's trials overload the receiver on purpose: their loss is not summed."""
+    groups = by_series(t for t in trials if t.method == "iperf")
     labels = series_labels(groups)
     rows = []
     for k, ts in groups.items():
@@ -111,41 +119,31 @@ def loss_totals(trials: list[Trial]) -> list[list[str]]:
     return rows
 
 
-PIN_ORDER = {"A:A": 0, "A:B": 1, "auto": 2}
+def answer_tables(trials: list[Trial], answers: Sequence[Answer] | None = None) -> list[AnswerTable]:
+    """The searches' answers (RFC 2544 as seed 000's Tables 4–6, MLR, back-to-back), then the sweeps."""
+    found = list(answers) if answers is not None else answers_mod.answers_of(trials)
+    return answers_mod.tables(found) + sweep_tables(trials, found)
 
 
-def rfc2544_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """Seed 000's Tables 4-6: RFC 2544 throughput per frame length, one column per placement
-    (#1 A:A, #2 A:B, ...), "pps / Gbps"; "—" where the search found no lossless rate."""
-    found = [t for t in trials if t.method == "rfc2544"]
-    tables: dict[tuple, dict[str, list[Trial]]] = {}
-    for t in found:
-        k = series_key(t)
-        tables.setdefault((k.backend, k.link, k.engine, k.app_load, k.extra), {}).setdefault(pin_of(t), []).append(t)
-    out = []
-    for (backend, link, engine, app_load, extra), by_pin in tables.items():
-        pins = sorted(by_pin, key=lambda p: (PIN_ORDER.get(p, 9), p))
-        best = {p: rfc2544_throughput(by_pin[p]) for p in pins}
-        sizes = sorted({t.result.frame_len for ts in by_pin.values() for t in ts}, reverse=True)
-        rows = [[str(size)] + [f"{best[p][size]:,.0f} / {wire_bps(best[p][size], size) / 1e9:.3f}"
-                               if size in best[p] else "—" for p in pins] for size in sizes]
-        extra_text = "".join(f", {a} {b}" for a, b in extra)
-        out.append((f"RFC 2544 throughput: {backend} ({link} link, engine {engine}, app load {app_load}{extra_text})",
-                    ["Frame [B]"] + [f"#{i + 1} {p} [pps / Gbps]" for i, p in enumerate(pins)], rows))
-    return out
+def rfc2544_tables(trials: list[Trial], answers: Sequence[Answer] | None = None) -> list[AnswerTable]:
+    """Seed 000's Tables 4-6 (see answers.rfc2544_tables)."""
+    found = list(answers) if answers is not None else answers_mod.answers_of(trials)
+    return answers_mod.rfc2544_tables(answers_mod.group_answers(found).values())
 
 
-def markdown(trials: list[Trial]) -> str:
+def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> str:
     parts = []
-    for title, headers, rows, _results in seed_tables(trials):
+    for title, headers, rows, _classes in seed_tables(trials):
         parts.append(f"### {title}\n\n{md_table(headers, rows)}\n")
-    for title, headers, rows in rfc2544_tables(trials):
-        parts.append(f"### {title}\n\n{md_table(headers, rows)}\n")
-    parts.append(f"### Total loss per backend\n\n{md_table(LOSS_TOTAL_HEADERS, loss_totals(trials))}\n")
-    if any(t.result.invalid_offered_load for t in trials):
-        parts.append(f"Offered and loss marked `*`: the generator sent less than {OFFERED_MIN_SHARE:.1%} of the "
-                     f"offered load; such rows measure this machine's generator, not the capture method at that "
-                     f"load, and their loss is not capture loss.\n")
+    for t in answer_tables(trials, answers):
+        notes = "".join(f"\n{n}\n" for n in t.notes)
+        parts.append(f"### {t.title}\n\n{md_table(t.headers, t.rows, text_last=False)}\n{notes}")
+    totals = loss_totals(trials)
+    if totals:
+        parts.append(f"### Total loss per backend (iperf-like trials)\n\n{md_table(LOSS_TOTAL_HEADERS, totals)}\n")
+    if any(t.result.invalid_offered_load for t in trials if t.method in ("iperf", "sweep")):
+        parts.append(f"Offered and loss marked `*`: {INVALID_LOAD_TEXT}; such rows measure this machine's "
+                     f"generator, not the capture method at that load, and their loss is not capture loss.\n")
     return "\n".join(parts)
 
 
@@ -159,6 +157,6 @@ def csv_text(trials: list[Trial]) -> str:
         w.writerow({
             **{f: getattr(r, f) for f in CSV_FIELDS if hasattr(r, f)},
             "method": t.method, "placement": k.placement, "engine": r.gen_engine, "app_load": k.app_load,
-            "note": note_of(r),
+            "note": note_of(r), "purpose": r.purpose, "step": r.step, "repeat": r.repeat,
         })
     return buf.getvalue()

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from capbench import tables
 from capbench.errors import UsageError
-from capbench.report import html, plots, summary, tables_md
+from capbench.report import answers, html, plots, summary, tables_md
 from capbench.report.load import RunData, load_run
 
 REPORT_DIR = "report"
@@ -51,14 +51,15 @@ class Report:
 
 def terminal_tables(run: RunData, width: int = 120) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
-    tables.print_tables([t.result for t in run.trials], console)
+    tables.print_tables([t.result for t in run.trials], console, run.outcomes, run.loss_tolerance_frames)
     return console.export_text()
 
 
 def draw_figures(run: RunData, out: Path) -> list[FigureFile]:
+    found = answers.run_answers(run)
     files = []
     for spec in plots.FIGURES:
-        drawn = spec.draw(run.trials)
+        drawn = spec.draw(run.trials, found)
         if isinstance(drawn, plots.Skipped):
             files.append(FigureFile(spec.name, spec.title, "", None, None, drawn.reason))
             continue
@@ -105,29 +106,35 @@ def metadata_groups(run: RunData) -> list[tuple[str, list[tuple[str, Any]]]]:
 
 
 def report_html(run: RunData, figures: list[FigureFile]) -> str:
-    best, losses = summary.summary(run.trials)
+    found = answers.run_answers(run)
+    best, losses = summary.summary(run.trials, found)
     summary_html = ""
     if best:
-        summary_html += f"<h3>Best backend per frame length</h3>{html.bullet_list(best)}"
+        summary_html += f"<h3>{html.esc(summary.best_heading(run.trials, found))}</h3>{html.bullet_list(best)}"
     if losses:
         summary_html += f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}"
     if any(t.result.invalid_offered_load for t in run.trials):
-        summary_html += ("<p>Rows in grey italics and open markers: the generator sent less than the offered load. "
+        summary_html += ("<p>Rows in grey italics and open markers: the generator did not offer the load (it sent less, or fell behind its schedule). "
                          "They measure this machine's generator, not the capture method at that load, and are "
                          "never counted as capture loss.</p>")
     table_html = "\n".join(
-        html.table_html(html.Table(title, headers, rows, [tables_md.row_class(r) for r in results]))
-        for title, headers, rows, results in tables_md.seed_tables(run.trials))
-    table_html += "".join("\n" + html.table_html(html.Table(title, headers, rows))
-                          for title, headers, rows in tables_md.rfc2544_tables(run.trials))
-    table_html += "\n" + html.table_html(html.Table(
-        "Total loss per backend (trials that reached their offered load)", list(tables_md.LOSS_TOTAL_HEADERS),
-        tables_md.loss_totals(run.trials)))
+        html.table_html(html.Table(title, headers, rows, classes))
+        for title, headers, rows, classes in tables_md.seed_tables(run.trials))
+    for t in tables_md.answer_tables(run.trials, found):
+        table_html += "\n" + html.table_html(html.Table(t.title, t.headers, t.rows, t.classes or None,
+                                                       text_last=False))
+        table_html += "".join(f'<p class="note">{html.esc(n)}</p>' for n in t.notes)
+    totals = tables_md.loss_totals(run.trials)
+    if totals:
+        table_html += "\n" + html.table_html(html.Table(
+            "Total loss per backend (iperf-like trials that reached their offered load)",
+            list(tables_md.LOSS_TOTAL_HEADERS), totals))
     fig_html = "\n".join(
         html.figure_html(f.title, f.svg.read_text(encoding="utf-8") if f.svg else None, f.caption, f.skipped, f.name)
         for f in figures)
     sections = [
-        ("Summary", summary_html or "<p>No iperf-like trials: see the tables and figures below.</p>"),
+        ("Summary", summary_html or "<p>Neither iperf-like trials nor search answers to summarize: see the tables "
+                                    "and figures below.</p>"),
         ("Run", html.kv_groups(metadata_groups(run))),
         ("Tables", table_html),
         ("Figures", fig_html),
@@ -136,14 +143,16 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
 
 
 def markdown_report(run: RunData) -> str:
-    best, losses = summary.summary(run.trials)
+    found = answers.run_answers(run)
+    best, losses = summary.summary(run.trials, found)
     parts = [f"# capbench report: {run.name}\n"]
     parts += [f"> {n}\n" for n in run.notes]
     if best:
-        parts.append("## Best backend per frame length\n\n" + "\n".join(f"- {line}" for line in best) + "\n")
+        parts.append(f"## {summary.best_heading(run.trials, found)}\n\n" + "\n".join(f"- {line}" for line in best)
+                     + "\n")
     if losses:
         parts.append("## Where each backend starts to lose packets\n\n" + "\n".join(f"- {x}" for x in losses) + "\n")
-    parts.append("## Tables\n\n" + tables_md.markdown(run.trials))
+    parts.append("## Tables\n\n" + tables_md.markdown(run.trials, found))
     return "\n".join(parts)
 
 

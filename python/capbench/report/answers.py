@@ -1,0 +1,474 @@
+"""The answers of the search methods: one per search, and their repetitions.
+
+A search (RFC 2544, MLR), a sweep or a back-to-back search is one campaign step; its
+trials visit many rates, none of them a repetition of another. What the step found is
+its *answer*, and the answer of record is the method's own outcome in searches.jsonl.
+Repetitions of a step (`--repeat N`: the same step key but for `rep=`) give one answer
+each, reported as median, min–max and standard deviation.
+
+When a run holds no outcome for a search (a run without searches.jsonl, trial records
+alone as `capbench run` prints them, a search cut short), the answer is derived from the
+trials, and only where the trials decide it:
+
+- rfc2544: the rate of the last verification trial (purpose "verify") that passed. A
+  search pass that its verification then failed was distorted (seed 000's saturation)
+  and is never the throughput; without a passing verification there is no answer;
+- sweep: the offered rate of the first step that lost packets and the highest step
+  below it; a sweep cut short before its last step without a loss has no answer yet;
+- mlr, back2back: their answers need the search's own bookkeeping (load classes, burst
+  repetitions): without searches.jsonl they have none.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from capbench.methods.measurer import loss_ratio, offered_short
+from capbench.rates import link_name, wire_bps, wire_pps
+from capbench.report.keys import SeriesKey, SettingsKey, series_key
+from capbench.report.load import Trial
+from capbench.report.stats import Metric, Stat, stat_of
+
+SEARCH_METHODS = ("rfc2544", "mlr", "sweep", "back2back")
+RFC2544_TRIAL_S = 60.0
+_STEP = re.compile(r"^step (\d+)/(\d+)$")
+
+
+def _nan(_r: Any) -> float:
+    return math.nan  # an answer is not a figure of one trial
+
+
+def metric(name: str) -> Metric:
+    """The Metric of an answer figure: rfc2544_pps, sweep_lossless_pps, b2b_frames, mlr_<GOAL>_pps."""
+    if name in METRICS:
+        return METRICS[name]
+    goal = name.removeprefix("mlr_").removesuffix("_pps")
+    return Metric(name, f"MLR {goal}", "pps", True, _nan)
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("rfc2544_pps", "RFC 2544 throughput", "pps", True, _nan),
+    Metric("sweep_lossless_pps", "sweep: no loss up to", "pps", True, _nan),
+    Metric("b2b_frames", "back-to-back burst", "frames", True, _nan),
+)}
+
+
+def rate_of(t: Trial) -> float:
+    """The rate a search asked a trial for (what the answers are made of)."""
+    r = t.result
+    return r.offered_pps if r.offered_pps is not None else r.achieved_pps
+
+
+def trial_passed(t: Trial, loss_tolerance_frames: int = 0) -> bool:
+    """As RFC 2544's search judges a trial: at most the tolerated loss, and the generator offered the load."""
+    return not offered_short(t.result) and t.result.lost <= loss_tolerance_frames
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one search found (one step, one repetition)."""
+
+    method: str
+    series: SeriesKey
+    frame_len: int
+    repeat: int
+    step: str  # the campaign step key ("" for records without one)
+    values: dict[str, float | None]  # metric name -> value; None: the search gave no answer for it
+    wire_pps: float
+    precision_pps: float  # how close to the truth the search got (0: unknown or exact)
+    source: str  # "searches.jsonl" or "trials"
+    trials: tuple[Trial, ...]
+    notes: tuple[str, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)  # verified, short_trials, trial_s, first_lossy_pps, ...
+
+    @property
+    def key(self) -> tuple[SeriesKey, int]:
+        return (self.series, self.frame_len)
+
+
+@dataclass(frozen=True)
+class AnswerGroup:
+    """The repetitions of one search: the answers of one series at one frame length."""
+
+    series: SeriesKey
+    frame_len: int
+    answers: tuple[Answer, ...]
+
+    @property
+    def method(self) -> str:
+        return self.series.method
+
+    @property
+    def settings_key(self) -> SettingsKey:
+        """The key `capbench compare` matches answers by: the step's settings without the rates it visited."""
+        return SettingsKey(self.series, self.frame_len, "")
+
+    @property
+    def wire_pps(self) -> float:
+        return self.answers[0].wire_pps
+
+    @property
+    def precision_pps(self) -> float:
+        return max(a.precision_pps for a in self.answers)
+
+    @property
+    def pin(self) -> str:
+        return self.series.placement.split(" (")[0]
+
+    def metrics(self) -> list[str]:
+        names: list[str] = []
+        for a in self.answers:
+            names += [n for n in a.values if n not in names]
+        return names
+
+    def values(self, name: str) -> list[float]:
+        return [v for a in self.answers if (v := a.values.get(name)) is not None]
+
+    def stat(self, name: str) -> Stat | None:
+        """Median, min–max and sd over the repetitions that gave an answer; None when none did."""
+        v = self.values(name)
+        return stat_of(v) if v else None
+
+    def info_values(self, key: str) -> list[Any]:
+        return [a.info[key] for a in self.answers if a.info.get(key) is not None]
+
+    @property
+    def notes(self) -> list[str]:
+        out: list[str] = []
+        for a in self.answers:
+            out += [n for n in a.notes if n not in out]
+        return out
+
+
+def main_metric(method: str, names: Sequence[str] = ()) -> str | None:
+    """The figure that stands for a search: its throughput (MLR: the first goal, NDR by default)."""
+    fixed = {"rfc2544": "rfc2544_pps", "sweep": "sweep_lossless_pps", "back2back": "b2b_frames"}
+    if method in fixed:
+        return fixed[method]
+    return next((n for n in names if n.startswith("mlr_")), None)
+
+
+# --- from searches.jsonl -----------------------------------------------------------
+
+
+def _from_outcome(o: dict[str, Any], series: SeriesKey, trials: tuple[Trial, ...]) -> Answer:
+    method, frame_len = str(o["method"]), int(o["frame_len"])
+    link = float(o.get("link_bps") or (trials[0].result.link_bps if trials else 1e9))
+    wire = float(o.get("wire_pps") or wire_pps(link, frame_len))
+    precision = wire * float(o["precision_pct"]) / 100.0 if o.get("precision_pct") else 0.0
+    values: dict[str, float | None] = {}
+    info: dict[str, Any] = {}
+    notes = [str(n) for n in o.get("notes") or ()]
+    if method == "rfc2544":
+        values["rfc2544_pps"] = float(o.get("throughput_pps") or 0.0)
+        info = {"verified": bool(o.get("verified")), "short_trials": bool(o.get("short_trials")),
+                "trial_s": o.get("trial_s"), "lowest_lossy_pps": o.get("lowest_lossy_pps"),
+                "verification_failures_pps": list(o.get("verification_failures_pps") or ())}
+    elif method == "mlr":
+        for g in o.get("goals") or ():
+            values[f"mlr_{g['name']}_pps"] = float(g.get("throughput_pps") or g.get("lower_bound_pps") or 0.0)
+            info[f"mlr_{g['name']}_upper_pps"] = g.get("upper_bound_pps")
+        info["trial_s"] = o.get("final_trial_s")
+        info["short_trials"] = (o.get("final_trial_s") or RFC2544_TRIAL_S) < RFC2544_TRIAL_S
+    elif method == "sweep":
+        values["sweep_lossless_pps"] = float(o.get("lossless_up_to_pps") or 0.0)
+        info = {"first_lossy_pps": o.get("first_lossy_pps"), "steps": o.get("steps"), "trial_s": o.get("trial_s")}
+    elif method == "back2back":
+        values["b2b_frames"] = float(o.get("mean_frames") or 0.0)
+        precision = float(o.get("precision_frames") or 0.0)
+        info = {"unlimited": o.get("unlimited"), "max_frames": o.get("max_frames")}
+    return Answer(method, series, frame_len, int(o.get("repeat") or 1), str(o.get("step") or ""), values, wire,
+                  precision, "searches.jsonl", trials, tuple(notes), info)
+
+
+def _series_of_outcome(o: dict[str, Any], engine: str) -> SeriesKey:
+    """A series for an answer whose trials are not in trials.jsonl (a line cut by a crash)."""
+    pin = str(o.get("pin") or "auto")
+    extra = (("procs", str(o["procs"])),) if o.get("procs") is not None else ()
+    return SeriesKey(method=str(o["method"]), backend=str(o["backend"]), link=link_name(float(o.get("link_bps") or 1e9)),
+                     engine=engine, app_load=str(o.get("app_load") or "touch"), placement=pin, extra=extra)
+
+
+# --- from the trials ---------------------------------------------------------------
+
+
+def _derived(method: str, ts: tuple[Trial, ...], loss_tolerance_frames: int, precision_pct: float | None) -> Answer:
+    first = ts[0]
+    r = first.result
+    series, frame_len = series_key(first), r.frame_len
+    wire = wire_pps(r.link_bps, frame_len)
+    values: dict[str, float | None] = {}
+    info: dict[str, Any] = {}
+    notes: list[str] = []
+    precision = 0.0
+    if method == "rfc2544":
+        precision = wire * precision_pct / 100.0 if precision_pct else 0.0
+        verifies = [t for t in ts if t.result.purpose == "verify"]
+        passed = [t for t in verifies if trial_passed(t, loss_tolerance_frames)]
+        failed = [rate_of(t) for t in verifies if not trial_passed(t, loss_tolerance_frames)]
+        if passed:
+            values["rfc2544_pps"] = rate_of(passed[-1])
+        else:
+            values["rfc2544_pps"] = None
+            notes.append("no verification trial passed: no throughput (the search found no rate, or was cut short)"
+                         if verifies or any(t.result.purpose for t in ts) else
+                         "the trials name no verification trial: no throughput can be taken from them")
+        info = {"verified": bool(passed), "short_trials": any(t.result.requested_duration_s < RFC2544_TRIAL_S
+                                                               for t in ts),
+                "trial_s": max(t.result.requested_duration_s for t in ts), "verification_failures_pps": failed}
+        if failed:
+            notes.append(f"verification failed at {', '.join(f'{x:,.0f}' for x in failed)} pps: a distorted pass, "
+                         f"searched on below it")
+    elif method == "sweep":
+        steps = [(int(m.group(1)), int(m.group(2))) for t in ts if (m := _STEP.match(t.result.purpose))]
+        complete = not steps or any(i == n for i, n in steps)
+        lossy = sorted(rate_of(t) for t in ts if loss_ratio(t.result) > 0)  # as the sweep judges its steps
+        first_lossy = lossy[0] if lossy else None
+        clean = [rate_of(t) for t in ts if first_lossy is None or rate_of(t) < first_lossy]
+        if first_lossy is None and not complete:
+            values["sweep_lossless_pps"] = None
+            notes.append("the sweep was cut short before its last step, without a loss so far")
+        else:
+            values["sweep_lossless_pps"] = max(clean) if clean else 0.0
+        info = {"first_lossy_pps": first_lossy, "steps": max((n for _i, n in steps), default=len(ts))}
+    else:
+        notes.append(f"no {method} answer in searches.jsonl, and it is not derived from trials")
+    return Answer(method, series, frame_len, r.repeat, r.step, values, wire, precision, "trials", ts, tuple(notes),
+                  info)
+
+
+def answers_of(trials: Iterable[Trial], outcomes: Iterable[dict[str, Any]] = (), loss_tolerance_frames: int = 0,
+               precision_pct: float | None = None, engine: str = "?") -> list[Answer]:
+    """Every search's answer, in the order the searches ran (module doc): from its outcome in
+    searches.jsonl when there is one, else from its trials."""
+    by_step: dict[str, list[Trial]] = {}
+    for t in trials:
+        if t.method not in SEARCH_METHODS:
+            continue
+        r = t.result
+        key = r.step or f"{t.method}|{series_key(t)}|{r.frame_len}"  # records without steps: one search per setting
+        by_step.setdefault(key, []).append(t)
+    outcomes = [o for o in outcomes if o.get("method") in SEARCH_METHODS]
+    with_step = {str(o["step"]): o for o in outcomes if o.get("step")}
+    loose = [o for o in outcomes if not o.get("step")]  # answers of runs from before campaigns
+    out: list[Answer] = []
+    for key, ts in by_step.items():
+        method, r = ts[0].method, ts[0].result
+        o = with_step.pop(key, None)
+        if o is None and not r.step:
+            o = next((x for x in loose if (x["method"], x["backend"], x["frame_len"]) == (method, r.backend,
+                                                                                           r.frame_len)), None)
+            if o is not None:
+                loose.remove(o)
+        out.append(_from_outcome(o, series_key(ts[0]), tuple(ts)) if o is not None
+                   else _derived(method, tuple(ts), loss_tolerance_frames, precision_pct))
+    # Answers whose trials are not in trials.jsonl: the series is rebuilt from the outcome.
+    for o in [*with_step.values(), *loose]:
+        out.append(_from_outcome(o, _series_of_outcome(o, engine), ()))
+    return out
+
+
+def group_answers(answers: Iterable[Answer]) -> dict[tuple[SeriesKey, int], AnswerGroup]:
+    """Answers by series and frame length, repetitions together, in the order they ran."""
+    lists: dict[tuple[SeriesKey, int], list[Answer]] = {}
+    for a in answers:
+        lists.setdefault(a.key, []).append(a)
+    return {k: AnswerGroup(k[0], k[1], tuple(sorted(v, key=lambda a: a.repeat))) for k, v in lists.items()}
+
+
+def run_answers(run: Any) -> list[Answer]:
+    """The answers of a RunData (report.load): its outcomes, its trials, its settings."""
+    settings = (run.meta.get("settings") or {})
+    campaign = settings.get("campaign") if isinstance(settings.get("campaign"), dict) else {}
+    precision = campaign.get("precision_pct", settings.get("precision_pct"))
+    engine = campaign.get("engine", settings.get("engine", "?"))
+    return answers_of(run.trials, run.outcomes, run.loss_tolerance_frames,
+                      float(precision) if isinstance(precision, (int, float)) else None, str(engine))
+
+
+def results_answers(results: Iterable[Any], outcomes: Iterable[dict[str, Any]] = (),
+                    loss_tolerance_frames: int = 0) -> list[Answer]:
+    """The answers of TrialResults as `capbench run` holds them (no run directory read)."""
+    return answers_of([Trial(r, r.to_record(), r.method) for r in results], outcomes, loss_tolerance_frames)
+
+
+# --- the answers as tables (terminal, Markdown, HTML) -----------------------------
+
+
+@dataclass(frozen=True)
+class AnswerTable:
+    """A table as text cells, for the terminal, Markdown and HTML alike."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+    classes: list[str] = field(default_factory=list)  # one per row: "short", "lossy", "unexplained" or ""
+
+
+PIN_ORDER = {"A:A": 0, "A:B": 1, "auto": 2}
+
+
+def _pps_cell(s: Stat | None, frame_len: int, n: bool = True) -> str:
+    """"pps / Gbps", with repetitions the median (min–max, sd, n); "—" without an answer."""
+    if s is None:
+        return "—"
+    if s.median == 0 and s.exact_zero:
+        return "0 (no rate passed)" + (f" (n={s.n})" if n and s.n > 1 else "")
+    text = f"{s.median:,.0f} / {wire_bps(s.median, frame_len) / 1e9:.3f}"
+    if s.spread:
+        text += f" ({s.lo:,.0f}–{s.hi:,.0f}, sd {s.sd:,.0f}" + (f", n={s.n})" if n else ")")
+    elif n and s.n > 1:
+        text += f" (n={s.n}, all equal)"
+    return text
+
+
+def _table_groups(groups: Iterable[AnswerGroup], method: str) -> dict[tuple, dict[str, list[AnswerGroup]]]:
+    """Answer groups of one method by table (backend, link, engine, app load, other axes) and placement."""
+    tables: dict[tuple, dict[str, list[AnswerGroup]]] = {}
+    for g in groups:
+        if g.method != method:
+            continue
+        k = g.series
+        tables.setdefault((k.backend, k.link, k.engine, k.app_load, k.extra), {}).setdefault(g.pin, []).append(g)
+    return tables
+
+
+def _pins(by_pin: dict[str, list[AnswerGroup]]) -> list[str]:
+    return sorted(by_pin, key=lambda p: (PIN_ORDER.get(p, 9), p))
+
+
+def _title(what: str, table_key: tuple) -> str:
+    backend, link, engine, app_load, extra = table_key
+    extra_text = "".join(f", {a} {b}" for a, b in extra)
+    return f"{what}: {backend} ({link} link, engine {engine}, app load {app_load}{extra_text})"
+
+
+def _trial_note(gs: list[AnswerGroup]) -> list[str]:
+    lengths = sorted({float(x) for g in gs for x in g.info_values("trial_s")})
+    short = any(x for g in gs for x in g.info_values("short_trials"))
+    if not lengths:
+        return []
+    text = f"Trials of {', '.join(f'{x:g}' for x in lengths)} s"
+    return [text + (f": shorter than RFC 2544's {RFC2544_TRIAL_S:g} s, so not RFC 2544 figures." if short else ".")]
+
+
+def rfc2544_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
+    """Seed 000's Tables 4-6: RFC 2544 throughput per frame length, one column per placement
+    (#1 A:A, #2 A:B, ...), "pps / Gbps"; with repetitions the median (min–max, sd, n)."""
+    out = []
+    for table_key, by_pin in _table_groups(groups, "rfc2544").items():
+        pins = _pins(by_pin)
+        cells: dict[tuple[str, int], AnswerGroup] = {(p, g.frame_len): g for p in pins for g in by_pin[p]}
+        sizes = sorted({size for _p, size in cells}, reverse=True)
+        notes: list[str] = []
+        rows = []
+        for size in sizes:
+            row = [str(size)]
+            for p in pins:
+                g = cells.get((p, size))
+                if g is None:
+                    row.append("")
+                    continue
+                text = _pps_cell(g.stat("rfc2544_pps"), size)
+                failures = sorted({x for fs in g.info_values("verification_failures_pps") for x in fs})
+                if failures:
+                    text += " †"
+                    notes.append(f"† {size} B {p}: the verification trial failed at "
+                                 f"{', '.join(f'{x:,.0f}' for x in failures)} pps, so that search pass was not "
+                                 f"taken (distorted by an overload before it, seed 000's saturation, or noise); "
+                                 f"the search went on below it.")
+                unverified = [a for a in g.answers if a.values.get("rfc2544_pps") and not a.info.get("verified")]
+                if unverified:
+                    text += " (not verified)"
+                row.append(text)
+            rows.append(row)
+        derived = any(a.source == "trials" for p in pins for g in by_pin[p] for a in g.answers)
+        if derived:
+            notes.append("Derived from the trials (no answer in searches.jsonl): the rate of the verification "
+                         "trial that passed.")
+        notes += _trial_note([g for p in pins for g in by_pin[p]])
+        out.append(AnswerTable(_title("RFC 2544 throughput", table_key),
+                               ["Frame [B]"] + [f"#{i + 1} {p} [pps / Gbps]" for i, p in enumerate(pins)], rows,
+                               notes))
+    return out
+
+
+def mlr_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
+    """MLR search: each goal's lower bound (NDR, PDR) per frame length and placement."""
+    out = []
+    for table_key, by_pin in _table_groups(groups, "mlr").items():
+        pins = _pins(by_pin)
+        goals: list[str] = []
+        for p in pins:
+            for g in by_pin[p]:
+                goals += [m for m in g.metrics() if m not in goals]
+        cells = {(p, g.frame_len): g for p in pins for g in by_pin[p]}
+        sizes = sorted({size for _p, size in cells}, reverse=True)
+        notes = [n for p in pins for g in by_pin[p] for n in g.notes if "not derived" in n][:1]
+        notes += _trial_note([g for p in pins for g in by_pin[p]])
+        if not goals:  # no answer in searches.jsonl, and none is derived from the trials
+            rows = [[str(size)] + ["— (no answer recorded)" if (p, size) in cells else "" for p in pins]
+                    for size in sizes]
+            out.append(AnswerTable(_title("MLR search", table_key),
+                                   ["Frame [B]"] + [f"#{i + 1} {p}" for i, p in enumerate(pins)], rows, notes))
+            continue
+        columns = [(p, m) for p in pins for m in goals]
+        rows = [[str(size)] + [_pps_cell(cells[p, size].stat(m), size) if (p, size) in cells else ""
+                               for p, m in columns] for size in sizes]
+        out.append(AnswerTable(_title("MLR search (lower bounds)", table_key),
+                               ["Frame [B]"] + [f"#{pins.index(p) + 1} {p} {metric(m).label.removeprefix('MLR ')} "
+                                                f"[pps / Gbps]" for p, m in columns], rows, notes))
+    return out
+
+
+def back2back_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
+    """RFC 2544 back-to-back: the longest burst at wire rate captured without loss."""
+    out = []
+    for table_key, by_pin in _table_groups(groups, "back2back").items():
+        pins = _pins(by_pin)
+        cells = {(p, g.frame_len): g for p in pins for g in by_pin[p]}
+        sizes = sorted({size for _p, size in cells}, reverse=True)
+        rows = []
+        for size in sizes:
+            row = [str(size)]
+            for p in pins:
+                s = cells[p, size].stat("b2b_frames") if (p, size) in cells else None
+                if s is None:
+                    row.append("—" if (p, size) in cells else "")
+                    continue
+                text = f"{s.median:,.0f}" + (f" ({s.lo:,.0f}–{s.hi:,.0f}, sd {s.sd:,.0f}, n={s.n})" if s.spread else "")
+                row.append(f"{text} ({1e3 * s.median / cells[p, size].wire_pps:.2f} ms)")
+            rows.append(row)
+        out.append(AnswerTable(_title("Back-to-back (longest lossless burst at wire rate)", table_key),
+                               ["Frame [B]"] + [f"#{i + 1} {p} [frames]" for i, p in enumerate(pins)], rows, []))
+    return out
+
+
+def tables(answers: Iterable[Answer]) -> list[AnswerTable]:
+    groups = list(group_answers(answers).values())
+    return rfc2544_tables(groups) + mlr_tables(groups) + back2back_tables(groups)
+
+
+def sweep_first_loss(g: AnswerGroup) -> str:
+    """A sweep's answer in words: where it starts to lose, over its repetitions."""
+    s = g.stat("sweep_lossless_pps")
+    if s is None:
+        return "no answer (the sweep was cut short)"
+    firsts = [float(x) for x in g.info_values("first_lossy_pps")]
+    if not firsts:
+        return f"no loss up to {s.median:,.0f} pps" + (f" (n={s.n})" if s.n > 1 else "")
+    first = stat_of(firsts)
+    text = f"first loss at {first.median:,.0f} pps"
+    if first.spread:
+        text += f" ({first.lo:,.0f}–{first.hi:,.0f}, sd {first.sd:,.0f}, n={first.n})"
+    elif first.n > 1:
+        text += f" (n={first.n}, all equal)"
+    if len(firsts) < len(g.answers):
+        text += f"; {len(g.answers) - len(firsts)} of {len(g.answers)} repetitions lost nothing"
+    return text
+
