@@ -429,6 +429,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     preflight.require_ip()
     preflight.check_engine(c.engine)
     preflight.check_profiles(c, str(binaries.gen))
+    preflight.check_backend_args(c, str(binaries.cap))
     if c.custom_cpus is not None:
         gen, rx, cap = c.custom_cpus
         preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)

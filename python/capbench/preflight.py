@@ -201,3 +201,22 @@ def check_profiles(c, gen: str, mtu: int = DEFAULT_MTU_B) -> None:
         if p.returncode != 0:
             why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
             raise UsageError(f"--sizes {profile}: {why.removeprefix('capbench-gen: ')}")
+
+
+def check_backend_args(c, cap: str) -> None:
+    """Every backend's --backend-args, with each ring size of the campaign, checked by the
+    counter itself (`capbench-cap --check`, which opens nothing): an unknown option, a bad
+    value or a ring too large for this machine is one line before anything is built."""
+    import shlex  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    from capbench.trial import ring_args  # noqa: PLC0415 - trial imports this module's callers
+
+    combos = sorted({(b, args, ring) for m in c.matrices for b, args in m.backend_args if b in m.backends
+                     for ring in m.rings})
+    for backend, args, ring in combos:
+        argv = [cap, "--check", "--backend", backend, *ring_args(backend, ring), *shlex.split(args)]
+        p = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if p.returncode != 0:
+            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+            raise UsageError(f"--backend-args for {backend}: {why.removeprefix('capbench-cap: ')}")

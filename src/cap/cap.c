@@ -102,6 +102,9 @@ static void usage(FILE *out)
 "  -d, --duration S        stop after S seconds (5, 5s, 250ms, 2m)\n"
 "      --cpu N             pin the counter to CPU N\n"
 "      --interval S        seconds between interval lines (default 1)\n"
+"      --check             check the options (and that the backend's ring\n"
+"                          fits), print one \"check\" line and exit without\n"
+"                          capturing; --iface may be left out (no root needed)\n"
 "  -h, --help              this help\n"
 "\n"
 "Example: capbench-cap --iface eth1 --backend afp-v3 --cpu 1 --duration 10\n"
@@ -113,7 +116,7 @@ struct cap_args {
 	const char *block_count, *block_timeout, *app_load, *count, *duration, *cpu, *interval;
 	const char *batch, *frame_size, *frame_count, *workers, *worker_cpus, *fanout_mode;
 	const char *xdp_bind, *queue, *ring_size, *group_size, *groups, *write;
-	int immediate, no_promisc, no_need_wakeup, busy_poll;
+	int immediate, no_promisc, no_need_wakeup, busy_poll, check;
 };
 
 static void parse_args(int argc, char **argv, struct cap_args *a)
@@ -122,7 +125,8 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 	       OPT_BLOCK_COUNT, OPT_BLOCK_TIMEOUT, OPT_NO_PROMISC, OPT_APP_LOAD, OPT_CPU,
 	       OPT_INTERVAL, OPT_BATCH, OPT_FRAME_SIZE, OPT_FRAME_COUNT,
 	       OPT_WORKERS, OPT_WORKER_CPUS, OPT_FANOUT_MODE, OPT_XDP_BIND, OPT_QUEUE,
-	       OPT_RING_SIZE, OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL, OPT_GROUP_SIZE, OPT_GROUPS, OPT_WRITE };
+	       OPT_RING_SIZE, OPT_NO_NEED_WAKEUP, OPT_BUSY_POLL, OPT_GROUP_SIZE, OPT_GROUPS, OPT_WRITE,
+	       OPT_CHECK };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -147,6 +151,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		{ "group-size", required_argument, NULL, OPT_GROUP_SIZE },
 		{ "groups", required_argument, NULL, OPT_GROUPS },
 		{ "write", required_argument, NULL, OPT_WRITE },
+		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "no-promisc", no_argument, NULL, OPT_NO_PROMISC },
 		{ "app-load", required_argument, NULL, OPT_APP_LOAD },
 		{ "count", required_argument, NULL, 'c' },
@@ -184,6 +189,7 @@ static void parse_args(int argc, char **argv, struct cap_args *a)
 		case OPT_GROUP_SIZE: a->group_size = optarg; break;
 		case OPT_GROUPS: a->groups = optarg; break;
 		case OPT_WRITE: a->write = optarg; break;
+		case OPT_CHECK: a->check = 1; break;
 		case OPT_NO_PROMISC: a->no_promisc = 1; break;
 		case OPT_APP_LOAD: a->app_load = optarg; break;
 		case 'c': a->count = optarg; break;
@@ -293,7 +299,7 @@ static void configure_queues(const struct cap_args *a, struct cap_cfg *cfg)
 		ids[0] = 0;
 		n = 1;
 	} else if (!strcmp(a->queue, "all")) {
-		n = (int)cap_rx_queue_count(cfg->iface);
+		n = cfg->iface ? (int)cap_rx_queue_count(cfg->iface) : 1;
 		if (n == 0)
 			cb_usage_error("cannot tell how many receive queues %s has (no "
 				       "/sys/class/net/%s/queues here): give --queue N or a list",
@@ -400,7 +406,7 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	cfg->cpu = -1;
 	cfg->interval_s = 1.0;
 	cfg->promisc = !a->no_promisc;
-	if (!a->iface)
+	if (!a->iface && !a->check)
 		cb_usage_error("no interface given: use --iface IF (see --help)");
 	cfg->iface = a->iface;
 	if (a->pcap_api) {
@@ -500,7 +506,9 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 		cfg->cpu = cb_opt_cpu("--cpu", a->cpu);
 	cfg->workers = 1;
 	cfg->worker_cpus[0] = -1; /* the worker runs where the process is pinned */
-	cfg->ifindex = cb_ifindex(cfg->iface);
+	/* --check without --iface: the options alone (an afxdp --queue all then
+	 * stands for one queue). */
+	cfg->ifindex = cfg->iface ? cb_ifindex(cfg->iface) : 0;
 	if (cfg->ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
 			       cfg->iface);
@@ -791,6 +799,14 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &args);
 	be = find_backend(args.backend ? args.backend : "pcap");
 	configure(&args, be, &cfg);
+	if (args.check) {
+		cb_json_begin(&j, "check");
+		cb_json_str(&j, "backend", be->name);
+		if (cfg.iface)
+			cb_json_str(&j, "iface", cfg.iface);
+		cb_json_u64(&j, "workers", cfg.workers);
+		return cb_json_end(&j, stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK;
+	}
 	cb_require_root("packet capture needs CAP_NET_RAW");
 	note_shared_cpus(be, &cfg);
 

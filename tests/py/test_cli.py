@@ -86,6 +86,9 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         (["run", "--backend-args", "fanout"], ["BACKEND=OPTIONS"]),
         (["run", "--backend-args", "fanout=--cpu 1"], ["--cpu", "capbench sets"]),
         (["run", "--backend-args", "pfring=--x"], ["pfring"]),
+        # The counter judges a backend's own options (capbench-cap --check) before a test bed exists.
+        (["run", "--backends", "fanout", "--backend-args", "fanout=--workers 0"], ["fanout", "bad --workers '0'"]),
+        (["run", "--backends", "pcap", "--backend-args", "pcap=--frobnicate"], ["pcap", "unknown option --frobnicate"]),
         (["run", "--proc-cpus", "a"], ["--proc-cpus"]),
         (["capture", "--iface", "lo", "--backend", "xdp", "--procs", "2"], ["--procs 2", "one XDP program"]),
         (["capture", "--iface", "lo", "--procs"], ["--procs needs a value"]),
