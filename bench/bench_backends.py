@@ -64,6 +64,9 @@ LINK = 10e9
 GEN_CPU, CAP_CPU = 0, 1
 SETTLE_S = 0.3
 READY_TIMEOUT_S = 5.0
+# netsniff-ng's first start in a session took 5.1 s here (later ones 0.5 s): a peer
+# gets longer to set up its ring; waiting costs nothing when it is quick.
+PEER_READY_TIMEOUT_S = 20.0
 BACKENDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("pcap", "pcap", ()),
     ("raw", "raw", ()),
@@ -134,7 +137,7 @@ class PeerMeasurer:
         with ChildSet() as kids:
             xdp = start_xdpcount(kids, self.binaries, self.tb)
             peer = kids.start(self.prog, argv, netns_name=self.tb.cap_ns)
-            bc.wait_for_text(peer, ready, READY_TIMEOUT_S)
+            bc.wait_for_text(peer, ready, PEER_READY_TIMEOUT_S)
             softnet0, ticks0 = cpu.read_softnet_drops(), cpu.read_pid_ticks(peer.pid)
             t0 = time.monotonic()
             gen = kids.start("capbench-gen", self._gen.gen_argv(duration_s, rate), netns_name=self.tb.gen_ns)

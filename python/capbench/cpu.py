@@ -143,3 +143,26 @@ def parse_cpu_list(text: str) -> set[int]:
         lo, _, hi = part.partition("-")
         cpus.update(range(int(lo), int(hi or lo) + 1))
     return cpus
+
+
+def parse_pid_stat_last_cpu(text: str) -> int:
+    """The CPU a task last ran on (field 39 of /proc/PID/stat or /proc/PID/task/TID/stat)."""
+    return int(text.rsplit(")", 1)[1].split()[36])
+
+
+def read_thread_cpus(pid: int) -> tuple[int, ...]:
+    """The CPUs the threads of `pid` other than its main thread last ran on, sorted and
+    distinct: for capbench-cap, where its read loops (the workers) are running. Empty if
+    the process has no other thread or is gone."""
+    cpus = set()
+    try:
+        tids = [t for t in os.listdir(f"/proc/{pid}/task") if t != str(pid)]
+    except OSError:
+        return ()
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                cpus.add(parse_pid_stat_last_cpu(f.read()))
+        except (OSError, IndexError, ValueError):
+            continue  # the thread ended between the listing and the read
+    return tuple(sorted(cpus))

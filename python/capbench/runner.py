@@ -71,6 +71,13 @@ def trial_line(n: int, r: TrialResult) -> str:
     return line
 
 
+def _bounds(goal: dict[str, Any]) -> str:
+    """An MLR goal's bounds: the highest load that met it and the lowest that did not."""
+    def pps(v: Any) -> str:
+        return "none" if v is None else f"{v:,.0f}"
+    return f"lower {pps(goal.get('lower_bound_pps'))}, upper {pps(goal.get('upper_bound_pps'))}"
+
+
 def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
     """The answers of the searches: RFC 2544 throughput, MLR's NDR/PDR, a sweep's first loss."""
     if not outcomes:
@@ -84,7 +91,7 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
             answer = (f"throughput {o['throughput_pps']:,.0f} pps ({o['throughput_gbps']:.3f} Gbps)"
                       + ("" if o["verified"] else ", not verified") + (", short trials" if o["short_trials"] else ""))
         elif m == "mlr":
-            answer = "; ".join(f"{g['name']} {g['throughput_pps']:,.0f} pps" for g in o["goals"])
+            answer = "; ".join(f"{g['name']} {g['throughput_pps']:,.0f} pps ({_bounds(g)})" for g in o["goals"])
         elif m == "latency":
             lat = o.get("latency") or {}
             answer = (o.get("note") or f"at {o['throughput_pps']:,.0f} pps: p50 {lat.get('p50_ns', 0) / 1e3:,.1f} us, "

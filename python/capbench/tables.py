@@ -200,8 +200,10 @@ def backend_table(title_key: str, trials: list[TrialResult]) -> Table:
 
 def table_key(r: TrialResult) -> str:
     """One table per backend and setting: placement, link, app load, processes."""
+    # Not pinned (--pin auto): "any"; the record's cap_cpus_seen says where it ran.
+    app = "any" if r.cap_cpu is None else r.cap_cpu
     key = (f"{r.backend} ({link_name(r.link_bps)} link, gen CPU {r.gen_cpu}, kernel rx CPU {r.kernel_rx_cpu}, "
-           f"app CPU {r.cap_cpu}")
+           f"app CPU {app}")
     if r.app_load:
         key += f", app load {r.app_load}"
     if r.procs > 1:

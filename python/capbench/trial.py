@@ -171,6 +171,7 @@ class TrialResult:
     group_received: tuple[int, ...] = ()
     ring_bytes: int = 0  # the kernel buffer asked for (--ring); 0 = the backend's default
     backend_args: str = ""  # the backend's own options from --backend-args, as given
+    cap_cpus_seen: tuple[int, ...] = ()  # CPUs the counter's read loops last ran on (end of the load)
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
@@ -395,6 +396,9 @@ class Measurer:
                     ticks1.append(cpu.read_pid_ticks(cap.pid))
                 except FileNotFoundError:
                     raise cap.failure("ended during the trial") from None
+            # Where the read loops ran at the end of the load: what an unpinned counter
+            # (--pin auto) was given by the scheduler.
+            cap_cpus_seen = tuple(sorted({c for cap in caps for c in cpu.read_thread_cpus(cap.pid)}))
             gen_summary = gen.summary()
 
             time.sleep(s.settle_s)
@@ -415,6 +419,7 @@ class Measurer:
             backlog_drops=cpu.counter_delta(softnet0, softnet1,
                                             None if self.kernel_rx_cpu is None else {self.kernel_rx_cpu}),
             app_cpu_pcts=[cpu.process_cpu_pct(a, b, t1 - t0) for a, b in zip(ticks0, ticks1)],
+            cap_cpus_seen=cap_cpus_seen,
             kernel_cpu_pct=(cpu.kernel_rx_pct(stat0, stat1, self.kernel_rx_cpu)
                             if self.kernel_rx_cpu is not None else 0.0),
             window_s=t1 - t0,
@@ -434,7 +439,7 @@ class Measurer:
     def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, caps: list[dict],
                 xdp: dict | None, backlog_drops: int, app_cpu_pcts: list[float], kernel_cpu_pct: float,
                 window_s: float, iface_rx_dropped: int | None = None,
-                gen_tx_dropped: int | None = None) -> TrialResult:
+                gen_tx_dropped: int | None = None, cap_cpus_seen: tuple[int, ...] = ()) -> TrialResult:
         s = self.setup
 
         def need(summary: dict, key: str, program: str) -> Any:
@@ -539,6 +544,7 @@ class Measurer:
             group_received=tuple((cap.get("groups") or {}).get("received", ())),
             ring_bytes=s.ring_bytes,
             backend_args=shlex.join(s.cap_args),
+            cap_cpus_seen=cap_cpus_seen,
             procs=len(caps),
             proc_cpus=self.proc_cpus,
             proc_received=tuple(received),

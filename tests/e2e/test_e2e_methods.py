@@ -57,13 +57,17 @@ def test_rfc2544_finds_the_wire_rate_of_a_backend_that_keeps_up(tmp_path):
     assert "throughput 81,27" in p.stdout  # the answer table
 
 
-def test_two_placements_record_where_things_ran(tmp_path):
-    p = run_capbench("run", "--pin", "A:A,A:B", "--backends", "afp-v3", "--sizes", "512", "--rate", "10%",
+def test_three_placements_record_where_things_ran(tmp_path):
+    p = run_capbench("run", "--pin", "A:A,A:B,auto", "--backends", "afp-v3", "--sizes", "512", "--rate", "10%",
                      "--duration", "1", "--results", str(tmp_path), "--no-report")
     assert p.returncode == 0, p.stderr
     d = run_dir(tmp_path)
     trials = lines(d / "trials.jsonl")
-    assert [(t["gen_cpu"], t["kernel_rx_cpu"], t["cap_cpu"]) for t in trials] == [(0, 1, 1), (0, 1, 0)]
+    assert [(t["gen_cpu"], t["kernel_rx_cpu"], t["cap_cpu"]) for t in trials[:2]] == [(0, 1, 1), (0, 1, 0)]
+    # Pinned counters' read loops ran where they were pinned; an unpinned one where the
+    # scheduler put it, as the record says.
+    assert [t["cap_cpus_seen"] for t in trials[:2]] == [[1], [0]]
+    assert trials[2]["cap_cpu"] is None and len(trials[2]["cap_cpus_seen"]) == 1
     meta = json.loads((d / "run.json").read_text())
     assert meta["placements"]["A:B"]["shares_gen_cpu"] and "A:B" in meta["notes"][0]
 

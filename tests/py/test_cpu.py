@@ -1,4 +1,5 @@
 import os
+import threading
 
 import pytest
 from capbench import cpu
@@ -73,3 +74,20 @@ def test_real_proc_files_parse():
 def test_parse_cpu_list():
     assert cpu.parse_cpu_list("0-3,6,8-9\n") == {0, 1, 2, 3, 6, 8, 9}
     assert cpu.parse_cpu_list("0") == {0}
+
+
+def test_the_cpu_a_thread_last_ran_on():
+    # Field 39 of a stat line, after a command name with spaces and parentheses.
+    line = "42 (a b) c) S " + " ".join(str(i) for i in range(4, 39)) + " 7 0 0"
+    assert cpu.parse_pid_stat_last_cpu(line) == 7
+    # This process's threads, other than the main one, are on CPUs this process may use.
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        seen = cpu.read_thread_cpus(os.getpid())
+    finally:
+        stop.set()
+        t.join()
+    assert seen and set(seen) <= set(range(os.cpu_count()))
+    assert cpu.read_thread_cpus(2 ** 22 + 1) == ()  # no such process

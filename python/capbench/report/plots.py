@@ -30,7 +30,8 @@ from capbench.report.stats import Group, iperf_groups  # noqa: E402
 
 SHORT_NOTE = "open marker: generator short of the offered load (not a capture result)"
 LAYERS = (("link_drops", "link", "#8c564b"), ("backlog_drops", "backlog", "#ff7f0e"),
-          ("socket_drops", "socket", "#1f77b4"), ("app_drops", "application", "#9467bd"),
+          ("socket_drops", "socket", "#1f77b4"), ("xsk_drops", "AF_XDP rings", "#17becf"),
+          ("app_drops", "application", "#9467bd"),
           ("unexplained", "unexplained", "#d62728"))
 
 
