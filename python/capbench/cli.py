@@ -90,8 +90,9 @@ examples:
 
 TESTBED_HELP = """\
 up      build two namespaces joined by a veth pair and keep them; prints their names
-down    remove test bed ID; without ID, remove every test bed no running capbench
-        owns (those of `testbed up` and the leftovers of crashed runs)
+down    remove test bed ID (refused while a running capbench uses it, unless --force);
+        without ID, remove every test bed no running capbench owns (those of
+        `testbed up` and the leftovers of crashed runs)
 status  list the test beds and who owns them
 
 examples:
@@ -197,7 +198,7 @@ def build_parser() -> Parser:
                           "(the seed's 13: 64,73,...,1518), `rfc2544` (64,128,256,512,1024,1280,1518), or a "
                           "mix of lengths in one trial: imix:seed (57/7/16/20 %% of 64/570/594/1518 B), "
                           "imix:simple, random:MIN-MAX, dist:FILE.csv (length,weight rows), trace:FILE.pcap "
-                          "(default: seed)")
+                          "(default: seed). An item given twice runs once: use --repeat N for repetitions")
     run.add_argument("--link", help="emulated link speed: 1g, 10g, 25g, 40g, 100g (default: 1g)")
     run.add_argument("--rate",
                      help="offered load of the iperf method: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m "
@@ -275,6 +276,8 @@ def build_parser() -> Parser:
     up.add_argument("--backlog", type=int, metavar="N", help=BACKLOG_HELP + " until `down`")
     down = tbsub.add_parser("down", help="remove test bed ID, or all that no running capbench owns")
     down.add_argument("id", nargs="?", metavar="ID", help="the 6 hex digits of a test bed (see status)")
+    down.add_argument("--force", action="store_true",
+                      help="remove test bed ID even while a running capbench uses it (its trials then fail)")
     tbsub.add_parser("status", help="list test beds")
 
     for name, (_prog, text) in PASSTHROUGH.items():
@@ -468,9 +471,17 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         print(f"remove it with: capbench testbed down {tb.id}")
         return 0
     if args.action == "down":
+        if args.force and args.id is None:
+            raise UsageError("--force needs the ID of the test bed to remove: see `capbench testbed status`")
         if args.id is not None:
             if not re.fullmatch(r"[0-9a-f]{6}", args.id):
                 raise UsageError(f"{args.id!r} is not a test bed id (6 hex digits): see `capbench testbed status`")
+            if not args.force:
+                st = testbed.read_state(args.id)
+                if st is not None and testbed.owner_alive(st):
+                    raise UsageError(f"test bed {args.id} is in use by pid {st.get('owner_pid')} "
+                                     f"({st.get('purpose', 'run')}): let that run end (it removes its test bed), "
+                                     f"or add --force to remove it under the run")
             if not testbed.destroy(args.id):
                 raise UsageError(f"no test bed {args.id}: see `capbench testbed status`")
             print(f"removed test bed {args.id}")

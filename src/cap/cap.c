@@ -464,10 +464,12 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	if (a->block_size) {
 		long page = sysconf(_SC_PAGESIZE);
 
+		/* packet_set_ring() reads tp_block_size as an int and refuses one <= 0,
+		 * so 2G (1 << 31) is out: the largest power of two it takes is 1G. */
 		if (cb_parse_bytes(a->block_size, &cfg->block_size) || cfg->block_size < (uint64_t)page ||
-		    cfg->block_size > (1ull << 31) || (cfg->block_size & (cfg->block_size - 1)))
+		    cfg->block_size > (1ull << 30) || (cfg->block_size & (cfg->block_size - 1)))
 			cb_usage_error("bad --block-size '%s': give a power of two from %ld B (the page "
-				       "size) up to 2G, e.g. 64k or 1M", a->block_size, page);
+				       "size) up to 1G, e.g. 64k or 1M", a->block_size, page);
 	}
 	if (a->block_count) {
 		cfg->block_count = cb_opt_count("--block-count", a->block_count, "blocks");

@@ -441,8 +441,6 @@ def test_write_refuses_several_workers(binaries, tb, tmp_path):
 
 # Backends that pass every check of the options and then fail to open on the test bed.
 OPEN_FAILURES = [
-    pytest.param(("--backend", "afp-v3", "--block-size", "2G", "--block-count", "1"), "ring",
-                 id="kernel-refuses-the-ring"),  # a block of 2 GiB: refused before anything is allocated
     pytest.param(("--backend", "afxdp", "--xdp-bind", "zerocopy"), "zero-copy", id="veth-has-no-zerocopy"),
 ]
 

@@ -162,6 +162,24 @@ def test_testbed_up_status_down():
     assert_nothing_left(tb_id)
 
 
+def test_testbed_down_refuses_a_bed_in_use_unless_forced():
+    with testbed.testbed(purpose="pytest down") as tb:  # owned by this (running) process
+        _down_in_use(tb)
+    assert_nothing_left(tb.id)
+
+
+def _down_in_use(tb: testbed.Testbed) -> None:
+    p = run_capbench("testbed", "down", tb.id)
+    assert_one_line_usage_error(p, "capbench", f"test bed {tb.id} is in use by pid {os.getpid()}", "--force")
+    assert f"capbench-{tb.id}-cap" in capbench_namespaces() and testbed.read_state(tb.id) is not None
+    p = run_capbench("testbed", "down", "--force")
+    assert_one_line_usage_error(p, "capbench", "--force needs the ID")
+    p = run_capbench("testbed", "down", "--force", tb.id)
+    assert p.returncode == 0 and f"removed test bed {tb.id}" in p.stdout, p.stderr
+    assert not {f"capbench-{tb.id}-gen", f"capbench-{tb.id}-cap"} & capbench_namespaces()
+    assert testbed.read_state(tb.id) is None
+
+
 def test_gen_and_capture_pass_through(tb):
     """`capbench capture` and `capbench gen` by hand in the test bed's namespaces."""
     cap = subprocess.Popen(capbench_cmd("capture", "--netns", tb.cap_ns, "--iface", tb.cap_if, "--backend",
@@ -220,6 +238,8 @@ def test_generator_bad_input(tb, binaries, args, words):
     (["--count", "0"], ["--count"]),
     (["--app-load", "heavy"], ["heavy"]),
     (["--backend", "afp-v3", "--block-size", "5000"], ["--block-size", "power of two"]),
+    # packet_set_ring() takes the block size as an int: 2G would be refused at open.
+    (["--backend", "afp-v3", "--block-size", "2G", "--block-count", "1"], ["--block-size", "up to 1G"]),
     (["--backend", "afp-v3", "--pcap-api", "next"], ["--backend pcap"]),
     (["--pcap-api", "loop"], ["loop"]),
     (["--backend", "raw", "--batch", "0"], ["--batch", "1..1024"]),
