@@ -147,6 +147,18 @@ def test_latency_percentiles(tmp_path):
     draw_and_check(tmp_path, "latency", trials, "afp-v3 p50", "afp-v3 p99", "afp-v3 max")
 
 
+def test_latency_marks_the_answer_and_the_lossy_search_trials():
+    lat = {"latency": {"p50_ns": 20_000, "p99_ns": 90_000}}
+    trials = [trial("latency", lat, backend="afp-v3", sent=100_000 * k, received=100_000 * k - lost,
+                    purpose=purpose)
+              for k, lost, purpose in ((1, 0, "search"), (3, 500, "search"), (2, 0, "latency at throughput"))]
+    trials.append(trial("latency", {"latency": {}}, backend="afp-v3"))  # the counter measured none: left out
+    drawn = plots.latency_fig(trials)
+    assert isinstance(drawn, plots.Drawn)
+    assert "(3): search and constant-load trials too" in drawn.caption
+    assert "Stars (1)" in drawn.caption and "Hollow markers (1)" in drawn.caption
+
+
 def test_placements_get_their_seed_names(tmp_path):
     trials = [trial(backend="pcap", frame_len=size, cap_cpu=cap, kernel_rx_cpu=1)
               for size in (64, 1518) for cap in (0, 1)]

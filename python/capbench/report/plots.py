@@ -427,7 +427,14 @@ def loss_groups(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     return Drawn(fig, caption)
 
 
+LATENCY_ANSWER = "latency at throughput"  # the purpose of the latency method's own trial
+
+
 def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
+    """Every trial that holds percentiles, at its offered load: the latency method's search
+    trials and constant-load trials too. Its answer (RFC 2544 26.2: the trial at the
+    throughput found) is a star; a trial that lost frames is hollow, as its percentiles
+    describe only the frames that arrived."""
     rows = [(t, latency.percentiles(t.record)) for t in trials]
     rows = [(t, p) for t, p in rows if p]
     if not rows:
@@ -439,17 +446,34 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     styles = ["-", "--", ":", "-."]
     fig = Figure(figsize=(8, 4.6), layout="constrained")
     ax = fig.subplots()
+    answered = lossy = 0
     for key, items in by.items():
         items.sort(key=lambda tp: tp[0].result.achieved_pps)
         names = sorted({n for _t, p in items for n in p}, key=latency.order)
         for k, name in enumerate(names):
-            pts = [(t.result.achieved_pps, p[name] / 1e3) for t, p in items if name in p]
-            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", color=colors[key],
+            pts = [(t, p[name] / 1e3) for t, p in items if name in p]
+            ax.plot([t.result.achieved_pps for t, _ in pts], [y for _, y in pts], color=colors[key],
                     linestyle=styles[k % len(styles)], label=f"{labels[key]} {name}")
+            for t, y in pts:
+                lost = t.result.lost > 0
+                answer = t.result.purpose == LATENCY_ANSWER
+                answered += answer and k == 0
+                lossy += lost and k == 0
+                ax.plot([t.result.achieved_pps], [y], marker="*" if answer else "o",
+                        markersize=13 if answer else 5, color=colors[key],
+                        markerfacecolor="none" if lost else colors[key], linestyle="none")
     ax.set_yscale("log")
     _finish(ax, "offered rate (sent by the generator) [pps]", "latency [µs]")
     fig.suptitle("Latency percentiles vs load")
-    return Drawn(fig, "Latency from the generator's transmit stamp to capture, per percentile, against the load.")
+    caption = ("Latency from the generator's transmit stamp to capture, per percentile, against the load, "
+               f"for every trial whose counter measured it ({len(rows)}): search and constant-load trials too.")
+    if answered:
+        caption += (f" Stars ({answered}): the latency method's answers, each the trial at the throughput its "
+                    f"search found (RFC 2544 26.2).")
+    if lossy:
+        caption += (f" Hollow markers ({lossy}): trials that lost frames; their percentiles are of the frames "
+                    f"that arrived, queueing before the drop included.")
+    return Drawn(fig, caption)
 
 
 FIGURES: tuple[FigureSpec, ...] = (
