@@ -144,7 +144,8 @@ def test_loss_per_group_histogram(tmp_path):
 def test_latency_percentiles(tmp_path):
     trials = [trial("latency", {"latency": {"p50_ns": 20_000 * k, "p99_ns": 90_000 * k, "max_ns": 1e6}},
                     backend="afp-v3", sent=100_000 * k) for k in (1, 2, 3)]
-    draw_and_check(tmp_path, "latency", trials, "afp-v3 p50", "afp-v3 p99", "afp-v3 max")
+    texts = draw_and_check(tmp_path, "latency", trials, "afp-v3", "p50", "p99", "max")
+    assert "p90" not in texts  # three panels, whatever else the record holds
 
 
 def test_latency_marks_the_answer_and_the_lossy_search_trials():
@@ -155,7 +156,12 @@ def test_latency_marks_the_answer_and_the_lossy_search_trials():
     trials.append(trial("latency", {"latency": {}}, backend="afp-v3"))  # the counter measured none: left out
     drawn = plots.latency_fig(trials)
     assert isinstance(drawn, plots.Drawn)
-    assert "(3): search and constant-load trials too" in drawn.caption
+    assert "the latency method's trials, its search trials included (3 trials)" in drawn.caption
+    # An iperf trial of the same run is left out when the latency method's trials are there.
+    iperf = trial("iperf", lat, backend="pcap")
+    assert "(3 trials)" in plots.latency_fig([*trials, iperf]).caption
+    only_iperf = plots.latency_fig([iperf])
+    assert "no latency method in this run) (1 trial)" in only_iperf.caption
     assert "Stars (1)" in drawn.caption and "Hollow markers (1)" in drawn.caption
 
 

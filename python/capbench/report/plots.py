@@ -58,7 +58,9 @@ class FigureSpec:
 
 
 def _colors(keys) -> dict[SeriesKey, str]:
-    palette = matplotlib.colormaps["tab10"].colors
+    """A colour per series: tab10, or tab20 beyond ten series so that no two share one (up to 20)."""
+    keys = set(keys)
+    palette = matplotlib.colormaps["tab10" if len(keys) <= 10 else "tab20"].colors
     return {k: matplotlib.colors.to_hex(palette[i % len(palette)]) for i, k in enumerate(sorted(set(keys)))}
 
 
@@ -428,45 +430,69 @@ def loss_groups(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
 
 
 LATENCY_ANSWER = "latency at throughput"  # the purpose of the latency method's own trial
+LATENCY_SHOWN = ("p50", "p99", "max")  # one panel each; the record holds more (report.latency)
+
+
+def _link_share_pct(t: Trial) -> float:
+    """What the generator sent, as % of the link's wire rate (frames + 20 B preamble and gap):
+    loads of different frame lengths on one axis."""
+    r = t.result
+    mean = r.mean_frame_len or float(r.frame_len)
+    return 100.0 * r.achieved_pps * (mean + 20) * 8 / r.link_bps
 
 
 def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
-    """Every trial that holds percentiles, at its offered load: the latency method's search
-    trials and constant-load trials too. Its answer (RFC 2544 26.2: the trial at the
-    throughput found) is a star; a trial that lost frames is hollow, as its percentiles
-    describe only the frames that arrived."""
+    """Latency percentiles against the load, one panel per percentile, one colour per series.
+
+    The latency method's trials when the run has them (its search trials and its answer,
+    RFC 2544 26.2: the trial at the throughput found, drawn as a star); otherwise every
+    trial whose counter measured latency. A trial that lost frames is hollow: its
+    percentiles describe only the frames that arrived."""
     rows = [(t, latency.percentiles(t.record)) for t in trials]
     rows = [(t, p) for t, p in rows if p]
     if not rows:
         return Skipped("no trial record holds latency percentiles (`capbench run --method latency`)")
+    own = [(t, p) for t, p in rows if t.method == "latency"]
+    chosen = own or rows
     by: dict[SeriesKey, list] = {}
-    for t, p in rows:
+    for t, p in chosen:
         by.setdefault(series_key(t), []).append((t, p))
     labels, colors = series_labels(by), _colors(by)
-    styles = ["-", "--", ":", "-."]
-    fig = Figure(figsize=(8, 4.6), layout="constrained")
-    ax = fig.subplots()
-    answered = lossy = 0
-    for key, items in by.items():
-        items.sort(key=lambda tp: tp[0].result.achieved_pps)
-        names = sorted({n for _t, p in items for n in p}, key=latency.order)
-        for k, name in enumerate(names):
-            pts = [(t, p[name] / 1e3) for t, p in items if name in p]
-            ax.plot([t.result.achieved_pps for t, _ in pts], [y for _, y in pts], color=colors[key],
-                    linestyle=styles[k % len(styles)], label=f"{labels[key]} {name}")
-            for t, y in pts:
-                lost = t.result.lost > 0
+    names = [n for n in LATENCY_SHOWN if any(n in p for _t, p in chosen)]
+    if not names:
+        names = sorted({n for _t, p in chosen for n in p}, key=latency.order)[-3:]
+    fig = Figure(figsize=(2.0 + 3.4 * len(names), 4.2 + 0.25 * ((len(by) + 4) // 3)), layout="constrained")
+    axes = fig.subplots(1, len(names), sharey=True, squeeze=False)[0]
+    answered = sum(t.result.purpose == LATENCY_ANSWER for t, _p in chosen)
+    lossy = sum(t.result.lost > 0 for t, _p in chosen)
+    for ax, name in zip(axes, names):
+        for key, items in by.items():
+            for t, p in items:
+                if name not in p:
+                    continue
                 answer = t.result.purpose == LATENCY_ANSWER
-                answered += answer and k == 0
-                lossy += lost and k == 0
-                ax.plot([t.result.achieved_pps], [y], marker="*" if answer else "o",
-                        markersize=13 if answer else 5, color=colors[key],
-                        markerfacecolor="none" if lost else colors[key], linestyle="none")
-    ax.set_yscale("log")
-    _finish(ax, "offered rate (sent by the generator) [pps]", "latency [µs]")
+                ax.plot([_link_share_pct(t)], [p[name] / 1e3], linestyle="none", color=colors[key],
+                        marker="*" if answer else "o", markersize=12 if answer else 5,
+                        markerfacecolor="none" if t.result.lost > 0 else colors[key])
+        ax.set_yscale("log")
+        ax.set_title(name)
+        ax.set_xlabel("sent load [% of wire rate]")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("latency [µs]")
+    handles = [Line2D([], [], marker="o", linestyle="none", color=colors[k]) for k in by]
+    texts = [labels[k] for k in by]
+    if answered:
+        handles.append(Line2D([], [], marker="*", markersize=12, linestyle="none", color="grey"))
+        texts.append("latency method's answer")
+    if lossy:
+        handles.append(Line2D([], [], marker="o", linestyle="none", color="grey", markerfacecolor="none"))
+        texts.append("trial lost frames")
+    fig.legend(handles, texts, loc="outside lower center", ncols=min(3, len(texts)), fontsize="small")
     fig.suptitle("Latency percentiles vs load")
-    caption = ("Latency from the generator's transmit stamp to capture, per percentile, against the load, "
-               f"for every trial whose counter measured it ({len(rows)}): search and constant-load trials too.")
+    which = ("the latency method's trials, its search trials included" if own
+             else "every trial whose counter measured it (no latency method in this run)")
+    caption = (f"Latency from the generator's transmit stamp to capture against the load the generator sent, "
+               f"{', '.join(names)}, all frame lengths: {which} ({len(chosen)} trial{'' if len(chosen) == 1 else 's'}).")
     if answered:
         caption += (f" Stars ({answered}): the latency method's answers, each the trial at the throughput its "
                     f"search found (RFC 2544 26.2).")
