@@ -90,8 +90,11 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
         if r.backend == "pcap":
             out.append(("socket", r.socket_drops, "libpcap's ps_drop (pcap_stats)"))
         else:
+            # tp_freeze_q_cnt counts how often the ring froze (every block was owned by user
+            # space, af_packet.c prb_freeze_queue), not the packets dropped while it was.
             freeze = kernel.get("freeze_q")
-            extra = f", {freeze:,} while the queue was frozen" if freeze else ""
+            extra = (f"; the ring froze {freeze:,} time{'s' if freeze != 1 else ''} (tp_freeze_q_cnt)"
+                     if freeze else "")
             out.append(("socket", r.socket_drops, f"PACKET_STATISTICS tp_drops{extra}"))
     if r.xsk_drops:
         # The afxdp backend's kernel drops are its sockets' ring drops plus the frames its
@@ -174,11 +177,11 @@ def remarks(r: TrialResult) -> list[str]:
     if r.backend == "pcap" and r.backlog_drops:
         out.append(f"libpcap's ps_drop counted {r.socket_drops:,} of the {r.lost:,} lost: it cannot see the "
                    f"{r.backlog_drops:,} dropped before the socket")
-    seq_gaps = r.seq_lost
-    if r.lost and seq_gaps > r.lost:
+    seq_gaps = r.seq_lost  # None: the counter read no sequence numbers (a kernel counter, app load none)
+    if seq_gaps is not None and r.lost and seq_gaps > r.lost:
         out.append(f"the sequence numbers show {seq_gaps:,} missing, more than the {r.lost:,} lost by the counts")
     kernel, parts = kernel_drops(r)
-    if kernel != seq_gaps:
+    if seq_gaps is not None and kernel != seq_gaps:
         counted = f"the kernel's drop counters count {kernel:,}" + (f" ({' + '.join(parts)})" if parts else "")
         diff = seq_gaps - kernel
         line = (f"{counted}, the sequence numbers show {seq_gaps:,} missing: "
@@ -189,6 +192,9 @@ def remarks(r: TrialResult) -> list[str]:
         if r.lost > seq_gaps:  # missing above the highest sequence number received: no gap shows them
             notes.append(f"{r.lost - seq_gaps:,} lost after the last frame received leave no gap")
         out.append(line + (f" ({', '.join(notes)})" if notes else ""))
+    if r.app_load == "none" and r.lost:
+        out.append("app load none: the counter read no stamps, so `received` counts every frame, "
+                   "foreign ones too, and no sequence check ran")
     out += _interface_remarks(r)
     if r.unexplained > 0:
         out.append(f"{r.unexplained:,} lost packets no counter explains")

@@ -34,7 +34,7 @@ from capbench import accounting, cpu, netns
 from capbench.binaries import Binaries
 from capbench.errors import RunError, UsageError
 from capbench.procs import ChildError, ChildSet
-from capbench.rates import Rate, link_name, wire_bps
+from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
 from capbench.testbed import Testbed, veth_queues
 
 SCHEMA = 1
@@ -120,12 +120,13 @@ class TrialResult:
     lost: int
     loss_pct: float
     unexplained: int
-    duplicates: int
-    reordered: int
-    foreign: int
-    seq_lost: int  # the counter's own view: sequence numbers missing below the highest seen
+    # The counter's own view from the stamps; None where it read none (--app-load none):
+    duplicates: int | None
+    reordered: int | None
+    foreign: int | None
+    seq_lost: int | None  # sequence numbers missing below the highest seen
     rx_pps: float  # received / duration_s: the seed's iperf-like throughput
-    rx_gbps: float  # rx_pps on the wire, with 20 B preamble+gap per frame
+    rx_gbps: float  # rx_pps on the wire, with 20 B preamble+gap per frame (rx_gbps_from says whose lengths)
     app_cpu_pct: float  # counter's user+system time, % of one CPU over the load window
     kernel_cpu_pct: float  # softirq+irq time of the kernel receive CPU over the load window
     window_s: float
@@ -172,6 +173,10 @@ class TrialResult:
     ring_bytes: int = 0  # the kernel buffer asked for (--ring); 0 = the backend's default
     backend_args: str = ""  # the backend's own options from --backend-args, as given
     cap_cpus_seen: tuple[int, ...] = ()  # CPUs the counter's read loops last ran on (end of the load)
+    # The frame lengths behind rx_gbps: "frame length" (one size), "received" (the counter's
+    # histogram of the frames it received, for a mix), "sent mix" (no histogram: the counter
+    # read no stamps, so the received frames are taken to have the mix sent).
+    rx_gbps_from: str = "frame length"
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
@@ -203,6 +208,17 @@ class TrialResult:
 def schedule_slip_ns(sending_s: float) -> float:
     """The largest lag behind schedule a trial of `sending_s` tolerates (SLIP_MAX_SHARE)."""
     return max(SLIP_MAX_SHARE * sending_s * 1e9, SLIP_MIN_NS)
+
+
+def received_wire_bytes(lengths: dict | None, received: int) -> float | None:
+    """Wire bytes (frame + 20 B preamble and gap) of `received` frames with the length mix of the
+    counter's histogram {length incl. FCS: frames}; None without one. The histogram also counts
+    duplicates, so its mix is scaled to the received count."""
+    counted = sum(int(n) for n in (lengths or {}).values())
+    if counted <= 0:
+        return None
+    wire = sum((int(length) + WIRE_OVERHEAD_B) * int(n) for length, n in lengths.items())
+    return wire * received / counted
 
 
 def offered_share(gen: dict, achieved_pps: float, offered_pps: float) -> float:
@@ -481,18 +497,29 @@ class Measurer:
         rx_pps = acc.received / send_s if send_s > 0 else 0.0
         achieved_pps = float(gen.get("achieved_pps", sent / send_s if send_s > 0 else 0.0))
         slipped = not load.is_max and int(gen.get("max_lag_ns", 0)) > schedule_slip_ns(send_s)
+        rx_gbps_from = "frame length"
         if s.size_profile is None:
             frame_len, mean_len = s.frame_len, float(s.frame_len)
             offered_pps = load.pps(s.frame_len, s.link_bps)
             rx_bps = wire_bps(rx_pps, s.frame_len)
         else:
-            # A mix: the generator knows its mean length and offered rate; the captured
-            # frames are taken to have the mix of the frames sent.
+            # A mix: the generator knows its mean length and offered rate. What arrived
+            # may have another mix (small frames may be lost more often): the counter's
+            # length histogram says, when it read the stamps.
             mean_len = float(need(gen, "mean_frame_len", "capbench-gen"))
             frame_len = round(mean_len)
             offered_pps = None if load.is_max else float(need(gen, "target_pps", "capbench-gen"))
-            wire_bytes = int(gen.get("wire_bytes", 0))
-            rx_bps = rx_pps * wire_bytes * 8 / sent if sent else 0.0
+            rx_wire = received_wire_bytes(cap.get("lengths"), acc.received)
+            if rx_wire is not None:
+                rx_bps, rx_gbps_from = (rx_wire * 8 / send_s if send_s > 0 else 0.0), "received"
+            else:
+                wire_bytes = int(gen.get("wire_bytes", 0))
+                rx_bps, rx_gbps_from = (rx_pps * wire_bytes * 8 / sent if sent else 0.0), "sent mix"
+
+        def seq(key: str) -> int | None:
+            # capbench-cap leaves out what it did not count (docs/programs.md): the sequence
+            # checks of a kernel counter or of --app-load none.
+            return int(cap[key]) if key in cap else None
         return TrialResult(
             started_at=started_at,
             backend=s.backend,
@@ -518,12 +545,13 @@ class Measurer:
             lost=acc.lost,
             loss_pct=acc.loss_pct,
             unexplained=acc.unexplained,
-            duplicates=int(cap.get("duplicates", 0)),
-            reordered=int(cap.get("reordered", 0)),
-            foreign=int(cap.get("foreign", 0)),
-            seq_lost=int(cap.get("lost", 0)),
+            duplicates=seq("duplicates"),
+            reordered=seq("reordered"),
+            foreign=seq("foreign"),
+            seq_lost=seq("lost"),
             rx_pps=rx_pps,
             rx_gbps=rx_bps / 1e9,
+            rx_gbps_from=rx_gbps_from,
             app_cpu_pct=sum(app_cpu_pcts),
             kernel_cpu_pct=kernel_cpu_pct,
             window_s=window_s,

@@ -684,8 +684,15 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_u64(&j, "packets", m->packets);
 	cb_json_u64(&j, "bytes", m->bytes);
 	cb_json_u64(&j, "received", m->received);
-	cb_json_u64(&j, "foreign", m->foreign);
-	if (!be->kernel_counter) {
+	/* --app-load none reads no stamp: every frame is "received", and nothing is
+	 * known of foreign frames or sequence numbers, so those fields are left out
+	 * rather than printed as zeros nobody counted. */
+	bool stamps_read = be->kernel_counter || cfg->load.kind != APP_LOAD_NONE;
+
+	cb_json_bool(&j, "stamps_read", stamps_read);
+	if (stamps_read)
+		cb_json_u64(&j, "foreign", m->foreign);
+	if (!be->kernel_counter && stamps_read) {
 		cb_json_u64(&j, "lost", m->seq.lost);
 		cb_json_u64(&j, "duplicates", m->seq.duplicates);
 		cb_json_u64(&j, "reordered", m->seq.reordered);

@@ -98,7 +98,7 @@ struct cap_worker {
 struct cap_kstats {
 	uint64_t packets;   /* frames the kernel handed to the socket, drops included */
 	uint64_t drops;     /* frames the socket dropped: ring or buffer full */
-	uint64_t freeze_q;  /* TPACKET_V3: drops while the queue was frozen */
+	uint64_t freeze_q;  /* TPACKET_V3: how often the ring froze (not packets) */
 	uint64_t ifdrop;    /* libpcap: the interface's own drop count */
 	int has_freeze_q, has_ifdrop;
 	/* AF_XDP: XDP_STATISTICS, 64-bit running totals in the kernel already */

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import warnings
@@ -542,3 +543,12 @@ def test_a_rate_the_generator_cannot_hold_is_invalid_not_lossy(binaries, tb):
     assert r.invalid_offered_load
     assert r.achieved_pps < 0.999 * r.offered_pps and r.raw["gen"]["offered_share"] < 0.999
     assert r.gen_late > 0
+
+
+def test_app_load_none_leaves_out_what_it_did_not_count(binaries, tb):
+    """--app-load none reads no stamp: no foreign count and no sequence fields, not zeros."""
+    p = _run_counter(binaries, tb, "--backend", "afp-v3", "--app-load", "none", "--duration", "0.3")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["stamps_read"] is False
+    assert not {"foreign", "lost", "duplicates", "reordered", "too_old", "max_seq", "streams"} & set(summary)

@@ -55,7 +55,16 @@ def test_packet_socket_drops_are_tp_drops(backend):
     r = result(backend=backend, sent=1000, received=990, socket_drops=10, seq_lost=10,
                raw={"cap": {"kernel": {"packets": 1000, "drops": 10, "freeze_q": 4}}})
     [(_, _, counter)] = loss_layers.layers(r)
-    assert counter == "PACKET_STATISTICS tp_drops, 4 while the queue was frozen"
+    assert counter == "PACKET_STATISTICS tp_drops; the ring froze 4 times (tp_freeze_q_cnt)"
+
+
+def test_no_sequence_check_no_disagreement():
+    """--app-load none reads no stamps: the kernel's drops are not compared with gaps nobody counted."""
+    r = result(backend="afp-v3", sent=1000, received=990, socket_drops=10, seq_lost=None, duplicates=None,
+               reordered=None, foreign=None, app_load="none")
+    text = loss_layers.explain(r)
+    assert "sequence numbers show" not in text
+    assert "app load none: the counter read no stamps" in text
 
 
 def test_nothing_lost_says_nothing():

@@ -116,7 +116,21 @@ def test_a_profile_trial_takes_its_mix_from_the_generator(fake_build, monkeypatc
     assert r.offered_pps == 100000
     # 20,000 frames in 0.2 s of 811 wire bytes each.
     assert r.rx_gbps == pytest.approx(100_000 * 811 * 8 / 1e9)
+    assert r.rx_gbps_from == "sent mix"  # the fake counter gave no length histogram
     assert not r.invalid_offered_load
+
+
+def test_a_profile_trial_takes_the_captured_gbps_from_what_was_received(fake_build, monkeypatch):
+    # Of 20,000 frames sent, 10,000 arrived, all 1518 B (the small ones were lost): the
+    # captured bit rate is theirs, not the sent mix's. One duplicate is in the histogram.
+    monkeypatch.setenv("FAKE_SENT", "20000")
+    monkeypatch.setenv("FAKE_RECEIVED", "10000")
+    monkeypatch.setenv("FAKE_DELIVERED", "20000")
+    monkeypatch.setenv("FAKE_LENGTHS", json.dumps({"1518": 10001}))
+    setup = TrialSetup(backend="afp-v3", frame_len=0, size_profile="imix:seed", settle_s=0.05)
+    r = Measurer(find_binaries(), local_testbed(rx_cpu=1), setup).measure(0.2, parse_rate("100kpps"))
+    assert r.rx_gbps_from == "received"
+    assert r.rx_gbps == pytest.approx(10_000 / 0.2 * 1538 * 8 / 1e9)
 
 
 def test_a_program_refusing_its_input_is_bad_input(fake_build, monkeypatch):
