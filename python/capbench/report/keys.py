@@ -87,6 +87,11 @@ class SettingsKey:
 def series_key(t: Trial) -> SeriesKey:
     r = t.result
     extra = tuple((k, str(t.record[k])) for k in EXTRA_AXES if t.record.get(k) is not None)
+    # A mix of lengths (imix:seed, random:64-960, ...) records its mean as frame_len: the
+    # profile keeps it apart from a fixed length of that size, in a series of its own.
+    size = str(t.record.get("size") or "")
+    if size and not size.isdigit():
+        extra += (("sizes", size),)
     return SeriesKey(method=t.method, backend=r.backend, link=link_name(r.link_bps), engine=r.gen_engine,
                      app_load=r.app_load or "touch", placement=f"{pin_of(t)} ({placement_of(t)})", extra=extra)
 
