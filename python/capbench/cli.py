@@ -19,6 +19,7 @@ from capbench import __version__, campaign, host_sysctl, netns, preflight, runne
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
 from capbench.methods.dispatch import METHODS
+from capbench.options import option_value
 from capbench.rates import (
     parse_duration,
 )
@@ -567,6 +568,8 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
         if ns not in netns.list_netns():
             raise UsageError(f"no network namespace {ns!r}: see `ip netns list` or `capbench testbed status`")
     argvs = [netns.exec_argv(ns, [str(prog), *rest, *extra]) for extra in procs]
+    if len(argvs) > 1:
+        _check_each(argvs)
     return run_forwarding_signals(*argvs)
 
 
@@ -597,24 +600,29 @@ def _split_procs(cmd: str, argv: list[str]) -> tuple[list[list[str]], list[str]]
         i += 1
     if cpus is not None and len(cpus) != procs:
         raise UsageError(f"--proc-cpus names {len(cpus)} CPUs for --procs {procs}: give one per process")
-    backend = _option_value(rest, "--backend", "-b")
+    for c in cpus or ():
+        preflight.check_cpus(proc_cpus=c)
+    backend = option_value(rest, "--backend", "-b")
     if procs > 1 and backend in campaign.XDP_BACKENDS:
         raise UsageError(f"--procs {procs} with --backend {backend}: an interface holds one XDP program, so one "
                          f"{backend} process at a time: use --procs 1, or a packet-socket backend (pcap, raw, "
                          f"afp-v2, afp-v3, fanout)")
+    if procs > 1 and option_value(rest, "--write", "-w") is not None:
+        raise UsageError(f"--write with --procs {procs} would have every process write the same file: "
+                         f"capture with one process to write it")
     return [["--cpu", str(c)] for c in cpus] if cpus else [[] for _ in range(procs)], rest
 
 
-def _option_value(argv: list[str], *names: str) -> str | None:
-    """The value of the last `--name VALUE` or `--name=VALUE` in argv (None if not given)."""
-    value = None
-    for i, a in enumerate(argv):
-        for name in names:
-            if a == name and i + 1 < len(argv):
-                value = argv[i + 1]
-            elif a.startswith(name + "=") and name.startswith("--"):
-                value = a.split("=", 1)[1]
-    return value
+def _check_each(argvs: list[list[str]]) -> None:
+    """Several counters: let each judge its options (`--check`, which opens nothing) before any
+    starts, so a bad option is one line, not one per process, and no process is left
+    capturing while another has failed."""
+    for argv in dict.fromkeys(tuple(a) for a in argvs):
+        p = subprocess.run([*argv, "--check"], capture_output=True, text=True, check=False,
+                           stdin=subprocess.DEVNULL)
+        if p.returncode != 0:
+            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+            raise UsageError(why.split(": ", 1)[1] if why.startswith("capbench-") else why)
 
 
 def run_forwarding_signals(*argvs: list[str]) -> int:

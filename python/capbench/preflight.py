@@ -13,6 +13,7 @@ import socket
 
 from capbench.cpu import usable_cpus
 from capbench.errors import UsageError
+from capbench.options import option_value
 from capbench.rates import DEFAULT_MTU_B, link_name
 
 LIVE_FRAMES_KERNEL = (5, 18)  # BPF_F_TEST_XDP_LIVE_FRAMES
@@ -212,6 +213,21 @@ def check_backend_args(c, cap: str) -> None:
 
     from capbench.trial import ring_args  # noqa: PLC0415 - trial imports this module's callers
 
+    for m in c.matrices:
+        for backend, args in m.backend_args:
+            if backend not in m.backends:
+                raise UsageError(f"--backend-args names {backend}, which this run does not measure (backends "
+                                 f"{', '.join(m.backends)}): add it to --backends or leave its options out")
+            words = shlex.split(args)
+            if "--write" in words or any(w.startswith("--write=") for w in words):
+                if max(m.procs) > 1:
+                    raise UsageError(f"--backend-args for {backend}: --write with --procs {max(m.procs)} would have "
+                                     f"every process write the same file: capture with one process to write it")
+            if backend == "afxdp" and option_value(words, "--xdp-bind") == "zerocopy":
+                # capbench run measures on its veth test bed, and veth's XDP has no zero-copy
+                # AF_XDP (no ndo_xsk_wakeup/XSK pool support): the bind would fail at open.
+                raise UsageError("--backend-args for afxdp: --xdp-bind zerocopy cannot work on capbench run's veth "
+                                 "test bed (veth has no zero-copy AF_XDP): use --xdp-bind copy or leave it out")
     combos = sorted({(b, args, ring) for m in c.matrices for b, args in m.backend_args if b in m.backends
                      for ring in m.rings})
     for backend, args, ring in combos:
@@ -220,3 +236,4 @@ def check_backend_args(c, cap: str) -> None:
         if p.returncode != 0:
             why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
             raise UsageError(f"--backend-args for {backend}: {why.removeprefix('capbench-cap: ')}")
+

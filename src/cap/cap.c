@@ -809,6 +809,9 @@ int main(int argc, char **argv)
 	be = find_backend(args.backend ? args.backend : "pcap");
 	configure(&args, be, &cfg);
 	if (args.check) {
+		if (cfg.write_path && (err = cap_writer_probe(cfg.write_path)))
+			cb_usage_error("cannot write %s: %s: choose another --write file", cfg.write_path,
+				       strerror(-err));
 		cb_json_begin(&j, "check");
 		cb_json_str(&j, "backend", be->name);
 		if (cfg.iface)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,30 @@ static int open_untouched(struct cap_writer *w)
 	 * nor its times. */
 	w->fd = open(w->path, O_WRONLY | O_CLOEXEC);
 	return w->fd < 0 ? -errno : 0;
+}
+
+int cap_writer_probe(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (!stat(path, &st)) {
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		return access(path, W_OK) ? -errno : 0;
+	}
+	if (errno != ENOENT)
+		return -errno;
+	if (!slash) {
+		strcpy(dir, ".");
+	} else if ((size_t)(slash - path) >= sizeof(dir)) {
+		return -ENAMETOOLONG;
+	} else {
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash == path ? 1 : slash - path] = '\0';
+	}
+	return access(dir, W_OK | X_OK) ? -errno : 0;
 }
 
 int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen)

@@ -35,6 +35,10 @@ struct cap_writer {
  * stderr. Then exactly one of cap_writer_begin() (the capture started) or
  * cap_writer_abandon() (it did not). */
 int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen);
+/* Whether `path` could be written, without creating or touching it (--check):
+ * an existing non-directory we may write, or a new name in a directory we may
+ * write. 0, or a negative errno. */
+int cap_writer_probe(const char *path);
 /* The capture opened: truncate an existing file, so the records replace its
  * contents. Returns 0 or -errno with one line on stderr. */
 int cap_writer_begin(struct cap_writer *w);

@@ -90,12 +90,31 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         (["run", "--backends", "fanout", "--backend-args", "fanout=--workers 0"], ["fanout", "bad --workers '0'"]),
         (["run", "--backends", "pcap", "--backend-args", "pcap=--frobnicate"], ["pcap", "unknown option --frobnicate"]),
         (["run", "--proc-cpus", "a"], ["--proc-cpus"]),
+        # Options for a backend the run does not measure would be silently dropped.
+        (["run", "--backend-args", "fanout=--workers 2"], ["fanout", "does not measure", "--backends"]),
+        (["run", "--backends", "pcap", "--procs", "2", "--backend-args", "pcap=--write /tmp/cb-x.pcap"],
+         ["--write", "--procs 2", "same file"]),
+        (["run", "--backends", "afxdp", "--backend-args", "afxdp=--xdp-bind zerocopy"], ["zerocopy", "veth"]),
+        (["run", "--backends", "pcap", "--backend-args", "pcap=--write /nonexistent/x.pcap"],
+         ["pcap", "cannot write /nonexistent/x.pcap"]),
         (["capture", "--iface", "lo", "--backend", "xdp", "--procs", "2"], ["--procs 2", "one XDP program"]),
         (["capture", "--iface", "lo", "--procs"], ["--procs needs a value"]),
+        # Several counters: judged once, before any starts.
+        (["capture", "--iface", "lo", "--procs", "2", "--proc-cpus", "0,4096"], ["--proc-cpus 4096", "usable CPUs"]),
+        (["capture", "--iface", "no-such-if", "--procs", "3"], ["unknown interface 'no-such-if'"]),
+        (["capture", "--iface", "lo", "--procs", "2", "--write", "/tmp/cb-x.pcap"], ["--write", "same file"]),
     ],
 )
 def test_bad_input(args, words):
     assert_usage_error(capbench(*args), *words)
+
+
+def test_check_tries_the_write_path():
+    """`capbench capture` passes through to capbench-cap, whose own line it is."""
+    p = capbench("capture", "--iface", "lo", "--check", "--write", "/nonexistent/x.pcap")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines() == ["capbench-cap: cannot write /nonexistent/x.pcap: No such file or directory: "
+                                     "choose another --write file"]
 
 
 def test_missing_programs_name_make(tmp_path):
@@ -160,8 +179,12 @@ def test_capture_procs_runs_several_counters_and_tags_their_lines(fake_build):
     assert p.returncode == 0, p.stderr
     summaries = [json.loads(line) for line in p.stdout.splitlines() if '"summary"' in line]
     assert sorted(s["proc"] for s in summaries) == [1, 2, 3]
-    caps = [c for c in read_calls(fake_build) if c[0] == "capbench-cap"]
+    calls = [c for c in read_calls(fake_build) if c[0] == "capbench-cap"]
+    caps = [c for c in calls if "--check" not in c]
     assert sorted(c[c.index("--cpu") + 1] for c in caps) == ["0", "1", "1"]
+    # Each distinct set of options was checked once before any counter started.
+    checks = [c for c in calls if "--check" in c]
+    assert sorted(c[c.index("--cpu") + 1] for c in checks) == ["0", "1"]
     assert all("--procs" not in c for c in caps)
 
 
