@@ -212,8 +212,9 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 		w_s = trim(comma + 1);
 		if (cb_parse_u64(len_s, &len) || cb_parse_double(w_s, &w)) {
 			/* A header such as "length,weight": the first row, with no
-			 * number in its length column ("64,abc" is a bad row). */
-			if (rows == 1 && cb_parse_u64(len_s, &len))
+			 * digit in either column ("64,abc", "1518B,20" and "-64,1"
+			 * are bad rows, not headers). */
+			if (rows == 1 && !strpbrk(len_s, "0123456789") && !strpbrk(w_s, "0123456789"))
 				continue;
 			rc = fail(err, errlen, -EINVAL, "%s line %u: '%s,%s' is not a length and a "
 				  "number", path, lineno, len_s, w_s);

@@ -214,6 +214,10 @@ static void test_dist_file_errors(void **state)
 	dist_fails("length,weight\n64,x\n", "line 2");
 	/* A first row with a number in its length column is data, not a header. */
 	dist_fails("64,abc\n128,5\n", "line 1");
+	/* So is one with a number anywhere: a length with a unit, a negative one, a fraction. */
+	dist_fails("1518B,20\n64,80\n", "line 1");
+	dist_fails("-1518,20\n64,80\n", "line 1");
+	dist_fails("64.5,1\n", "line 1");
 	dist_fails("64,1\n63,1\n", "line 2");
 	dist_fails("64 1\n", "line 1");
 	dist_fails("", "positive weight");
