@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 import shlex
 import tomllib
@@ -50,6 +51,7 @@ from capbench.rates import parse_duration, parse_link, parse_rate, parse_sizes
 
 PINS = ("A:A", "A:B", "auto")
 CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
+MAX_REPEAT = 1000  # repetitions of a step: far beyond any noise estimate, and the step list stays small
 MATRIX_KEYS = {"methods", "backends", "sizes", "pin", "app_load", "procs", "ring", "repeat", "backend_args"}
 KEYS = MATRIX_KEYS | {"name", "link", "rate", "duration", "trial", "precision", "loss_tolerance", "steps", "pause",
                       "engine", "proc_cpus", "groups", "group_size", "group_gap"}
@@ -235,8 +237,10 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
         m = dataclasses.replace(m, backend_args=parse_backend_args(d["backend_args"], where, backends_known,
                                                                    name_of))
     if "repeat" in d:
-        if isinstance(d["repeat"], bool) or not isinstance(d["repeat"], int) or d["repeat"] < 1:
-            raise UsageError(f"{pre}{name_of('repeat')} must be a whole number of 1 or more, got {d['repeat']!r}")
+        if (isinstance(d["repeat"], bool) or not isinstance(d["repeat"], int)
+                or not 1 <= d["repeat"] <= MAX_REPEAT):
+            raise UsageError(f"{pre}{name_of('repeat')} must be a whole number from 1 to {MAX_REPEAT}, "
+                             f"got {d['repeat']!r}")
         m = dataclasses.replace(m, repeat=d["repeat"])
     return m
 
@@ -268,13 +272,35 @@ def parse_backend_args(value: Any, where: str, backends_known: Sequence[str],
     return tuple(sorted(out))
 
 
-def _line_of(text: str, key: str) -> int:
-    """The line a key is set on (tomllib keeps no positions); 0 if not found."""
-    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+def _line_of(text: str, key: str, table: tuple[str, int] | None = None) -> int:
+    """The line a key is set on (tomllib keeps no positions); 0 if not found.
+
+    `table`: ("campaign", 0) or ("matrix", i) for the i-th [[matrix]] (0-based): only that
+    table's lines count. A dotted key (`key.x = 1`) and a sub-table header (`[campaign.key]`,
+    `[matrix.key]`) name the key too."""
+    assign = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*[.=]")
+    header = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]")
+    section, matrix_n = "", -1
     for n, line in enumerate(text.splitlines(), start=1):
-        if pattern.match(line):
+        m = header.match(line)
+        if m:
+            name = m.group(2).strip().split(".")
+            if m.group(1) == "[[" and name == ["matrix"]:
+                matrix_n += 1
+            section = name[0]
+            if len(name) > 1 and name[1].strip("\"'") == key and _in(table, section, matrix_n):
+                return n
+            continue
+        if assign.match(line) and _in(table, section, matrix_n):
             return n
     return 0
+
+
+def _in(table: tuple[str, int] | None, section: str, matrix_n: int) -> bool:
+    if table is None:
+        return True
+    name, index = table
+    return section == name and (name != "matrix" or matrix_n == index)
 
 
 def read_text(path: Path | str) -> str:
@@ -306,12 +332,13 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
     matrices = doc.get("matrix", [])
     if not isinstance(top, dict) or not isinstance(matrices, list):
         raise UsageError(f"{path}: [campaign] must be a table and [[matrix]] an array of tables")
-    for where, table, keys in [("[campaign]", top, KEYS)] + [(f"[[matrix]] #{i + 1}", t, MATRIX_KEYS)
-                                                              for i, t in enumerate(matrices)]:
+    for where, table, keys, at in [("[campaign]", top, KEYS, ("campaign", 0))] + [
+            (f"[[matrix]] #{i + 1}", t, MATRIX_KEYS, ("matrix", i)) for i, t in enumerate(matrices)]:
         unknown = set(table) - keys
         if unknown:
-            key = sorted(unknown, key=lambda k: _line_of(text, k))[0]
-            raise UsageError(f"{path} line {_line_of(text, key)} {where}: unknown key {key!r}: use "
+            key = sorted(unknown, key=lambda k: _line_of(text, k, at))[0]
+            line = _line_of(text, key, at)
+            raise UsageError(f"{path}{f' line {line}' if line else ''} {where}: unknown key {key!r}: use "
                              f"{', '.join(sorted(keys))}")
     try:
         return build(top, matrices, backends_known=backends_known, name=path.stem, where=f"{path} ")
@@ -337,9 +364,9 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
             rate=parse_rate(str(top.get("rate", "100%"))).text,
             duration_s=parse_duration(str(top.get("duration", "5")), what=name_of("duration")),
             trial_s=parse_duration(str(top["trial"]), what=name_of("trial")) if "trial" in top else None,
-            precision_pct=float(top.get("precision", 1.0)),
-            loss_tolerance_frames=int(top.get("loss_tolerance", 0)),
-            steps_per_sweep=int(top.get("steps", 26)),
+            precision_pct=_number(top.get("precision", 1.0), name_of("precision")),
+            loss_tolerance_frames=_whole(top.get("loss_tolerance", 0), name_of("loss_tolerance")),
+            steps_per_sweep=_whole(top.get("steps", 26), name_of("steps")),
             pause_s=parse_duration(str(top.get("pause", "2")), what=name_of("pause"), allow_zero=True),
             engine=str(top.get("engine", "xdp")),
             matrices=built,
@@ -360,6 +387,13 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
 MIN_TRIAL_S = {"rfc2544": 1.0, "latency": 1.0}
 # Backends that attach an XDP program: an interface holds one, so one process.
 XDP_BACKENDS = ("afxdp", "xdp")
+
+
+def _number(value: Any, what: str) -> float:
+    """A finite number (a TOML integer or float; not a string, not true/false)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UsageError(f"{what} must be a number, got {value!r}")
+    return float(value)
 
 
 def _whole(value: Any, what: str) -> int:

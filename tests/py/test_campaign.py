@@ -63,6 +63,18 @@ def test_matrices_override_and_repeat(tmp_path):
     ("[campaign]\ngroups = 3\n", ["groups", "group_size"]),
     ("[campaign]\nprocs = 2\nbackends = ['afxdp']\n", ["one XDP program"]),
     ("[campaign]\nmethods = ['latency']\ntrial = '0.5s'\n", ["latency", "at least 1 s"]),
+    # The line is the unknown key's own, in its own table, also for a dotted key or a sub-table.
+    ("[campaign]\nlink = '1g'\n\n[[matrix]]\nbackends = ['pcap']\n\n[[matrix]]\nlink = '10g'\n",
+     ["line 8", "[[matrix]] #2", "unknown key 'link'"]),
+    ("[campaign]\nname = 'x'\ncolour.shade = 'blue'\n", ["line 3", "'colour'"]),
+    ("[campaign]\nname = 'x'\n[campaign.colour]\nshade = 1\n", ["line 3", "'colour'"]),
+    # Numbers are numbers: no silent truncation, no traceback, no true for 1.
+    ("[campaign]\nloss_tolerance = 2.9\n", ["loss_tolerance", "whole number", "2.9"]),
+    ("[campaign]\nloss_tolerance = 1e400\n", ["loss_tolerance", "whole number"]),
+    ("[campaign]\nsteps = 3.9\n", ["steps", "whole number"]),
+    ("[campaign]\nprecision = true\n", ["precision", "must be a number"]),
+    ("[campaign]\nprecision = 'high'\n", ["precision", "must be a number"]),
+    ("[campaign]\nrepeat = 100000000\n", ["repeat", "1 to 1000"]),
 ])
 def test_bad_campaigns_name_file_and_key(tmp_path, text, words):
     p = write(tmp_path, text)
