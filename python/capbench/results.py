@@ -301,8 +301,9 @@ def read_run(path: Path | str) -> dict[str, Any]:
         raise RunError(f"{path / RUN_FILE}: not JSON ({e.msg})") from None
 
 
-def read_outcomes(path: Path | str) -> list[dict[str, Any]]:
-    """The method answers of a run directory (searches.jsonl), skipping a line cut by a crash."""
+def read_outcomes(path: Path | str, skipped: list[int] | None = None) -> list[dict[str, Any]]:
+    """The method answers of a run directory (searches.jsonl), skipping a line cut by a crash
+    (its number goes into `skipped` when given)."""
     try:
         text = (Path(path) / SEARCHES_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -310,9 +311,11 @@ def read_outcomes(path: Path | str) -> list[dict[str, Any]]:
     except OSError as e:
         raise RunError(f"cannot read {Path(path) / SEARCHES_FILE}: {e.strerror}") from None
     outcomes = []
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines(), start=1):
         try:
             outcomes.append(json.loads(line))
         except json.JSONDecodeError:
+            if skipped is not None:
+                skipped.append(n)
             continue  # the last line of a crashed run: its search runs again
     return outcomes

@@ -199,6 +199,9 @@ class TrialResult:
         names = {f.name for f in dataclasses.fields(cls)}
         # JSON has no tuples: the per-process lists come back as lists.
         tuples = {f.name for f in dataclasses.fields(cls) if str(f.type).startswith("tuple")}
+        for f in dataclasses.fields(cls):
+            if f.name in record and not _fits(record[f.name], str(f.type)):
+                raise RunError(f"not a capbench trial record: {f.name} is {record[f.name]!r}, not {f.type}")
         try:
             return cls(**{k: _tuples(v) if k in tuples else v for k, v in record.items() if k in names})
         except TypeError as e:
@@ -208,6 +211,21 @@ class TrialResult:
 def schedule_slip_ns(sending_s: float) -> float:
     """The largest lag behind schedule a trial of `sending_s` tolerates (SLIP_MAX_SHARE)."""
     return max(SLIP_MAX_SHARE * sending_s * 1e9, SLIP_MIN_NS)
+
+
+def _fits(value: Any, annotation: str) -> bool:
+    """Whether a JSON value fits a field's simple annotation (int, float, str, bool, X | None);
+    other annotations (tuples, dicts) are not checked here."""
+    kinds = [k.strip() for k in annotation.split("|")]
+    if value is None:
+        return "None" in kinds
+    checks = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+              "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+              "str": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool)}
+    known = [checks[k] for k in kinds if k in checks]
+    if len(known) < len([k for k in kinds if k != "None"]):
+        return True  # a kind this check does not know: let the constructor judge
+    return any(c(value) for c in known)
 
 
 def received_wire_bytes(lengths: dict | None, received: int) -> float | None:

@@ -86,3 +86,26 @@ def test_a_report_folder_that_cannot_be_written(run, tmp_path):
     p = capbench("report", str(run), "--out", str(tmp_path / "elsewhere"))
     assert p.returncode == 0 and (tmp_path / "elsewhere" / "report.html").exists()
     assert not (run / "report").exists()
+
+
+def test_a_record_with_a_field_of_the_wrong_kind_is_skipped_not_a_traceback(run):
+    lines = (run / "trials.jsonl").read_text().splitlines(keepends=True)
+    record = json.loads(lines[1])
+    record["frame_len"] = None
+    lines[1] = json.dumps(record) + "\n"
+    (run / "trials.jsonl").write_text("".join(lines))
+    scan = scan_trials(run)
+    assert [(s.line, s.kind) for s in scan.skipped] == [(2, "corrupt")]
+    assert "frame_len is None, not int" in scan.skipped[0].message
+    p = capbench("report", str(run))
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_cut_line_of_the_search_answers_is_said(tmp_path):
+    run = tmp_path / "searches"
+    shutil.copytree(FIXTURE.parent / "run-searches-a", run)
+    path = run / "searches.jsonl"
+    text = path.read_text()
+    path.write_text(text[: len(text) - 100])  # a crash while writing the last answer
+    notes = load_run(run).notes
+    assert any(n.startswith("1 line of searches.jsonl skipped: not JSON (line ") for n in notes), notes

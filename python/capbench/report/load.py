@@ -60,13 +60,18 @@ def loss_tolerance_of(meta: dict[str, Any]) -> int:
 
 
 def _read_outcomes(path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    cut: list[int] = []
     try:
-        outcomes = read_outcomes(path)
+        outcomes = read_outcomes(path, cut)
     except RunError as e:
         notes.append(f"{e}: the method answers are derived from the trials instead.")
         return []
     good = [o for o in outcomes if isinstance(o, dict) and o.get("method") and o.get("backend")
             and isinstance(o.get("frame_len"), int)]
+    if cut:
+        where = ", ".join(map(str, cut))
+        notes.append(f"{len(cut)} line{'s' if len(cut) > 1 else ''} of {SEARCHES_FILE} skipped: not JSON (line "
+                     f"{where}; a line cut by a crash is its search in flight, which `--resume` runs again).")
     if len(good) < len(outcomes):
         n = len(outcomes) - len(good)
         notes.append(f"{n} line{'s' if n > 1 else ''} of {SEARCHES_FILE} skipped: not a method answer.")
