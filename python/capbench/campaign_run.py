@@ -57,18 +57,32 @@ class StepRun:
     record_outcome: Callable[[dict[str, Any]], None]  # searches.jsonl
     pause: Callable[[float], None] | None = None  # None: time.sleep
     on_step: Callable[[int, int, Step, float], None] | None = None  # (done, total, step, seconds left)
+    # After each new trial: (trials run so far, their estimated total, seconds left), for a progress bar.
+    on_trial: Callable[[int, int, float], None] | None = None
 
 
 TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here
 
 
+def _searches(c: Campaign) -> int:
+    """A binary search from the wire rate halves its step until it is below the precision:
+    about log2(100 / precision) trials, plus the first at the wire rate."""
+    return math.ceil(math.log2(100.0 / c.precision_pct)) + 1
+
+
+def estimate_step_trials(c: Campaign, step: Step) -> int:
+    """Rough number of trials of a step (the counts estimate_step_s times)."""
+    searches = _searches(c)
+    return {"iperf": 1, "rfc2544": searches + 1, "mlr": 12, "sweep": c.steps_per_sweep, "back2back": 12,
+            "latency": searches + 2}[step.method]
+
+
 def estimate_step_s(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> float:
     """Rough time of a step, for the time left: an iperf trial, or a search's usual trials."""
     trial = c.trial_s or (60.0 if step.method in ("rfc2544", "mlr") else 10.0)
-    # A binary search from the wire rate halves its step until it is below the precision:
-    # about log2(100 / precision) trials, plus the first at the wire rate and the
-    # verification, which waits at least 10 s against saturation (dispatch._rfc2544).
-    searches = math.ceil(math.log2(100.0 / c.precision_pct)) + 1
+    # The search trials, and the verification, which waits at least 10 s against
+    # saturation (dispatch._rfc2544).
+    searches = _searches(c)
     verify = trial + max(c.pause_s, 10.0) + overhead_s
     per = {"iperf": c.trial_duration_s(step.size) + overhead_s,
            "rfc2544": searches * (trial + c.pause_s + overhead_s) + verify,
@@ -88,12 +102,20 @@ def execute(c: Campaign, steps: Sequence[Step], progress: Progress, run: StepRun
     est_left_s = sum(estimate_step_s(c, s) for s in todo)
     est_done_s = took_s = 0.0
     done = len(steps) - len(todo)
+    # Trials: those run so far, and the estimate of all (corrected as each step ends).
+    count = {"run": 0, "total": sum(estimate_step_trials(c, s) for s in todo)}
+    began = time.monotonic()
     for step in todo:
         measurer = ReplayMeasurer(run.make_measurer(step), progress.trials.get(step.key, ()))
 
         def record(trial: TrialResult, step: Step = step, measurer: ReplayMeasurer = measurer) -> None:
             if not measurer.last_was_replay:  # a replayed trial is in trials.jsonl already
                 run.record(dataclasses.replace(trial, step=step.key, repeat=step.repeat))
+                count["run"] += 1
+                if run.on_trial is not None:
+                    n, total = count["run"], max(count["total"], count["run"])
+                    # The time the trials so far took each, for each still to come.
+                    run.on_trial(n, total, (time.monotonic() - began) / n * (total - n))
 
         def record_outcome(outcome: dict[str, Any], step: Step = step) -> None:
             run.record_outcome(outcome | {"step": step.key, "repeat": step.repeat, "pin": step.pin,
@@ -105,6 +127,8 @@ def execute(c: Campaign, steps: Sequence[Step], progress: Progress, run: StepRun
                           duration_s=c.trial_duration_s(step.size), record_outcome=record_outcome)
         done += 1
         took_s += time.monotonic() - started
+        later = todo[todo.index(step) + 1:]
+        count["total"] = count["run"] + sum(estimate_step_trials(c, s) for s in later)
         est_done_s += estimate_step_s(c, step)
         est_left_s -= estimate_step_s(c, step)
         if run.on_step is not None:

@@ -155,18 +155,24 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
         def record(r: TrialResult) -> None:
             writer.append(r)
             trials.append(r)
-            note(trial_line(writer.count, r))
+
+        def on_trial(n: int, total: int, left_s: float) -> None:
+            # The bar counts the trials of this invocation (a resumed run's earlier ones are done).
+            note(f"{progress_bar(n, total, 12)} {n}/~{total} ~{left_s / 60:.1f} min left "
+                 f"{trial_line(writer.count, trials[-1])}")
 
         def record_outcome(o: dict[str, Any]) -> None:
             writer.append_outcome(o)
 
         def on_step(done: int, total: int, step: cmod.Step, left_s: float) -> None:
+            if step.method == "iperf":
+                return  # one trial: its line said it
             note(f"{progress_bar(done, total)} step {done}/{total} done ({step.method}, {step.backend}, "
                  f"{step.size}, {step.pin}); about {left_s / 60:.1f} min left")
 
         try:
             campaign_run.execute(c, steps, progress, campaign_run.StepRun(make_measurer, record, record_outcome,
-                                                                          on_step=on_step))
+                                                                          on_step=on_step, on_trial=on_trial))
         except KeyboardInterrupt:
             note("interrupted: the test bed is removed; `capbench run --resume "
                  f"{writer.path}` continues where this stopped")

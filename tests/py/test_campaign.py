@@ -137,6 +137,19 @@ def test_a_campaign_records_every_trial_and_answer(tmp_path):
     assert len(rec.outcomes) == 4 and all(o["method"] == "rfc2544" for o in rec.outcomes)
 
 
+def test_the_progress_counts_trials_against_an_estimate_that_ends_at_the_count(tmp_path):
+    c = cmod.load(write(tmp_path, CAMPAIGN), backends_known=BACKENDS)
+    rec, seen = Recorder(), []
+    campaign_run.execute(c, c.steps(), cmod.progress_of([], []), rec.run(
+        on_trial=lambda n, total, left: seen.append((n, total, left))))
+    assert [n for n, _, _ in seen] == list(range(1, len(rec.trials) + 1))
+    assert all(n <= total for n, total, _ in seen) and all(left >= 0 for _, _, left in seen)
+    # The first estimate: 4 iperf trials and 4 searches of ceil(log2(100 / 1 %)) + 1 trials and a
+    # verification each; each step's end puts what it really took in its estimate's place.
+    assert seen[0][1] == 4 + 4 * (7 + 1 + 1)
+    assert len({total for _, total, _ in seen}) > 1
+
+
 def test_resume_skips_what_is_done_and_replays_a_cut_search(tmp_path):
     c = cmod.load(write(tmp_path, CAMPAIGN), backends_known=BACKENDS)
     full = Recorder()
