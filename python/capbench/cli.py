@@ -258,7 +258,8 @@ def build_parser() -> Parser:
     run.add_argument("--tune", action="store_true",
                      help="set what helps a capture benchmark for the run and put it back afterwards: the "
                           "performance CPU governor (where exposed), a backlog of 10,000 packets, "
-                          "net.core.rmem_max 64 MiB (run.json records the system either way)")
+                          "net.core.rmem_max 64 MiB, and GRO off on the capture interface (run.json records "
+                          "the system either way; --pin sets the RPS masks in every run)")
     run.add_argument("--results", default="results", metavar="DIR",
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
     run.add_argument("--settle", default="0.3", metavar="S",

@@ -9,7 +9,12 @@ the sender's softirq or where RPS steers it).
 `--tune` sets what helps a capture benchmark and puts it back afterwards,
 through the test bed's restore records (testbed.py), so a crashed run is
 undone by `capbench testbed down`: the `performance` governor, a backlog of
-10,000 packets and a 64 MiB socket buffer ceiling (net.core.rmem_max).
+10,000 packets and a 64 MiB socket buffer ceiling (net.core.rmem_max). On the
+capture interface it turns receive offloads that merge packets (GRO, GRO list)
+off, so the counter sees every frame as sent; the interface is the test bed's
+own and goes with it, so nothing needs putting back (a veth has them off
+already, and LRO is fixed off). The RPS masks are every run's business, not
+--tune's: --pin sets them for each step. A veth has no IRQ to move.
 """
 
 from __future__ import annotations
@@ -148,6 +153,32 @@ def tune() -> Iterator[dict]:
         r = host_sysctl.raise_to(key, value)
         if r:
             yield r
+
+
+MERGING_OFFLOADS = {"generic-receive-offload": "gro", "rx-gro-list": "rx-gro-list"}
+
+
+def tune_interface(ns: str | None, ifname: str) -> dict[str, str]:
+    """Turn off the receive offloads of `ifname` that merge packets; {offload: what was done}."""
+    found = offloads(ns, ifname)
+    if isinstance(found, str):
+        return {"offloads": found}
+    done = {}
+    for name, flag in MERGING_OFFLOADS.items():
+        state = found.get(name, "")
+        if not state:
+            continue
+        if state.startswith("off"):
+            done[name] = "off already"
+        elif "[fixed]" in state:
+            done[name] = f"{state}: the driver does not let it change"
+        else:
+            try:
+                netns.sh(ns, f"ethtool -K {ifname} {flag} off")
+                done[name] = "turned off"
+            except Exception as e:  # noqa: BLE001 - said in run.json, the run goes on
+                done[name] = f"could not turn off: {e}"
+    return done
 
 
 def noisy(groups: Iterable[tuple[str, list[float]]]) -> list[str]:

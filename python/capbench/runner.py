@@ -131,8 +131,11 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
     with testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune) as tb:
         writer.meta["testbed"] = dataclasses.asdict(tb)
         state = testbed.read_state(tb.id) or {}
+        tuned_if = hygiene.tune_interface(tb.cap_ns, tb.cap_if) if opts.tune else {}
         writer.meta["system"] = hygiene.snapshot(tb.cap_ns, tb.cap_if) | {
             "tuned": state.get("sysctl_restore", []) if opts.tune else "no (--tune sets and restores)"}
+        if opts.tune:
+            writer.meta["system"]["tuned_interface"] = {tb.cap_if: tuned_if}
         note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
         rps = {"cpu": first_rx}
 

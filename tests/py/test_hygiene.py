@@ -56,3 +56,15 @@ def test_irq_time_accounting_names_how_the_kernel_load_is_measured():
 def test_snapshot_records_this_kernels_irq_time_accounting():
     # This host's kernel says one way or the other (or that it cannot be read): never missing.
     assert hygiene.snapshot()["irq_time_accounting"].split()[0] in ("exact", "sampled", "unknown")
+
+
+def test_tune_interface_turns_merging_offloads_off(monkeypatch):
+    ran = []
+    monkeypatch.setattr(hygiene, "offloads", lambda ns, ifname: {
+        "generic-receive-offload": "on", "rx-gro-list": "off", "large-receive-offload": "off [fixed]"})
+    monkeypatch.setattr(hygiene.netns, "sh", lambda ns, cmd: ran.append((ns, cmd)) or "")
+    done = hygiene.tune_interface("ns1", "eth9")
+    assert done == {"generic-receive-offload": "turned off", "rx-gro-list": "off already"}
+    assert ran == [("ns1", "ethtool -K eth9 gro off")]
+    monkeypatch.setattr(hygiene, "offloads", lambda ns, ifname: "ethtool not installed (apt-get install ethtool)")
+    assert hygiene.tune_interface("ns1", "eth9") == {"offloads": "ethtool not installed (apt-get install ethtool)"}
