@@ -25,7 +25,7 @@ help:
 	@echo "make run    install what is missing, build, run the default benchmark"
 	@echo "make test   install what is missing, build, run every test"
 	@echo "make bench  generator, capture-backend and traffic benchmarks against trafgen, tcpdump,"
-	@echo "            netsniff-ng and tcpreplay (about 12 minutes)"
+	@echo "            netsniff-ng and tcpreplay (about 6 to 7 minutes)"
 	@echo "make clean  remove the build; make distclean also removes .venv"
 
 # Install only the packages that are missing, so a set-up machine is quick.
