@@ -79,9 +79,20 @@ def _bounds(goal: dict[str, Any]) -> str:
 
 
 def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
-    """The answers of the searches: RFC 2544 throughput, MLR's NDR/PDR, a sweep's first loss."""
+    """The answers of the searches: RFC 2544 throughput, MLR's NDR/PDR, a sweep's first loss. An
+    answer that the generator bounded (it could not hold the next rate: `bounded_by`) says
+    "generator-bound (a lower bound)", never reads as the capture's limit; lines from before
+    `bounded_by` read as they did."""
+    # Imported here: only this function of the module reads what bounded an answer.
+    from capbench.methods.measurer import GENERATOR
+    from capbench.report.answers import GENERATOR_BOUND
+
     if not outcomes:
         return None
+
+    def held(pps: Any) -> str:
+        return f"the generator could not hold {pps:,.0f} pps" if pps is not None else "the generator fell short"
+
     t = Table(title="Method answers (searches.jsonl; every trial in trials.jsonl)", title_justify="left")
     for h in ("Method", "Backend", "Frame [B]", "Placement", "Answer", "Trials", "Trial time [s]"):
         t.add_column(Text(h), justify="right" if h in ("Frame [B]", "Trials", "Trial time [s]") else "left")
@@ -90,16 +101,35 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
         if m == "rfc2544":
             answer = (f"throughput {o['throughput_pps']:,.0f} pps ({o['throughput_gbps']:.3f} Gbps)"
                       + ("" if o["verified"] else ", not verified") + (", short trials" if o["short_trials"] else ""))
+            if o.get("bounded_by") == GENERATOR:
+                answer += f", {GENERATOR_BOUND}: {held(o.get('upper_bound_pps'))}"
         elif m == "mlr":
-            answer = "; ".join(f"{g['name']} {g['throughput_pps']:,.0f} pps ({_bounds(g)})" for g in o["goals"])
+            answer = "; ".join(f"{g['name']} {g['throughput_pps']:,.0f} pps ({_bounds(g)})"
+                               + (f", {GENERATOR_BOUND}: {held(g.get('upper_bound_pps'))}"
+                                  if g.get("bounded_by") == GENERATOR else "")
+                               for g in o["goals"])
         elif m == "latency":
             lat = o.get("latency") or {}
             answer = (o.get("note") or f"at {o['throughput_pps']:,.0f} pps: p50 {lat.get('p50_ns', 0) / 1e3:,.1f} us, "
                       f"p99 {lat.get('p99_ns', 0) / 1e3:,.1f} us, max {lat.get('max_ns', 0) / 1e3:,.1f} us "
                       f"({o.get('rx_clock') or '?'} clock)")
+            if o.get("bounded_by") == GENERATOR and not o.get("note"):
+                answer += f" (throughput {GENERATOR_BOUND})"
         elif m == "sweep":
-            first = o["first_lossy_pps"]
-            answer = "no loss at any step" if first is None else f"first loss at {first:,.0f} pps"
+            first = o.get("first_lossy_pps")
+            if first is not None:
+                answer = f"first loss at {first:,.0f} pps"
+            elif o.get("bounded_by") == GENERATOR:
+                top = o.get("lossless_up_to_pps") or 0.0
+                short = next((x for x in o.get("short_steps_pps") or () if x > top), None)
+                answer = (f"{GENERATOR_BOUND}: no loss up to {top:,.0f} pps, {held(short)}" if top else
+                          f"{GENERATOR_BOUND}: {held(short)}, no step measured the capture")
+            else:
+                answer = "no loss at any step"
+            if first is not None and o.get("short_steps_pps"):
+                below = [x for x in o["short_steps_pps"] if x < first]
+                if below:
+                    answer += f" ({held(below[0])}, not measured)"
         else:
             answer = f"longest burst {o['mean_frames']:,.0f} frames ({o['mean_burst_s'] * 1e3:.2f} ms)"
         t.add_row(m, o["backend"], str(o["frame_len"]), o.get("pin", ""), answer, str(o["trials"]),

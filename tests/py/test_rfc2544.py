@@ -122,7 +122,11 @@ def test_a_trial_short_of_its_offered_load_fails():
             return r
 
     r = run(SlowGenerator(capacity_pps=5e6))
-    assert r.throughput_pps <= 1e6 < r.lowest_lossy_pps
+    assert r.throughput_pps <= 1e6 < r.upper_bound_pps and r.verified
+    # nothing was lost anywhere: the generator, not the capture, bounded the search
+    assert r.lowest_lossy_pps is None and r.bounded_by == "generator"
+    assert (f"the generator could not hold {r.upper_bound_pps:,.0f} pps (it sent 1,000,000 pps): the throughput "
+            f"is a lower bound of the capture's, set by the generator") in r.notes
 
 
 @pytest.mark.parametrize("kw, match", [

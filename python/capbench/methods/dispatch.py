@@ -5,7 +5,10 @@ results only (see docs/methods.md). Every trial is handed to `record` as soon as
 it ends, tagged with the method and why it ran (`purpose`), so trials.jsonl grows
 trial by trial; each method's answer for one (backend, frame length) is handed to
 `record_outcome` as a plain dict (searches.jsonl), with every figure taken from
-the method's result.
+the method's result. Each answer says what bounded it (`bounded_by`; per goal for
+MLR): "capture loss", "generator" (the generator could not hold the next rate, so
+the answer is a lower bound of the capture's) or "none"; readers of older lines
+without it (capbench.report.answers) judge it from the trials.
 """
 
 from __future__ import annotations
@@ -80,7 +83,8 @@ def _rfc2544(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]
                        verify_pause_s=max(s.pause_s, 10.0), pause=c.pause, on_trial=_tagger(c.record, "rfc2544"))
     return _common("rfc2544", backend, frame_len, r) | {
         "throughput_pps": r.throughput_pps, "throughput_gbps": r.throughput_gbps,
-        "lowest_lossy_pps": r.lowest_lossy_pps, "precision_pct": r.precision_pct,
+        "lowest_lossy_pps": r.lowest_lossy_pps, "upper_bound_pps": r.upper_bound_pps, "bounded_by": r.bounded_by,
+        "precision_pct": r.precision_pct,
         "loss_tolerance_frames": r.loss_tolerance_frames, "trial_s": r.trial_s, "short_trials": r.short_trials,
         "verified": r.verified, "verification_failures_pps": list(r.verification_failures_pps),
         "notes": list(r.notes)}
@@ -103,9 +107,11 @@ def _sweep(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:
                   pause_s=s.pause_s, pause=c.pause, on_trial=_tagger(c.record, "sweep"))
     return _common("sweep", backend, frame_len, r) | {
         "steps": r.steps, "trial_s": r.trial_s, "lossless_up_to_pps": r.lossless_up_to_pps,
-        "first_lossy_pps": r.first_lossy_pps,
+        "first_lossy_pps": r.first_lossy_pps, "short_steps_pps": list(r.short_steps_pps),
+        "first_short_pps": r.first_short_pps, "bounded_by": r.bounded_by,
         "points": [{"step": p.step, "load_pps": p.load_pps, "sent": p.sent, "received": p.received, "lost": p.lost,
-                    "rx_pps": p.rx_pps, "app_cpu_pct": p.app_cpu_pct, "kernel_cpu_pct": p.kernel_cpu_pct}
+                    "rx_pps": p.rx_pps, "app_cpu_pct": p.app_cpu_pct, "kernel_cpu_pct": p.kernel_cpu_pct,
+                    "invalid_offered_load": p.short}
                    for p in r.points]}
 
 
@@ -142,7 +148,7 @@ def _latency(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]
     found = _rfc2544(m, backend, frame_len, dataclasses.replace(c, record=_retag(c.record, "latency")))
     tp = found["throughput_pps"]
     out = {k: found[k] for k in ("backend", "frame_len", "link_bps", "wire_pps", "trials", "total_trial_s",
-                                 "total_pause_s")} | {"method": "latency", "throughput_pps": tp}
+                                 "total_pause_s", "bounded_by")} | {"method": "latency", "throughput_pps": tp}
     if tp <= 0:
         return out | {"latency": {}, "note": "no rate passed the throughput search: no latency to measure"}
     runner = TrialRunner(m.measure, pause_s=s.pause_s, pause=c.pause, on_trial=_tagger(c.record, "latency"))

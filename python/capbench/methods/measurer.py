@@ -11,17 +11,24 @@ both fit the protocols below.
 Loss as the searches judge it
 -----------------------------
 A trial's loss ratio is `lost / sent`. A trial whose generator fell short of
-the offered load (`invalid_offered_load`, see capbench.trial) did not test
-that load: it cannot count as loss-free there, so the shortfall counts as loss
-(the MLRsearch draft recommends turning a severe offered-load deviation into a
-higher loss ratio). A trial that sent nothing has a loss ratio of 1: nothing
-was shown to get through.
+the offered load (`invalid_offered_load`, see capbench.trial; `offered_short`)
+did not test that load: it cannot count as loss-free there, so the searches
+never let it pass (RFC 2544) or prove a goal met (MLR), and its forwarding rate
+is at most what the generator sent (`loss_ratio` folds the shortfall in, as the
+MLRsearch draft recommends for a severe offered-load deviation). But it is
+never capture loss either: "a rate the generator cannot hold is marked
+invalid, not lossy". So every search says what bounded its answer
+(`bounded_by`): CAPTURE_LOSS when a trial whose generator held the rate lost
+too much there, GENERATOR when only the generator's shortfall did (the answer
+is then a lower bound of the capture's, set by the generator), NOT_BOUNDED
+when nothing did (the wire rate passed). A trial that sent nothing has a loss
+ratio of 1: nothing was shown to get through.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -63,8 +70,17 @@ Pause = Callable[[float], object]
 OnTrial = Callable[["SearchTrial"], object]
 
 
+# What bounded a search's answer from above (module doc).
+CAPTURE_LOSS = "capture loss"
+GENERATOR = "generator"
+NOT_BOUNDED = "none"
+
+
 def loss_ratio(trial: TrialOutcome) -> float:
-    """`lost / sent` in [0, 1], raised by any shortfall of the offered load (module doc)."""
+    """`lost / sent` in [0, 1], raised by any shortfall of the offered load (module doc).
+
+    For the forwarding rate and a search's judgement of a load only: the shortfall
+    part is the generator's, never capture loss (see `capture_lost`)."""
     if trial.sent <= 0:
         return 1.0
     ratio = min(1.0, max(0, trial.lost) / trial.sent)
@@ -79,6 +95,25 @@ def loss_ratio(trial: TrialOutcome) -> float:
 def offered_short(trial: TrialOutcome) -> bool:
     """True when the generator did not offer the load the trial names."""
     return bool(getattr(trial, "invalid_offered_load", False)) or trial.sent <= 0
+
+
+def capture_lost(trial: TrialOutcome, tolerance_frames: int = 0) -> bool:
+    """The capture lost more than `tolerance_frames` frames at a load the generator held:
+    capture loss, as a search may report it (a short trial is never capture loss)."""
+    return not offered_short(trial) and trial.lost > tolerance_frames
+
+
+def generator_short_text(load_pps: float, trials: Iterable[TrialOutcome] = ()) -> str:
+    """The words "the generator could not hold N pps (it sent M pps)", M from the short ones of `trials`."""
+    sent = [a for t in trials if offered_short(t) and (a := getattr(t, "achieved_pps", None)) is not None]
+    held = f" (it sent {min(sent):,.0f} pps)" if sent else ""
+    return f"the generator could not hold {load_pps:,.0f} pps{held}"
+
+
+def generator_note(load_pps: float, trials: Iterable[TrialOutcome] = (), what: str = "the throughput") -> str:
+    """The note of an answer the generator bounded: it could not hold `load_pps` (`trials`: those
+    at that load, for what it sent), so `what` is a lower bound of the capture's."""
+    return f"{generator_short_text(load_pps, trials)}: {what} is a lower bound of the capture's, set by the generator"
 
 
 @dataclass(frozen=True)

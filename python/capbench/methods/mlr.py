@@ -52,26 +52,53 @@ A goal whose lower bound is the wire rate, or whose upper bound is the
 minimum load, is done: its result is irregular and says why. Figures come
 from trials only: bounds are loads that were measured, and the conditional
 throughput is a lower bound times (1 - a measured loss ratio).
+
+The generator's shortfall
+-------------------------
+A trial whose generator fell short of its load (`invalid_offered_load`) did
+not test that load, so it counts as high loss for every goal: it cannot show a
+goal met there. It is not capture loss either ("a rate the generator cannot
+hold is marked invalid, not lossy"), so each goal's result says what made its
+upper bound one (`bounded_by`): "capture loss" when the trials whose generator
+held the load prove it too lossy on their own, "generator" when it took the
+shortfall (the lower bound is then a lower bound of the capture's, set by the
+generator, and the note says so), "none" without an upper bound. Its
+`lowest_lossy_pps` is the smallest load the capture alone proved too lossy.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from capbench.errors import UsageError
 from capbench.methods.measurer import (
+    CAPTURE_LOSS,
+    GENERATOR,
+    NOT_BOUNDED,
     LoadMeasurer,
     OnTrial,
     Pause,
     SearchTrial,
+    TrialOutcome,
     TrialRunner,
     check_precision_pct,
     check_trial_s,
+    generator_note,
+    generator_short_text,
+    loss_ratio,
+    offered_short,
 )
 from capbench.rates import wire_bps, wire_pps
 
 LOWER, UPPER, UNDECIDED = "lower", "upper", "undecided"
+
+
+def judged_ratio(trial: SearchTrial) -> float:
+    """A trial's loss ratio as the goals judge it: 1 when its generator fell short of the load
+    (it cannot show any goal met there, module doc), else its loss ratio."""
+    return 1.0 if offered_short(trial.result) else trial.loss_ratio
 
 
 @dataclass(frozen=True)
@@ -127,6 +154,32 @@ def classify(trials: Iterable[tuple[float, float]], c: Criterion) -> str:
     return UNDECIDED
 
 
+def what_bounded(trials: Iterable[tuple[float, float, TrialOutcome]], c: Criterion, upper_pps: float | None
+                 ) -> tuple[str | None, float | None]:
+    """(bounded_by, lowest_lossy_pps) of a goal judged by `c` whose relevant upper bound is
+    `upper_pps`, from its (load, requested duration, result) trials (module doc): CAPTURE_LOSS
+    when the trials at the upper bound whose generator held the load prove it too lossy on their
+    own, GENERATOR when it took one that fell short, NOT_BOUNDED without an upper bound, None
+    when no trial at `upper_pps` says; the lowest load the capture alone proved too lossy."""
+    by_load: dict[float, list[TrialOutcome]] = {}
+    held: dict[float, list[tuple[float, float]]] = {}
+    for load, duration_s, r in trials:
+        by_load.setdefault(load, []).append(r)
+        if not offered_short(r):
+            held.setdefault(load, []).append((duration_s, loss_ratio(r)))
+    lossy = sorted(load for load, ts in held.items() if classify(ts, c) == UPPER)
+    if upper_pps is None:
+        return NOT_BOUNDED, lossy[0] if lossy else None
+    at = [load for load in by_load if math.isclose(load, upper_pps, rel_tol=1e-9)]
+    if any(load in lossy for load in at):
+        bounded: str | None = CAPTURE_LOSS
+    elif any(offered_short(r) for load in at for r in by_load[load]):
+        bounded = GENERATOR
+    else:
+        bounded = None
+    return bounded, lossy[0] if lossy else None
+
+
 @dataclass(frozen=True)
 class Phase:
     """One phase of the search: its trial duration and the width its goals narrow down to."""
@@ -146,8 +199,13 @@ class GoalResult:
     upper_bound_pps: float | None  # relevant upper bound; None if no load was lossy enough
     lower_bound_gbps: float | None
     conditional_throughput_pps: float | None  # lower bound x (1 - its quantile loss ratio)
-    regular: bool  # both bounds found and no further apart than the precision
+    regular: bool  # both bounds found and no further apart than the precision (whatever bounded them)
     note: str
+    # What made upper_bound_pps an upper bound: "capture loss", "generator" (only trials whose
+    # generator fell short of the load did: lower_bound_pps is a lower bound of the capture's,
+    # set by the generator) or "none" (no upper bound).
+    bounded_by: str = NOT_BOUNDED
+    lowest_lossy_pps: float | None = None  # smallest load the trials whose generator held it prove too lossy
 
     @property
     def throughput_pps(self) -> float:
@@ -204,8 +262,9 @@ class _Search:
         return Criterion(goal.loss_ratio, goal.exceed_ratio, trial_s, trial_s * sum_per_trial)
 
     def bounds(self, c: Criterion) -> tuple[float | None, float | None, dict[float, str]]:
-        """(relevant upper bound, relevant lower bound, every load's class) under `c`."""
-        classes = {load: classify(((t.requested_duration_s, t.loss_ratio) for t in trials), c)
+        """(relevant upper bound, relevant lower bound, every load's class) under `c`; a trial
+        whose generator fell short of its load counts as high loss (module doc)."""
+        classes = {load: classify(((t.requested_duration_s, judged_ratio(t)) for t in trials), c)
                    for load, trials in self.by_load.items()}
         uppers = [load for load, k in classes.items() if k == UPPER]
         upper = min(uppers) if uppers else None
@@ -248,6 +307,9 @@ class _Search:
     def result(self, goal: Goal, frame_len: int, width_pps: float) -> GoalResult:
         c = self.criterion(goal, self.final_trial_s)
         upper, lower, _ = self.bounds(c)
+        tried = ((load, t.requested_duration_s, t.result) for load, trials in self.by_load.items() for t in trials)
+        bounded, lowest_lossy = what_bounded(tried, c, upper)
+        bounded_by = bounded or CAPTURE_LOSS  # a load is an upper bound by loss or shortfall: never None here
         if lower is None:
             note = (f"no load was low-loss enough down to the minimum load of {self.min_pps:,.0f} pps"
                     if upper is not None and upper <= self.min_pps else "no lower bound found")
@@ -258,6 +320,13 @@ class _Search:
             note = f"bounds {upper - lower:,.0f} pps apart, wider than the precision"
         else:
             note = ""
+        regular = not note
+        if bounded_by == GENERATOR:
+            assert upper is not None
+            at_upper = [t.result for t in self.by_load[upper]]
+            short = (generator_note(upper, at_upper, "the lower bound") if lower is not None else
+                     f"{generator_short_text(upper, at_upper)}: the generator, not the capture, stopped the search")
+            note = f"{note}; {short}" if note else short
         return GoalResult(
             name=goal.name,
             loss_ratio=goal.loss_ratio,
@@ -266,8 +335,10 @@ class _Search:
             upper_bound_pps=upper,
             lower_bound_gbps=None if lower is None else wire_bps(lower, frame_len) / 1e9,
             conditional_throughput_pps=None if lower is None else self.conditional_throughput(lower, c),
-            regular=not note,
+            regular=regular,
             note=note,
+            bounded_by=bounded_by,
+            lowest_lossy_pps=lowest_lossy,
         )
 
     def conditional_throughput(self, load: float, c: Criterion) -> float:

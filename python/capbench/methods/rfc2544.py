@@ -19,6 +19,15 @@ A trial passes when it lost at most `loss_tolerance_frames` frames (0, as
 RFC 2544 demands, by default) and its generator offered the whole load (a
 trial that fell short of its rate did not test that rate).
 
+A trial that fell short is not capture loss either ("a rate the generator
+cannot hold is marked invalid, not lossy"), so the result tells the bracket's
+upper end (`upper_bound_pps`, the lowest rate that failed) from the lowest
+rate at which the capture lost frames (`lowest_lossy_pps`, from trials whose
+generator held the rate), and says which bounded the throughput
+(`bounded_by`): "capture loss", "generator" (the generator could not hold the
+upper end: the throughput is then a lower bound of the capture's, and a note
+says so) or "none" (the wire rate passed).
+
 Two guards against the saturation seed 000 warns about ("after sending the
 traffic at the speed when the DUT is unable to receive all packets ...
 following behaviour of DUT is unpredictable and the test results are
@@ -33,18 +42,26 @@ passed (and whose verification passed), or 0 when no trial passed.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from capbench.methods.measurer import (
+    CAPTURE_LOSS,
+    GENERATOR,
+    NOT_BOUNDED,
     LoadMeasurer,
     OnTrial,
     Pause,
     SearchTrial,
+    TrialOutcome,
     TrialRunner,
     check_loss_tolerance,
     check_pause,
     check_precision_pct,
     check_trial_s,
+    capture_lost,
+    generator_note,
     offered_short,
 )
 from capbench.rates import wire_bps, wire_pps
@@ -62,7 +79,10 @@ class Rfc2544Result:
     wire_pps: float
     throughput_pps: float  # highest rate that passed, verified; 0.0 when no rate passed
     throughput_gbps: float  # on the wire, with 20 B preamble + gap per frame
-    lowest_lossy_pps: float | None  # lowest rate that failed; None when the wire rate passed
+    # Lowest rate whose trial (the generator holding the rate) lost more than the tolerance; None if none did.
+    lowest_lossy_pps: float | None
+    upper_bound_pps: float | None  # the bracket's upper end, the lowest rate that failed; None: the wire rate passed
+    bounded_by: str  # what failed at upper_bound_pps: "capture loss", "generator" or "none" (the wire rate passed)
     precision_pct: float
     precision_pps: float
     loss_tolerance_frames: int
@@ -79,6 +99,32 @@ class Rfc2544Result:
 def trial_passed(trial: SearchTrial, loss_tolerance_frames: int) -> bool:
     """At most `loss_tolerance_frames` lost, and the generator offered the whole load."""
     return not offered_short(trial.result) and trial.result.lost <= loss_tolerance_frames
+
+
+def _same_rate(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9)
+
+
+def lowest_lossy(trials: Iterable[tuple[float, TrialOutcome]], loss_tolerance_frames: int) -> float | None:
+    """The lowest rate of (rate, result) trials at which the capture lost more than the tolerance
+    while the generator held the rate; None when there is none."""
+    return min((rate for rate, r in trials if capture_lost(r, loss_tolerance_frames)), default=None)
+
+
+def what_bounded(upper_pps: float | None, trials: Iterable[tuple[float, TrialOutcome]],
+                 loss_tolerance_frames: int) -> str | None:
+    """What failed at the bracket's upper end `upper_pps`, from (rate, result) trials: CAPTURE_LOSS
+    when a trial there lost more than the tolerance with the generator holding the rate, else
+    GENERATOR when one there fell short of it; NOT_BOUNDED without an upper end; None when no
+    trial at `upper_pps` says (a record without them)."""
+    if upper_pps is None:
+        return NOT_BOUNDED
+    at = [r for rate, r in trials if _same_rate(rate, upper_pps)]
+    if any(capture_lost(r, loss_tolerance_frames) for r in at):
+        return CAPTURE_LOSS
+    if any(offered_short(r) for r in at):
+        return GENERATOR
+    return None
 
 
 def search(
@@ -125,7 +171,12 @@ def search(
         else:
             # The bracket is narrow enough: verify the rate found, unless there is none.
             if lower <= 0:
-                notes.append(f"no rate passed: the lowest rate tried, {ceiling:,.0f} pps, lost frames")
+                at_ceiling = [(t.load_pps, t.result) for t in runner.trials]
+                if what_bounded(ceiling, at_ceiling, loss_tolerance_frames) == GENERATOR:
+                    notes.append(f"no rate passed: the generator could not hold the lowest rate tried, "
+                                 f"{ceiling:,.0f} pps (nothing is known of the capture)")
+                else:
+                    notes.append(f"no rate passed: the lowest rate tried, {ceiling:,.0f} pps, lost frames")
                 verified = False
                 break
             check = runner.run(lower, trial_s, "verify", pause_s=verify_pause_s)
@@ -155,13 +206,20 @@ def search(
 
     if upper is None and lower >= max_pps:
         notes.append("the wire rate passed: the capture path keeps up with the link at this frame length")
+    tried = [(t.load_pps, t.result) for t in runner.trials]
+    bounded_by = what_bounded(upper, tried, loss_tolerance_frames) or CAPTURE_LOSS  # a failed trial is at upper
+    if bounded_by == GENERATOR and lower > 0:
+        assert upper is not None
+        notes.append(generator_note(upper, (r for rate, r in tried if _same_rate(rate, upper))))
     return Rfc2544Result(
         frame_len=frame_len,
         link_bps=link_bps,
         wire_pps=max_pps,
         throughput_pps=lower,
         throughput_gbps=wire_bps(lower, frame_len) / 1e9,
-        lowest_lossy_pps=upper,
+        lowest_lossy_pps=lowest_lossy(tried, loss_tolerance_frames),
+        upper_bound_pps=upper,
+        bounded_by=bounded_by,
         precision_pct=precision_pct,
         precision_pps=precision_pps,
         loss_tolerance_frames=loss_tolerance_frames,

@@ -10,20 +10,35 @@ Each point carries the trial's counts and what follows from them (capture
 ratio, capture rate) and the CPU figures the trial measured, when it has any.
 The sweep also names the highest step below which nothing was lost, and the
 first step that lost frames: both are offered rates of trials that ran.
+
+A step whose generator fell short of its rate (`invalid_offered_load`) did not
+test that rate, and what it lost is not capture loss ("a rate the generator
+cannot hold is marked invalid, not lossy"): the first loss is the first step
+that lost frames with the generator holding the rate, and the lossless run
+counts only such steps. The short steps are listed apart (`short_steps_pps`),
+and `bounded_by` says what ended the lossless run: "capture loss" (the next
+step lost frames), "generator" (the next step fell short: the lossless rate is
+a lower bound of the capture's, set by the generator) or "none" (no step
+above it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from capbench.errors import UsageError
 from capbench.methods.measurer import (
+    CAPTURE_LOSS,
+    GENERATOR,
+    NOT_BOUNDED,
     LoadMeasurer,
     OnTrial,
     Pause,
     SearchTrial,
     TrialRunner,
     check_trial_s,
+    offered_short,
 )
 from capbench.rates import wire_pps
 
@@ -42,6 +57,7 @@ class SweepPoint:
     app_cpu_pct: float | None  # from the trial, when it measured CPU
     kernel_cpu_pct: float | None
     trial: SearchTrial
+    short: bool = False  # the generator fell short of load_pps: not a capture result at that rate
 
 
 @dataclass(frozen=True)
@@ -53,14 +69,48 @@ class SweepResult:
     steps: int
     trial_s: float
     points: tuple[SweepPoint, ...]
-    lossless_up_to_pps: float | None  # highest step with no loss at it or any step below; None if step 1 lost
-    first_lossy_pps: float | None  # lowest step that lost frames; None if none did
+    # Highest step that lost nothing, below the first loss, of the steps whose generator held the
+    # rate; None if none did.
+    lossless_up_to_pps: float | None
+    first_lossy_pps: float | None  # lowest step that lost frames, its generator holding the rate; None if none did
     total_trial_s: float
     total_pause_s: float
+    short_steps_pps: tuple[float, ...] = ()  # steps whose generator fell short of the rate, lowest first
+    bounded_by: str = NOT_BOUNDED  # what ended the lossless run: "capture loss", "generator" or "none"
+
+    @property
+    def first_short_pps(self) -> float | None:
+        """The lowest step whose generator fell short of its rate; None if it held every one."""
+        return self.short_steps_pps[0] if self.short_steps_pps else None
 
     @property
     def trials(self) -> tuple[SearchTrial, ...]:
         return tuple(p.trial for p in self.points)
+
+
+@dataclass(frozen=True)
+class LossEdges:
+    """Where a sweep starts to lose, from its steps (module doc)."""
+
+    lossless_up_to_pps: float | None
+    first_lossy_pps: float | None
+    short_steps_pps: tuple[float, ...]
+    bounded_by: str
+
+
+def loss_edges(steps: Iterable[tuple[float, int, bool]]) -> LossEdges:
+    """The edges of a sweep from its steps as (offered rate, frames lost, generator short), in any order."""
+    ordered = sorted(steps, key=lambda s: s[0])
+    lossy = [load for load, lost, short in ordered if not short and lost > 0]
+    first = lossy[0] if lossy else None
+    clean = [load for load, lost, short in ordered if not short and lost <= 0 and (first is None or load < first)]
+    top = clean[-1] if clean else None
+    if top is None:  # no step lost nothing with the generator holding the rate
+        bounded_by = CAPTURE_LOSS if first is not None else GENERATOR if ordered else NOT_BOUNDED
+    else:
+        above = next((short for load, _lost, short in ordered if load > top), None)
+        bounded_by = NOT_BOUNDED if above is None else GENERATOR if above else CAPTURE_LOSS
+    return LossEdges(top, first, tuple(load for load, _lost, short in ordered if short), bounded_by)
 
 
 def check_steps(steps: int) -> None:
@@ -112,10 +162,9 @@ def run(
             app_cpu_pct=getattr(r, "app_cpu_pct", None),
             kernel_cpu_pct=getattr(r, "kernel_cpu_pct", None),
             trial=trial,
+            short=offered_short(r),
         ))
-    lossy = [p for p in points if p.trial.loss_ratio > 0]
-    first_lossy = lossy[0].load_pps if lossy else None
-    clean = [p.load_pps for p in points if first_lossy is None or p.load_pps < first_lossy]
+    edges = loss_edges((p.load_pps, p.lost, p.short) for p in points)
     return SweepResult(
         frame_len=frame_len,
         link_bps=link_bps,
@@ -124,8 +173,10 @@ def run(
         steps=steps,
         trial_s=trial_s,
         points=tuple(points),
-        lossless_up_to_pps=max(clean) if clean else None,
-        first_lossy_pps=first_lossy,
+        lossless_up_to_pps=edges.lossless_up_to_pps,
+        first_lossy_pps=edges.first_lossy_pps,
         total_trial_s=runner.total_trial_s,
         total_pause_s=runner.total_pause_s,
+        short_steps_pps=edges.short_steps_pps,
+        bounded_by=edges.bounded_by,
     )

@@ -17,6 +17,13 @@ trials, and only where the trials decide it:
   below it; a sweep cut short before its last step without a loss has no answer yet;
 - mlr, back2back: their answers need the search's own bookkeeping (load classes, burst
   repetitions): without searches.jsonl they have none.
+
+What bounded an answer (`bounded_by`, see capbench.methods.measurer): a trial whose
+generator fell short of its rate is never capture loss, so an answer whose upper end is a
+rate the generator could not hold is "generator-bound (a lower bound)" of the capture's
+limit, and the tables say so. Lines of searches.jsonl from before `bounded_by` are judged
+from their trials (an RFC 2544 line's `lowest_lossy_pps` was then the bracket's upper end,
+a sweep's first loss may have been a step the generator could not hold).
 """
 
 from __future__ import annotations
@@ -27,7 +34,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from capbench.methods.measurer import loss_ratio, offered_short
+from capbench.methods import mlr as mlr_method
+from capbench.methods import rfc2544 as rfc2544_method
+from capbench.methods import sweep as sweep_method
+from capbench.methods.measurer import GENERATOR, offered_short
 from capbench.rates import link_name, wire_bps, wire_pps
 from capbench.report.keys import SeriesKey, SettingsKey, series_key
 from capbench.report.load import Trial
@@ -36,6 +46,7 @@ from capbench.report.stats import Metric, Stat, stat_of
 SEARCH_METHODS = ("rfc2544", "mlr", "sweep", "back2back")
 RFC2544_TRIAL_S = 60.0
 _STEP = re.compile(r"^step (\d+)/(\d+)$")
+GENERATOR_BOUND = "generator-bound (a lower bound)"
 
 
 def _nan(_r: Any) -> float:
@@ -89,6 +100,29 @@ class Answer:
     def key(self) -> tuple[SeriesKey, int]:
         return (self.series, self.frame_len)
 
+    def bounded_by(self, name: str) -> str | None:
+        """What bounded the answer `name` (metric name): "capture loss", "generator", "none", or
+        None when the record does not say."""
+        if name.startswith("mlr_"):
+            return self.info.get(name.removesuffix("_pps") + "_bounded_by")
+        return self.info.get("bounded_by")
+
+    def generator_bound(self, name: str) -> bool:
+        """The answer `name` is a rate below one the generator could not hold: a lower bound of
+        the capture's limit, not the limit."""
+        return self.values.get(name) is not None and self.bounded_by(name) == GENERATOR
+
+    def generator_short_pps(self, name: str) -> float | None:
+        """The rate the generator could not hold that bounded the answer `name`, if it did."""
+        if not self.generator_bound(name):
+            return None
+        if name.startswith("mlr_"):
+            return self.info.get(name.removesuffix("_pps") + "_upper_pps")
+        if self.method == "sweep":
+            top = self.values.get(name) or 0.0
+            return next((float(x) for x in self.info.get("short_steps_pps") or () if float(x) > top), None)
+        return self.info.get("upper_bound_pps")
+
 
 @dataclass(frozen=True)
 class AnswerGroup:
@@ -136,6 +170,14 @@ class AnswerGroup:
     def info_values(self, key: str) -> list[Any]:
         return [a.info[key] for a in self.answers if a.info.get(key) is not None]
 
+    def generator_bound(self, name: str) -> list[Answer]:
+        """The repetitions whose answer `name` the generator bounded (a lower bound of the capture's)."""
+        return [a for a in self.answers if a.generator_bound(name)]
+
+    def generator_short_pps(self, name: str) -> list[float]:
+        """The rates the generator could not hold that bounded the repetitions' answers `name`."""
+        return [x for a in self.answers if (x := a.generator_short_pps(name)) is not None]
+
     @property
     def notes(self) -> list[str]:
         out: list[str] = []
@@ -163,20 +205,57 @@ def _from_outcome(o: dict[str, Any], series: SeriesKey, trials: tuple[Trial, ...
     values: dict[str, float | None] = {}
     info: dict[str, Any] = {}
     notes = [str(n) for n in o.get("notes") or ()]
+    tried = [(rate_of(t), t.result) for t in trials]
     if method == "rfc2544":
         values["rfc2544_pps"] = float(o.get("throughput_pps") or 0.0)
         info = {"verified": bool(o.get("verified")), "short_trials": bool(o.get("short_trials")),
-                "trial_s": o.get("trial_s"), "lowest_lossy_pps": o.get("lowest_lossy_pps"),
+                "trial_s": o.get("trial_s"),
                 "verification_failures_pps": list(o.get("verification_failures_pps") or ())}
+        if "bounded_by" in o:
+            info |= {"lowest_lossy_pps": o.get("lowest_lossy_pps"), "upper_bound_pps": o.get("upper_bound_pps"),
+                     "bounded_by": o["bounded_by"]}
+        else:  # a line from before bounded_by: its lowest_lossy_pps is the bracket's upper end
+            tolerance = int(o.get("loss_tolerance_frames") or 0)
+            upper = o.get("lowest_lossy_pps")
+            bounded = rfc2544_method.what_bounded(upper, tried, tolerance)
+            info |= {"upper_bound_pps": upper, "bounded_by": bounded,
+                     "lowest_lossy_pps": rfc2544_method.lowest_lossy(tried, tolerance) if trials else
+                     (upper if bounded != GENERATOR else None)}
+            if bounded == GENERATOR and upper is not None and values["rfc2544_pps"]:
+                notes.append(rfc2544_method.generator_note(upper, (r for x, r in tried if _same(x, upper))))
     elif method == "mlr":
+        final_s = float(o.get("final_trial_s") or RFC2544_TRIAL_S)
         for g in o.get("goals") or ():
-            values[f"mlr_{g['name']}_pps"] = float(g.get("throughput_pps") or g.get("lower_bound_pps") or 0.0)
-            info[f"mlr_{g['name']}_upper_pps"] = g.get("upper_bound_pps")
+            name = f"mlr_{g['name']}"
+            values[f"{name}_pps"] = float(g.get("throughput_pps") or g.get("lower_bound_pps") or 0.0)
+            info[f"{name}_upper_pps"] = g.get("upper_bound_pps")
+            if "bounded_by" in g:
+                info[f"{name}_bounded_by"] = g["bounded_by"]
+                info[f"{name}_lowest_lossy_pps"] = g.get("lowest_lossy_pps")
+            else:  # a line from before bounded_by: judged from the trials, as the search would
+                c = mlr_method.Criterion(float(g.get("loss_ratio") or 0.0), float(g.get("exceed_ratio") or 0.0),
+                                         final_s, final_s)
+                bounded, lowest = mlr_method.what_bounded(
+                    ((rate_of(t), t.result.requested_duration_s, t.result) for t in trials), c,
+                    g.get("upper_bound_pps"))
+                info[f"{name}_bounded_by"], info[f"{name}_lowest_lossy_pps"] = bounded, lowest
+            if g.get("note"):
+                notes.append(f"{g['name']}: {g['note']}")
+            elif info[f"{name}_bounded_by"] == GENERATOR and g.get("upper_bound_pps") is not None:
+                upper = float(g["upper_bound_pps"])
+                notes.append(f"{g['name']}: " + mlr_method.generator_note(
+                    upper, (r for x, r in tried if _same(x, upper)), "the lower bound"))
         info["trial_s"] = o.get("final_trial_s")
         info["short_trials"] = (o.get("final_trial_s") or RFC2544_TRIAL_S) < RFC2544_TRIAL_S
     elif method == "sweep":
         values["sweep_lossless_pps"] = float(o.get("lossless_up_to_pps") or 0.0)
-        info = {"first_lossy_pps": o.get("first_lossy_pps"), "steps": o.get("steps"), "trial_s": o.get("trial_s")}
+        info = {"first_lossy_pps": o.get("first_lossy_pps"), "steps": o.get("steps"), "trial_s": o.get("trial_s"),
+                "short_steps_pps": list(o.get("short_steps_pps") or ()), "bounded_by": o.get("bounded_by")}
+        if "bounded_by" not in o and trials:  # a line from before bounded_by: its first loss may be a short step
+            edges = _sweep_edges(trials)
+            values["sweep_lossless_pps"] = edges.lossless_up_to_pps or 0.0
+            info |= {"first_lossy_pps": edges.first_lossy_pps, "short_steps_pps": list(edges.short_steps_pps),
+                     "bounded_by": edges.bounded_by}
     elif method == "back2back":
         values["b2b_frames"] = float(o.get("mean_frames") or 0.0)
         precision = float(o.get("precision_frames") or 0.0)
@@ -191,6 +270,15 @@ def _series_of_outcome(o: dict[str, Any], engine: str) -> SeriesKey:
     extra = (("procs", str(o["procs"])),) if o.get("procs") is not None else ()
     return SeriesKey(method=str(o["method"]), backend=str(o["backend"]), link=link_name(float(o.get("link_bps") or 1e9)),
                      engine=engine, app_load=str(o.get("app_load") or "touch"), placement=pin, extra=extra)
+
+
+def _same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-6)
+
+
+def _sweep_edges(ts: Sequence[Trial]) -> sweep_method.LossEdges:
+    """Where a sweep's steps start to lose: real loss only, the steps the generator could not hold apart."""
+    return sweep_method.loss_edges((rate_of(t), t.result.lost, offered_short(t.result)) for t in ts)
 
 
 # --- from the trials ---------------------------------------------------------------
@@ -217,24 +305,31 @@ def _derived(method: str, ts: tuple[Trial, ...], loss_tolerance_frames: int, pre
             notes.append("no verification trial passed: no throughput (the search found no rate, or was cut short)"
                          if verifies or any(t.result.purpose for t in ts) else
                          "the trials name no verification trial: no throughput can be taken from them")
+        tried = [(rate_of(t), t.result) for t in ts]
+        # The search's bracket narrows with every failure: its upper end is the lowest rate that failed.
+        upper = min((x for x, r in tried if offered_short(r) or r.lost > loss_tolerance_frames), default=None)
+        bounded = rfc2544_method.what_bounded(upper, tried, loss_tolerance_frames)
         info = {"verified": bool(passed), "short_trials": any(t.result.requested_duration_s < RFC2544_TRIAL_S
                                                                for t in ts),
-                "trial_s": max(t.result.requested_duration_s for t in ts), "verification_failures_pps": failed}
+                "trial_s": max(t.result.requested_duration_s for t in ts), "verification_failures_pps": failed,
+                "upper_bound_pps": upper, "bounded_by": bounded,
+                "lowest_lossy_pps": rfc2544_method.lowest_lossy(tried, loss_tolerance_frames)}
+        if bounded == GENERATOR and upper is not None and passed:
+            notes.append(rfc2544_method.generator_note(upper, (r for x, r in tried if _same(x, upper))))
         if failed:
             notes.append(f"verification failed at {', '.join(f'{x:,.0f}' for x in failed)} pps: a distorted pass, "
                          f"searched on below it")
     elif method == "sweep":
         steps = [(int(m.group(1)), int(m.group(2))) for t in ts if (m := _STEP.match(t.result.purpose))]
         complete = not steps or any(i == n for i, n in steps)
-        lossy = sorted(rate_of(t) for t in ts if loss_ratio(t.result) > 0)  # as the sweep judges its steps
-        first_lossy = lossy[0] if lossy else None
-        clean = [rate_of(t) for t in ts if first_lossy is None or rate_of(t) < first_lossy]
-        if first_lossy is None and not complete:
+        edges = _sweep_edges(ts)  # as the sweep judges its steps
+        if edges.first_lossy_pps is None and not complete:
             values["sweep_lossless_pps"] = None
             notes.append("the sweep was cut short before its last step, without a loss so far")
         else:
-            values["sweep_lossless_pps"] = max(clean) if clean else 0.0
-        info = {"first_lossy_pps": first_lossy, "steps": max((n for _i, n in steps), default=len(ts))}
+            values["sweep_lossless_pps"] = edges.lossless_up_to_pps or 0.0
+        info = {"first_lossy_pps": edges.first_lossy_pps, "steps": max((n for _i, n in steps), default=len(ts)),
+                "short_steps_pps": list(edges.short_steps_pps), "bounded_by": edges.bounded_by}
     else:
         notes.append(f"no {method} answer in searches.jsonl, and it is not derived from trials")
     return Answer(method, series, frame_len, r.repeat, r.step, values, wire, precision, "trials", ts, tuple(notes),
@@ -348,6 +443,25 @@ def _title(what: str, table_key: tuple) -> str:
     return f"{what}: {backend} ({link} link, engine {engine}, app load {app_load}{extra_text})"
 
 
+def generator_mark(g: AnswerGroup, name: str) -> str:
+    """The mark after an answer the generator bounded, " generator-bound (a lower bound)" (with
+    repetitions: in how many of them); "" for an answer the capture bounded."""
+    bound = g.generator_bound(name)
+    if not bound:
+        return ""
+    n = len(g.values(name))
+    return f" {GENERATOR_BOUND}" + (f" in {len(bound)} of {n}" if len(bound) < n else "")
+
+
+def generator_notes(g: AnswerGroup, name: str, where: str, what: str) -> list[str]:
+    """A table's note for an answer the generator bounded: which rate it could not hold."""
+    shorts = sorted(set(g.generator_short_pps(name)))
+    if not shorts:
+        return []
+    return [f"{where}: {GENERATOR_BOUND}: the generator could not hold {', '.join(f'{x:,.0f}' for x in shorts)} "
+            f"pps, so {what} stopped below it: this figure is a lower bound of the capture's limit, not the limit."]
+
+
 def _trial_note(gs: list[AnswerGroup]) -> list[str]:
     lengths = sorted({float(x) for g in gs for x in g.info_values("trial_s")})
     short = any(x for g in gs for x in g.info_values("short_trials"))
@@ -385,6 +499,8 @@ def rfc2544_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
                 unverified = [a for a in g.answers if a.values.get("rfc2544_pps") and not a.info.get("verified")]
                 if unverified:
                     text += " (not verified)"
+                text += generator_mark(g, "rfc2544_pps")
+                notes += generator_notes(g, "rfc2544_pps", f"{size} B {p}", "the search")
                 row.append(text)
             rows.append(row)
         derived = any(a.source == "trials" for p in pins for g in by_pin[p] for a in g.answers)
@@ -418,8 +534,11 @@ def mlr_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
                                    ["Frame [B]"] + [f"#{i + 1} {p}" for i, p in enumerate(pins)], rows, notes))
             continue
         columns = [(p, m) for p in pins for m in goals]
-        rows = [[str(size)] + [_pps_cell(cells[p, size].stat(m), size) if (p, size) in cells else ""
-                               for p, m in columns] for size in sizes]
+        rows = [[str(size)] + [_pps_cell(cells[p, size].stat(m), size) + generator_mark(cells[p, size], m)
+                               if (p, size) in cells else "" for p, m in columns] for size in sizes]
+        notes += [n for size in sizes for p, m in columns if (p, size) in cells
+                  for n in generator_notes(cells[p, size], m, f"{size} B {p} {metric(m).label.removeprefix('MLR ')}",
+                                           "the goal's search")]
         out.append(AnswerTable(_title("MLR search (lower bounds)", table_key),
                                ["Frame [B]"] + [f"#{pins.index(p) + 1} {p} {metric(m).label.removeprefix('MLR ')} "
                                                 f"[pps / Gbps]" for p, m in columns], rows, notes))
@@ -455,13 +574,23 @@ def tables(answers: Iterable[Answer]) -> list[AnswerTable]:
 
 
 def sweep_first_loss(g: AnswerGroup) -> str:
-    """A sweep's answer in words: where it starts to lose, over its repetitions."""
+    """A sweep's answer in words: where it starts to lose, over its repetitions; a lossless run that
+    the generator ended (it could not hold the next step) is generator-bound, a lower bound."""
     s = g.stat("sweep_lossless_pps")
     if s is None:
         return "no answer (the sweep was cut short)"
     firsts = [float(x) for x in g.info_values("first_lossy_pps")]
+    shorts = sorted(set(g.generator_short_pps("sweep_lossless_pps")))
+    short_text = (f"the generator could not hold {', '.join(f'{x:,.0f}' for x in shorts)} pps" if shorts else "")
     if not firsts:
-        return f"no loss up to {s.median:,.0f} pps" + (f" (n={s.n})" if s.n > 1 else "")
+        reps = f" (n={s.n})" if s.n > 1 else ""
+        if not g.generator_bound("sweep_lossless_pps"):
+            return f"no loss up to {s.median:,.0f} pps{reps}"
+        if s.median <= 0:
+            return f"{GENERATOR_BOUND}: {short_text}, no step measured the capture{reps}"
+        bound, n = len(g.generator_bound("sweep_lossless_pps")), len(g.values("sweep_lossless_pps"))
+        some = f" (in {bound} of {n} repetitions)" if bound < n else ""
+        return f"{GENERATOR_BOUND}: no loss up to {s.median:,.0f} pps{reps}, {short_text}{some}"
     first = stat_of(firsts)
     text = f"first loss at {first.median:,.0f} pps"
     if first.spread:
@@ -470,5 +599,6 @@ def sweep_first_loss(g: AnswerGroup) -> str:
         text += f" (n={first.n}, all equal)"
     if len(firsts) < len(g.answers):
         text += f"; {len(g.answers) - len(firsts)} of {len(g.answers)} repetitions lost nothing"
+    if shorts:
+        text += f"; below it {short_text} (not measured)"
     return text
-

@@ -83,7 +83,8 @@ def fmt_change(c: Change) -> str:
 
 def verdict(c: Change) -> str:
     if c.short:
-        return f"not compared: generator short in {c.short}"
+        what = "the generator bounded the answer (a lower bound)" if c.answer else "generator short"
+        return f"not compared: {what} in {c.short}"
     if c.delta == 0:
         return "no change"
     if c.significant:
@@ -97,7 +98,7 @@ def shown(cmp: Comparison) -> list[Change]:
     """The changes worth a row: a figure that is 0 in both runs is left out, and a measurement
     the generator fell short of shows its captured rate only (it is not judged)."""
     return [c for c in cmp.changes
-            if not (c.a.exact_zero and c.b.exact_zero) and (not c.short or c.metric.name == "rx_pps")]
+            if not (c.a.exact_zero and c.b.exact_zero) and (not c.short or c.answer or c.metric.name == "rx_pps")]
 
 
 def rows(cmp: Comparison) -> list[list[str]]:

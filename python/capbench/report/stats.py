@@ -182,10 +182,17 @@ class FirstLoss:
     group: Group | None  # the largest frame length with loss; None: no loss where measured
     lossless: tuple[int, ...]  # valid frame lengths without loss
     short: tuple[int, ...]  # frame lengths where the generator fell short (not measured)
+    lossy: tuple[Group, ...] = ()  # every valid frame length with loss, longest first
+
+    @property
+    def all_below_lost(self) -> bool:
+        """Every frame length measured below the largest lossy one lost too: loss "from N B down"."""
+        return self.group is not None and not any(n < self.group.frame_len for n in self.lossless)
 
 
 def first_loss(groups: Iterable[Group]) -> list[FirstLoss]:
-    """Per series, from the longest frames (the lightest load) down: where loss starts."""
+    """Per series, from the longest frames (the lightest load) down: where loss starts, and every
+    length that lost (a shorter length may have lost nothing: see FirstLoss.all_below_lost)."""
     by_series: dict[SeriesKey, list[Group]] = {}
     for g in groups:
         by_series.setdefault(g.series, []).append(g)
@@ -195,7 +202,7 @@ def first_loss(groups: Iterable[Group]) -> list[FirstLoss]:
         lossy = [g for g in gs if not g.short and g.any_loss]
         out.append(FirstLoss(series, lossy[0] if lossy else None,
                              tuple(g.frame_len for g in gs if not g.short and not g.any_loss),
-                             tuple(g.frame_len for g in gs if g.short)))
+                             tuple(g.frame_len for g in gs if g.short), tuple(lossy)))
     return out
 
 

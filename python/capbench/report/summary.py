@@ -4,7 +4,9 @@ From iperf-like trials when the run has them: only trials that reached their off
 load count; frame lengths where the generator fell short are named as not measured,
 never as loss. From the searches' answers otherwise (RFC 2544 throughput, else MLR's
 NDR, else a sweep's highest lossless rate); the first loss point of every search and
-sweep is named either way.
+sweep is named either way. An answer that the generator bounded (it could not hold the
+next rate, see capbench.methods.measurer) is "generator-bound (a lower bound)", never a
+capture limit, wherever it is named.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from capbench.rates import wire_bps
-from capbench.report.answers import Answer, AnswerGroup, answers_of, group_answers, main_metric, metric, rate_of
+from capbench.report.answers import (GENERATOR_BOUND, Answer, AnswerGroup, answers_of, group_answers, main_metric,
+                                     metric, rate_of)
 from capbench.report.keys import series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import (FirstLoss, Group, best_per_size, first_loss, iperf_groups, loss_text, sent_pps,
@@ -36,6 +39,24 @@ def _same_capture(a: Group, b: Group) -> bool:
     return abs(ra - rb) <= 1e-4 * max(ra, rb) and a.stat("loss_pct").median == b.stat("loss_pct").median
 
 
+def _cpu(g: Group) -> float:
+    """App + kernel load (medians), as _figures prints them (to 0.1 %)."""
+    return round(g.stat("app_cpu_pct").median, 1) + round(g.stat("kernel_cpu_pct").median, 1)
+
+
+def _tie_text(tied: list[Group], best: Group, labels: dict) -> str:
+    """The tie in words, " (X captured as much, with more CPU; Y captured as much, with less CPU)":
+    more or less CPU (app + kernel load) only where the figures say so."""
+    parts: dict[str, list[str]] = {}
+    for g in tied:
+        diff = round(_cpu(g) - _cpu(best), 1)
+        how = ", with more CPU" if diff > 0 else ", with less CPU" if diff < 0 else ""
+        parts.setdefault(how, []).append(labels[g.series])
+    order = (", with more CPU", "", ", with less CPU")
+    return " (" + "; ".join(f"{', '.join(sorted(parts[how]))} captured as much{how}" for how in order
+                            if how in parts) + ")"
+
+
 def best_lines(groups: list[Group]) -> list[str]:
     labels = series_labels(g.series for g in groups)
     lines = []
@@ -48,8 +69,8 @@ def best_lines(groups: list[Group]) -> list[str]:
         else:
             others = [g for g in at_size if not g.short and g is not best]
             alone = " (the only backend measured)" if not others and len(labels) > 1 and not short else ""
-            tied = sorted(labels[g.series] for g in others if _same_capture(g, best))
-            tie_text = f" ({', '.join(tied)} captured as much, with more CPU)" if tied else ""
+            tied = [g for g in others if _same_capture(g, best)]
+            tie_text = _tie_text(tied, best, labels) if tied else ""
             lines.append(f"{size} B: {labels[best.series]}{alone} — {_figures(best)}{tie_text}{short_text}.")
     return lines
 
@@ -61,8 +82,12 @@ def _loss_line(fl: FirstLoss, label: str) -> str:
             return f"{label}: no result — the generator fell short of the offered load at every frame length."
         return f"{label}: no loss at {_sizes(fl.lossless)}{short}."
     g = fl.group
-    return (f"{label}: loses packets from {g.frame_len} B down (loss {loss_text(g.stat('loss_pct'))} at "
-            f"{g.frame_len} B, captured {g.stat('rx_gbps').median:.3f} Gbps){short}.")
+    if fl.all_below_lost:
+        return (f"{label}: loses packets from {g.frame_len} B down (loss {loss_text(g.stat('loss_pct'))} at "
+                f"{g.frame_len} B, captured {g.stat('rx_gbps').median:.3f} Gbps){short}.")
+    # Not every shorter frame lost: name the lengths that did, and those that did not.
+    lossy = ", ".join(f"{x.frame_len} B ({loss_text(x.stat('loss_pct'))})" for x in fl.lossy)
+    return f"{label}: loses packets at {lossy}; no loss at {_sizes(fl.lossless)}{short}."
 
 
 def first_loss_lines(groups: list[Group]) -> list[str]:
@@ -135,9 +160,44 @@ def answer_best_lines(groups: Sequence[AnswerGroup]) -> list[str]:
         tied = sorted(labels[g.series] for g, s in at if g is not best and s.median >= bs.median - tol)
         wire = ", the wire rate" if _at_wire(bs.median, best) else ""
         tie = f"; {', '.join(tied)} as high (within the search's precision)" if tied else ""
+        metric_name = main_metric(method, best.metrics()) or ""
+        bound = _generator_words(best, metric_name)
+        bound = f", {bound}" if bound else ""
+        # The others whose answer the generator bounded: a lower bound of theirs, not their limit.
+        others = sorted(labels[g.series] for g, _s in at
+                        if g is not best and g.generator_bound(main_metric(method, g.metrics()) or ""))
+        other = (f"; {GENERATOR_BOUND} for {', '.join(others)}: the generator, not the capture, stopped "
+                 f"{'its' if len(others) == 1 else 'their'} search" if others else "")
         out.append(f"{size} B: {labels[best.series]} — {name} {bs.median:,.0f} pps "
-                   f"({wire_bps(bs.median, size) / 1e9:.3f} Gbps{wire}){_reps(bs)}{tie}.")
+                   f"({wire_bps(bs.median, size) / 1e9:.3f} Gbps{wire}){_reps(bs)}{bound}{tie}{other}.")
     return out
+
+
+def _generator_held(g: AnswerGroup, name: str) -> tuple[str, str] | None:
+    """For an answer `name` the generator bounded: (" in K of N repetitions" or "", "the generator
+    could not hold R pps"); None when the capture bounded it."""
+    bound = g.generator_bound(name)
+    if not bound:
+        return None
+    shorts = sorted(set(g.generator_short_pps(name)))
+    n = len(g.values(name))
+    some = f" in {len(bound)} of {n} repetitions" if len(bound) < n else ""
+    held = (f"the generator could not hold {', '.join(f'{x:,.0f}' for x in shorts)} pps" if shorts else
+            "the generator could not hold the next rate")
+    return some, held
+
+
+def _generator_words(g: AnswerGroup, name: str) -> str:
+    """The words for an answer the generator bounded, "generator-bound (a lower bound): the
+    generator could not hold R pps"; "" for one the capture bounded."""
+    found = _generator_held(g, name)
+    return f"{GENERATOR_BOUND}{found[0]}: {found[1]}" if found else ""
+
+
+def _lowest_lossy(g: AnswerGroup, name: str) -> list[float]:
+    """The lowest rates at which the capture itself lost too much, over the repetitions."""
+    key = name.removesuffix("_pps") + "_lowest_lossy_pps" if name.startswith("mlr_") else "lowest_lossy_pps"
+    return [float(x) for x in g.info_values(key)]
 
 
 def _search_point(g: AnswerGroup, name: str) -> str:
@@ -145,15 +205,28 @@ def _search_point(g: AnswerGroup, name: str) -> str:
     size = g.frame_len
     if s is None:
         return f"no answer at {size} B (cut short)"
+    found = _generator_held(g, name)
+    every = found is not None and not found[0]
     if s.median <= 0:
+        if found and every:
+            return f"{GENERATOR_BOUND} at {size} B: {found[1]}, the lowest rate tried; no rate measured the capture"
         return f"loses packets at every rate tried at {size} B"
     if _at_wire(s.median, g):
         return f"no loss up to the wire rate at {size} B"
     reps = f"; median of {s.n}" if s.n > 1 else ""
-    text = f"lossless up to {s.median:,.0f} pps ({wire_bps(s.median, size) / 1e9:.3f} Gbps{reps}) at {size} B"
-    lossy = [float(x) for x in g.info_values("lowest_lossy_pps")]
-    if lossy:
+    figure = f"{s.median:,.0f} pps ({wire_bps(s.median, size) / 1e9:.3f} Gbps{reps})"
+    lossy = _lowest_lossy(g, name)
+    if found and every:
+        # Not a capture limit: the search stopped where the generator fell short.
+        text = f"{GENERATOR_BOUND} at {size} B: {figure} passed, {found[1]}"
+        if lossy:
+            text += f"; the capture lost frames at {stat_of(lossy).median:,.0f} pps"
+        return text
+    text = f"lossless up to {figure} at {size} B"
+    if lossy and g.method == "rfc2544":
         text += f", loses at {stat_of(lossy).median:,.0f} pps"
+    if found:
+        text += f" ({_generator_words(g, name)})"
     return text
 
 
@@ -186,8 +259,12 @@ def answer_sweep_lines(groups: Sequence[AnswerGroup]) -> list[str]:
         name = f"{labels[g.series]} {g.frame_len} B (sweep)"
         s = g.stat("sweep_lossless_pps")
         firsts = [float(x) for x in g.info_values("first_lossy_pps")]
+        found = _generator_held(g, "sweep_lossless_pps")
         if s is None:
             out.append(f"{name}: no answer — the sweep was cut short before a loss.")
+        elif not firsts and found:
+            n = f" (n={s.n})" if s.n > 1 else ""
+            out.append(f"{name}: {GENERATOR_BOUND}{found[0]}: no loss up to {s.median:,.0f} pps{n}, {found[1]}.")
         elif not firsts:
             out.append(f"{name}: no loss up to {s.median:,.0f} pps" + (f" (n={s.n})." if s.n > 1 else "."))
         else:
@@ -200,7 +277,10 @@ def answer_sweep_lines(groups: Sequence[AnswerGroup]) -> list[str]:
                     f", {first.n} repetitions alike" if first.n > 1 else "")
             nolost = len(g.answers) - len(firsts)
             more = f"; {nolost} of {len(g.answers)} repetitions lost nothing" if nolost else ""
-            out.append(f"{name}: loses packets from {first.median:,.0f} pps{loss}{reps}{more}.")
+            shorts = sorted({float(x) for xs in g.info_values("short_steps_pps") for x in xs if float(x) < first.hi})
+            below = (f"; the generator could not hold {', '.join(f'{x:,.0f}' for x in shorts)} pps (not measured)"
+                     if shorts else "")
+            out.append(f"{name}: loses packets from {first.median:,.0f} pps{loss}{reps}{more}{below}.")
     return out
 
 
