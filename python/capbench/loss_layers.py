@@ -195,6 +195,9 @@ def remarks(r: TrialResult) -> list[str]:
     if r.app_load == "none" and r.lost:
         out.append("app load none: the counter read no stamps, so `received` counts every frame, "
                    "foreign ones too, and no sequence check ran")
+    if r.other_testbeds and (r.backlog_drops or r.unexplained):
+        out.append(f"other capbench test beds were in use during this trial ({', '.join(r.other_testbeds)}): "
+                   f"softnet_stat counts backlog drops per CPU for the whole host, theirs included")
     out += _interface_remarks(r)
     if r.unexplained > 0:
         out.append(f"{r.unexplained:,} lost packets no counter explains")

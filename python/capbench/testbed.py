@@ -277,6 +277,21 @@ class TestbedInfo:
         return self.state is not None and owner_alive(self.state)
 
 
+def others_in_use(own_id: str) -> tuple[str, ...]:
+    """The ids of the other test beds a running process owns (from their state files, without
+    `ip netns`): their traffic shares this host's per-CPU counters (softnet_stat)."""
+    d = state_dir()
+    if not d.is_dir():
+        return ()
+    ids = []
+    for p in sorted(d.glob("*.json")):
+        if p.stem != own_id and re.fullmatch(r"[0-9a-f]{6}", p.stem):
+            state = read_state(p.stem)
+            if state is not None and owner_alive(state):
+                ids.append(p.stem)
+    return tuple(ids)
+
+
 def list_testbeds() -> list[TestbedInfo]:
     """Every test bed that has a namespace or a state file."""
     ids: dict[str, list[str]] = {}

@@ -35,7 +35,7 @@ from capbench.binaries import Binaries
 from capbench.errors import RunError, UsageError
 from capbench.procs import ChildError, ChildSet
 from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
-from capbench.testbed import Testbed, veth_queues
+from capbench.testbed import Testbed, others_in_use, veth_queues
 
 SCHEMA = 1
 STOP_TIMEOUT_S = 10.0  # how long a trial's programs have to stop after SIGTERM
@@ -177,6 +177,9 @@ class TrialResult:
     # histogram of the frames it received, for a mix), "sent mix" (no histogram: the counter
     # read no stamps, so the received frames are taken to have the mix sent).
     rx_gbps_from: str = "frame length"
+    # Other capbench test beds in use during the trial: softnet_stat and /proc/stat count
+    # per CPU for the whole host, so their traffic on the same CPUs is in this trial's figures.
+    other_testbeds: tuple[str, ...] = ()
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
@@ -414,6 +417,7 @@ class Measurer:
                 cap.wait_for("ready", s.ready_timeout_s)
 
             links0 = self.interface_drop_counters()
+            others = set(others_in_use(tb.id))
             softnet0 = cpu.read_softnet_drops()
             stat0 = cpu.read_proc_stat()
             ticks0 = [cpu.read_pid_ticks(cap.pid) for cap in caps]
@@ -437,6 +441,7 @@ class Measurer:
 
             time.sleep(s.settle_s)
             softnet1 = cpu.read_softnet_drops()
+            others |= set(others_in_use(tb.id))
             links1 = self.interface_drop_counters()
             for child in (*caps, xdp):
                 if child is not None and not child.running:
@@ -454,6 +459,7 @@ class Measurer:
                                             None if self.kernel_rx_cpu is None else {self.kernel_rx_cpu}),
             app_cpu_pcts=[cpu.process_cpu_pct(a, b, t1 - t0) for a, b in zip(ticks0, ticks1)],
             cap_cpus_seen=cap_cpus_seen,
+            other_testbeds=tuple(sorted(others)),
             kernel_cpu_pct=(cpu.kernel_rx_pct(stat0, stat1, self.kernel_rx_cpu)
                             if self.kernel_rx_cpu is not None else 0.0),
             window_s=t1 - t0,
@@ -473,7 +479,8 @@ class Measurer:
     def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, caps: list[dict],
                 xdp: dict | None, backlog_drops: int, app_cpu_pcts: list[float], kernel_cpu_pct: float,
                 window_s: float, iface_rx_dropped: int | None = None,
-                gen_tx_dropped: int | None = None, cap_cpus_seen: tuple[int, ...] = ()) -> TrialResult:
+                gen_tx_dropped: int | None = None, cap_cpus_seen: tuple[int, ...] = (),
+                other_testbeds: tuple[str, ...] = ()) -> TrialResult:
         s = self.setup
 
         def need(summary: dict, key: str, program: str) -> Any:
@@ -591,6 +598,7 @@ class Measurer:
             ring_bytes=s.ring_bytes,
             backend_args=shlex.join(s.cap_args),
             cap_cpus_seen=cap_cpus_seen,
+            other_testbeds=other_testbeds,
             procs=len(caps),
             proc_cpus=self.proc_cpus,
             proc_received=tuple(received),

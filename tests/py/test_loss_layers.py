@@ -267,3 +267,11 @@ def test_every_remark_is_one_line_and_every_account_adds_up():
         assert_identity(r)
         for remark in loss_layers.remarks(r):
             assert "\n" not in remark and remark
+
+
+def test_backlog_drops_with_other_test_beds_in_use_are_said_to_be_shared():
+    r = result(backend="afp-v3", sent=1000, received=990, backlog_drops=10, seq_lost=10,
+               other_testbeds=("1a2b3c",))
+    assert any("other capbench test beds were in use during this trial (1a2b3c)" in x
+               for x in loss_layers.remarks(r))
+    assert not any("other capbench" in x for x in loss_layers.remarks(dataclasses.replace(r, other_testbeds=())))

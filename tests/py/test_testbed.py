@@ -58,6 +58,19 @@ def test_state_files(tmp_path, monkeypatch):
     tbmod._remove_state("abcdef")  # twice is fine
 
 
+def test_other_test_beds_in_use_are_those_with_a_living_owner(tmp_path, monkeypatch):
+    monkeypatch.setenv(tbmod.STATE_DIR_ENV, str(tmp_path))
+    for tb_id in ("aaaaaa", "bbbbbb"):
+        tbmod._write_state(tbmod.Testbed.named(tb_id), os.getpid(), "unit test")
+    dead = tbmod.Testbed.named("cccccc")
+    tbmod._write_state(dead, os.getpid(), "unit test")
+    state = json.loads((tmp_path / "cccccc.json").read_text()) | {"owner_pid": 2 ** 22 + 1}
+    (tmp_path / "cccccc.json").write_text(json.dumps(state))  # a crashed run's leftover: no traffic
+    assert tbmod.others_in_use("aaaaaa") == ("bbbbbb",)
+    monkeypatch.setenv(tbmod.STATE_DIR_ENV, str(tmp_path / "none"))
+    assert tbmod.others_in_use("aaaaaa") == ()
+
+
 def test_sigterm_raises_terminated_and_the_handler_is_restored():
     import signal
 
