@@ -18,8 +18,8 @@ from capbench.report.answers import (GENERATOR_BOUND, Answer, AnswerGroup, answe
                                      metric, rate_of)
 from capbench.report.keys import series_labels
 from capbench.report.load import Trial
-from capbench.report.stats import (FirstLoss, Group, best_per_size, first_loss, iperf_groups, loss_text, sent_pps,
-                                   stat_of, sweep_lines)
+from capbench.report.stats import (FirstLoss, Group, best_per_size, cpu_load, first_loss, iperf_groups, loss_text,
+                                   same_capture, sent_pps, stat_of, sweep_lines)
 
 def _figures(g: Group) -> str:
     rx, gbps = g.stat("rx_pps"), g.stat("rx_gbps")
@@ -33,23 +33,12 @@ def _sizes(sizes) -> str:
     return ", ".join(str(s) for s in sorted(sizes)) + " B"
 
 
-def _same_capture(a: Group, b: Group) -> bool:
-    """As many packets captured (within 0.01 %) with the same loss: only the CPU tells them apart."""
-    ra, rb = a.stat("rx_pps").median, b.stat("rx_pps").median
-    return abs(ra - rb) <= 1e-4 * max(ra, rb) and a.stat("loss_pct").median == b.stat("loss_pct").median
-
-
-def _cpu(g: Group) -> float:
-    """App + kernel load (medians), as _figures prints them (to 0.1 %)."""
-    return round(g.stat("app_cpu_pct").median, 1) + round(g.stat("kernel_cpu_pct").median, 1)
-
-
 def _tie_text(tied: list[Group], best: Group, labels: dict) -> str:
     """The tie in words, " (X captured as much, with more CPU; Y captured as much, with less CPU)":
     more or less CPU (app + kernel load) only where the figures say so."""
     parts: dict[str, list[str]] = {}
     for g in tied:
-        diff = round(_cpu(g) - _cpu(best), 1)
+        diff = round(cpu_load(g) - cpu_load(best), 1)
         how = ", with more CPU" if diff > 0 else ", with less CPU" if diff < 0 else ""
         parts.setdefault(how, []).append(labels[g.series])
     order = (", with more CPU", "", ", with less CPU")
@@ -69,7 +58,7 @@ def best_lines(groups: list[Group]) -> list[str]:
         else:
             others = [g for g in at_size if not g.short and g is not best]
             alone = " (the only backend measured)" if not others and len(labels) > 1 and not short else ""
-            tied = [g for g in others if _same_capture(g, best)]
+            tied = [g for g in others if same_capture(g, best)]
             tie_text = _tie_text(tied, best, labels) if tied else ""
             lines.append(f"{size} B: {labels[best.series]}{alone} — {_figures(best)}{tie_text}{short_text}.")
     return lines
