@@ -171,7 +171,8 @@ static int set_busy_poll(const struct afxdp *st, const struct xsk_queue *q)
 	return 0;
 }
 
-static int create_socket(const struct cap_cfg *cfg, const struct afxdp *st, struct xsk_queue *q)
+static int create_socket(const struct cap_cfg *cfg, const struct afxdp *st, struct xsk_queue *q,
+			 int quiet_busy)
 {
 	struct xsk_socket_config sc = {
 		.rx_size = st->ring_size,
@@ -209,7 +210,11 @@ static int create_socket(const struct cap_cfg *cfg, const struct afxdp *st, stru
 			fprintf(stderr, "capbench-cap: the kernel refuses an AF_XDP socket on %s queue %u "
 				"with a %u-descriptor RX ring (%s): check --queue, and use a smaller "
 				"--ring-size\n", cfg->iface, q->queue, st->ring_size, strerror(-err));
-		else
+		else if (err == -EBUSY && !quiet_busy)
+			fprintf(stderr, "capbench-cap: cannot bind an AF_XDP socket to %s queue %u: %s: "
+				"another AF_XDP socket holds that queue; stop it, or use another --queue\n",
+				cfg->iface, q->queue, strerror(-err));
+		else if (err != -EBUSY)
 			fprintf(stderr, "capbench-cap: cannot bind an AF_XDP socket to %s queue %u: %s\n",
 				cfg->iface, q->queue, strerror(-err));
 		return err == -EOPNOTSUPP || err == -ENOMEM || err == -ENOBUFS ? -EINVAL : err;
@@ -267,6 +272,9 @@ fail:
 
 /* The UMEM, socket and filled fill ring of one queue. Returns 0 or -errno
  * after printing one line; close_queue() undoes what was done either way. */
+#define BIND_BUSY_TRIES 40       /* x 50 ms: a queue still being released gets 2 s */
+#define BIND_BUSY_WAIT_US 50000
+
 static int open_queue(const struct cap_cfg *cfg, const struct afxdp *st, struct xsk_queue *q)
 {
 	struct xsk_umem_config uc = {
@@ -288,17 +296,28 @@ static int open_queue(const struct cap_cfg *cfg, const struct afxdp *st, struct 
 			"smaller --frame-count\n", st->frame_count, FRAME_SIZE, strerror(-err));
 		return err;
 	}
-	err = xsk_umem__create(&q->umem, q->area, q->area_len, &q->fq, &q->cq, &uc);
-	if (err) {
+	/* A queue stays bound for a moment after the socket that held it is closed:
+	 * the kernel releases the buffer pool (and with it the queue) in deferred work
+	 * (xp_release_deferred), so a counter started right after another on the same
+	 * queue can see EBUSY. Wait for it, a while, with a fresh UMEM each try. */
+	for (int tries = 0;; tries++) {
+		err = xsk_umem__create(&q->umem, q->area, q->area_len, &q->fq, &q->cq, &uc);
+		if (err) {
+			q->umem = NULL;
+			fprintf(stderr, "capbench-cap: %s (%s): %s\n",
+				err == -EAFNOSUPPORT ? "this kernel has no AF_XDP sockets" :
+				"the kernel refuses the UMEM", strerror(-err),
+				err == -EAFNOSUPPORT ? "use a kernel with CONFIG_XDP_SOCKETS, or another backend" :
+				"use a smaller --frame-count");
+			return err == -EAFNOSUPPORT ? -ENODEV : -EINVAL;
+		}
+		err = create_socket(cfg, st, q, tries < BIND_BUSY_TRIES);
+		if (err != -EBUSY || tries >= BIND_BUSY_TRIES)
+			break;
+		xsk_umem__delete(q->umem);
 		q->umem = NULL;
-		fprintf(stderr, "capbench-cap: %s (%s): %s\n",
-			err == -EAFNOSUPPORT ? "this kernel has no AF_XDP sockets" :
-			"the kernel refuses the UMEM", strerror(-err),
-			err == -EAFNOSUPPORT ? "use a kernel with CONFIG_XDP_SOCKETS, or another backend" :
-			"use a smaller --frame-count");
-		return err == -EAFNOSUPPORT ? -ENODEV : -EINVAL;
+		usleep(BIND_BUSY_WAIT_US);
 	}
-	err = create_socket(cfg, st, q);
 	if (err) {
 		q->xsk = NULL;
 		return err;
