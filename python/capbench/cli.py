@@ -619,11 +619,9 @@ def _check_each(argvs: list[list[str]]) -> None:
     starts, so a bad option is one line, not one per process, and no process is left
     capturing while another has failed."""
     for argv in dict.fromkeys(tuple(a) for a in argvs):
-        p = subprocess.run([*argv, "--check"], capture_output=True, text=True, check=False,
-                           stdin=subprocess.DEVNULL)
-        if p.returncode != 0:
-            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-            raise UsageError(why.split(": ", 1)[1] if why.startswith("capbench-") else why)
+        why = preflight.program_refusal([*argv, "--check"])
+        if why is not None:
+            raise UsageError(why)
 
 
 def run_forwarding_signals(*argvs: list[str]) -> int:

@@ -186,22 +186,31 @@ def _fanout_status() -> tuple[bool, str]:
     return True, "AF_PACKET sockets with TPACKET_V3 in a PACKET_FANOUT group creatable"
 
 
+def program_refusal(argv: list[str]) -> str | None:
+    """Run a capbench program's `--check` command line (it sends and opens nothing): None when
+    it accepts the options, else the last line it wrote, without the program's name."""
+    import subprocess  # noqa: PLC0415 - only the checks start a program
+
+    p = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    if p.returncode == 0:
+        return None
+    why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+    _name, sep, rest = why.partition(": ")
+    return rest if why.startswith("capbench-") and sep else why
+
+
 def check_profiles(c, gen: str, mtu: int = DEFAULT_MTU_B) -> None:
     """Every frame-length profile of campaign `c` (imix:, random:, dist:, trace:) as its
     iperf trials will send it, checked by the generator itself (`capbench-gen --check`,
     which sends nothing): its frames fit the test bed's MTU, a file reads, and the rate is
     within the link's wire rate for the profile's mean frame. Fixed lengths are checked in
     Python (campaign.check); the generator owns the profiles' rules."""
-    import subprocess  # noqa: PLC0415 - only this check starts a program
-
     profiles = sorted({s for m in c.matrices if "iperf" in m.methods for s in m.sizes if isinstance(s, str)})
     for profile in profiles:
-        argv = [gen, "--check", "--mtu", str(mtu), "--size", profile, "--rate", c.rate,
-                "--link", link_name(c.link_bps), "--engine", c.engine]
-        p = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if p.returncode != 0:
-            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-            raise UsageError(f"--sizes {profile}: {why.removeprefix('capbench-gen: ')}")
+        why = program_refusal([gen, "--check", "--mtu", str(mtu), "--size", profile, "--rate", c.rate,
+                               "--link", link_name(c.link_bps), "--engine", c.engine])
+        if why is not None:
+            raise UsageError(f"--sizes {profile}: {why}")
 
 
 def check_backend_args(c, cap: str) -> None:
@@ -209,7 +218,6 @@ def check_backend_args(c, cap: str) -> None:
     counter itself (`capbench-cap --check`, which opens nothing): an unknown option, a bad
     value or a ring too large for this machine is one line before anything is built."""
     import shlex  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
 
     from capbench.trial import ring_args  # noqa: PLC0415 - trial imports this module's callers
 
@@ -231,9 +239,7 @@ def check_backend_args(c, cap: str) -> None:
     combos = sorted({(b, args, ring) for m in c.matrices for b, args in m.backend_args if b in m.backends
                      for ring in m.rings})
     for backend, args, ring in combos:
-        argv = [cap, "--check", "--backend", backend, *ring_args(backend, ring), *shlex.split(args)]
-        p = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if p.returncode != 0:
-            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-            raise UsageError(f"--backend-args for {backend}: {why.removeprefix('capbench-cap: ')}")
+        why = program_refusal([cap, "--check", "--backend", backend, *ring_args(backend, ring), *shlex.split(args)])
+        if why is not None:
+            raise UsageError(f"--backend-args for {backend}: {why}")
 
