@@ -64,12 +64,15 @@ def kernel_rx_pct(before: dict[int, CpuJiffies], after: dict[int, CpuJiffies], c
     return 100.0 * (after[cpu].kernel_rx - before[cpu].kernel_rx) / total
 
 
-def parse_pid_stat_ticks(text: str) -> int:
-    """utime+stime (clock ticks) from the text of /proc/PID/stat.
+def _stat_fields(text: str) -> list[str]:
+    """The fields of a /proc/PID/stat line from field 3 (state) on. The command name (field 2)
+    may contain spaces and parentheses, so split after the last ')'."""
+    return text.rsplit(")", 1)[1].split()
 
-    The command name (field 2) may contain spaces and parentheses, so split after the last ')'.
-    """
-    fields = text.rsplit(")", 1)[1].split()
+
+def parse_pid_stat_ticks(text: str) -> int:
+    """utime+stime (clock ticks) from the text of /proc/PID/stat."""
+    fields = _stat_fields(text)
     # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
     return int(fields[11]) + int(fields[12])
 
@@ -147,7 +150,7 @@ def parse_cpu_list(text: str) -> set[int]:
 
 def parse_pid_stat_last_cpu(text: str) -> int:
     """The CPU a task last ran on (field 39 of /proc/PID/stat or /proc/PID/task/TID/stat)."""
-    return int(text.rsplit(")", 1)[1].split()[36])
+    return int(_stat_fields(text)[36])
 
 
 def read_thread_cpus(pid: int) -> tuple[int, ...]:
