@@ -27,6 +27,7 @@ ratio of 1: nothing was shown to get through.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -101,6 +102,25 @@ def capture_lost(trial: TrialOutcome, tolerance_frames: int = 0) -> bool:
     """The capture lost more than `tolerance_frames` frames at a load the generator held:
     capture loss, as a search may report it (a short trial is never capture loss)."""
     return not offered_short(trial) and trial.lost > tolerance_frames
+
+
+def same_load(a: float, b: float) -> bool:
+    """Two loads a search computed as the same rate (equal but for float rounding)."""
+    return math.isclose(a, b, rel_tol=1e-9)
+
+
+def bound_at(upper_pps: float | None, at_upper: Iterable[TrialOutcome], lossy: bool) -> str | None:
+    """What bounded an answer whose upper end is `upper_pps` (module doc): NOT_BOUNDED without
+    one; CAPTURE_LOSS when the trials there that the generator held were too lossy (`lossy`,
+    by the search's own rule); else GENERATOR when one of `at_upper` fell short of its load;
+    None when no trial there says (a record without them)."""
+    if upper_pps is None:
+        return NOT_BOUNDED
+    if lossy:
+        return CAPTURE_LOSS
+    if any(offered_short(r) for r in at_upper):
+        return GENERATOR
+    return None
 
 
 def generator_short_text(load_pps: float, trials: Iterable[TrialOutcome] = ()) -> str:

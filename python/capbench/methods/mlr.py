@@ -68,7 +68,6 @@ generator, and the note says so), "none" without an upper bound. Its
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -83,12 +82,14 @@ from capbench.methods.measurer import (
     SearchTrial,
     TrialOutcome,
     TrialRunner,
+    bound_at,
     check_precision_pct,
     check_trial_s,
     generator_note,
     generator_short_text,
     loss_ratio,
     offered_short,
+    same_load,
 )
 from capbench.rates import wire_bps, wire_pps
 
@@ -168,15 +169,8 @@ def what_bounded(trials: Iterable[tuple[float, float, TrialOutcome]], c: Criteri
         if not offered_short(r):
             held.setdefault(load, []).append((duration_s, loss_ratio(r)))
     lossy = sorted(load for load, ts in held.items() if classify(ts, c) == UPPER)
-    if upper_pps is None:
-        return NOT_BOUNDED, lossy[0] if lossy else None
-    at = [load for load in by_load if math.isclose(load, upper_pps, rel_tol=1e-9)]
-    if any(load in lossy for load in at):
-        bounded: str | None = CAPTURE_LOSS
-    elif any(offered_short(r) for load in at for r in by_load[load]):
-        bounded = GENERATOR
-    else:
-        bounded = None
+    at = [load for load in by_load if upper_pps is not None and same_load(load, upper_pps)]
+    bounded = bound_at(upper_pps, (r for load in at for r in by_load[load]), any(load in lossy for load in at))
     return bounded, lossy[0] if lossy else None
 
 

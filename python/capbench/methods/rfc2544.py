@@ -42,20 +42,19 @@ passed (and whose verification passed), or 0 when no trial passed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from capbench.methods.measurer import (
     CAPTURE_LOSS,
     GENERATOR,
-    NOT_BOUNDED,
     LoadMeasurer,
     OnTrial,
     Pause,
     SearchTrial,
     TrialOutcome,
     TrialRunner,
+    bound_at,
     check_loss_tolerance,
     check_pause,
     check_precision_pct,
@@ -63,6 +62,7 @@ from capbench.methods.measurer import (
     capture_lost,
     generator_note,
     offered_short,
+    same_load,
 )
 from capbench.rates import wire_bps, wire_pps
 
@@ -101,10 +101,6 @@ def trial_passed(trial: SearchTrial, loss_tolerance_frames: int) -> bool:
     return not offered_short(trial.result) and trial.result.lost <= loss_tolerance_frames
 
 
-def _same_rate(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9)
-
-
 def lowest_lossy(trials: Iterable[tuple[float, TrialOutcome]], loss_tolerance_frames: int) -> float | None:
     """The lowest rate of (rate, result) trials at which the capture lost more than the tolerance
     while the generator held the rate; None when there is none."""
@@ -117,14 +113,8 @@ def what_bounded(upper_pps: float | None, trials: Iterable[tuple[float, TrialOut
     when a trial there lost more than the tolerance with the generator holding the rate, else
     GENERATOR when one there fell short of it; NOT_BOUNDED without an upper end; None when no
     trial at `upper_pps` says (a record without them)."""
-    if upper_pps is None:
-        return NOT_BOUNDED
-    at = [r for rate, r in trials if _same_rate(rate, upper_pps)]
-    if any(capture_lost(r, loss_tolerance_frames) for r in at):
-        return CAPTURE_LOSS
-    if any(offered_short(r) for r in at):
-        return GENERATOR
-    return None
+    at = [r for rate, r in trials if upper_pps is not None and same_load(rate, upper_pps)]
+    return bound_at(upper_pps, at, any(capture_lost(r, loss_tolerance_frames) for r in at))
 
 
 def search(
@@ -210,7 +200,7 @@ def search(
     bounded_by = what_bounded(upper, tried, loss_tolerance_frames) or CAPTURE_LOSS  # a failed trial is at upper
     if bounded_by == GENERATOR and lower > 0:
         assert upper is not None
-        notes.append(generator_note(upper, (r for rate, r in tried if _same_rate(rate, upper))))
+        notes.append(generator_note(upper, (r for rate, r in tried if same_load(rate, upper))))
     return Rfc2544Result(
         frame_len=frame_len,
         link_bps=link_bps,
