@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capbench import __version__, campaign, host_sysctl, netns, preflight, runner, tables, testbed
+from capbench import __version__, campaign, host_sysctl, netns, preflight, runner, rxmode, tables, testbed
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
 from capbench.methods.dispatch import METHODS
@@ -129,6 +129,17 @@ examples:
 
 BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
                 "host-wide) to N packets, put back afterwards")
+
+def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
+    """--rx-mode and --napi-sched: the test bed's receive model (capbench.rxmode)."""
+    modes = "; ".join(f"{name}: {text}" for name, text in rxmode.RX_MODES.items())
+    parser.add_argument("--rx-mode", default=rxmode.DEFAULT_RX_MODE, metavar="MODE",
+                        help=f"where the capture side's receive work runs ({modes}; default: %(default)s)")
+    parser.add_argument("--napi-sched", default=rxmode.DEFAULT_NAPI_SCHED, metavar="POLICY",
+                        help="--rx-mode napi: the NAPI thread's scheduling, `other` (the normal scheduler, "
+                             "taking turns with a counter on its CPU) or `fifo:N` (real-time priority N, as a "
+                             "NIC's interrupt work preempts user space; default: %(default)s)")
+
 
 PASSTHROUGH = {
     "gen": ("capbench-gen", "run the traffic generator capbench-gen on any interface"),
@@ -253,6 +264,7 @@ def build_parser() -> Parser:
     run.add_argument("--repeat", type=int, metavar="N", help="run every step N times (default: 1)")
     run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (see campaigns/)")
     run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
+    add_rx_mode_args(run)
     run.add_argument("--backlog", type=int, metavar="N",
                      help=BACKLOG_HELP + " (default: leave it as it is)")
     run.add_argument("--tune", action="store_true",
@@ -276,6 +288,7 @@ def build_parser() -> Parser:
     up.add_argument("--rx-cpu", type=int, default=None, metavar="N",
                     help="CPU for the capture veth's receive work (RPS); default: no steering")
     up.add_argument("--backlog", type=int, metavar="N", help=BACKLOG_HELP + " until `down`")
+    add_rx_mode_args(up)
     down = tbsub.add_parser("down", help="remove test bed ID, or all that no running capbench owns")
     down.add_argument("id", nargs="?", metavar="ID", help="the 6 hex digits of a test bed (see status)")
     down.add_argument("--force", action="store_true",
@@ -425,6 +438,19 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
     return campaign_from_args(args), None, None
 
 
+def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]:
+    """The receive model of a run (checked), a resumed run's own from its run.json."""
+    if resume is not None:
+        bed = (read_run(resume) or {}).get("testbed") or {}
+        mode, sched = bed.get("rx_mode", "rps"), bed.get("napi_sched") or rxmode.DEFAULT_NAPI_SCHED
+    else:
+        mode, sched = args.rx_mode, args.napi_sched
+    rxmode.check_mode(mode)
+    sched = rxmode.NapiSched.parse(sched).text
+    rxmode.check_available(mode)
+    return mode, sched
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
@@ -440,8 +466,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
     for proc_cpu in c.proc_cpus or ():
         preflight.check_cpus(proc_cpus=proc_cpu)
+    rx_mode, napi_sched = rx_mode_of(args, resume)
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
-                             command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune)
+                             command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune,
+                             rx_mode=rx_mode, napi_sched=napi_sched)
     return runner.execute(c, opts, binaries, resume=resume)
 
 
@@ -456,15 +484,24 @@ def cmd_testbed(args: argparse.Namespace) -> int:
     if args.action == "up":
         if args.rx_cpu is not None:
             preflight.check_cpus(rx_cpu=args.rx_cpu)
+        rx_mode, napi_sched = rx_mode_of(args, None)
         with testbed.sigterm_raises():
             # The owner is this short-lived process: the test bed stays until `testbed down`.
-            tb = testbed.create(args.rx_cpu, purpose="testbed up", backlog=args.backlog)
+            tb = testbed.create(args.rx_cpu, purpose="testbed up", backlog=args.backlog, rx_mode=rx_mode,
+                                napi_sched=napi_sched)
         print(f"test bed {tb.id}")
         print(f"  generator side: namespace {tb.gen_ns}  interface {tb.gen_if}  MAC {tb.gen_mac}")
         print(f"  capture side:   namespace {tb.cap_ns}  interface {tb.cap_if}  MAC {tb.cap_mac}")
         print(f"  capbench-gen sends to {tb.dst_mac} (no interface has it: the capture side sees other-host frames)")
-        rps = "not steered (the sending CPU)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu} (RPS)"
-        print(f"  kernel receive work on the capture side: {rps}")
+        if tb.rx_mode == "napi":
+            where = "the CPU the scheduler picks (no --rx-cpu)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu}"
+            print(f"  kernel receive work on the capture side: a NAPI thread, to go on {where} with {tb.napi_sched}")
+            print(f"  note: the kernel starts the thread napi/{tb.cap_if}-N when an XDP program is attached; "
+                  f"`capbench run` places it per trial; by hand: `echo 1 > /sys/class/net/{tb.cap_if}/threaded` "
+                  f"in {tb.cap_ns}, then `taskset -pc CPU PID` and `chrt -f -p PRIO PID`")
+        else:
+            rps = "not steered (the sending CPU)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu} (RPS)"
+            print(f"  kernel receive work on the capture side: {rps}")
         if args.backlog is not None:
             print(f"  net.core.netdev_max_backlog: at least {args.backlog} until `down`")
         print(f"  note: frames of the xdp engine reach {tb.cap_if} only while an XDP program is attached")

@@ -4,11 +4,16 @@ which counter says so, and where the counters disagree.
 Layers, from the wire up (each with the counter it comes from):
 
     generator    frames that left late (capbench-gen's schedule; late, not lost)
-    interface    sent − delivered (the XDP program on the capture veth counts
-                 what arrived), the part the capture interface's own rx_dropped
-                 counted (its ring had no room) ...
+    rx ring      sent − delivered (the XDP program on the capture veth counts
+                 what arrived), the part the capture veth's 256-frame receive ring
+                 had no room for: the sender's tx_queue_N_xdp_xmit_errors (ethtool -S),
+                 the NIC ring's overflow ...
+    interface    ... (records without that counter: the part the capture
+                 interface's rx_dropped counted) ...
     link         ... and the part no interface counter saw (accounting.interface_share)
-    backlog      softnet_stat's drops on the receive CPU (the RPS queue)
+    backlog      the RPS queue's drops: the capture interface's own rx_dropped less
+                 the ring's (the kernel charges a refused frame to its device);
+                 softnet_stat, per CPU for the whole host, only where that was not read
     socket       PACKET_STATISTICS tp_drops (freeze_q counted apart); for pcap,
                  libpcap's ps_drop
     AF_XDP       XDP_STATISTICS, each cause on its own line: the fill ring empty
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capbench import accounting
+from capbench import accounting, rxmode
 from capbench.trial import TrialResult
 
 
@@ -84,8 +89,13 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
     if r.link_drops:
         out += _link_layers(r)
     if r.backlog_drops:
-        cpu = "" if r.kernel_rx_cpu is None else f", CPU {r.kernel_rx_cpu}"
-        out.append(("backlog", r.backlog_drops, f"/proc/net/softnet_stat drops{cpu}"))
+        if r.iface_rx_dropped is None:
+            cpu = "" if r.kernel_rx_cpu is None else f", CPU {r.kernel_rx_cpu}"
+            out.append(("backlog", r.backlog_drops, f"/proc/net/softnet_stat drops{cpu} (host-wide: "
+                                                    f"{cap_iface(r)} rx_dropped was not read)"))
+        else:
+            out.append(("backlog", r.backlog_drops, f"{cap_iface(r)} rx_dropped {r.iface_rx_dropped:,} − rx ring "
+                                                    f"{r.ring_drops or 0:,}: the RPS backlog queue was full"))
     if r.socket_drops:
         if r.backend == "pcap":
             out.append(("socket", r.socket_drops, "libpcap's ps_drop (pcap_stats)"))
@@ -115,10 +125,22 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
 
 
 def _link_layers(r: TrialResult) -> list[tuple[str, int, str]]:
-    """The link layer (sent − delivered), split by the capture interface's rx_dropped."""
+    """The link layer (sent − delivered): the receive ring's overflow by the sender's own
+    counter, and the rest, which no counter saw; records without the ring counter are split
+    by the capture interface's rx_dropped."""
     counter = ("capbench-xdpcount on the capture veth" if "xdpcount" in r.raw
                else f"{r.backend}'s XDP program")
     base = f"sent − delivered ({counter})"
+    if r.ring_drops is not None:
+        ring = max(0, min(r.link_drops, r.ring_drops))
+        out = []
+        if ring:
+            out.append(("rx ring", ring, f"{base}: {gen_iface(r)} tx_queue_N_xdp_xmit_errors (ethtool -S), no room "
+                                         f"in {cap_iface(r)}'s {rxmode.VETH_RING_FRAMES}-frame receive ring"))
+        if r.link_drops - ring:
+            out.append(("link", r.link_drops - ring, f"{base}, in no interface counter (the ring's overflow "
+                                                     f"counted {r.ring_drops:,})"))
+        return out
     share = interface_share(r)
     if share is None:  # not read: a record of an older capbench, or a counter that could not be read
         return [("interface", r.link_drops, base)]
@@ -195,9 +217,11 @@ def remarks(r: TrialResult) -> list[str]:
     if r.app_load == "none" and r.lost:
         out.append("app load none: the counter read no stamps, so `received` counts every frame, "
                    "foreign ones too, and no sequence check ran")
-    if r.other_testbeds and (r.backlog_drops or r.unexplained):
-        out.append(f"other capbench test beds were in use during this trial ({', '.join(r.other_testbeds)}): "
-                   f"softnet_stat counts backlog drops per CPU for the whole host, theirs included")
+    out += _softnet_remarks(r)
+    if r.schedule_slipped:
+        out.append(f"generator: fell up to {r.gen_max_lag_ns / 1e6:,.1f} ms behind and caught up with a burst of "
+                   f"about {r.catchup_burst_frames:,} frames, more than the {rxmode.VETH_RING_FRAMES}-frame receive "
+                   f"ring holds; what it lost counts as lost")
     out += _interface_remarks(r)
     if r.unexplained > 0:
         out.append(f"{r.unexplained:,} lost packets no counter explains")
@@ -205,6 +229,26 @@ def remarks(r: TrialResult) -> list[str]:
         out.append(f"the kernel counters claim {-r.unexplained:,} more drops than packets were lost "
                    f"(other traffic on the same CPU, or a counter that wrapped)")
     return out
+
+
+def _softnet_remarks(r: TrialResult) -> list[str]:
+    """softnet_stat's backlog drops, a host-wide cross-check: what they say beyond this trial's own
+    device counter is other traffic on the receive CPU (another test bed, another device)."""
+    if r.iface_rx_dropped is None:  # the backlog layer is softnet_stat's (an older record, or not read)
+        if r.other_testbeds and (r.backlog_drops or r.unexplained):
+            return [f"other capbench test beds were in use during this trial ({', '.join(r.other_testbeds)}): "
+                    f"softnet_stat counts backlog drops per CPU for the whole host, theirs included"]
+        return []
+    if r.host_softnet_drops is None or r.host_softnet_drops == r.backlog_drops:
+        return []
+    cpu = "" if r.kernel_rx_cpu is None else f" on CPU {r.kernel_rx_cpu}"
+    beds = f"; other capbench test beds in use: {', '.join(r.other_testbeds)}" if r.other_testbeds else ""
+    if r.host_softnet_drops > r.backlog_drops:
+        return [f"softnet_stat counted {r.host_softnet_drops:,} backlog drops{cpu} (whole host), this trial's "
+                f"{cap_iface(r)} {r.backlog_drops:,}: {r.host_softnet_drops - r.backlog_drops:,} were other "
+                f"traffic's, not charged here{beds}"]
+    return [f"softnet_stat counted {r.host_softnet_drops:,} backlog drops{cpu}, fewer than the {r.backlog_drops:,} "
+            f"that {cap_iface(r)}'s rx_dropped leaves for the backlog (rx_dropped counts other drops too)"]
 
 
 def _interface_remarks(r: TrialResult) -> list[str]:

@@ -19,13 +19,15 @@ from collections.abc import Sequence
 from capbench.errors import RunError
 
 IP = "ip"
+PACKAGES = {"ip": "iproute2", "ethtool": "ethtool", "sh": "dash"}  # program -> its Debian package
 
 
 def _run(argv: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
         proc = subprocess.run(list(argv), capture_output=True, text=True, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
-        raise RunError(f"{argv[0]} not found: install iproute2 (apt-get install iproute2)") from None
+        package = PACKAGES.get(argv[0], argv[0])
+        raise RunError(f"{argv[0]} not found: install {package} (apt-get install {package})") from None
     if check and proc.returncode != 0:
         msg = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         raise RunError(f"`{shlex.join(argv)}` failed: {msg}")
@@ -42,6 +44,11 @@ def exec_argv(netns: str | None, argv: Sequence[str]) -> list[str]:
     if netns is None:
         return list(argv)
     return [IP, "netns", "exec", netns, *argv]
+
+
+def run_in(netns: str | None, argv: Sequence[str]) -> str:
+    """Run a program inside `netns` (None: capbench's own) to completion; its stdout."""
+    return _run(exec_argv(netns, argv)).stdout
 
 
 def list_netns() -> list[str]:
@@ -113,7 +120,7 @@ def sh(netns: str | None, script: str) -> str:
     return _run(exec_argv(netns, ["sh", "-c", script])).stdout
 
 
-def write_file(netns: str, path: str, value: str) -> None:
+def write_file(netns: str | None, path: str, value: str) -> None:
     """Write `value` to a /proc/sys or /sys file as seen from inside `netns`."""
     sh(netns, f"echo {shlex.quote(value)} > {shlex.quote(path)}")
 

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from capbench import campaign as cmod
-from capbench import campaign_run, cpu, hygiene, results, tables, testbed
+from capbench import campaign_run, cpu, hygiene, results, rxmode, tables, testbed
 from capbench.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
@@ -40,6 +40,8 @@ class RunOptions:
     command: Sequence[str]
     tune: bool = False
     campaign_source: str | None = None  # the TOML text of --campaign, kept in run.json for --resume
+    rx_mode: str = rxmode.DEFAULT_RX_MODE  # the test bed's receive model (rxmode)
+    napi_sched: str = rxmode.DEFAULT_NAPI_SCHED
 
 
 def note(text: str) -> None:
@@ -158,7 +160,8 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
                                 f"machine" for p in shared]
     first_rx = step_placement(c, steps[0]).rx_cpu if steps else None
     status = 0
-    with testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune) as tb:
+    with testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune, rx_mode=opts.rx_mode,
+                         napi_sched=opts.napi_sched) as tb:
         writer.meta["testbed"] = dataclasses.asdict(tb)
         state = testbed.read_state(tb.id) or {}
         tuned_if = hygiene.tune_interface(tb.cap_ns, tb.cap_if) if opts.tune else {}
@@ -167,13 +170,13 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
         if opts.tune:
             writer.meta["system"]["tuned_interface"] = {tb.cap_if: tuned_if}
         note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
-        rps = {"cpu": first_rx}
+        steered = {"cpu": first_rx}
 
         def make_measurer(step: cmod.Step) -> Measurer:
             p = step_placement(c, step)
-            if p.rx_cpu != rps["cpu"]:  # steer the receive work of this step's placement
-                testbed.set_rps(tb, p.rx_cpu, testbed.veth_queues())
-                rps["cpu"] = p.rx_cpu
+            if p.rx_cpu != steered["cpu"]:  # steer the receive work of this step's placement
+                testbed.steer(tb, p.rx_cpu)
+                steered["cpu"] = p.rx_cpu
             size = step.size
             setup = TrialSetup(backend=step.backend, frame_len=size if isinstance(size, int) else 0,
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,

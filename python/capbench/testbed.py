@@ -5,9 +5,10 @@
 
 `id` is 6 random hex digits, so parallel runs and tests do not collide.
 IPv6 is disabled in both namespaces before the veth appears (otherwise the
-kernel would send router solicitations: foreign frames in a capture). On a
-veth the receive work runs on the sending CPU unless RPS steers it, so the
-capture veth's RPS mask selects the CPU that does the kernel's receive work.
+kernel would send router solicitations: foreign frames in a capture). Where
+the capture side's receive work runs is the test bed's receive model
+(`rx_mode`, see capbench.rxmode): a NAPI kernel thread on the receive CPU
+(napi), or the sender's softirq with RPS to the receive CPU (rps).
 
 A state file /run/capbench/testbeds/<id>.json records the owner's pid (and its
 start time, against pid reuse). `destroy_stale()` removes every capbench-*
@@ -28,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from capbench import cpu, host_sysctl, netns
+from capbench import cpu, host_sysctl, netns, rxmode
 from capbench.errors import RunError, Terminated
 
 STATE_DIR_ENV = "CAPBENCH_STATE_DIR"
@@ -61,9 +62,13 @@ class Testbed:
     cap_if: str
     gen_mac: str
     cap_mac: str
-    rx_cpu: int | None  # CPU the capture veth's RPS mask selects; None: not steered
+    rx_cpu: int | None  # CPU that does the capture side's receive work; None: not steered
     dst_mac: str = DST_MAC
     backlog: int | None = None  # net.core.netdev_max_backlog raised for this test bed (host_sysctl)
+    # The receive model (rxmode.RX_MODES). A hand-made set-up (real NICs) is "rps": capbench
+    # leaves its NAPI alone and steers at most its RPS mask.
+    rx_mode: str = "rps"
+    napi_sched: str = ""  # napi mode: the NAPI thread's scheduling (rxmode.NapiSched)
 
     @classmethod
     def named(cls, tb_id: str, rx_cpu: int | None = None) -> Testbed:
@@ -153,6 +158,16 @@ def set_rps(tb: Testbed, cpu: int | None, queues: int = 1) -> None:
         netns.write_file(tb.cap_ns, f"/sys/class/net/{tb.cap_if}/queues/rx-{q}/rps_cpus", mask)
 
 
+def steer(tb: Testbed, rx_cpu: int | None) -> Testbed:
+    """Make `rx_cpu` the CPU of the capture side's receive work; the test bed that says so.
+
+    rps: the capture veth's RPS mask selects it. napi: RPS is off (with a mask, the NAPI
+    thread would queue every frame to a backlog, even its own CPU's) and each trial pins
+    the NAPI thread to it (rxmode.place)."""
+    set_rps(tb, rx_cpu if tb.rx_mode == "rps" else None, veth_queues())
+    return dataclasses.replace(tb, rx_cpu=rx_cpu)
+
+
 def veth_queues() -> int:
     """One queue pair per CPU. A frame XDP-redirected into a veth goes to the peer's
     receive queue of the sending CPU (CPU number modulo the queues): with one queue,
@@ -180,15 +195,21 @@ def wait_until_up(tb: Testbed, timeout_s: float = 5.0) -> None:
 
 
 def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
-           backlog: int | None = None, tune: bool = False) -> Testbed:
+           backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
+           napi_sched: str = rxmode.DEFAULT_NAPI_SCHED) -> Testbed:
     """Build a new test bed owned by this process; on failure remove what was built and raise.
 
     `purpose` is shown by `capbench testbed status` ("run", "testbed up", a test's name).
     `backlog` raises net.core.netdev_max_backlog to at least that many packets until
-    the test bed is destroyed (see host_sysctl).
+    the test bed is destroyed (see host_sysctl). `rx_mode` and `napi_sched`: see rxmode.
     """
+    rxmode.check_mode(rx_mode)
+    rxmode.check_available(rx_mode)
+    sched = rxmode.NapiSched.parse(napi_sched).text if rx_mode == "napi" else ""
+
     def named() -> Testbed:
-        return dataclasses.replace(Testbed.named(secrets.token_hex(3), rx_cpu), backlog=backlog)
+        return dataclasses.replace(Testbed.named(secrets.token_hex(3), rx_cpu), backlog=backlog,
+                                   rx_mode=rx_mode, napi_sched=sched)
 
     tb = named()
     while read_state(tb.id) is not None or tb.gen_ns in netns.list_netns():
@@ -209,7 +230,7 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
         )
         for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
             netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
-        set_rps(tb, rx_cpu, int(queues))
+        steer(tb, rx_cpu)
         restore = []
         if backlog is not None:
             raised = host_sysctl.raise_to(host_sysctl.BACKLOG, backlog)
@@ -342,11 +363,13 @@ def sigterm_raises() -> Iterator[None]:
 
 @contextlib.contextmanager
 def testbed(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
-            backlog: int | None = None, tune: bool = False) -> Iterator[Testbed]:
+            backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
+            napi_sched: str = rxmode.DEFAULT_NAPI_SCHED) -> Iterator[Testbed]:
     """A test bed for the duration of a `with` block, removed on exit, exceptions,
     KeyboardInterrupt and SIGTERM."""
     with sigterm_raises():
-        tb = create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog, tune=tune)
+        tb = create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog, tune=tune, rx_mode=rx_mode,
+                    napi_sched=napi_sched)
         try:
             yield tb
         finally:
