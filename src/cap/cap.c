@@ -640,6 +640,22 @@ static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ct
 		m->received = m->seq.unique;
 }
 
+/* What trailer frames said (stamp.h): how many arrived, the sent count and
+ * last sequence number they carry; `streams` >= 0: of how many streams. */
+static void put_trailer(struct cb_json *j, uint64_t seen, uint64_t sent, uint64_t last_seq,
+			int64_t streams)
+{
+	cb_json_obj_begin(j, "trailer");
+	cb_json_u64(j, "seen", seen);
+	if (streams >= 0)
+		cb_json_u64(j, "streams", (uint64_t)streams);
+	if (seen) {
+		cb_json_u64(j, "sent", sent);
+		cb_json_u64(j, "last_seq", last_seq);
+	}
+	cb_json_obj_end(j);
+}
+
 /* Each generator stream's own counts (one per generator thread). */
 static void put_streams(struct cb_json *j, const struct cb_seqset *s)
 {
@@ -654,10 +670,12 @@ static void put_streams(struct cb_json *j, const struct cb_seqset *s)
 		snprintf(key, sizeof(key), "%u", i);
 		cb_json_obj_begin(j, key);
 		cb_json_u64(j, "received", t->unique);
-		cb_json_u64(j, "lost", cb_seqtrack_lost(t, 0));
+		cb_json_u64(j, "lost", cb_seqtrack_lost_tail(t));
 		cb_json_u64(j, "duplicates", t->duplicates);
 		cb_json_u64(j, "reordered", t->reordered);
 		cb_json_u64(j, "max_seq", t->next ? t->next - 1 : 0);
+		if (t->trailer.seen)
+			put_trailer(j, t->trailer.seen, t->trailer.sent, t->trailer.last_seq, -1);
 		cb_json_obj_end(j);
 	}
 	cb_json_obj_end(j);
@@ -694,6 +712,12 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		cb_json_u64(&j, "foreign", m->foreign);
 	if (!be->kernel_counter && stamps_read) {
 		cb_json_u64(&j, "lost", m->seq.lost);
+		/* lost counts a stream's lost tail only once its trailer arrived:
+		 * say whether every stream's did. */
+		cb_json_bool(&j, "tail_loss_counted",
+			     m->seq.streams && m->seq.trailer_streams == m->seq.streams);
+		put_trailer(&j, m->seq.trailer_seen, m->seq.trailer_sent, m->seq.trailer_last_seq,
+			    (int64_t)m->seq.trailer_streams);
 		cb_json_u64(&j, "duplicates", m->seq.duplicates);
 		cb_json_u64(&j, "reordered", m->seq.reordered);
 		cb_json_u64(&j, "too_old", m->seq.too_old);

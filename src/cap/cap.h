@@ -81,6 +81,7 @@ struct cap_worker {
 	uint64_t packets;          /* every frame read */
 	uint64_t bytes;            /* their length on the wire (without FCS) */
 	uint64_t foreign;          /* frames without the capbench stamp */
+	uint64_t trailers;         /* trailer frames (stamp.h): neither received nor foreign */
 	uint64_t received;         /* capbench frames, each sequence number once */
 	uint64_t alloc_failures;
 	struct cb_seqset seq;
@@ -227,6 +228,13 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 			else
 				w->rx.early++;
 		}
+	} else if (cb_trailer_parse(data, caplen, &seq, &tx_ns, &stream)) {
+		/* A trailer carries the stream's last sequence number in the
+		 * seq field and its sent count in the tx_ns field. */
+		w->trailers++;
+		if (cb_seqset_trailer(&w->seq, stream, seq, tx_ns) < 0 ||
+		    (w->merge && cb_seqmerge_trailer(w->merge, stream, seq, tx_ns) < 0))
+			w->alloc_failures++;
 	} else {
 		w->foreign++;
 	}

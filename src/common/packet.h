@@ -40,11 +40,14 @@ uint16_t cb_inet_csum(const void *data, size_t len);
 /* Write seq and tx_ns into a built frame's stamp. */
 void cb_stamp_write(uint8_t *frame, uint64_t seq, uint64_t tx_ns);
 
-/* A capbench frame: IPv4 without options, UDP to CB_UDP_DST_PORT, long
- * enough for the stamp, magic present. On success fills the out-values and
- * returns 1; returns 0 for any other (foreign) frame. */
-static inline int cb_stamp_parse(const uint8_t *f, size_t len, uint64_t *seq,
-				 uint64_t *tx_ns, unsigned int *stream)
+/* Write a trailer stamp (stamp.h) into a built frame: the stream's last
+ * sequence number and its sent count. */
+void cb_trailer_write(uint8_t *frame, uint64_t last_seq, uint64_t sent);
+
+/* The magic of a capbench-shaped frame (IPv4 without options, UDP to
+ * CB_UDP_DST_PORT, long enough for the stamp), else 0; the stream id into
+ * *stream. */
+static inline unsigned int cb_stamp_magic(const uint8_t *f, size_t len, unsigned int *stream)
 {
 	if (len < CB_STAMP_OFF + CB_STAMP_LEN)
 		return 0;
@@ -54,11 +57,31 @@ static inline int cb_stamp_parse(const uint8_t *f, size_t len, uint64_t *seq,
 		return 0;
 	if (((unsigned)f[36] << 8 | f[37]) != CB_UDP_DST_PORT)
 		return 0;
-	if ((f[CB_STAMP_OFF] | (unsigned)f[CB_STAMP_OFF + 1] << 8) != CB_STAMP_MAGIC)
+	*stream = (uint8_t)(((unsigned)f[34] << 8 | f[35]) - CB_UDP_SRC_PORT_BASE);
+	return f[CB_STAMP_OFF] | (unsigned)f[CB_STAMP_OFF + 1] << 8;
+}
+
+/* A capbench data frame: capbench-shaped with CB_STAMP_MAGIC. On success
+ * fills the out-values and returns 1; returns 0 for any other frame (a
+ * trailer or a foreign one). */
+static inline int cb_stamp_parse(const uint8_t *f, size_t len, uint64_t *seq,
+				 uint64_t *tx_ns, unsigned int *stream)
+{
+	if (cb_stamp_magic(f, len, stream) != CB_STAMP_MAGIC)
 		return 0;
 	__builtin_memcpy(seq, f + CB_STAMP_OFF + 2, 8);
 	__builtin_memcpy(tx_ns, f + CB_STAMP_OFF + 10, 8);
-	*stream = (uint8_t)(((unsigned)f[34] << 8 | f[35]) - CB_UDP_SRC_PORT_BASE);
+	return 1;
+}
+
+/* A trailer frame (stamp.h): returns 1 and its fields, else 0. */
+static inline int cb_trailer_parse(const uint8_t *f, size_t len, uint64_t *last_seq,
+				   uint64_t *sent, unsigned int *stream)
+{
+	if (cb_stamp_magic(f, len, stream) != CB_TRAILER_MAGIC)
+		return 0;
+	__builtin_memcpy(last_seq, f + CB_STAMP_OFF + 2, 8);
+	__builtin_memcpy(sent, f + CB_STAMP_OFF + 10, 8);
 	return 1;
 }
 
