@@ -598,6 +598,21 @@ static void print_interval(double t_s, double dt_s, const struct published *now,
 	*prev = *now;
 }
 
+/* The CPU worker i is pinned to: its own, else the process's (-1: none). */
+static int worker_cpu(const struct cap_cfg *cfg, unsigned int i)
+{
+	return cfg->worker_cpus[i] >= 0 ? cfg->worker_cpus[i] : cfg->cpu;
+}
+
+/* "worker_cpus": [the CPU of each worker], in the ready and summary lines. */
+static void put_worker_cpus(struct cb_json *j, const struct cap_cfg *cfg)
+{
+	cb_json_arr_begin(j, "worker_cpus");
+	for (unsigned int i = 0; i < cfg->workers; i++)
+		cb_json_arr_i64(j, worker_cpu(cfg, i));
+	cb_json_arr_end(j);
+}
+
 /* The workers' final counts merged into one: sums, and the sequence
  * numbers over the union of what they saw (seqmerge.h) when there are
  * several. */
@@ -753,10 +768,9 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	if (be->summary)
 		be->summary(state, &j);
 	if (!be->kernel_counter && cfg->load.kind != APP_LOAD_NONE) {
-		/* raw and afxdp get no per-packet time from the kernel: their
-		 * times are when the read loop took the batch. */
-		cb_json_str(&j, "rx_clock", be == &cap_backend_raw || be == &cap_backend_afxdp ? "read"
-												 : "kernel");
+		/* afxdp gets no per-packet time from the kernel: its times are
+		 * when the read loop took the batch. */
+		cb_json_str(&j, "rx_clock", be == &cap_backend_afxdp ? "read" : "kernel");
 		cap_rx_stats_json(&m->rx, &j, cfg->group_size, cfg->groups);
 		if (cfg->workers == 1)
 			put_streams(&j, &ctx[0].w.seq);
@@ -788,11 +802,12 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	if (m->alloc_failures)
 		cb_json_u64(&j, "untracked", m->alloc_failures);
 	cb_json_i64(&j, "cpu", cfg->cpu);
+	put_worker_cpus(&j, cfg);
 	cb_json_arr_begin(&j, "workers");
 	for (unsigned int i = 0; i < cfg->workers; i++) {
 		cb_json_elem_begin(&j);
 		cb_json_u64(&j, "worker", i);
-		cb_json_i64(&j, "cpu", cfg->worker_cpus[i] >= 0 ? cfg->worker_cpus[i] : cfg->cpu);
+		cb_json_i64(&j, "cpu", worker_cpu(cfg, i));
 		cb_json_u64(&j, "packets", ctx[i].w.packets);
 		cb_json_u64(&j, "received", ctx[i].w.received);
 		if (be->worker_stats) {
@@ -910,6 +925,7 @@ int main(int argc, char **argv)
 	cb_json_str(&j, "iface", cfg.iface);
 	cb_json_i64(&j, "cpu", cfg.cpu);
 	cb_json_u64(&j, "workers", n);
+	put_worker_cpus(&j, &cfg);
 	cb_json_end(&j, stdout);
 
 	end = cfg.duration_s > 0 ? start + (uint64_t)(cfg.duration_s * 1e9) : UINT64_MAX;
