@@ -617,7 +617,7 @@ static void put_worker_cpus(struct cb_json *j, const struct cap_cfg *cfg)
  * numbers over the union of what they saw (seqmerge.h) when there are
  * several. */
 struct merged {
-	uint64_t packets, bytes, foreign, received, alloc_failures;
+	uint64_t packets, bytes, foreign, received, trailers, alloc_failures;
 	struct cb_seqtotals seq;
 	struct cap_rx_stats rx;
 	int err;
@@ -638,6 +638,7 @@ static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ct
 		m->packets += w->packets;
 		m->bytes += w->bytes;
 		m->foreign += w->foreign;
+		m->trailers += w->trailers;
 		m->received += w->received;
 		m->alloc_failures += w->alloc_failures;
 		if (!m->err)
@@ -725,6 +726,13 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_bool(&j, "stamps_read", stamps_read);
 	if (stamps_read)
 		cb_json_u64(&j, "foreign", m->foreign);
+	/* A kernel counter (xdp) counts trailer frames but keeps no sequence
+	 * numbers of its own to count a tail with. */
+	if (be->kernel_counter) {
+		cb_json_obj_begin(&j, "trailer");
+		cb_json_u64(&j, "seen", m->trailers);
+		cb_json_obj_end(&j);
+	}
 	if (!be->kernel_counter && stamps_read) {
 		cb_json_u64(&j, "lost", m->seq.lost);
 		/* lost counts a stream's lost tail only once its trailer arrived:
