@@ -194,7 +194,7 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 			     uint32_t wirelen, uint64_t rx_ns)
 {
 	uint64_t seq, tx_ns;
-	unsigned int stream;
+	unsigned int stream, magic;
 
 	w->packets++;
 	w->bytes += wirelen;
@@ -205,7 +205,8 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 		w->received++;
 		goto out;
 	}
-	if (cb_stamp_parse(data, caplen, &seq, &tx_ns, &stream)) {
+	magic = cb_stamp_read(data, caplen, &seq, &tx_ns, &stream);
+	if (magic == CB_STAMP_MAGIC) {
 		int r = cb_seqset_add(&w->seq, stream, seq);
 		uint32_t len = wirelen + CB_FCS_LEN;
 
@@ -228,7 +229,7 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 			else
 				w->rx.early++;
 		}
-	} else if (cb_trailer_parse(data, caplen, &seq, &tx_ns, &stream)) {
+	} else if (magic == CB_TRAILER_MAGIC) {
 		/* A trailer carries the stream's last sequence number in the
 		 * seq field and its sent count in the tx_ns field. */
 		w->trailers++;

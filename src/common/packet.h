@@ -61,28 +61,34 @@ static inline unsigned int cb_stamp_magic(const uint8_t *f, size_t len, unsigned
 	return f[CB_STAMP_OFF] | (unsigned)f[CB_STAMP_OFF + 1] << 8;
 }
 
-/* A capbench data frame: capbench-shaped with CB_STAMP_MAGIC. On success
- * fills the out-values and returns 1; returns 0 for any other frame (a
- * trailer or a foreign one). */
-static inline int cb_stamp_parse(const uint8_t *f, size_t len, uint64_t *seq,
-				 uint64_t *tx_ns, unsigned int *stream)
+/* The stamp of a capbench-shaped frame: its magic (CB_STAMP_MAGIC for a data
+ * frame, CB_TRAILER_MAGIC for a trailer, anything else for a foreign frame,
+ * 0 for one not capbench-shaped) and, for the two of ours, its two fields:
+ * seq and tx_ns of a data frame, last_seq and sent of a trailer (stamp.h). */
+static inline unsigned int cb_stamp_read(const uint8_t *f, size_t len, uint64_t *a, uint64_t *b,
+					 unsigned int *stream)
 {
-	if (cb_stamp_magic(f, len, stream) != CB_STAMP_MAGIC)
-		return 0;
-	__builtin_memcpy(seq, f + CB_STAMP_OFF + 2, 8);
-	__builtin_memcpy(tx_ns, f + CB_STAMP_OFF + 10, 8);
-	return 1;
+	unsigned int magic = cb_stamp_magic(f, len, stream);
+
+	if (magic == CB_STAMP_MAGIC || magic == CB_TRAILER_MAGIC) {
+		__builtin_memcpy(a, f + CB_STAMP_OFF + 2, 8);
+		__builtin_memcpy(b, f + CB_STAMP_OFF + 10, 8);
+	}
+	return magic;
 }
 
-/* A trailer frame (stamp.h): returns 1 and its fields, else 0. */
+/* A capbench data frame: returns 1 and its fields, 0 for any other frame. */
+static inline int cb_stamp_parse(const uint8_t *f, size_t len, uint64_t *seq, uint64_t *tx_ns,
+				 unsigned int *stream)
+{
+	return cb_stamp_read(f, len, seq, tx_ns, stream) == CB_STAMP_MAGIC;
+}
+
+/* A trailer frame (stamp.h): returns 1 and its fields, 0 for any other frame. */
 static inline int cb_trailer_parse(const uint8_t *f, size_t len, uint64_t *last_seq,
 				   uint64_t *sent, unsigned int *stream)
 {
-	if (cb_stamp_magic(f, len, stream) != CB_TRAILER_MAGIC)
-		return 0;
-	__builtin_memcpy(last_seq, f + CB_STAMP_OFF + 2, 8);
-	__builtin_memcpy(sent, f + CB_STAMP_OFF + 10, 8);
-	return 1;
+	return cb_stamp_read(f, len, last_seq, sent, stream) == CB_TRAILER_MAGIC;
 }
 
 #endif

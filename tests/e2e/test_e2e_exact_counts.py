@@ -20,10 +20,15 @@ DROP_TAIL_OBJ = "xdp_drop_tail.bpf.o"
 TAIL_RATE, TAIL_DURATION, TAIL_SENT, TAIL_DROPPED = "10kpps", "0.2", 2000, 10
 
 
+# The streams below give --trailer 3 (the default) explicitly: run_stream's callers elsewhere may
+# turn trailers off by default, as capbench's own trials do.
+TRAILER = ("--trailer", "3")
+
+
 @pytest.mark.parametrize("engine", ["xdp", "afpacket"])
 def test_duration_at_a_rate_sends_exactly_its_frames(binaries, tb, engine):
     gen, cap, xdp = run_stream(binaries, tb, ["--engine", engine, "--duration", "2", "--rate", "100kpps",
-                                              "--cpu", "0"])
+                                              "--cpu", "0", *TRAILER])
     assert gen["sent"] == gen["target_frames"] == 200_000, gen
     assert gen["stopped_by"] == "count"
     # duration_s: first departure to last, 199,999 gaps of 10 us when on time.
@@ -40,7 +45,7 @@ def test_duration_at_a_rate_sends_exactly_its_frames(binaries, tb, engine):
 @pytest.mark.parametrize("engine", ["xdp", "afpacket"])
 def test_threads_split_the_count_exactly(binaries, tb, engine):
     gen, cap, _ = run_stream(binaries, tb, ["--engine", engine, "--duration", "0.5", "--rate", "10001pps",
-                                            "--threads", "2", "--cpus", "0,1"])
+                                            "--threads", "2", "--cpus", "0,1", *TRAILER])
     assert gen["sent"] == gen["target_frames"] == 5_001  # round(10,001 x 0.5 = 5,000.5)
     assert (gen["streams"]["0"]["sent"], gen["streams"]["1"]["sent"]) == (2_501, 2_500)
     assert gen["trailer_sent"] == 6
@@ -123,7 +128,7 @@ def test_capture_without_a_trailer_says_the_tail_is_not_counted(binaries, tb):
 
 def test_raw_takes_each_packets_kernel_time(binaries, tb, tmp_path):
     pcap = tmp_path / "raw.pcap"
-    gen, cap, _ = run_stream(binaries, tb, ["--rate", "10kpps", "--duration", "1", "--cpu", "0"],
+    gen, cap, _ = run_stream(binaries, tb, ["--rate", "10kpps", "--duration", "1", "--cpu", "0", *TRAILER],
                              backend="raw", cap_args=("--write", str(pcap)))
     assert gen["sent"] == cap["received"] == 10_000
     assert cap["rx_clock"] == "kernel" and cap["read_timed"] == 0
