@@ -61,6 +61,19 @@ def test_unpaced_duration_stays_time_bound(binaries, tb):
     assert gen["trailer_sent"] == 0
 
 
+def test_a_stream_that_cannot_keep_up_ends_one_second_after_its_schedule(binaries, tb):
+    # 5 Mpps is beyond what the afpacket engine sends here (about 1 Mpps): it falls behind,
+    # keeps sending, and is cut 1 s after the 0.3 s its schedule takes, short of its count.
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--engine", "afpacket", "--link", "10g",
+                           "--rate", "5Mpps", "--duration", "0.3", "--trailer", "0", "--cpu", "0"])
+    assert p.returncode == 0, p.stderr
+    gen = json.loads(p.stdout.splitlines()[-1])
+    assert gen["target_frames"] == 1_500_000 and gen["stopped_by"] == "deadline"
+    assert 0 < gen["sent"] < gen["target_frames"]
+    assert gen["duration_s"] == pytest.approx(1.3, abs=0.05)
+    assert gen["offered_share"] < 0.999
+
+
 def test_less_than_a_frame_is_a_usage_error(binaries, tb):
     p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--rate", "1pps", "--duration", "0.4"])
     assert p.returncode == 2 and "less than one frame" in p.stderr and p.stdout == ""
@@ -136,8 +149,9 @@ def test_raw_takes_each_packets_kernel_time(binaries, tb, tmp_path):
     assert 80_000 <= cap["iat_ns"]["p50"] <= 120_000, cap["iat_ns"]
     records = cap["write"]["records"]
     assert records == 10_003  # the data frames and the 3 trailers
-    if shutil.which("tshark") is None or shutil.which("capinfos") is None:
-        pytest.skip("tshark/capinfos (wireshark) are not installed: the pcap's times are not checked")
+    for tool in ("tshark", "capinfos"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is missing: `make test` installs it")
     info = subprocess.run(["capinfos", "-M", "-c", "-u", str(pcap)], capture_output=True, text=True, check=True)
     assert f"Number of packets:   {records}" in info.stdout, info.stdout
     times = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "frame.time_epoch"],
