@@ -608,7 +608,25 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     argvs = [netns.exec_argv(ns, [str(prog), *rest, *extra]) for extra in procs]
     if len(argvs) > 1:
         _check_each(argvs)
-    return run_forwarding_signals(*argvs)
+    return run_forwarding_signals(*argvs, on_summary=capture_loss_line if cmd == "capture" else None)
+
+
+def capture_loss_line(summary: dict) -> str | None:
+    """The loss of a capbench-cap summary in words, tail included or not: capbench-cap counts the
+    frames lost at a stream's end only when the stream's trailer frames (capbench-gen --trailer)
+    arrived. None for a summary without sequence numbers (xdp, --app-load none)."""
+    if "tail_loss_counted" not in summary:
+        return None
+    lost, streams = int(summary.get("lost", 0)), int(summary.get("streams", 0))
+    trailer = summary.get("trailer") or {}
+    with_trailer = int(trailer.get("streams", 0))
+    if summary["tail_loss_counted"]:
+        return (f"lost {lost:,} of the {int(trailer.get('sent', 0)):,} frames sent, tail included "
+                f"(the generator's trailer frames carry its sent count)")
+    if not with_trailer:
+        return f"lost {lost:,}; no trailer arrived: tail loss is not counted"
+    return (f"lost {lost:,}; no trailer arrived for {streams - with_trailer} of {streams} streams: "
+            f"their tail loss is not counted")
 
 
 def _split_procs(cmd: str, argv: list[str]) -> tuple[list[list[str]], list[str]]:
@@ -661,22 +679,25 @@ def _check_each(argvs: list[list[str]]) -> None:
             raise UsageError(why)
 
 
-def run_forwarding_signals(*argvs: list[str]) -> int:
+def run_forwarding_signals(*argvs: list[str], on_summary=None) -> int:
     """Run programs with our stdin/stderr, each in its own process group, forwarding SIGINT
     and SIGTERM to them once each, so a Ctrl-C reaches each exactly once and it can print its
     summary; returns the highest exit status (128 + signal if a signal killed one).
 
     One program writes to our stdout; several write through a pipe each, and every JSON line
-    they print gets a "proc" field (1, 2, ...) saying whose it is."""
+    they print gets a "proc" field (1, 2, ...) saying whose it is. With `on_summary`, each
+    program's lines pass through a pipe too, and the line on_summary(summary) makes of its
+    summary line goes to stderr ("capbench: ...", with "proc N: " when several)."""
     import json
     import threading
 
     several = len(argvs) > 1
+    piped = several or on_summary is not None
     procs = []
     try:
         for argv in argvs:
             procs.append(subprocess.Popen(argv, process_group=0, text=True,
-                                          stdout=subprocess.PIPE if several else None))
+                                          stdout=subprocess.PIPE if piped else None))
     except OSError as e:
         for p in procs:
             p.kill()
@@ -685,17 +706,23 @@ def run_forwarding_signals(*argvs: list[str]) -> int:
 
     def tag(n: int, p: subprocess.Popen) -> None:
         for line in p.stdout:
+            said = None
             try:
                 obj = json.loads(line)
-                line = json.dumps({"proc": n, **obj}, separators=(",", ":")) + "\n"
+                if several:
+                    line = json.dumps({"proc": n, **obj}, separators=(",", ":")) + "\n"
+                if on_summary is not None and isinstance(obj, dict) and obj.get("type") == "summary":
+                    said = on_summary(obj)
             except ValueError:
                 pass
             with lock:
                 sys.stdout.write(line)
                 sys.stdout.flush()
+                if said:
+                    note(f"capbench: {f'proc {n}: ' if several else ''}{said}")
 
     readers = [threading.Thread(target=tag, args=(n, p), daemon=True) for n, p in enumerate(procs, 1)
-               if several]
+               if piped]
     for t in readers:
         t.start()
 

@@ -21,9 +21,10 @@ struct {
 	__type(value, struct cb_xdp_counts);
 } counts SEC(".maps");
 
-/* Ethernet / IPv4 (no options) / UDP to CB_UDP_DST_PORT with the magic. The
- * caller has checked that the stamp lies inside the frame. */
-static __always_inline int cb_is_capbench(const unsigned char *p)
+/* The stamp's magic of an Ethernet / IPv4 (no options) / UDP frame to
+ * CB_UDP_DST_PORT, else 0. The caller has checked that the stamp lies inside
+ * the frame. */
+static __always_inline __u16 cb_stamp_magic(const unsigned char *p)
 {
 	__u16 magic;
 
@@ -32,7 +33,13 @@ static __always_inline int cb_is_capbench(const unsigned char *p)
 	if (((p[36] << 8) | p[37]) != CB_UDP_DST_PORT)
 		return 0;
 	__builtin_memcpy(&magic, p + CB_STAMP_OFF, 2);
-	return magic == CB_STAMP_MAGIC;
+	return magic;
+}
+
+/* A capbench data frame (a trailer is not one). */
+static __always_inline int cb_is_capbench(const unsigned char *p)
+{
+	return cb_stamp_magic(p) == CB_STAMP_MAGIC;
 }
 
 /* Count the frame in this CPU's counters; returns the frame's start if it is
@@ -50,10 +57,18 @@ static __always_inline const unsigned char *cb_count_frame(struct xdp_md *ctx,
 		return 0;
 	c->packets++;
 	c->bytes += end - data;
-	if (data + CB_STAMP_OFF + CB_STAMP_LEN > end || !cb_is_capbench(data))
+	if (data + CB_STAMP_OFF + CB_STAMP_LEN > end)
 		return 0;
-	c->capbench++;
-	return data;
+	switch (cb_stamp_magic(data)) {
+	case CB_STAMP_MAGIC:
+		c->capbench++;
+		return data;
+	case CB_TRAILER_MAGIC:
+		c->trailer++;
+		return 0;
+	default:
+		return 0;
+	}
 }
 
 #endif

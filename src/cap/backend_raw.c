@@ -10,6 +10,14 @@
  * the frame length: a 60 B frame of the xdp generator costs roughly 4 to
  * 7 KiB of it on veth here. A packet that finds the buffer full is dropped and counted in
  * PACKET_STATISTICS' tp_drops.
+ *
+ * Receive times: with SO_TIMESTAMPNS set, the kernel stamps every skb as it
+ * enters the stack (net_enable_timestamp() turns the stamping on for all
+ * sockets while one asks) and recvmmsg() returns that time in a control
+ * message (SCM_TIMESTAMPNS, CLOCK_REALTIME) per packet: each packet keeps
+ * its own time, where a batch's read time would give all of them the same
+ * one (an inter-arrival p50 of 0). A packet without the message (none is
+ * expected) falls back to the read time and is counted ("read_timed").
  */
 #include <errno.h>
 #include <linux/if_packet.h>
@@ -18,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cap.h"
@@ -30,6 +39,7 @@
 #define MIN_BUF_LEN     2048u
 #define VLAN_HLEN       4
 #define POLL_MS         100  /* how often a quiet reader looks at the stop flag */
+#define CTRL_LEN        CMSG_SPACE(sizeof(struct timespec)) /* one SCM_TIMESTAMPNS */
 
 struct raw {
 	int fd;
@@ -38,12 +48,15 @@ struct raw {
 	uint8_t *bufs;            /* batch x buf_len */
 	struct iovec *iov;
 	struct mmsghdr *msgs;
+	uint8_t *ctrl;            /* batch x CTRL_LEN: each message's control buffer */
+	uint64_t read_timed;      /* packets without a kernel time (the worker's; read after join) */
 	struct cap_kstats kstats; /* touched by the main thread only */
 };
 
 static void raw_free(struct raw *st)
 {
 	free(st->msgs);
+	free(st->ctrl);
 	free(st->iov);
 	free(st->bufs);
 	free(st);
@@ -67,7 +80,8 @@ static int raw_open(const struct cap_cfg *cfg, void **state)
 	st->bufs = malloc(st->buf_len * st->batch);
 	st->iov = calloc(st->batch, sizeof(*st->iov));
 	st->msgs = calloc(st->batch, sizeof(*st->msgs));
-	if (!st->bufs || !st->iov || !st->msgs) {
+	st->ctrl = calloc(st->batch, CTRL_LEN);
+	if (!st->bufs || !st->iov || !st->msgs || !st->ctrl) {
 		raw_free(st);
 		return -ENOMEM;
 	}
@@ -76,6 +90,7 @@ static int raw_open(const struct cap_cfg *cfg, void **state)
 		st->iov[i].iov_len = st->buf_len;
 		st->msgs[i].msg_hdr.msg_iov = &st->iov[i];
 		st->msgs[i].msg_hdr.msg_iovlen = 1;
+		st->msgs[i].msg_hdr.msg_control = st->ctrl + i * CTRL_LEN;
 	}
 
 	st->fd = pktsock_open(-1);
@@ -93,6 +108,12 @@ static int raw_open(const struct cap_cfg *cfg, void **state)
 			rcvbuf * 2, strerror(errno));
 		goto err_close;
 	}
+	if (setsockopt(st->fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 1 }, sizeof(int)) < 0) {
+		err = -errno;
+		fprintf(stderr, "capbench-cap: cannot ask for receive timestamps (SO_TIMESTAMPNS): %s\n",
+			strerror(errno));
+		goto err_close;
+	}
 	err = pktsock_bind(st->fd, cfg);
 	if (err)
 		goto err_close;
@@ -104,6 +125,20 @@ err_close:
 err_free:
 	raw_free(st);
 	return err;
+}
+
+/* The kernel's receive time of message m (CLOCK_MONOTONIC ns), or 0. */
+static uint64_t kernel_time(const struct msghdr *m, int64_t offset_ns)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+		struct timespec ts;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS)
+			continue;
+		memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+		return cap_rx_mono_ns(offset_ns, (uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec);
+	}
+	return 0;
 }
 
 static int raw_run(void *state, struct cap_worker *w)
@@ -118,20 +153,26 @@ static int raw_run(void *state, struct cap_worker *w)
 		 * poll(), so a busy socket costs one system call per batch, not
 		 * a wake-up per packet. MSG_TRUNC makes
 		 * msg_len the frame's full length even when it was cut. */
-		int n = recvmmsg(st->fd, st->msgs, st->batch, MSG_DONTWAIT | MSG_TRUNC, NULL);
-		int reached = 0;
+		int n, reached = 0;
 
+		/* The kernel shrinks msg_controllen to what it wrote. */
+		for (unsigned int i = 0; i < st->batch; i++)
+			st->msgs[i].msg_hdr.msg_controllen = CTRL_LEN;
+		n = recvmmsg(st->fd, st->msgs, st->batch, MSG_DONTWAIT | MSG_TRUNC, NULL);
 		if (n > 0) {
-			/* No per-packet timestamp without a control message per
-			 * packet: the batch's read time stands for each of them. */
-			uint64_t now = cap_now_mono_ns();
+			uint64_t now = 0;
 
 			waited = 0;
 			for (int i = 0; i < n; i++) {
 				uint32_t len = st->msgs[i].msg_len;
+				uint64_t t = kernel_time(&st->msgs[i].msg_hdr, w->cfg->rx_clock_offset_ns);
 
+				if (!t) {
+					t = now ? now : (now = cap_now_mono_ns());
+					st->read_timed++;
+				}
 				reached |= cap_packet(w, st->iov[i].iov_base,
-						      len < st->buf_len ? len : (uint32_t)st->buf_len, len, now);
+						      len < st->buf_len ? len : (uint32_t)st->buf_len, len, t);
 			}
 			cap_publish(w);
 			if (reached)
@@ -162,6 +203,11 @@ static void raw_stats(void *state, struct cap_kstats *out)
 	*out = st->kstats;
 }
 
+static void raw_summary(void *state, struct cb_json *j)
+{
+	cb_json_u64(j, "read_timed", ((struct raw *)state)->read_timed);
+}
+
 static void raw_close(void *state)
 {
 	struct raw *st = state;
@@ -176,5 +222,6 @@ const struct cap_backend cap_backend_raw = {
 	.open = raw_open,
 	.run = raw_run,
 	.stats = raw_stats,
+	.summary = raw_summary,
 	.close = raw_close,
 };

@@ -87,7 +87,8 @@ static int xdp_run(void *state, struct cap_worker *w)
 		w->packets = c.packets;
 		w->bytes = c.bytes;
 		w->received = c.capbench;
-		w->foreign = c.packets - c.capbench;
+		w->foreign = c.packets - c.capbench - c.trailer;
+		w->trailers = c.trailer;
 		cap_publish(w);
 		if (stop || (w->cfg->count && w->received >= w->cfg->count))
 			return 0;

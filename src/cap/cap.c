@@ -598,11 +598,26 @@ static void print_interval(double t_s, double dt_s, const struct published *now,
 	*prev = *now;
 }
 
+/* The CPU worker i is pinned to: its own, else the process's (-1: none). */
+static int worker_cpu(const struct cap_cfg *cfg, unsigned int i)
+{
+	return cfg->worker_cpus[i] >= 0 ? cfg->worker_cpus[i] : cfg->cpu;
+}
+
+/* "worker_cpus": [the CPU of each worker], in the ready and summary lines. */
+static void put_worker_cpus(struct cb_json *j, const struct cap_cfg *cfg)
+{
+	cb_json_arr_begin(j, "worker_cpus");
+	for (unsigned int i = 0; i < cfg->workers; i++)
+		cb_json_arr_i64(j, worker_cpu(cfg, i));
+	cb_json_arr_end(j);
+}
+
 /* The workers' final counts merged into one: sums, and the sequence
  * numbers over the union of what they saw (seqmerge.h) when there are
  * several. */
 struct merged {
-	uint64_t packets, bytes, foreign, received, alloc_failures;
+	uint64_t packets, bytes, foreign, received, trailers, alloc_failures;
 	struct cb_seqtotals seq;
 	struct cap_rx_stats rx;
 	int err;
@@ -623,6 +638,7 @@ static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ct
 		m->packets += w->packets;
 		m->bytes += w->bytes;
 		m->foreign += w->foreign;
+		m->trailers += w->trailers;
 		m->received += w->received;
 		m->alloc_failures += w->alloc_failures;
 		if (!m->err)
@@ -640,6 +656,22 @@ static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ct
 		m->received = m->seq.unique;
 }
 
+/* What trailer frames said (stamp.h): how many arrived, the sent count and
+ * last sequence number they carry; `streams` >= 0: of how many streams. */
+static void put_trailer(struct cb_json *j, uint64_t seen, uint64_t sent, uint64_t last_seq,
+			int64_t streams)
+{
+	cb_json_obj_begin(j, "trailer");
+	cb_json_u64(j, "seen", seen);
+	if (streams >= 0)
+		cb_json_u64(j, "streams", (uint64_t)streams);
+	if (seen) {
+		cb_json_u64(j, "sent", sent);
+		cb_json_u64(j, "last_seq", last_seq);
+	}
+	cb_json_obj_end(j);
+}
+
 /* Each generator stream's own counts (one per generator thread). */
 static void put_streams(struct cb_json *j, const struct cb_seqset *s)
 {
@@ -654,10 +686,12 @@ static void put_streams(struct cb_json *j, const struct cb_seqset *s)
 		snprintf(key, sizeof(key), "%u", i);
 		cb_json_obj_begin(j, key);
 		cb_json_u64(j, "received", t->unique);
-		cb_json_u64(j, "lost", cb_seqtrack_lost(t, 0));
+		cb_json_u64(j, "lost", cb_seqtrack_lost_tail(t));
 		cb_json_u64(j, "duplicates", t->duplicates);
 		cb_json_u64(j, "reordered", t->reordered);
 		cb_json_u64(j, "max_seq", t->next ? t->next - 1 : 0);
+		if (t->trailer.seen)
+			put_trailer(j, t->trailer.seen, t->trailer.sent, t->trailer.last_seq, -1);
 		cb_json_obj_end(j);
 	}
 	cb_json_obj_end(j);
@@ -692,8 +726,21 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_bool(&j, "stamps_read", stamps_read);
 	if (stamps_read)
 		cb_json_u64(&j, "foreign", m->foreign);
+	/* A kernel counter (xdp) counts trailer frames but keeps no sequence
+	 * numbers of its own to count a tail with. */
+	if (be->kernel_counter) {
+		cb_json_obj_begin(&j, "trailer");
+		cb_json_u64(&j, "seen", m->trailers);
+		cb_json_obj_end(&j);
+	}
 	if (!be->kernel_counter && stamps_read) {
 		cb_json_u64(&j, "lost", m->seq.lost);
+		/* lost counts a stream's lost tail only once its trailer arrived:
+		 * say whether every stream's did. */
+		cb_json_bool(&j, "tail_loss_counted",
+			     m->seq.streams && m->seq.trailer_streams == m->seq.streams);
+		put_trailer(&j, m->seq.trailer_seen, m->seq.trailer_sent, m->seq.trailer_last_seq,
+			    (int64_t)m->seq.trailer_streams);
 		cb_json_u64(&j, "duplicates", m->seq.duplicates);
 		cb_json_u64(&j, "reordered", m->seq.reordered);
 		cb_json_u64(&j, "too_old", m->seq.too_old);
@@ -729,10 +776,9 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	if (be->summary)
 		be->summary(state, &j);
 	if (!be->kernel_counter && cfg->load.kind != APP_LOAD_NONE) {
-		/* raw and afxdp get no per-packet time from the kernel: their
-		 * times are when the read loop took the batch. */
-		cb_json_str(&j, "rx_clock", be == &cap_backend_raw || be == &cap_backend_afxdp ? "read"
-												 : "kernel");
+		/* afxdp gets no per-packet time from the kernel: its times are
+		 * when the read loop took the batch. */
+		cb_json_str(&j, "rx_clock", be == &cap_backend_afxdp ? "read" : "kernel");
 		cap_rx_stats_json(&m->rx, &j, cfg->group_size, cfg->groups);
 		if (cfg->workers == 1)
 			put_streams(&j, &ctx[0].w.seq);
@@ -764,11 +810,12 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	if (m->alloc_failures)
 		cb_json_u64(&j, "untracked", m->alloc_failures);
 	cb_json_i64(&j, "cpu", cfg->cpu);
+	put_worker_cpus(&j, cfg);
 	cb_json_arr_begin(&j, "workers");
 	for (unsigned int i = 0; i < cfg->workers; i++) {
 		cb_json_elem_begin(&j);
 		cb_json_u64(&j, "worker", i);
-		cb_json_i64(&j, "cpu", cfg->worker_cpus[i] >= 0 ? cfg->worker_cpus[i] : cfg->cpu);
+		cb_json_i64(&j, "cpu", worker_cpu(cfg, i));
 		cb_json_u64(&j, "packets", ctx[i].w.packets);
 		cb_json_u64(&j, "received", ctx[i].w.received);
 		if (be->worker_stats) {
@@ -886,6 +933,7 @@ int main(int argc, char **argv)
 	cb_json_str(&j, "iface", cfg.iface);
 	cb_json_i64(&j, "cpu", cfg.cpu);
 	cb_json_u64(&j, "workers", n);
+	put_worker_cpus(&j, &cfg);
 	cb_json_end(&j, stdout);
 
 	end = cfg.duration_s > 0 ? start + (uint64_t)(cfg.duration_s * 1e9) : UINT64_MAX;

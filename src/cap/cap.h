@@ -81,6 +81,7 @@ struct cap_worker {
 	uint64_t packets;          /* every frame read */
 	uint64_t bytes;            /* their length on the wire (without FCS) */
 	uint64_t foreign;          /* frames without the capbench stamp */
+	uint64_t trailers;         /* trailer frames (stamp.h): neither received nor foreign */
 	uint64_t received;         /* capbench frames, each sequence number once */
 	uint64_t alloc_failures;
 	struct cb_seqset seq;
@@ -193,7 +194,7 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 			     uint32_t wirelen, uint64_t rx_ns)
 {
 	uint64_t seq, tx_ns;
-	unsigned int stream;
+	unsigned int stream, magic;
 
 	w->packets++;
 	w->bytes += wirelen;
@@ -204,7 +205,8 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 		w->received++;
 		goto out;
 	}
-	if (cb_stamp_parse(data, caplen, &seq, &tx_ns, &stream)) {
+	magic = cb_stamp_read(data, caplen, &seq, &tx_ns, &stream);
+	if (magic == CB_STAMP_MAGIC) {
 		int r = cb_seqset_add(&w->seq, stream, seq);
 		uint32_t len = wirelen + CB_FCS_LEN;
 
@@ -227,6 +229,13 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 			else
 				w->rx.early++;
 		}
+	} else if (magic == CB_TRAILER_MAGIC) {
+		/* A trailer carries the stream's last sequence number in the
+		 * seq field and its sent count in the tx_ns field. */
+		w->trailers++;
+		if (cb_seqset_trailer(&w->seq, stream, seq, tx_ns) < 0 ||
+		    (w->merge && cb_seqmerge_trailer(w->merge, stream, seq, tx_ns) < 0))
+			w->alloc_failures++;
 	} else {
 		w->foreign++;
 	}

@@ -131,6 +131,14 @@ void cb_json_arr_u64(struct cb_json *j, uint64_t v)
 	j->need_comma = 1;
 }
 
+void cb_json_arr_i64(struct cb_json *j, int64_t v)
+{
+	if (j->need_comma)
+		put(j, ",");
+	put(j, "%lld", (long long)v);
+	j->need_comma = 1;
+}
+
 void cb_json_arr_end(struct cb_json *j)
 {
 	put(j, "]");

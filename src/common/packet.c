@@ -93,3 +93,9 @@ void cb_stamp_write(uint8_t *frame, uint64_t seq, uint64_t tx_ns)
 	memcpy(st + 2, &seq, 8);   /* little-endian host */
 	memcpy(st + 10, &tx_ns, 8);
 }
+
+void cb_trailer_write(uint8_t *frame, uint64_t last_seq, uint64_t sent)
+{
+	cb_stamp_write(frame, last_seq, sent);
+	frame[CB_STAMP_OFF] = CB_TRAILER_MAGIC & 0xff;
+}

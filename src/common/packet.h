@@ -40,11 +40,14 @@ uint16_t cb_inet_csum(const void *data, size_t len);
 /* Write seq and tx_ns into a built frame's stamp. */
 void cb_stamp_write(uint8_t *frame, uint64_t seq, uint64_t tx_ns);
 
-/* A capbench frame: IPv4 without options, UDP to CB_UDP_DST_PORT, long
- * enough for the stamp, magic present. On success fills the out-values and
- * returns 1; returns 0 for any other (foreign) frame. */
-static inline int cb_stamp_parse(const uint8_t *f, size_t len, uint64_t *seq,
-				 uint64_t *tx_ns, unsigned int *stream)
+/* Write a trailer stamp (stamp.h) into a built frame: the stream's last
+ * sequence number and its sent count. */
+void cb_trailer_write(uint8_t *frame, uint64_t last_seq, uint64_t sent);
+
+/* The magic of a capbench-shaped frame (IPv4 without options, UDP to
+ * CB_UDP_DST_PORT, long enough for the stamp), else 0; the stream id into
+ * *stream. */
+static inline unsigned int cb_stamp_magic(const uint8_t *f, size_t len, unsigned int *stream)
 {
 	if (len < CB_STAMP_OFF + CB_STAMP_LEN)
 		return 0;
@@ -54,12 +57,38 @@ static inline int cb_stamp_parse(const uint8_t *f, size_t len, uint64_t *seq,
 		return 0;
 	if (((unsigned)f[36] << 8 | f[37]) != CB_UDP_DST_PORT)
 		return 0;
-	if ((f[CB_STAMP_OFF] | (unsigned)f[CB_STAMP_OFF + 1] << 8) != CB_STAMP_MAGIC)
-		return 0;
-	__builtin_memcpy(seq, f + CB_STAMP_OFF + 2, 8);
-	__builtin_memcpy(tx_ns, f + CB_STAMP_OFF + 10, 8);
 	*stream = (uint8_t)(((unsigned)f[34] << 8 | f[35]) - CB_UDP_SRC_PORT_BASE);
-	return 1;
+	return f[CB_STAMP_OFF] | (unsigned)f[CB_STAMP_OFF + 1] << 8;
+}
+
+/* The stamp of a capbench-shaped frame: its magic (CB_STAMP_MAGIC for a data
+ * frame, CB_TRAILER_MAGIC for a trailer, anything else for a foreign frame,
+ * 0 for one not capbench-shaped) and, for the two of ours, its two fields:
+ * seq and tx_ns of a data frame, last_seq and sent of a trailer (stamp.h). */
+static inline unsigned int cb_stamp_read(const uint8_t *f, size_t len, uint64_t *a, uint64_t *b,
+					 unsigned int *stream)
+{
+	unsigned int magic = cb_stamp_magic(f, len, stream);
+
+	if (magic == CB_STAMP_MAGIC || magic == CB_TRAILER_MAGIC) {
+		__builtin_memcpy(a, f + CB_STAMP_OFF + 2, 8);
+		__builtin_memcpy(b, f + CB_STAMP_OFF + 10, 8);
+	}
+	return magic;
+}
+
+/* A capbench data frame: returns 1 and its fields, 0 for any other frame. */
+static inline int cb_stamp_parse(const uint8_t *f, size_t len, uint64_t *seq, uint64_t *tx_ns,
+				 unsigned int *stream)
+{
+	return cb_stamp_read(f, len, seq, tx_ns, stream) == CB_STAMP_MAGIC;
+}
+
+/* A trailer frame (stamp.h): returns 1 and its fields, 0 for any other frame. */
+static inline int cb_trailer_parse(const uint8_t *f, size_t len, uint64_t *last_seq,
+				   uint64_t *sent, unsigned int *stream)
+{
+	return cb_stamp_read(f, len, last_seq, sent, stream) == CB_TRAILER_MAGIC;
 }
 
 #endif

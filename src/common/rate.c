@@ -138,3 +138,15 @@ uint64_t cb_gap_fp16(double pps)
 		return 0;
 	return (uint64_t)llround(1e9 * 65536.0 / pps);
 }
+
+uint64_t cb_frames_in(double pps, double duration_s)
+{
+	double n = pps * duration_s;
+
+	if (!(pps > 0) || !(duration_s > 0))
+		return 0;
+	/* 2^64 is exact in a double; anything from there on saturates. */
+	if (n + 0.5 >= 18446744073709551616.0)
+		return UINT64_MAX;
+	return (uint64_t)floor(n + 0.5);
+}

@@ -39,4 +39,16 @@ int cb_rate_pps(const struct cb_rate *r, double link_bps, unsigned int frame_len
  * BPF pacer adds per frame; 0 for pps <= 0 (unpaced). */
 uint64_t cb_gap_fp16(double pps);
 
+/* The frames a paced stream of `pps` sends in `duration_s` seconds, timed
+ * from its first departure: round(pps * duration_s), saturating at
+ * UINT64_MAX; 0 when pps or duration_s is not positive. */
+uint64_t cb_frames_in(double pps, double duration_s);
+
+/* Lane i's share of `total` frames split over n lanes: the first total % n
+ * lanes send one more, so the shares add up to total exactly. */
+static inline uint64_t cb_lane_count(uint64_t total, unsigned int n, unsigned int i)
+{
+	return total / n + (i < total % n);
+}
+
 #endif

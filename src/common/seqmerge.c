@@ -25,6 +25,17 @@ void cb_seqstage_flush(struct cb_seqstage *s, struct cb_seqmerge *m)
 	s->n = 0;
 }
 
+int cb_seqmerge_trailer(struct cb_seqmerge *m, unsigned int stream, uint64_t last_seq,
+			uint64_t sent)
+{
+	int err;
+
+	pthread_mutex_lock(&m->lock);
+	err = cb_seqset_trailer(&m->set, stream, last_seq, sent);
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
 void cb_seqmerge_totals(const struct cb_seqmerge *m, const struct cb_seqset *const *workers,
 			unsigned int n, struct cb_seqtotals *out)
 {

@@ -55,6 +55,11 @@ static inline void cb_seqstage_add(struct cb_seqstage *s, struct cb_seqmerge *m,
 		cb_seqstage_flush(s, m);
 }
 
+/* A trailer frame (stamp.h) one worker received: recorded in the shared set
+ * at once, under the lock (a stream sends a few). 0 or -ENOMEM. */
+int cb_seqmerge_trailer(struct cb_seqmerge *m, unsigned int stream, uint64_t last_seq,
+			uint64_t sent);
+
 /* Totals over the union, once every worker has flushed: unique, lost,
  * too_old, max_seq and streams of the shared set; duplicates are the
  * workers' own plus those between workers; reordered is the sum of what

@@ -75,18 +75,47 @@ uint64_t cb_seqtrack_lost(const struct cb_seqtrack *t, uint64_t sent)
 	return expected > t->unique ? expected - t->unique : 0;
 }
 
-int cb_seqset_add(struct cb_seqset *s, unsigned int stream, uint64_t seq)
+uint64_t cb_seqtrack_lost_tail(const struct cb_seqtrack *t)
+{
+	return cb_seqtrack_lost(t, t->trailer.seen ? t->trailer.sent : 0);
+}
+
+void cb_seqtrack_trailer(struct cb_seqtrack *t, uint64_t last_seq, uint64_t sent)
+{
+	t->trailer.seen++;
+	t->trailer.sent = sent;
+	t->trailer.last_seq = last_seq;
+}
+
+static struct cb_seqtrack *stream_tracker(struct cb_seqset *s, unsigned int stream)
 {
 	struct cb_seqtrack *t = s->stream[stream % CB_SEQ_STREAMS];
 
 	if (__builtin_expect(!t, 0)) {
 		t = malloc(sizeof(*t));
 		if (!t)
-			return -ENOMEM;
+			return NULL;
 		cb_seqtrack_init(t);
 		s->stream[stream % CB_SEQ_STREAMS] = t;
 	}
-	return cb_seqtrack_add(t, seq);
+	return t;
+}
+
+int cb_seqset_add(struct cb_seqset *s, unsigned int stream, uint64_t seq)
+{
+	struct cb_seqtrack *t = stream_tracker(s, stream);
+
+	return t ? cb_seqtrack_add(t, seq) : -ENOMEM;
+}
+
+int cb_seqset_trailer(struct cb_seqset *s, unsigned int stream, uint64_t last_seq, uint64_t sent)
+{
+	struct cb_seqtrack *t = stream_tracker(s, stream);
+
+	if (!t)
+		return -ENOMEM;
+	cb_seqtrack_trailer(t, last_seq, sent);
+	return 0;
 }
 
 void cb_seqset_totals(const struct cb_seqset *s, struct cb_seqtotals *out)
@@ -102,9 +131,16 @@ void cb_seqset_totals(const struct cb_seqset *s, struct cb_seqtotals *out)
 		out->duplicates += t->duplicates;
 		out->reordered += t->reordered;
 		out->too_old += t->too_old;
-		out->lost += cb_seqtrack_lost(t, 0);
+		out->lost += cb_seqtrack_lost_tail(t);
 		if (t->next && t->next - 1 > out->max_seq)
 			out->max_seq = t->next - 1;
+		if (t->trailer.seen) {
+			out->trailer_seen += t->trailer.seen;
+			out->trailer_streams++;
+			out->trailer_sent += t->trailer.sent;
+			if (t->trailer.last_seq > out->trailer_last_seq)
+				out->trailer_last_seq = t->trailer.last_seq;
+		}
 	}
 }
 

@@ -16,6 +16,19 @@
  *     2    8  seq     per-stream sequence number, starting at 0
  *    10    8  tx_ns   departure time, CLOCK_MONOTONIC ns (bpf_ktime_get_ns)
  *
+ * Trailer frames: after its last frame a stream sends a few frames (capbench-gen
+ * --trailer) that say how the stream ended. Their stamp has the same layout
+ * with bit 0 of the magic set (CB_TRAILER_MAGIC, the trailer flag), and its
+ * two fields mean:
+ *
+ *     2    8  seq     the stream's last sequence number (0 when it sent none)
+ *    10    8  tx_ns   the stream's sent count: frames 0 .. sent - 1 left
+ *
+ * so a counter that sees one knows the stream's tail: frames after the last
+ * one it received count as lost. A trailer is not a data frame: readers that
+ * know only CB_STAMP_MAGIC take it for a foreign frame, and capbench's XDP
+ * counters do not count it as a capbench frame.
+ *
  * The stream id (one per generator thread) is the low byte of the UDP source
  * port: CB_UDP_SRC_PORT_BASE + stream. The UDP destination port is
  * CB_UDP_DST_PORT. A frame is a capbench frame when it is IPv4/UDP to that
@@ -25,6 +38,8 @@
 #define CAPBENCH_STAMP_H
 
 #define CB_STAMP_MAGIC        0xCB5Eu
+#define CB_TRAILER_FLAG       0x0001u
+#define CB_TRAILER_MAGIC      (CB_STAMP_MAGIC | CB_TRAILER_FLAG)
 #define CB_UDP_DST_PORT       52190u /* 0xCBDE */
 #define CB_UDP_SRC_PORT_BASE  52224u /* 0xCC00, + stream id */
 

@@ -15,6 +15,7 @@ struct cb_xdp_counts {
 	unsigned long long bytes;          /* their length (no FCS) */
 	unsigned long long capbench;       /* of those, capbench frames (stamp.h) */
 	unsigned long long not_redirected; /* afxdp: no socket on the frame's queue, passed on */
+	unsigned long long trailer;        /* trailer frames (stamp.h): not capbench frames */
 };
 
 /* The ceiling program's per-stream view (stream id = one byte, stamp.h). */

@@ -86,5 +86,6 @@ int cb_xdp_read_counts(int map_fd, struct cb_xdp_counts *sum)
 	sum->bytes = v[1];
 	sum->capbench = v[2];
 	sum->not_redirected = v[3];
+	sum->trailer = v[4];
 	return err;
 }

@@ -68,12 +68,31 @@ static int close_lanes(unsigned int n)
 	return err;
 }
 
+/* A paced stream with a count may run late (a stalled CPU, a rate above
+ * what the engine holds): it still sends every frame, but stops at the
+ * schedule's end plus this much, so a stream that cannot keep up ends. */
+#define LATE_GRACE_NS 1000000000ull
+
+/* When to stop, from the first departure (`first`, or the start while
+ * nothing has left): --duration from there, plus LATE_GRACE_NS for a paced
+ * stream that stops at its count. UINT64_MAX: no time bound. */
+static uint64_t deadline(const struct gen_cfg *cfg, uint64_t first)
+{
+	uint64_t d;
+
+	if (cfg->duration_s <= 0)
+		return UINT64_MAX;
+	d = first + (uint64_t)(cfg->duration_s * 1e9);
+	return cfg->sched.paced ? d + LATE_GRACE_NS : d;
+}
+
 int main(int argc, char **argv)
 {
 	const struct gen_cfg *cfg = &plan.total;
 	struct gen_progress p = { 0 }, prev = { 0 };
 	struct sigaction sa = { .sa_handler = on_stop_signal };
-	uint64_t start, next_tick, end, prev_tick;
+	struct gen_end fin = { .stopped_by = GEN_STOP_SIGNAL };
+	uint64_t start, next_tick, prev_tick, first = 0;
 	unsigned int opened = 0;
 	int err = 0;
 
@@ -113,22 +132,38 @@ int main(int argc, char **argv)
 			fprintf(stderr, "capbench-gen: cannot start the %s engine: %s\n",
 				plan.engine->name, strerror(-err));
 	}
-	end = cfg->duration_s > 0 ? start + (uint64_t)(cfg->duration_s * 1e9) : UINT64_MAX;
 	prev_tick = start;
 	next_tick = start + (uint64_t)(cfg->interval_s * 1e9);
 
-	while (!err && !stop_requested && !all_finished()) {
-		uint64_t now = cb_now_ns(), wake = next_tick < end ? next_tick : end;
+	/* The engines stop at their lane's count by themselves (the xdp
+	 * program stops redirecting, the afpacket thread leaves its loop);
+	 * this loop sees the total reached, or the time bound passed, within
+	 * a millisecond and stops them. Until the first frame has left it
+	 * polls every millisecond too, to time --duration from there (the
+	 * xdp engine's BPF_PROG_RUN takes tens of ms to set up). */
+	while (!err && !stop_requested) {
+		uint64_t now = cb_now_ns(), end, wake;
 
-		if (now >= end)
-			break;
-		if (cfg->count) {
+		if (all_finished()) {
+			/* The afpacket threads end at their counts, or on an error. */
 			progress_all(&p);
-			if (p.sent >= cfg->count)
+			fin.stopped_by = cfg->count && p.sent >= cfg->count ? GEN_STOP_COUNT
+									     : GEN_STOP_ERROR;
+			break;
+		}
+		if (cfg->count || !first) {
+			progress_all(&p);
+			if (!first && p.sent)
+				first = p.first_tx_ns;
+			if (cfg->count && p.sent >= cfg->count) {
+				fin.stopped_by = GEN_STOP_COUNT;
 				break;
-			/* Poll the count every millisecond. */
-			if (wake > now + 1000000)
-				wake = now + 1000000;
+			}
+		}
+		end = deadline(cfg, first ? first : start);
+		if (now >= end) {
+			fin.stopped_by = cfg->count ? GEN_STOP_DEADLINE : GEN_STOP_DURATION;
+			break;
 		}
 		if (now >= next_tick) {
 			progress_all(&p);
@@ -139,6 +174,9 @@ int main(int argc, char **argv)
 			next_tick += (uint64_t)(cfg->interval_s * 1e9);
 			continue;
 		}
+		wake = next_tick < end ? next_tick : end;
+		if ((cfg->count || !first) && wake > now + 1000000)
+			wake = now + 1000000;
 		sleep_until(wake);
 	}
 	{
@@ -147,9 +185,17 @@ int main(int argc, char **argv)
 		if (!err)
 			err = stop_err;
 	}
-	gen_print_summary(&plan, lanes, (double)(cb_now_ns() - start) / 1e9, err);
+	/* The lanes' sent counts are final: now the trailer frames that carry
+	 * them (also after SIGINT: the stream ended there). */
+	if (!err && cfg->trailer)
+		fin.trailer_sent = gen_send_trailers(&plan, lanes);
+	if (err)
+		fin.stopped_by = GEN_STOP_ERROR;
+	fin.err = err;
+	fin.wall_s = (double)(cb_now_ns() - start) / 1e9;
+	gen_print_summary(&plan, lanes, &fin);
 	for (unsigned int i = 0; i < plan.n; i++)
 		plan.engine->close(states[i]);
 	gen_plan_free(&plan);
-	return err ? CB_EXIT_RUNTIME : CB_EXIT_OK;
+	return err || fin.trailer_sent < 0 ? CB_EXIT_RUNTIME : CB_EXIT_OK;
 }

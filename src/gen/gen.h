@@ -26,8 +26,9 @@ struct gen_cfg {
 	int replay_original;            /* ... with the capture's own timing */
 	double pps;                     /* mean target; 0 = unpaced */
 	double target_wire_bps;         /* bit-rate targets; 0 for packet rates and unpaced */
-	uint64_t count;       /* frames to send; 0 = until stopped */
+	uint64_t count;       /* frames to send (--count, or a paced --duration's); 0 = until stopped */
 	double duration_s;    /* 0 = until stopped or count reached */
+	unsigned int trailer; /* trailer frames per stream at the end (trailer.c) */
 	double interval_s;
 	int cpu;              /* -1 = not pinned; the engine's thread pins itself */
 	struct cb_frame_spec spec;      /* spec.frame_len: the schedule's longest frame */
@@ -68,6 +69,10 @@ extern const struct gen_engine gen_engine_afpacket;
 
 #define GEN_MAX_THREADS 64
 
+/* Trailer frames (stamp.h): --trailer's default and limit. */
+#define GEN_TRAILER_DEFAULT 3u
+#define GEN_TRAILER_MAX 100u
+
 /* What to send: `total` holds the options as given (total rate and count),
  * each lane one sending thread's share with its own stream and schedule. */
 struct gen_plan {
@@ -83,12 +88,29 @@ struct gen_plan {
 void gen_configure(int argc, char **argv, struct gen_plan *plan);
 void gen_plan_free(struct gen_plan *plan);
 
+/* trailer.c: send cfg->trailer trailer frames for each lane's stream, the
+ * first GEN_TRAILER_GAP_NS after the last data frame and each the same gap
+ * after the previous one. Returns the trailer frames the kernel took (all
+ * lanes) or -errno with one line on stderr. */
+#define GEN_TRAILER_GAP_NS 50000000ull
+int64_t gen_send_trailers(const struct gen_plan *plan, const struct gen_progress *lanes);
+
+/* Why the generator stopped (gen_print_summary's "stopped_by"). */
+enum gen_stop { GEN_STOP_COUNT, GEN_STOP_DURATION, GEN_STOP_DEADLINE, GEN_STOP_SIGNAL,
+		GEN_STOP_ERROR };
+
 /* gen_report.c: the JSON Lines. */
 void gen_progress_add(struct gen_progress *sum, const struct gen_progress *p);
 void gen_print_interval(double t_s, const struct gen_progress *p, const struct gen_progress *prev,
 			double dt_s);
 void gen_print_check(const struct gen_plan *plan);
+struct gen_end {
+	enum gen_stop stopped_by;
+	int64_t trailer_sent;   /* trailer frames the kernel took; < 0: -errno */
+	double wall_s;
+	int err;
+};
 void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *lanes,
-		       double wall_s, int err);
+		       const struct gen_end *end);
 
 #endif

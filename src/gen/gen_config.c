@@ -48,7 +48,14 @@ static void usage(FILE *out)
 "                        time; packet rates give every frame the same gap\n"
 "  -l, --link SPEED      emulated link: 1g (default), 10g, 25g, 40g, 100g\n"
 "  -c, --count N         send exactly N frames, then stop\n"
-"  -d, --duration S      send for S seconds (5, 5s, 250ms, 2m)\n"
+"  -d, --duration S      send for S seconds (5, 5s, 250ms, 2m), timed from the\n"
+"                        first departure: a paced --rate R sends exactly\n"
+"                        round(R x S) frames (a bit rate or a size mix: its\n"
+"                        mean frames per second); max sends for S seconds\n"
+"      --trailer N       end every stream with N trailer frames carrying its\n"
+"                        last sequence number and sent count, 50 ms apart\n"
+"                        after a 50 ms pause, so a counter can count tail\n"
+"                        loss (default 3; 0 = none; not with --replay)\n"
 "      --cpu N           pin the generator to CPU N\n"
 "      --threads N       N sending threads, each its own stream (UDP source port\n"
 "                        52224 + stream) and sequence numbers; --rate and --count\n"
@@ -92,7 +99,7 @@ struct gen_args {
 	const char *iface, *engine, *size, *rate, *link, *count, *duration;
 	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
 	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
-	const char *replay, *loop, *mtu;
+	const char *replay, *loop, *mtu, *trailer;
 	int check;
 };
 
@@ -100,7 +107,7 @@ static void parse_args(int argc, char **argv, struct gen_args *a)
 {
 	enum { OPT_CPU = 256, OPT_INTERVAL, OPT_DST_MAC, OPT_SRC_MAC, OPT_SEED, OPT_THREADS,
 	       OPT_CPUS, OPT_BURST, OPT_GROUPS, OPT_GROUP_SIZE, OPT_GROUP_GAP, OPT_REPLAY,
-	       OPT_LOOP, OPT_CHECK, OPT_MTU };
+	       OPT_LOOP, OPT_CHECK, OPT_MTU, OPT_TRAILER };
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },
 		{ "engine", required_argument, NULL, 'e' },
@@ -124,6 +131,7 @@ static void parse_args(int argc, char **argv, struct gen_args *a)
 		{ "loop", required_argument, NULL, OPT_LOOP },
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "mtu", required_argument, NULL, OPT_MTU },
+		{ "trailer", required_argument, NULL, OPT_TRAILER },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -154,6 +162,7 @@ static void parse_args(int argc, char **argv, struct gen_args *a)
 		case OPT_LOOP: a->loop = optarg; break;
 		case OPT_CHECK: a->check = 1; break;
 		case OPT_MTU: a->mtu = optarg; break;
+		case OPT_TRAILER: a->trailer = optarg; break;
 		case 'h': usage(stdout); exit(CB_EXIT_OK);
 		default: cb_opt_fail(c, argv);
 		}
@@ -397,7 +406,7 @@ static void make_lanes(const struct gen_args *a, struct gen_plan *plan, const st
 		l->cpu = ncpus ? cpus[i] : -1;
 		l->seed = t->seed + i;
 		if (t->count)
-			l->count = t->count / n + (i < t->count % n);
+			l->count = cb_lane_count(t->count, plan->n, i);
 		if (cb_schedule_build(&l->sched, &t->sizes, l->seed, &share, t->link_bps))
 			cb_fatal("cannot build the schedule of stream %u", i);
 		if (t->replay_original)
@@ -406,12 +415,47 @@ static void make_lanes(const struct gen_args *a, struct gen_plan *plan, const st
 		l->target_wire_bps = t->target_wire_bps / n;
 		l->pace.sched_len = l->sched.n;
 	}
-	if (t->count && t->count < n)
+	if (t->count && t->count < n && a->count)
 		cb_usage_error("--count %llu is less than one frame per thread (--threads %llu)",
+			       (unsigned long long)t->count, (unsigned long long)n);
+	if (t->count && t->count < n)
+		cb_usage_error("--duration %s at %.6g pps is %llu frames, less than one per thread "
+			       "(--threads %llu): give a longer --duration", a->duration, t->pps,
 			       (unsigned long long)t->count, (unsigned long long)n);
 }
 
 static void load_replay(const struct gen_args *a, struct gen_plan *plan);
+
+/* --duration at a paced rate: the frames its schedule holds from the first
+ * departure, round(target_pps x S), so the count is exact and does not
+ * depend on how long the engine took to start; with --count (or --groups)
+ * too, the smaller of the two. Unpaced, the duration stays a time bound. */
+static void configure_count(const struct gen_args *a, struct gen_cfg *cfg)
+{
+	uint64_t n;
+
+	if (!cfg->duration_s || !cfg->sched.paced)
+		return;
+	n = cb_frames_in(cfg->pps, cfg->duration_s);
+	if (!n)
+		cb_usage_error("--duration %s at %.6g pps is less than one frame: give a longer "
+			       "--duration or a higher --rate", a->duration, cfg->pps);
+	if (!cfg->count || n < cfg->count)
+		cfg->count = n;
+}
+
+static void configure_trailer(const struct gen_args *a, struct gen_cfg *cfg)
+{
+	uint64_t n = GEN_TRAILER_DEFAULT;
+
+	if (a->trailer && (cb_parse_u64(a->trailer, &n) || n > GEN_TRAILER_MAX))
+		cb_usage_error("bad --trailer '%s': give 0..%u trailer frames per stream", a->trailer,
+			       GEN_TRAILER_MAX);
+	if (cfg->replay && a->trailer && n)
+		cb_usage_error("--trailer goes with stamped frames, and a --replay sends the "
+			       "capture's own: leave it out or give --trailer 0");
+	cfg->trailer = cfg->replay ? 0 : (unsigned int)n;
+}
 
 void gen_configure(int argc, char **argv, struct gen_plan *plan)
 {
@@ -438,6 +482,8 @@ void gen_configure(int argc, char **argv, struct gen_plan *plan)
 			plan->total.count = loops * plan->replay.n;
 		}
 	}
+	configure_count(&args, &plan->total);
+	configure_trailer(&args, &plan->total);
 	make_lanes(&args, plan, &rate);
 	plan->check_only = args.check;
 }

@@ -132,6 +132,9 @@ static void put_plan(struct cb_json *j, const struct gen_plan *plan)
 	cb_json_u64(j, "burst", cfg->pace.burst);
 	cb_json_u64(j, "group_size", cfg->pace.group_size);
 	cb_json_double(j, "group_gap_s", (double)cfg->pace.group_gap_fp16 / 65536.0 / 1e9);
+	/* --count, or round(target_pps x --duration); 0: time-bound or until stopped. */
+	cb_json_u64(j, "target_frames", cfg->count);
+	cb_json_u64(j, "trailer", cfg->trailer);
 }
 
 void gen_print_check(const struct gen_plan *plan)
@@ -144,8 +147,16 @@ void gen_print_check(const struct gen_plan *plan)
 		fprintf(stderr, "capbench-gen: cannot write the check line: %s\n", strerror(errno));
 }
 
+static const char *const stop_names[] = {
+	[GEN_STOP_COUNT] = "count",
+	[GEN_STOP_DURATION] = "duration",
+	[GEN_STOP_DEADLINE] = "deadline",
+	[GEN_STOP_SIGNAL] = "signal",
+	[GEN_STOP_ERROR] = "error",
+};
+
 void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *lanes,
-		       double wall_s, int err)
+		       const struct gen_end *end)
 {
 	static struct cb_json j;
 	const struct gen_cfg *cfg = &plan->total;
@@ -165,10 +176,12 @@ void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *l
 	cb_json_begin(&j, "summary");
 	put_plan(&j, plan);
 	cb_json_u64(&j, "sent", p.sent);
-	/* The sending time: the span of departures plus one gap, so that
-	 * sent / duration_s is the mean departure rate. */
-	cb_json_double(&j, "duration_s", achieved > 0 ? (double)p.sent / achieved : wall_s);
-	cb_json_double(&j, "wall_s", wall_s);
+	cb_json_str(&j, "stopped_by", stop_names[end->stopped_by]);
+	/* The sending time: from the first departure to the last, all
+	 * streams together (0 for fewer than two frames). */
+	cb_json_double(&j, "duration_s",
+		       p.sent > 1 ? (double)(p.last_tx_ns - p.first_tx_ns) / 1e9 : 0.0);
+	cb_json_double(&j, "wall_s", end->wall_s);
 	cb_json_double(&j, "achieved_pps", achieved);
 	cb_json_u64(&j, "wire_bytes", p.wire_bytes);
 	cb_json_double(&j, "achieved_wire_bps", achieved_bps);
@@ -182,8 +195,12 @@ void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *l
 	cb_json_u64(&j, "last_tx_ns", p.last_tx_ns);
 	put_streams(&j, plan, lanes);
 	put_sent_lengths(&j, plan, lanes);
-	if (err)
-		cb_json_str(&j, "error", strerror(-err));
+	/* Trailer frames are not in "sent" (nor in wire_bytes). */
+	cb_json_u64(&j, "trailer_sent", end->trailer_sent > 0 ? (uint64_t)end->trailer_sent : 0);
+	if (end->trailer_sent < 0)
+		cb_json_str(&j, "trailer_error", strerror((int)-end->trailer_sent));
+	if (end->err)
+		cb_json_str(&j, "error", strerror(-end->err));
 	if (cb_json_end(&j, stdout))
 		fprintf(stderr, "capbench-gen: cannot write the summary line: %s\n", strerror(errno));
 }

@@ -123,6 +123,7 @@ int main(int argc, char **argv)
 	cb_json_u64(&j, "packets", counts.packets);
 	cb_json_u64(&j, "bytes", counts.bytes);
 	cb_json_u64(&j, "capbench", counts.capbench);
+	cb_json_u64(&j, "trailer", counts.trailer);
 	cb_json_end(&j, stdout);
 	return CB_EXIT_OK;
 }

@@ -51,11 +51,27 @@ static void test_empty_array(void **state)
 	assert_string_equal(out, "{\"type\":\"x\",\"a\":[]}\n");
 }
 
+static void test_array_of_numbers(void **state)
+{
+	struct cb_json j;
+	char out[128];
+
+	cb_json_begin(&j, "ready");
+	cb_json_arr_begin(&j, "worker_cpus");
+	cb_json_arr_i64(&j, 1);
+	cb_json_arr_i64(&j, -1);
+	cb_json_arr_end(&j);
+	cb_json_u64(&j, "n", 2);
+	render(&j, out, sizeof(out));
+	assert_string_equal(out, "{\"type\":\"ready\",\"worker_cpus\":[1,-1],\"n\":2}\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_array_of_objects),
 		cmocka_unit_test(test_empty_array),
+		cmocka_unit_test(test_array_of_numbers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -153,6 +153,28 @@ static void test_foreign_frames_rejected(void **state)
 	assert_int_equal(cb_stamp_parse(copy, 60, &seq, &ts, &stream), 0);
 }
 
+/* A trailer (stamp.h): same frame, magic with the trailer flag; not a data
+ * frame, and a data frame is not a trailer. */
+static void test_trailer_roundtrip(void **state)
+{
+	struct cb_frame_spec s;
+	uint8_t buf[128];
+	uint64_t a = 0, b = 0;
+	unsigned int stream;
+
+	cb_frame_spec_default(&s);
+	s.stream = 3;
+	cb_frame_build(&s, buf, sizeof(buf));
+	assert_int_equal(cb_trailer_parse(buf, 60, &a, &b, &stream), 0);
+	cb_trailer_write(buf, 199999, 200000);
+	assert_int_equal(cb_stamp_parse(buf, 60, &a, &b, &stream), 0);
+	assert_int_equal(cb_trailer_parse(buf, 60, &a, &b, &stream), 1);
+	assert_true(a == 199999 && b == 200000);
+	assert_int_equal(stream, 3);
+	assert_int_equal(buf[CB_STAMP_OFF] | buf[CB_STAMP_OFF + 1] << 8, CB_STAMP_MAGIC | CB_TRAILER_FLAG);
+	assert_int_equal(cb_trailer_parse(buf, 59, &a, &b, &stream), 0); /* truncated */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +187,7 @@ int main(void)
 		cmocka_unit_test(test_frame_length_limits),
 		cmocka_unit_test(test_stamp_roundtrip),
 		cmocka_unit_test(test_foreign_frames_rejected),
+		cmocka_unit_test(test_trailer_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,6 +124,47 @@ static void test_parse_link(void **state)
 	assert_int_equal(cb_parse_link("100m", &bps), -EINVAL);
 }
 
+/* --duration S at a paced rate: exactly round(pps * S) frames. */
+static void test_frames_in_duration(void **state)
+{
+	assert_int_equal(cb_frames_in(100000, 2), 200000);   /* --duration 2 --rate 100kpps */
+	assert_int_equal(cb_frames_in(cb_wire_pps(1e9, 64), 1), 1488095);
+	assert_int_equal(cb_frames_in(cb_wire_pps(1e9, 1518), 5), 406372); /* 81274.38 x 5 */
+	assert_int_equal(cb_frames_in(10000, 0.25), 2500);
+	assert_int_equal(cb_frames_in(1, 0.4), 0);            /* less than one frame */
+	assert_int_equal(cb_frames_in(1, 0.5), 1);            /* halves round up */
+	assert_int_equal(cb_frames_in(3, 0.5), 2);
+	assert_int_equal(cb_frames_in(0, 5), 0);              /* unpaced */
+	assert_int_equal(cb_frames_in(100000, 0), 0);
+	assert_true(cb_frames_in(1e12, 1e9) == UINT64_MAX);   /* saturates */
+}
+
+/* --threads N: the lanes' counts add up to the total, and differ by one at most. */
+static void test_lane_counts_add_up(void **state)
+{
+	static const uint64_t totals[] = { 1, 2, 7, 63, 64, 65, 199999, 200000, 200001, 1488095 };
+
+	for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
+		for (unsigned int n = 1; n <= 64; n++) {
+			uint64_t sum = 0, lo = UINT64_MAX, hi = 0;
+
+			for (unsigned int i = 0; i < n; i++) {
+				uint64_t c = cb_lane_count(totals[t], n, i);
+
+				sum += c;
+				lo = c < lo ? c : lo;
+				hi = c > hi ? c : hi;
+			}
+			if (sum != totals[t] || hi - lo > 1)
+				fail_msg("%llu frames over %u lanes: sum %llu, shares %llu..%llu",
+					 (unsigned long long)totals[t], n, (unsigned long long)sum,
+					 (unsigned long long)lo, (unsigned long long)hi);
+		}
+	}
+	assert_int_equal(cb_lane_count(200000, 3, 0), 66667);
+	assert_int_equal(cb_lane_count(200000, 3, 2), 66666);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -133,6 +174,8 @@ int main(void)
 		cmocka_unit_test(test_parse_rate),
 		cmocka_unit_test(test_rate_to_pps),
 		cmocka_unit_test(test_parse_link),
+		cmocka_unit_test(test_frames_in_duration),
+		cmocka_unit_test(test_lane_counts_add_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,6 +142,40 @@ static void test_streams_are_separate(void **state)
 	cb_seqset_free(&s);
 }
 
+/* The last 10 of 100 frames lost: only a trailer shows them. */
+static void test_trailer_counts_the_tail(void **state)
+{
+	struct cb_seqset s = { 0 };
+	struct cb_seqtotals tot;
+
+	for (uint64_t q = 0; q < 90; q++)
+		cb_seqset_add(&s, 0, q);
+	cb_seqset_totals(&s, &tot);
+	assert_int_equal(tot.lost, 0);
+	assert_int_equal(tot.trailer_streams, 0);
+	assert_int_equal(cb_seqset_trailer(&s, 0, 99, 100), 0);
+	assert_int_equal(cb_seqset_trailer(&s, 0, 99, 100), 0);
+	cb_seqset_totals(&s, &tot);
+	assert_int_equal(tot.lost, 10);
+	assert_int_equal(tot.unique, 90);
+	assert_int_equal(tot.trailer_seen, 2);
+	assert_int_equal(tot.trailer_streams, 1);
+	assert_int_equal(tot.trailer_sent, 100);
+	assert_int_equal(tot.trailer_last_seq, 99);
+	assert_int_equal(tot.max_seq, 89);
+	/* A stream of which only the trailer arrived lost all it sent. */
+	cb_seqset_trailer(&s, 5, 49, 50);
+	cb_seqset_totals(&s, &tot);
+	assert_int_equal(tot.streams, 2);
+	assert_int_equal(tot.lost, 60);
+	/* A stream that sent nothing: its trailer says 0, nothing lost. */
+	cb_seqset_trailer(&s, 6, 0, 0);
+	cb_seqset_totals(&s, &tot);
+	assert_int_equal(tot.lost, 60);
+	assert_int_equal(tot.trailer_streams, 3);
+	cb_seqset_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -153,6 +187,7 @@ int main(void)
 		cmocka_unit_test(test_late_duplicate_of_a_gap_after_a_jump),
 		cmocka_unit_test(test_below_the_window),
 		cmocka_unit_test(test_streams_are_separate),
+		cmocka_unit_test(test_trailer_counts_the_tail),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,31 @@
+"""`capbench capture`'s line about loss: with the generator's trailer the tail is counted, without it
+the line says the tail is not (capture_loss_line reads capbench-cap's summary fields)."""
+
+from __future__ import annotations
+
+from capbench.cli import capture_loss_line
+
+
+def test_tail_counted_from_the_trailer():
+    s = {"lost": 10, "streams": 1, "tail_loss_counted": True,
+         "trailer": {"seen": 3, "streams": 1, "sent": 2000, "last_seq": 1999}}
+    assert capture_loss_line(s) == ("lost 10 of the 2,000 frames sent, tail included "
+                                    "(the generator's trailer frames carry its sent count)")
+
+
+def test_no_trailer_says_the_tail_is_not_counted():
+    s = {"lost": 0, "streams": 1, "tail_loss_counted": False, "trailer": {"seen": 0, "streams": 0}}
+    assert capture_loss_line(s) == "lost 0; no trailer arrived: tail loss is not counted"
+
+
+def test_some_streams_without_a_trailer():
+    s = {"lost": 4, "streams": 3, "tail_loss_counted": False,
+         "trailer": {"seen": 3, "streams": 1, "sent": 100, "last_seq": 99}}
+    assert capture_loss_line(s) == ("lost 4; no trailer arrived for 2 of 3 streams: their tail loss is "
+                                    "not counted")
+
+
+def test_nothing_to_say_without_sequence_numbers():
+    # the xdp ceiling and --app-load none track no sequence numbers of their own
+    assert capture_loss_line({"lost": 0, "trailer": {"seen": 3}}) is None
+    assert capture_loss_line({"received": 5}) is None
