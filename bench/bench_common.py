@@ -95,7 +95,7 @@ def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
         note(f"note: {busy}: the figures may be disturbed")
     try:
         with testbed.testbed(rx_cpu=RX_CPU, purpose="bench") as tb:
-            note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, RPS to CPU {RX_CPU}")
+            note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, receive work on CPU {RX_CPU} ({tb.rx_mode})")
             return 0, body(binaries, tb, peers), tb.id
     except KeyboardInterrupt:
         note("interrupted: the test bed is removed")

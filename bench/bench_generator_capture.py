@@ -61,7 +61,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from rich.text import Text  # noqa: E402
 
-from capbench import accounting, cpu, testbed  # noqa: E402
+from capbench import accounting, cpu, rxmode, testbed  # noqa: E402
 from capbench.accounting import format_pct  # noqa: E402
 from capbench.binaries import Binaries, find_binaries  # noqa: E402
 from capbench.errors import CapbenchError, Terminated, UsageError  # noqa: E402
@@ -183,6 +183,7 @@ def start_sink(kids: ChildSet, binaries: Binaries, tb: Testbed, sink: str) -> Ch
     cap = kids.start("capbench-cap xdp", [str(binaries.cap), "--iface", tb.cap_if, "--backend", "xdp",
                                           "--cpu", str(CAP_CPU)], netns_name=tb.cap_ns)
     cap.wait_for("ready", READY_TIMEOUT_S)
+    rxmode.place_testbed(tb)  # napi mode: the NAPI thread exists now that an XDP program is attached
     return cap
 
 
@@ -194,10 +195,12 @@ def sink_count(sink: str, summary: dict) -> int:
 def start_xdpcount(kids: ChildSet, binaries: Binaries, tb: Testbed) -> Child:
     """The "delivered" counter on the capture veth. On a veth it is also what lets
     frames in at all: veth_xdp_xmit refuses XDP-redirected frames unless the peer
-    has an XDP program (its NAPI instance). The receive NAPI then runs on the CPU
-    that scheduled it, the sending CPU; RPS moves only the stack work after XDP."""
+    has an XDP program (its NAPI instance). In rps mode the receive NAPI then runs on
+    the CPU that scheduled it, the sending CPU, and RPS moves only the stack work after
+    XDP; in napi mode its thread is placed on the receive CPU here (capbench.rxmode)."""
     xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if], netns_name=tb.cap_ns)
     xdp.wait_for("ready", READY_TIMEOUT_S)
+    rxmode.place_testbed(tb)
     return xdp
 
 

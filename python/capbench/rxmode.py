@@ -193,3 +193,11 @@ def place(netns_name: str | None, ifname: str, rx_cpu: int | None, sched: NapiSc
         if os.sched_getaffinity(pid) != cpus or not sched.holds(pid):
             raise RunError(f"the NAPI thread {pid} of {ifname} did not take CPU {rx_cpu} / {sched.text}")
     return NapiThreads(tuple(pids), rx_cpu, sched)
+
+
+def place_testbed(tb) -> NapiThreads | None:
+    """`place()` for a test bed (capbench.testbed.Testbed) in napi mode, after the programs that
+    give its capture veth NAPI are attached; None in rps mode (nothing to place)."""
+    if tb.rx_mode != "napi":
+        return None
+    return place(tb.cap_ns, tb.cap_if, tb.rx_cpu, NapiSched.parse(tb.napi_sched))

@@ -414,6 +414,9 @@ class Measurer:
             "--duration", f"{duration_s:g}",
             *_opt("--cpu", s.gen_cpu),
             "--dst-mac", tb.dst_mac,
+            # A trial reads the exact sent count from the generator's summary, and the kernel
+            # counters it reads (socket, xdpcount) could not tell trailer frames from the stream.
+            "--trailer", "0",
             *s.gen_args,
         ]
 
@@ -502,8 +505,7 @@ class Measurer:
                 cap.wait_for("ready", s.ready_timeout_s)
 
             # The NAPI thread exists once the XDP programs above are attached (rxmode).
-            napi = (rxmode.place(tb.cap_ns, tb.cap_if, tb.rx_cpu, rxmode.NapiSched.parse(tb.napi_sched))
-                    if self.napi_mode else None)
+            napi = rxmode.place_testbed(tb)
             links0 = self.interface_drop_counters()
             ring0 = read_ring_drops(tb.gen_ns, tb.gen_if)
             others = set(others_in_use(tb.id))

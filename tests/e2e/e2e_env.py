@@ -101,7 +101,7 @@ def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[d
         cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", backend,
                                           "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
         cap.wait_for("ready", 5)
-        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, *gen_args],
+        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--trailer", "0", *gen_args],
                          netns_name=tb.gen_ns)
         gen.wait(30)
         time.sleep(settle_s)  # let the rings drain

@@ -266,7 +266,7 @@ def afxdp_two_senders(binaries, tb, *cap_args: str) -> tuple[dict, dict]:
                                           "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
         cap.wait_for("ready", 5)
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--dst-mac", tb.dst_mac,
-                                          "--size", "64", "--rate", "100kpps", "--count", "40001",
+                                          "--trailer", "0", "--size", "64", "--rate", "100kpps", "--count", "40001",
                                           "--threads", "2", "--cpus", "0,1"], netns_name=tb.gen_ns)
         gen.wait(30)
         time.sleep(0.3)

@@ -62,13 +62,13 @@ def test_unpaced_duration_stays_time_bound(binaries, tb):
 
 
 def test_a_stream_that_cannot_keep_up_ends_one_second_after_its_schedule(binaries, tb):
-    # 5 Mpps is beyond what the afpacket engine sends here (about 1 Mpps): it falls behind,
+    # 50 Mpps is far beyond what the afpacket engine sends here (1-2 Mpps): it falls behind,
     # keeps sending, and is cut 1 s after the 0.3 s its schedule takes, short of its count.
-    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--engine", "afpacket", "--link", "10g",
-                           "--rate", "5Mpps", "--duration", "0.3", "--trailer", "0", "--cpu", "0"])
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--engine", "afpacket", "--link", "100g",
+                           "--rate", "50Mpps", "--duration", "0.3", "--trailer", "0", "--cpu", "0"])
     assert p.returncode == 0, p.stderr
     gen = json.loads(p.stdout.splitlines()[-1])
-    assert gen["target_frames"] == 1_500_000 and gen["stopped_by"] == "deadline"
+    assert gen["target_frames"] == 15_000_000 and gen["stopped_by"] == "deadline"
     assert 0 < gen["sent"] < gen["target_frames"]
     assert gen["duration_s"] == pytest.approx(1.3, abs=0.05)
     assert gen["offered_share"] < 0.999
