@@ -8,6 +8,7 @@ none is "short" and reported as such.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,7 +16,16 @@ from dataclasses import dataclass
 from capbench.accounting import format_pct
 from capbench.report.keys import SeriesKey, SettingsKey, settings_key
 from capbench.report.load import Trial
-from capbench.trial import TrialResult
+from capbench.trial import OFFERED_MIN_SHARE, TrialResult
+
+# A change of a CPU load smaller than this (percentage points of one CPU) is no change, however
+# consistent: the load is sampled from scheduler ticks, and the counter's loop spins or sleeps
+# with what else runs on its CPU.
+CPU_LEAST_CHANGE_PTS = 3.0
+# A change of the captured rate smaller than the share of the offered load the generator may
+# miss and still count as having offered it (trial.OFFERED_MIN_SHARE) is the generator's, not
+# the capture's.
+RATE_LEAST_CHANGE_PCT = 100.0 * (1.0 - OFFERED_MIN_SHARE)
 
 
 def _share(n: int, r: TrialResult) -> float:
@@ -30,11 +40,13 @@ class Metric:
     higher_is_better: bool
     get: Callable[[TrialResult], float]
     is_loss: bool = False
+    least_change: float = 0.0  # no smaller absolute change counts (in `unit`)
+    least_rel_pct: float = 0.0  # no smaller change relative to A counts (%)
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("rx_pps", "captured", "pps", True, lambda r: r.rx_pps),
-    Metric("rx_gbps", "captured", "Gbps", True, lambda r: r.rx_gbps),
+    Metric("rx_pps", "captured", "pps", True, lambda r: r.rx_pps, least_rel_pct=RATE_LEAST_CHANGE_PCT),
+    Metric("rx_gbps", "captured", "Gbps", True, lambda r: r.rx_gbps, least_rel_pct=RATE_LEAST_CHANGE_PCT),
     Metric("loss_pct", "loss", "%", False, lambda r: r.loss_pct, is_loss=True),
     Metric("link_pct", "lost at link", "% of sent", False, lambda r: _share(r.link_drops, r), is_loss=True),
     Metric("backlog_pct", "lost in backlog", "% of sent", False, lambda r: _share(r.backlog_drops, r), is_loss=True),
@@ -42,20 +54,23 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # Either sign is a disagreement of the counters: closer to 0 is better.
     Metric("unexplained_pct", "unexplained (either sign)", "% of sent", False,
            lambda r: abs(_share(r.unexplained, r)), is_loss=True),
-    Metric("app_cpu_pct", "app load", "% CPU", False, lambda r: r.app_cpu_pct),
-    Metric("kernel_cpu_pct", "kernel load", "% CPU", False, lambda r: r.kernel_cpu_pct),
+    Metric("app_cpu_pct", "app load", "% CPU", False, lambda r: r.app_cpu_pct, least_change=CPU_LEAST_CHANGE_PTS),
+    Metric("kernel_cpu_pct", "kernel load", "% CPU", False, lambda r: r.kernel_cpu_pct,
+           least_change=CPU_LEAST_CHANGE_PTS),
 )}
 
 
 @dataclass(frozen=True)
 class Stat:
-    """A figure over repetitions: median, min–max, count and sample standard deviation (0 for one)."""
+    """A figure over repetitions: median, min–max, count, sample standard deviation (0 for one)
+    and mean (NaN where unknown)."""
 
     median: float
     lo: float
     hi: float
     n: int
     sd: float = 0.0
+    mean: float = math.nan
 
     @property
     def exact_zero(self) -> bool:
@@ -67,12 +82,50 @@ class Stat:
         return self.n > 1 and self.lo != self.hi
 
     def scaled(self, k: float) -> Stat:
-        return Stat(self.median * k, self.lo * k, self.hi * k, self.n, self.sd * abs(k))
+        return Stat(self.median * k, self.lo * k, self.hi * k, self.n, self.sd * abs(k), self.mean * k)
 
 
 def stat_of(values: Iterable[float]) -> Stat:
     v = list(values)
-    return Stat(statistics.median(v), min(v), max(v), len(v), statistics.stdev(v) if len(v) > 1 else 0.0)
+    return Stat(statistics.median(v), min(v), max(v), len(v), statistics.stdev(v) if len(v) > 1 else 0.0,
+                statistics.fmean(v))
+
+
+# Student's t distribution, two-tailed at 95 %: the critical value for 1 to 30 degrees of
+# freedom, and the steps beyond, as pyperf's compare_to uses them (pyperf/_utils.py,
+# tdist95conf_level; standard t tables).
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+       2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+T95_BEYOND = ((200, 1.960), (100, 1.984), (80, 1.990), (60, 2.000), (50, 2.009), (40, 2.021))
+SIGNIFICANCE = "Student's two-sample t-test at 95 %"
+
+
+def t95(df: int) -> float:
+    """The two-tailed 95 % critical value of Student's t with `df` degrees of freedom (df >= 1)."""
+    for least, t in T95_BEYOND:
+        if df >= least:
+            return t
+    return T95[min(df, len(T95)) - 1]
+
+
+def t_score(a: Stat, b: Stat) -> float:
+    """Student's two-sample t of B's mean against A's, with the pooled variance of both runs'
+    repetitions (pyperf's tscore, for samples of any sizes). ±inf when neither run varied and
+    the means differ, 0 when they are equal."""
+    df = a.n + b.n - 2
+    diff = b.mean - a.mean
+    pooled = ((a.n - 1) * a.sd ** 2 + (b.n - 1) * b.sd ** 2) / df
+    if pooled == 0:
+        return 0.0 if diff == 0 else math.copysign(math.inf, diff)
+    return diff / math.sqrt(pooled * (1 / a.n + 1 / b.n))
+
+
+def significant(a: Stat, b: Stat) -> bool | None:
+    """Whether B differs from A beyond the noise of their repetitions (SIGNIFICANCE); None
+    when a run has fewer than two repetitions: then there is no noise estimate."""
+    if a.n < 2 or b.n < 2:
+        return None
+    return abs(t_score(a, b)) >= t95(a.n + b.n - 2)
 
 
 def fmt_stat(s: Stat, fmt: str, n: bool = False) -> str:
