@@ -26,6 +26,9 @@ from capbench.rates import link_name
 from capbench.report.load import Trial
 from capbench.trial import TrialResult
 
+# Trials or their typed results: the terminal tables hold results, the report their records.
+AnyTrial = Trial | TrialResult
+
 
 def _cpu(c: int | None) -> str:
     return "any" if c is None else str(c)
@@ -35,7 +38,7 @@ def _cpus(cpus: Iterable[int | None]) -> str:
     return ",".join(_cpu(c) for c in cpus)
 
 
-def as_trial(t: Trial | TrialResult) -> Trial:
+def as_trial(t: AnyTrial) -> Trial:
     """A Trial of a TrialResult (the terminal tables hold results): its fields are its record."""
     return t if isinstance(t, Trial) else Trial(t, {}, t.method)
 
@@ -177,7 +180,7 @@ class SettingsKey:
         return ", ".join(parts)
 
 
-def series_key(t: Trial | TrialResult) -> SeriesKey:
+def series_key(t: AnyTrial) -> SeriesKey:
     t = as_trial(t)
     r = t.result
     extra = []
@@ -190,13 +193,13 @@ def series_key(t: Trial | TrialResult) -> SeriesKey:
                      extra=tuple(extra))
 
 
-def settings_key(t: Trial | TrialResult) -> SettingsKey:
+def settings_key(t: AnyTrial) -> SettingsKey:
     """The key `capbench compare` matches trials by, and repetitions share."""
     t = as_trial(t)
     return SettingsKey(series_key(t), t.result.frame_len, t.result.rate)
 
 
-def cpus_used(trials: Iterable[Trial | TrialResult]) -> str:
+def cpus_used(trials: Iterable[AnyTrial]) -> str:
     """Where the capture really ran, when that is not the placement's counter CPU: the CPUs its
     fanout workers were pinned to (`worker_cpus`) and the CPUs its read threads last ran on
     (`cap_cpus_seen`), over all the trials of a table; and whether one is the generator's.
