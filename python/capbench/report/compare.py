@@ -12,7 +12,9 @@ answer counts only when it is also larger than the search's precision.
 
 Noise, honestly (as pyperf's compare_to): when both runs repeated a measurement, a change
 counts only if Student's two-sample t-test on the repetitions finds it at 95 %; else it is
-"not significant". Without repetitions in both runs there is no noise estimate, and nothing
+"not significant". A comparison tests many figures at once, so the p-values are corrected
+for their number (Holm): two runs of one configuration show no change in 95 % of
+comparisons, not one figure in 20 marked by chance. Without repetitions in both runs there is no noise estimate, and nothing
 is judged unless --threshold is given: then a relative change above it counts. Whatever the
 test says, a CPU load must also change by stats.CPU_LEAST_CHANGE_PTS points and a captured
 rate by more than the generator's own tolerance (stats.RATE_LEAST_CHANGE_PCT). A
@@ -31,8 +33,8 @@ from capbench.report import answers as answers_mod
 from capbench.report.answers import AnswerGroup
 from capbench.report.keys import IDENTITY_TEXT, SettingsKey
 from capbench.report.load import RunData
-from capbench.report.stats import CPU_LEAST_CHANGE_PTS, METRICS, SIGNIFICANCE, Group, Metric, Stat, iperf_groups
-from capbench.report.stats import significant as t_test
+from capbench.report.stats import (CPU_LEAST_CHANGE_PTS, METRICS, SIGNIFICANCE, SIGNIFICANCE_LEVEL, Group, Metric,
+                                   Stat, iperf_groups, p_value)
 COMPARED = ("rx_pps", "loss_pct", "link_pct", "backlog_pct", "socket_pct", "unexplained_pct", "app_cpu_pct",
             "kernel_cpu_pct")
 # The figures --fail-on-regression watches; the loss layers are the loss split up.
@@ -51,6 +53,7 @@ class Change:
     precision: float = 0.0  # a search answer's precision (pps, frames): no smaller change is marked
     answer: bool = False  # a search's answer (report.answers), not a figure of iperf-like trials
     judged: bool = True  # False: neither repetitions nor --threshold to judge it by, or a short generator
+    p: float | None = None  # the t-test's p-value (by_repetitions), before Holm's correction
 
     @property
     def delta(self) -> float:
@@ -105,7 +108,8 @@ class Comparison:
         return any(c.by_repetitions for c in self.changes)
 
     def noise_rule(self) -> str:
-        rep = (f"a change counts when {SIGNIFICANCE} on the repetitions finds it (else: not significant)")
+        rep = (f"a change counts when {SIGNIFICANCE} on the repetitions finds it, corrected for the number of "
+               f"figures compared (Holm), else it is not significant")
         if self.threshold_pct is None:
             thr = "nothing is judged (give --threshold PCT to mark relative changes above PCT %)"
         else:
@@ -146,7 +150,8 @@ class Comparison:
 
 def judge(key: SettingsKey, metric: Metric, a: Stat, b: Stat, threshold_pct: float | None, short: str = "",
           precision: float = 0.0, answer: bool = False) -> Change:
-    """The change of one figure and whether it is beyond the noise (module doc)."""
+    """The change of one figure and, without repetitions, whether it is beyond --threshold; with
+    repetitions its p-value, which holm() weighs against those of the other figures."""
     by_reps = a.n > 1 and b.n > 1
     c = Change(key, metric, a, b, by_reps, short, False, precision, answer,
                judged=not short and (by_reps or threshold_pct is not None))
@@ -154,11 +159,24 @@ def judge(key: SettingsKey, metric: Metric, a: Stat, b: Stat, threshold_pct: flo
         return c
     if by_reps:
         # The t-test weighs means; the change shown is of medians: both must point one way.
-        beyond = bool(t_test(a, b)) and (b.mean - a.mean) * c.delta > 0
-    else:
-        rel = c.rel_pct
-        beyond = rel is None or abs(rel) > threshold_pct
-    return dataclasses.replace(c, significant=beyond)
+        return dataclasses.replace(c, p=p_value(a, b) if (b.mean - a.mean) * c.delta > 0 else 1.0)
+    rel = c.rel_pct
+    return dataclasses.replace(c, significant=rel is None or abs(rel) > threshold_pct)
+
+
+def holm(changes: list[Change], level: float = SIGNIFICANCE_LEVEL) -> list[Change]:
+    """The changes with a p-value marked significant by Holm's step-down correction: the k-th
+    smallest p of m counts when it and every smaller one are below level / (m − k + 1). A
+    comparison weighs dozens of figures, and at 95 % one unchanged figure in 20 would pass the
+    test alone: so corrected, two runs of one configuration show any change in at most 5 % of
+    comparisons."""
+    tested = sorted((i for i, c in enumerate(changes) if c.p is not None), key=lambda i: changes[i].p)
+    out = list(changes)
+    for k, i in enumerate(tested):
+        if changes[i].p > level / (len(tested) - k):
+            break
+        out[i] = dataclasses.replace(changes[i], significant=True)
+    return out
 
 
 def _short(ga: Group, gb: Group) -> str:
@@ -213,6 +231,7 @@ def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Compa
         more, missing = answer_changes(answers_a[key], answers_b[key], threshold_pct)
         changes += more
         unanswered += missing
+    changes = holm(changes)
     only_a = [k for k in groups_a if k not in groups_b] + [k for k in answers_a if k not in answers_b]
     only_b = [k for k in groups_b if k not in groups_a] + [k for k in answers_b if k not in answers_a]
     return Comparison(a, b, changes, only_a, only_b, threshold_pct, unanswered)

@@ -91,21 +91,8 @@ def stat_of(values: Iterable[float]) -> Stat:
                 statistics.fmean(v))
 
 
-# Student's t distribution, two-tailed at 95 %: the critical value for 1 to 30 degrees of
-# freedom, and the steps beyond, as pyperf's compare_to uses them (pyperf/_utils.py,
-# tdist95conf_level; standard t tables).
-T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-       2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-T95_BEYOND = ((200, 1.960), (100, 1.984), (80, 1.990), (60, 2.000), (50, 2.009), (40, 2.021))
+SIGNIFICANCE_LEVEL = 0.05
 SIGNIFICANCE = "Student's two-sample t-test at 95 %"
-
-
-def t95(df: int) -> float:
-    """The two-tailed 95 % critical value of Student's t with `df` degrees of freedom (df >= 1)."""
-    for least, t in T95_BEYOND:
-        if df >= least:
-            return t
-    return T95[min(df, len(T95)) - 1]
 
 
 def t_score(a: Stat, b: Stat) -> float:
@@ -120,12 +107,50 @@ def t_score(a: Stat, b: Stat) -> float:
     return diff / math.sqrt(pooled * (1 / a.n + 1 / b.n))
 
 
-def significant(a: Stat, b: Stat) -> bool | None:
-    """Whether B differs from A beyond the noise of their repetitions (SIGNIFICANCE); None
-    when a run has fewer than two repetitions: then there is no noise estimate."""
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz's method, as in
+    Numerical Recipes' betacf)."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), 0 <= x <= 1."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_p_value(t: float, df: int) -> float:
+    """Two-tailed p-value of Student's t with `df` degrees of freedom: I_{df/(df+t²)}(df/2, 1/2)."""
+    if math.isinf(t):
+        return 0.0
+    return incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+
+
+def p_value(a: Stat, b: Stat) -> float | None:
+    """How likely a difference of the means at least this large is when nothing changed
+    (SIGNIFICANCE, as pyperf's compare_to tests); None when a run has fewer than two
+    repetitions: then there is no noise estimate."""
     if a.n < 2 or b.n < 2:
         return None
-    return abs(t_score(a, b)) >= t95(a.n + b.n - 2)
+    return t_p_value(t_score(a, b), a.n + b.n - 2)
 
 
 def fmt_stat(s: Stat, fmt: str, n: bool = False) -> str:
