@@ -173,3 +173,6 @@ def test_figures_draw_a_line_per_setting(tmp_path):
     drawn = plots.throughput(ts)
     labels = [t.get_text() for t in drawn.figure.axes[0].get_legend().get_texts()]
     assert "afp-v3" in labels and "afp-v3 ring 4 MiB" in labels
+    assert "really used" not in drawn.caption
+    fanout = [base(backend="fanout", frame_len=n, worker_cpus=(0, 1)) for n in (64, 512)]
+    assert "fanout: workers on CPUs 0, 1; CPU 0 is the generator's." in plots.throughput(fanout).caption
