@@ -26,7 +26,8 @@ from rich.text import Text
 from capbench import loss_layers
 from capbench.accounting import format_pct
 from capbench.report import answers as answers_mod
-from capbench.report.keys import SeriesKey, SettingsKey, cpus_used, pin_of, series_key, series_labels, settings_key
+from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, pin_of, series_key,
+                                  series_labels, settings_key)
 from capbench.report.load import Trial
 from capbench.report.stats import Stat, stat_of, sweep_lines
 from capbench.trial import INVALID_LOAD_TEXT, TrialResult
@@ -139,11 +140,12 @@ ROW_STYLES = {"short": "dim", "unexplained": "red", "lossy": "yellow", "": None}
 # --- iperf-like tables -------------------------------------------------------------
 
 
-def repetitions(trials: Iterable[TrialResult]) -> dict[SettingsKey, list[TrialResult]]:
+def repetitions(trials: Iterable[AnyTrial]) -> dict[SettingsKey, list[TrialResult]]:
     """iperf-like trials grouped by measurement (report.keys), repetitions together, in order of the first."""
     groups: dict[SettingsKey, list[TrialResult]] = {}
-    for r in trials:
-        groups.setdefault(settings_key(r), []).append(r)
+    for t in trials:
+        t = as_trial(t)
+        groups.setdefault(settings_key(t), []).append(t.result)
     return groups
 
 
@@ -178,7 +180,7 @@ def _table(title: str, headers: Sequence[str]) -> Table:
     return table
 
 
-def backend_table(title: str, trials: list[TrialResult]) -> Table:
+def backend_table(title: str, trials: list[AnyTrial]) -> Table:
     # "Offered" is what the generator sent (its own count over its sending time), as the
     # seed's tables give the generator's rate; the target is in the trial record.
     table = _table(f"Iperf-like capture throughput: {title}", TERMINAL_HEADERS)
@@ -187,17 +189,18 @@ def backend_table(title: str, trials: list[TrialResult]) -> Table:
     return table
 
 
-def series_title(key: SeriesKey, trials: Iterable[TrialResult]) -> str:
+def series_title(key: SeriesKey, trials: Iterable[AnyTrial]) -> str:
     """A table's settings: backend, link, placement with the CPUs the capture really used
     where they differ from it, engine, app load and every other setting off its default."""
     return f"{key.backend} ({key.title(cpus_used(trials))})"
 
 
-def group_by_series(trials: Iterable[TrialResult]) -> dict[SeriesKey, list[TrialResult]]:
+def group_by_series(trials: Iterable[AnyTrial]) -> dict[SeriesKey, list[Trial]]:
     """Trials by table (one series of report.keys), in the order they ran."""
-    groups: dict[SeriesKey, list[TrialResult]] = {}
-    for r in trials:
-        groups.setdefault(series_key(r), []).append(r)
+    groups: dict[SeriesKey, list[Trial]] = {}
+    for t in trials:
+        t = as_trial(t)
+        groups.setdefault(series_key(t), []).append(t)
     return groups
 
 
@@ -247,36 +250,38 @@ def _with_b(size_label: str) -> str:
     return f"{size_label}{' B' if size_label.isdigit() else ''}"
 
 
-def print_tables(trials: Iterable[TrialResult], console: Console | None = None,
+def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
                  outcomes: Iterable[dict[str, Any]] = (), loss_tolerance_frames: int = 0) -> None:
-    """Print every table the trials make: iperf-like per backend, the search answers (RFC 2544,
-    MLR, back-to-back; from `outcomes`, the lines of searches.jsonl, else derived from the
-    trials) and sweeps; to a pipe or file at 120 columns, not rich's default 80."""
+    """Print every table the trials make (TrialResults of a run, or the Trials of its records):
+    iperf-like per backend, the search answers (RFC 2544, MLR, back-to-back; from `outcomes`,
+    the lines of searches.jsonl, else derived from the trials) and sweeps; to a pipe or file
+    at 120 columns, not rich's default 80."""
     if console is None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=120)
-    trials = list(trials)
+    records = [as_trial(t) for t in trials]
+    trials = [t.result for t in records]
     if not trials:
         console.print("No trial finished.")
         return
-    iperf = [r for r in trials if r.method == "iperf"]
+    iperf = [t for t in records if t.method == "iperf"]
     for key, rows in group_by_series(iperf).items():
         console.print(backend_table(series_title(key, rows), rows))
         reps = repetitions(rows)
-        for r in rows:
+        for t in rows:
+            r = t.result
             line = loss_layers.explain(r)
             if line:
-                rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(r)]) > 1 else ""
+                rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
-    records = [Trial(r, r.to_record(), r.method) for r in trials]
     found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)
     for t in answers_mod.tables(found):
         _print_answer_table(console, t)
     sweeps = sweep_tables(records, found, sep="\n")
     for t in sweeps:
         _print_answer_table(console, t, TERMINAL_SWEEP_HEADERS)
-    shown = iperf + [t.result for t in records if t.method == "sweep" and sweeps]
+    shown = [t.result for t in iperf] + [t.result for t in records if t.method == "sweep" and sweeps]
     short = [r for r in shown if r.invalid_offered_load]
     if short:
         targets = ", ".join(dict.fromkeys(

@@ -176,3 +176,19 @@ def test_figures_draw_a_line_per_setting(tmp_path):
     assert "really used" not in drawn.caption
     fanout = [base(backend="fanout", frame_len=n, worker_cpus=(0, 1)) for n in (64, 512)]
     assert "fanout: workers on CPUs 0, 1; CPU 0 is the generator's." in plots.throughput(fanout).caption
+
+
+def test_a_report_keeps_runs_of_two_receive_modes_apart(tmp_path):
+    """The terminal tables of `capbench report` read the records as written: a field this
+    TrialResult may not know yet (rx_mode) still keeps its tables apart."""
+    from capbench.report.writer import terminal_tables
+
+    records = [make_result(backend="afp-v3").to_record() | extra
+               for extra in ({}, {"rx_mode": "rps"}, {"rx_mode": "napi", "napi_sched": "fifo:50"})]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trials.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "run.json").write_text(json.dumps({"schema": 1, "status": "complete"}))
+    text = " ".join(terminal_tables(load_run(run), width=200).split())
+    assert text.count("Iperf-like capture throughput: afp-v3") == 2
+    assert "rx mode napi, NAPI thread fifo:50)" in text

@@ -18,6 +18,7 @@ titles show it where it differs from the placement (cpus_used).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -39,16 +40,16 @@ def _cpus(cpus: Iterable[int | None]) -> str:
 
 
 def as_trial(t: AnyTrial) -> Trial:
-    """A Trial of a TrialResult (the terminal tables hold results): its fields are its record."""
-    return t if isinstance(t, Trial) else Trial(t, {}, t.method)
+    """A Trial of a TrialResult (a run in progress holds results): its fields are its record."""
+    if isinstance(t, Trial):
+        return t
+    return Trial(t, {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}, t.method)
 
 
 def value(t: Trial, name: str, default: Any = None) -> Any:
-    """A record field: as written, else the typed result's, else `default` (records written
-    before the field existed)."""
-    if name in t.record:
-        return t.record[name]
-    return getattr(t.result, name, default)
+    """A record field as written; `default` for a record written before the field existed (what
+    such a record measured, which need not be the field's default in TrialResult)."""
+    return t.record.get(name, default)
 
 
 def _bytes(n: Any) -> str:

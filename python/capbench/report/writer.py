@@ -52,7 +52,7 @@ class Report:
 
 def terminal_tables(run: RunData, width: int = 120) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
-    tables.print_tables([t.result for t in run.trials], console, run.outcomes, run.loss_tolerance_frames)
+    tables.print_tables(run.trials, console, run.outcomes, run.loss_tolerance_frames)
     return console.export_text()
 
 
