@@ -69,7 +69,7 @@ def test_two_runs_of_one_configuration_show_no_change(tmp_path):
     assert all(c.by_repetitions for c in cmp.changes) and len(cmp.measurements) == 8
     assert not any(c.significant for c in cmp.changes)
     assert "No change beyond the noise." in compare_out.headline(cmp)
-    assert any(compare_out.verdict(c) == "not significant" for c in cmp.changes)  # they do differ, within noise
+    assert any(compare_out.verdict(c).startswith("not significant (p ") for c in cmp.changes)  # within noise
     p = capbench("compare", str(a), str(b), "--fail-on-regression", "0", "--out", str(tmp_path / "o"))
     assert p.returncode == 0, p.stderr
     assert "No change beyond the noise." in p.stdout and "t-test at 95 %" in p.stdout
@@ -93,8 +93,8 @@ def test_a_shift_within_the_noise_is_not_significant(tmp_path):
     cmp = compare.compare(load_run(a), load_run(b))
     pcap = [c for c in cmp.changes if c.metric.name == "rx_pps" and c.key.series.backend == "pcap"]
     assert pcap and not any(c.significant for c in cmp.changes)
-    assert {compare_out.verdict(c) for c in pcap} <= {"not significant", "no change (under 0.1 %)"}
-    assert "not significant" in {compare_out.verdict(c) for c in pcap}
+    verdicts = {compare_out.verdict(c).split(" (p ")[0] for c in pcap}
+    assert verdicts <= {"not significant", "no change (under 0.1 %)"} and "not significant" in verdicts
 
 
 def test_without_repetitions_nothing_is_judged_unless_a_threshold_is_given(tmp_path):
@@ -125,3 +125,17 @@ def test_a_cpu_load_must_move_a_few_points(tmp_path):
     assert app.p is None and not app.significant and compare_out.verdict(app) == "no change (under 3 pts)"
     big = compare.compare(a, run("c", [45.0, 45.1, 45.2, 45.1]))
     assert next(c for c in big.changes if c.metric.name == "app_cpu_pct").significant
+
+
+def test_holm_weighs_each_p_value_against_the_number_of_figures():
+    import dataclasses
+
+    from capbench.report import keys
+    from report_files import trial
+
+    c = compare.judge(keys.settings_key(trial()), stats.METRICS["rx_pps"], stats.stat_of([1.0, 2.0]),
+                      stats.stat_of([3.0, 4.0]), None)
+    untested = dataclasses.replace(c, p=None)
+    out = compare.holm([dataclasses.replace(c, p=p) for p in (0.01, 0.04, 0.03, 0.005)] + [untested])
+    assert [x.p for x in out[:4]] == pytest.approx([0.03, 0.06, 0.06, 0.02])  # ×3, max(×1, before), ×2, ×4
+    assert [x.significant for x in out] == [True, False, False, True, False]

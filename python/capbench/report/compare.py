@@ -53,7 +53,7 @@ class Change:
     precision: float = 0.0  # a search answer's precision (pps, frames): no smaller change is marked
     answer: bool = False  # a search's answer (report.answers), not a figure of iperf-like trials
     judged: bool = True  # False: neither repetitions nor --threshold to judge it by, or a short generator
-    p: float | None = None  # the t-test's p-value (by_repetitions), before Holm's correction
+    p: float | None = None  # the t-test's p-value (by_repetitions), adjusted by holm() in compare()
 
     @property
     def delta(self) -> float:
@@ -165,17 +165,17 @@ def judge(key: SettingsKey, metric: Metric, a: Stat, b: Stat, threshold_pct: flo
 
 
 def holm(changes: list[Change], level: float = SIGNIFICANCE_LEVEL) -> list[Change]:
-    """The changes with a p-value marked significant by Holm's step-down correction: the k-th
-    smallest p of m counts when it and every smaller one are below level / (m − k + 1). A
-    comparison weighs dozens of figures, and at 95 % one unchanged figure in 20 would pass the
-    test alone: so corrected, two runs of one configuration show any change in at most 5 % of
-    comparisons."""
+    """The changes with a p-value, their p adjusted by Holm's step-down method and marked
+    significant when it is at most `level`: the k-th smallest of m p-values is multiplied by
+    m − k + 1 (and is never below the one before it). A comparison weighs dozens of figures,
+    and at 95 % one unchanged figure in 20 would pass the test alone: so corrected, two runs
+    of one configuration show any change in at most 5 % of comparisons."""
     tested = sorted((i for i, c in enumerate(changes) if c.p is not None), key=lambda i: changes[i].p)
     out = list(changes)
+    running = 0.0
     for k, i in enumerate(tested):
-        if changes[i].p > level / (len(tested) - k):
-            break
-        out[i] = dataclasses.replace(changes[i], significant=True)
+        running = max(running, min(1.0, (len(tested) - k) * changes[i].p))
+        out[i] = dataclasses.replace(changes[i], p=running, significant=running <= level)
     return out
 
 

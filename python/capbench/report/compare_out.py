@@ -100,7 +100,9 @@ def verdict(c: Change) -> str:
         least = (f"{c.metric.least_change:g} pts" if abs(c.delta) <= c.metric.least_change
                  else f"{c.metric.least_rel_pct:g} %")
         return f"no change (under {least})"
-    return "not significant" if c.by_repetitions else "below threshold"
+    if c.by_repetitions:
+        return "not significant" + (f" (p {c.p:.2g})" if c.p is not None else "")
+    return "below threshold"
 
 
 def shown(cmp: Comparison) -> list[Change]:
