@@ -754,8 +754,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                  f"{first.metric.label} of {first.key.text()}: {compare_out.fmt_change(first)}")
             return 1
         if not result.judged:
-            note("capbench: --fail-on-regression: nothing was judged (no repetitions in both runs, no --threshold), "
-                 "so no regression can be found")
+            note("capbench: --fail-on-regression: nothing was judged (see above why), so no regression can be found")
     return 0
 
 
