@@ -77,11 +77,24 @@ class Step:
 
     @property
     def key(self) -> str:
-        ring = f"|ring={self.ring}" if self.ring else ""
-        args = f"|args={self.backend_args}" if self.backend_args else ""
-        groups = f"|groups={self.groups}" if self.groups else ""
-        return (f"{self.method}|{self.backend}|{self.size}|pin={self.pin}|load={self.app_load or 'touch'}"
-                f"|procs={self.procs}{ring}{args}{groups}|rep={self.repeat}")
+        """`iperf|pcap|64|pin=A:A|load=touch|procs=1|ring=4194304|rep=2`: every setting of the step
+        (STEP_KEY_PARTS), then its repetition; the trials and answers of the step carry it."""
+        parts = [self.method, self.backend, str(self.size)]
+        for name, field_, always in STEP_KEY_PARTS:
+            v = getattr(self, field_)
+            if field_ == "app_load":
+                v = v or "touch"
+            if always or v:
+                parts.append(f"{name}={v}")
+        return "|".join(parts) + f"|rep={self.repeat}"
+
+
+# The settings of a Step in its key after method, backend and size: (name in the key, Step field,
+# always shown). A setting added later is left out at its default (0 or ""), so the keys of runs
+# recorded before it existed still name their steps (--resume). One line per setting; the
+# report reads pin= and groups= back (report.keys).
+STEP_KEY_PARTS = (("pin", "pin", True), ("load", "app_load", True), ("procs", "procs", True),
+                  ("ring", "ring", False), ("args", "backend_args", False), ("groups", "groups", False))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from capbench import __version__, campaign, host_sysctl, netns, preflight, runner, rxmode, tables, testbed
@@ -20,6 +21,7 @@ from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
 from capbench.methods.dispatch import METHODS
 from capbench.options import option_value
+from capbench.report.keys import IDENTITY_TEXT
 from capbench.rates import (
     parse_duration,
 )
@@ -112,17 +114,22 @@ examples:
   capbench report results/2025-11-23T07-30-05Z
 """
 
-COMPARE_HELP = """\
-Matches the trials of two runs by their settings (method, backend, frame length,
-link, rate, engine, app load, placement) and shows, for each match, the change of
-the captured rate, the loss and each layer's share of it, and the application and
-kernel load. Changes larger than the run-to-run noise are marked: with repetitions
-(both runs) when their min-max ranges do not overlap; without, no noise estimate
-exists and changes above --threshold are marked. Trials whose generator fell short
-of the offered load are shown but never judged. Exit status 0, or 1 with
---fail-on-regression PCT when a figure got worse by more than PCT %.
+COMPARE_HELP = textwrap.fill(
+    f"Matches the measurements of two runs by their settings ({IDENTITY_TEXT}) and shows, for each match, the "
+    f"change of the captured rate, the loss and each layer's share of it, and the application and kernel load; "
+    f"searches are compared by their answers.", 84) + """
+
+Only changes beyond the noise are judged, as pyperf's compare_to does: where both runs
+repeated a measurement (--repeat N), Student's two-sample t-test on the repetitions at
+95 % decides, and a change it does not find is "not significant". Without repetitions
+there is no noise estimate and nothing is judged, unless --threshold PCT is given. A
+CPU load must also change by more than a few points, a captured rate by more than the
+generator's own tolerance. Trials whose generator fell short of the offered load are
+shown but never judged. Exit status 0, or 1 with --fail-on-regression PCT when a
+judged change is worse by more than PCT %.
 
 examples:
+  capbench run --repeat 5 ...   twice (before and after), then:
   capbench compare results/2025-11-23T07-30-05Z results/2025-11-24T09-12-00Z
   capbench compare base/ patched/ --fail-on-regression 10      in CI
 """
@@ -311,11 +318,12 @@ def build_parser() -> Parser:
                          description=COMPARE_HELP, formatter_class=_formatter, allow_abbrev=False)
     cmp.add_argument("a", metavar="A", help="the results directory to compare against (the baseline)")
     cmp.add_argument("b", metavar="B", help="the results directory of the run to judge")
-    cmp.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
-                     help="without repetitions, mark changes larger than PCT %% of A's value (default: %(default)s)")
+    cmp.add_argument("--threshold", type=float, metavar="PCT",
+                     help="where a measurement was not repeated in both runs, judge a change larger than PCT %% of "
+                          "A's value (default: such changes are not judged: there is no noise estimate)")
     cmp.add_argument("--fail-on-regression", type=float, metavar="PCT",
-                     help="exit status 1 when captured rate, loss, app or kernel load gets worse by more than "
-                          "PCT %% (and, with repetitions, beyond their spread)")
+                     help="exit status 1 when a judged change (beyond the noise) of the captured rate, loss, app or "
+                          "kernel load, or a search's answer, is worse by more than PCT %%")
     cmp.add_argument("--out", metavar="DIR",
                      help="write compare.{txt,md,png,svg,html} to DIR (default: B/report/compare-<name of A>/)")
     return p
@@ -809,6 +817,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             note(f"capbench: {len(worse)} figures worse by more than {args.fail_on_regression:g} %, e.g. "
                  f"{first.metric.label} of {first.key.text()}: {compare_out.fmt_change(first)}")
             return 1
+        if not result.judged:
+            note("capbench: --fail-on-regression: nothing was judged (see above why), so no regression can be found")
     return 0
 
 

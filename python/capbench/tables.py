@@ -25,9 +25,9 @@ from rich.text import Text
 
 from capbench import loss_layers
 from capbench.accounting import format_pct
-from capbench.rates import link_name
 from capbench.report import answers as answers_mod
-from capbench.report.keys import pin_of_step, series_labels, step_base
+from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, pin_of, series_key,
+                                  series_labels, settings_key)
 from capbench.report.load import Trial
 from capbench.report.stats import Stat, stat_of, sweep_lines
 from capbench.trial import INVALID_LOAD_TEXT, TrialResult
@@ -140,17 +140,12 @@ ROW_STYLES = {"short": "dim", "unexplained": "red", "lossy": "yellow", "": None}
 # --- iperf-like tables -------------------------------------------------------------
 
 
-def _settings_of(r: TrialResult) -> str:
-    """A trial's measurement without its repetition: its step without `rep=`, or for records
-    without steps its frame size, rate and generator engine (one table holds one setting else)."""
-    return step_base(r.step) if r.step else f"{r.size_label}|{r.rate}|{r.gen_engine}"
-
-
-def repetitions(trials: Iterable[TrialResult]) -> dict[str, list[TrialResult]]:
-    """iperf-like trials grouped by measurement, repetitions together, in order of the first."""
-    groups: dict[str, list[TrialResult]] = {}
-    for r in trials:
-        groups.setdefault(_settings_of(r), []).append(r)
+def repetitions(trials: Iterable[AnyTrial]) -> dict[SettingsKey, list[TrialResult]]:
+    """iperf-like trials grouped by measurement (report.keys), repetitions together, in order of the first."""
+    groups: dict[SettingsKey, list[TrialResult]] = {}
+    for t in trials:
+        t = as_trial(t)
+        groups.setdefault(settings_key(t), []).append(t.result)
     return groups
 
 
@@ -162,15 +157,11 @@ def repeated_rates(trials: Iterable[TrialResult], outcomes: Iterable[dict[str, A
     of one search are not repetitions."""
     trials = list(trials)
     out = []
-    steps: dict[str, list[TrialResult]] = {}
-    for r in trials:
-        if r.method == "iperf" and r.step and not r.invalid_offered_load:
-            steps.setdefault(step_base(r.step), []).append(r)
-    for base, rs in steps.items():
+    steps = repetitions(r for r in trials if r.method == "iperf" and r.step and not r.invalid_offered_load)
+    for rs in steps.values():
         if len({x.repeat for x in rs}) > 1:
             r = rs[0]
-            out.append((f"{r.method} {r.backend} {r.size_label} B ({pin_of_step(base) or 'cpus'})",
-                        [x.rx_pps for x in rs]))
+            out.append((f"{r.method} {r.backend} {r.size_label} B ({pin_of(r)})", [x.rx_pps for x in rs]))
     for g in answers_mod.group_answers(answers_mod.results_answers(trials, outcomes)).values():
         name = answers_mod.main_metric(g.method, g.metrics())
         values = g.values(name) if name else []
@@ -189,35 +180,27 @@ def _table(title: str, headers: Sequence[str]) -> Table:
     return table
 
 
-def backend_table(title_key: str, trials: list[TrialResult]) -> Table:
+def backend_table(title: str, trials: list[AnyTrial]) -> Table:
     # "Offered" is what the generator sent (its own count over its sending time), as the
     # seed's tables give the generator's rate; the target is in the trial record.
-    table = _table(f"Iperf-like capture throughput: {title_key}", TERMINAL_HEADERS)
+    table = _table(f"Iperf-like capture throughput: {title}", TERMINAL_HEADERS)
     for rs in repetitions(trials).values():
         table.add_row(*(Text(c) for c in row_cells(rs, sep="\n")), style=ROW_STYLES[row_class(rs)])
     return table
 
 
-def table_key(r: TrialResult) -> str:
-    """One table per backend and setting: placement, link, app load, processes."""
-    # Not pinned (--pin auto): "any"; the record's cap_cpus_seen says where it ran.
-    app = "any" if r.cap_cpu is None else r.cap_cpu
-    key = (f"{r.backend} ({link_name(r.link_bps)} link, gen CPU {r.gen_cpu}, kernel rx CPU {r.kernel_rx_cpu}, "
-           f"app CPU {app}")
-    if r.app_load:
-        key += f", app load {r.app_load}"
-    if r.procs > 1:
-        key += f", {r.procs} capture processes"
-    if r.ring_bytes:
-        key += f", ring {r.ring_bytes / (1 << 20):g} MiB"
-    return key + ")"
+def series_title(key: SeriesKey, trials: Iterable[AnyTrial]) -> str:
+    """A table's settings: backend, link, placement with the CPUs the capture really used
+    where they differ from it, engine, app load and every other setting off its default."""
+    return f"{key.backend} ({key.title(cpus_used(trials))})"
 
 
-def group_by_backend(trials: Iterable[TrialResult]) -> dict[str, list[TrialResult]]:
-    """Trials by table (table_key), in the order they ran."""
-    groups: dict[str, list[TrialResult]] = {}
-    for r in trials:
-        groups.setdefault(table_key(r), []).append(r)
+def group_by_series(trials: Iterable[AnyTrial]) -> dict[SeriesKey, list[Trial]]:
+    """Trials by table (one series of report.keys), in the order they ran."""
+    groups: dict[SeriesKey, list[Trial]] = {}
+    for t in trials:
+        t = as_trial(t)
+        groups.setdefault(series_key(t), []).append(t)
     return groups
 
 
@@ -245,9 +228,8 @@ def sweep_tables(trials: Sequence[Trial], answers: Sequence[answers_mod.Answer] 
             classes.append(row_class(rs))
         answer = groups.get((key, size))
         found = answers_mod.sweep_first_loss(answer) if answer is not None else ""
-        extra = "".join(f", {a} {b}" for a, b in key.extra)
-        title = (f"Sweep: {labels[key]} {size} B ({key.link} link, {key.placement}, engine {key.engine}, "
-                 f"app load {key.app_load}{extra})" + (f": {found}" if found else ""))
+        used = cpus_used(t for g in gs for t in g.trials)
+        title = f"Sweep: {labels[key]} {size} B ({key.title(used)})" + (f": {found}" if found else "")
         out.append(answers_mod.AnswerTable(title, list(SWEEP_HEADERS), rows, [], classes))
     return out
 
@@ -268,37 +250,38 @@ def _with_b(size_label: str) -> str:
     return f"{size_label}{' B' if size_label.isdigit() else ''}"
 
 
-def print_tables(trials: Iterable[TrialResult], console: Console | None = None,
+def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
                  outcomes: Iterable[dict[str, Any]] = (), loss_tolerance_frames: int = 0) -> None:
-    """Print every table the trials make: iperf-like per backend, the search answers (RFC 2544,
-    MLR, back-to-back; from `outcomes`, the lines of searches.jsonl, else derived from the
-    trials) and sweeps; to a pipe or file at 120 columns, not rich's default 80."""
+    """Print every table the trials make (TrialResults of a run, or the Trials of its records):
+    iperf-like per backend, the search answers (RFC 2544, MLR, back-to-back; from `outcomes`,
+    the lines of searches.jsonl, else derived from the trials) and sweeps; to a pipe or file
+    at 120 columns, not rich's default 80."""
     if console is None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=120)
-    trials = list(trials)
+    records = [as_trial(t) for t in trials]
+    trials = [t.result for t in records]
     if not trials:
         console.print("No trial finished.")
         return
-    iperf = [r for r in trials if r.method == "iperf"]
-    groups = group_by_backend(iperf)
-    for backend, rows in groups.items():
-        console.print(backend_table(backend, rows))
+    iperf = [t for t in records if t.method == "iperf"]
+    for key, rows in group_by_series(iperf).items():
+        console.print(backend_table(series_title(key, rows), rows))
         reps = repetitions(rows)
-        for r in rows:
+        for t in rows:
+            r = t.result
             line = loss_layers.explain(r)
             if line:
-                rep = f" (rep {r.repeat})" if r.step and len(reps[_settings_of(r)]) > 1 else ""
+                rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
-    records = [Trial(r, r.to_record(), r.method) for r in trials]
     found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)
     for t in answers_mod.tables(found):
         _print_answer_table(console, t)
     sweeps = sweep_tables(records, found, sep="\n")
     for t in sweeps:
         _print_answer_table(console, t, TERMINAL_SWEEP_HEADERS)
-    shown = iperf + [t.result for t in records if t.method == "sweep" and sweeps]
+    shown = [t.result for t in iperf] + [t.result for t in records if t.method == "sweep" and sweeps]
     short = [r for r in shown if r.invalid_offered_load]
     if short:
         targets = ", ".join(dict.fromkeys(
@@ -314,7 +297,7 @@ def print_tables(trials: Iterable[TrialResult], console: Console | None = None,
         console.print("app: queued by the socket, never read by the counter (kernel packets − drops − frames read).")
     if any(r.unexplained for r in shown):
         console.print("[red]Some packets are unexplained: the counters disagree (see trials.jsonl, field raw).[/red]")
-    if not groups and not found and not sweeps:
+    if not iperf and not found and not sweeps:
         console.print(f"No iperf-like trial and no search answer among the {len(trials)} trials "
                       f"(methods: {', '.join(sorted({r.method for r in trials}))}).")
 

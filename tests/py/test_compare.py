@@ -15,8 +15,8 @@ def test_a_run_against_itself_changes_nothing(tmp_path):
     out = tmp_path / "cmp"
     p = capbench("compare", str(FIXTURE), str(FIXTURE), "--fail-on-regression", "10", "--out", str(out))
     assert p.returncode == 0, p.stderr
-    assert "No change larger than the noise." in p.stdout
-    assert "no noise estimate exists" in p.stdout and "5 %" in p.stdout
+    assert "No change: every figure compared is the same in both runs." in p.stdout
+    assert "there is no noise estimate" in p.stdout and "nothing is judged" in p.stdout
     assert "worse" not in p.stdout.split("Verdict")[1].split("A = ")[0]
     assert_png(out / "compare.png")
     assert "afp-v3 512 B" in svg_texts(out / "compare.svg")
@@ -27,20 +27,29 @@ def test_a_run_against_itself_changes_nothing(tmp_path):
 
 def test_a_slower_backend_is_worse_and_fails_the_regression_check(tmp_path):
     slow = scaled_copy(FIXTURE, tmp_path / "slow", "afp-v3", 0.7)
-    cmp = compare.compare(load_run(FIXTURE), load_run(slow))
+    unjudged = compare.compare(load_run(FIXTURE), load_run(slow))  # no repetitions, no --threshold
+    assert not unjudged.judged and unjudged.regressions(0) == []
+    assert "Nothing judged" in " ".join(compare_out.headline(unjudged))
+    assert {compare_out.verdict(c) for c in unjudged.changes if not c.short and c.delta} == {compare_out.NOT_JUDGED}
+    p = capbench("compare", str(FIXTURE), str(slow), "--fail-on-regression", "10", "--out", str(tmp_path / "u"))
+    assert p.returncode == 0 and "nothing was judged" in p.stderr
+
+    cmp = compare.compare(load_run(FIXTURE), load_run(slow), threshold_pct=5)
     worse = [c for c in cmp.changes if c.significant]
     assert {(c.key.series.backend, c.key.frame_len, c.metric.name) for c in worse} == {
         ("afp-v3", 512, "rx_pps"), ("afp-v3", 1518, "rx_pps")}  # 64 B: the generator fell short, not judged
     assert all(c.worse and c.rel_pct == pytest.approx(-30.0) for c in worse)
     assert cmp.regressions(10) == worse and cmp.regressions(40) == []
 
-    p = capbench("compare", str(FIXTURE), str(slow), "--fail-on-regression", "10")
+    p = capbench("compare", str(FIXTURE), str(slow), "--threshold", "5", "--fail-on-regression", "10")
     assert p.returncode == 1, p.stderr
     assert "2 figures worse by more than 10 %" in p.stderr and "(-30.0 %)" in p.stderr
     assert (slow / "report" / "compare-run-iperf" / "compare.html").exists()
-    assert capbench("compare", str(FIXTURE), str(slow)).returncode == 0  # no check asked for
-    assert capbench("compare", str(FIXTURE), str(slow), "--fail-on-regression", "40").returncode == 0
-    back = capbench("compare", str(slow), str(FIXTURE), "--fail-on-regression", "10", "--out", str(tmp_path / "b"))
+    assert capbench("compare", str(FIXTURE), str(slow), "--threshold", "5").returncode == 0  # no check asked for
+    assert capbench("compare", str(FIXTURE), str(slow), "--threshold", "5", "--fail-on-regression", "40"
+                    ).returncode == 0
+    back = capbench("compare", str(slow), str(FIXTURE), "--threshold", "5", "--fail-on-regression", "10",
+                    "--out", str(tmp_path / "b"))
     assert back.returncode == 0 and "better" in back.stdout
 
 
@@ -53,9 +62,9 @@ def test_with_repetitions_the_noise_is_their_spread(tmp_path):
     same = load_run(reps(tmp_path, "same", [985_000, 995_000, 975_000]))  # overlaps A's range
     worse = load_run(reps(tmp_path, "worse", [900_000, 910_000, 905_000]))
     within = compare.compare(a, same)
-    assert "min–max ranges of the repetitions" in within.noise_rule()
+    assert "t-test at 95 % on the repetitions" in within.noise_rule()
     rx = next(c for c in within.changes if c.metric.name == "rx_pps")
-    assert rx.by_repetitions and not rx.significant and rx.worse
+    assert rx.by_repetitions and not rx.significant and rx.worse and compare_out.verdict(rx).startswith("not significant (p ")
     assert within.regressions(0.1) == []  # worse, but within the noise
     assert compare_out.fmt_value(rx, "a") == "198,000 (196,000–200,000, sd 2,000)"  # median (min–max, sd) per 5 s
     beyond = compare.compare(a, worse)
@@ -65,11 +74,11 @@ def test_with_repetitions_the_noise_is_their_spread(tmp_path):
 def test_loss_where_there_was_none_is_a_regression(tmp_path):
     a = write_run(tmp_path / "a", [make_result(backend="pcap", sent=10_000_000)])
     b = write_run(tmp_path / "b", [make_result(backend="pcap", sent=10_000_000, received=9_999_999, socket_drops=1)])
-    cmp = compare.compare(load_run(a), load_run(b))
+    cmp = compare.compare(load_run(a), load_run(b), threshold_pct=5)
     loss = next(c for c in cmp.changes if c.metric.name == "loss_pct")
     assert loss.rel_pct is None and loss.worse and loss.significant
     assert compare_out.fmt_change(loss) == "+0.000010 pts (new)"
-    assert capbench("compare", str(a), str(b), "--fail-on-regression", "50").returncode == 1
+    assert capbench("compare", str(a), str(b), "--threshold", "5", "--fail-on-regression", "50").returncode == 1
 
 
 def test_runs_with_nothing_in_common(tmp_path):
@@ -94,7 +103,7 @@ def test_bad_runs(tmp_path):
 
 def test_the_html_is_well_formed_enough_to_parse_its_svg(tmp_path):
     slow = scaled_copy(FIXTURE, tmp_path / "slow", "afp-v3", 0.7)
-    files = compare_out.write(compare.compare(load_run(FIXTURE), load_run(slow)), tmp_path / "out")
+    files = compare_out.write(compare.compare(load_run(FIXTURE), load_run(slow), 5.0), tmp_path / "out")
     page = files.html.read_text()
     svg = page[page.index("<svg"):page.index("</svg>") + 6]
     ET.fromstring(svg)
@@ -167,6 +176,11 @@ def test_searches_are_compared_by_their_answers_not_their_trials(tmp_path):
     assert 0 < abs(wobble.delta) <= wobble.precision and compare_out.verdict(wobble) == "within the search's precision"
     names = {c.metric.name for c in cmp.changes}
     assert names == {"rfc2544_pps", "mlr_NDR_pps", "mlr_PDR_pps", "sweep_lossless_pps"}
+    # MLR ran once in each run: no noise estimate, not judged (--threshold would)
+    mlr = [c for c in cmp.changes if c.metric.name.startswith("mlr_")]
+    assert mlr and not any(c.judged for c in mlr) and {compare_out.verdict(c) for c in mlr} == {compare_out.NOT_JUDGED}
+    with_threshold = compare.compare(a, b, threshold_pct=5)
+    assert {c.metric.name for c in with_threshold.regressions(20)} == names
     sweep = next(c for c in cmp.changes if c.metric.name == "sweep_lossless_pps" and c.key.series.backend == "pcap")
     assert sweep.worse and sweep.significant
     lines = compare_out.headline(cmp)
@@ -174,7 +188,7 @@ def test_searches_are_compared_by_their_answers_not_their_trials(tmp_path):
     assert "only in" not in lines[0]
     # --fail-on-regression watches the answers
     worse = cmp.regressions(20)
-    assert {c.metric.name for c in worse} == {"rfc2544_pps", "mlr_NDR_pps", "mlr_PDR_pps", "sweep_lossless_pps"}
+    assert {c.metric.name for c in worse} == {"rfc2544_pps", "sweep_lossless_pps"}
     assert all(c.key.series.backend == "pcap" for c in worse)
     p = capbench("compare", str(a.path), str(b.path), "--fail-on-regression", "20", "--out", str(tmp_path / "o"))
     assert p.returncode == 1, p.stderr
@@ -191,7 +205,7 @@ def test_a_run_of_searches_against_itself_changes_nothing(tmp_path):
     cmp = compare.compare(a, a)
     assert cmp.changes and all(c.delta == 0 and not c.significant for c in cmp.changes)
     assert cmp.regressions(0) == []
-    assert "No change larger than the noise." in compare_out.headline(cmp)
+    assert "No change: every figure compared is the same in both runs." in compare_out.headline(cmp)
 
 
 def test_iperf_trials_and_answers_of_one_campaign(tmp_path):

@@ -150,7 +150,7 @@ def test_placements_get_tables_of_their_own():
     a = make_result(frame_len=64)
     b = dataclasses.replace(make_result(frame_len=64), cap_cpu=0)
     text = render([a, b])
-    assert text.count("Iperf-like capture throughput: pcap") == 2 and "app CPU 0" in text
+    assert text.count("Iperf-like capture throughput: pcap") == 2 and "A:B (gen 0, rx 1, app 0)" in text
 
 
 def test_the_loss_of_a_short_row_is_marked_too():

@@ -1,36 +1,40 @@
 """`capbench compare A B`: the same measurements in two runs, and what changed beyond the noise.
 
-iperf-like trials are matched by their SettingsKey (method, backend, frame length, link,
-rate, engine, application load, placement). For every figure (captured rate, loss and
-its layers, application and kernel load) the change is B's median minus A's.
+iperf-like trials are matched by their SettingsKey (report.keys: every setting that makes a
+measurement, ring size and backend options included). For every figure (captured rate, loss
+and its layers, application and kernel load) the change is B's median minus A's.
 
 Searches are compared by their answers, never trial by trial (a search visits whatever
 rates its trials lead it to): the RFC 2544 throughput, MLR's lower bounds (NDR, PDR), a
 sweep's highest rate before its first loss, the longest back-to-back burst, of each
 step matched by its settings without the repetition (report.answers). A change of an
-answer is marked only when it is also larger than the search's precision.
+answer counts only when it is also larger than the search's precision.
 
-Noise, honestly: when both runs repeated a measurement, a change counts only if the
-min–max ranges of the repetitions do not overlap. Without repetitions there is no
-noise estimate at all; a relative change above a stated threshold (default 5 %) is
-marked instead, and the report says so. A measurement where the generator fell short
-of the offered load in either run is shown but never marked and never a regression:
-it did not measure the capture method at that load.
+Noise, honestly (as pyperf's compare_to): when both runs repeated a measurement, a change
+counts only if Student's two-sample t-test on the repetitions finds it at 95 %; else it is
+"not significant". A comparison tests many figures at once, so the p-values are corrected
+for their number (Holm): two runs of one configuration show no change in 95 % of
+comparisons, not one figure in 20 marked by chance. Without repetitions in both runs there is no noise estimate, and nothing
+is judged unless --threshold is given: then a relative change above it counts. Whatever the
+test says, a CPU load must also change by stats.CPU_LEAST_CHANGE_PTS points and a captured
+rate by more than the generator's own tolerance (stats.RATE_LEAST_CHANGE_PCT). A
+measurement where the generator fell short of the offered load in either run is shown but
+never judged and never a regression: it did not measure the capture method at that load.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 from capbench.errors import UsageError
 from capbench.report import answers as answers_mod
 from capbench.report.answers import AnswerGroup
-from capbench.report.keys import SettingsKey
+from capbench.report.keys import IDENTITY_TEXT, SettingsKey
 from capbench.report.load import RunData
-from capbench.report.stats import METRICS, Group, Metric, Stat, iperf_groups
-
-DEFAULT_THRESHOLD_PCT = 5.0
+from capbench.report.stats import (CPU_LEAST_CHANGE_PTS, METRICS, SIGNIFICANCE, SIGNIFICANCE_LEVEL, Group, Metric,
+                                   Stat, iperf_groups, p_value)
 COMPARED = ("rx_pps", "loss_pct", "link_pct", "backlog_pct", "socket_pct", "unexplained_pct", "app_cpu_pct",
             "kernel_cpu_pct")
 # The figures --fail-on-regression watches; the loss layers are the loss split up.
@@ -43,11 +47,13 @@ class Change:
     metric: Metric
     a: Stat
     b: Stat
-    by_repetitions: bool  # the noise is the repetitions' spread (else: the threshold)
+    by_repetitions: bool  # both runs repeated it: the t-test judges (else: --threshold, if given)
     short: str  # "" or which run's generator fell short of the offered load: "A", "B", "A and B"
-    significant: bool  # larger than the noise
+    significant: bool  # judged, and larger than the noise
     precision: float = 0.0  # a search answer's precision (pps, frames): no smaller change is marked
     answer: bool = False  # a search's answer (report.answers), not a figure of iperf-like trials
+    judged: bool = True  # False: neither repetitions nor --threshold to judge it by, or a short generator
+    p: float | None = None  # the t-test's p-value (by_repetitions), adjusted by holm() in compare()
 
     @property
     def delta(self) -> float:
@@ -68,11 +74,20 @@ class Change:
     def better(self) -> bool:
         return self.delta != 0 and not self.worse
 
+    @property
+    def too_small(self) -> bool:
+        """Smaller than the least change its figure counts (CPU points, the generator's
+        tolerance of a rate) or than the search's precision: no change, whatever the noise."""
+        d = abs(self.delta)
+        rel = self.rel_pct
+        return (d <= max(self.metric.least_change, self.precision)
+                or (rel is not None and abs(rel) <= self.metric.least_rel_pct))
+
     def worse_by_more_than(self, pct: float) -> bool:
-        """A regression: worse by more than pct % of A's value (a figure that was 0, such as loss,
-        and is not any more is worse by more than any pct) and, where repetitions measure the
-        noise, beyond it. Without repetitions pct alone decides (--threshold only marks)."""
-        if self.short or not self.worse or (self.by_repetitions and not self.significant):
+        """A regression: a judged change beyond the noise (significant), worse, by more than pct %
+        of A's value (a figure that was 0, such as loss, and is not any more is worse by more
+        than any pct)."""
+        if not self.significant or not self.worse:
             return False
         rel = self.rel_pct
         return rel is None or abs(rel) > pct
@@ -85,7 +100,7 @@ class Comparison:
     changes: list[Change]
     only_a: list[SettingsKey]
     only_b: list[SettingsKey]
-    threshold_pct: float
+    threshold_pct: float | None
     unanswered: list[tuple[SettingsKey, str, str]] = field(default_factory=list)  # (key, figure, "A"/"B"/"A and B")
 
     @property
@@ -93,20 +108,31 @@ class Comparison:
         return any(c.by_repetitions for c in self.changes)
 
     def noise_rule(self) -> str:
-        rep = "a change is marked when the min–max ranges of the repetitions do not overlap"
-        thr = (f"a change of more than {self.threshold_pct:g} % of A's value (or any change from 0) is marked "
-               f"instead (--threshold)")
+        rep = (f"a change counts when {SIGNIFICANCE} on the repetitions finds it, corrected for the number of "
+               f"figures compared (Holm), else it is not significant")
+        if self.threshold_pct is None:
+            thr = "nothing is judged (give --threshold PCT to mark relative changes above PCT %)"
+        else:
+            thr = (f"a change of more than {self.threshold_pct:g} % of A's value (or any change from 0) is marked "
+                   f"instead (--threshold)")
         if all(c.by_repetitions for c in self.changes):
             text = f"Noise: both runs repeated every measurement; {rep}."
         elif not self.by_repetitions:
-            text = f"Noise: no measurement was repeated in both runs, so no noise estimate exists; {thr}."
+            text = f"Noise: no measurement was repeated in both runs, so there is no noise estimate; {thr}."
         else:
-            text = (f"Noise: where both runs repeated a measurement, {rep}; the others ran once in a run, so no "
-                    f"noise estimate exists for them and {thr}.")
+            text = (f"Noise: where both runs repeated a measurement, {rep}; the others ran once in a run, so there "
+                    f"is no noise estimate for them and {thr}.")
+        text += (f" A CPU load must also change by more than {CPU_LEAST_CHANGE_PTS:g} points, a captured rate by "
+                 f"more than {METRICS['rx_pps'].least_rel_pct:g} % (the generator's tolerance).")
         if any(c.answer for c in self.changes):
-            text += (" A search's answer (RFC 2544 throughput, MLR bounds, a sweep's last lossless rate) is marked "
+            text += (" A search's answer (RFC 2544 throughput, MLR bounds, a sweep's last lossless rate) counts "
                      "only when its change is also larger than the search's precision.")
         return text
+
+    @property
+    def judged(self) -> bool:
+        """Whether any change could be judged (repetitions in both runs, or --threshold)."""
+        return any(c.judged for c in self.changes)
 
     def regressions(self, pct: float) -> list[Change]:
         """Watched figures worse by more than pct %: the iperf-like captured rate, loss and CPU, and
@@ -122,12 +148,35 @@ class Comparison:
         return list(dict.fromkeys([c.key for c in self.changes if c.answer] + [k for k, _n, _w in self.unanswered]))
 
 
-def _significant(a: Stat, b: Stat, by_repetitions: bool, threshold_pct: float) -> bool:
-    if by_repetitions:
-        return a.hi < b.lo or b.hi < a.lo
-    if a.median == 0:
-        return b.median != 0
-    return abs(100.0 * (b.median - a.median) / abs(a.median)) > threshold_pct
+def judge(key: SettingsKey, metric: Metric, a: Stat, b: Stat, threshold_pct: float | None, short: str = "",
+          precision: float = 0.0, answer: bool = False) -> Change:
+    """The change of one figure and, without repetitions, whether it is beyond --threshold; with
+    repetitions its p-value, which holm() weighs against those of the other figures."""
+    by_reps = a.n > 1 and b.n > 1
+    c = Change(key, metric, a, b, by_reps, short, False, precision, answer,
+               judged=not short and (by_reps or threshold_pct is not None))
+    if not c.judged or c.delta == 0 or c.too_small:
+        return c
+    if by_reps:
+        # The t-test weighs means; the change shown is of medians: both must point one way.
+        return dataclasses.replace(c, p=p_value(a, b) if (b.mean - a.mean) * c.delta > 0 else 1.0)
+    rel = c.rel_pct
+    return dataclasses.replace(c, significant=rel is None or abs(rel) > threshold_pct)
+
+
+def holm(changes: list[Change], level: float = SIGNIFICANCE_LEVEL) -> list[Change]:
+    """The changes with a p-value, their p adjusted by Holm's step-down method and marked
+    significant when it is at most `level`: the k-th smallest of m p-values is multiplied by
+    m − k + 1 (and is never below the one before it). A comparison weighs dozens of figures,
+    and at 95 % one unchanged figure in 20 would pass the test alone: so corrected, two runs
+    of one configuration show any change in at most 5 % of comparisons."""
+    tested = sorted((i for i, c in enumerate(changes) if c.p is not None), key=lambda i: changes[i].p)
+    out = list(changes)
+    running = 0.0
+    for k, i in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - k) * changes[i].p))
+        out[i] = dataclasses.replace(changes[i], p=running, significant=running <= level)
+    return out
 
 
 def _short(ga: Group, gb: Group) -> str:
@@ -138,7 +187,7 @@ def _answers(run: RunData) -> dict[SettingsKey, AnswerGroup]:
     return {g.settings_key: g for g in answers_mod.group_answers(answers_mod.run_answers(run)).values()}
 
 
-def answer_changes(ga: AnswerGroup, gb: AnswerGroup, threshold_pct: float
+def answer_changes(ga: AnswerGroup, gb: AnswerGroup, threshold_pct: float | None
                    ) -> tuple[list[Change], list[tuple[SettingsKey, str, str]]]:
     """The change of every answer of one search step (median over its repetitions in each run)."""
     names = ga.metrics() + [n for n in gb.metrics() if n not in ga.metrics()]
@@ -149,19 +198,18 @@ def answer_changes(ga: AnswerGroup, gb: AnswerGroup, threshold_pct: float
         if sa is None or sb is None:
             unanswered.append((ga.settings_key, name, " and ".join(w for w, s in (("A", sa), ("B", sb)) if s is None)))
             continue
-        by_reps = sa.n > 1 and sb.n > 1
         # An answer the generator bounded is a lower bound of the capture's limit: shown, never
-        # marked and never a regression, as an iperf figure of a short generator.
+        # judged and never a regression, as an iperf figure of a short generator.
         short = " and ".join(w for w, g in (("A", ga), ("B", gb)) if g.generator_bound(name))
-        marked = (not short and _significant(sa, sb, by_reps, threshold_pct)
-                  and abs(sb.median - sa.median) > precision)
-        changes.append(Change(ga.settings_key, answers_mod.metric(name), sa, sb, by_reps, short, marked, precision,
-                              True))
+        changes.append(judge(ga.settings_key, answers_mod.metric(name), sa, sb, threshold_pct, short, precision,
+                             answer=True))
     return changes, unanswered
 
 
-def compare(a: RunData, b: RunData, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Comparison:
-    if not (threshold_pct > 0 and math.isfinite(threshold_pct)):
+def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Comparison:
+    """B against A; `threshold_pct` (--threshold): the relative change that counts where a
+    measurement was not repeated in both runs (None: such changes are not judged)."""
+    if threshold_pct is not None and not (threshold_pct > 0 and math.isfinite(threshold_pct)):
         raise UsageError(f"--threshold {threshold_pct:g}: give a percentage above 0, e.g. 5")
     groups_a, groups_b = iperf_groups(a.trials), iperf_groups(b.trials)
     common = [k for k in groups_a if k in groups_b]
@@ -169,24 +217,21 @@ def compare(a: RunData, b: RunData, threshold_pct: float = DEFAULT_THRESHOLD_PCT
     common_answers = [k for k in answers_a if k in answers_b]
     if not common and not common_answers:
         raise UsageError(
-            f"{a.path} and {b.path} have no measurement in common: no iperf-like measurement (matched by method, "
-            f"backend, frame length, link, rate, engine, app load and placement) and no search step (matched by "
-            f"method and the same settings but the rates it visited): A has {_some(list(groups_a) + list(answers_a))}; "
+            f"{a.path} and {b.path} have no measurement in common: no iperf-like measurement (matched by "
+            f"{IDENTITY_TEXT}) and no search step (matched by the same settings but the rates it visited): A has {_some(list(groups_a) + list(answers_a))}; "
             f"B has {_some(list(groups_b) + list(answers_b))}")
     changes = []
     for key in common:
         ga, gb = groups_a[key], groups_b[key]
-        by_reps = len(ga.used) > 1 and len(gb.used) > 1
         short = _short(ga, gb)
         for name in COMPARED:
-            sa, sb = ga.stat(name), gb.stat(name)
-            changes.append(Change(key, METRICS[name], sa, sb, by_reps, short,
-                                  not short and _significant(sa, sb, by_reps, threshold_pct)))
+            changes.append(judge(key, METRICS[name], ga.stat(name), gb.stat(name), threshold_pct, short))
     unanswered: list[tuple[SettingsKey, str, str]] = []
     for key in common_answers:
         more, missing = answer_changes(answers_a[key], answers_b[key], threshold_pct)
         changes += more
         unanswered += missing
+    changes = holm(changes)
     only_a = [k for k in groups_a if k not in groups_b] + [k for k in answers_a if k not in answers_b]
     only_b = [k for k in groups_b if k not in groups_a] + [k for k in answers_b if k not in answers_a]
     return Comparison(a, b, changes, only_a, only_b, threshold_pct, unanswered)

@@ -81,6 +81,9 @@ def fmt_change(c: Change) -> str:
     return f"{text} ({fmt_relative(c)})"
 
 
+NOT_JUDGED = "not judged (no noise estimate)"
+
+
 def verdict(c: Change) -> str:
     if c.short:
         what = "the generator bounded the answer (a lower bound)" if c.answer else "generator short"
@@ -89,9 +92,17 @@ def verdict(c: Change) -> str:
         return "no change"
     if c.significant:
         return "worse" if c.worse else "better"
+    if not c.judged:
+        return NOT_JUDGED
     if c.answer and abs(c.delta) <= c.precision:
         return "within the search's precision"
-    return "within noise" if c.by_repetitions else "below threshold"
+    if c.too_small:
+        least = (f"{c.metric.least_change:g} pts" if abs(c.delta) <= c.metric.least_change
+                 else f"{c.metric.least_rel_pct:g} %")
+        return f"no change (under {least})"
+    if c.by_repetitions:
+        return "not significant" + (f" (p {c.p:.2g})" if c.p is not None else "")
+    return "below threshold"
 
 
 def shown(cmp: Comparison) -> list[Change]:
@@ -139,10 +150,15 @@ def headline(cmp: Comparison) -> list[str]:
             f"{labels[k]} {metric_label(n)} in {w}" for k, n, w in cmp.unanswered) + ".")
     if keys and len(short) == len(keys) and not any(c.answer for c in cmp.changes):
         lines.append("Nothing to judge: no measurement in common reached its offered load in both runs.")
+    elif all(c.delta == 0 for c in cmp.changes if not c.short):
+        lines.append("No change: every figure compared is the same in both runs.")
+    elif not cmp.judged:
+        lines.append("Nothing judged: no measurement was repeated in both runs, so there is no noise estimate; "
+                     "run both with --repeat N (3 or more), or give --threshold PCT.")
     elif not marked:
-        lines.append("No change larger than the noise.")
+        lines.append("No change beyond the noise.")
     else:
-        lines.append(f"{len(marked)} changes larger than the noise: {len(worse)} worse, "
+        lines.append(f"{len(marked)} changes beyond the noise: {len(worse)} worse, "
                      f"{len(marked) - len(worse)} better.")
     return lines
 
@@ -240,7 +256,7 @@ def figure(cmp: Comparison) -> Figure:
         _answer_panel(subs.pop(0), answer_changes)
     handles = [Patch(color=COLORS["worse"], label="worse, beyond the noise"),
                Patch(color=COLORS["better"], label="better, beyond the noise"),
-               Patch(color=COLORS[""], label="within the noise" + (" or precision" if answer_changes else ""))]
+               Patch(color=COLORS[""], label="not judged, or within the noise" + (" or precision" if answer_changes else ""))]
     if any(c.short for c in cmp.changes):
         handles.append(Patch(facecolor=COLORS[""], alpha=0.4, hatch="//", label="generator short: not compared"))
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
@@ -263,7 +279,7 @@ def page(cmp: Comparison, svg_text: str) -> str:
         ("Runs", html.kv_table(run_items("A", cmp.a) + run_items("B", cmp.b))),
         ("Changes", html.table_html(html.Table("Every figure, B against A", list(HEADERS), rows(cmp), classes))),
         ("Figure", html.figure_html("Changes", svg_text, "Captured rate in % of A; loss and CPU in points. "
-                                    "Coloured: larger than the noise.", None, "compare")),
+                                    "Coloured: beyond the noise.", None, "compare")),
     ]
     for name, keys in (("Only in A", cmp.only_a), ("Only in B", cmp.only_b)):
         if keys:

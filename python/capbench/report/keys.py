@@ -1,37 +1,129 @@
 """What a trial measured: the settings that identify it, the series it is drawn in.
 
 Two trials with the same SettingsKey are repetitions of one measurement (in one run)
-or the same measurement in two runs (`capbench compare`). The key holds every setting
-a trial record carries: method, backend, frame length, link, rate, generator engine,
-application load and placement (the CPUs of generator, kernel receive work and
-counter); axes that later methods add to the record (`procs`, `ring`, `traffic`) join
-it when present.
+or the same measurement in two runs (`capbench compare`). The terminal tables, tables.md,
+the figures and compare all group by these keys, so one definition says which settings
+a measurement is:
+
+- SeriesKey, one line in a figure, one table: method, backend, link, generator engine,
+  application load, placement (the pin and the CPUs of generator, kernel receive work and
+  counter), and every setting of AXES that differs from its default (processes, ring size,
+  backend options, receive mode, NAPI thread scheduling, groups, a mix of frame lengths);
+- SettingsKey: a series at one frame length and one rate.
+
+What a trial merely observed (where the scheduler ran the counter's threads, the CPUs its
+fanout workers were given) is no part of the identity, as repetitions differ in it; the
+titles show it where it differs from the placement (cpus_used).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
+from typing import Any
 
 from capbench.rates import link_name
 from capbench.report.load import Trial
+from capbench.trial import TrialResult
 
-EXTRA_AXES = ("procs", "ring", "traffic")
+# Trials or their typed results: the terminal tables hold results, the report their records.
+AnyTrial = Trial | TrialResult
 
 
 def _cpu(c: int | None) -> str:
     return "any" if c is None else str(c)
 
 
+def _cpus(cpus: Iterable[int | None]) -> str:
+    return ",".join(_cpu(c) for c in cpus)
+
+
+def as_trial(t: AnyTrial) -> Trial:
+    """A Trial of a TrialResult (a run in progress holds results): its fields are its record."""
+    if isinstance(t, Trial):
+        return t
+    return Trial(t, {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}, t.method)
+
+
+def value(t: Trial, name: str, default: Any = None) -> Any:
+    """A record field as written; `default` for a record written before the field existed (what
+    such a record measured, which need not be the field's default in TrialResult)."""
+    return t.record.get(name, default)
+
+
+def _bytes(n: Any) -> str:
+    n = int(n)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def _step_part(step: str, name: str) -> str:
+    """The `name=` part of a campaign step key ("" when there is none)."""
+    for part in step.split("|"):
+        if part.startswith(f"{name}="):
+            return part[len(name) + 1:]
+    return ""
+
+
+def _profile(t: Trial) -> str:
+    # A mix of lengths (imix:seed, random:64-960, ...) records its mean as frame_len: the
+    # profile keeps it apart from a fixed length of that size, in a series of its own.
+    size = str(value(t, "size", "") or "")
+    return size if size and not size.isdigit() else ""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A setting of a measurement beyond the SeriesKey's own fields."""
+
+    name: str  # the record's field
+    default: Any  # what a record written before the field existed measured
+    title: str  # how keys and titles name it: "ring 4 MiB"
+    text: Callable[[Any], str] = str  # the value as titles show it
+    get: Callable[[Trial], Any] | None = None  # for a setting not in the record as such
+
+
+# Every setting of a trial that makes it another measurement, beyond method, backend, link,
+# engine, app load, placement, frame length and rate (SeriesKey, SettingsKey). A trial whose
+# value differs from the default holds (title, text) in SeriesKey.extra. One line per setting.
+AXES: tuple[Axis, ...] = (
+    Axis("procs", 1, "procs"),  # capture processes
+    Axis("ring_bytes", 0, "ring", _bytes),
+    Axis("backend_args", "", "backend args"),
+    Axis("rx_mode", "rps", "rx mode"),  # napi: the capture veth's NAPI thread does the receive work; rps: RPS
+    Axis("napi_sched", "", "NAPI thread"),  # its scheduling ("other", "fifo:50"); "" with rps
+    Axis("groups", "", "groups", get=lambda t: _step_part(str(value(t, "step", "") or ""), "groups")),
+    Axis("sizes", "", "sizes", get=_profile),  # a mix of frame lengths (its mean is the frame length)
+)
+# What the key is made of, in words (error messages and help).
+IDENTITY_TEXT = ("method, backend, frame length, rate, link, engine, app load, placement, "
+                 + ", ".join(a.title for a in AXES))
+
+
+def axis_value(t: Trial, axis: Axis) -> Any:
+    v = axis.get(t) if axis.get is not None else value(t, axis.name, axis.default)
+    if isinstance(v, list):
+        v = tuple(v)
+    return axis.default if v is None else v
+
+
 def placement_of(t: Trial) -> str:
-    """`gen 0, rx 1, app 1`: the CPUs of generator, kernel receive work and counter."""
-    r = t.result
-    return f"gen {_cpu(r.gen_cpu)}, rx {_cpu(r.kernel_rx_cpu)}, app {_cpu(r.cap_cpu)}"
+    """`gen 0, rx 1, app 1`: the CPUs of generator, kernel receive work and counter (with several
+    capture processes, the CPU of each)."""
+    r = as_trial(t).result
+    procs = int(value(t, "procs", 1) or 1)
+    proc_cpus = tuple(value(t, "proc_cpus", ()) or ())
+    app = _cpus(proc_cpus) if procs > 1 and proc_cpus else _cpu(r.cap_cpu)
+    return f"gen {_cpu(r.gen_cpu)}, rx {_cpu(r.kernel_rx_cpu)}, app {app}"
 
 
 def pin_of(t: Trial) -> str:
     """The seeds' name of a placement: A:A (kernel and counter share a CPU), A:B (apart),
     auto (left to the scheduler); a record's own `pin` field, then its step's, wins."""
+    t = as_trial(t)
     if t.record.get("pin"):
         return str(t.record["pin"])
     step_pin = pin_of_step(t.result.step)
@@ -45,10 +137,7 @@ def pin_of(t: Trial) -> str:
 
 def pin_of_step(step: str) -> str:
     """The `pin=` part of a campaign step key ("" when there is none)."""
-    for part in step.split("|"):
-        if part.startswith("pin="):
-            return part[4:]
-    return ""
+    return _step_part(step, "pin")
 
 
 def step_base(step: str) -> str:
@@ -66,7 +155,15 @@ class SeriesKey:
     engine: str
     app_load: str
     placement: str
-    extra: tuple[tuple[str, str], ...] = ()
+    extra: tuple[tuple[str, str], ...] = ()  # (Axis.title, its text) of the settings off their default
+
+    def title(self, used: str = "") -> str:
+        """`1g link, A:A (gen 0, rx 1, app 1), engine xdp, app load touch, ring 4 MiB`; `used`
+        (cpus_used) joins the placement."""
+        placement = self.placement if not used else (
+            f"{self.placement[:-1]}; {used})" if self.placement.endswith(")") else f"{self.placement} ({used})")
+        extra = "".join(f", {k} {v}" for k, v in self.extra)
+        return f"{self.link} link, {placement}, engine {self.engine}, app load {self.app_load}{extra}"
 
 
 @dataclass(frozen=True, order=True)
@@ -84,21 +181,55 @@ class SettingsKey:
         return ", ".join(parts)
 
 
-def series_key(t: Trial) -> SeriesKey:
+def series_key(t: AnyTrial) -> SeriesKey:
+    t = as_trial(t)
     r = t.result
-    extra = tuple((k, str(t.record[k])) for k in EXTRA_AXES if t.record.get(k) is not None)
-    # A mix of lengths (imix:seed, random:64-960, ...) records its mean as frame_len: the
-    # profile keeps it apart from a fixed length of that size, in a series of its own.
-    size = str(t.record.get("size") or "")
-    if size and not size.isdigit():
-        extra += (("sizes", size),)
+    extra = []
+    for axis in AXES:
+        v = axis_value(t, axis)
+        if v != axis.default:
+            extra.append((axis.title, axis.text(v)))
     return SeriesKey(method=t.method, backend=r.backend, link=link_name(r.link_bps), engine=r.gen_engine,
-                     app_load=r.app_load or "touch", placement=f"{pin_of(t)} ({placement_of(t)})", extra=extra)
+                     app_load=r.app_load or "touch", placement=f"{pin_of(t)} ({placement_of(t)})",
+                     extra=tuple(extra))
 
 
-def settings_key(t: Trial) -> SettingsKey:
+def settings_key(t: AnyTrial) -> SettingsKey:
     """The key `capbench compare` matches trials by, and repetitions share."""
+    t = as_trial(t)
     return SettingsKey(series_key(t), t.result.frame_len, t.result.rate)
+
+
+def cpus_used(trials: Iterable[AnyTrial]) -> str:
+    """Where the capture really ran, when that is not the placement's counter CPU: the CPUs its
+    fanout workers were pinned to (`worker_cpus`) and the CPUs its read threads last ran on
+    (`cap_cpus_seen`), over all the trials of a table; and whether one is the generator's.
+    "" when they are the counter's CPUs (or the records do not say)."""
+    placed: set[int] = set()
+    workers: set[int] = set()
+    seen: set[int] = set()
+    gen: set[int] = set()
+    for t in trials:
+        t = as_trial(t)
+        r = t.result
+        procs = int(value(t, "procs", 1) or 1)
+        proc_cpus = tuple(value(t, "proc_cpus", ()) or ())
+        placed |= {c for c in (proc_cpus if procs > 1 and proc_cpus else (r.cap_cpu,)) if c is not None}
+        workers |= set(value(t, "worker_cpus", ()) or ())
+        seen |= set(value(t, "cap_cpus_seen", ()) or ())
+        if r.gen_cpu is not None:
+            gen.add(r.gen_cpu)
+    parts = []
+    if workers and workers != placed:
+        parts.append(f"workers on CPU{'s' if len(workers) > 1 else ''} {', '.join(map(str, sorted(workers)))}")
+    others = seen - workers if workers else seen
+    if others and others != placed:
+        parts.append(f"read threads ran on CPU{'s' if len(others) > 1 else ''} "
+                     f"{', '.join(map(str, sorted(others)))}")
+    shared = sorted(((workers | others) & gen) - placed)
+    if parts and shared:
+        parts.append(f"CPU {', '.join(map(str, shared))} is the generator's")
+    return "; ".join(parts)
 
 
 def series_labels(keys: Iterable[SeriesKey]) -> dict[SeriesKey, str]:
@@ -110,15 +241,15 @@ def series_labels(keys: Iterable[SeriesKey]) -> dict[SeriesKey, str]:
     for k in keys:
         parts = [k.backend]
         for name in varying:
-            value = getattr(k, name)
+            v = getattr(k, name)
             if name == "extra":
-                parts += [f"{a}={b}" for a, b in value]
+                parts += [f"{a} {b}" for a, b in v]
             elif name == "placement":
-                parts.append(value.split(" (")[0] if _pins_differ(keys) else value)
+                parts.append(v.split(" (")[0] if _pins_differ(keys) else v)
             elif name == "app_load":
-                parts.append(f"load {value}")
+                parts.append(f"load {v}")
             else:
-                parts.append(str(value))
+                parts.append(str(v))
         labels[k] = " ".join(parts)
     return labels
 

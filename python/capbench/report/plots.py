@@ -24,7 +24,7 @@ from capbench.rates import link_name, wire_pps  # noqa: E402
 from capbench.report import answers as answers_mod  # noqa: E402
 from capbench.report import latency, stats  # noqa: E402
 from capbench.report.answers import Answer  # noqa: E402
-from capbench.report.keys import SeriesKey, series_key, series_labels  # noqa: E402
+from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels  # noqa: E402
 from capbench.report.load import Trial  # noqa: E402
 from capbench.report.stats import Group, iperf_groups  # noqa: E402
 
@@ -140,6 +140,12 @@ def _iperf(trials: list[Trial]) -> _Iperf | Skipped:
     return _Iperf(groups, by, series_labels(by), _colors(by))
 
 
+def _cpus_note(d: _Iperf) -> str:
+    """Where a series' capture really ran, when not (only) on its placement's counter CPU."""
+    used = [f"{d.labels[k]}: {u}" for k, gs in d.by.items() if (u := cpus_used(t for g in gs for t in g.trials))]
+    return f" CPUs the capture really used: {'; '.join(used)}." if used else ""
+
+
 def _repetition_note(groups) -> str:
     n = max((len(g.trials) for g in groups), default=1)
     return f" Points are medians of up to {n} repetitions; bars span min to max." if n > 1 else ""
@@ -170,7 +176,7 @@ def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel]
         short = _per_frame(ax, d.by, d.labels, d.colors, panel.metric, panel.scale)
         _finish(ax, "frame length [B]", panel.ylabel, short)
     fig.suptitle(title)
-    return Drawn(fig, caption + _repetition_note(d.groups)
+    return Drawn(fig, caption + _repetition_note(d.groups) + _cpus_note(d)
                  + (f" {SHORT_NOTE[0].upper()}{SHORT_NOTE[1:]}." if short else ""))
 
 
@@ -248,7 +254,7 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                       "counter; unexplained: missing by the sequence numbers but "
                       "counted by no layer), in % of the packets sent; each bar is labelled with the total loss (with "
                       "repetitions: of the repetition with the median loss). "
-                      "A trial whose generator fell short of the offered load has no bar.")
+                      "A trial whose generator fell short of the offered load has no bar." + _cpus_note(d))
 
 
 def _answer_link(g: answers_mod.AnswerGroup) -> float:

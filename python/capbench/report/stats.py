@@ -8,6 +8,7 @@ none is "short" and reported as such.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,7 +16,16 @@ from dataclasses import dataclass
 from capbench.accounting import format_pct
 from capbench.report.keys import SeriesKey, SettingsKey, settings_key
 from capbench.report.load import Trial
-from capbench.trial import TrialResult
+from capbench.trial import OFFERED_MIN_SHARE, TrialResult
+
+# A change of a CPU load smaller than this (percentage points of one CPU) is no change, however
+# consistent: the load is sampled from scheduler ticks, and the counter's loop spins or sleeps
+# with what else runs on its CPU.
+CPU_LEAST_CHANGE_PTS = 3.0
+# A change of the captured rate smaller than the share of the offered load the generator may
+# miss and still count as having offered it (trial.OFFERED_MIN_SHARE) is the generator's, not
+# the capture's.
+RATE_LEAST_CHANGE_PCT = 100.0 * (1.0 - OFFERED_MIN_SHARE)
 
 
 def _share(n: int, r: TrialResult) -> float:
@@ -30,11 +40,13 @@ class Metric:
     higher_is_better: bool
     get: Callable[[TrialResult], float]
     is_loss: bool = False
+    least_change: float = 0.0  # no smaller absolute change counts (in `unit`)
+    least_rel_pct: float = 0.0  # no smaller change relative to A counts (%)
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("rx_pps", "captured", "pps", True, lambda r: r.rx_pps),
-    Metric("rx_gbps", "captured", "Gbps", True, lambda r: r.rx_gbps),
+    Metric("rx_pps", "captured", "pps", True, lambda r: r.rx_pps, least_rel_pct=RATE_LEAST_CHANGE_PCT),
+    Metric("rx_gbps", "captured", "Gbps", True, lambda r: r.rx_gbps, least_rel_pct=RATE_LEAST_CHANGE_PCT),
     Metric("loss_pct", "loss", "%", False, lambda r: r.loss_pct, is_loss=True),
     Metric("link_pct", "lost at link", "% of sent", False, lambda r: _share(r.link_drops, r), is_loss=True),
     Metric("backlog_pct", "lost in backlog", "% of sent", False, lambda r: _share(r.backlog_drops, r), is_loss=True),
@@ -42,20 +54,23 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # Either sign is a disagreement of the counters: closer to 0 is better.
     Metric("unexplained_pct", "unexplained (either sign)", "% of sent", False,
            lambda r: abs(_share(r.unexplained, r)), is_loss=True),
-    Metric("app_cpu_pct", "app load", "% CPU", False, lambda r: r.app_cpu_pct),
-    Metric("kernel_cpu_pct", "kernel load", "% CPU", False, lambda r: r.kernel_cpu_pct),
+    Metric("app_cpu_pct", "app load", "% CPU", False, lambda r: r.app_cpu_pct, least_change=CPU_LEAST_CHANGE_PTS),
+    Metric("kernel_cpu_pct", "kernel load", "% CPU", False, lambda r: r.kernel_cpu_pct,
+           least_change=CPU_LEAST_CHANGE_PTS),
 )}
 
 
 @dataclass(frozen=True)
 class Stat:
-    """A figure over repetitions: median, min–max, count and sample standard deviation (0 for one)."""
+    """A figure over repetitions: median, min–max, count, sample standard deviation (0 for one)
+    and mean (NaN where unknown)."""
 
     median: float
     lo: float
     hi: float
     n: int
     sd: float = 0.0
+    mean: float = math.nan
 
     @property
     def exact_zero(self) -> bool:
@@ -67,12 +82,75 @@ class Stat:
         return self.n > 1 and self.lo != self.hi
 
     def scaled(self, k: float) -> Stat:
-        return Stat(self.median * k, self.lo * k, self.hi * k, self.n, self.sd * abs(k))
+        return Stat(self.median * k, self.lo * k, self.hi * k, self.n, self.sd * abs(k), self.mean * k)
 
 
 def stat_of(values: Iterable[float]) -> Stat:
     v = list(values)
-    return Stat(statistics.median(v), min(v), max(v), len(v), statistics.stdev(v) if len(v) > 1 else 0.0)
+    return Stat(statistics.median(v), min(v), max(v), len(v), statistics.stdev(v) if len(v) > 1 else 0.0,
+                statistics.fmean(v))
+
+
+SIGNIFICANCE_LEVEL = 0.05
+SIGNIFICANCE = "Student's two-sample t-test at 95 %"
+
+
+def t_score(a: Stat, b: Stat) -> float:
+    """Student's two-sample t of B's mean against A's, with the pooled variance of both runs'
+    repetitions (pyperf's tscore, for samples of any sizes). ±inf when neither run varied and
+    the means differ, 0 when they are equal."""
+    df = a.n + b.n - 2
+    diff = b.mean - a.mean
+    pooled = ((a.n - 1) * a.sd ** 2 + (b.n - 1) * b.sd ** 2) / df
+    if pooled == 0:
+        return 0.0 if diff == 0 else math.copysign(math.inf, diff)
+    return diff / math.sqrt(pooled * (1 / a.n + 1 / b.n))
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz's method, as in
+    Numerical Recipes' betacf)."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), 0 <= x <= 1."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_p_value(t: float, df: int) -> float:
+    """Two-tailed p-value of Student's t with `df` degrees of freedom: I_{df/(df+t²)}(df/2, 1/2)."""
+    if math.isinf(t):
+        return 0.0
+    return incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+
+
+def p_value(a: Stat, b: Stat) -> float | None:
+    """How likely a difference of the means at least this large is when nothing changed
+    (SIGNIFICANCE, as pyperf's compare_to tests); None when a run has fewer than two
+    repetitions: then there is no noise estimate."""
+    if a.n < 2 or b.n < 2:
+        return None
+    return t_p_value(t_score(a, b), a.n + b.n - 2)
 
 
 def fmt_stat(s: Stat, fmt: str, n: bool = False) -> str:

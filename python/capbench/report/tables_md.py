@@ -11,13 +11,16 @@ seed 000's Tables 4–6, MLR, back-to-back) and the sweeps, as in the terminal.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import json
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from capbench.accounting import format_pct
 from capbench.report import answers as answers_mod
 from capbench.report.answers import Answer, AnswerTable
-from capbench.report.keys import SeriesKey, series_key, series_labels
+from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import iperf_groups
 from capbench.tables import HEADERS as TABLE_HEADERS
@@ -26,11 +29,10 @@ from capbench.trial import INVALID_LOAD_TEXT, OFFERED_MIN_SHARE, TrialResult
 
 HEADERS = (*TABLE_HEADERS, "Note")
 
-CSV_FIELDS = ("method", "backend", "placement", "engine", "app_load", "link_bps", "rate", "frame_len",
-              "offered_pps", "achieved_pps", "sent", "received", "rx_pps", "rx_gbps", "loss_pct", "lost",
-              "link_drops", "backlog_drops", "socket_drops", "app_drops", "unexplained", "app_cpu_pct",
-              "kernel_cpu_pct",
-              "invalid_offered_load", "note", "purpose", "step", "repeat")
+# trials.csv: the fields of a trials.jsonl record, in its order and with its names (schema
+# first, as TrialResult.to_record writes it), then the Note of the tables.
+RECORD_FIELDS = tuple(sorted((f.name for f in dataclasses.fields(TrialResult)), key=lambda n: n != "schema"))
+CSV_FIELDS = (*RECORD_FIELDS, "note")
 
 
 def note_of(r: TrialResult) -> str:
@@ -70,10 +72,10 @@ def by_series(trials: Iterable[Trial]) -> dict[SeriesKey, list[Trial]]:
     return out
 
 
-def series_title(key: SeriesKey, label: str) -> str:
-    extra = "".join(f", {k} {v}" for k, v in key.extra)
-    return (f"{key.method}: {label} ({key.link} link, {key.placement}, engine {key.engine}, "
-            f"app load {key.app_load}{extra})")
+def series_title(key: SeriesKey, label: str, trials: Iterable[Trial | TrialResult] = ()) -> str:
+    """`iperf: pcap (1g link, A:A (gen 0, rx 1, app 1), engine xdp, app load touch)`, the CPUs the
+    capture really used joining the placement where they differ from it (keys.cpus_used)."""
+    return f"{key.method}: {label} ({key.title(cpus_used(trials))})"
 
 
 def _md_escape(text: str) -> str:
@@ -93,12 +95,16 @@ def md_table(headers: Iterable[str], rows: Iterable[Iterable[str]], text_last: b
 def seed_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """(title, headers, rows, row classes) per series of iperf-like trials: a row per measurement,
     its repetitions aggregated (median (min–max, sd), n with the captured rate)."""
-    by: dict[SeriesKey, list[list[TrialResult]]] = {}
+    by: dict[SeriesKey, list[tuple[Trial, ...]]] = {}
     for g in iperf_groups(trials).values():
-        by.setdefault(g.series, []).append([t.result for t in g.trials])
+        by.setdefault(g.series, []).append(g.trials)
     labels = series_labels(by)
-    return [(series_title(k, labels[k]), list(HEADERS), [row_cells(rs) + [group_note(rs)] for rs in groups],
-             [row_class(rs) for rs in groups]) for k, groups in by.items()]
+    out = []
+    for k, groups in by.items():
+        results = [[t.result for t in ts] for ts in groups]
+        out.append((series_title(k, labels[k], (t for ts in groups for t in ts)), list(HEADERS),
+                    [row_cells(rs) + [group_note(rs)] for rs in results], [row_class(rs) for rs in results]))
+    return out
 
 
 LOSS_TOTAL_HEADERS = ("Backend", "Trials", "Sent", "Lost", "Loss [%]", "Not counted (generator short)")
@@ -147,16 +153,23 @@ def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> st
     return "\n".join(parts)
 
 
+def csv_cell(v: Any) -> Any:
+    """A record's value in one CSV cell: numbers at full precision, None empty, a list or an
+    object (latency percentiles, per-process counts, the programs' summaries) as its JSON text."""
+    if v is None:
+        return ""
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(v, separators=(",", ":"))
+    return v
+
+
 def csv_text(trials: list[Trial]) -> str:
-    """One row per trial, numbers at full precision (a small loss stays nonzero)."""
+    """One row per trial: the fields of its trials.jsonl record (CSV_FIELDS), numbers at full
+    precision (a small loss stays nonzero), and the Note."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
     w.writeheader()
     for t in trials:
-        r, k = t.result, series_key(t)
-        w.writerow({
-            **{f: getattr(r, f) for f in CSV_FIELDS if hasattr(r, f)},
-            "method": t.method, "placement": k.placement, "engine": r.gen_engine, "app_load": k.app_load,
-            "note": note_of(r), "purpose": r.purpose, "step": r.step, "repeat": r.repeat,
-        })
+        record = t.result.to_record() | {"method": t.method}  # method: run.json's for records without one
+        w.writerow({f: csv_cell(record.get(f)) for f in RECORD_FIELDS} | {"note": note_of(t.result)})
     return buf.getvalue()

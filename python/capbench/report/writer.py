@@ -2,7 +2,8 @@
 
     tables.txt     the terminal tables (as `capbench run` prints them)
     tables.md      the same tables, the summary and the loss totals as Markdown
-    trials.csv     one row per trial, numbers at full precision
+    trials.csv     one row per trial: the fields of trials.jsonl under the same names (a list or
+                   an object as its JSON text), numbers at full precision, and the tables' Note
     <figure>.png / .svg   every figure this run has the records for
     report.html    one self-contained page: metadata, summary, tables, figures
 """
@@ -51,7 +52,7 @@ class Report:
 
 def terminal_tables(run: RunData, width: int = 120) -> str:
     console = Console(record=True, width=width, file=io.StringIO())
-    tables.print_tables([t.result for t in run.trials], console, run.outcomes, run.loss_tolerance_frames)
+    tables.print_tables(run.trials, console, run.outcomes, run.loss_tolerance_frames)
     return console.export_text()
 
 
