@@ -84,7 +84,7 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
     "generator-bound (a lower bound)", never reads as the capture's limit; lines from before
     `bounded_by` read as they did."""
     # Imported here: only this function of the module reads what bounded an answer.
-    from capbench.methods.measurer import GENERATOR
+    from capbench.methods.verdict import GENERATOR
     from capbench.report.answers import GENERATOR_BOUND
 
     if not outcomes:
