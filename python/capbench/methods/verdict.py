@@ -205,7 +205,7 @@ def way_forward(trials: Iterable[Any]) -> list[str]:
     if paced:
         worst = min(paced, key=_share_sent)
         share = _share_sent(worst)
-        out.append(f"a lower --rate: at {worst.size_label} B the generator sent {share:.1%} of its target "
+        out.append(f"a lower --rate: at {worst.size_label} B the generator sent {share * 100:.1f} % of its target "
                    f"({sent_text(worst, worst.offered_pps)}, asked for {worst.offered_pps:,.0f} pps); --rate "
                    f"{_pct_below(share)}% stays below that")
     if any(getattr(t, "method", "iperf") in ("iperf", "sweep") for t in short):
