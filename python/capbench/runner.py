@@ -164,8 +164,10 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
     return t
 
 
-def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]]) -> None:
-    console = Console() if sys.stdout.isatty() else Console(width=120)
+def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]],
+                  console: Console | None = None) -> None:
+    if console is None:
+        console = Console() if sys.stdout.isatty() else Console(width=120)
     # iperf-like tables from the iperf trials, the RFC 2544 (#1 A:A / #2 A:B), MLR and
     # back-to-back answers of searches.jsonl, the sweeps; then every answer as one table.
     tables.print_tables(trials, console, outcomes)

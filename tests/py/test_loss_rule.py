@@ -249,11 +249,7 @@ def test_the_exit_status_says_when_nothing_valid_was_measured():
 
 def terminal(trials, outcomes=()):
     console = Console(width=400, record=True)
-    runner.print_results.__globals__["Console"] = lambda *a, **k: console  # print_results makes its own console
-    try:
-        runner.print_results(trials, list(outcomes))
-    finally:
-        runner.print_results.__globals__["Console"] = Console
+    runner.print_results(trials, list(outcomes), console)
     return console.export_text()
 
 
@@ -302,3 +298,15 @@ def test_old_lines_are_judged_again_by_todays_rule():
     assert a.info["bounded_by"] == "capture loss" and a.info["lowest_lossy_pps"] == o["lowest_lossy_pps"] < WIRE_64
     assert not any("set by the generator" in n for n in a.notes)
     assert any(n.endswith("capture loss at the rate the generator sent") for n in a.notes)
+
+
+def test_a_back_to_back_answer_the_generator_bounded_is_marked():
+    trials, outcomes = [], []
+    dev = device(5e6, generator_pps=WIRE_64 * 0.9, backend="pcap")
+    dispatch.run(dispatch.MethodSettings(method="back2back"), lambda b, s: dev, ["pcap"], (64,), link_bps=1e9,
+                 rate=parse_rate("100%"), duration_s=1.0, record=trials.append, record_outcome=outcomes.append,
+                 pause=dev.pause)
+    assert outcomes[0]["bounded_by"] == "generator"
+    [table] = answers.back2back_tables(answers.group_answers(answers.answers_of(records(trials), outcomes)).values())
+    assert table.rows[0][1].endswith("generator-bound (a lower bound)")
+    assert table.notes[0].startswith("64 B auto: generator-bound (a lower bound): the generator could not send")

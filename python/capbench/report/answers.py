@@ -274,7 +274,7 @@ def _from_outcome(o: dict[str, Any], series: SeriesKey, trials: tuple[Trial, ...
     elif method == "back2back":
         values["b2b_frames"] = float(o.get("mean_frames") or 0.0)
         precision = float(o.get("precision_frames") or 0.0)
-        info = {"unlimited": o.get("unlimited"), "max_frames": o.get("max_frames")}
+        info = {"unlimited": o.get("unlimited"), "max_frames": o.get("max_frames"), "bounded_by": o.get("bounded_by")}
     return Answer(method, series, frame_len, int(o.get("repeat") or 1), str(o.get("step") or ""), values, wire,
                   precision, "searches.jsonl", trials, tuple(notes), info)
 
@@ -574,6 +574,7 @@ def back2back_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
         cells = {(p, g.frame_len): g for p in pins for g in by_pin[p]}
         sizes = sorted({size for _p, size in cells}, reverse=True)
         rows = []
+        notes: list[str] = []
         for size in sizes:
             row = [str(size)]
             for p in pins:
@@ -581,11 +582,16 @@ def back2back_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
                 if s is None:
                     row.append("—" if (p, size) in cells else "")
                     continue
+                g = cells[p, size]
                 text = f"{s.median:,.0f}" + (f" ({s.lo:,.0f}–{s.hi:,.0f}, sd {s.sd:,.0f}, n={s.n})" if s.spread else "")
-                row.append(f"{text} ({1e3 * s.median / cells[p, size].wire_pps:.2f} ms)")
+                row.append(f"{text} ({1e3 * s.median / g.wire_pps:.2f} ms){generator_mark(g, 'b2b_frames')}")
+                if g.generator_bound("b2b_frames"):
+                    notes.append(f"{size} B {p}: {GENERATOR_BOUND}: the generator could not send the shortest "
+                                 f"failing burst at wire rate and nothing was lost, so this figure is a lower bound "
+                                 f"of the capture's, not its limit.")
             rows.append(row)
         out.append(AnswerTable(_title("Back-to-back (longest lossless burst at wire rate)", table_key),
-                               ["Frame [B]"] + [f"#{i + 1} {p} [frames]" for i, p in enumerate(pins)], rows, []))
+                               ["Frame [B]"] + [f"#{i + 1} {p} [frames]" for i, p in enumerate(pins)], rows, notes))
     return out
 
 
