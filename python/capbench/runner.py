@@ -159,6 +159,8 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
                     answer += f" ({held(below[0])}, not measured)"
         else:
             answer = f"longest burst {o['mean_frames']:,.0f} frames ({o['mean_burst_s'] * 1e3:.2f} ms)"
+            if o.get("bounded_by") == GENERATOR:
+                answer += f", {GENERATOR_BOUND}: the generator could not send the bursts at wire rate"
         t.add_row(m, o["backend"], str(o["frame_len"]), o.get("pin", ""), answer, str(o["trials"]),
                   f"{o['total_trial_s']:.1f}")
     return t

@@ -310,3 +310,18 @@ def test_a_back_to_back_answer_the_generator_bounded_is_marked():
     [table] = answers.back2back_tables(answers.group_answers(answers.answers_of(records(trials), outcomes)).values())
     assert table.rows[0][1].endswith("generator-bound (a lower bound)")
     assert table.notes[0].startswith("64 B auto: generator-bound (a lower bound): the generator could not send")
+
+
+def test_the_words_for_what_the_generator_sent_never_repeat_the_target():
+    """The issue: "the generator could not hold 383,650 pps (it sent 383,650 pps)"."""
+    from capbench.methods.verdict import generator_short_text
+
+    r = dataclasses.replace(device(5e6, generator_pps=None).measure(2, 383_650), invalid_offered_load=True)
+    rate_short = dataclasses.replace(r, achieved_pps=383_412.0)
+    assert generator_short_text(383_650, [rate_short]) == "the generator could not hold 383,650 pps (it sent 383,412 pps)"
+    count_short = dataclasses.replace(r, sent=766_000)  # the rate over its sending time held, the count did not
+    assert generator_short_text(383_650, [count_short]) == ("the generator could not hold 383,650 pps (it sent 766,000 "
+                                                            "of the 767,300 frames asked)")
+    slipped = dataclasses.replace(r, schedule_slipped=True)  # a record from before issue 14
+    assert generator_short_text(383_650, [slipped]) == ("the generator could not hold 383,650 pps (it sent 767,300 "
+                                                        "frames but fell behind its schedule)")

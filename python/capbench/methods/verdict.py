@@ -123,7 +123,6 @@ SET_BY_GENERATOR = "a lower bound of the capture's, set by the generator"
 STOPPED_BY_GENERATOR = "the generator, not the capture, stopped the search"
 
 
-
 def _asked_frames(trial: Any) -> int | None:
     offered = getattr(trial, "offered_pps", None)
     duration = getattr(trial, "requested_duration_s", None)
@@ -141,6 +140,8 @@ def sent_text(trial: Any, load_pps: float) -> str:
     asked = _asked_frames(trial)
     if asked is not None and trial.sent < asked:
         return f"it sent {trial.sent:,} of the {asked:,} frames asked"
+    if getattr(trial, "schedule_slipped", False):  # a record from when a slip made a trial short
+        return f"it sent {trial.sent:,} frames but fell behind its schedule"
     return f"it sent {trial.sent:,} frames, short of its target"
 
 
