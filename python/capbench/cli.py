@@ -1,7 +1,8 @@
 """The `capbench` command line.
 
 Every error the user can fix ends the command with one line on stderr,
-`capbench: <problem>: <fix>`, and exit status 2 (1 for failures at run time);
+`capbench: <problem>: <fix>`, and exit status 2 (1 for failures at run time;
+`capbench run` ends with 3 when it measured nothing valid, see RUN_HELP);
 only `main` chooses exit statuses.
 """
 
@@ -74,6 +75,14 @@ seed's "#1") uses CPU 1. --gen-cpu/--rx-cpu/--cap-cpu set the CPUs one by one
 instead. The test bed is removed at the end, on errors and on Ctrl-C (which
 prints what finished, exit status 130).
 
+A trial is lossless (the generator held the offered load, nothing lost), lossy
+(frames sent were not captured, whether or not the generator held the load),
+or a lower bound (the generator fell short, nothing lost): not a capture result.
+Exit status: 0 when the run measured something (a lossless or lossy trial);
+{nothing} when it ended but every trial was a lower bound (the tables then say
+what to try: a lower --rate, --method rfc2544, --rx-mode, a quieter machine);
+1 for an error during the run; 2 for bad input; 130 after Ctrl-C.
+
 examples:
   sudo capbench run
   sudo capbench run --sizes 64,1518 --duration 2          a quick look
@@ -89,7 +98,7 @@ examples:
   sudo capbench run --method mlr --sizes 64
   sudo capbench run --campaign campaigns/seed2008-quick.toml
   sudo capbench run --resume results/2026-11-23T07-30-05Z
-"""
+""".replace("{nothing}", str(runner.NOTHING_MEASURED_STATUS))
 
 TESTBED_HELP = """\
 up      build two namespaces joined by a veth pair and keep them; prints their names

@@ -25,8 +25,16 @@ from capbench import campaign_run, cpu, hygiene, results, rxmode, tables, testbe
 from capbench.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
+from capbench.methods.verdict import GENERATOR, LOWER_BOUND, measured, verdict, way_forward
 from capbench.results import RunWriter
 from capbench.trial import Measurer, TrialResult, TrialSetup
+
+
+# The exit status of a run that ended normally but measured nothing valid: every trial was a lower
+# bound (the generator fell short of its target and nothing was lost, capbench.methods.verdict), so
+# no row is a capture result. 0 is a run with valid results, 1 a run error, 2 bad input, 130/143 an
+# interrupted run.
+NOTHING_MEASURED_STATUS = 3
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,27 @@ def trial_line(n: int, r: TrialResult) -> str:
             f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
     if r.unexplained:
         line += f"  UNEXPLAINED {r.unexplained:,}"
+    if verdict(r) == LOWER_BOUND:
+        line += "  (generator short, nothing lost: a lower bound)"
     return line
+
+
+def run_status(trials: Sequence[TrialResult]) -> int:
+    """The exit status of a run that ended normally: 0 when a trial gave a verdict (lossless or
+    lossy), NOTHING_MEASURED_STATUS when none did."""
+    return 0 if any(measured(r) for r in trials) else NOTHING_MEASURED_STATUS
+
+
+def way_forward_lines(trials: Sequence[TrialResult]) -> list[str]:
+    """Under the tables, when rows are lower bounds: how many, and what to do (verdict.way_forward)."""
+    steps = way_forward(trials)
+    if not steps:
+        return []
+    short = sum(1 for r in trials if not measured(r))
+    what = "No trial measured" if short == len(trials) else f"{short} of {len(trials)} trials did not measure"
+    return ([f"{what} the capture: the generator fell short of the offered load and nothing was lost, so those "
+             f"rows are lower bounds, not results. To measure them, try:"]
+            + [f"  - {step}" for step in steps])
 
 
 def _bounds(goal: dict[str, Any]) -> str:
@@ -85,8 +113,7 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
     answer that the generator bounded (it could not hold the next rate: `bounded_by`) says
     "generator-bound (a lower bound)", never reads as the capture's limit; lines from before
     `bounded_by` read as they did."""
-    # Imported here: only this function of the module reads what bounded an answer.
-    from capbench.methods.measurer import GENERATOR
+    # Imported here: only this function of the module reads the report's words for a bound answer.
     from capbench.report.answers import GENERATOR_BOUND
 
     if not outcomes:
@@ -134,19 +161,25 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
                     answer += f" ({held(below[0])}, not measured)"
         else:
             answer = f"longest burst {o['mean_frames']:,.0f} frames ({o['mean_burst_s'] * 1e3:.2f} ms)"
+            if o.get("bounded_by") == GENERATOR:
+                answer += f", {GENERATOR_BOUND}: the generator could not send the bursts at wire rate"
         t.add_row(m, o["backend"], str(o["frame_len"]), o.get("pin", ""), answer, str(o["trials"]),
                   f"{o['total_trial_s']:.1f}")
     return t
 
 
-def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]]) -> None:
-    console = Console() if sys.stdout.isatty() else Console(width=120)
+def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]],
+                  console: Console | None = None) -> None:
+    if console is None:
+        console = Console() if sys.stdout.isatty() else Console(width=120)
     # iperf-like tables from the iperf trials, the RFC 2544 (#1 A:A / #2 A:B), MLR and
     # back-to-back answers of searches.jsonl, the sweeps; then every answer as one table.
     tables.print_tables(trials, console, outcomes)
     table = outcome_table(outcomes)
     if table is not None:
         console.print(table)
+    for line in way_forward_lines(trials):
+        console.print(Text(line))
 
 
 def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: RunWriter,
@@ -254,6 +287,10 @@ def execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, *, resume: P
     note(f"results: {writer.path}")
     if status == 0 and trials and opts.report:
         write_run_report(writer.path)
+    if status == 0:
+        status = run_status(trials)
+        if status == NOTHING_MEASURED_STATUS:
+            note(f"nothing valid was measured (every trial a lower bound): exit status {status}")
     return status
 
 

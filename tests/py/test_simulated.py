@@ -1,7 +1,8 @@
 import dataclasses
 
 import pytest
-from capbench.methods.measurer import TrialRunner, loss_ratio
+from capbench.methods.measurer import TrialRunner
+from capbench.methods.verdict import loss_ratio
 from capbench.methods.simulated import SimulatedDevice
 from capbench.rates import parse_rate, wire_pps
 from records import make_result
@@ -74,12 +75,29 @@ def test_bursts():
     assert r.lost == 40_000 - (20_000 + 10_000) and r.offered_pps == pytest.approx(wire_pps(1e9, 64))
 
 
-def test_loss_ratio_counts_a_generator_shortfall_as_loss():
+def test_loss_ratio_is_lost_over_sent_with_nothing_folded_in():
     assert loss_ratio(make_result(sent=1000, received=990)) == pytest.approx(0.01)
+    # A generator that sent half its target lost nothing: the shortfall is not loss (issue 14).
     short = make_result(sent=1000, received=1000, offered_pps=2000.0, achieved_pps=1000.0,
                         invalid_offered_load=True)
-    assert loss_ratio(short) == pytest.approx(0.5)
-    assert loss_ratio(dataclasses.replace(make_result(), sent=0, received=0, lost=0)) == 1.0
+    assert loss_ratio(short) == 0.0
+    assert loss_ratio(dataclasses.replace(short, received=730, lost=270)) == pytest.approx(0.27)
+    assert loss_ratio(dataclasses.replace(make_result(), sent=0, received=0, lost=0)) == 0.0
+
+
+def test_a_generator_slower_than_the_load_sends_what_it_can_and_is_marked_short():
+    dev = SimulatedDevice(capacity_pps=5e6, generator_pps=1_000_000)
+    held = dev.measure(1, 900_000)
+    assert held.sent == 900_000 and not held.invalid_offered_load and held.lost == 0
+    short = dev.measure(2, 1_200_000)
+    assert short.sent == 2_000_000 and short.invalid_offered_load and short.achieved_pps == 1_000_000
+    assert short.offered_pps == 1_200_000 and short.lost == 0
+    # the receiver meets what was sent: short and lossy in one trial
+    slow = SimulatedDevice(capacity_pps=800_000, generator_pps=1_000_000)
+    both = slow.measure(1, 1_200_000)
+    assert both.invalid_offered_load and both.sent == 1_000_000 and both.lost == 200_000
+    burst = SimulatedDevice(capacity_pps=5e6, generator_pps=wire_pps(1e9, 64) / 2).measure_burst(20_000)
+    assert burst.sent == 10_000 and burst.invalid_offered_load
 
 
 def test_runner_pauses_before_each_trial_and_sums_the_time():

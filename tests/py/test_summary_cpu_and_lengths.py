@@ -62,4 +62,4 @@ def test_loss_with_lengths_the_generator_could_not_offer():
                                                       invalid_offered_load=True)]
     _, losses = summary.summary(trials)
     assert losses == ["pcap: loses packets at 1518 B (34.62 %); no loss at 512 B; not measured at 64 B (generator "
-                      "short of the offered load)."]
+                      "short of the offered load, nothing lost)."]

@@ -6,8 +6,14 @@ a binary search over the burst length in frames, as the throughput search is
 over the rate: start with the longest burst (`max_frames`, by default 2 s of
 frames at wire rate), keep the longest passing burst and the shortest failing
 one, try the middle, and stop once they are no more than `precision_frames`
-apart (1 % of `max_frames` by default). A burst passes when it lost at most
-`loss_tolerance_frames` frames (0) and the generator sent all of it.
+apart (1 % of `max_frames` by default). A burst passes when it is LOSSLESS by
+the one rule of capbench.methods.verdict: the generator sent all of it at wire
+rate and at most `loss_tolerance_frames` frames (0) were lost. A LOSSY burst
+(more lost, whether or not the generator kept up) and a LOWER_BOUND (nothing
+lost, the generator short) both fail; `bounded_by` says which ended the search:
+"capture loss" (a repetition's shortest failing burst was lossy), "generator"
+(only lower bounds failed: the answer is a lower bound of the capture's) or
+"none" (the longest burst passed every time).
 
 RFC 2544 asks for the search to be repeated (at least 50 times) and the mean
 reported: `repeats` runs the search that many times; the result has each
@@ -28,7 +34,15 @@ from capbench.methods.measurer import (
     SearchTrial,
     TrialRunner,
     check_loss_tolerance,
-    offered_short,
+)
+from capbench.methods.verdict import (
+    LOSSLESS,
+    LOSSY,
+    NOT_BOUNDED,
+    bound_at,
+    generator_short,
+    loss_text,
+    rule,
 )
 from capbench.rates import wire_pps
 
@@ -52,11 +66,18 @@ class BackToBackResult:
     total_trial_s: float
     total_pause_s: float
     notes: tuple[str, ...]
+    bounded_by: str = NOT_BOUNDED  # what failed at the shortest failing bursts: "capture loss", "generator", "none"
+
+
+def burst_verdict(trial: SearchTrial, frames: int, loss_tolerance_frames: int) -> str:
+    """The burst's verdict (module doc); a burst of fewer frames than asked did not test the burst
+    asked for: its generator fell short."""
+    r = trial.result
+    return rule(max(0, r.lost) > loss_tolerance_frames, generator_short(r) or r.sent < frames)
 
 
 def burst_passed(trial: SearchTrial, frames: int, loss_tolerance_frames: int) -> bool:
-    r = trial.result
-    return not offered_short(r) and r.sent >= frames and r.lost <= loss_tolerance_frames
+    return burst_verdict(trial, frames, loss_tolerance_frames) == LOSSLESS
 
 
 def search(
@@ -87,22 +108,36 @@ def search(
     runner = TrialRunner(None, pause_s=pause_s, pause=pause, on_trial=on_trial)
     notes: list[str] = []
     found: list[int] = []
+    ended: list[str] = []  # the verdict of each repetition's shortest failing burst
     for rep in range(1, repeats + 1):
         lower, upper = 0, None  # longest passing, shortest failing burst
         frames = max_frames
+        failed: SearchTrial | None = None  # the trial of the shortest failing burst
         while True:
             trial = runner.run(rate, frames / rate, f"burst {rep}/{repeats}",
                                call=lambda n=frames: measure_burst(n))
             if burst_passed(trial, frames, loss_tolerance_frames):
                 lower = frames
             else:
-                upper = frames
+                upper, failed = frames, trial
             if upper is None or upper - lower <= precision_frames:
                 break
             frames = (lower + upper) // 2
         found.append(lower)
-        if lower == 0:
-            notes.append(f"repetition {rep}: the shortest burst tried ({upper:,} frames) lost frames")
+        if failed is not None and upper is not None:
+            failed_frames = upper
+            ended.append(burst_verdict(failed, failed_frames, loss_tolerance_frames))
+            if lower == 0 and ended[-1] == LOSSY:
+                notes.append(f"repetition {rep}: the shortest burst tried ({failed_frames:,} frames) "
+                             f"{loss_text(failed.result, rate)}")
+            elif lower == 0:
+                notes.append(f"repetition {rep}: the generator could not send the shortest burst tried "
+                             f"({failed_frames:,} frames at wire rate: it sent {failed.result.sent:,}) and nothing "
+                             f"was lost: nothing is known of the capture")
+            elif ended[-1] != LOSSY:
+                notes.append(f"repetition {rep}: the generator could not send {failed_frames:,} frames at wire rate "
+                             f"(it sent {failed.result.sent:,}, nothing lost): {lower:,} frames is a lower bound of "
+                             f"the capture's, set by the generator")
     mean = statistics.fmean(found)
     unlimited = all(n == max_frames for n in found)
     if unlimited:
@@ -124,4 +159,6 @@ def search(
         total_trial_s=runner.total_trial_s,
         total_pause_s=runner.total_pause_s,
         notes=tuple(notes),
+        # bound_at: LOSSY somewhere is capture loss, else the lower bounds are the generator's.
+        bounded_by=bound_at(max_frames, ended) if ended else NOT_BOUNDED,
     )

@@ -6,9 +6,10 @@ it ends, tagged with the method and why it ran (`purpose`), so trials.jsonl grow
 trial by trial; each method's answer for one (backend, frame length) is handed to
 `record_outcome` as a plain dict (searches.jsonl), with every figure taken from
 the method's result. Each answer says what bounded it (`bounded_by`; per goal for
-MLR): "capture loss", "generator" (the generator could not hold the next rate, so
-the answer is a lower bound of the capture's) or "none"; readers of older lines
-without it (capbench.report.answers) judge it from the trials.
+MLR), by the one rule of capbench.methods.verdict: "capture loss" (lossy trials),
+"generator" (only lower bounds: the generator could not hold the next rate and
+lost nothing, so the answer is a lower bound of the capture's) or "none"; readers
+of older lines without it (capbench.report.answers) judge it from the trials.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def _sweep(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:
         "first_short_pps": r.first_short_pps, "bounded_by": r.bounded_by,
         "points": [{"step": p.step, "load_pps": p.load_pps, "sent": p.sent, "received": p.received, "lost": p.lost,
                     "rx_pps": p.rx_pps, "app_cpu_pct": p.app_cpu_pct, "kernel_cpu_pct": p.kernel_cpu_pct,
-                    "invalid_offered_load": p.short}
+                    "invalid_offered_load": p.short, "verdict": p.verdict}
                    for p in r.points]}
 
 
@@ -138,7 +139,8 @@ def _back2back(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, An
     return _common("back2back", backend, frame_len, r) | {
         "max_frames": r.max_frames, "precision_frames": r.precision_frames,
         "longest_frames": list(r.longest_frames), "mean_frames": r.mean_frames, "min_frames": r.min_frames,
-        "mean_burst_s": r.mean_burst_s, "unlimited": r.unlimited, "notes": list(r.notes)}
+        "mean_burst_s": r.mean_burst_s, "unlimited": r.unlimited, "bounded_by": r.bounded_by,
+        "notes": list(r.notes)}
 
 
 def _latency(m: Any, backend: str, frame_len: int, c: Context) -> dict[str, Any]:

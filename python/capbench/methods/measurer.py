@@ -10,30 +10,25 @@ both fit the protocols below.
 
 Loss as the searches judge it
 -----------------------------
-A trial's loss ratio is `lost / sent`. A trial whose generator fell short of
-the offered load (`invalid_offered_load`, see capbench.trial; `offered_short`)
-did not test that load: it cannot count as loss-free there, so the searches
-never let it pass (RFC 2544) or prove a goal met (MLR), and its forwarding rate
-is at most what the generator sent (`loss_ratio` folds the shortfall in, as the
-MLRsearch draft recommends for a severe offered-load deviation). But it is
-never capture loss either: "a rate the generator cannot hold is marked
-invalid, not lossy". So every search says what bounded its answer
-(`bounded_by`): CAPTURE_LOSS when a trial whose generator held the rate lost
-too much there, GENERATOR when only the generator's shortfall did (the answer
-is then a lower bound of the capture's, set by the generator), NOT_BOUNDED
-when nothing did (the wire rate passed). A trial that sent nothing has a loss
-ratio of 1: nothing was shown to get through.
+One rule, in capbench.methods.verdict: a trial is LOSSLESS at its target, LOSSY
+(anything sent was lost beyond the tolerance, whether or not the generator held
+the target) or a LOWER_BOUND (nothing lost, but the generator fell short). Only
+a LOSSLESS trial passes a load; a search goes lower after a LOSSY or a
+LOWER_BOUND one, and says what bounded its answer (`bounded_by`). A trial's loss
+ratio is `lost / sent`; its forwarding rate is the rate the generator sent times
+(1 - that ratio).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from capbench.errors import UsageError
+from capbench.methods import verdict
 
 
 class TrialOutcome(Protocol):
@@ -71,69 +66,9 @@ Pause = Callable[[float], object]
 OnTrial = Callable[["SearchTrial"], object]
 
 
-# What bounded a search's answer from above (module doc).
-CAPTURE_LOSS = "capture loss"
-GENERATOR = "generator"
-NOT_BOUNDED = "none"
-
-
-def loss_ratio(trial: TrialOutcome) -> float:
-    """`lost / sent` in [0, 1], raised by any shortfall of the offered load (module doc).
-
-    For the forwarding rate and a search's judgement of a load only: the shortfall
-    part is the generator's, never capture loss (see `capture_lost`)."""
-    if trial.sent <= 0:
-        return 1.0
-    ratio = min(1.0, max(0, trial.lost) / trial.sent)
-    if getattr(trial, "invalid_offered_load", False):
-        achieved = getattr(trial, "achieved_pps", None)
-        offered = trial.offered_pps
-        if achieved is not None and offered:
-            ratio = max(ratio, min(1.0, 1.0 - achieved / offered))
-    return ratio
-
-
-def offered_short(trial: TrialOutcome) -> bool:
-    """True when the generator did not offer the load the trial names."""
-    return bool(getattr(trial, "invalid_offered_load", False)) or trial.sent <= 0
-
-
-def capture_lost(trial: TrialOutcome, tolerance_frames: int = 0) -> bool:
-    """The capture lost more than `tolerance_frames` frames at a load the generator held:
-    capture loss, as a search may report it (a short trial is never capture loss)."""
-    return not offered_short(trial) and trial.lost > tolerance_frames
-
-
 def same_load(a: float, b: float) -> bool:
     """Two loads a search computed as the same rate (equal but for float rounding)."""
     return math.isclose(a, b, rel_tol=1e-9)
-
-
-def bound_at(upper_pps: float | None, at_upper: Iterable[TrialOutcome], lossy: bool) -> str | None:
-    """What bounded an answer whose upper end is `upper_pps` (module doc): NOT_BOUNDED without
-    one; CAPTURE_LOSS when the trials there that the generator held were too lossy (`lossy`,
-    by the search's own rule); else GENERATOR when one of `at_upper` fell short of its load;
-    None when no trial there says (a record without them)."""
-    if upper_pps is None:
-        return NOT_BOUNDED
-    if lossy:
-        return CAPTURE_LOSS
-    if any(offered_short(r) for r in at_upper):
-        return GENERATOR
-    return None
-
-
-def generator_short_text(load_pps: float, trials: Iterable[TrialOutcome] = ()) -> str:
-    """The words "the generator could not hold N pps (it sent M pps)", M from the short ones of `trials`."""
-    sent = [a for t in trials if offered_short(t) and (a := getattr(t, "achieved_pps", None)) is not None]
-    held = f" (it sent {min(sent):,.0f} pps)" if sent else ""
-    return f"the generator could not hold {load_pps:,.0f} pps{held}"
-
-
-def generator_note(load_pps: float, trials: Iterable[TrialOutcome] = (), what: str = "the throughput") -> str:
-    """The note of an answer the generator bounded: it could not hold `load_pps` (`trials`: those
-    at that load, for what it sent), so `what` is a lower bound of the capture's."""
-    return f"{generator_short_text(load_pps, trials)}: {what} is a lower bound of the capture's, set by the generator"
 
 
 @dataclass(frozen=True)
@@ -148,12 +83,13 @@ class SearchTrial:
 
     @property
     def loss_ratio(self) -> float:
-        return loss_ratio(self.result)
+        return verdict.loss_ratio(self.result)
 
     @property
     def forwarding_pps(self) -> float:
-        """The trial's forwarding rate: load x (1 - loss ratio), as the MLRsearch draft defines it."""
-        return self.load_pps * (1.0 - self.loss_ratio)
+        """The trial's forwarding rate: the rate sent x (1 - loss ratio), as the MLRsearch draft defines
+        it with the load; the rate the generator achieved where it fell short of the load."""
+        return verdict.sent_pps(self.result, self.load_pps) * (1.0 - self.loss_ratio)
 
 
 class TrialRunner:

@@ -55,15 +55,18 @@ throughput is a lower bound times (1 - a measured loss ratio).
 
 The generator's shortfall
 -------------------------
-A trial whose generator fell short of its load (`invalid_offered_load`) did
-not test that load, so it counts as high loss for every goal: it cannot show a
-goal met there. It is not capture loss either ("a rate the generator cannot
-hold is marked invalid, not lossy"), so each goal's result says what made its
-upper bound one (`bounded_by`): "capture loss" when the trials whose generator
-held the load prove it too lossy on their own, "generator" when it took the
-shortfall (the lower bound is then a lower bound of the capture's, set by the
-generator, and the note says so), "none" without an upper bound. Its
-`lowest_lossy_pps` is the smallest load the capture alone proved too lossy.
+Every trial is judged by the one rule of capbench.methods.verdict, with the
+goal's loss ratio as its tolerance: a trial that lost more than that is high
+loss for the goal whether or not its generator held the load (its loss ratio is
+`lost / sent`, capture loss at the rate the generator sent); a trial that lost
+no more but whose generator fell short of the load (a LOWER_BOUND) did not test
+that load, so it counts as high loss too: it cannot show the goal met there.
+Each goal's result says what made its upper bound one (`bounded_by`): "capture
+loss" when the trials there that lost too much prove it on their own,
+"generator" when it took the lower bounds (the goal's lower bound is then a
+lower bound of the capture's, set by the generator, and the note says so),
+"none" without an upper bound. Its `lowest_lossy_pps` is the smallest load the
+lossy and lossless trials alone prove too lossy.
 """
 
 from __future__ import annotations
@@ -73,33 +76,40 @@ from dataclasses import dataclass
 
 from capbench.errors import UsageError
 from capbench.methods.measurer import (
-    CAPTURE_LOSS,
-    GENERATOR,
-    NOT_BOUNDED,
     LoadMeasurer,
     OnTrial,
     Pause,
     SearchTrial,
     TrialOutcome,
     TrialRunner,
-    bound_at,
     check_precision_pct,
     check_trial_s,
+    same_load,
+)
+from capbench.methods.verdict import (
+    CAPTURE_LOSS,
+    GENERATOR,
+    LOSSY,
+    LOWER_BOUND,
+    NOT_BOUNDED,
+    STOPPED_BY_GENERATOR,
+    bound_at,
     generator_note,
+    generator_short,
     generator_short_text,
     loss_ratio,
-    offered_short,
-    same_load,
+    short_lossy_text,
+    verdict,
 )
 from capbench.rates import wire_bps, wire_pps
 
 LOWER, UPPER, UNDECIDED = "lower", "upper", "undecided"
 
 
-def judged_ratio(trial: SearchTrial) -> float:
-    """A trial's loss ratio as the goals judge it: 1 when its generator fell short of the load
-    (it cannot show any goal met there, module doc), else its loss ratio."""
-    return 1.0 if offered_short(trial.result) else trial.loss_ratio
+def judged_ratio(trial: SearchTrial, goal_ratio: float) -> float:
+    """A trial's loss ratio as a goal of loss ratio `goal_ratio` judges it: 1 for a lower bound
+    (it cannot show the goal met, module doc), else its loss ratio."""
+    return 1.0 if verdict(trial.result, max_loss_ratio=goal_ratio) == LOWER_BOUND else trial.loss_ratio
 
 
 @dataclass(frozen=True)
@@ -159,19 +169,40 @@ def what_bounded(trials: Iterable[tuple[float, float, TrialOutcome]], c: Criteri
                  ) -> tuple[str | None, float | None]:
     """(bounded_by, lowest_lossy_pps) of a goal judged by `c` whose relevant upper bound is
     `upper_pps`, from its (load, requested duration, result) trials (module doc): CAPTURE_LOSS
-    when the trials at the upper bound whose generator held the load prove it too lossy on their
-    own, GENERATOR when it took one that fell short, NOT_BOUNDED without an upper bound, None
-    when no trial at `upper_pps` says; the lowest load the capture alone proved too lossy."""
-    by_load: dict[float, list[TrialOutcome]] = {}
-    held: dict[float, list[tuple[float, float]]] = {}
+    when the lossy and lossless trials at the upper bound prove it too lossy on their own,
+    GENERATOR when it took a lower bound, NOT_BOUNDED without an upper bound, None when no
+    trial at `upper_pps` says; the lowest load those trials alone prove too lossy."""
+    verdicts: dict[float, list[str]] = {}
+    measured: dict[float, list[tuple[float, float]]] = {}
     for load, duration_s, r in trials:
-        by_load.setdefault(load, []).append(r)
-        if not offered_short(r):
-            held.setdefault(load, []).append((duration_s, loss_ratio(r)))
-    lossy = sorted(load for load, ts in held.items() if classify(ts, c) == UPPER)
-    at = [load for load in by_load if upper_pps is not None and same_load(load, upper_pps)]
-    bounded = bound_at(upper_pps, (r for load in at for r in by_load[load]), any(load in lossy for load in at))
-    return bounded, lossy[0] if lossy else None
+        v = verdict(r, max_loss_ratio=c.loss_ratio)
+        verdicts.setdefault(load, []).append(v)
+        if v != LOWER_BOUND:
+            measured.setdefault(load, []).append((duration_s, loss_ratio(r)))
+    lossy = sorted(load for load, ts in measured.items() if classify(ts, c) == UPPER)
+    at = [load for load in verdicts if upper_pps is not None and same_load(load, upper_pps)]
+    if any(load in lossy for load in at):
+        found = [LOSSY]
+    else:  # too few lossy trials to prove it on their own (an exceed ratio): the lower bounds did
+        found = [v for load in at for v in verdicts[load] if v != LOSSY]
+    return bound_at(upper_pps, found), lossy[0] if lossy else None
+
+
+def bound_note(bounded_by: str | None, upper_pps: float | None, lower_pps: float | None,
+               trials: Iterable[tuple[float, TrialOutcome]], goal_ratio: float) -> str:
+    """A goal's note on what bounded it, from (load, result) trials: the generator's shortfall that
+    made its upper bound one, or the capture loss there of a generator that fell short ("" for
+    neither)."""
+    if upper_pps is None:
+        return ""
+    at = [r for load, r in trials if same_load(load, upper_pps)]
+    if bounded_by == GENERATOR:
+        return (generator_note(upper_pps, at, "the lower bound") if lower_pps else
+                f"{generator_short_text(upper_pps, at)}: {STOPPED_BY_GENERATOR}")
+    short_lossy = [r for r in at if generator_short(r) and verdict(r, max_loss_ratio=goal_ratio) == LOSSY]
+    if bounded_by == CAPTURE_LOSS and short_lossy:
+        return short_lossy_text(upper_pps, short_lossy[0])
+    return ""
 
 
 @dataclass(frozen=True)
@@ -256,9 +287,9 @@ class _Search:
         return Criterion(goal.loss_ratio, goal.exceed_ratio, trial_s, trial_s * sum_per_trial)
 
     def bounds(self, c: Criterion) -> tuple[float | None, float | None, dict[float, str]]:
-        """(relevant upper bound, relevant lower bound, every load's class) under `c`; a trial
-        whose generator fell short of its load counts as high loss (module doc)."""
-        classes = {load: classify(((t.requested_duration_s, judged_ratio(t)) for t in trials), c)
+        """(relevant upper bound, relevant lower bound, every load's class) under `c`; a lower
+        bound counts as high loss (module doc)."""
+        classes = {load: classify(((t.requested_duration_s, judged_ratio(t, c.loss_ratio)) for t in trials), c)
                    for load, trials in self.by_load.items()}
         uppers = [load for load, k in classes.items() if k == UPPER]
         upper = min(uppers) if uppers else None
@@ -315,12 +346,9 @@ class _Search:
         else:
             note = ""
         regular = not note
-        if bounded_by == GENERATOR:
-            assert upper is not None
-            at_upper = [t.result for t in self.by_load[upper]]
-            short = (generator_note(upper, at_upper, "the lower bound") if lower is not None else
-                     f"{generator_short_text(upper, at_upper)}: the generator, not the capture, stopped the search")
-            note = f"{note}; {short}" if note else short
+        at_loads = [(t.load_pps, t.result) for ts in self.by_load.values() for t in ts]
+        bound = bound_note(bounded_by, upper, lower, at_loads, goal.loss_ratio)
+        note = "; ".join(x for x in (note, bound) if x)
         return GoalResult(
             name=goal.name,
             loss_ratio=goal.loss_ratio,

@@ -15,18 +15,18 @@ wider than the precision: the throughput it reports is then within the
 precision of the true one (the seed stops one halving earlier, when the next
 step would be below it, and leaves a bracket up to twice as wide).
 
-A trial passes when it lost at most `loss_tolerance_frames` frames (0, as
-RFC 2544 demands, by default) and its generator offered the whole load (a
-trial that fell short of its rate did not test that rate).
+A trial passes when it is LOSSLESS by the one rule of capbench.methods.verdict:
+its generator held the rate and it lost at most `loss_tolerance_frames` frames
+(0, as RFC 2544 demands, by default). A LOSSY trial (more lost, whether or not
+the generator held the rate) and a LOWER_BOUND (nothing lost, the generator
+short) both fail: the rate was not shown to pass, so the search goes lower.
 
-A trial that fell short is not capture loss either ("a rate the generator
-cannot hold is marked invalid, not lossy"), so the result tells the bracket's
-upper end (`upper_bound_pps`, the lowest rate that failed) from the lowest
-rate at which the capture lost frames (`lowest_lossy_pps`, from trials whose
-generator held the rate), and says which bounded the throughput
-(`bounded_by`): "capture loss", "generator" (the generator could not hold the
-upper end: the throughput is then a lower bound of the capture's, and a note
-says so) or "none" (the wire rate passed).
+The result tells the bracket's upper end (`upper_bound_pps`, the lowest rate
+that failed) from the lowest rate at which the capture lost frames
+(`lowest_lossy_pps`, from the LOSSY trials), and says which bounded the
+throughput (`bounded_by`): "capture loss" (a trial at the upper end was lossy),
+"generator" (the trials there were lower bounds: the throughput is then a lower
+bound of the capture's, and a note says so) or "none" (the wire rate passed).
 
 Two guards against the saturation seed 000 warns about ("after sending the
 traffic at the speed when the DUT is unable to receive all packets ...
@@ -46,23 +46,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from capbench.methods.measurer import (
-    CAPTURE_LOSS,
-    GENERATOR,
     LoadMeasurer,
     OnTrial,
     Pause,
     SearchTrial,
     TrialOutcome,
     TrialRunner,
-    bound_at,
     check_loss_tolerance,
     check_pause,
     check_precision_pct,
     check_trial_s,
-    capture_lost,
-    generator_note,
-    offered_short,
     same_load,
+)
+from capbench.methods.verdict import (
+    CAPTURE_LOSS,
+    GENERATOR,
+    LOSSLESS,
+    LOSSY,
+    bound_at,
+    generator_note,
+    generator_short,
+    generator_short_text,
+    loss_text,
+    short_lossy_text,
+    verdict,
 )
 from capbench.rates import wire_bps, wire_pps
 
@@ -97,24 +104,39 @@ class Rfc2544Result:
 
 
 def trial_passed(trial: SearchTrial, loss_tolerance_frames: int) -> bool:
-    """At most `loss_tolerance_frames` lost, and the generator offered the whole load."""
-    return not offered_short(trial.result) and trial.result.lost <= loss_tolerance_frames
+    """LOSSLESS: the generator held the rate and at most `loss_tolerance_frames` were lost."""
+    return verdict(trial.result, loss_tolerance_frames) == LOSSLESS
 
 
 def lowest_lossy(trials: Iterable[tuple[float, TrialOutcome]], loss_tolerance_frames: int) -> float | None:
-    """The lowest rate of (rate, result) trials at which the capture lost more than the tolerance
-    while the generator held the rate; None when there is none."""
-    return min((rate for rate, r in trials if capture_lost(r, loss_tolerance_frames)), default=None)
+    """The lowest rate of (rate, result) trials that were LOSSY (more than the tolerance lost,
+    whether or not the generator held the rate); None when there is none."""
+    return min((rate for rate, r in trials if verdict(r, loss_tolerance_frames) == LOSSY), default=None)
 
 
 def what_bounded(upper_pps: float | None, trials: Iterable[tuple[float, TrialOutcome]],
                  loss_tolerance_frames: int) -> str | None:
-    """What failed at the bracket's upper end `upper_pps`, from (rate, result) trials: CAPTURE_LOSS
-    when a trial there lost more than the tolerance with the generator holding the rate, else
-    GENERATOR when one there fell short of it; NOT_BOUNDED without an upper end; None when no
-    trial at `upper_pps` says (a record without them)."""
+    """What failed at the bracket's upper end `upper_pps`, from (rate, result) trials, by their
+    verdicts there (verdict.bound_at): CAPTURE_LOSS, GENERATOR, NOT_BOUNDED without an upper end,
+    None when no trial at `upper_pps` says (a record without them)."""
     at = [r for rate, r in trials if upper_pps is not None and same_load(rate, upper_pps)]
-    return bound_at(upper_pps, at, any(capture_lost(r, loss_tolerance_frames) for r in at))
+    return bound_at(upper_pps, (verdict(r, loss_tolerance_frames) for r in at))
+
+
+def bound_notes(bounded_by: str | None, upper_pps: float | None, throughput_pps: float,
+                trials: Iterable[tuple[float, TrialOutcome]], loss_tolerance_frames: int) -> list[str]:
+    """The notes on what bounded a throughput, from (rate, result) trials: the generator's shortfall
+    that makes it a lower bound, or the capture loss at the upper end of a generator that fell short
+    there (its loss is capture loss at the rate it sent)."""
+    if upper_pps is None:
+        return []
+    at = [r for rate, r in trials if same_load(rate, upper_pps)]
+    if bounded_by == GENERATOR and throughput_pps > 0:
+        return [generator_note(upper_pps, at)]
+    short_lossy = [r for r in at if verdict(r, loss_tolerance_frames) == LOSSY and generator_short(r)]
+    if bounded_by == CAPTURE_LOSS and short_lossy:
+        return [short_lossy_text(upper_pps, short_lossy[0])]
+    return []
 
 
 def search(
@@ -161,12 +183,14 @@ def search(
         else:
             # The bracket is narrow enough: verify the rate found, unless there is none.
             if lower <= 0:
-                at_ceiling = [(t.load_pps, t.result) for t in runner.trials]
-                if what_bounded(ceiling, at_ceiling, loss_tolerance_frames) == GENERATOR:
-                    notes.append(f"no rate passed: the generator could not hold the lowest rate tried, "
-                                 f"{ceiling:,.0f} pps (nothing is known of the capture)")
+                at_ceiling = [t.result for t in runner.trials if same_load(t.load_pps, ceiling)]
+                lossy = [r for r in at_ceiling if verdict(r, loss_tolerance_frames) == LOSSY]
+                if lossy:
+                    notes.append(f"no rate passed: at the lowest rate tried, {ceiling:,.0f} pps, the capture "
+                                 f"{loss_text(lossy[0], ceiling)}")
                 else:
-                    notes.append(f"no rate passed: the lowest rate tried, {ceiling:,.0f} pps, lost frames")
+                    notes.append(f"no rate passed: {generator_short_text(ceiling, at_ceiling)}, the lowest rate "
+                                 f"tried, and lost nothing (nothing is known of the capture)")
                 verified = False
                 break
             check = runner.run(lower, trial_s, "verify", pause_s=verify_pause_s)
@@ -174,15 +198,12 @@ def search(
                 verified = True
                 break
             failures.append(lower)
-            if offered_short(check.result):
-                # Not the receiver: the generator could not send the rate this time.
-                notes.append(
-                    f"verification at {lower:,.0f} pps: the generator fell short of the rate (it sent "
-                    f"{check.result.sent:,} frames, lost {check.result.lost:,}); searching on below it")
-            else:
-                notes.append(
-                    f"verification at {lower:,.0f} pps lost {check.result.lost:,} of {check.result.sent:,} frames: "
-                    f"its earlier pass was distorted (saturation?); searching on below it")
+            if verdict(check.result, loss_tolerance_frames) == LOSSY:
+                notes.append(f"verification at {lower:,.0f} pps {loss_text(check.result, lower)}: its earlier "
+                             f"pass was distorted (saturation?); searching on below it")
+            else:  # a lower bound: nothing lost, but the generator could not send the rate this time
+                notes.append(f"verification at {lower:,.0f} pps: {generator_short_text(lower, [check.result])} "
+                             f"and lost nothing (a lower bound, not a pass); searching on below it")
             upper = lower
             below = [r for r in passed if r < upper]
             lower = max(below) if below else 0.0
@@ -198,9 +219,7 @@ def search(
         notes.append("the wire rate passed: the capture path keeps up with the link at this frame length")
     tried = [(t.load_pps, t.result) for t in runner.trials]
     bounded_by = what_bounded(upper, tried, loss_tolerance_frames) or CAPTURE_LOSS  # a failed trial is at upper
-    if bounded_by == GENERATOR and lower > 0:
-        assert upper is not None
-        notes.append(generator_note(upper, (r for rate, r in tried if same_load(rate, upper))))
+    notes += bound_notes(bounded_by, upper, lower, tried, loss_tolerance_frames)
     return Rfc2544Result(
         frame_len=frame_len,
         link_bps=link_bps,

@@ -21,6 +21,13 @@ application, behind a queue of `buffer_frames` frames:
   CPU clock that ramped up under the overload): the case a search's
   verification trial must catch.
 
+- `generator_pps`: the fastest the generator sends (None: any load up to the
+  wire rate). A trial at a higher load sends `generator_pps x duration_s`
+  frames over the whole trial and is marked `invalid_offered_load` (below
+  capbench.trial.OFFERED_MIN_SHARE of the load), as a real generator that
+  falls short is; the receiver then meets what was sent, so one trial can be
+  short of its target *and* lose frames (a capacity below `generator_pps`).
+
 Every result is a `capbench.trial.TrialResult` with consistent integer counts
 (`sent = received + backlog_drops + socket_drops`, nothing lost on the link,
 nothing unexplained); overload drops are split between the backlog queue and
@@ -39,7 +46,7 @@ from dataclasses import dataclass, field
 
 from capbench import accounting
 from capbench.rates import Rate, wire_bps, wire_pps
-from capbench.trial import TrialResult
+from capbench.trial import OFFERED_MIN_SHARE, TrialResult
 
 # Simulated trials are stamped from this instant on, advancing with the model's clock.
 _EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
@@ -65,6 +72,7 @@ class SimulatedDevice:
     backlog_drop_share: float = 0.0
     seed: int = 0
     backend: str = "simulated"
+    generator_pps: float | None = None
     # The model's state: its clock, when the last overload's distortion wears off, what it was asked for.
     clock_s: float = field(default=0.0, init=False)
     saturated_until_s: float = field(default=-math.inf, init=False)
@@ -77,6 +85,8 @@ class SimulatedDevice:
             raise ValueError(f"capacity {self.capacity_pps!r} pps must be 0 or more")
         if not 0 <= self.background_loss_ratio < 1:
             raise ValueError(f"background loss ratio {self.background_loss_ratio!r} must be in [0, 1)")
+        if self.generator_pps is not None and not self.generator_pps > 0:
+            raise ValueError(f"generator rate {self.generator_pps!r} pps must be above 0")
         if self.noise_pct < 0 or self.buffer_frames < 0 or self.saturation_factor < 0:
             raise ValueError("noise, buffer and saturation factor must be 0 or more")
         self._rng = random.Random(self.seed)
@@ -98,14 +108,17 @@ class SimulatedDevice:
                              f"{duration_s!r} s")
         if load_pps > self.wire_pps * (1 + 1e-9):
             raise ValueError(f"load {load_pps:,.0f} pps is above the wire rate of {self.wire_pps:,.0f} pps")
-        sent = round(load_pps * duration_s)
+        sent = round(min(load_pps, self.generator_pps or load_pps) * duration_s)
         return self._trial(load_pps, duration_s, sent)
 
     def measure_burst(self, frames: int) -> TrialResult:
-        """One burst of `frames` sent back to back at wire rate (RFC 2544 back-to-back)."""
+        """One burst of `frames` sent back to back at wire rate (RFC 2544 back-to-back); a generator
+        slower than the wire rate sends what it can in the burst's time."""
         if frames <= 0:
             raise ValueError(f"a burst needs at least one frame, got {frames!r}")
-        return self._trial(self.wire_pps, frames / self.wire_pps, frames)
+        duration_s = frames / self.wire_pps
+        sent = frames if self.generator_pps is None else min(frames, round(self.generator_pps * duration_s))
+        return self._trial(self.wire_pps, duration_s, sent)
 
     def _trial(self, load_pps: float, duration_s: float, sent: int) -> TrialResult:
         started_s = self.clock_s
@@ -146,6 +159,7 @@ class SimulatedDevice:
             requested_duration_s=duration_s,
             duration_s=duration_s,
             achieved_pps=sent / duration_s,
+            invalid_offered_load=sent < OFFERED_MIN_SHARE * round(load_pps * duration_s),  # of the frames asked
             **dataclasses.asdict(acc),  # sent, delivered, received and every stage's drops, as accounted
             duplicates=0,
             reordered=0,

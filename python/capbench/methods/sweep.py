@@ -11,15 +11,16 @@ ratio, capture rate) and the CPU figures the trial measured, when it has any.
 The sweep also names the highest step below which nothing was lost, and the
 first step that lost frames: both are offered rates of trials that ran.
 
-A step whose generator fell short of its rate (`invalid_offered_load`) did not
-test that rate, and what it lost is not capture loss ("a rate the generator
-cannot hold is marked invalid, not lossy"): the first loss is the first step
-that lost frames with the generator holding the rate, and the lossless run
-counts only such steps. The short steps are listed apart (`short_steps_pps`),
+Every step is judged by the one rule of capbench.methods.verdict: a step that
+lost frames is LOSSY whether or not its generator held the rate (its loss is
+capture loss at the rate the generator sent); one that lost nothing is LOSSLESS
+when the generator held the rate, else a LOWER_BOUND, which did not test that
+rate. The first loss is the first LOSSY step and the lossless run counts only
+LOSSLESS steps below it. The lower bounds are listed apart (`short_steps_pps`),
 and `bounded_by` says what ended the lossless run: "capture loss" (the next
-step lost frames), "generator" (the next step fell short: the lossless rate is
-a lower bound of the capture's, set by the generator) or "none" (no step
-above it).
+step lost frames), "generator" (the next step was a lower bound: the lossless
+rate is a lower bound of the capture's, set by the generator) or "none" (no
+step above it).
 """
 
 from __future__ import annotations
@@ -29,16 +30,22 @@ from dataclasses import dataclass
 
 from capbench.errors import UsageError
 from capbench.methods.measurer import (
-    CAPTURE_LOSS,
-    GENERATOR,
-    NOT_BOUNDED,
     LoadMeasurer,
     OnTrial,
     Pause,
     SearchTrial,
     TrialRunner,
     check_trial_s,
-    offered_short,
+)
+from capbench.methods.verdict import (
+    CAPTURE_LOSS,
+    LOSSLESS,
+    LOSSY,
+    LOWER_BOUND,
+    NOT_BOUNDED,
+    bound_at,
+    generator_short,
+    verdict,
 )
 from capbench.rates import wire_pps
 
@@ -57,7 +64,8 @@ class SweepPoint:
     app_cpu_pct: float | None  # from the trial, when it measured CPU
     kernel_cpu_pct: float | None
     trial: SearchTrial
-    short: bool = False  # the generator fell short of load_pps: not a capture result at that rate
+    short: bool = False  # the generator fell short of load_pps (what it lost is still capture loss)
+    verdict: str = LOSSLESS  # LOSSLESS, LOSSY or LOWER_BOUND (capbench.methods.verdict)
 
 
 @dataclass(frozen=True)
@@ -69,18 +77,17 @@ class SweepResult:
     steps: int
     trial_s: float
     points: tuple[SweepPoint, ...]
-    # Highest step that lost nothing, below the first loss, of the steps whose generator held the
-    # rate; None if none did.
+    # Highest LOSSLESS step (the generator held the rate, nothing lost) below the first loss; None if none.
     lossless_up_to_pps: float | None
-    first_lossy_pps: float | None  # lowest step that lost frames, its generator holding the rate; None if none did
+    first_lossy_pps: float | None  # lowest step that lost frames (LOSSY); None if none did
     total_trial_s: float
     total_pause_s: float
-    short_steps_pps: tuple[float, ...] = ()  # steps whose generator fell short of the rate, lowest first
+    short_steps_pps: tuple[float, ...] = ()  # the lower bounds (generator short, nothing lost), lowest first
     bounded_by: str = NOT_BOUNDED  # what ended the lossless run: "capture loss", "generator" or "none"
 
     @property
     def first_short_pps(self) -> float | None:
-        """The lowest step whose generator fell short of its rate; None if it held every one."""
+        """The lowest step that was a lower bound (generator short, nothing lost); None if none was."""
         return self.short_steps_pps[0] if self.short_steps_pps else None
 
     @property
@@ -98,19 +105,19 @@ class LossEdges:
     bounded_by: str
 
 
-def loss_edges(steps: Iterable[tuple[float, int, bool]]) -> LossEdges:
-    """The edges of a sweep from its steps as (offered rate, frames lost, generator short), in any order."""
+def loss_edges(steps: Iterable[tuple[float, str]]) -> LossEdges:
+    """The edges of a sweep from its steps as (offered rate, verdict), in any order (module doc)."""
     ordered = sorted(steps, key=lambda s: s[0])
-    lossy = [load for load, lost, short in ordered if not short and lost > 0]
-    first = lossy[0] if lossy else None
-    clean = [load for load, lost, short in ordered if not short and lost <= 0 and (first is None or load < first)]
+    first = next((load for load, v in ordered if v == LOSSY), None)
+    clean = [load for load, v in ordered if v == LOSSLESS and (first is None or load < first)]
     top = clean[-1] if clean else None
-    if top is None:  # no step lost nothing with the generator holding the rate
-        bounded_by = CAPTURE_LOSS if first is not None else GENERATOR if ordered else NOT_BOUNDED
+    if top is None:  # no LOSSLESS step: the lowest step ended the run
+        bounded_by = bound_at(ordered[0][0], [v for _load, v in ordered]) if ordered else NOT_BOUNDED
     else:
-        above = next((short for load, _lost, short in ordered if load > top), None)
-        bounded_by = NOT_BOUNDED if above is None else GENERATOR if above else CAPTURE_LOSS
-    return LossEdges(top, first, tuple(load for load, _lost, short in ordered if short), bounded_by)
+        above = next(((load, v) for load, v in ordered if load > top), None)
+        bounded_by = bound_at(None, ()) if above is None else bound_at(above[0], [above[1]])
+    return LossEdges(top, first, tuple(load for load, v in ordered if v == LOWER_BOUND),
+                     bounded_by or CAPTURE_LOSS)
 
 
 def check_steps(steps: int) -> None:
@@ -162,9 +169,10 @@ def run(
             app_cpu_pct=getattr(r, "app_cpu_pct", None),
             kernel_cpu_pct=getattr(r, "kernel_cpu_pct", None),
             trial=trial,
-            short=offered_short(r),
+            short=generator_short(r),
+            verdict=verdict(r),
         ))
-    edges = loss_edges((p.load_pps, p.lost, p.short) for p in points)
+    edges = loss_edges((p.load_pps, p.verdict) for p in points)
     return SweepResult(
         frame_len=frame_len,
         link_bps=link_bps,

@@ -18,12 +18,16 @@ trials, and only where the trials decide it:
 - mlr, back2back: their answers need the search's own bookkeeping (load classes, burst
   repetitions): without searches.jsonl they have none.
 
-What bounded an answer (`bounded_by`, see capbench.methods.measurer): a trial whose
-generator fell short of its rate is never capture loss, so an answer whose upper end is a
-rate the generator could not hold is "generator-bound (a lower bound)" of the capture's
-limit, and the tables say so. Lines of searches.jsonl from before `bounded_by` are judged
-from their trials (an RFC 2544 line's `lowest_lossy_pps` was then the bracket's upper end,
-a sweep's first loss may have been a step the generator could not hold).
+What bounded an answer (`bounded_by`): every trial is judged by the one rule of
+capbench.methods.verdict (LOSSLESS, LOSSY whether or not the generator held the rate,
+or a LOWER_BOUND: nothing lost, the generator short). An answer whose upper end only
+lower bounds failed is "generator-bound (a lower bound)" of the capture's limit, and the
+tables say so. Wherever the trials of a search are at hand, what bounded its answer, its
+lowest lossy rate and (for a sweep) its edges are judged again from them by today's rule,
+so lines of searches.jsonl written under an older rule (before `bounded_by`, or when a
+trial that lost frames while its generator fell short was not counted lossy) read as a
+search would judge them now; the notes that said what bounded them are written again.
+An RFC 2544 line from before `bounded_by` names the bracket's upper end `lowest_lossy_pps`.
 """
 
 from __future__ import annotations
@@ -37,7 +41,14 @@ from typing import Any
 from capbench.methods import mlr as mlr_method
 from capbench.methods import rfc2544 as rfc2544_method
 from capbench.methods import sweep as sweep_method
-from capbench.methods.measurer import GENERATOR, offered_short
+from capbench.methods.verdict import (
+    CAPTURE_AT_SENT_RATE,
+    GENERATOR,
+    LOSSLESS,
+    SET_BY_GENERATOR,
+    STOPPED_BY_GENERATOR,
+    verdict,
+)
 from capbench.rates import link_name, wire_bps, wire_pps
 from capbench.report.keys import SeriesKey, SettingsKey, series_key
 from capbench.report.load import Trial
@@ -75,8 +86,8 @@ def rate_of(t: Trial) -> float:
 
 
 def trial_passed(t: Trial, loss_tolerance_frames: int = 0) -> bool:
-    """As RFC 2544's search judges a trial: at most the tolerated loss, and the generator offered the load."""
-    return not offered_short(t.result) and t.result.lost <= loss_tolerance_frames
+    """As RFC 2544's search judges a trial: LOSSLESS (the generator held the load, at most the tolerated loss)."""
+    return verdict(t.result, loss_tolerance_frames) == LOSSLESS
 
 
 @dataclass(frozen=True)
@@ -211,47 +222,51 @@ def _from_outcome(o: dict[str, Any], series: SeriesKey, trials: tuple[Trial, ...
         info = {"verified": bool(o.get("verified")), "short_trials": bool(o.get("short_trials")),
                 "trial_s": o.get("trial_s"),
                 "verification_failures_pps": list(o.get("verification_failures_pps") or ())}
-        if "bounded_by" in o:
-            info |= {"lowest_lossy_pps": o.get("lowest_lossy_pps"), "upper_bound_pps": o.get("upper_bound_pps"),
-                     "bounded_by": o["bounded_by"]}
-        else:  # a line from before bounded_by: its lowest_lossy_pps is the bracket's upper end
+        # A line from before bounded_by: its lowest_lossy_pps is the bracket's upper end.
+        upper = o.get("upper_bound_pps") if "bounded_by" in o else o.get("lowest_lossy_pps")
+        if trials:  # judged again from the trials, by today's rule (module doc)
             tolerance = int(o.get("loss_tolerance_frames") or 0)
-            upper = o.get("lowest_lossy_pps")
-            bounded = rfc2544_method.what_bounded(upper, tried, tolerance)
+            bounded = rfc2544_method.what_bounded(upper, tried, tolerance) or o.get("bounded_by")
             info |= {"upper_bound_pps": upper, "bounded_by": bounded,
-                     "lowest_lossy_pps": rfc2544_method.lowest_lossy(tried, tolerance) if trials else
-                     (upper if bounded != GENERATOR else None)}
-            if bounded == GENERATOR and upper is not None and values["rfc2544_pps"]:
-                notes.append(rfc2544_method.generator_note(upper, (r for x, r in tried if _same(x, upper))))
+                     "lowest_lossy_pps": rfc2544_method.lowest_lossy(tried, tolerance)}
+            notes = _without_bound_notes(notes) + rfc2544_method.bound_notes(
+                bounded, upper, values["rfc2544_pps"] or 0.0, tried, tolerance)
+        elif "bounded_by" in o:
+            info |= {"lowest_lossy_pps": o.get("lowest_lossy_pps"), "upper_bound_pps": upper,
+                     "bounded_by": o["bounded_by"]}
+        else:  # nothing says what bounded it: read as it was written
+            info |= {"upper_bound_pps": upper, "bounded_by": None, "lowest_lossy_pps": upper}
     elif method == "mlr":
         final_s = float(o.get("final_trial_s") or RFC2544_TRIAL_S)
         for g in o.get("goals") or ():
             name = f"mlr_{g['name']}"
             values[f"{name}_pps"] = float(g.get("throughput_pps") or g.get("lower_bound_pps") or 0.0)
-            info[f"{name}_upper_pps"] = g.get("upper_bound_pps")
-            if "bounded_by" in g:
-                info[f"{name}_bounded_by"] = g["bounded_by"]
-                info[f"{name}_lowest_lossy_pps"] = g.get("lowest_lossy_pps")
-            else:  # a line from before bounded_by: judged from the trials, as the search would
+            upper = g.get("upper_bound_pps")
+            info[f"{name}_upper_pps"] = upper
+            note = str(g.get("note") or "")
+            if trials:  # judged again from the trials, by today's rule (module doc)
                 c = mlr_method.Criterion(float(g.get("loss_ratio") or 0.0), float(g.get("exceed_ratio") or 0.0),
                                          final_s, final_s)
                 bounded, lowest = mlr_method.what_bounded(
-                    ((rate_of(t), t.result.requested_duration_s, t.result) for t in trials), c,
-                    g.get("upper_bound_pps"))
-                info[f"{name}_bounded_by"], info[f"{name}_lowest_lossy_pps"] = bounded, lowest
-            if g.get("note"):
-                notes.append(f"{g['name']}: {g['note']}")
-            elif info[f"{name}_bounded_by"] == GENERATOR and g.get("upper_bound_pps") is not None:
-                upper = float(g["upper_bound_pps"])
-                notes.append(f"{g['name']}: " + mlr_method.generator_note(
-                    upper, (r for x, r in tried if _same(x, upper)), "the lower bound"))
+                    ((rate_of(t), t.result.requested_duration_s, t.result) for t in trials), c, upper)
+                info[f"{name}_bounded_by"] = bounded or g.get("bounded_by")
+                info[f"{name}_lowest_lossy_pps"] = lowest
+                kept = _without_bound_notes(note.split("; ") if note else [])
+                bound = mlr_method.bound_note(info[f"{name}_bounded_by"], upper, values[f"{name}_pps"], tried,
+                                              c.loss_ratio)
+                note = "; ".join([*kept, bound] if bound else kept)
+            else:
+                info[f"{name}_bounded_by"] = g.get("bounded_by")
+                info[f"{name}_lowest_lossy_pps"] = g.get("lowest_lossy_pps")
+            if note:
+                notes.append(f"{g['name']}: {note}")
         info["trial_s"] = o.get("final_trial_s")
         info["short_trials"] = (o.get("final_trial_s") or RFC2544_TRIAL_S) < RFC2544_TRIAL_S
     elif method == "sweep":
         values["sweep_lossless_pps"] = float(o.get("lossless_up_to_pps") or 0.0)
         info = {"first_lossy_pps": o.get("first_lossy_pps"), "steps": o.get("steps"), "trial_s": o.get("trial_s"),
                 "short_steps_pps": list(o.get("short_steps_pps") or ()), "bounded_by": o.get("bounded_by")}
-        if "bounded_by" not in o and trials:  # a line from before bounded_by: its first loss may be a short step
+        if trials:  # judged again from the trials, by today's rule: its edges are the steps' verdicts
             edges = _sweep_edges(trials)
             values["sweep_lossless_pps"] = edges.lossless_up_to_pps or 0.0
             info |= {"first_lossy_pps": edges.first_lossy_pps, "short_steps_pps": list(edges.short_steps_pps),
@@ -259,7 +274,7 @@ def _from_outcome(o: dict[str, Any], series: SeriesKey, trials: tuple[Trial, ...
     elif method == "back2back":
         values["b2b_frames"] = float(o.get("mean_frames") or 0.0)
         precision = float(o.get("precision_frames") or 0.0)
-        info = {"unlimited": o.get("unlimited"), "max_frames": o.get("max_frames")}
+        info = {"unlimited": o.get("unlimited"), "max_frames": o.get("max_frames"), "bounded_by": o.get("bounded_by")}
     return Answer(method, series, frame_len, int(o.get("repeat") or 1), str(o.get("step") or ""), values, wire,
                   precision, "searches.jsonl", trials, tuple(notes), info)
 
@@ -272,13 +287,19 @@ def _series_of_outcome(o: dict[str, Any], engine: str) -> SeriesKey:
                      engine=engine, app_load=str(o.get("app_load") or "touch"), placement=pin, extra=extra)
 
 
+def _without_bound_notes(notes: Iterable[str]) -> list[str]:
+    """Notes without those that said what bounded the answer (the generator, or capture loss at
+    the rate it sent): the caller writes them again from the trials, by today's rule."""
+    return [n for n in notes if not n.endswith((SET_BY_GENERATOR, CAPTURE_AT_SENT_RATE, STOPPED_BY_GENERATOR))]
+
+
 def _same(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-6)
 
 
 def _sweep_edges(ts: Sequence[Trial]) -> sweep_method.LossEdges:
-    """Where a sweep's steps start to lose: real loss only, the steps the generator could not hold apart."""
-    return sweep_method.loss_edges((rate_of(t), t.result.lost, offered_short(t.result)) for t in ts)
+    """Where a sweep's steps start to lose, by each step's verdict (as the sweep judges its steps)."""
+    return sweep_method.loss_edges((rate_of(t), verdict(t.result)) for t in ts)
 
 
 # --- from the trials ---------------------------------------------------------------
@@ -307,15 +328,15 @@ def _derived(method: str, ts: tuple[Trial, ...], loss_tolerance_frames: int, pre
                          "the trials name no verification trial: no throughput can be taken from them")
         tried = [(rate_of(t), t.result) for t in ts]
         # The search's bracket narrows with every failure: its upper end is the lowest rate that failed.
-        upper = min((x for x, r in tried if offered_short(r) or r.lost > loss_tolerance_frames), default=None)
+        upper = min((x for x, r in tried if verdict(r, loss_tolerance_frames) != LOSSLESS), default=None)
         bounded = rfc2544_method.what_bounded(upper, tried, loss_tolerance_frames)
         info = {"verified": bool(passed), "short_trials": any(t.result.requested_duration_s < RFC2544_TRIAL_S
                                                                for t in ts),
                 "trial_s": max(t.result.requested_duration_s for t in ts), "verification_failures_pps": failed,
                 "upper_bound_pps": upper, "bounded_by": bounded,
                 "lowest_lossy_pps": rfc2544_method.lowest_lossy(tried, loss_tolerance_frames)}
-        if bounded == GENERATOR and upper is not None and passed:
-            notes.append(rfc2544_method.generator_note(upper, (r for x, r in tried if _same(x, upper))))
+        notes += rfc2544_method.bound_notes(bounded, upper, values["rfc2544_pps"] or 0.0, tried,
+                                            loss_tolerance_frames)
         if failed:
             notes.append(f"verification failed at {', '.join(f'{x:,.0f}' for x in failed)} pps: a distorted pass, "
                          f"searched on below it")
@@ -553,6 +574,7 @@ def back2back_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
         cells = {(p, g.frame_len): g for p in pins for g in by_pin[p]}
         sizes = sorted({size for _p, size in cells}, reverse=True)
         rows = []
+        notes: list[str] = []
         for size in sizes:
             row = [str(size)]
             for p in pins:
@@ -560,11 +582,16 @@ def back2back_tables(groups: Iterable[AnswerGroup]) -> list[AnswerTable]:
                 if s is None:
                     row.append("—" if (p, size) in cells else "")
                     continue
+                g = cells[p, size]
                 text = f"{s.median:,.0f}" + (f" ({s.lo:,.0f}–{s.hi:,.0f}, sd {s.sd:,.0f}, n={s.n})" if s.spread else "")
-                row.append(f"{text} ({1e3 * s.median / cells[p, size].wire_pps:.2f} ms)")
+                row.append(f"{text} ({1e3 * s.median / g.wire_pps:.2f} ms){generator_mark(g, 'b2b_frames')}")
+                if g.generator_bound("b2b_frames"):
+                    notes.append(f"{size} B {p}: {GENERATOR_BOUND}: the generator could not send the shortest "
+                                 f"failing burst at wire rate and nothing was lost, so this figure is a lower bound "
+                                 f"of the capture's, not its limit.")
             rows.append(row)
         out.append(AnswerTable(_title("Back-to-back (longest lossless burst at wire rate)", table_key),
-                               ["Frame [B]"] + [f"#{i + 1} {p} [frames]" for i, p in enumerate(pins)], rows, []))
+                               ["Frame [B]"] + [f"#{i + 1} {p} [frames]" for i, p in enumerate(pins)], rows, notes))
     return out
 
 

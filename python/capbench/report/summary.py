@@ -1,8 +1,12 @@
 """The report's summary in sentences: the best backend per frame length, where each starts to lose.
 
-From iperf-like trials when the run has them: only trials that reached their offered
-load count; frame lengths where the generator fell short are named as not measured,
-never as loss. From the searches' answers otherwise (RFC 2544 throughput, else MLR's
+From iperf-like trials when the run has them, each judged by the one rule of
+capbench.methods.verdict: a trial that lost frames counts as lossy whether or not its
+generator held the offered load; one whose generator fell short and that lost nothing
+is a lower bound, named as not measured, never as loss nor as a result. Where nothing
+at a frame length (or of a backend) was measured, the line says what to do instead
+(`verdict.way_forward`: a lower --rate, --method rfc2544, --rx-mode, a quieter
+machine). From the searches' answers otherwise (RFC 2544 throughput, else MLR's
 NDR, else a sweep's highest lossless rate); the first loss point of every search and
 sweep is named either way. An answer that the generator bounded (it could not hold the
 next rate, see capbench.methods.measurer) is "generator-bound (a lower bound)", never a
@@ -11,7 +15,10 @@ capture limit, wherever it is named.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from capbench.methods.verdict import generator_short, measured, way_forward
 
 from capbench.rates import wire_bps
 from capbench.report.answers import (GENERATOR_BOUND, Answer, AnswerGroup, answers_of, group_answers, main_metric,
@@ -46,29 +53,66 @@ def _tie_text(tied: list[Group], best: Group, labels: dict) -> str:
                             if how in parts) + ")"
 
 
+@dataclass(frozen=True)
+class Judged(Group):
+    """A Group whose valid trials are those the one loss rule measured (verdict.measured): a trial
+    that lost frames counts though its generator fell short; a lower bound does not."""
+
+    @property
+    def valid(self) -> tuple[Trial, ...]:
+        return tuple(t for t in self.trials if measured(t.result))
+
+
+def judged(groups: Iterable[Group]) -> list[Group]:
+    return [Judged(g.key, g.trials) for g in groups]
+
+
+LOWER_BOUNDS = "the generator fell short of the offered load and nothing was lost (lower bounds, not results)"
+
+
+def forward_text(trials: Iterable[Trial]) -> str:
+    """"to measure it: ...": what to do about lower bounds (verdict.way_forward), "" when none."""
+    steps = way_forward(t.result for t in trials)
+    return f"; to measure it: {'; '.join(steps)}" if steps else ""
+
+
+def _sent_text(g: Group) -> str:
+    """", the generator sent M of the N pps offered" for a group whose measured trials were all
+    short of the offered load (their loss is capture loss at the rate sent); "" otherwise."""
+    rs = [t.result for t in g.used]
+    if not rs or not all(generator_short(r) for r in rs) or rs[0].offered_pps is None:
+        return ""
+    return f", the generator sent {sent_pps(g):,.0f} of the {rs[0].offered_pps:,.0f} pps offered"
+
+
 def best_lines(groups: list[Group]) -> list[str]:
     labels = series_labels(g.series for g in groups)
     lines = []
     for size, best in best_per_size(groups):
         at_size = [g for g in groups if g.frame_len == size]
         short = sorted({labels[g.series] for g in at_size if g.short})
-        short_text = f" (generator short of the offered load for {', '.join(short)}: not measured)" if short else ""
+        short_text = (f" (generator short of the offered load for {', '.join(short)}, nothing lost: not measured)"
+                      if short else "")
         if best is None:
-            lines.append(f"{size} B: no result — the generator fell short of the offered load for every backend.")
+            lines.append(f"{size} B: no valid result — for every backend {LOWER_BOUNDS}"
+                         f"{forward_text(t for g in at_size for t in g.trials)}.")
         else:
             others = [g for g in at_size if not g.short and g is not best]
             alone = " (the only backend measured)" if not others and len(labels) > 1 and not short else ""
             tied = [g for g in others if same_capture(g, best)]
             tie_text = _tie_text(tied, best, labels) if tied else ""
-            lines.append(f"{size} B: {labels[best.series]}{alone} — {_figures(best)}{tie_text}{short_text}.")
+            lines.append(f"{size} B: {labels[best.series]}{alone} — {_figures(best)}{_sent_text(best)}{tie_text}"
+                         f"{short_text}.")
     return lines
 
 
-def _loss_line(fl: FirstLoss, label: str) -> str:
-    short = f"; not measured at {_sizes(fl.short)} (generator short of the offered load)" if fl.short else ""
+def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
+    short = (f"; not measured at {_sizes(fl.short)} (generator short of the offered load, nothing lost)"
+             if fl.short else "")
     if fl.group is None:
         if not fl.lossless:
-            return f"{label}: no result — the generator fell short of the offered load at every frame length."
+            return (f"{label}: no valid result — at every frame length {LOWER_BOUNDS}"
+                    f"{forward_text(t for g in groups for t in g.trials)}.")
         return f"{label}: no loss at {_sizes(fl.lossless)}{short}."
     g = fl.group
     if fl.all_below_lost:
@@ -81,13 +125,14 @@ def _loss_line(fl: FirstLoss, label: str) -> str:
 
 def first_loss_lines(groups: list[Group]) -> list[str]:
     labels = series_labels(g.series for g in groups)
-    return [_loss_line(fl, labels[fl.series]) for fl in first_loss(groups)]
+    return [_loss_line(fl, labels[fl.series], [g for g in groups if g.series == fl.series])
+            for fl in first_loss(groups)]
 
 
 def sweep_loss_lines(trials: list[Trial]) -> list[str]:
     """Per iperf-like series measured at several rates and frame length: the lowest rate sent at
     which packets were lost (sweeps of the sweep method are answers: answer_sweep_lines)."""
-    lines = {k: v for k, v in sweep_lines(trials).items() if k[0].method != "sweep"}
+    lines = {k: sorted(judged(v), key=sent_pps) for k, v in sweep_lines(trials).items() if k[0].method != "sweep"}
     labels = series_labels(key for key, _size in lines)
     out = []
     for (key, size), groups in lines.items():
@@ -95,7 +140,8 @@ def sweep_loss_lines(trials: list[Trial]) -> list[str]:
         lossy = [g for g in valid if g.any_loss]
         name = f"{labels[key]} {size} B (sweep)"
         if not valid:
-            out.append(f"{name}: no result — the generator fell short of every offered rate.")
+            out.append(f"{name}: no valid result — at every offered rate {LOWER_BOUNDS}"
+                       f"{forward_text(t for g in groups for t in g.trials)}.")
         elif not lossy:
             out.append(f"{name}: no loss up to {sent_pps(valid[-1]):,.0f} pps.")
         else:
@@ -198,7 +244,8 @@ def _search_point(g: AnswerGroup, name: str) -> str:
     every = found is not None and not found[0]
     if s.median <= 0:
         if found and every:
-            return f"{GENERATOR_BOUND} at {size} B: {found[1]}, the lowest rate tried; no rate measured the capture"
+            return (f"{GENERATOR_BOUND} at {size} B: {found[1]}, the lowest rate tried; no rate measured the capture"
+                    f"{forward_text(t for a in g.answers for t in a.trials)}")
         return f"loses packets at every rate tried at {size} B"
     if _at_wire(s.median, g):
         return f"no loss up to the wire rate at {size} B"
@@ -285,7 +332,7 @@ def summary(trials: list[Trial], answers: Sequence[Answer] | None = None) -> tup
     """(best backend per frame length, first loss point per backend): from the iperf-like
     trials when there are any, else from the searches' answers (RFC 2544 throughput, MLR NDR,
     a sweep's highest lossless rate); the losses of iperf-like series, searches and sweeps."""
-    groups = list(iperf_groups(trials).values())
+    groups = judged(iperf_groups(trials).values())
     found = list(answers) if answers is not None else answers_of(trials)
     agroups = list(group_answers(found).values())
     best = best_lines(groups) if groups else answer_best_lines(agroups)
