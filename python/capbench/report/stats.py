@@ -1,8 +1,10 @@
 """Figures of merit over repetitions, the best backend per frame length, the first loss.
 
-A trial whose generator fell short of the offered load (`invalid_offered_load`)
-measured the generator, not the capture method at that load: it never counts as a
-capture result here. A group of repetitions uses only its valid trials; a group with
+Each trial is judged by the one rule of capbench.methods.verdict: a trial that lost
+frames is a capture result (lossy), whether or not its generator held the offered load;
+one whose generator fell short and that lost nothing is a lower bound, which measured
+the generator, not the capture method at that load, and never counts as a capture
+result here. A group of repetitions uses only its valid (measured) trials; a group with
 none is "short" and reported as such.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from capbench.accounting import format_pct
+from capbench.methods.verdict import measured
 from capbench.report.keys import SeriesKey, SettingsKey, settings_key
 from capbench.report.load import Trial
 from capbench.trial import OFFERED_MIN_SHARE, TrialResult
@@ -192,11 +195,11 @@ class Group:
 
     @property
     def valid(self) -> tuple[Trial, ...]:
-        return tuple(t for t in self.trials if not t.result.invalid_offered_load)
+        return tuple(t for t in self.trials if measured(t.result))
 
     @property
     def short(self) -> bool:
-        """No repetition reached the offered load: not a capture result at that load."""
+        """Every repetition was a lower bound (generator short, nothing lost): not a capture result."""
         return not self.valid
 
     @property
