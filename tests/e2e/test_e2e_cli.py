@@ -146,15 +146,19 @@ def test_killed_run_leftovers_are_removed_by_testbed_down(tmp_path):
     assert backlog() == before
 
 
-def test_testbed_up_status_down():
-    p = run_capbench("testbed", "up", "--rx-cpu", "1")
+@pytest.mark.parametrize("mode, mask", [("rps", 0b10), ("napi", 0)])
+def test_testbed_up_status_down(mode, mask):
+    p = run_capbench("testbed", "up", "--rx-cpu", "1", "--rx-mode", mode)
     assert p.returncode == 0, p.stderr
     tb_id = re.search(r"test bed ([0-9a-f]{6})", p.stdout).group(1)
     try:
         tb = testbed.Testbed.named(tb_id)
         assert netns.operstate(tb.cap_if, tb.cap_ns) == "UP"
+        # rps steers the receive work with the RPS mask; napi turns RPS off (its NAPI thread,
+        # pinned per trial, does the work) and says how to place the thread by hand.
         rps = netns.sh(tb.cap_ns, f"cat /sys/class/net/{tb.cap_if}/queues/rx-0/rps_cpus").strip()
-        assert int(rps.replace(",", ""), 16) == 0b10
+        assert int(rps.replace(",", ""), 16) == mask
+        assert ("NAPI thread" in p.stdout) is (mode == "napi")
         assert tb_id in run_capbench("testbed", "status").stdout
     finally:
         p = run_capbench("testbed", "down", tb_id)
