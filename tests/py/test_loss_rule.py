@@ -7,7 +7,6 @@ and a generator that held its load while the capture lost (lossy).
 """
 
 import dataclasses
-from types import SimpleNamespace
 
 import pytest
 from capbench import runner
@@ -230,9 +229,8 @@ def test_way_forward_names_the_other_rx_mode_and_other_test_beds_only_when_recor
     assert any(s.endswith("other capbench test beds were in use during these trials: capbench-1a2b3c")
                for s in way_forward([busy]))
     assert way_forward([iperf_trial(device(5e6), 1_000_000)]) == []  # nothing to do: a valid result
-    # the test bed mode, where the record has one (the lead adds `rx_mode` to the trial record)
-    rps = SimpleNamespace(**{f.name: getattr(short, f.name) for f in dataclasses.fields(short)}, rx_mode="rps",
-                          size_label=short.size_label)
+    # the test bed mode the record names
+    rps = dataclasses.replace(short, rx_mode="rps")
     assert any(s.startswith("--rx-mode napi:") and "(this run used rps)" in s for s in way_forward([rps]))
 
 
