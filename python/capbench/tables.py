@@ -25,6 +25,8 @@ from rich.text import Text
 
 from capbench import loss_layers
 from capbench.accounting import format_pct
+from capbench.methods.verdict import (CAPTURE_AT_SENT_RATE, SET_BY_GENERATOR, generator_short, generator_short_text,
+                                      measured)
 from capbench.report import answers as answers_mod
 from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, pin_of, series_key,
                                   series_labels, settings_key)
@@ -40,9 +42,17 @@ HEADERS = ("Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "A
 TERMINAL_HEADERS = HEADERS[:-1] + ("Lost at link /\nbacklog / socket /\nunexplained",)
 
 
+# The mark of a row the generator fell short in (verdict.generator_short): on its Offered cell,
+# a fact about the generator; its loss is capture loss all the same (verdict.LOSSY).
+SHORT_MARK = "*"
+# Where a row is a lower bound (verdict.LOWER_BOUND: generator short, nothing lost): the
+# spread of its Captured cell, as the capture kept up with all it was sent.
+LOWER_BOUND_MARK = "lower bound"
+
+
 def offered_cell(r: TrialResult) -> str:
-    """What the generator really sent per second; `*` when that fell short of the offered load."""
-    return f"{r.achieved_pps:,.0f}" + ("*" if r.invalid_offered_load else "")
+    """What the generator really sent per second; `*` when it did not hold the offered load."""
+    return f"{r.achieved_pps:,.0f}" + (SHORT_MARK if generator_short(r) else "")
 
 
 def loss_places(r: TrialResult) -> str:
@@ -65,13 +75,14 @@ def loss_places(r: TrialResult) -> str:
 
 
 def _used(rs: Sequence[TrialResult]) -> list[TrialResult]:
-    """The repetitions that count: those that reached the offered load (all, when none did)."""
-    return [r for r in rs if not r.invalid_offered_load] or list(rs)
+    """The repetitions that count: those the one loss rule measured (verdict.measured: lossless
+    or lossy); all of them when every one was a lower bound."""
+    return [r for r in rs if measured(r)] or list(rs)
 
 
-def is_short(rs: Sequence[TrialResult]) -> bool:
-    """No repetition reached the offered load: not a capture result at that load."""
-    return all(r.invalid_offered_load for r in rs)
+def is_lower_bound(rs: Sequence[TrialResult]) -> bool:
+    """Every repetition was a lower bound (generator short, nothing lost): not a capture result."""
+    return not any(measured(r) for r in rs)
 
 
 def _spread(s: Stat, fmt: str, n: bool = False) -> str:
@@ -92,17 +103,20 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
     """(figure, its spread) per column: frame, offered, captured, loss, app / kernel load, lost per
     layer; of one trial, or of the repetitions of one measurement: the median, and their
     min–max and sd ("" when there is one repetition, or none differs). A row whose generator
-    fell short of the offered load is marked `*` in offered and loss; the repetitions that
-    fell short while others did not are left out, and said so."""
+    did not hold the offered load is marked `*` in Offered (SHORT_MARK), and its loss is capture
+    loss; a row that is a lower bound (generator short, nothing lost) says so in Captured
+    (LOWER_BOUND_MARK); the repetitions that were lower bounds while others were measured are
+    left out, and said so."""
     used = _used(rs)
-    mark = "*" if is_short(rs) else ""
+    mark = SHORT_MARK if any(generator_short(x) for x in used) else ""
+    bound = LOWER_BOUND_MARK if is_lower_bound(rs) else ""
     r = used[0]
     left_out = len(rs) - len(used)
-    left = f"{left_out} short rep{'s' if left_out > 1 else ''} left out" if left_out else ""
+    left = f"{left_out} lower-bound rep{'s' if left_out > 1 else ''} left out" if left_out else ""
     if len(used) == 1:
         return [(r.size_label, ""), (f"{r.achieved_pps:,.0f}{mark}", left),
-                (f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}", ""),
-                (format_pct(r.loss_pct, exact_zero=(r.lost == 0)) + mark, ""),
+                (f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}", bound),
+                (format_pct(r.loss_pct, exact_zero=(r.lost == 0)), ""),
                 (f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}", ""), (loss_places(r), "")]
     rx, loss = stat_of(x.rx_pps for x in used), stat_of(x.loss_pct for x in used)
     app, kernel = stat_of(x.app_cpu_pct for x in used), stat_of(x.kernel_cpu_pct for x in used)
@@ -113,9 +127,10 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
         mid = sorted(used, key=lambda x: x.loss_pct)[(len(used) - 1) // 2]
         places = loss_places(mid)
         which = f"rep {mid.repeat}, median loss" if len({x.repeat for x in used}) == len(used) else "median loss"
+    rx_spread = ", ".join(x for x in (bound, _spread(rx, ",.0f", n=True)) if x)
     return [(r.size_label, ""), (f"{statistics.median(x.achieved_pps for x in used):,.0f}{mark}", left),
-            (f"{rx.median:,.0f} / {statistics.median(x.rx_gbps for x in used):.3f}", _spread(rx, ",.0f", n=True)),
-            (format_pct(loss.median, exact_zero=loss.exact_zero) + mark, _loss_spread(loss)),
+            (f"{rx.median:,.0f} / {statistics.median(x.rx_gbps for x in used):.3f}", rx_spread),
+            (format_pct(loss.median, exact_zero=loss.exact_zero), _loss_spread(loss)),
             (f"{app.median:.1f} / {kernel.median:.1f}", cpu_spread), (places, which)]
 
 
@@ -125,8 +140,9 @@ def row_cells(rs: Sequence[TrialResult], sep: str = " ") -> list[str]:
 
 
 def row_class(rs: Sequence[TrialResult]) -> str:
-    """How a row reads at a glance: short (not a capture result), unexplained, lossy, or plain."""
-    if is_short(rs):
+    """How a row reads at a glance: short (a lower bound, not a capture result), unexplained,
+    lossy, or plain."""
+    if is_lower_bound(rs):
         return "short"
     used = _used(rs)
     if any(r.unexplained for r in used):
@@ -157,7 +173,7 @@ def repeated_rates(trials: Iterable[TrialResult], outcomes: Iterable[dict[str, A
     of one search are not repetitions."""
     trials = list(trials)
     out = []
-    steps = repetitions(r for r in trials if r.method == "iperf" and r.step and not r.invalid_offered_load)
+    steps = repetitions(r for r in trials if r.method == "iperf" and r.step and measured(r))
     for rs in steps.values():
         if len({x.repeat for x in rs}) > 1:
             r = rs[0]
@@ -250,6 +266,23 @@ def _with_b(size_label: str) -> str:
     return f"{size_label}{' B' if size_label.isdigit() else ''}"
 
 
+def short_note(shown: Iterable[TrialResult]) -> str:
+    """What `*` says under tables with rows the generator fell short in: what it sent (verdict's
+    words), and that such a row is a lower bound where it lost nothing while what it lost is
+    capture loss at the rate sent; "" when the generator held every load."""
+    by_load: dict[tuple[str, float], list[TrialResult]] = {}
+    short = [r for r in shown if generator_short(r)]
+    for r in short:
+        if r.offered_pps is not None:
+            by_load.setdefault((_with_b(r.size_label), r.offered_pps), []).append(r)
+    if not short:
+        return ""
+    held = "; ".join(f"{size}: {generator_short_text(load, rs)}" for (size, load), rs in by_load.items())
+    held = f" ({held})" if held and len(held) < 600 else ""
+    return (f"{INVALID_LOAD_TEXT}{held}. A starred row that lost nothing is {SET_BY_GENERATOR} "
+            f"(\"{LOWER_BOUND_MARK}\"); what a starred row lost is {CAPTURE_AT_SENT_RATE}.")
+
+
 def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
                  outcomes: Iterable[dict[str, Any]] = (), loss_tolerance_frames: int = 0) -> None:
     """Print every table the trials make (TrialResults of a run, or the Trials of its records):
@@ -282,15 +315,9 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
     for t in sweeps:
         _print_answer_table(console, t, TERMINAL_SWEEP_HEADERS)
     shown = [t.result for t in iperf] + [t.result for t in records if t.method == "sweep" and sweeps]
-    short = [r for r in shown if r.invalid_offered_load]
-    if short:
-        targets = ", ".join(dict.fromkeys(
-            f"{_with_b(r.size_label)}: {r.offered_pps:,.0f} pps" for r in short if r.offered_pps is not None))
-        console.print(Text(
-            f"* {INVALID_LOAD_TEXT}"
-            + (f" ({targets})" if targets and len(targets) < 400 else "")
-            + ": those rows measure this machine's generator limit, not the capture method at that load, and "
-              "their loss is not capture loss."))
+    note = short_note(shown)
+    if note:
+        console.print(Text(f"{SHORT_MARK} {note}"))
     if any(r.xsk_drops for r in shown):
         console.print("xsk: dropped in the AF_XDP socket's rings (XDP_STATISTICS: RX ring full, fill ring empty).")
     if any(r.app_drops for r in shown):

@@ -46,9 +46,9 @@ OFFERED_MIN_SHARE = 0.999
 # at its top speed. Frames that burst loses are lost like any other (loss always counts);
 # the trial says the burst was there when it held more frames than the capture veth's
 # receive ring (rxmode.VETH_RING_FRAMES), the buffer in front of the receive work.
-# What `invalid_offered_load` means, for the tables' notes.
-INVALID_LOAD_TEXT = (f"the generator sent less than {OFFERED_MIN_SHARE:.1%} of the offered load: a lossless row "
-                     f"is then a lower bound, and what it lost is lost all the same")
+# What `invalid_offered_load` says, for the tables' notes: a fact about the generator only (what
+# follows from it for the trial's loss is capbench.methods.verdict's).
+INVALID_LOAD_TEXT = f"the generator did not hold the offered load: it sent less than {OFFERED_MIN_SHARE:.1%} of it"
 BACKENDS = ("pcap", "raw", "afp-v2", "afp-v3", "fanout", "afxdp", "xdp")
 # Backends that attach their own XDP program to the capture interface. It counts the
 # frames that reach the interface (the "delivered" stage, in capbench-cap's summary),

@@ -7,7 +7,6 @@ and a generator that held its load while the capture lost (lossy).
 """
 
 import dataclasses
-from types import SimpleNamespace
 
 import pytest
 from capbench import runner
@@ -203,7 +202,7 @@ def test_iperf_summary_counts_the_loss_of_a_short_generator():
     best, losses = summary.summary(records([both, short]))
     assert best == ["64 B: afp-v3 — 1,000,000 pps (0.672 Gbps), loss 16.67 %, app / kernel load 0.0 / 0.0 %, the "
                     "generator sent 1,200,000 of the 1,488,095 pps offered (generator short of the offered load for "
-                    "xdp, nothing lost: not measured)."]
+                    "xdp, nothing lost: a lower bound, not a result)."]
     assert losses[0].startswith("afp-v3: loses packets from 64 B down (loss 16.67 %")
     assert losses[1].startswith("xdp: no valid result — at every frame length the generator fell short")
     assert "to measure it: a lower --rate" in losses[1]
@@ -230,9 +229,8 @@ def test_way_forward_names_the_other_rx_mode_and_other_test_beds_only_when_recor
     assert any(s.endswith("other capbench test beds were in use during these trials: capbench-1a2b3c")
                for s in way_forward([busy]))
     assert way_forward([iperf_trial(device(5e6), 1_000_000)]) == []  # nothing to do: a valid result
-    # the test bed mode, where the record has one (the lead adds `rx_mode` to the trial record)
-    rps = SimpleNamespace(**{f.name: getattr(short, f.name) for f in dataclasses.fields(short)}, rx_mode="rps",
-                          size_label=short.size_label)
+    # the test bed mode the record names
+    rps = dataclasses.replace(short, rx_mode="rps")
     assert any(s.startswith("--rx-mode napi:") and "(this run used rps)" in s for s in way_forward([rps]))
 
 

@@ -29,17 +29,19 @@ def test_fixture_figures_exist_as_png_and_svg(report):
         assert "pcap" in texts and "afp-v3" in texts, (f.name, texts[:300])
 
 
-def test_throughput_draws_the_wire_rate_and_marks_short_trials(report):
+def test_throughput_draws_the_wire_rate_and_marks_lower_bounds(report):
     texts = svg_texts(report.dir / "throughput.svg")
     assert "wire rate (1g)" in texts
-    assert "pcap (generator short)" in texts  # every pcap trial of the fixture fell short
-    assert "generator short of load" in texts
+    # pcap's generator fell short at every length, but it lost frames at 64 and 1518 B: a line
+    # through those; 512 B lost nothing: an open marker, a lower bound
+    assert "pcap" in texts and "pcap (lower bound)" not in texts
+    assert plots.LOWER_BOUND_TEXT in texts
 
 
-def test_loss_layers_never_show_short_trials_as_loss(report):
+def test_loss_layers_show_a_short_generator_s_loss_and_no_bar_for_a_lower_bound(report):
     texts = " ".join(svg_texts(report.dir / "loss_layers.svg"))
-    assert "pcap: generator short" in texts and "afp-v3: generator short" in texts
-    assert "21.35" not in texts  # pcap's 64 B loss at a rate the generator did not reach
+    assert "pcap: lower bound" in texts and "afp-v3: lower bound" not in texts  # pcap 512 B lost nothing
+    assert "pcap: 21.35 %" in texts  # pcap's 64 B loss: capture loss at the rate the generator sent
     for layer in ("link", "backlog", "socket", "unexplained"):
         assert layer in texts
 
@@ -128,14 +130,14 @@ def test_loss_per_group_histogram(tmp_path):
     """Seed 004: the groups of a grouped stream, by frames lost; not each trial as one group."""
     trials = [grouped(received=[100] * 5 + [97, 100, 90, 100, 100, 45]),
               grouped(sent=1000, received=[100] * 8),
-              grouped(sent=1000, received=[100] * 10, invalid_offered_load=True),  # generator short: left out
+              grouped(sent=1000, received=[100] * 10, invalid_offered_load=True),  # lower bound: left out
               trial(backend="pcap", sent=1000, group_size=100, group_received=(0,) * 10)]  # counted no group
     texts = draw_and_check(tmp_path, "loss_groups", trials, "afp-v3: 21 groups of 100 frames, 5 lossy (2 trials)")
     assert "1–9" in texts and "10–99" in texts and "100–999" not in texts and "pcap" not in texts
     assert " 100 " in f" {texts} "  # the last bin: a group of 100 frames loses at most 100
     drawn = plots.loss_groups(trials)
     assert [p.get_height() for p in drawn.figure.axes[0].patches] == [16, 2, 1, 2]
-    assert "1 trial whose generator fell short" in drawn.caption
+    assert "1 trial left out: lower bound (generator short, nothing lost)." in drawn.caption
     assert "1 trial whose counter counted no group" in drawn.caption
     skipped = plots.loss_groups([trial(backend="afp-v3", received=7_440_476 - lost) for lost in range(9)])
     assert isinstance(skipped, plots.Skipped) and "no trial sent a grouped stream" in skipped.reason
@@ -197,7 +199,7 @@ def test_sweep_marks_steps_the_generator_did_not_reach(tmp_path):
     trials = [trial("sweep", backend="afp-v3", frame_len=64, sent=int(rate * 5), rate=f"{rate:.0f}pps",
                     offered_pps=rate, invalid_offered_load=rate > 1e6)
               for rate in (wire_pps(1e9, 64) * s for s in (0.25, 0.5, 0.75, 1.0))]
-    draw_and_check(tmp_path, "sweep", trials, "afp-v3 64 B", "generator short of load")
+    draw_and_check(tmp_path, "sweep", trials, "afp-v3 64 B", plots.LOWER_BOUND_TEXT)
 
 
 SEARCHES = FIXTURE.parent / "run-searches-a"  # iperf, rfc2544, mlr and sweep steps, repeated (simulated)

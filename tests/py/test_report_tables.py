@@ -49,12 +49,17 @@ def test_markdown_has_the_seed_columns_and_marks_short_rows():
     assert "| Frame [B] | Offered [pps] | Captured [pps / Gbps] | Loss [%] | App / kernel load [%] |" in md
     assert "### iperf: pcap (1g link, A:A (gen 0, rx 1, app 1)" in md
     assert "### iperf: afp-v3" in md
-    # pcap at 64 B: the generator sent 288,205 of 1,488,095 pps; its loss is marked, not capture loss
+    # pcap at 64 B: the generator sent 288,205 of 1,488,095 pps, and what it sent was lost: capture loss
     row = next(line for line in md.splitlines() if line.startswith("| 64 | 288,205* |"))
-    assert "| 21.35* |" in row and "not a capture result" in row
+    assert "| 21.35 |" in row and row.endswith("| the generator could not hold 1,488,095 pps (it sent 288,205 pps): "
+                                               "its loss is capture loss at the rate the generator sent |")
+    # pcap at 512 B: the generator short and nothing lost: a lower bound
+    assert "| 512 | 46,126* | 46,126 / 0.196 (lower bound) | 0 |" in md
+    assert "it sent 46,126 pps): the captured rate is a lower bound of the capture's, set by the generator |" in md
     assert "| 512 | 234,962 | 234,962 / 1.000 | 0 |" in md  # afp-v3 at 512 B, lossless and valid
     assert "counters disagree by -32,287 packets" in md
-    assert "| afp-v3 | 2 | 313,207 | 0 | 0 | 1 |" in md  # totals count only trials that reached their load
+    # totals count the trials measured (a short generator's loss too), not the lower bounds
+    assert "| afp-v3 | 3 | 992,390 | 35,303 | 3.56 | 0 |" in md and "| pcap | 2 | 459,982 | 97,820 | 21.27 | 1 |" in md
 
 
 def test_csv_keeps_full_precision_and_the_flag():
@@ -90,9 +95,9 @@ def test_summary_names_the_best_backend_and_never_a_short_trial():
     assert best[0] == ("64 B: afp-v3 — 643,849 pps (0.433 Gbps), loss 5.20 %, app / kernel load 13.0 / 67.0 %, "
                        "the generator sent 679,151 of the 1,488,095 pps offered.")
     assert best[1].startswith("512 B: afp-v3 — 234,962 pps (1.000 Gbps), loss 0 %")
-    assert "for pcap, nothing lost: not measured" in best[1]
+    assert "for pcap, nothing lost: a lower bound, not a result" in best[1]
     assert losses == [
-        "pcap: loses packets from 1518 B down (loss 20.15 % at 1518 B, captured 0.318 Gbps); not measured at "
+        "pcap: loses packets from 1518 B down (loss 20.15 % at 1518 B, captured 0.318 Gbps); a lower bound at "
         "512 B (generator short of the offered load, nothing lost).",
         "afp-v3: loses packets from 64 B down (loss 5.20 % at 64 B, captured 0.433 Gbps).",
     ]

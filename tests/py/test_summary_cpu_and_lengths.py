@@ -61,5 +61,5 @@ def test_loss_with_lengths_the_generator_could_not_offer():
     trials = series({1518: 346_200, 512: 0}) + [trial(backend="pcap", frame_len=64, sent=1_000_000,
                                                       invalid_offered_load=True)]
     _, losses = summary.summary(trials)
-    assert losses == ["pcap: loses packets at 1518 B (34.62 %); no loss at 512 B; not measured at 64 B (generator "
+    assert losses == ["pcap: loses packets at 1518 B (34.62 %); no loss at 512 B; a lower bound at 64 B (generator "
                       "short of the offered load, nothing lost)."]

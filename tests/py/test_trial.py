@@ -69,7 +69,7 @@ def test_programs_get_the_documented_options(fake_build):
     assert calls["capbench-cap"] == ["--iface", "vethc", "--backend", "afp-v3", "--cpu", "1", "--app-load", "touch"]
     assert calls["capbench-gen"] == [
         "--iface", "vethg", "--engine", "xdp", "--size", "1518", "--rate", "50%", "--link", "1g",
-        "--duration", "0.1", "--cpu", "0", "--dst-mac", "02:cb:00:00:00:02",
+        "--duration", "0.1", "--cpu", "0", "--dst-mac", "02:cb:00:00:00:02", "--trailer", "0",
     ]
     order = [c[0] for c in read_calls(fake_build)]
     assert order == ["capbench-xdpcount", "capbench-cap", "capbench-gen"]

@@ -18,8 +18,10 @@ comparisons, not one figure in 20 marked by chance. Without repetitions in both 
 is judged unless --threshold is given: then a relative change above it counts. Whatever the
 test says, a CPU load must also change by stats.CPU_LEAST_CHANGE_PTS points and a captured
 rate by more than the generator's own tolerance (stats.RATE_LEAST_CHANGE_PCT). A
-measurement where the generator fell short of the offered load in either run is shown but
-never judged and never a regression: it did not measure the capture method at that load.
+measurement that is a lower bound in either run (capbench.methods.verdict: the generator
+fell short of the offered load and nothing was lost) is shown but never judged and never a
+regression: it did not measure the capture method at that load. One whose generator fell
+short but that lost frames is judged: its loss is capture loss at the rate sent.
 """
 
 from __future__ import annotations
@@ -48,11 +50,11 @@ class Change:
     a: Stat
     b: Stat
     by_repetitions: bool  # both runs repeated it: the t-test judges (else: --threshold, if given)
-    short: str  # "" or which run's generator fell short of the offered load: "A", "B", "A and B"
+    short: str  # "" or which run's measurement was a lower bound (generator short, nothing lost): "A", "B", "A and B"
     significant: bool  # judged, and larger than the noise
     precision: float = 0.0  # a search answer's precision (pps, frames): no smaller change is marked
     answer: bool = False  # a search's answer (report.answers), not a figure of iperf-like trials
-    judged: bool = True  # False: neither repetitions nor --threshold to judge it by, or a short generator
+    judged: bool = True  # False: neither repetitions nor --threshold to judge it by, or a lower bound
     p: float | None = None  # the t-test's p-value (by_repetitions), adjusted by holm() in compare()
 
     @property
@@ -199,7 +201,7 @@ def answer_changes(ga: AnswerGroup, gb: AnswerGroup, threshold_pct: float | None
             unanswered.append((ga.settings_key, name, " and ".join(w for w, s in (("A", sa), ("B", sb)) if s is None)))
             continue
         # An answer the generator bounded is a lower bound of the capture's limit: shown, never
-        # judged and never a regression, as an iperf figure of a short generator.
+        # judged and never a regression, as an iperf figure that is a lower bound.
         short = " and ".join(w for w, g in (("A", ga), ("B", gb)) if g.generator_bound(name))
         changes.append(judge(ga.settings_key, answers_mod.metric(name), sa, sb, threshold_pct, short, precision,
                              answer=True))

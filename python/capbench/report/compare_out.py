@@ -86,7 +86,7 @@ NOT_JUDGED = "not judged (no noise estimate)"
 
 def verdict(c: Change) -> str:
     if c.short:
-        what = "the generator bounded the answer (a lower bound)" if c.answer else "generator short"
+        what = "the generator bounded the answer (a lower bound)" if c.answer else "a lower bound"
         return f"not compared: {what} in {c.short}"
     if c.delta == 0:
         return "no change"
@@ -107,7 +107,7 @@ def verdict(c: Change) -> str:
 
 def shown(cmp: Comparison) -> list[Change]:
     """The changes worth a row: a figure that is 0 in both runs is left out, and a measurement
-    the generator fell short of shows its captured rate only (it is not judged)."""
+    that is a lower bound (generator short, nothing lost) shows its captured rate only (it is not judged)."""
     return [c for c in cmp.changes
             if not (c.a.exact_zero and c.b.exact_zero) and (not c.short or c.answer or c.metric.name == "rx_pps")]
 
@@ -142,14 +142,15 @@ def headline(cmp: Comparison) -> list[str]:
     lines.append("Figures that are 0 in both runs are left out.")
     short = {c.key for c in cmp.changes if c.short}
     if short:
-        lines.append(f"{len(short)} of them not compared: the generator fell short of the offered load, so "
-                     f"they measured the generator, not the capture method.")
+        lines.append(f"{len(short)} of them not compared: lower bounds (the generator fell short of the offered "
+                     f"load and nothing was lost), so they measured the generator, not the capture method.")
     if cmp.unanswered:
         labels = key_labels([k for k, _n, _w in cmp.unanswered])
         lines.append("No answer to compare (the search found none, or was cut short): " + "; ".join(
             f"{labels[k]} {metric_label(n)} in {w}" for k, n, w in cmp.unanswered) + ".")
     if keys and len(short) == len(keys) and not any(c.answer for c in cmp.changes):
-        lines.append("Nothing to judge: no measurement in common reached its offered load in both runs.")
+        lines.append("Nothing to judge: every measurement in common was a lower bound in a run (the generator "
+                     "fell short and nothing was lost).")
     elif all(c.delta == 0 for c in cmp.changes if not c.short):
         lines.append("No change: every figure compared is the same in both runs.")
     elif not cmp.judged:
@@ -258,7 +259,7 @@ def figure(cmp: Comparison) -> Figure:
                Patch(color=COLORS["better"], label="better, beyond the noise"),
                Patch(color=COLORS[""], label="not judged, or within the noise" + (" or precision" if answer_changes else ""))]
     if any(c.short for c in cmp.changes):
-        handles.append(Patch(facecolor=COLORS[""], alpha=0.4, hatch="//", label="generator short: not compared"))
+        handles.append(Patch(facecolor=COLORS[""], alpha=0.4, hatch="//", label="lower bound: not compared"))
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
     fig.suptitle("B against A")
     return fig

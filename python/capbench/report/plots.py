@@ -2,8 +2,10 @@
 Figure, or says why this run holds no data for it (Skipped).
 
 Points are medians over repetitions with min–max error bars when a measurement was
-repeated. A measurement whose generator fell short of the offered load is drawn as an
-open marker off the line and never as capture loss: it measured the generator.
+repeated. Each trial is judged by the one loss rule (capbench.methods.verdict): one whose
+generator fell short of the offered load but that lost frames is drawn as any other (its
+loss is capture loss at the rate the generator sent); a lower bound (generator short,
+nothing lost) is an open marker off the line: it measured the generator.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from capbench.accounting import format_pct  # noqa: E402
+from capbench.methods.verdict import measured  # noqa: E402
 from capbench.rates import link_name, wire_pps  # noqa: E402
 from capbench.report import answers as answers_mod  # noqa: E402
 from capbench.report import latency, stats  # noqa: E402
@@ -28,7 +31,9 @@ from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
 from capbench.report.load import Trial  # noqa: E402
 from capbench.report.stats import Group, iperf_groups  # noqa: E402
 
-SHORT_NOTE = "open marker: generator short of the offered load (not a capture result)"
+# How a lower bound (verdict.LOWER_BOUND: the generator fell short, nothing was lost) is drawn and named.
+LOWER_BOUND_TEXT = "lower bound (generator short, nothing lost)"
+SHORT_NOTE = f"open marker: {LOWER_BOUND_TEXT}, not a capture result"
 LAYERS = (("link_drops", "link", "#8c564b"), ("backlog_drops", "backlog", "#ff7f0e"),
           ("socket_drops", "socket", "#1f77b4"), ("xsk_drops", "AF_XDP rings", "#17becf"),
           ("app_drops", "application", "#9467bd"),
@@ -80,7 +85,7 @@ def _errorbar(ax, xs, stats_, color, label, marker="o", filled=True, linestyle="
 
 
 def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float = 1.0) -> bool:
-    """One line per series over frame length through the valid points; short points as open markers."""
+    """One line per series over frame length through the measured points; lower bounds as open markers."""
     any_short = False
     for key, gs in groups_by_series.items():
         gs = sorted(gs, key=lambda g: g.frame_len)
@@ -93,7 +98,7 @@ def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float =
             any_short = True
             ax.plot([g.frame_len for g in short], [g.stat(metric).median * scale for g in short], linestyle="none",
                     marker="o", markerfacecolor="white", color=colors[key],
-                    label=None if valid else f"{labels[key]} (generator short)")
+                    label=None if valid else f"{labels[key]} (lower bound)")
     return any_short
 
 
@@ -104,7 +109,7 @@ def _finish(ax, xlabel: str, ylabel: str, short_legend: bool = False) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if short_legend:
         handles.append(Line2D([], [], marker="o", linestyle="none", color="grey", markerfacecolor="white"))
-        labels.append("generator short of load")
+        labels.append(LOWER_BOUND_TEXT)
     if handles:
         ax.legend(handles, labels, fontsize="small")
 
@@ -216,7 +221,7 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                 continue
             x = j + (i - (len(keys) - 1) / 2) * width
             if g.short:
-                ax.text(x, 0, f"{labels[key]}: generator short", rotation=90, ha="center", va="bottom",
+                ax.text(x, 0, f"{labels[key]}: lower bound", rotation=90, ha="center", va="bottom",
                         fontsize="x-small", color="grey")
                 continue
             r = min(g.used, key=lambda t: abs(t.result.loss_pct - g.stat("loss_pct").median)).result
@@ -236,8 +241,8 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                     fontsize="x-small")
     ax.set_ylim(0, top / 0.55 if top > 0 else 1)  # room above the bars for their labels
     if top == 0:
-        text = ("no trial reached its offered load" if all(g.short for g in groups)
-                else "no loss in any trial that reached its offered load")
+        text = (f"every trial a {LOWER_BOUND_TEXT}" if all(g.short for g in groups)
+                else "no loss in any trial measured")
         ax.text(0.5, 0.6, text, transform=ax.transAxes, ha="center", color="grey")
     ax.set_xlim(-0.5, len(sizes) - 0.5)
     ax.set_xticks(range(len(sizes)), [f"{s} B" for s in sizes])
@@ -254,7 +259,8 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                       "counter; unexplained: missing by the sequence numbers but "
                       "counted by no layer), in % of the packets sent; each bar is labelled with the total loss (with "
                       "repetitions: of the repetition with the median loss). "
-                      "A trial whose generator fell short of the offered load has no bar." + _cpus_note(d))
+                      f"A {LOWER_BOUND_TEXT} has no bar; a trial whose generator fell short and that lost "
+                      f"frames has its bar: that is capture loss at the rate the generator sent." + _cpus_note(d))
 
 
 def _answer_link(g: answers_mod.AnswerGroup) -> float:
@@ -388,7 +394,7 @@ def loss_groups(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     for t in trials:
         if t.result.group_size <= 0:
             continue
-        if t.result.invalid_offered_load:
+        if not measured(t.result):  # a lower bound: it lost nothing, of a load the generator did not hold
             short += 1
             continue
         lost = stats.group_losses(t.result)
@@ -401,7 +407,8 @@ def loss_groups(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
         if not (uncounted or short):
             return Skipped("no trial sent a grouped stream: no record holds per-group counts (group_size and "
                            "group_received, from a run whose generator sends groups and whose counter counts them)")
-        return Skipped(f"no grouped trial to draw: {short} fell short of the offered load, and the counter of "
+        return Skipped(f"no grouped trial to draw: {short} were lower bounds (generator short, nothing lost), and "
+                       f"the counter of "
                        f"{uncounted} counted no group (app load none counts no frame by its sequence number)")
     labels, colors = series_labels(by), _colors(by)
     bins = _bins(max(max(lost, default=0) for items in by.values() for _t, lost in items))
@@ -426,7 +433,7 @@ def loss_groups(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                "frames were lost (group size − frames received; a trial's last group holds only what was sent "
                "of it, and a group that never arrived counts whole).")
     if short:
-        caption += f" {short} trial{'s' if short > 1 else ''} whose generator fell short of the offered load left out."
+        caption += f" {short} trial{'s' if short > 1 else ''} left out: {LOWER_BOUND_TEXT}."
     if uncounted:
         caption += f" {uncounted} trial{'s' if uncounted > 1 else ''} whose counter counted no group left out."
     if untracked:

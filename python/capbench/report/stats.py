@@ -255,7 +255,7 @@ def cpu_load(g: Group) -> float:
 def best_per_size(groups: Iterable[Group]) -> list[tuple[int, Group | None]]:
     """Per frame length: the valid group with the highest median captured rate (less loss breaks
     ties); of those that captured as much (same_capture), the one with the least CPU. None when
-    no trial at that length reached its offered load."""
+    every trial at that length was a lower bound (generator short, nothing lost)."""
     by_size: dict[int, list[Group]] = {}
     for g in groups:
         by_size.setdefault(g.frame_len, []).append(g)

@@ -16,10 +16,8 @@ capture limit, wherever it is named.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
-from capbench.methods.verdict import generator_short, measured, way_forward
-
+from capbench.methods.verdict import generator_short, way_forward
 from capbench.rates import wire_bps
 from capbench.report.answers import (GENERATOR_BOUND, Answer, AnswerGroup, answers_of, group_answers, main_metric,
                                      metric, rate_of)
@@ -27,6 +25,7 @@ from capbench.report.keys import series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import (FirstLoss, Group, best_per_size, cpu_load, first_loss, iperf_groups, loss_text,
                                    same_capture, sent_pps, stat_of, sweep_lines)
+
 
 def _figures(g: Group) -> str:
     rx, gbps = g.stat("rx_pps"), g.stat("rx_gbps")
@@ -53,20 +52,6 @@ def _tie_text(tied: list[Group], best: Group, labels: dict) -> str:
                             if how in parts) + ")"
 
 
-@dataclass(frozen=True)
-class Judged(Group):
-    """A Group whose valid trials are those the one loss rule measured (verdict.measured): a trial
-    that lost frames counts though its generator fell short; a lower bound does not."""
-
-    @property
-    def valid(self) -> tuple[Trial, ...]:
-        return tuple(t for t in self.trials if measured(t.result))
-
-
-def judged(groups: Iterable[Group]) -> list[Group]:
-    return [Judged(g.key, g.trials) for g in groups]
-
-
 LOWER_BOUNDS = "the generator fell short of the offered load and nothing was lost (lower bounds, not results)"
 
 
@@ -91,7 +76,8 @@ def best_lines(groups: list[Group]) -> list[str]:
     for size, best in best_per_size(groups):
         at_size = [g for g in groups if g.frame_len == size]
         short = sorted({labels[g.series] for g in at_size if g.short})
-        short_text = (f" (generator short of the offered load for {', '.join(short)}, nothing lost: not measured)"
+        short_text = (f" (generator short of the offered load for {', '.join(short)}, nothing lost: a lower bound, "
+                      f"not a result)"
                       if short else "")
         if best is None:
             lines.append(f"{size} B: no valid result — for every backend {LOWER_BOUNDS}"
@@ -107,7 +93,7 @@ def best_lines(groups: list[Group]) -> list[str]:
 
 
 def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
-    short = (f"; not measured at {_sizes(fl.short)} (generator short of the offered load, nothing lost)"
+    short = (f"; a lower bound at {_sizes(fl.short)} (generator short of the offered load, nothing lost)"
              if fl.short else "")
     if fl.group is None:
         if not fl.lossless:
@@ -132,7 +118,7 @@ def first_loss_lines(groups: list[Group]) -> list[str]:
 def sweep_loss_lines(trials: list[Trial]) -> list[str]:
     """Per iperf-like series measured at several rates and frame length: the lowest rate sent at
     which packets were lost (sweeps of the sweep method are answers: answer_sweep_lines)."""
-    lines = {k: sorted(judged(v), key=sent_pps) for k, v in sweep_lines(trials).items() if k[0].method != "sweep"}
+    lines = {k: v for k, v in sweep_lines(trials).items() if k[0].method != "sweep"}
     labels = series_labels(key for key, _size in lines)
     out = []
     for (key, size), groups in lines.items():
@@ -332,7 +318,7 @@ def summary(trials: list[Trial], answers: Sequence[Answer] | None = None) -> tup
     """(best backend per frame length, first loss point per backend): from the iperf-like
     trials when there are any, else from the searches' answers (RFC 2544 throughput, MLR NDR,
     a sweep's highest lossless rate); the losses of iperf-like series, searches and sweeps."""
-    groups = judged(iperf_groups(trials).values())
+    groups = list(iperf_groups(trials).values())
     found = list(answers) if answers is not None else answers_of(trials)
     agroups = list(group_answers(found).values())
     best = best_lines(groups) if groups else answer_best_lines(agroups)

@@ -2,9 +2,11 @@
 
 One iperf-like table per series (backend, placement, ...), one row per measurement as
 in the terminal tables (capbench.tables): the repetitions of a step are one row, each
-figure their median (min–max, sd). A Note column says in words what the terminal's `*`
-and colours say: the generator fell short of the offered load (not a capture result at
-that load), or the counters disagree. Then the answers of the searches (RFC 2544 as
+figure their median (min–max, sd). A Note column says in words what the terminal's `*`,
+"lower bound" and colours say, by the one loss rule (capbench.methods.verdict): the
+generator did not hold the offered load, and then either nothing was lost (a lower bound,
+not a capture result at that load) or its loss is capture loss at the rate it sent; or
+the counters disagree. Then the answers of the searches (RFC 2544 as
 seed 000's Tables 4–6, MLR, back-to-back) and the sweeps, as in the terminal.
 """
 
@@ -18,14 +20,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from capbench.accounting import format_pct
+from capbench.methods.verdict import (CAPTURE_AT_SENT_RATE, LOWER_BOUND, generator_note, generator_short,
+                                      generator_short_text, measured, verdict)
 from capbench.report import answers as answers_mod
 from capbench.report.answers import Answer, AnswerTable
 from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import iperf_groups
 from capbench.tables import HEADERS as TABLE_HEADERS
-from capbench.tables import row_cells, row_class, sweep_tables
-from capbench.trial import INVALID_LOAD_TEXT, OFFERED_MIN_SHARE, TrialResult
+from capbench.tables import SHORT_MARK, row_cells, row_class, short_note, sweep_tables
+from capbench.trial import TrialResult
 
 HEADERS = (*TABLE_HEADERS, "Note")
 
@@ -35,13 +39,22 @@ RECORD_FIELDS = tuple(sorted((f.name for f in dataclasses.fields(TrialResult)), 
 CSV_FIELDS = (*RECORD_FIELDS, "note")
 
 
+def short_text(r: TrialResult) -> str:
+    """A trial the generator fell short in, by the one loss rule: "the generator could not hold N
+    pps (it sent M pps): the captured rate is a lower bound ..." when nothing was lost, "...: its
+    loss is capture loss at the rate the generator sent" when frames were; "" when it held."""
+    if not generator_short(r):
+        return ""
+    if r.offered_pps is None:
+        held = "the generator did not hold the offered load"
+        return f"{held}: a lower bound" if verdict(r) == LOWER_BOUND else f"{held}: its loss is {CAPTURE_AT_SENT_RATE}"
+    if verdict(r) == LOWER_BOUND:
+        return generator_note(r.offered_pps, [r], "the captured rate")
+    return f"{generator_short_text(r.offered_pps, [r])}: its loss is {CAPTURE_AT_SENT_RATE}"
+
+
 def note_of(r: TrialResult) -> str:
-    notes = []
-    if r.invalid_offered_load:
-        target = f"{r.offered_pps:,.0f} pps" if r.offered_pps is not None else "the offered load"
-        why = (f"generator fell {r.gen_max_lag_ns / 1e6:,.0f} ms behind its schedule"
-               if getattr(r, "schedule_slipped", False) else f"generator sent less than {OFFERED_MIN_SHARE:.1%} of {target}")
-        notes.append(f"{why}: not a capture result at that load")
+    notes = [short] if (short := short_text(r)) else []
     if r.unexplained:
         notes.append(f"counters disagree by {r.unexplained:,} packets")
     return "; ".join(notes)
@@ -51,13 +64,19 @@ def group_note(rs: Sequence[TrialResult]) -> str:
     """The Note of a row: of its one trial, or of its repetitions (those that count)."""
     if len(rs) == 1:
         return note_of(rs[0])
-    valid = [r for r in rs if not r.invalid_offered_load]
+    valid = [r for r in rs if measured(r)]
     notes = []
     if not valid:
-        notes.append("generator did not offer the load in any repetition: not a capture result at that load")
+        notes.append(f"in every repetition {generator_note(rs[0].offered_pps, rs, 'the captured rate')}"
+                     if rs[0].offered_pps is not None else "a lower bound in every repetition")
     elif len(valid) < len(rs):
-        notes.append(f"{len(rs) - len(valid)} of {len(rs)} repetitions left out: the generator fell short of the "
-                     f"offered load")
+        notes.append(f"{len(rs) - len(valid)} of {len(rs)} repetitions left out: lower bounds (the generator fell "
+                     f"short of the offered load and nothing was lost)")
+    short = [r for r in valid if generator_short(r)]
+    if short and short[0].offered_pps is not None:
+        notes.append(f"{generator_short_text(short[0].offered_pps, short)}"
+                     f"{f' in {len(short)} of {len(valid)} repetitions' if len(short) < len(valid) else ''}: "
+                     f"its loss is {CAPTURE_AT_SENT_RATE}")
     disagree = [r for r in (valid or rs) if r.unexplained]
     if disagree:
         notes.append("counters disagree by " + ", ".join(f"{r.unexplained:,}" for r in disagree) + " packets"
@@ -107,18 +126,19 @@ def seed_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str
     return out
 
 
-LOSS_TOTAL_HEADERS = ("Backend", "Trials", "Sent", "Lost", "Loss [%]", "Not counted (generator short)")
+LOSS_TOTAL_HEADERS = ("Backend", "Trials", "Sent", "Lost", "Loss [%]", "Not counted (lower bounds)")
 
 
 def loss_totals(trials: list[Trial]) -> list[list[str]]:
     """Seed 004's loss table: all packets sent and lost per series of iperf-like trials, over the
-    trials that reached their offered load (the others are counted apart, not as capture loss).
-    A search's or a sweep's trials overload the receiver on purpose: their loss is not summed."""
+    trials the one loss rule measured (verdict.measured: a short generator's loss counts); the
+    lower bounds (generator short, nothing lost) are counted apart. A search's or a sweep's
+    trials overload the receiver on purpose: their loss is not summed."""
     groups = by_series(t for t in trials if t.method == "iperf")
     labels = series_labels(groups)
     rows = []
     for k, ts in groups.items():
-        valid = [t.result for t in ts if not t.result.invalid_offered_load]
+        valid = [t.result for t in ts if measured(t.result)]
         sent, lost = sum(r.sent for r in valid), sum(r.lost for r in valid)
         pct = format_pct(100.0 * lost / sent, exact_zero=(lost == 0)) if sent else "—"
         rows.append([labels[k], str(len(valid)), f"{sent:,}", f"{lost:,}", pct, str(len(ts) - len(valid))])
@@ -147,9 +167,9 @@ def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> st
     totals = loss_totals(trials)
     if totals:
         parts.append(f"### Total loss per backend (iperf-like trials)\n\n{md_table(LOSS_TOTAL_HEADERS, totals)}\n")
-    if any(t.result.invalid_offered_load for t in trials if t.method in ("iperf", "sweep")):
-        parts.append(f"Offered and loss marked `*`: {INVALID_LOAD_TEXT}; such rows measure this machine's "
-                     f"generator, not the capture method at that load, and their loss is not capture loss.\n")
+    note = short_note(t.result for t in trials if t.method in ("iperf", "sweep"))
+    if note:
+        parts.append(f"Offered marked `{SHORT_MARK}`: {note}\n")
     return "\n".join(parts)
 
 

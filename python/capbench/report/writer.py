@@ -114,10 +114,11 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
         summary_html += f"<h3>{html.esc(summary.best_heading(run.trials, found))}</h3>{html.bullet_list(best)}"
     if losses:
         summary_html += f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}"
-    if any(t.result.invalid_offered_load for t in run.trials):
-        summary_html += ("<p>Rows in grey italics and open markers: the generator did not offer the load (it sent less, or fell behind its schedule). "
-                         "They measure this machine's generator, not the capture method at that load, and are "
-                         "never counted as capture loss.</p>")
+    note = tables.short_note(t.result for t in run.trials if t.method in ("iperf", "sweep"))  # the starred rows
+    if note:
+        summary_html += (f"<p>Offered marked {tables.SHORT_MARK}: {html.esc(note)} Rows in grey italics and open "
+                         f"markers are those lower bounds: they measure this machine's generator, not the capture "
+                         f"method at that load.</p>")
     table_html = "\n".join(
         html.table_html(html.Table(title, headers, rows, classes))
         for title, headers, rows, classes in tables_md.seed_tables(run.trials))
@@ -128,7 +129,7 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
     totals = tables_md.loss_totals(run.trials)
     if totals:
         table_html += "\n" + html.table_html(html.Table(
-            "Total loss per backend (iperf-like trials that reached their offered load)",
+            "Total loss per backend (iperf-like trials measured: lower bounds counted apart)",
             list(tables_md.LOSS_TOTAL_HEADERS), totals))
     fig_html = "\n".join(
         html.figure_html(f.title, f.svg.read_text(encoding="utf-8") if f.svg else None, f.caption, f.skipped, f.name)
