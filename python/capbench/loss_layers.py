@@ -219,9 +219,11 @@ def remarks(r: TrialResult) -> list[str]:
                    "foreign ones too, and no sequence check ran")
     out += _softnet_remarks(r)
     if r.schedule_slipped:
-        out.append(f"generator: fell up to {r.gen_max_lag_ns / 1e6:,.1f} ms behind and caught up with a burst of "
-                   f"about {r.catchup_burst_frames:,} frames, more than the {rxmode.VETH_RING_FRAMES}-frame receive "
-                   f"ring holds; what it lost counts as lost")
+        gen = r.raw.get("gen") if isinstance(r.raw, dict) else None
+        catch_up = (gen or {}).get("catch_up", rxmode.VETH_RING_FRAMES)
+        out.append(f"generator: fell up to {r.gen_max_lag_ns / 1e6:,.1f} ms behind, owing about "
+                   f"{r.catchup_burst_frames:,} frames; it sends at most {catch_up:,} of them faster than the link "
+                   f"(--catch-up), the rest at the link's wire rate")
     out += _interface_remarks(r)
     if r.unexplained > 0:
         out.append(f"{r.unexplained:,} lost packets no counter explains")

@@ -42,10 +42,10 @@ STOP_TIMEOUT_S = 10.0  # how long a trial's programs have to stop after SIGTERM
 # A trial whose generator sent less than this share of the offered rate did not
 # offer the load it names: its loss figures are not a capture result at that load.
 OFFERED_MIN_SHARE = 0.999
-# A generator that falls behind its schedule catches up with a burst of the frames it owes,
-# at its top speed. Frames that burst loses are lost like any other (loss always counts);
-# the trial says the burst was there when it held more frames than the capture veth's
-# receive ring (rxmode.VETH_RING_FRAMES), the buffer in front of the receive work.
+# A generator that falls behind its schedule owes frames. capbench-gen (xdp engine) sends at
+# most --catch-up of them (default 256, a veth's receive ring) faster than the link's wire
+# rate, then catches up at the wire rate: a longer burst would be loss no link of that speed
+# could cause. At 100 % of the wire rate the rest of a lag stays, and the achieved rate says so.
 # What `invalid_offered_load` says, for the tables' notes: a fact about the generator only (what
 # follows from it for the trial's loss is capbench.methods.verdict's).
 INVALID_LOAD_TEXT = f"the generator did not hold the offered load: it sent less than {OFFERED_MIN_SHARE:.1%} of it"
@@ -134,8 +134,9 @@ class TrialResult:
     gen_max_lag_ns: int = 0  # the largest such delay
     # The generator sent < OFFERED_MIN_SHARE of the offered load: it did not hold the target.
     invalid_offered_load: bool = False
-    # The frames the generator owed at its largest lag (gen_max_lag_ns x offered_pps): the burst
-    # it caught up with; schedule_slipped when that was more than the receive ring holds.
+    # The frames the generator owed at its largest lag (gen_max_lag_ns x offered_pps);
+    # schedule_slipped when that was more than it may send faster than the link (its summary's
+    # catch_up): it then caught up at the wire rate, or not at all at 100 %.
     catchup_burst_frames: int = 0
     schedule_slipped: bool = False
     xsk_drops: int = 0  # AF_XDP ring drops (XDP_STATISTICS rx_dropped + rx_ring_full); afxdp only
@@ -441,9 +442,11 @@ class Measurer:
 
     @property
     def worker_cpus(self) -> tuple[int, ...]:
-        """fanout: the CPU of each worker. Given (--worker-cpus in --backend-args), those; else
-        the usable CPUs other than the generator's, from the counter's CPU on, in turn, so a
-        worker never lands on the generator's CPU unless it is the only one."""
+        """fanout: the CPU of each worker, chosen here. Given (--worker-cpus in --backend-args),
+        those; else distinct usable CPUs from the counter's on, the generator's last, so a
+        worker goes on the generator's CPU only when every other CPU has one (the record's
+        worker_cpus and the table titles then say so). With more workers than CPUs: () and
+        capbench-cap places them in turn from --cpu; its summary says where."""
         s = self.setup
         if s.backend != "fanout":
             return ()
@@ -452,13 +455,14 @@ class Measurer:
             return tuple(sorted(cpu.parse_cpu_list(given)))
         workers = int(_option(s.cap_args, "--workers") or 1)
         usable = cpu.usable_cpus()
-        free = [c for c in usable if c != s.gen_cpu] or usable
-        start = s.cap_cpu if s.cap_cpu in free else free[0]
-        order = free[free.index(start):] + free[:free.index(start)]
-        return tuple(order[i % len(order)] for i in range(workers))
+        free = [c for c in usable if c != s.gen_cpu]
+        if s.cap_cpu in free:
+            free = free[free.index(s.cap_cpu):] + free[:free.index(s.cap_cpu)]
+        order = free + [c for c in usable if c == s.gen_cpu]
+        return tuple(order[:workers]) if workers <= len(order) else ()
 
     def worker_cpu_args(self) -> tuple[str, ...]:
-        if self.setup.backend != "fanout" or "--worker-cpus" in self.setup.cap_args:
+        if self.setup.backend != "fanout" or "--worker-cpus" in self.setup.cap_args or not self.worker_cpus:
             return ()
         return ("--worker-cpus", ",".join(str(c) for c in self.worker_cpus))
 
@@ -695,7 +699,7 @@ class Measurer:
             invalid_offered_load=offered_pps is not None and (
                 offered_share(gen, achieved_pps, offered_pps) < OFFERED_MIN_SHARE),
             catchup_burst_frames=burst,
-            schedule_slipped=burst > rxmode.VETH_RING_FRAMES,
+            schedule_slipped=burst > int(gen.get("catch_up", rxmode.VETH_RING_FRAMES)),
             size=s.size,
             mean_frame_len=mean_len,
             latency=_percentiles(cap.get("latency_ns")),
@@ -706,7 +710,8 @@ class Measurer:
             ring_bytes=s.ring_bytes,
             backend_args=shlex.join(s.cap_args),
             cap_cpus_seen=cap_cpus_seen,
-            worker_cpus=self.worker_cpus,
+            # Where capbench-cap pinned its workers (its summary), else where they were asked to go.
+            worker_cpus=tuple(int(c) for c in cap.get("worker_cpus", ()) if int(c) >= 0) or self.worker_cpus,
             other_testbeds=other_testbeds,
             procs=len(caps),
             proc_cpus=self.proc_cpus,

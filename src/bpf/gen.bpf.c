@@ -43,6 +43,8 @@ const volatile __u32 buf_len = 0;      /* the template: the longest frame less i
 const volatile __u8 paced = 0;         /* 0: send every iteration (--rate max) */
 const volatile __u8 vary_len = 0;      /* the schedule holds more than one length */
 const volatile __u64 count_limit = 0;  /* stop sending after this many; 0 = none */
+const volatile __u32 wire_lanes = 1;   /* sending threads sharing the link (--threads) */
+const volatile __u64 catchup_ns = 0;   /* --catch-up: how far ahead of the wire a late lane may get */
 
 /* Read by user space while the program runs. */
 __u64 sent = 0;
@@ -55,6 +57,10 @@ __u64 last_due_ns = 0;  /* scheduled departure of the last frame sent, after sta
 __u64 late = 0;         /* frames that left more than one gap after schedule */
 __u64 max_lag_ns = 0;
 __u64 spins = 0;        /* iterations that found no frame due */
+/* The link's theoretical departure time (GCRA): a frame may leave when the
+ * clock is at most catchup_ns before it; each departure moves it on by the
+ * frame's wire time, from the later of itself and the departure. */
+__u64 wire_tat_ns = 0;
 
 /* Shrink the full-length template to `len` (incl. FCS) and make its IPv4 and
  * UDP lengths and the IPv4 checksum match. The kernel restores data_end for
@@ -114,7 +120,15 @@ int cb_gen(struct xdp_md *ctx)
 		__u64 due = start_ns + (pace.due_fp16 >> 16);
 		__u64 lag;
 
-		if (now < due) {
+		/* A generator that fell behind catches up at most
+		 * --catch-up frames faster than the emulated link carries
+		 * them (its share of the link with several threads), then at
+		 * the link's wire rate: a longer burst would meet the
+		 * receiver with more than it can buffer, a load no link of
+		 * that speed makes. At 100 % of the wire rate the rest of a
+		 * lag stays: the sending time grows and the achieved rate
+		 * says so. */
+		if (now < due || now + catchup_ns < wire_tat_ns) {
 			spins++;
 			return XDP_DROP;
 		}
@@ -155,6 +169,7 @@ int cb_gen(struct xdp_md *ctx)
 		cb_pace_advance(&c, &pace, e, seq);
 	}
 	wire_bytes += e->len + CB_WIRE_OVERHEAD;
+	wire_tat_ns = (wire_tat_ns > now ? wire_tat_ns : now) + ((e->wire_fp16 * wire_lanes) >> 16);
 	sent = seq + 1;
 	return bpf_redirect(tx_ifindex, 0);
 }

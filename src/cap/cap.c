@@ -96,7 +96,7 @@ static void usage(FILE *out)
 "                          stamp; default), none (count frames only, no stamp\n"
 "                          check), copy (copy each packet once), zlib:N (copy\n"
 "                          and compress each packet with zlib level 0-9, the\n"
-"                          seeds' packzip), spin:NS (busy NS ns per packet)\n"
+"                          seeds' packzip), spin:NS (NS ns of CPU per packet)\n"
 "  -c, --count N           stop after N capbench frames (fanout: all workers\n"
 "                          together, checked every 50 ms)\n"
 "  -d, --duration S        stop after S seconds (5, 5s, 250ms, 2m)\n"

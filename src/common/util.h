@@ -24,6 +24,15 @@ void cb_require_root(const char *needs);
 /* Set the program name used as prefix of error lines. */
 void cb_set_progname(const char *name);
 
+/* CPU time of the calling thread: work that a preempted thread does not do. */
+static inline uint64_t cb_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t cb_now_ns(void)
 {
 	struct timespec ts;

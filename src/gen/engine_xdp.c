@@ -101,6 +101,10 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 	st->skel->rodata->paced = (uint8_t)cfg->sched.paced;
 	st->skel->rodata->vary_len = cfg->sched.min_len != cfg->sched.max_len;
 	st->skel->rodata->count_limit = cfg->count;
+	st->skel->rodata->wire_lanes = cfg->lanes ? cfg->lanes : 1;
+	/* The catch-up allowance as wire time: --catch-up frames of the mean length. */
+	st->skel->rodata->catchup_ns = (uint64_t)((double)cfg->catchup * (cfg->sched.mean_len + CB_WIRE_OVERHEAD) *
+						  8e9 / cfg->link_bps * (cfg->lanes ? cfg->lanes : 1));
 	err = bpf_map__set_max_entries(st->skel->maps.schedule, cfg->sched.n);
 	if (!err)
 		err = gen_bpf__load(st->skel);

@@ -175,8 +175,20 @@ int main(int argc, char **argv)
 			continue;
 		}
 		wake = next_tick < end ? next_tick : end;
-		if ((cfg->count || !first) && wake > now + 1000000)
+		/* Each wake-up takes the generator's CPU from its sending thread
+		 * for a context switch: poll every millisecond only until the
+		 * first departure and once the count is due (at the target rate
+		 * from the first departure), not all along. */
+		if (first && cfg->count && cfg->pps > 0) {
+			uint64_t due = first + (uint64_t)((double)cfg->count / cfg->pps * 1e9);
+
+			if (now < due && wake > due)
+				wake = due;
+			else if (now >= due && wake > now + 1000000)
+				wake = now + 1000000;
+		} else if ((cfg->count || !first) && wake > now + 1000000) {
 			wake = now + 1000000;
+		}
 		sleep_until(wake);
 	}
 	{

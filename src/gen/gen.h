@@ -31,6 +31,8 @@ struct gen_cfg {
 	unsigned int trailer; /* trailer frames per stream at the end (trailer.c) */
 	double interval_s;
 	int cpu;              /* -1 = not pinned; the engine's thread pins itself */
+	unsigned int lanes;   /* sending threads sharing the link; each paces within its share */
+	unsigned int catchup; /* frames a lane that fell behind may send faster than the link */
 	struct cb_frame_spec spec;      /* spec.frame_len: the schedule's longest frame */
 };
 
@@ -68,6 +70,12 @@ extern const struct gen_engine gen_engine_xdp;
 extern const struct gen_engine gen_engine_afpacket;
 
 #define GEN_MAX_THREADS 64
+
+/* --catch-up: a veth's receive ring (VETH_RING_SIZE) and a small NIC's hold
+ * 256 frames; a catch-up burst beyond what the receiver can buffer would be
+ * loss no link of that speed could cause. */
+#define GEN_CATCHUP_DEFAULT 256u
+#define GEN_CATCHUP_MAX 1000000u
 
 /* Trailer frames (stamp.h): --trailer's default and limit. */
 #define GEN_TRAILER_DEFAULT 3u

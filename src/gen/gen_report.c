@@ -135,6 +135,7 @@ static void put_plan(struct cb_json *j, const struct gen_plan *plan)
 	/* --count, or round(target_pps x --duration); 0: time-bound or until stopped. */
 	cb_json_u64(j, "target_frames", cfg->count);
 	cb_json_u64(j, "trailer", cfg->trailer);
+	cb_json_u64(j, "catch_up", cfg->catchup);
 }
 
 void gen_print_check(const struct gen_plan *plan)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capbench import netns
+from capbench import netns, rxmode
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
@@ -101,6 +101,7 @@ def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[d
         cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", backend,
                                           "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
         cap.wait_for("ready", 5)
+        rxmode.place_testbed(tb)  # as a trial does: the NAPI thread on the receive CPU (napi mode)
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--trailer", "0", *gen_args],
                          netns_name=tb.gen_ns)
         gen.wait(30)

@@ -9,7 +9,7 @@ import signal
 import warnings
 
 import pytest
-from capbench import loss_layers
+from capbench import loss_layers, rxmode
 from capbench.procs import ChildSet
 from capbench.rates import parse_rate
 from capbench.trial import BACKENDS, KERNEL_COUNTER_BACKENDS, OWN_XDP_BACKENDS, Measurer, TrialSetup
@@ -265,6 +265,7 @@ def afxdp_two_senders(binaries, tb, *cap_args: str) -> tuple[dict, dict]:
         cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", "afxdp",
                                           "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
         cap.wait_for("ready", 5)
+        rxmode.place_testbed(tb)
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--dst-mac", tb.dst_mac,
                                           "--trailer", "0", "--size", "64", "--rate", "100kpps", "--count", "40001",
                                           "--threads", "2", "--cpus", "0,1"], netns_name=tb.gen_ns)

@@ -158,16 +158,19 @@ def test_rfc2544_throughput_at_64b_is_confirmed_by_a_constant_load(tmp_path):
     assert p.returncode == 0, p.stderr
     (o,) = lines(run_dir(tmp_path / "search") / "searches.jsonl")
     assert o["verified"] and o["throughput_pps"] > 0, o
-    # The search often ends at the generator's own limit here (~1 Mpps at 64 B): a confirming trial
-    # whose generator then falls short did not offer the rate and confirms nothing, so it runs
-    # again (at most three times); the first trial that offers the rate must lose nothing.
+    # The search often ends at the generator's own limit here: a confirming trial whose generator
+    # then falls short did not offer the rate and confirms nothing, so it runs again (at most
+    # three times); the first trial that offers the rate must lose nothing.
     for attempt in range(3):
         out = tmp_path / f"confirm{attempt}"
         p = run_capbench("run", "--rate", f"{o['throughput_pps']:.0f}pps", "--duration", "1",
                          "--results", str(out), *common, timeout=120)
         assert p.returncode == 0, p.stderr
         (t,) = lines(run_dir(out) / "trials.jsonl")
-        if not t["invalid_offered_load"]:
+        # A vCPU stop longer than the capture veth's 256-frame ring lasts drops there, whatever
+        # the capture method: such a trial confirms nothing either, and runs again.
+        ring_only = t["lost"] and {layer for layer, _, _ in t["loss_layers"]} == {"rx ring"}
+        if not t["invalid_offered_load"] and not ring_only:
             break
     assert not t["invalid_offered_load"], "the generator never held the rate the search found"
     assert t["lost"] == 0, (t["lost"], t["loss_layers"])
