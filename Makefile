@@ -24,8 +24,8 @@ all: build
 help:
 	@echo "make run    install what is missing, build, run the default benchmark"
 	@echo "make test   install what is missing, build, run every test"
-	@echo "make bench  generator, capture-backend and traffic benchmarks against trafgen, tcpdump,"
-	@echo "            netsniff-ng and tcpreplay (about 6 to 7 minutes)"
+	@echo "make bench  receive models, generator, capture-backend and traffic benchmarks against"
+	@echo "            trafgen, tcpdump, netsniff-ng and tcpreplay (about 14 minutes)"
 	@echo "make clean  remove the build; make distclean also removes .venv"
 
 # Install only the packages that are missing, so a set-up machine is quick.
@@ -64,6 +64,7 @@ test-py: venv build
 test: venv build test-c test-py
 
 bench: venv build
+	$(VENV)/bin/python bench/bench_rx_mode.py
 	$(VENV)/bin/python bench/bench_generator_capture.py
 	$(VENV)/bin/python bench/bench_backends.py
 	$(VENV)/bin/python bench/bench_traffic.py

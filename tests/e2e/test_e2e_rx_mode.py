@@ -41,7 +41,7 @@ def assert_account_closes(r) -> None:
 def test_the_napi_thread_runs_on_the_receive_cpu_and_is_recorded(binaries, tb):
     assert tb.rx_mode == "napi" and tb.napi_sched == rxmode.DEFAULT_NAPI_SCHED
     r = trial(binaries, tb, "afp-v3", rate="100kpps")
-    assert (r.rx_mode, r.napi_sched, r.napi_cpus_seen, r.kernel_rx_cpu) == ("napi", "fifo:50", (1,), 1)
+    assert (r.rx_mode, r.napi_sched, r.napi_cpus_seen, r.kernel_rx_cpu) == ("napi", "other", (1,), 1)
     # The receive work is the NAPI thread's own time: it shows in the kernel load of CPU 1.
     assert 0 < r.kernel_cpu_pct < 100
     assert r.backlog_drops == 0  # no RPS: no backlog queue between the NAPI poll and the socket
@@ -101,6 +101,14 @@ def test_another_test_bed_dropping_on_the_same_cpu_is_not_charged(binaries, tb):
     assert r.backlog_drops == 0
     assert_account_closes(r)
     assert any("other traffic's, not charged here" in x for x in r.loss_remarks) or r.lost == 0
+
+
+def test_the_napi_thread_at_real_time_priority(binaries):
+    with testbed.testbed(rx_cpu=1, napi_sched="fifo:50", purpose="pytest fifo") as bed:
+        r = trial(binaries, bed, "afp-v3", rate="100kpps")
+        assert rxmode.thread_pids(bed.cap_if) == []
+    assert (r.rx_mode, r.napi_sched, r.napi_cpus_seen) == ("napi", "fifo:50", (1,))
+    assert_account_closes(r)
 
 
 def test_rps_mode_charges_the_backlog_from_the_capture_interface(binaries):
