@@ -183,10 +183,12 @@ def _xsk_ring_layers(rings: int, kernel: dict[str, Any]) -> list[tuple[str, int,
 
 
 def kernel_drops(r: TrialResult) -> tuple[int, list[str]]:
-    """The kernel's drop counters of this trial (backlog + socket + AF_XDP): their sum, and the
-    names of those that counted."""
-    parts = [(name, n) for name, n in (("backlog", r.backlog_drops), ("socket", r.socket_drops),
-                                       ("AF_XDP", r.xsk_drops)) if n]
+    """The kernel's drop counters of this trial (rx ring + backlog + socket + AF_XDP): their sum,
+    and the names of those that counted. The ring's is the part of the link layer the sender's
+    xdp_xmit_errors counted (records without it: none)."""
+    ring = max(0, min(r.link_drops, r.ring_drops or 0))
+    parts = [(name, n) for name, n in (("rx ring", ring), ("backlog", r.backlog_drops),
+                                       ("socket", r.socket_drops), ("AF_XDP", r.xsk_drops)) if n]
     return sum(n for _, n in parts), [f"{name} {n:,}" for name, n in parts]
 
 
@@ -209,8 +211,9 @@ def remarks(r: TrialResult) -> list[str]:
         line = (f"{counted}, the sequence numbers show {seq_gaps:,} missing: "
                 f"{abs(diff):,} {'more' if diff > 0 else 'fewer'} than the kernel counted")
         notes = []
-        if r.link_drops:
-            notes.append(f"the link layer lost {r.link_drops:,} before those counters could see them")
+        uncounted = r.link_drops - max(0, min(r.link_drops, r.ring_drops or 0))
+        if uncounted:
+            notes.append(f"the link layer lost {uncounted:,} before those counters could see them")
         if r.lost > seq_gaps:  # missing above the highest sequence number received: no gap shows them
             notes.append(f"{r.lost - seq_gaps:,} lost after the last frame received leave no gap")
         out.append(line + (f" ({', '.join(notes)})" if notes else ""))

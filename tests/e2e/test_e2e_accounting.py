@@ -35,8 +35,10 @@ def test_ring_drops_are_the_senders_own_count(binaries, tb):
     assert sum(counted.values()) == r.lost - r.unexplained
     assert r.unexplained == 0, (stages, r.loss_layers, r.loss_remarks)
     assert not [x for x in r.loss_remarks if "rx_dropped" in x or "tx_dropped" in x], r.loss_remarks
-    # The kernel's drop counters (backlog, socket) cannot see these losses; the remark says so.
-    kernel, _ = loss_layers.kernel_drops(r)
-    if r.seq_lost is not None and kernel != r.seq_lost:
-        assert any(f"the link layer lost {r.link_drops:,} before those counters" in x for x in r.loss_remarks), \
-            r.loss_remarks
+    # The ring's counter is a kernel counter too: with it, the kernel's counters and the
+    # counter's sequence numbers agree, and no remark says otherwise.
+    kernel, parts = loss_layers.kernel_drops(r)
+    assert f"rx ring {r.ring_drops:,}" in parts
+    if r.seq_lost is not None and r.seq_lost == r.lost:
+        assert kernel == r.seq_lost
+        assert not [x for x in r.loss_remarks if "the sequence numbers show" in x], r.loss_remarks
