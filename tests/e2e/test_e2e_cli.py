@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from capbench import host_sysctl, netns, testbed
-from e2e_env import (assert_one_line_usage_error, capbench_cmd, capbench_env, capbench_namespaces,
+from e2e_env import (assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces,
                      missing_prerequisite, run_capbench, run_in, xdp_attached)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
@@ -55,7 +55,7 @@ def run_dir(tmp_path: Path) -> Path:
 def test_run_writes_trials_and_metadata(tmp_path):
     p = run_capbench("run", "--backends", "afp-v3,pcap", "--sizes", "64,1518", "--duration", "1",
                      "--results", str(tmp_path))
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     assert "Frame [B]" in p.stdout and "Captured [pps / Gbps]" in p.stdout and "App / kernel load [%]" in p.stdout
     d = run_dir(tmp_path)
     records = [json.loads(line) for line in (d / "trials.jsonl").read_text().splitlines()]

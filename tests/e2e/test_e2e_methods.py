@@ -152,7 +152,10 @@ def test_repeat_reports_spread_and_tune_restores(tmp_path):
 def test_rfc2544_throughput_at_64b_is_confirmed_by_a_constant_load(tmp_path):
     # A backlog of 100,000 packets: at the ~1 Mpps found here it rides out a 20 ms vCPU stall in the
     # confirming trial as it did in the search.
-    common = ["--backends", "afp-v3", "--sizes", "64", "--no-report", "--backlog", "100000"]
+    # The rps test bed: a search answer and its confirming trial are compared here, and under napi a
+    # vCPU stop longer than the veth's 256-frame ring lasts drops frames at any rate (README,
+    # "Receive models"), which would fail either at random.
+    common = ["--backends", "afp-v3", "--sizes", "64", "--no-report", "--backlog", "100000", "--rx-mode", "rps"]
     p = run_capbench("run", "--method", "rfc2544", "--trial", "1s", "--precision", "10", "--pause", "0.5",
                      "--results", str(tmp_path / "search"), *common, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -165,8 +168,9 @@ def test_rfc2544_throughput_at_64b_is_confirmed_by_a_constant_load(tmp_path):
         out = tmp_path / f"confirm{attempt}"
         p = run_capbench("run", "--rate", f"{o['throughput_pps']:.0f}pps", "--duration", "1",
                          "--results", str(out), *common, timeout=120)
-        assert p.returncode == 0, p.stderr
         (t,) = lines(run_dir(out) / "trials.jsonl")
+        # Exit status 3: the only trial was a lower bound (the generator fell short, nothing lost).
+        assert p.returncode == (3 if t["invalid_offered_load"] and not t["lost"] else 0), p.stderr
         # A vCPU stop longer than the capture veth's 256-frame ring lasts drops there, whatever
         # the capture method: such a trial confirms nothing either, and runs again.
         ring_only = t["lost"] and {layer for layer, _, _ in t["loss_layers"]} == {"rx ring"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from chromium_page import PageVisit, chromium_binary, visit
-from e2e_env import REPO, missing_prerequisite, run_capbench
+from e2e_env import REPO, assert_run_measured, missing_prerequisite, run_capbench
 
 sys.path.insert(0, str(REPO / "tests" / "py"))
 from report_files import FIXTURE, PNG_MAGIC  # noqa: E402
@@ -76,7 +76,7 @@ def test_a_real_run_writes_a_report_that_chromium_shows(tmp_path):
     results = tmp_path / "results"
     p = run_capbench("run", "--backends", "afp-v3,pcap", "--sizes", "64,1518", "--duration", "1",
                      "--results", str(results), timeout=300)
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     (run,) = results.iterdir()
     assert f"report: {run / 'report' / 'report.html'}" in p.stderr
     for name in ("tables.txt", "tables.md", "trials.csv", "throughput.png", "throughput.svg", "load.svg",
@@ -90,7 +90,7 @@ def test_a_real_run_writes_a_report_that_chromium_shows(tmp_path):
 
     p = run_capbench("run", "--backends", "afp-v3", "--sizes", "1518", "--duration", "1", "--no-report",
                      "--results", str(tmp_path / "second"), timeout=300)
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     (second,) = (tmp_path / "second").iterdir()
     assert not (second / "report").exists()
 
