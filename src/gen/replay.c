@@ -69,6 +69,16 @@ int gen_replay_load(const char *path, unsigned int max_buf_len, struct gen_repla
 		uint32_t len = h->len < MIN_BUF_LEN ? MIN_BUF_LEN : h->len;
 		uint64_t t = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 
+		/* libpcap hands the record header over as read: a damaged or hostile file may
+		 * claim more captured bytes than the frame had, which would overrun the
+		 * frame's buffer below. */
+		if (h->caplen > h->len) {
+			snprintf(err, errlen, "--replay %s: frame %u claims %u captured bytes of a %u-byte "
+				 "frame: the capture is damaged (check it with capinfos)",
+				 path, r->n + 1, h->caplen, h->len);
+			rc = -EINVAL;
+			goto fail;
+		}
 		if (h->caplen < h->len) {
 			snprintf(err, errlen, "--replay %s: frame %u was captured with %u of its %u "
 				 "bytes: replay needs whole frames (capture with a larger snaplen)",
