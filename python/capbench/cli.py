@@ -133,8 +133,8 @@ repeated a measurement (--repeat N), Student's two-sample t-test on the repetiti
 95 % decides, and a change it does not find is "not significant". Without repetitions
 there is no noise estimate and nothing is judged, unless --threshold PCT is given. A
 CPU load must also change by more than a few points, a captured rate by more than the
-generator's own tolerance. Trials whose generator fell short of the offered load are
-shown but never judged. Exit status 0, or 1 with --fail-on-regression PCT when a
+generator's own tolerance. Lower bounds (the generator fell short of the offered load
+and nothing was lost) are shown but never judged. Exit status 0, or 1 with --fail-on-regression PCT when a
 judged change is worse by more than PCT %.
 
 examples:

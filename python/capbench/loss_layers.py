@@ -73,6 +73,12 @@ def xsk_ring_drops(r: TrialResult) -> int:
     return r.xsk_drops - not_redirected(r)
 
 
+def ring_drops(r: TrialResult) -> int:
+    """The part of the link layer (sent − delivered) the receive ring's own counter holds: the
+    sender's xdp_xmit_errors, at most the link layer; 0 in records without that counter."""
+    return max(0, min(r.link_drops, r.ring_drops or 0))
+
+
 def interface_share(r: TrialResult) -> accounting.InterfaceShare | None:
     """How the capture interface's rx_dropped splits the link layer; None where it was not read."""
     if r.iface_rx_dropped is None:
@@ -132,7 +138,7 @@ def _link_layers(r: TrialResult) -> list[tuple[str, int, str]]:
                else f"{r.backend}'s XDP program")
     base = f"sent − delivered ({counter})"
     if r.ring_drops is not None:
-        ring = max(0, min(r.link_drops, r.ring_drops))
+        ring = ring_drops(r)
         out = []
         if ring:
             out.append(("rx ring", ring, f"{base}: {gen_iface(r)} tx_queue_N_xdp_xmit_errors (ethtool -S), no room "
@@ -186,8 +192,7 @@ def kernel_drops(r: TrialResult) -> tuple[int, list[str]]:
     """The kernel's drop counters of this trial (rx ring + backlog + socket + AF_XDP): their sum,
     and the names of those that counted. The ring's is the part of the link layer the sender's
     xdp_xmit_errors counted (records without it: none)."""
-    ring = max(0, min(r.link_drops, r.ring_drops or 0))
-    parts = [(name, n) for name, n in (("rx ring", ring), ("backlog", r.backlog_drops),
+    parts = [(name, n) for name, n in (("rx ring", ring_drops(r)), ("backlog", r.backlog_drops),
                                        ("socket", r.socket_drops), ("AF_XDP", r.xsk_drops)) if n]
     return sum(n for _, n in parts), [f"{name} {n:,}" for name, n in parts]
 
@@ -211,7 +216,7 @@ def remarks(r: TrialResult) -> list[str]:
         line = (f"{counted}, the sequence numbers show {seq_gaps:,} missing: "
                 f"{abs(diff):,} {'more' if diff > 0 else 'fewer'} than the kernel counted")
         notes = []
-        uncounted = r.link_drops - max(0, min(r.link_drops, r.ring_drops or 0))
+        uncounted = r.link_drops - ring_drops(r)
         if uncounted:
             notes.append(f"the link layer lost {uncounted:,} before those counters could see them")
         if r.lost > seq_gaps:  # missing above the highest sequence number received: no gap shows them

@@ -158,14 +158,14 @@ def set_rps(tb: Testbed, cpu: int | None, queues: int = 1) -> None:
         netns.write_file(tb.cap_ns, f"/sys/class/net/{tb.cap_if}/queues/rx-{q}/rps_cpus", mask)
 
 
-def steer(tb: Testbed, rx_cpu: int | None) -> Testbed:
-    """Make `rx_cpu` the CPU of the capture side's receive work; the test bed that says so.
+def steer(tb: Testbed, rx_cpu: int | None) -> None:
+    """Make `rx_cpu` the CPU of the capture side's receive work (a trial's Measurer gets the test
+    bed with that rx_cpu).
 
     rps: the capture veth's RPS mask selects it. napi: RPS is off (with a mask, the NAPI
     thread would queue every frame to a backlog, even its own CPU's) and each trial pins
     the NAPI thread to it (rxmode.place)."""
     set_rps(tb, rx_cpu if tb.rx_mode == "rps" else None, veth_queues())
-    return dataclasses.replace(tb, rx_cpu=rx_cpu)
 
 
 def veth_queues() -> int:

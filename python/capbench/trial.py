@@ -33,6 +33,7 @@ from typing import Any
 from capbench import accounting, cpu, netns, rxmode
 from capbench.binaries import Binaries
 from capbench.errors import RunError, UsageError
+from capbench.options import option_value
 from capbench.procs import ChildError, ChildSet
 from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
 from capbench.testbed import Testbed, others_in_use, veth_queues
@@ -350,17 +351,6 @@ def _percentiles(h: dict | None) -> dict[str, int]:
     return {f"{k.replace('_', '.')}_ns": int(v) for k, v in h.items() if k != "n"}
 
 
-def _option(args: tuple[str, ...], flag: str) -> str | None:
-    """The value of `flag` in an argument list (`--flag V` or `--flag=V`), the last one given."""
-    value = None
-    for i, a in enumerate(args):
-        if a == flag and i + 1 < len(args):
-            value = args[i + 1]
-        elif a.startswith(flag + "="):
-            value = a[len(flag) + 1:]
-    return value
-
-
 def _opt(flag: str, value: Any) -> list[str]:
     return [] if value is None else [flag, str(value)]
 
@@ -450,10 +440,10 @@ class Measurer:
         s = self.setup
         if s.backend != "fanout":
             return ()
-        given = _option(s.cap_args, "--worker-cpus")
+        given = option_value(list(s.cap_args), "--worker-cpus")
         if given is not None:
             return tuple(sorted(cpu.parse_cpu_list(given)))
-        workers = int(_option(s.cap_args, "--workers") or 1)
+        workers = int(option_value(list(s.cap_args), "--workers") or 1)
         usable = cpu.usable_cpus()
         free = [c for c in usable if c != s.gen_cpu]
         if s.cap_cpu in free:
@@ -462,9 +452,11 @@ class Measurer:
         return tuple(order[:workers]) if workers <= len(order) else ()
 
     def worker_cpu_args(self) -> tuple[str, ...]:
-        if self.setup.backend != "fanout" or "--worker-cpus" in self.setup.cap_args or not self.worker_cpus:
+        """--worker-cpus for the CPUs chosen here, unless --backend-args gave them."""
+        if option_value(list(self.setup.cap_args), "--worker-cpus") is not None:
             return ()
-        return ("--worker-cpus", ",".join(str(c) for c in self.worker_cpus))
+        cpus = self.worker_cpus
+        return ("--worker-cpus", ",".join(map(str, cpus))) if cpus else ()
 
     def xsk_queue_args(self) -> tuple[str, ...]:
         """The receive queues an AF_XDP backend binds, which must hold the generator's frames.

@@ -76,6 +76,7 @@ static int probe_once(const uint8_t *frame, int len)
 static int xdp_open(const struct gen_cfg *cfg, void **state)
 {
 	struct xdp_state *st = calloc(1, sizeof(*st));
+	unsigned int lanes = cfg->lanes ? cfg->lanes : 1; /* threads sharing the link */
 	int err;
 
 	if (!st)
@@ -101,10 +102,10 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 	st->skel->rodata->paced = (uint8_t)cfg->sched.paced;
 	st->skel->rodata->vary_len = cfg->sched.min_len != cfg->sched.max_len;
 	st->skel->rodata->count_limit = cfg->count;
-	st->skel->rodata->wire_lanes = cfg->lanes ? cfg->lanes : 1;
+	st->skel->rodata->wire_lanes = lanes;
 	/* The catch-up allowance as wire time: --catch-up frames of the mean length. */
 	st->skel->rodata->catchup_ns = (uint64_t)((double)cfg->catchup * (cfg->sched.mean_len + CB_WIRE_OVERHEAD) *
-						  8e9 / cfg->link_bps * (cfg->lanes ? cfg->lanes : 1));
+						  8e9 / cfg->link_bps * lanes);
 	err = bpf_map__set_max_entries(st->skel->maps.schedule, cfg->sched.n);
 	if (!err)
 		err = gen_bpf__load(st->skel);
