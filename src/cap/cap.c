@@ -501,9 +501,9 @@ static void configure(const struct cap_args *a, const struct cap_backend *be, st
 	if (a->count)
 		cfg->count = cb_opt_count("--count", a->count, "capbench frames");
 	if (a->duration)
-		cfg->duration_s = cb_opt_seconds("--duration", a->duration);
+		cfg->duration_s = cb_opt_seconds("--duration", a->duration, 0, CB_SECONDS_MAX);
 	if (a->interval)
-		cfg->interval_s = cb_opt_seconds("--interval", a->interval);
+		cfg->interval_s = cb_opt_interval("--interval", a->interval);
 	if (a->cpu)
 		cfg->cpu = cb_opt_cpu("--cpu", a->cpu);
 	cfg->workers = 1;

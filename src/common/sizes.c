@@ -3,11 +3,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "stamp.h"
 #include "util.h"
@@ -80,7 +82,7 @@ int cb_sizes_weighted(struct cb_size_profile *p, const unsigned int *lens,
 			return -EINVAL;
 		total += weights[i];
 	}
-	if (!n || !(total > 0))
+	if (!n || !(total > 0) || !isfinite(total))
 		return -EINVAL;
 	p->kind = CB_SIZES_WEIGHTED;
 	p->lens = malloc(n * sizeof(*p->lens));
@@ -179,32 +181,51 @@ static char *trim(char *s)
 }
 
 /* "length,weight" rows; blank lines and # comments skipped; a first row that
- * is not numeric is a header. */
+ * is not numeric is a header. The file may start with a UTF-8 byte order
+ * mark (spreadsheets write one) and end its lines in CR LF. Lines may be of
+ * any length (the file's size is bounded): a line is one row or comment. */
 static int parse_dist(const char *path, struct cb_size_profile *p, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	char what[512];
 	unsigned int *lens = NULL, n = 0, cap = 0, lineno = 0, rows = 0;
 	double *weights = NULL, total = 0;
-	char line[256];
-	int rc = 0;
+	char *line = NULL;
+	size_t linecap = 0;
+	ssize_t got;
+	FILE *f;
+	int rc = 0, fd;
 
-	if (!f)
-		return fail(err, errlen, -ENOENT, "cannot open --size dist:%s: %s", path,
-			    strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
+	snprintf(what, sizeof(what), "--size dist:%s", path);
+	fd = cb_open_regular(path, what, CB_DIST_FILE_MAX, err, errlen);
+	if (fd < 0)
+		return fd == -ENOENT ? -ENOENT : -EINVAL;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((got = getline(&line, &linecap, f)) >= 0) {
 		char *s, *comma, *len_s, *w_s;
 		uint64_t len;
 		double w;
 
 		lineno++;
-		s = trim(line);
+		if (memchr(line, '\0', (size_t)got)) {
+			rc = fail(err, errlen, -EINVAL, "%s line %u holds a NUL byte: give a text file of "
+				  "'length,weight' rows", path, lineno);
+			goto out;
+		}
+		s = line;
+		if (lineno == 1 && !strncmp(s, "\xef\xbb\xbf", 3))
+			s += 3; /* the UTF-8 byte order mark */
+		s = trim(s);
 		if (!*s || *s == '#')
 			continue;
 		rows++;
 		comma = strchr(s, ',');
 		if (!comma) {
-			rc = fail(err, errlen, -EINVAL, "%s line %u: expected 'length,weight', got '%s'",
-				  path, lineno, s);
+			rc = fail(err, errlen, -EINVAL, "%s line %u: expected 'length,weight', got '%.40s%s'",
+				  path, lineno, s, strlen(s) > 40 ? "..." : "");
 			goto out;
 		}
 		*comma = 0;
@@ -216,8 +237,8 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 			 * are bad rows, not headers). */
 			if (rows == 1 && !strpbrk(len_s, "0123456789") && !strpbrk(w_s, "0123456789"))
 				continue;
-			rc = fail(err, errlen, -EINVAL, "%s line %u: '%s,%s' is not a length and a "
-				  "number", path, lineno, len_s, w_s);
+			rc = fail(err, errlen, -EINVAL, "%s line %u: '%.20s,%.20s' is not a length and a "
+				  "finite number", path, lineno, len_s, w_s);
 			goto out;
 		}
 		if (!len_ok(len)) {
@@ -228,6 +249,11 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 		if (!(w >= 0) || !isfinite(w)) {
 			rc = fail(err, errlen, -EINVAL, "%s line %u: weight %s is negative or not a "
 				  "number: weights must be >= 0", path, lineno, w_s);
+			goto out;
+		}
+		if (!isfinite(total + w)) {
+			rc = fail(err, errlen, -ERANGE, "%s line %u: the weights add up to more than %g: "
+				  "give smaller weights (only their ratios count)", path, lineno, DBL_MAX);
 			goto out;
 		}
 		if (n == cap) {
@@ -263,6 +289,7 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 	}
 	rc = cb_sizes_weighted(p, lens, weights, n);
 out:
+	free(line);
 	free(lens);
 	free(weights);
 	fclose(f);

@@ -23,6 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The largest dist: file read: 16 MiB, room for a row per frame of a
+ * million-frame capture; any sensible distribution is a few kilobytes. */
+#define CB_DIST_FILE_MAX (16ull << 20)
+
 enum cb_size_kind {
 	CB_SIZES_CYCLE,    /* lens[] in order, again and again */
 	CB_SIZES_WEIGHTED, /* lens[i] with probability weight[i] / total */

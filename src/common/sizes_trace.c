@@ -36,7 +36,7 @@ int cb_sizes_from_pcap(const char *path, struct cb_size_profile *p, char *err, s
 		pcap_close(pc);
 		return -ENOMEM;
 	}
-	while ((r = pcap_next_ex(pc, &hdr, &data)) == 1) {
+	while ((r = cb_pcap_next(pc, what, frames + 1, &hdr, &data, err, errlen)) == 1) {
 		uint64_t len = (uint64_t)hdr->len + CB_FCS_LEN;
 
 		frames++;
@@ -44,22 +44,19 @@ int cb_sizes_from_pcap(const char *path, struct cb_size_profile *p, char *err, s
 			len = CB_FRAME_MIN;
 		if (len > CB_FRAME_MAX) {
 			snprintf(err, errlen, "%s: frame %llu is %llu B long, above %d B: capbench "
-				 "sends Ethernet frames up to MTU + 18", path,
+				 "sends Ethernet frames up to MTU + 18", what,
 				 (unsigned long long)frames, (unsigned long long)len, CB_FRAME_MAX);
 			rc = -ERANGE;
 			goto out;
 		}
 		hist[len]++;
 	}
-	if (r == PCAP_ERROR) {
-		/* libpcap says "truncated dump file" for a record cut short. */
-		snprintf(err, errlen, "%s: unreadable after frame %llu (%s): the capture is "
-			 "truncated or damaged", path, (unsigned long long)frames, pcap_geterr(pc));
-		rc = -EINVAL;
+	if (r < 0) {
+		rc = r;
 		goto out;
 	}
 	if (!frames) {
-		snprintf(err, errlen, "%s holds no frames: give a capture with traffic", path);
+		snprintf(err, errlen, "%s holds no frames: give a capture with traffic", what);
 		rc = -EINVAL;
 		goto out;
 	}

@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <net/if.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *progname = "capbench";
@@ -276,22 +278,96 @@ int cb_parse_cpu_list(const char *s, int ncpu, int *out, int max)
 	}
 }
 
+const char *cb_file_kind(unsigned int st_mode)
+{
+	switch (st_mode & S_IFMT) {
+	case S_IFREG: return "a file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFSOCK: return "a socket";
+	default: return "not a regular file";
+	}
+}
+
+int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char *err,
+		    size_t errlen)
+{
+	struct stat st;
+	int fd, flags, e;
+
+	if (!*path) {
+		snprintf(err, errlen, "%s: the file name is empty: give a file", what);
+		return -ENOENT;
+	}
+	/* O_NONBLOCK: opening a FIFO for reading returns at once instead of
+	 * waiting for a writer (fifo(7)); O_NOCTTY: a terminal never becomes
+	 * our controlling terminal. Nothing is read before fstat() says this
+	 * is a regular file. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", what, strerror(-e));
+		return e;
+	}
+	if (fstat(fd, &st)) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", what, strerror(-e));
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is %s, not a regular file: give a file", what,
+			 cb_file_kind(st.st_mode));
+		close(fd);
+		return -EINVAL;
+	}
+	if ((uint64_t)st.st_size > max_bytes) {
+		snprintf(err, errlen, "%s holds %llu bytes, more than the %llu MiB capbench reads: "
+			 "give a smaller file", what, (unsigned long long)st.st_size,
+			 (unsigned long long)(max_bytes >> 20));
+		close(fd);
+		return -EFBIG;
+	}
+	/* A regular file never blocks, but the readers expect blocking reads
+	 * (a short read means the end). */
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", what, strerror(-e));
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
 uint64_t cb_opt_count(const char *flag, const char *s, const char *what)
 {
 	uint64_t v;
 
-	if (cb_parse_u64(s, &v) || v == 0)
-		cb_usage_error("bad %s '%s': give a number of %s above 0", flag, s, what);
+	if (cb_parse_u64(s, &v) || v == 0 || v > CB_COUNT_MAX)
+		cb_usage_error("bad %s '%s': give a number of %s from 1 to 10^15", flag, s, what);
 	return v;
 }
 
-double cb_opt_seconds(const char *flag, const char *s)
+double cb_opt_seconds(const char *flag, const char *s, double min_s, double max_s)
 {
 	double v;
 
 	if (cb_parse_duration(s, &v))
 		cb_usage_error("bad %s '%s': give seconds above 0, e.g. 5, 5s or 250ms", flag, s);
+	if (v < min_s || v > max_s) {
+		if (min_s > 0)
+			cb_usage_error("bad %s '%s': give %g to %g seconds", flag, s, min_s, max_s);
+		cb_usage_error("bad %s '%s': give at most %g seconds", flag, s, max_s);
+	}
 	return v;
+}
+
+double cb_opt_interval(const char *flag, const char *s)
+{
+	return cb_opt_seconds(flag, s, CB_INTERVAL_MIN_S, CB_INTERVAL_MAX_S);
 }
 
 int cb_opt_cpu(const char *flag, const char *s)

@@ -69,10 +69,51 @@ int cb_parse_bytes(const char *s, uint64_t *out);
  * -ERANGE (a CPU >= ncpu, more than max). */
 int cb_parse_cpu_list(const char *s, int ncpu, int *out, int max);
 
+/* --- Input files ---------------------------------------------------------
+ * Everything a program reads from a path given on the command line (dist:,
+ * trace:, --replay) is a regular file of bounded size: a device such as
+ * /dev/zero never ends, a FIFO blocks until a writer comes, a directory
+ * reads as an error deep inside a parser. */
+
+/* What a file of this st_mode is, for an error line: "a directory",
+ * "a FIFO", "a character device", "a block device", "a socket", "a file". */
+const char *cb_file_kind(unsigned int st_mode);
+
+/* Open `path` for reading if it is a regular file of at most max_bytes.
+ * Returns the descriptor (blocking, close-on-exec), or -errno with one line
+ * in err that starts with `what` (e.g. "--replay /tmp/x.pcap") and names
+ * what the path is: -ENOENT and the like (cannot open), -EINVAL (not a
+ * regular file), -EFBIG (larger than max_bytes). */
+int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char *err,
+		    size_t errlen);
+
+/* --- Bounds of times and counts -------------------------------------------
+ * Checked at parse time, so no later arithmetic can overflow.
+ *
+ * CB_SECONDS_MAX, a day: the longest --duration (and --count at a paced
+ * rate) a program accepts. The generator's departure times are 64-bit
+ * counts of 1/65536 ns (pacing.h), which wrap after 2^48 ns = 78.2 hours;
+ * a day stays well below that with any gap added, and is far longer than
+ * any trial worth running (the seeds' longest is minutes). In nanoseconds
+ * it is 8.64e13, so duration_s * 1e9 is exact in a double and a uint64_t.
+ * CB_COUNT_MAX, 10^15 frames: a day at 100GbE's wire rate of 64 B frames
+ * (148.8 Mpps) is 1.3e13 frames; 10^15 leaves room for unpaced runs and
+ * keeps every sum of counts far below 2^64.
+ * CB_INTERVAL_MIN_S, 10 ms: one interval line per 10 ms is 100 lines a
+ * second, enough to see a stall; less only floods the reader (--interval
+ * 1us printed 249,559 lines in a second). CB_INTERVAL_MAX_S: an hour. */
+#define CB_SECONDS_MAX    86400.0
+#define CB_COUNT_MAX      1000000000000000ull
+#define CB_INTERVAL_MIN_S 0.01
+#define CB_INTERVAL_MAX_S 3600.0
+
 /* Option values shared by the programs: each returns the checked value or
  * ends the program with a usage error naming `flag` and the fix. */
-uint64_t cb_opt_count(const char *flag, const char *s, const char *what); /* > 0 */
-double cb_opt_seconds(const char *flag, const char *s);                   /* > 0 */
+uint64_t cb_opt_count(const char *flag, const char *s, const char *what); /* 1..CB_COUNT_MAX */
+/* Seconds within min_s..max_s (min_s 0: above 0). */
+double cb_opt_seconds(const char *flag, const char *s, double min_s, double max_s);
+/* --interval: CB_INTERVAL_MIN_S..CB_INTERVAL_MAX_S. */
+double cb_opt_interval(const char *flag, const char *s);
 int cb_opt_cpu(const char *flag, const char *s);                          /* a CPU here */
 /* "0,2,5" or "0-3" or a mix: up to max CPUs into cpus[], each one this
  * machine has. Returns how many, or ends the program with a usage error

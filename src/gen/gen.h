@@ -77,6 +77,11 @@ extern const struct gen_engine gen_engine_afpacket;
 #define GEN_CATCHUP_DEFAULT 256u
 #define GEN_CATCHUP_MAX 1000000u
 
+/* The lowest paced rate: below one frame a second a trial measures nothing
+ * a capture could lose, and the gaps of slower rates only grow toward the
+ * 78-hour wrap of the departure times (pacing.h). */
+#define GEN_RATE_MIN_PPS 1.0
+
 /* Trailer frames (stamp.h): --trailer's default and limit. */
 #define GEN_TRAILER_DEFAULT 3u
 #define GEN_TRAILER_MAX 100u

@@ -290,6 +290,9 @@ static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_r
 			       cfg->link_bps / 1e9, cfg->size_spec, cfg->sched.mean_len);
 	if (err)
 		cb_usage_error("bad --rate '%s'", a->rate);
+	if (cfg->sched.paced && !original && cfg->sched.target_pps < GEN_RATE_MIN_PPS)
+		cb_usage_error("--rate %s is %.3g frames per second, below the %g capbench-gen paces: "
+			       "give a higher --rate", a->rate, cfg->sched.target_pps, GEN_RATE_MIN_PPS);
 	cfg->pps = cfg->sched.target_pps;
 	if (rate.kind == CB_RATE_BPS)
 		cfg->target_wire_bps = rate.value;
@@ -299,9 +302,9 @@ static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_r
 	if (a->count)
 		cfg->count = cb_opt_count("--count", a->count, "frames");
 	if (a->duration)
-		cfg->duration_s = cb_opt_seconds("--duration", a->duration);
+		cfg->duration_s = cb_opt_seconds("--duration", a->duration, 0, CB_SECONDS_MAX);
 	if (a->interval)
-		cfg->interval_s = cb_opt_seconds("--interval", a->interval);
+		cfg->interval_s = cb_opt_interval("--interval", a->interval);
 	if (a->cpu)
 		cfg->cpu = cb_opt_cpu("--cpu", a->cpu);
 	if (a->dst_mac && cb_parse_mac(a->dst_mac, cfg->spec.dst_mac))
@@ -347,8 +350,8 @@ static void configure_shapes(const struct gen_args *a, struct gen_cfg *cfg)
 	if (a->group_size)
 		cfg->pace.group_size = cb_opt_count("--group-size", a->group_size, "frames");
 	if (a->group_gap)
-		cfg->pace.group_gap_fp16 = (uint64_t)(cb_opt_seconds("--group-gap", a->group_gap) *
-						      1e9 * 65536.0);
+		cfg->pace.group_gap_fp16 = (uint64_t)(
+			cb_opt_seconds("--group-gap", a->group_gap, 0, CB_SECONDS_MAX) * 1e9 * 65536.0);
 	if ((a->groups || a->group_gap) && !a->group_size)
 		cb_usage_error("--groups and --group-gap need --group-size (frames per group)");
 	if (groups) {
@@ -452,6 +455,28 @@ static void configure_count(const struct gen_args *a, struct gen_cfg *cfg)
 		cfg->count = n;
 }
 
+/* How long a paced plan with a count sends, from its first departure: its
+ * frames at the mean rate plus the pauses between groups. Each departure is
+ * a 64-bit count of 1/65536 ns from the first (pacing.h), which wraps after
+ * 78 hours: a plan longer than CB_SECONDS_MAX (a day) is refused, so it
+ * never gets near. */
+static void check_span(const struct gen_args *a, const struct gen_cfg *cfg)
+{
+	double span_s;
+
+	if (!cfg->sched.paced || !cfg->count || !(cfg->pps > 0))
+		return;
+	span_s = (double)cfg->count / cfg->pps;
+	if (cfg->pace.group_size)
+		span_s += (double)(cfg->count / cfg->pace.group_size) *
+			  ((double)cfg->pace.group_gap_fp16 / 65536e9);
+	if (span_s > CB_SECONDS_MAX)
+		cb_usage_error("%s at %.6g pps takes %.0f s, more than the %.0f s (a day) capbench-gen "
+			       "sends for: send fewer frames or at a higher --rate",
+			       a->groups ? "--groups x --group-size" : a->replay ? "--replay" : "--count",
+			       cfg->pps, span_s, CB_SECONDS_MAX);
+}
+
 static void configure_trailer(const struct gen_args *a, struct gen_cfg *cfg)
 {
 	uint64_t n = GEN_TRAILER_DEFAULT;
@@ -500,6 +525,7 @@ void gen_configure(int argc, char **argv, struct gen_plan *plan)
 		}
 	}
 	configure_count(&args, &plan->total);
+	check_span(&args, &plan->total);
 	configure_trailer(&args, &plan->total);
 	configure_catchup(&args, &plan->total);
 	make_lanes(&args, plan, &rate);

@@ -8,6 +8,7 @@
 
 #include "pcap_file.h"
 #include "stamp.h"
+#include "util.h"
 
 /* All frames stay in memory so the send loop never reads the file. */
 #define REPLAY_MAX_BYTES (1ull << 30)
@@ -55,7 +56,7 @@ int gen_replay_load(const char *path, unsigned int max_buf_len, struct gen_repla
 	char what[512];
 	struct pcap_pkthdr *h;
 	const u_char *data;
-	uint64_t used = 0, buf_cap = 0, prev_ns = 0, first_ns = 0;
+	uint64_t used = 0, buf_cap = 0, prev_ns = 0, span_ns = 0;
 	uint32_t cap = 0;
 	pcap_t *pc;
 	int rc = 0, nx;
@@ -65,20 +66,30 @@ int gen_replay_load(const char *path, unsigned int max_buf_len, struct gen_repla
 	pc = cb_pcap_open_ethernet(path, what, err, errlen);
 	if (!pc)
 		return -EINVAL;
-	while ((nx = pcap_next_ex(pc, &h, &data)) == 1) {
+	while ((nx = cb_pcap_next(pc, what, (uint64_t)r->n + 1, &h, &data, err, errlen)) == 1) {
 		uint32_t len = h->len < MIN_BUF_LEN ? MIN_BUF_LEN : h->len;
-		uint64_t t = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+		uint64_t t, gap;
 
-		/* libpcap hands the record header over as read: a damaged or hostile file may
-		 * claim more captured bytes than the frame had, which would overrun the
-		 * frame's buffer below. */
-		if (h->caplen > h->len) {
-			snprintf(err, errlen, "--replay %s: frame %u claims %u captured bytes of a %u-byte "
-				 "frame: the capture is damaged (check it with capinfos)",
-				 path, r->n + 1, h->caplen, h->len);
+		/* Nanoseconds since the epoch fit 64 bits until 2554; a later (or
+		 * negative) time is a damaged record, and would wrap below (libpcap
+		 * hands a file's fraction over unchecked: up to 2^32 - 1 "ns"). */
+		if (h->ts.tv_sec < 0 || (uint64_t)h->ts.tv_sec > UINT64_MAX / 1000000000ull - 5) {
+			snprintf(err, errlen, "--replay %s: frame %u has the time %lld s, out of range: "
+				 "the capture is damaged", path, r->n + 1, (long long)h->ts.tv_sec);
 			rc = -EINVAL;
 			goto fail;
 		}
+		t = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+		/* --rate original waits the capture's gaps, in 1/65536 ns (pacing.h):
+		 * the capture's span may be at most a day, like any run. */
+		gap = r->n && t > prev_ns ? t - prev_ns : 0;
+		if (r->n && (double)(span_ns + gap) > CB_SECONDS_MAX * 1e9) {
+			snprintf(err, errlen, "--replay %s: frame %u comes more than %.0f s (a day) after "
+				 "the first one: replay a shorter capture", path, r->n + 1, CB_SECONDS_MAX);
+			rc = -ERANGE;
+			goto fail;
+		}
+		span_ns += gap;
 		if (h->caplen < h->len) {
 			snprintf(err, errlen, "--replay %s: frame %u was captured with %u of its %u "
 				 "bytes: replay needs whole frames (capture with a larger snaplen)",
@@ -107,17 +118,13 @@ int gen_replay_load(const char *path, unsigned int max_buf_len, struct gen_repla
 		r->off[r->n] = used;
 		r->len[r->n] = len;
 		if (r->n)
-			r->gap_ns[r->n - 1] = t > prev_ns ? t - prev_ns : 0;
-		else
-			first_ns = t;
+			r->gap_ns[r->n - 1] = gap;
 		prev_ns = t;
 		used += len;
 		r->n++;
 	}
-	if (nx == PCAP_ERROR) {
-		snprintf(err, errlen, "--replay %s: unreadable after frame %u (%s): the capture is "
-			 "truncated or damaged", path, r->n, pcap_geterr(pc));
-		rc = -EINVAL;
+	if (nx < 0) {
+		rc = nx;
 		goto fail;
 	}
 	if (!r->n) {
@@ -125,7 +132,8 @@ int gen_replay_load(const char *path, unsigned int max_buf_len, struct gen_repla
 		rc = -EINVAL;
 		goto fail;
 	}
-	r->gap_ns[r->n - 1] = r->n > 1 ? (prev_ns - first_ns) / (r->n - 1) : 0;
+	/* The mean of the gaps waited (a capture's clock may step back). */
+	r->gap_ns[r->n - 1] = r->n > 1 ? span_ns / (r->n - 1) : 0;
 	pcap_close(pc);
 	return 0;
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -193,17 +194,24 @@ static void test_dist_file(void **state)
 	unlink(path);
 }
 
-static void dist_fails(const char *text, const char *words)
+static void dist_path_fails(const char *path, const char *words)
 {
 	struct cb_size_profile p;
-	char spec[96], *path = write_tmp(text);
+	char spec[96];
 
 	snprintf(spec, sizeof(spec), "dist:%s", path);
 	err[0] = 0;
 	if (!cb_sizes_parse(spec, &p, err, sizeof(err)))
-		fail_msg("accepted: %s", text);
+		fail_msg("accepted: %s", path);
 	if (!strstr(err, words) || !strstr(err, path))
 		fail_msg("error '%s' lacks '%s' or the file name", err, words);
+}
+
+static void dist_fails(const char *text, const char *words)
+{
+	char *path = write_tmp(text);
+
+	dist_path_fails(path, words);
 	unlink(path);
 }
 
@@ -221,6 +229,96 @@ static void test_dist_file_errors(void **state)
 	dist_fails("64,1\n63,1\n", "line 2");
 	dist_fails("64 1\n", "line 1");
 	dist_fails("", "positive weight");
+}
+
+/* Issue 15: lines of any length keep their numbers (a 256-byte buffer once
+ * turned a long comment's tail into a row named by the wrong line), a UTF-8
+ * byte order mark is no row, and weights must add up to a finite number. */
+static void test_dist_file_hardening(void **state)
+{
+	struct cb_size_profile p;
+	char spec[96], *text, *path;
+	size_t long_len = 5000;
+
+	/* A comment of 5,000 characters whose tail would look like a row. */
+	text = malloc(long_len + 64);
+	memset(text, 'x', long_len);
+	memcpy(text, "# ", 2);
+	strcpy(text + long_len - 8, ",64,1\n64,1\n");
+	path = write_tmp(text);
+	snprintf(spec, sizeof(spec), "dist:%s", path);
+	parse_ok(spec, &p);
+	assert_int_equal(p.n, 1);
+	cb_sizes_free(&p);
+	unlink(path);
+	/* A bad row after a long one is named by its own line number. */
+	memset(text, ' ', long_len);
+	strcpy(text + long_len - 8, "  64,1\n128,1\n63,1\n");
+	dist_fails(text, "line 3");
+	free(text);
+
+	path = write_tmp("\xef\xbb\xbflength,weight\n64,1\n1518,1\n");
+	snprintf(spec, sizeof(spec), "dist:%s", path);
+	parse_ok(spec, &p);
+	assert_int_equal(p.n, 2);
+	cb_sizes_free(&p);
+	unlink(path);
+	path = write_tmp("\xef\xbb\xbf" "64,1\r\n1518,1\r\n");
+	snprintf(spec, sizeof(spec), "dist:%s", path);
+	parse_ok(spec, &p);
+	assert_true(fabs(p.mean_len - 791.0) < 1e-9);
+	cb_sizes_free(&p);
+	unlink(path);
+
+	dist_fails("64,1e308\n128,1e308\n", "line 2");
+	dist_fails("64,1\n128,inf\n", "line 2");
+	dist_fails("64,1\n128,nan\n", "line 2");
+	dist_fails("64,1\n128,1e999\n", "line 2");
+	dist_fails("64,1\n128,-0.5\n", "line 2");
+}
+
+/* dist: and trace: read regular files only, and never block or spin on a
+ * device, a FIFO or a directory: one line naming the file and what it is. */
+static void special_fails(const char *kind, const char *path, const char *words)
+{
+	struct cb_size_profile p;
+	char spec[128];
+
+	snprintf(spec, sizeof(spec), "%s:%s", kind, path);
+	err[0] = 0;
+	assert_int_not_equal(cb_sizes_parse(spec, &p, err, sizeof(err)), 0);
+	if (!strstr(err, words) || !strstr(err, path) || strchr(err, '\n'))
+		fail_msg("%s: error '%s' lacks '%s' or the path", spec, err, words);
+}
+
+static void test_inputs_are_regular_files(void **state)
+{
+	char fifo[64] = "/tmp/cb-fifo-XXXXXX", dir[64] = "/tmp/cb-dir-XXXXXX";
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	for (int i = 0; i < 2; i++) {
+		const char *kind = i ? "trace" : "dist";
+
+		special_fails(kind, "/dev/zero", "character device");
+		special_fails(kind, "/dev/null", "character device");
+		special_fails(kind, fifo, "FIFO"); /* would block without O_NONBLOCK */
+		special_fails(kind, dir, "directory");
+	}
+	special_fails("dist", "", "empty");
+	unlink(fifo);
+	rmdir(dir);
+}
+
+/* A file above the size limit is refused before it is read. */
+static void test_dist_file_size_limit(void **state)
+{
+	char *path = write_tmp("64,1\n");
+
+	assert_int_equal(truncate(path, (off_t)CB_DIST_FILE_MAX + 1), 0);
+	dist_path_fails(path, "MiB");
+	unlink(path);
 }
 
 /* A pcap of `n` frames whose on-wire lengths (no FCS) are lens[i]. */
@@ -365,6 +463,9 @@ int main(void)
 		cmocka_unit_test(test_bad_specs),
 		cmocka_unit_test(test_dist_file),
 		cmocka_unit_test(test_dist_file_errors),
+		cmocka_unit_test(test_dist_file_hardening),
+		cmocka_unit_test(test_inputs_are_regular_files),
+		cmocka_unit_test(test_dist_file_size_limit),
 		cmocka_unit_test(test_trace_learns_the_lengths),
 		cmocka_unit_test(test_trace_errors),
 		cmocka_unit_test(test_imix_schedule_at_1gbe),
