@@ -158,6 +158,11 @@ extern const struct cap_backend cap_backend_xdp;
 int cap_fanout_mode_parse(const char *name);
 const char *cap_fanout_mode_name(int mode);
 
+/* cap_config.c: the command line as a checked configuration and its
+ * backend; every problem ends the program with one line and exit status 2.
+ * *check: --check was given (print the check line, capture nothing). */
+const struct cap_backend *cap_configure(int argc, char **argv, struct cap_cfg *cfg, int *check);
+
 /* NULL-terminated registry (backends.c). */
 extern const struct cap_backend *const cap_backends[];
 const struct cap_backend *cap_backend_find(const char *name);

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #define LINKTYPE_ETHERNET 1
 #define PCAP_MAGIC_NS 0xa1b23c4du
 
@@ -67,6 +69,8 @@ static void file_header(struct cap_writer *w)
  * cap_writer_begin()). No O_TRUNC here: truncating is what destroys a file. */
 static int open_untouched(struct cap_writer *w)
 {
+	struct stat st;
+
 	w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (w->fd >= 0) {
 		w->created = 1;
@@ -75,33 +79,55 @@ static int open_untouched(struct cap_writer *w)
 	if (errno != EEXIST)
 		return -errno;
 	/* Opening an existing file for writing changes neither its contents
-	 * nor its times. */
-	w->fd = open(w->path, O_WRONLY | O_CLOEXEC);
-	return w->fd < 0 ? -errno : 0;
+	 * nor its times. O_NONBLOCK: a FIFO without a reader fails at once
+	 * (ENXIO, fifo(7)) instead of blocking; whatever opens is then refused
+	 * unless it is a regular file (a device such as /dev/zero swallows the
+	 * records, and nobody could read them back). */
+	w->fd = open(w->path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (w->fd < 0)
+		return -errno;
+	if (fstat(w->fd, &st) || !S_ISREG(st.st_mode) ||
+	    fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) & ~O_NONBLOCK)) {
+		close(w->fd);
+		w->fd = -1;
+		return -EINVAL;
+	}
+	return 0;
 }
 
-int cap_writer_probe(const char *path)
+int cap_writer_probe(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	struct stat st;
+	int e = 0;
 
-	if (!stat(path, &st)) {
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		return access(path, W_OK) ? -errno : 0;
+	if (!*path) {
+		snprintf(err, errlen, "--write needs a file name, e.g. --write capture.pcap");
+		return -ENOENT;
 	}
-	if (errno != ENOENT)
-		return -errno;
-	if (!slash) {
-		strcpy(dir, ".");
+	if (!stat(path, &st)) {
+		if (!S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "cannot write %s: it is %s, not a regular file: choose "
+				 "another --write file", path, cb_file_kind(st.st_mode));
+			return -EINVAL;
+		}
+		e = access(path, W_OK) ? -errno : 0;
+	} else if (errno != ENOENT) {
+		e = -errno;
+	} else if (!slash) {
+		e = access(".", W_OK | X_OK) ? -errno : 0;
 	} else if ((size_t)(slash - path) >= sizeof(dir)) {
-		return -ENAMETOOLONG;
+		e = -ENAMETOOLONG;
 	} else {
 		memcpy(dir, path, (size_t)(slash - path));
 		dir[slash == path ? 1 : slash - path] = '\0';
+		e = access(dir, W_OK | X_OK) ? -errno : 0;
 	}
-	return access(dir, W_OK | X_OK) ? -errno : 0;
+	if (e)
+		snprintf(err, errlen, "cannot write %s: %s: choose another --write file", path,
+			 strerror(-e));
+	return e;
 }
 
 int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen)
@@ -116,10 +142,10 @@ int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen)
 	w->buf = malloc(CAP_WRITER_BLOCK);
 	if (!w->buf)
 		return -ENOMEM;
-	err = open_untouched(w);
+	err = !*path ? -ENOENT : open_untouched(w);
 	if (err) {
 		fprintf(stderr, "capbench-cap: cannot write %s: %s: choose another --write file\n", path,
-			strerror(-err));
+			err == -EINVAL ? "not a regular file" : strerror(-err));
 		free(w->buf);
 		w->buf = NULL;
 		return err;

@@ -36,9 +36,10 @@ struct cap_writer {
  * cap_writer_abandon() (it did not). */
 int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen);
 /* Whether `path` could be written, without creating or touching it (--check):
- * an existing non-directory we may write, or a new name in a directory we may
- * write. 0, or a negative errno. */
-int cap_writer_probe(const char *path);
+ * an existing regular file we may write, or a new name in a directory we may
+ * write. 0, or a negative errno with one line in err (an empty name, a
+ * device, FIFO or directory, no permission). */
+int cap_writer_probe(const char *path, char *err, size_t errlen);
 /* The capture opened: truncate an existing file, so the records replace its
  * contents. Returns 0 or -errno with one line on stderr. */
 int cap_writer_begin(struct cap_writer *w);
