@@ -6,24 +6,35 @@ SHELL  := /bin/bash
 PYTHON ?= python3
 VENV   := .venv
 BUILD  := build
+# The sanitizer build: clang, ASan + UBSan (no recovery: any undefined
+# behaviour fails), the libFuzzer harnesses of tests/fuzz.
+BUILD_SAN := build-san
+# Seconds each fuzz harness runs in `make test`, and in `make fuzz`.
+FUZZ_TEST_SECONDS ?= 5
+FUZZ_SECONDS ?= 120
 # Extra arguments for `make run`, e.g. make run ARGS="--sizes 64,1518"
 ARGS   ?=
 
 # Debian packages the build, the tests and the benchmarks need (chromium: the
-# end-to-end test of the HTML report opens it headless).
-APT_PACKAGES := clang llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
+# end-to-end test of the HTML report opens it headless; libclang-rt-14-dev:
+# clang's sanitizer and libFuzzer runtimes, for the sanitizer build).
+APT_PACKAGES := clang libclang-rt-14-dev llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
                 libelf-dev meson ninja-build pkg-config bpftool iproute2 \
                 python3-venv tcpdump tshark netsniff-ng ethtool tcpreplay chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build run test test-c test-py bench clean distclean help
+.PHONY: all deps venv build build-san run test test-c test-san fuzz-smoke test-py fuzz bench \
+        clean distclean help
 
 all: build
 
 help:
 	@echo "make run    install what is missing, build, run the default benchmark"
-	@echo "make test   install what is missing, build, run every test"
+	@echo "make test   install what is missing, build, run every test (C tests also under"
+	@echo "            ASan+UBSan, each fuzz harness $(FUZZ_TEST_SECONDS) s)"
+	@echo "make fuzz   run each fuzz harness FUZZ_SECONDS=$(FUZZ_SECONDS) s, then the hypothesis"
+	@echo "            harnesses with their fuzz profile"
 	@echo "make bench  receive models, generator, capture-backend and traffic benchmarks against"
 	@echo "            trafgen, tcpdump, netsniff-ng and tcpreplay (about 14 minutes)"
 	@echo "make clean  remove the build; make distclean also removes .venv"
@@ -58,10 +69,31 @@ run: venv build
 test-c: build
 	meson test -C $(BUILD) --print-errorlogs
 
+$(BUILD_SAN)/build.ninja:
+	CC=clang meson setup $(BUILD_SAN) -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+	  -Dbuildtype=debugoptimized -Dc_args=-fno-sanitize-recover=all
+
+build-san: deps $(BUILD_SAN)/build.ninja
+	ninja -C $(BUILD_SAN)
+
+# The cmocka tests under ASan + UBSan, and each fuzz harness on its seed
+# corpus and regression inputs once (tests/fuzz).
+test-san: build-san
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 meson test -C $(BUILD_SAN) --print-errorlogs
+
+# Each fuzz harness for a few seconds: a crash, sanitizer report or hang fails.
+fuzz-smoke: build-san
+	tests/fuzz/run $(BUILD_SAN) $(FUZZ_TEST_SECONDS)
+
 test-py: venv build
 	$(VENV)/bin/pytest -q tests/py tests/e2e
 
-test: venv build test-c test-py
+test: venv build test-c test-san fuzz-smoke test-py
+
+# Longer: every C harness FUZZ_SECONDS, then the Python (hypothesis) harnesses.
+fuzz: venv build-san
+	tests/fuzz/run $(BUILD_SAN) $(FUZZ_SECONDS)
+	HYPOTHESIS_PROFILE=fuzz $(VENV)/bin/pytest -q tests/py -k fuzz
 
 bench: venv build
 	$(VENV)/bin/python bench/bench_rx_mode.py
@@ -70,7 +102,7 @@ bench: venv build
 	$(VENV)/bin/python bench/bench_traffic.py
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD_SAN)
 
 distclean: clean
 	rm -rf $(VENV)

@@ -271,6 +271,22 @@ static void test_dist_file_hardening(void **state)
 	unlink(path);
 
 	dist_fails("64,1e308\n128,1e308\n", "line 2");
+	/* Found by fuzz_dist: one weight near DBL_MAX made the mean length
+	 * infinite (length x weight overflowed before the division). */
+	path = write_tmp("64,1\n128,1e308\n");
+	snprintf(spec, sizeof(spec), "dist:%s", path);
+	parse_ok(spec, &p);
+	assert_true(fabs(p.mean_len - 128.0) < 1e-9);
+	cb_sizes_free(&p);
+	unlink(path);
+	/* Also by fuzz_dist: shares adding up to a hair below 1 put the mean
+	 * below the only length. */
+	path = write_tmp("64,.05\n64,2e-3\n");
+	snprintf(spec, sizeof(spec), "dist:%s", path);
+	parse_ok(spec, &p);
+	assert_true(p.mean_len >= 64.0 && p.mean_len <= 64.0);
+	cb_sizes_free(&p);
+	unlink(path);
 	dist_fails("64,1\n128,inf\n", "line 2");
 	dist_fails("64,1\n128,nan\n", "line 2");
 	dist_fails("64,1\n128,1e999\n", "line 2");
