@@ -26,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int argc = fuzz_argv("capbench-cap", fixed, data, size, argv, &buf), check = 0;
 
 	optind = 0; /* glibc: start getopt afresh */
+	fuzz_exit_status = 0;
 	FUZZ_TRY
 		const struct cap_backend *be = cap_configure(argc, argv, &cfg, &check);
 
@@ -37,6 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (unsigned int i = 0; i < cfg.workers; i++)
 			assert(cfg.worker_cpus[i] >= -1);
 	FUZZ_END
+	/* Bad input is exit status 2 (--help 0), never a runtime failure (1). */
+	assert(fuzz_exit_status == 0 || fuzz_exit_status == 2);
 	free(buf);
 	return 0;
 }

@@ -29,6 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&plan, 0, sizeof(plan));
 	optind = 0; /* glibc: start getopt afresh */
+	fuzz_exit_status = 0;
 	FUZZ_TRY
 		gen_configure(argc, argv, &plan);
 		assert(plan.n >= 1 && plan.n <= GEN_MAX_THREADS);
@@ -41,6 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			       plan.total.pace.group_size);
 		gen_print_check(&plan);
 	FUZZ_END
+	/* Bad input is exit status 2 (--help 0), never a runtime failure (1). */
+	assert(fuzz_exit_status == 0 || fuzz_exit_status == 2);
 	fflush(stdout);
 	gen_plan_free(&plan);
 	free(buf);
