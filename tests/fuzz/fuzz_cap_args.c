@@ -3,7 +3,6 @@
  * checked configuration, as `capbench-cap --check ...` reads them: nothing
  * is captured. Bad input ends in exit(2) (caught, see fuzz_common.h). */
 #include <assert.h>
-#include <getopt.h>
 
 #include "cap.h"
 #include "fuzz_common.h"
@@ -11,22 +10,12 @@
 
 static struct cap_cfg cfg;
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	if (!freopen("/dev/null", "w", stdout))
-		abort();
-	cb_set_progname("capbench-cap");
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const fixed[] = { "--check", NULL };
 	char *argv[FUZZ_MAX_ARGS + 1], *buf;
 	int argc = fuzz_argv("capbench-cap", fixed, data, size, argv, &buf), check = 0;
 
-	optind = 0; /* glibc: start getopt afresh */
-	fuzz_exit_status = 0;
 	FUZZ_TRY
 		const struct cap_backend *be = cap_configure(argc, argv, &cfg, &check);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the libFuzzer harnesses share (tests/fuzz/README.md):
+ * What the libFuzzer harnesses share (docs/programs.md, "Fuzzing"):
  *
  * - fuzz_file(): the input as a regular file the readers open by path. A
  *   memfd is a regular file (fstat says S_IFREG), so it passes
@@ -17,6 +17,7 @@
 #define CAPBENCH_FUZZ_COMMON_H
 
 #include <errno.h>
+#include <getopt.h>
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "util.h"
 
 static jmp_buf fuzz_exit_env;
 static volatile int fuzz_exit_armed;
@@ -75,15 +78,25 @@ static inline const char *fuzz_file(const uint8_t *data, size_t size)
 
 #define FUZZ_MAX_ARGS 64
 
-/* argv[0] = prog, then `fixed` (NULL-terminated), then the input's
- * NUL-separated strings; returns argc. The strings live in `buf`, which the
- * caller frees. */
+/* Prepare one parse of a command line: argv[0] = prog, then `fixed`
+ * (NULL-terminated), then the input's NUL-separated strings; returns argc.
+ * The strings live in `buf`, which the caller frees. getopt starts afresh;
+ * what the parse prints on stdout (--help, a check line) goes to /dev/null. */
 static inline int fuzz_argv(const char *prog, const char *const *fixed, const uint8_t *data,
-		     size_t size, char **argv, char **buf)
+			    size_t size, char **argv, char **buf)
 {
+	static int ready;
 	int argc = 0;
 	size_t start = 0;
 
+	if (!ready) {
+		if (!freopen("/dev/null", "w", stdout))
+			abort();
+		cb_set_progname(prog);
+		ready = 1;
+	}
+	optind = 0; /* glibc: reinitialise getopt */
+	fuzz_exit_status = 0;
 	argv[argc++] = (char *)prog;
 	for (; fixed && *fixed && argc < FUZZ_MAX_ARGS; fixed++)
 		argv[argc++] = (char *)*fixed;

@@ -4,7 +4,6 @@
  * Bad input ends in exit(2) (caught, see fuzz_common.h); a plan accepted
  * must keep its bounds, and its check line is printed (to /dev/null). */
 #include <assert.h>
-#include <getopt.h>
 #include <math.h>
 
 #include "fuzz_common.h"
@@ -13,14 +12,6 @@
 
 static struct gen_plan plan;
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	if (!freopen("/dev/null", "w", stdout))
-		abort();
-	cb_set_progname("capbench-gen");
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const fixed[] = { "--check", NULL };
@@ -28,8 +19,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int argc = fuzz_argv("capbench-gen", fixed, data, size, argv, &buf);
 
 	memset(&plan, 0, sizeof(plan));
-	optind = 0; /* glibc: start getopt afresh */
-	fuzz_exit_status = 0;
 	FUZZ_TRY
 		gen_configure(argc, argv, &plan);
 		assert(plan.n >= 1 && plan.n <= GEN_MAX_THREADS);

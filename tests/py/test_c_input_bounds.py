@@ -84,6 +84,12 @@ def test_replay_damaged_records(tmp_path):
     assert p.returncode == 0, p.stderr
 
 
+def test_trace_refuses_a_record_claiming_more_captured_bytes_than_its_frame_had(tmp_path):
+    f = tmp_path / "bad.pcap"
+    f.write_bytes(PCAP_HEADER + struct.pack("<IIII", 0, 0, 200, 64) + bytes(200))
+    refused(gen("--size", f"trace:{f}"), str(f), "frame 1 claims", "damaged")
+
+
 def test_pcapng_with_a_bad_block_length_is_one_line(tmp_path):
     shb = struct.pack("<IIIHHqI", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1, 28)
     idb = struct.pack("<IIHHII", 1, 20, 1, 0, 65535, 20)
