@@ -455,8 +455,10 @@ static void configure_count(const struct gen_args *a, struct gen_cfg *cfg)
 		cfg->count = n;
 }
 
-/* How long a paced plan with a count sends, from its first departure: its
- * frames at the mean rate plus the pauses between groups. Each departure is
+/* A plan's frames, at most CB_COUNT_MAX (--groups x --group-size and
+ * --loop x the capture's frames may multiply past it), and how long a paced
+ * plan with a count sends, from its first departure: its frames at the mean
+ * rate plus the pauses between groups. Each departure is
  * a 64-bit count of 1/65536 ns from the first (pacing.h), which wraps after
  * 78 hours: a plan longer than CB_SECONDS_MAX (a day) is refused, so it
  * never gets near. */
@@ -464,6 +466,10 @@ static void check_span(const struct gen_args *a, const struct gen_cfg *cfg)
 {
 	double span_s;
 
+	if (cfg->count > CB_COUNT_MAX)
+		cb_usage_error("%s makes %llu frames, more than the 10^15 capbench-gen sends",
+			       a->groups ? "--groups x --group-size" : "--loop",
+			       (unsigned long long)cfg->count);
 	if (!cfg->sched.paced || !cfg->count || !(cfg->pps > 0))
 		return;
 	span_s = (double)cfg->count / cfg->pps;

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		gen_configure(argc, argv, &plan);
 		assert(plan.n >= 1 && plan.n <= GEN_MAX_THREADS);
 		assert(plan.total.duration_s <= CB_SECONDS_MAX);
-		assert(plan.total.count <= CB_COUNT_MAX || !plan.total.sched.paced);
+		assert(plan.total.count <= CB_COUNT_MAX);
 		assert(plan.total.interval_s >= CB_INTERVAL_MIN_S &&
 		       plan.total.interval_s <= CB_INTERVAL_MAX_S);
 		if (plan.total.sched.paced && plan.total.count && plan.total.pps > 0)

@@ -118,6 +118,7 @@ def test_paced_plans_longer_than_a_day_and_rates_below_one_pps_are_refused():
             "--groups", "a day")
     assert gen("--rate", "1kpps", "--count", "1000").returncode == 0
     assert gen("--rate", "max", "--count", "1000000000000").returncode == 0  # unpaced: no span
+    refused(gen("--rate", "max", "--groups", "1000000000000", "--group-size", "100000"), "10^15")
 
 
 @pytest.mark.parametrize("target, words", [("", ("needs a file name",)), ("/dev/zero", ("character device",)),
