@@ -132,6 +132,7 @@ int cap_writer_probe(const char *path, char *err, size_t errlen)
 
 int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen)
 {
+	char msg[PATH_MAX + 128];
 	size_t n = strlen(path);
 	int err;
 
@@ -142,7 +143,16 @@ int cap_writer_open(struct cap_writer *w, const char *path, uint32_t snaplen)
 	w->buf = malloc(CAP_WRITER_BLOCK);
 	if (!w->buf)
 		return -ENOMEM;
-	err = !*path ? -ENOENT : open_untouched(w);
+	/* The probe names what is wrong (an empty name, a device, a FIFO);
+	 * open_untouched() checks the file it opened again. */
+	err = cap_writer_probe(path, msg, sizeof(msg));
+	if (err) {
+		fprintf(stderr, "capbench-cap: %s\n", msg);
+		free(w->buf);
+		w->buf = NULL;
+		return err;
+	}
+	err = open_untouched(w);
 	if (err) {
 		fprintf(stderr, "capbench-cap: cannot write %s: %s: choose another --write file\n", path,
 			err == -EINVAL ? "not a regular file" : strerror(-err));
