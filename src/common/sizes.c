@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "stamp.h"
 #include "util.h"
@@ -186,34 +185,30 @@ static char *trim(char *s)
 /* "length,weight" rows; blank lines and # comments skipped; a first row that
  * is not numeric is a header. The file may start with a UTF-8 byte order
  * mark (spreadsheets write one) and end its lines in CR LF. Lines may be of
- * any length (the file's size is bounded): a line is one row or comment. */
+ * any length: the whole file (at most CB_DIST_FILE_MAX) is read first. */
 static int parse_dist(const char *path, struct cb_size_profile *p, char *err, size_t errlen)
 {
 	char what[512];
 	unsigned int *lens = NULL, n = 0, cap = 0, lineno = 0, rows = 0;
 	double *weights = NULL, total = 0;
-	char *line = NULL;
-	size_t linecap = 0;
-	ssize_t got;
-	FILE *f;
-	int rc = 0, fd;
+	char *text = NULL, *line, *next;
+	size_t size;
+	int rc = 0;
 
 	snprintf(what, sizeof(what), "--size dist:%s", path);
-	fd = cb_open_regular(path, what, CB_DIST_FILE_MAX, err, errlen);
-	if (fd < 0)
-		return fd == -ENOENT ? -ENOENT : -EINVAL;
-	f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while ((got = getline(&line, &linecap, f)) >= 0) {
-		char *s, *comma, *len_s, *w_s;
+	rc = cb_read_regular(path, what, CB_DIST_FILE_MAX, &text, &size, err, errlen);
+	if (rc)
+		return rc == -ENOENT || rc == -ENOMEM ? rc : -EINVAL;
+	for (line = text; line < text + size; line = next) {
+		char *nl = memchr(line, '\n', (size_t)(text + size - line)), *s, *comma, *len_s, *w_s;
 		uint64_t len;
 		double w;
 
+		next = nl ? nl + 1 : text + size;
+		if (nl)
+			*nl = 0;
 		lineno++;
-		if (memchr(line, '\0', (size_t)got)) {
+		if (strlen(line) != (size_t)(next - line) - (nl ? 1 : 0)) {
 			rc = fail(err, errlen, -EINVAL, "%s line %u holds a NUL byte: give a text file of "
 				  "'length,weight' rows", path, lineno);
 			goto out;
@@ -281,10 +276,6 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 		weights[n++] = w;
 		total += w;
 	}
-	if (ferror(f)) {
-		rc = fail(err, errlen, -EIO, "cannot read %s: %s", path, strerror(errno));
-		goto out;
-	}
 	if (!n || !(total > 0)) {
 		rc = fail(err, errlen, -EINVAL, "%s: no rows with a positive weight: give "
 			  "'length,weight' rows whose weights add up to more than 0", path);
@@ -292,10 +283,9 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 	}
 	rc = cb_sizes_weighted(p, lens, weights, n);
 out:
-	free(line);
+	free(text);
 	free(lens);
 	free(weights);
-	fclose(f);
 	return rc;
 }
 

@@ -295,7 +295,7 @@ int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char
 		    size_t errlen)
 {
 	struct stat st;
-	int fd, flags, e;
+	int fd, e;
 
 	if (!*path) {
 		snprintf(err, errlen, "%s: the file name is empty: give a file", what);
@@ -330,16 +330,65 @@ int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char
 		close(fd);
 		return -EFBIG;
 	}
-	/* A regular file never blocks, but the readers expect blocking reads
-	 * (a short read means the end). */
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)) {
-		e = -errno;
-		snprintf(err, errlen, "cannot open %s: %s", what, strerror(-e));
-		close(fd);
+	/* O_NONBLOCK stays: it changes nothing for a file on a disk (reads
+	 * never wait there), but some kernel pseudo-files are "regular" with a
+	 * size of 0 and wait for data (/proc/kmsg): with it they fail at once
+	 * (EAGAIN) instead of hanging. Their size tells nothing either, so
+	 * the readers also stop at max_bytes as they read. */
+	return fd;
+}
+
+int cb_read_regular(const char *path, const char *what, uint64_t max_bytes, char **text,
+		    size_t *size, char *err, size_t errlen)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = NULL;
+	int fd = cb_open_regular(path, what, max_bytes, err, errlen), e = 0;
+
+	if (fd < 0)
+		return fd;
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 >= cap || !buf) {
+			char *nb;
+
+			cap = buf ? cap * 2 : cap;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				snprintf(err, errlen, "cannot read %s: out of memory", what);
+				e = -ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = -errno;
+			snprintf(err, errlen, "cannot read %s: %s", what, strerror(-e));
+			break;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max_bytes) {
+			snprintf(err, errlen, "%s holds more than the %llu MiB capbench reads: give a "
+				 "smaller file", what, (unsigned long long)(max_bytes >> 20));
+			e = -EFBIG;
+			break;
+		}
+	}
+	close(fd);
+	if (e) {
+		free(buf);
 		return e;
 	}
-	return fd;
+	buf[len] = 0;
+	*text = buf;
+	*size = len;
+	return 0;
 }
 
 uint64_t cb_opt_count(const char *flag, const char *s, const char *what)

@@ -80,12 +80,21 @@ int cb_parse_cpu_list(const char *s, int ncpu, int *out, int max);
 const char *cb_file_kind(unsigned int st_mode);
 
 /* Open `path` for reading if it is a regular file of at most max_bytes.
- * Returns the descriptor (blocking, close-on-exec), or -errno with one line
+ * Returns the descriptor (O_NONBLOCK, close-on-exec: a file on a disk never
+ * waits, a kernel pseudo-file that would wait fails with EAGAIN; the caller
+ * still stops reading at max_bytes, as such a file's size says nothing), or
+ * -errno with one line
  * in err that starts with `what` (e.g. "--replay /tmp/x.pcap") and names
  * what the path is: -ENOENT and the like (cannot open), -EINVAL (not a
  * regular file), -EFBIG (larger than max_bytes). */
 int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char *err,
 		    size_t errlen);
+
+/* A whole regular file (cb_open_regular) into memory: *text (NUL-terminated,
+ * freed by the caller) and *size. Stops at max_bytes whatever the file's
+ * size said (a pseudo-file says 0). Returns 0 or -errno with one line in err. */
+int cb_read_regular(const char *path, const char *what, uint64_t max_bytes, char **text,
+		    size_t *size, char *err, size_t errlen);
 
 /* --- Bounds of times and counts -------------------------------------------
  * Checked at parse time, so no later arithmetic can overflow.

@@ -56,6 +56,13 @@ def test_size_files_must_be_regular_files(tmp_path, fifo, form):
     refused(gen("--size", form.format(tmp_path)), str(tmp_path), "directory")
 
 
+@pytest.mark.parametrize("form", ["dist:{}", "trace:{}"])
+def test_a_pseudo_file_that_calls_itself_regular_is_not_read_for_ever(form):
+    # /proc/self/pagemap is "regular", says size 0 and holds 8 bytes per page of the
+    # address space (terabytes); getline() once read it looking for a newline.
+    refused(gen("--size", form.format("/proc/self/pagemap")), "/proc/self/pagemap")
+
+
 def test_replay_file_must_be_a_regular_file(tmp_path, fifo):
     for path, kind in (("/dev/zero", "character device"), (str(fifo), "FIFO"), (str(tmp_path), "directory")):
         refused(gen("--engine", "afpacket", "--replay", path), path, kind)
