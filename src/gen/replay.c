@@ -13,6 +13,7 @@
 /* All frames stay in memory so the send loop never reads the file. */
 #define REPLAY_MAX_BYTES (1ull << 30)
 #define MIN_BUF_LEN (CB_FRAME_MIN - CB_FCS_LEN)
+#define SPAN_MAX_NS ((uint64_t)(CB_SECONDS_MAX * 1e9))
 
 static int grow(struct gen_replay *r, uint32_t *cap, uint64_t *buf_cap, uint64_t need)
 {
@@ -81,11 +82,13 @@ int gen_replay_load(const char *path, unsigned int max_buf_len, struct gen_repla
 		}
 		t = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 		/* --rate original waits the capture's gaps, in 1/65536 ns (pacing.h):
-		 * the capture's span may be at most a day, like any run. */
+		 * they may add up to a day at most, like any run (span_ns <=
+		 * SPAN_MAX_NS throughout, so the subtraction cannot wrap). */
 		gap = r->n && t > prev_ns ? t - prev_ns : 0;
-		if (r->n && (double)(span_ns + gap) > CB_SECONDS_MAX * 1e9) {
-			snprintf(err, errlen, "--replay %s: frame %u comes more than %.0f s (a day) after "
-				 "the first one: replay a shorter capture", path, r->n + 1, CB_SECONDS_MAX);
+		if (gap > SPAN_MAX_NS - span_ns) {
+			snprintf(err, errlen, "--replay %s: at frame %u the capture's gaps add up to more "
+				 "than %.0f s (a day): replay a shorter capture", path, r->n + 1,
+				 CB_SECONDS_MAX);
 			rc = -ERANGE;
 			goto fail;
 		}
