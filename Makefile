@@ -37,7 +37,7 @@ help:
 	@echo "            harnesses with their fuzz profile"
 	@echo "make bench  receive models, generator, capture-backend and traffic benchmarks against"
 	@echo "            trafgen, tcpdump, netsniff-ng and tcpreplay (about 14 minutes)"
-	@echo "make clean  remove the build; make distclean also removes .venv"
+	@echo "make clean  remove the builds (build, build-san); make distclean also removes .venv"
 
 # Install only the packages that are missing, so a set-up machine is quick.
 deps:
