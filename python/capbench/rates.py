@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from capbench import inputs
 from capbench.errors import UsageError
 
 WIRE_OVERHEAD_B = 20  # preamble (7) + SFD (1) + minimum inter-frame gap (12)
@@ -34,6 +35,13 @@ RFC2544_SIZES: tuple[int, ...] = (64, 128, 256, 512, 1024, 1280, 1518)
 NAMED_SIZES: dict[str, tuple[int, ...]] = {"seed": SEED_SIZES, "rfc2544": RFC2544_SIZES}
 
 _SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+# The largest values capbench takes, refused beyond at parse time so no later product (a
+# duration in nanoseconds, a frame count) can overflow a 64-bit counter in the C programs:
+MAX_DURATION_S = 7 * 24 * 3600  # a week: any trial, pause or settle time (604,800 s = 6.048e14 ns)
+MAX_RATE_PPS = 1.5e9  # ten times 100 GbE at 64 B (148.8 Mpps)
+MAX_RATE_BPS = 1e12  # ten times the fastest link (100g)
+MAX_FRAMES = int(MAX_RATE_PPS * MAX_DURATION_S)  # no trial sends more: a bound for every frame count
 
 
 def wire_pps(link_bps: float, frame_len: int) -> float:
@@ -145,13 +153,18 @@ def parse_rate(text: str) -> Rate:
         prefix = unit[:-3]
         if prefix not in _SI:
             raise UsageError(f"cannot read rate {text!r}: {hint}")
-        return Rate("pps", num * _SI[prefix], _fmt_number(num * _SI[prefix]) + "pps")
+        pps = num * _SI[prefix]
+        if not pps <= MAX_RATE_PPS:
+            raise UsageError(f"rate {_cut(text)} is above {MAX_RATE_PPS:,.0f} pps, the most capbench offers")
+        return Rate("pps", pps, _fmt_number(pps) + "pps")
     for suffix in ("bps", "bit", "b"):
         if unit.endswith(suffix):
             unit = unit[: -len(suffix)]
             break
     if unit in ("k", "m", "g"):
         bps = num * _SI[unit]
+        if not bps <= MAX_RATE_BPS:
+            raise UsageError(f"rate {_cut(text)} is above {MAX_RATE_BPS / 1e9:g} Gbit/s, the most capbench offers")
         return Rate("bps", bps, _fmt_number(bps / 1e6) + "m" if bps < 1e9 else _fmt_number(bps / 1e9) + "g")
     raise UsageError(f"cannot read rate {text!r}: {hint}")
 
@@ -184,10 +197,11 @@ def parse_profile(item: str) -> str | None:
         return low
     for prefix in ("dist:", "trace:"):
         if low.startswith(prefix):
+            what = "CSV of length,weight rows" if prefix == "dist:" else "pcap capture"
             path = Path(item[len(prefix):]).expanduser()
-            if not path.is_file():
-                raise UsageError(f"{item!r}: no such file {str(path)!r}: give a readable "
-                                 f"{'CSV of length,weight rows' if prefix == 'dist:' else 'pcap capture'}")
+            # A regular file only: the generator reads it to its end (a FIFO would block it,
+            # a device such as /dev/zero never end).
+            inputs.check_file(path, what=f"{prefix} file (a {what})")
             return prefix + str(path.resolve())
     return None
 
@@ -249,4 +263,12 @@ def parse_duration(text: str, *, what: str = "duration", allow_zero: bool = Fals
     seconds = float(m.group("num")) * _DURATION_UNITS[m.group("unit")]
     if seconds < 0 or (seconds == 0 and not allow_zero):
         raise UsageError(f"{what} {text!r} must be above zero")
+    if not seconds <= MAX_DURATION_S:
+        raise UsageError(f"{what} {_cut(text)} is longer than {MAX_DURATION_S:,} s (7 days), the most capbench "
+                         f"takes")
     return seconds
+
+
+def _cut(text: str) -> str:
+    """A value as given, quoted, cut when long (a 5,000-digit number stays one readable line)."""
+    return repr(text) if len(text) <= 40 else f"{text[:37]!r}... ({len(text):,} characters)"
