@@ -9,6 +9,7 @@ only `main` chooses exit statuses.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import signal
@@ -205,6 +206,17 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+def _percent(text: str) -> float:
+    """A percentage option: a finite number of 0 or more (`inf` or `nan` would judge nothing, silently)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"cannot read {text[:40]!r}: give a percentage, e.g. 10") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a finite percentage of 0 or more, e.g. 10")
+    return value
+
+
 def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30)
 
@@ -327,10 +339,10 @@ def build_parser() -> Parser:
                          description=COMPARE_HELP, formatter_class=_formatter, allow_abbrev=False)
     cmp.add_argument("a", metavar="A", help="the results directory to compare against (the baseline)")
     cmp.add_argument("b", metavar="B", help="the results directory of the run to judge")
-    cmp.add_argument("--threshold", type=float, metavar="PCT",
+    cmp.add_argument("--threshold", type=_percent, metavar="PCT",
                      help="where a measurement was not repeated in both runs, judge a change larger than PCT %% of "
                           "A's value (default: such changes are not judged: there is no noise estimate)")
-    cmp.add_argument("--fail-on-regression", type=float, metavar="PCT",
+    cmp.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
                      help="exit status 1 when a judged change (beyond the noise) of the captured rate, loss, app or "
                           "kernel load, or a search's answer, is worse by more than PCT %%")
     cmp.add_argument("--out", metavar="DIR",
@@ -804,8 +816,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from capbench.report import compare, compare_out, load  # matplotlib loads only for the commands that draw
 
-    if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
-        raise UsageError(f"--fail-on-regression {args.fail_on_regression:g}: give a percentage of 0 or more, e.g. 10")
     a, b = load.load_run(args.a), load.load_run(args.b)
     for name, run in (("A", a), ("B", b)):
         for text in run.notes:
