@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from capbench import inputs
@@ -60,7 +61,7 @@ def parse_link(text: str) -> float:
     for suffix in ("bps", "bit", "be"):
         key = key.removesuffix(suffix)
     if key not in LINKS_BPS:
-        raise UsageError(f"unknown link {text!r}: use one of {', '.join(LINKS_BPS)}")
+        raise UsageError(f"unknown link {_cut(text)}: use one of {', '.join(LINKS_BPS)}")
     return LINKS_BPS[key]
 
 
@@ -73,11 +74,9 @@ def link_name(link_bps: float) -> str:
 
 
 def _fmt_number(value: float) -> str:
-    """A float as short text without losing precision: 1488095.2380952381 -> '1488095.238095238'."""
-    text = repr(float(value))
-    if text.endswith(".0"):
-        text = text[:-2]
-    return text
+    """A float as short text without losing precision: 1488095.2380952381 -> '1488095.238095238';
+    never in exponent form (1e-05), which parse_rate does not read back."""
+    return format(Decimal(repr(float(value))), "f").removesuffix(".0")
 
 
 @dataclass(frozen=True)
@@ -140,19 +139,19 @@ def parse_rate(text: str) -> Rate:
     m = _RATE_RE.match(low)
     hint = "use e.g. 1.2Mpps, 800kpps, 5000pps, 950m (bits/s on the wire), 1g, 50% (of --link) or max"
     if not m:
-        raise UsageError(f"cannot read rate {text!r}: {hint}")
+        raise UsageError(f"cannot read rate {_cut(text)}: {hint}")
     num = float(m.group("num"))
     unit = m.group("unit")
     if unit == "%":
         if not 0 < num <= 100:
-            raise UsageError(f"rate {text!r} must be above 0 % and at most 100 % of the link: {hint}")
+            raise UsageError(f"rate {_cut(text)} must be above 0 % and at most 100 % of the link: {hint}")
         return Rate("pct", num, _fmt_number(num) + "%")
     if num <= 0:
-        raise UsageError(f"rate {text!r} must be above zero: {hint}")
+        raise UsageError(f"rate {_cut(text)} must be above zero: {hint}")
     if unit.endswith("pps"):
         prefix = unit[:-3]
         if prefix not in _SI:
-            raise UsageError(f"cannot read rate {text!r}: {hint}")
+            raise UsageError(f"cannot read rate {_cut(text)}: {hint}")
         pps = num * _SI[prefix]
         if not pps <= MAX_RATE_PPS:
             raise UsageError(f"rate {_cut(text)} is above {MAX_RATE_PPS:,.0f} pps, the most capbench offers")
@@ -166,7 +165,7 @@ def parse_rate(text: str) -> Rate:
         if not bps <= MAX_RATE_BPS:
             raise UsageError(f"rate {_cut(text)} is above {MAX_RATE_BPS / 1e9:g} Gbit/s, the most capbench offers")
         return Rate("bps", bps, _fmt_number(bps / 1e6) + "m" if bps < 1e9 else _fmt_number(bps / 1e9) + "g")
-    raise UsageError(f"cannot read rate {text!r}: {hint}")
+    raise UsageError(f"cannot read rate {_cut(text)}: {hint}")
 
 
 def max_frame_len(mtu: int = DEFAULT_MTU_B) -> int:
@@ -188,12 +187,12 @@ def parse_profile(item: str) -> str | None:
     if low in PROFILES:
         return low
     if low.startswith("imix:"):
-        raise UsageError(f"unknown IMIX {item!r}: use imix:seed (57/7/16/20 % of 64/570/594/1518 B) "
+        raise UsageError(f"unknown IMIX {_cut(item)}: use imix:seed (57/7/16/20 % of 64/570/594/1518 B) "
                          f"or imix:simple (7:4:1 of 64/594/1518 B)")
     if low.startswith("random:"):
-        m = re.fullmatch(r"random:(\d+)-(\d+)", low)
+        m = re.fullmatch(r"random:(\d{1,9})-(\d{1,9})", low)  # more digits: no frame length
         if not m or int(m.group(1)) > int(m.group(2)):
-            raise UsageError(f"cannot read {item!r}: use random:MIN-MAX with MIN <= MAX, e.g. random:64-1518")
+            raise UsageError(f"cannot read {_cut(item)}: use random:MIN-MAX with MIN <= MAX, e.g. random:64-1518")
         return low
     for prefix in ("dist:", "trace:"):
         if low.startswith(prefix):
@@ -212,7 +211,7 @@ def parse_sizes(text: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> 
     sizes: list[int | str] = []
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or any(not t for t in items):
-        raise UsageError(f"cannot read frame sizes {text!r}: use e.g. 64,128,1518, seed, rfc2544 or {PROFILE_HELP}")
+        raise UsageError(f"cannot read frame sizes {_cut(text)}: use e.g. 64,128,1518, seed, rfc2544 or {PROFILE_HELP}")
     for item in items:
         named = NAMED_SIZES.get(item.lower())
         profile = parse_profile(item)
@@ -227,7 +226,7 @@ def parse_sizes(text: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> 
                 values = (int(item.lower().removesuffix("b")),)
             except ValueError:
                 raise UsageError(
-                    f"cannot read frame size {item!r}: use numbers in bytes (64,128,1518), "
+                    f"cannot read frame size {_cut(item)}: use numbers in bytes (64,128,1518), "
                     f"{', '.join(NAMED_SIZES)}, or a profile: {PROFILE_HELP}"
                 ) from None
         for size in values:
@@ -259,10 +258,10 @@ def parse_duration(text: str, *, what: str = "duration", allow_zero: bool = Fals
     """`5`, `5s`, `250ms`, `2m` -> seconds (> 0, or >= 0 with allow_zero)."""
     m = _DURATION_RE.match(text.strip().lower())
     if not m:
-        raise UsageError(f"cannot read {what} {text!r}: use seconds (5, 2.5s) or 250ms, 2m")
+        raise UsageError(f"cannot read {what} {_cut(text)}: use seconds (5, 2.5s) or 250ms, 2m")
     seconds = float(m.group("num")) * _DURATION_UNITS[m.group("unit")]
     if seconds < 0 or (seconds == 0 and not allow_zero):
-        raise UsageError(f"{what} {text!r} must be above zero")
+        raise UsageError(f"{what} {_cut(text)} must be above zero")
     if not seconds <= MAX_DURATION_S:
         raise UsageError(f"{what} {_cut(text)} is longer than {MAX_DURATION_S:,} s (7 days), the most capbench "
                          f"takes")
