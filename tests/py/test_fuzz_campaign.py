@@ -3,18 +3,17 @@ the keys a campaign has. Each input ends in a checked Campaign or one UsageError
 
 import json
 import math
-import tempfile
 from pathlib import Path
 
 from capbench import campaign, rates
 from capbench.cli import BACKENDS
 from capbench.errors import UsageError
-from fuzzing import NUMBERS, clean
+from fuzzing import NUMBERS, clean, scratch_dir
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 CAMPAIGNS = sorted((Path(__file__).resolve().parents[2] / "campaigns").glob("*.toml"))
-DIR = Path(tempfile.mkdtemp(prefix="capbench-fuzz-campaign-"))
+DIR = scratch_dir("capbench-fuzz-campaign-")
 
 
 def load_file(data: bytes) -> "campaign.Campaign | UsageError":
