@@ -853,12 +853,22 @@ def _main(argv: list[str]) -> int:
     return handler[args.command](args)
 
 
+WORD_MAX = 200  # characters of one word (a path, a value) an error line shows
+
+
+def error_line(e: BaseException) -> str:
+    """The one line an error is shown as: its words on one line, each longer than WORD_MAX cut in
+    the middle (a 5,000-character path or value stays a readable line)."""
+    return " ".join(w if len(w) <= WORD_MAX else f"{w[:120]}...{w[-60:]} ({len(w):,} characters)"
+                    for w in str(e).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(argv)
     except CapbenchError as e:
-        print(f"capbench: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"capbench: {error_line(e)}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
         print("capbench: interrupted", file=sys.stderr)

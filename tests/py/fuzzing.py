@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from capbench.cli import error_line
 from capbench.errors import UsageError
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -46,13 +47,14 @@ def clean(fn: Callable[[], T]) -> T | UsageError:
         try:
             return fn()
         except UsageError as e:
-            one_line(str(e))
+            one_line(error_line(e))  # as cli.main shows it
             return e
 
 
 def one_line(text: str) -> None:
+    """A line fit for a terminal: no line break, no traceback, no wall of echoed input."""
     assert text and "\n" not in text and "Traceback" not in text, text
-    assert len(text) < 2000, f"a line of {len(text)} characters"
+    assert len(text) < 2000, f"a line of {len(text)} characters: {text[:200]}"
 
 
 def examples(share: float) -> int:
