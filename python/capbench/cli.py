@@ -455,8 +455,11 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
             raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
         if "campaign_toml" in meta:
             return campaign.loads(meta["campaign_toml"], d / "campaign.toml", backends_known=BACKENDS), None, d
-        old = build_parser().parse_args([a for a in meta.get("command", [])[1:]])
-        if old.command != "run" or old.resume:
+        try:
+            old = build_parser().parse_args([a for a in meta.get("command", [])[1:]])
+        except (UsageError, SystemExit):  # SystemExit: argparse's --help or --version in it
+            old = None
+        if old is None or old.command != "run" or old.resume:
             raise UsageError(f"{d}/run.json does not hold the `capbench run` command that made it")
         return campaign_from_args(old), None, d
     if args.campaign is not None:

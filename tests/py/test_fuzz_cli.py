@@ -10,8 +10,8 @@ import os
 from capbench import cli, host_sysctl
 from capbench.errors import UsageError
 from capbench.rates import parse_duration
-from fuzzing import clean, no_hang, one_line, scratch_dir
-from hypothesis import example, given
+from fuzzing import clean, examples, no_hang, one_line, scratch_dir
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from inproc import capbench_inproc
 
@@ -92,6 +92,9 @@ COMPARE_OPTIONS = st.lists(st.tuples(st.sampled_from(["--threshold", "--fail-on-
                            max_size=2).map(lambda pairs: [x for pair in pairs for x in pair])
 
 
+# Half the profile's inputs: each builds capbench's whole parser (8 ms), and the choices are few
+# (PATHS x PATHS x the options).
+@settings(max_examples=examples(0.5))
 @given(st.sampled_from(PATHS), st.sampled_from(PATHS), COMPARE_OPTIONS, st.sampled_from(["report", "compare"]))
 @example(PATHS[1], PATHS[1], ["--fail-on-regression", "inf"], "compare")
 @example("/tmp/" + "a" * 5000, PATHS[1], [], "report")

@@ -186,8 +186,12 @@ RUN_JSON = st.one_of(mutated(META).map(lambda m: json.dumps(m).encode()), JSON.m
 @example(json.dumps(META | {"command": [1, 2], "kernel": "6.18", "settings": [], "testbed": 5}).encode())
 @example(b'{"command": ["capbench", "run", "\xff"]}')  # non-UTF-8 run.json under --resume
 @example(json.dumps(META | {"status": "interrupted", "command": ["capbench", "run", "--duration", "9" * 99]}).encode())
+@example(json.dumps(META | {"status": "interrupted", "command": ["capbench", "run", "--help"]}).encode())
+@example(json.dumps(META | {"status": "interrupted", "command": ["capbench", "report", "x"]}).encode())
 def test_fuzz_run_json(meta):
-    run = results_dir(jsonl(RECORDS[:2]), meta=meta)
+    # Trials that name their campaign step, so that --resume reads on to the command or campaign.
+    run = results_dir(jsonl([r | {"step": f"iperf|{r['backend']}|{r['frame_len']}|pin=A:A|load=touch|procs=1|rep=1"}
+                             for r in RECORDS[:2]]), meta=meta)
     data = read_report(run, terminal=False)  # the terminal's tables read no run.json
     if not isinstance(data, UsageError):
         writer.metadata_groups(data)
