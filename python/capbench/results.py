@@ -298,6 +298,7 @@ def conforms(value: Any, tp: Any) -> bool:
 
 
 def numbers(value: Any) -> Iterator[int | float]:
+    """Every number in a JSON value (true and false are not numbers here)."""
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
@@ -327,7 +328,7 @@ def record_problem(record: dict[str, Any]) -> str | None:
             if isinstance(x, float) and not math.isfinite(x):
                 return f"{name} holds {x!r}, not a number a counter or clock gives"
             if abs(x) >= COUNTER_LIMIT:
-                return f"{name} holds {x:.3g}, beyond any 64-bit counter"
+                return f"{name} holds {short(x)}, beyond any 64-bit counter"
             if x < 0 and name not in SIGNED_FIELDS and name not in UNSIGNED_EXEMPT:
                 return f"{name} is {short(value)}: below zero"
     counts = {k: record.get(k, 0) for k in ("sent", "delivered", "backlog_drops", "socket_drops", "received",

@@ -95,6 +95,7 @@ IMPOSSIBLE = [RECORDS[0] | {"lost": -1e30}, RECORDS[1] | {"sent": 0, "delivered"
 @given(st.lists(TRIAL_LINE, max_size=4), st.booleans())
 @example([RECORDS[0], *IMPOSSIBLE], False)
 @example([b"\xff\xfe\n", RECORDS[0]], True)
+@example([RECORDS[0] | {"sent": 10 ** 400}], False)  # formatted as a float: OverflowError
 def test_fuzz_trials_jsonl(lines, cut):
     data = jsonl(lines)
     if cut and data:

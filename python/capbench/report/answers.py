@@ -52,8 +52,8 @@ from capbench.methods.verdict import (
 from capbench.rates import link_name, wire_bps, wire_pps
 from capbench.report.keys import SeriesKey, SettingsKey, series_key
 from capbench.report.load import Trial
-from capbench.results import conforms, numbers
 from capbench.report.stats import Metric, Stat, stat_of
+from capbench.results import conforms, numbers, short
 
 SEARCH_METHODS = ("rfc2544", "mlr", "sweep", "back2back")
 RFC2544_TRIAL_S = 60.0
@@ -235,9 +235,9 @@ def check_outcome(o: dict[str, Any]) -> str | None:
     for fields, d in [(OUTCOME_FIELDS, o)] + [(GOAL_FIELDS, g) for g in o.get("goals") or () if isinstance(g, dict)]:
         for name, tp in fields.items():
             if (name in d or tp in (str, int)) and not conforms(d.get(name), tp):
-                return f"{name} is {str(d.get(name))[:40]!r}, not {getattr(tp, '__name__', tp)}"
-            if name in d and any(x < 0 for x in numbers(d[name])) or name == "frame_len" and d[name] <= 0:
-                return f"{name} is {d[name]!r}: {'below zero' if d[name] else 'zero'}"
+                return f"{name} is {short(d.get(name))}, not {getattr(tp, '__name__', tp)}"
+            if name in d and (any(x < 0 for x in numbers(d[name])) or (name == "frame_len" and d[name] == 0)):
+                return f"{name} is {short(d[name])}: {'zero' if d[name] == 0 else 'below zero'}"
     try:
         _from_outcome(o, _series_of_outcome(o, "xdp"), ())
     except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as e:
