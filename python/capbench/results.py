@@ -25,7 +25,8 @@ from typing import Any
 from capbench import __version__, accounting, host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
-from capbench.inputs import JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_file, lines, read_bytes, read_text
+from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, lines, read_bytes, read_text,
+                             shown)
 from capbench.trial import SCHEMA, TrialResult
 
 TRIALS_FILE = "trials.jsonl"
@@ -364,7 +365,7 @@ def scan_trials(path: Path | str) -> TrialScan:
     "schema". The file itself must be a regular file (inputs.read_bytes).
     """
     path = Path(path)
-    if path.is_dir():
+    if os.path.isdir(path):  # False for a path stat() refuses (too long, say): read_bytes says why
         path = path / TRIALS_FILE
     data = read_bytes(path, what=TRIALS_FILE, limit=JSONL_MAX_BYTES)
     numbered = lines(data)
@@ -464,8 +465,8 @@ def read_run(path: Path | str) -> dict[str, Any]:
     """run.json of a run directory, every field of its declared type (RUN_FIELD_TYPES); one
     UsageError otherwise (a run must not be continued from metadata it cannot trust)."""
     path = Path(path)
-    if not (path / RUN_FILE).exists() and not path.is_dir():
-        raise UsageError(f"cannot read {path / RUN_FILE}: give a results directory of `capbench run`")
+    if not check_dir(path, what="results directory"):
+        raise UsageError(f"cannot read {shown(path)}: no such directory: give a results directory of `capbench run`")
     meta, wrong = check_run(read_run_raw(path), path)
     if wrong:
         raise UsageError(wrong[0])

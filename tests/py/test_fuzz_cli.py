@@ -72,6 +72,7 @@ def run_up_to_root(argv: list[str]):
 @example(["--resume", PATHS[2]], [])  # run.json not UTF-8 under --resume
 @example(["--duration", "100000000000"], [])
 @example(["--campaign", "/tmp/" + "a" * 5000], [])
+@example(["--resume", "/tmp/" + "a" * 5000], [])  # Path.exists() raised ENAMETOOLONG: a traceback
 def test_fuzz_run_argv(flags, extra):
     argv = ["run", *flags, *extra]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

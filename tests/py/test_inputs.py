@@ -127,6 +127,10 @@ def test_a_results_file_that_is_a_fifo(run, name):
         assert p.returncode == 0 and "FIFO" in p.stderr, p.stderr
 
 
+def test_resume_of_an_overlong_path():
+    assert_usage_error(capbench("run", "--resume", LONG), "cannot resume", "too long")
+
+
 def test_report_and_compare_of_an_overlong_path(run):
     assert_usage_error(capbench("report", LONG), "too long")
     assert_usage_error(capbench("compare", str(run), LONG), "too long")

@@ -8,6 +8,7 @@ crash, or records of another version among readable ones, are skipped and counte
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,8 +129,8 @@ def load_run(path: Path | str) -> RunData:
     if not check_dir(path, what="results directory"):
         raise UsageError(f"cannot read {shown(path)}: no such directory: give a results directory of `capbench run` "
                          f"(results/<UTC time>/)")
-    if not (path / TRIALS_FILE).exists():
-        what = "no results" if not (path / RUN_FILE).exists() else f"no {TRIALS_FILE} (the run recorded no trial)"
+    if not os.path.lexists(path / TRIALS_FILE):  # lexists: False, not OSError, for a path too long
+        what = "no results" if not os.path.lexists(path / RUN_FILE) else f"no {TRIALS_FILE} (the run recorded no trial)"
         raise UsageError(f"{path} holds {what}: give a results directory of `capbench run` (results/<UTC time>/)")
     notes: list[str] = []
     meta = _read_meta(path, notes)
