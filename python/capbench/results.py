@@ -466,7 +466,8 @@ def read_run(path: Path | str) -> dict[str, Any]:
     UsageError otherwise (a run must not be continued from metadata it cannot trust)."""
     path = Path(path)
     if not check_dir(path, what="results directory"):
-        raise UsageError(f"cannot read {shown(path)}: no such directory: give a results directory of `capbench run`")
+        raise UsageError(f"cannot read {shown(path / RUN_FILE)}: no such directory: give a results directory of "
+                         f"`capbench run`")
     meta, wrong = check_run(read_run_raw(path), path)
     if wrong:
         raise UsageError(wrong[0])
