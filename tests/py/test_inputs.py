@@ -12,7 +12,8 @@ from capbench.errors import UsageError
 from capbench.rates import MAX_DURATION_S, parse_duration, parse_profile, parse_rate
 from capbench.report import writer
 from capbench.report.load import load_run
-from capbench.results import RUN_FILE, SEARCHES_FILE, TRIALS_FILE, read_outcomes, read_run, record_problem, scan_trials
+from capbench.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, RunWriter, read_outcomes, read_run, record_problem,
+                              scan_trials)
 from report_files import FIXTURE
 from inproc import capbench_inproc as capbench
 from test_cli import assert_usage_error
@@ -140,6 +141,16 @@ def test_report_and_compare_of_an_overlong_path(run):
 def test_resume_of_a_run_json_that_is_not_utf8(run):
     (run / RUN_FILE).write_bytes(b'{"command": ["capbench", "run", "\xff"]}\n')
     assert_usage_error(capbench("run", "--resume", str(run)), "cannot resume", "line 1 is not UTF-8")
+
+
+def test_resume_of_a_run_whose_trials_are_a_fifo(run):
+    meta = json.loads((run / RUN_FILE).read_text())
+    (run / RUN_FILE).write_text(json.dumps(meta | {"status": "interrupted"}))
+    (run / TRIALS_FILE).unlink()
+    os.mkfifo(run / TRIALS_FILE)
+    assert_usage_error(capbench("run", "--resume", str(run)), "trials.jsonl", "FIFO")
+    with pytest.raises(UsageError, match="FIFO"):
+        RunWriter.resume(run)  # cutting a crashed line opened it for writing: that blocked
 
 
 def test_resume_of_a_run_json_of_wrong_types(run):
