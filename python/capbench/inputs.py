@@ -16,9 +16,12 @@ checked again with fstat(), so a path swapped between the two calls is caught to
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from capbench.errors import UsageError
 
@@ -131,13 +134,13 @@ def _too_big(path: Path | str, what: str, limit: int) -> UsageError:
                       f"reads for {what}")
 
 
-def decode(data: bytes, path: Path | str, *, what: str, line: int | None = None) -> str:
+def decode(data: bytes, path: Path | str, *, what: str) -> str:
     """UTF-8 text (a leading byte order mark dropped), or one UsageError naming the file and line."""
     try:
-        return data.decode("utf-8-sig" if line in (None, 1) else "utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        at = line if line is not None else data.count(b"\n", 0, e.start) + 1
-        raise UsageError(f"cannot read {what} {shown(path)}: line {at} is not UTF-8 text "
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UsageError(f"cannot read {what} {shown(path)}: line {line} is not UTF-8 text "
                          f"(byte 0x{data[e.start]:02x})") from None
 
 
@@ -147,6 +150,17 @@ def read_text(path: Path | str, *, what: str, limit: int, missing_ok: bool = Fal
     return None if data is None else decode(data, path, what=what)
 
 
-def lines(data: bytes) -> list[tuple[int, bytes]]:
-    """(line number, bytes) of each non-blank line of a JSON Lines file, without its newline."""
-    return [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+def json_lines(data: bytes) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, JSON value, None) of each non-blank line of a JSON Lines file, or (line number,
+    None, why it holds none: "not UTF-8 text (byte 0x..)", "not JSON (...)")."""
+    for n, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield n, json.loads(raw.decode("utf-8-sig" if n == 1 else "utf-8")), None
+        except UnicodeDecodeError as e:
+            yield n, None, f"not UTF-8 text (byte 0x{raw[e.start]:02x})"
+        except json.JSONDecodeError as e:
+            yield n, None, f"not JSON ({e.msg})"
+        except RecursionError:
+            yield n, None, "not JSON (nested too deep)"

@@ -25,7 +25,8 @@ from typing import Any
 from capbench import __version__, accounting, host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
-from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, lines, read_bytes, read_text,
+from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, read_bytes,
+                             read_text,
                              shown)
 from capbench.trial import SCHEMA, TrialResult
 
@@ -353,7 +354,7 @@ def short(value: Any) -> str:
 
 
 def _type_text(tp: Any) -> str:
-    return getattr(tp, "__name__", None) if typing.get_origin(tp) is None and hasattr(tp, "__name__") else str(tp)
+    return tp.__name__ if isinstance(tp, type) else str(tp)
 
 
 def scan_trials(path: Path | str) -> TrialScan:
@@ -368,20 +369,14 @@ def scan_trials(path: Path | str) -> TrialScan:
     if os.path.isdir(path):  # False for a path stat() refuses (too long, say): read_bytes says why
         path = path / TRIALS_FILE
     data = read_bytes(path, what=TRIALS_FILE, limit=JSONL_MAX_BYTES)
-    numbered = lines(data)
     last = data.count(b"\n") + 1 if data and not data.endswith(b"\n") else 0  # a line cut by a crash
     trials: list[TrialResult] = []
     records: list[dict[str, Any]] = []
     skipped: list[SkippedLine] = []
-    for n, raw in numbered:
+    for n, record, unread in json_lines(data):
         bad = "truncated" if n == last else "corrupt"
-        try:
-            record = json.loads(raw.decode("utf-8-sig" if n == 1 else "utf-8"))
-        except UnicodeDecodeError as e:
-            skipped.append(SkippedLine(n, bad, f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x})"))
-            continue
-        except (json.JSONDecodeError, RecursionError) as e:
-            skipped.append(SkippedLine(n, bad, f"{path}:{n}: not JSON ({getattr(e, 'msg', 'nested too deep')})"))
+        if unread:
+            skipped.append(SkippedLine(n, bad, f"{path}:{n}: {unread}"))
             continue
         if not isinstance(record, dict):
             skipped.append(SkippedLine(n, bad, f"{path}:{n}: not a trial record"))
@@ -501,17 +496,11 @@ def read_outcomes(path: Path | str, skipped: list[tuple[int, str]] | None = None
     if data is None:
         return []
     outcomes = []
-    for n, raw in lines(data):
-        try:
-            o = json.loads(raw.decode("utf-8-sig" if n == 1 else "utf-8"))
-        except UnicodeDecodeError:
-            problem: str | None = "not UTF-8 text"
-        except (json.JSONDecodeError, RecursionError):
-            problem = "not JSON"
-        else:
+    for n, o, problem in json_lines(data):
+        if problem is None:
             problem = outcome_problem(o)
-            if problem is None and check is not None:
-                problem = check(o)
+        if problem is None and check is not None:
+            problem = check(o)
         if problem is None:
             outcomes.append(o)
         elif skipped is not None:

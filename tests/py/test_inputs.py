@@ -233,10 +233,10 @@ def test_searches_jsonl_with_a_byte_that_is_not_utf8(tmp_path):
     lines[0] = lines[0].replace(b'"', b'"\xff', 1)
     (run / SEARCHES_FILE).write_bytes(b"".join(lines))
     skipped = []
-    assert len(read_outcomes(run, skipped)) == len(lines) - 1 and skipped == [(1, "not UTF-8 text")]
+    assert len(read_outcomes(run, skipped)) == len(lines) - 1 and skipped == [(1, "not UTF-8 text (byte 0xff)")]
     p = capbench("report", str(run))
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
-    assert "1 line of searches.jsonl skipped: not a method answer (line 1: not UTF-8 text)" in p.stderr
+    assert "1 line of searches.jsonl skipped: not a method answer (line 1: not UTF-8 text (byte 0xff))" in p.stderr
 
 
 @pytest.mark.parametrize("change", [{"throughput_pps": "fast"}, {"frame_len": "64"}, {"goals": [{"name": 3}]},

@@ -71,12 +71,12 @@ def _read_outcomes(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     except CapbenchError as e:
         notes.append(f"{e}: the method answers are derived from the trials instead.")
         return []
-    cut = [n for n, why in skipped if why == "not JSON"]
+    cut = [n for n, why in skipped if why.startswith("not JSON")]
     if cut:
         where = ", ".join(map(str, cut))
         notes.append(f"{len(cut)} line{'s' if len(cut) > 1 else ''} of {SEARCHES_FILE} skipped: not JSON (line "
                      f"{where}; a line cut by a crash is its search in flight, which `--resume` runs again).")
-    other = [(n, why) for n, why in skipped if why != "not JSON"]
+    other = [(n, why) for n, why in skipped if not why.startswith("not JSON")]
     if other:
         n = len(other)
         lines = [f"line {k}: {why}" for k, why in other[:3]]
