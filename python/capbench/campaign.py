@@ -45,13 +45,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capbench import inputs
 from capbench.errors import UsageError
 from capbench.methods.dispatch import METHODS
-from capbench.rates import parse_duration, parse_link, parse_rate, parse_sizes
+from capbench.rates import MAX_DURATION_S, MAX_FRAMES, parse_duration, parse_link, parse_rate, parse_sizes
 
 PINS = ("A:A", "A:B", "auto")
 CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
 MAX_REPEAT = 1000  # repetitions of a step: far beyond any noise estimate, and the step list stays small
+MAX_SWEEP_STEPS = 10_000  # a sweep's offered rates: 0.01 % of the wire rate apart
 MATRIX_KEYS = {"methods", "backends", "sizes", "pin", "app_load", "procs", "ring", "repeat", "backend_args"}
 KEYS = MATRIX_KEYS | {"name", "link", "rate", "duration", "trial", "precision", "loss_tolerance", "steps", "pause",
                       "engine", "proc_cpus", "groups", "group_size", "group_gap"}
@@ -317,13 +319,11 @@ def _in(table: tuple[str, int] | None, section: str, matrix_n: int) -> bool:
 
 
 def read_text(path: Path | str) -> str:
-    path = Path(path)
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no campaign file {str(path)!r}: see campaigns/ for examples") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read campaign {str(path)!r}: {e}") from None
+    """The text of a campaign file: a regular UTF-8 file of at most inputs.CAMPAIGN_MAX_BYTES."""
+    text = inputs.read_text(path, what="campaign", limit=inputs.CAMPAIGN_MAX_BYTES, missing_ok=True)
+    if text is None:
+        raise UsageError(f"no campaign file {inputs.shown(path)}: see campaigns/ for examples")
+    return text
 
 
 def load(path: Path | str, *, backends_known: Sequence[str]) -> Campaign:
@@ -335,8 +335,10 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
     """A campaign from the text of `path` (a resumed run keeps the text it started with)."""
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: not valid TOML: {e}") from None
+    except ValueError as e:  # TOMLDecodeError, or an integer of thousands of digits
+        raise UsageError(f"{path}: not valid TOML: {str(e)[:200]}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not valid TOML: arrays or tables nested too deep") from None
     unknown_tables = set(doc) - {"campaign", "matrix"}
     if unknown_tables:
         raise UsageError(f"{path}: unknown table(s) {', '.join(sorted(unknown_tables))}: use [campaign] and "
@@ -378,15 +380,15 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
             duration_s=parse_duration(str(top.get("duration", "5")), what=name_of("duration")),
             trial_s=parse_duration(str(top["trial"]), what=name_of("trial")) if "trial" in top else None,
             precision_pct=_number(top.get("precision", 1.0), name_of("precision")),
-            loss_tolerance_frames=_whole(top.get("loss_tolerance", 0), name_of("loss_tolerance")),
-            steps_per_sweep=_whole(top.get("steps", 26), name_of("steps")),
+            loss_tolerance_frames=_whole(top.get("loss_tolerance", 0), name_of("loss_tolerance"), MAX_FRAMES),
+            steps_per_sweep=_whole(top.get("steps", 26), name_of("steps"), MAX_SWEEP_STEPS),
             pause_s=parse_duration(str(top.get("pause", "2")), what=name_of("pause"), allow_zero=True),
             engine=str(top.get("engine", "xdp")),
             matrices=built,
             custom_cpus=custom_cpus,
             proc_cpus=_proc_cpus(top.get("proc_cpus"), name_of),
-            groups=_whole(top.get("groups", 0), name_of("groups")),
-            group_size=_whole(top.get("group_size", 0), name_of("group_size")),
+            groups=_whole(top.get("groups", 0), name_of("groups"), MAX_FRAMES),
+            group_size=_whole(top.get("group_size", 0), name_of("group_size"), MAX_FRAMES),
             group_gap_s=parse_duration(str(top.get("group_gap", "0")), what=name_of("group_gap"), allow_zero=True),
             given=tuple(sorted(top)),
         )
@@ -409,9 +411,12 @@ def _number(value: Any, what: str) -> float:
     return float(value)
 
 
-def _whole(value: Any, what: str) -> int:
+def _whole(value: Any, what: str, most: int) -> int:
+    """A whole number from 0 to `most` (a TOML integer, or a flag's)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UsageError(f"{what} must be a whole number, got {value!r}")
+        raise UsageError(f"{what} must be a whole number, got {str(value)[:40]!r}")
+    if value > most:
+        raise UsageError(f"{what} is above {most:,}, the most capbench takes")
     return value
 
 
@@ -443,6 +448,13 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
     if c.groups and parse_rate(c.rate).pps(64, c.link_bps) is None:
         raise UsageError(f"{name_of('groups')} needs a paced {name_of('rate')}, not max: the groups' pauses are "
                          f"kept on a schedule")
+    if c.groups * c.group_size > MAX_FRAMES:
+        raise UsageError(f"{name_of('groups')} x {name_of('group_size')} is {c.groups * c.group_size:.4g} frames, "
+                         f"more than {MAX_FRAMES:,}, the most a trial sends")
+    for size in {s for m in c.matrices for s in m.sizes} if c.groups else ():
+        if c.trial_duration_s(size) > MAX_DURATION_S:
+            raise UsageError(f"{name_of('groups')}: the groups take {c.trial_duration_s(size):,.0f} s at {size} B, "
+                             f"longer than {MAX_DURATION_S:,} s (7 days), the most a trial lasts")
     for m in c.matrices:
         for size in m.sizes:
             if isinstance(size, int):

@@ -9,6 +9,7 @@ only `main` chooses exit statuses.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import signal
@@ -205,6 +206,17 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+def _percent(text: str) -> float:
+    """A percentage option: a finite number of 0 or more (`inf` or `nan` would judge nothing, silently)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"cannot read {text[:40]!r}: give a percentage, e.g. 10") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a finite percentage of 0 or more, e.g. 10")
+    return value
+
+
 def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30)
 
@@ -327,10 +339,10 @@ def build_parser() -> Parser:
                          description=COMPARE_HELP, formatter_class=_formatter, allow_abbrev=False)
     cmp.add_argument("a", metavar="A", help="the results directory to compare against (the baseline)")
     cmp.add_argument("b", metavar="B", help="the results directory of the run to judge")
-    cmp.add_argument("--threshold", type=float, metavar="PCT",
+    cmp.add_argument("--threshold", type=_percent, metavar="PCT",
                      help="where a measurement was not repeated in both runs, judge a change larger than PCT %% of "
                           "A's value (default: such changes are not judged: there is no noise estimate)")
-    cmp.add_argument("--fail-on-regression", type=float, metavar="PCT",
+    cmp.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
                      help="exit status 1 when a judged change (beyond the noise) of the captured rate, loss, app or "
                           "kernel load, or a search's answer, is worse by more than PCT %%")
     cmp.add_argument("--out", metavar="DIR",
@@ -443,8 +455,11 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
             raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
         if "campaign_toml" in meta:
             return campaign.loads(meta["campaign_toml"], d / "campaign.toml", backends_known=BACKENDS), None, d
-        old = build_parser().parse_args([a for a in meta.get("command", [])[1:]])
-        if old.command != "run" or old.resume:
+        try:
+            old = build_parser().parse_args([a for a in meta.get("command", [])[1:]])
+        except (UsageError, SystemExit):  # SystemExit: argparse's --help or --version in it
+            old = None
+        if old is None or old.command != "run" or old.resume:
             raise UsageError(f"{d}/run.json does not hold the `capbench run` command that made it")
         return campaign_from_args(old), None, d
     if args.campaign is not None:
@@ -804,8 +819,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from capbench.report import compare, compare_out, load  # matplotlib loads only for the commands that draw
 
-    if args.fail_on_regression is not None and not args.fail_on_regression >= 0:
-        raise UsageError(f"--fail-on-regression {args.fail_on_regression:g}: give a percentage of 0 or more, e.g. 10")
     a, b = load.load_run(args.a), load.load_run(args.b)
     for name, run in (("A", a), ("B", b)):
         for text in run.notes:
@@ -843,12 +856,22 @@ def _main(argv: list[str]) -> int:
     return handler[args.command](args)
 
 
+WORD_MAX = 200  # characters of one word (a path, a value) an error line shows
+
+
+def error_line(e: BaseException) -> str:
+    """The one line an error is shown as: its words on one line, each longer than WORD_MAX cut in
+    the middle (a 5,000-character path or value stays a readable line)."""
+    return " ".join(w if len(w) <= WORD_MAX else f"{w[:120]}...{w[-60:]} ({len(w):,} characters)"
+                    for w in str(e).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(argv)
     except CapbenchError as e:
-        print(f"capbench: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"capbench: {error_line(e)}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
         print("capbench: interrupted", file=sys.stderr)

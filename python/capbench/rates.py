@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
+from capbench import inputs
 from capbench.errors import UsageError
 
 WIRE_OVERHEAD_B = 20  # preamble (7) + SFD (1) + minimum inter-frame gap (12)
@@ -35,6 +37,13 @@ NAMED_SIZES: dict[str, tuple[int, ...]] = {"seed": SEED_SIZES, "rfc2544": RFC254
 
 _SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 
+# The largest values capbench takes, refused beyond at parse time so no later product (a
+# duration in nanoseconds, a frame count) can overflow a 64-bit counter in the C programs:
+MAX_DURATION_S = 7 * 24 * 3600  # a week: any trial, pause or settle time (604,800 s = 6.048e14 ns)
+MAX_RATE_PPS = 1.5e9  # ten times 100 GbE at 64 B (148.8 Mpps)
+MAX_RATE_BPS = 1e12  # ten times the fastest link (100g)
+MAX_FRAMES = int(MAX_RATE_PPS * MAX_DURATION_S)  # no trial sends more: a bound for every frame count
+
 
 def wire_pps(link_bps: float, frame_len: int) -> float:
     """Frames per second a link of `link_bps` carries at `frame_len` B (incl. FCS)."""
@@ -52,7 +61,7 @@ def parse_link(text: str) -> float:
     for suffix in ("bps", "bit", "be"):
         key = key.removesuffix(suffix)
     if key not in LINKS_BPS:
-        raise UsageError(f"unknown link {text!r}: use one of {', '.join(LINKS_BPS)}")
+        raise UsageError(f"unknown link {_cut(text)}: use one of {', '.join(LINKS_BPS)}")
     return LINKS_BPS[key]
 
 
@@ -65,11 +74,9 @@ def link_name(link_bps: float) -> str:
 
 
 def _fmt_number(value: float) -> str:
-    """A float as short text without losing precision: 1488095.2380952381 -> '1488095.238095238'."""
-    text = repr(float(value))
-    if text.endswith(".0"):
-        text = text[:-2]
-    return text
+    """A float as short text without losing precision: 1488095.2380952381 -> '1488095.238095238';
+    never in exponent form (1e-05), which parse_rate does not read back."""
+    return format(Decimal(repr(float(value))), "f").removesuffix(".0")
 
 
 @dataclass(frozen=True)
@@ -132,28 +139,33 @@ def parse_rate(text: str) -> Rate:
     m = _RATE_RE.match(low)
     hint = "use e.g. 1.2Mpps, 800kpps, 5000pps, 950m (bits/s on the wire), 1g, 50% (of --link) or max"
     if not m:
-        raise UsageError(f"cannot read rate {text!r}: {hint}")
+        raise UsageError(f"cannot read rate {_cut(text)}: {hint}")
     num = float(m.group("num"))
     unit = m.group("unit")
     if unit == "%":
         if not 0 < num <= 100:
-            raise UsageError(f"rate {text!r} must be above 0 % and at most 100 % of the link: {hint}")
+            raise UsageError(f"rate {_cut(text)} must be above 0 % and at most 100 % of the link: {hint}")
         return Rate("pct", num, _fmt_number(num) + "%")
     if num <= 0:
-        raise UsageError(f"rate {text!r} must be above zero: {hint}")
+        raise UsageError(f"rate {_cut(text)} must be above zero: {hint}")
     if unit.endswith("pps"):
         prefix = unit[:-3]
         if prefix not in _SI:
-            raise UsageError(f"cannot read rate {text!r}: {hint}")
-        return Rate("pps", num * _SI[prefix], _fmt_number(num * _SI[prefix]) + "pps")
+            raise UsageError(f"cannot read rate {_cut(text)}: {hint}")
+        pps = num * _SI[prefix]
+        if not pps <= MAX_RATE_PPS:
+            raise UsageError(f"rate {_cut(text)} is above {MAX_RATE_PPS:,.0f} pps, the most capbench offers")
+        return Rate("pps", pps, _fmt_number(pps) + "pps")
     for suffix in ("bps", "bit", "b"):
         if unit.endswith(suffix):
             unit = unit[: -len(suffix)]
             break
     if unit in ("k", "m", "g"):
         bps = num * _SI[unit]
+        if not bps <= MAX_RATE_BPS:
+            raise UsageError(f"rate {_cut(text)} is above {MAX_RATE_BPS / 1e9:g} Gbit/s, the most capbench offers")
         return Rate("bps", bps, _fmt_number(bps / 1e6) + "m" if bps < 1e9 else _fmt_number(bps / 1e9) + "g")
-    raise UsageError(f"cannot read rate {text!r}: {hint}")
+    raise UsageError(f"cannot read rate {_cut(text)}: {hint}")
 
 
 def max_frame_len(mtu: int = DEFAULT_MTU_B) -> int:
@@ -175,19 +187,20 @@ def parse_profile(item: str) -> str | None:
     if low in PROFILES:
         return low
     if low.startswith("imix:"):
-        raise UsageError(f"unknown IMIX {item!r}: use imix:seed (57/7/16/20 % of 64/570/594/1518 B) "
+        raise UsageError(f"unknown IMIX {_cut(item)}: use imix:seed (57/7/16/20 % of 64/570/594/1518 B) "
                          f"or imix:simple (7:4:1 of 64/594/1518 B)")
     if low.startswith("random:"):
-        m = re.fullmatch(r"random:(\d+)-(\d+)", low)
+        m = re.fullmatch(r"random:(\d{1,9})-(\d{1,9})", low)  # more digits: no frame length
         if not m or int(m.group(1)) > int(m.group(2)):
-            raise UsageError(f"cannot read {item!r}: use random:MIN-MAX with MIN <= MAX, e.g. random:64-1518")
+            raise UsageError(f"cannot read {_cut(item)}: use random:MIN-MAX with MIN <= MAX, e.g. random:64-1518")
         return low
     for prefix in ("dist:", "trace:"):
         if low.startswith(prefix):
+            what = "CSV of length,weight rows" if prefix == "dist:" else "pcap capture"
             path = Path(item[len(prefix):]).expanduser()
-            if not path.is_file():
-                raise UsageError(f"{item!r}: no such file {str(path)!r}: give a readable "
-                                 f"{'CSV of length,weight rows' if prefix == 'dist:' else 'pcap capture'}")
+            # A regular file only: the generator reads it to its end (a FIFO would block it,
+            # a device such as /dev/zero never end).
+            inputs.check_file(path, what=f"{prefix} file (a {what})")
             return prefix + str(path.resolve())
     return None
 
@@ -198,7 +211,7 @@ def parse_sizes(text: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> 
     sizes: list[int | str] = []
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or any(not t for t in items):
-        raise UsageError(f"cannot read frame sizes {text!r}: use e.g. 64,128,1518, seed, rfc2544 or {PROFILE_HELP}")
+        raise UsageError(f"cannot read frame sizes {_cut(text)}: use e.g. 64,128,1518, seed, rfc2544 or {PROFILE_HELP}")
     for item in items:
         named = NAMED_SIZES.get(item.lower())
         profile = parse_profile(item)
@@ -213,7 +226,7 @@ def parse_sizes(text: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> 
                 values = (int(item.lower().removesuffix("b")),)
             except ValueError:
                 raise UsageError(
-                    f"cannot read frame size {item!r}: use numbers in bytes (64,128,1518), "
+                    f"cannot read frame size {_cut(item)}: use numbers in bytes (64,128,1518), "
                     f"{', '.join(NAMED_SIZES)}, or a profile: {PROFILE_HELP}"
                 ) from None
         for size in values:
@@ -245,8 +258,16 @@ def parse_duration(text: str, *, what: str = "duration", allow_zero: bool = Fals
     """`5`, `5s`, `250ms`, `2m` -> seconds (> 0, or >= 0 with allow_zero)."""
     m = _DURATION_RE.match(text.strip().lower())
     if not m:
-        raise UsageError(f"cannot read {what} {text!r}: use seconds (5, 2.5s) or 250ms, 2m")
+        raise UsageError(f"cannot read {what} {_cut(text)}: use seconds (5, 2.5s) or 250ms, 2m")
     seconds = float(m.group("num")) * _DURATION_UNITS[m.group("unit")]
     if seconds < 0 or (seconds == 0 and not allow_zero):
-        raise UsageError(f"{what} {text!r} must be above zero")
+        raise UsageError(f"{what} {_cut(text)} must be above zero")
+    if not seconds <= MAX_DURATION_S:
+        raise UsageError(f"{what} {_cut(text)} is longer than {MAX_DURATION_S:,} s (7 days), the most capbench "
+                         f"takes")
     return seconds
+
+
+def _cut(text: str) -> str:
+    """A value as given, quoted, cut when long (a 5,000-digit number stays one readable line)."""
+    return repr(text) if len(text) <= 40 else f"{text[:37]!r}... ({len(text):,} characters)"

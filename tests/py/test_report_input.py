@@ -95,8 +95,8 @@ def test_a_record_with_a_field_of_the_wrong_kind_is_skipped_not_a_traceback(run)
     lines[1] = json.dumps(record) + "\n"
     (run / "trials.jsonl").write_text("".join(lines))
     scan = scan_trials(run)
-    assert [(s.line, s.kind) for s in scan.skipped] == [(2, "corrupt")]
-    assert "frame_len is None, not int" in scan.skipped[0].message
+    assert [(s.line, s.kind) for s in scan.skipped] == [(2, "invalid")]
+    assert "frame_len is null, not int" in scan.skipped[0].message
     p = capbench("report", str(run))
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
 

@@ -53,6 +53,7 @@ from capbench.rates import link_name, wire_bps, wire_pps
 from capbench.report.keys import SeriesKey, SettingsKey, series_key
 from capbench.report.load import Trial
 from capbench.report.stats import Metric, Stat, stat_of
+from capbench.results import conforms, numbers, short
 
 SEARCH_METHODS = ("rfc2544", "mlr", "sweep", "back2back")
 RFC2544_TRIAL_S = 60.0
@@ -206,6 +207,42 @@ def main_metric(method: str, names: Sequence[str] = ()) -> str | None:
 
 
 # --- from searches.jsonl -----------------------------------------------------------
+
+
+# The fields of a method answer (searches.jsonl, methods.dispatch writes them) that the report
+# reads, with the types it reads them as; a line holding another type is left out (check_outcome).
+_NUMBER, _COUNT, _TEXT, _FLAG = float | None, int | None, str | None, bool | None
+OUTCOME_FIELDS: dict[str, Any] = {
+    "method": str, "backend": str, "frame_len": int, "step": _TEXT, "repeat": _COUNT, "pin": _TEXT,
+    "app_load": _TEXT, "procs": _COUNT, "link_bps": _NUMBER, "wire_pps": _NUMBER, "precision_pct": _NUMBER,
+    "notes": tuple[str, ...], "note": _TEXT, "throughput_pps": _NUMBER, "verified": _FLAG, "short_trials": _FLAG,
+    "trial_s": _NUMBER, "verification_failures_pps": tuple[float, ...], "upper_bound_pps": _NUMBER,
+    "lowest_lossy_pps": _NUMBER, "bounded_by": _TEXT, "loss_tolerance_frames": _COUNT, "final_trial_s": _NUMBER,
+    "goals": tuple[dict[str, Any], ...], "lossless_up_to_pps": _NUMBER, "first_lossy_pps": _NUMBER,
+    "steps": _COUNT, "short_steps_pps": tuple[float, ...], "mean_frames": _NUMBER, "precision_frames": _NUMBER,
+    "unlimited": _FLAG, "max_frames": _COUNT,
+}
+GOAL_FIELDS: dict[str, Any] = {
+    "name": str, "throughput_pps": _NUMBER, "lower_bound_pps": _NUMBER, "upper_bound_pps": _NUMBER,
+    "note": _TEXT, "loss_ratio": _NUMBER, "exceed_ratio": _NUMBER, "bounded_by": _TEXT, "lowest_lossy_pps": _NUMBER,
+}
+
+
+def check_outcome(o: dict[str, Any]) -> str | None:
+    """Why the report cannot read the method answer `o` (None: it can): a field of OUTCOME_FIELDS
+    (or of a goal, GOAL_FIELDS) missing or of another type, a number below zero, or a value reading
+    it fails on. Method, backend, frame length and a goal's name must be there (the others may not)."""
+    for fields, d in [(OUTCOME_FIELDS, o)] + [(GOAL_FIELDS, g) for g in o.get("goals") or () if isinstance(g, dict)]:
+        for name, tp in fields.items():
+            if (name in d or tp in (str, int)) and not conforms(d.get(name), tp):
+                return f"{name} is {short(d.get(name))}, not {getattr(tp, '__name__', tp)}"
+            if name in d and (any(x < 0 for x in numbers(d[name])) or (name == "frame_len" and d[name] == 0)):
+                return f"{name} is {short(d[name])}: {'zero' if d[name] == 0 else 'below zero'}"
+    try:
+        _from_outcome(o, _series_of_outcome(o, "xdp"), ())
+    except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as e:
+        return f"a value the report cannot read ({e})"
+    return None
 
 
 def _from_outcome(o: dict[str, Any], series: SeriesKey, trials: tuple[Trial, ...]) -> Answer:

@@ -8,15 +8,16 @@ crash, or records of another version among readable ones, are skipped and counte
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from capbench import __version__
-from capbench.errors import UsageError
-from capbench.errors import RunError
-from capbench.results import RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, read_outcomes, scan_trials
+from capbench.errors import CapbenchError, UsageError
+from capbench.inputs import check_dir, shown
+from capbench.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, check_run, read_outcomes,
+                              read_run_raw, scan_trials, short)
 from capbench.trial import SCHEMA, TrialResult
 
 
@@ -60,46 +61,58 @@ def loss_tolerance_of(meta: dict[str, Any]) -> int:
 
 
 def _read_outcomes(path: Path, notes: list[str]) -> list[dict[str, Any]]:
-    cut: list[int] = []
+    """The method answers the report can read: results.read_outcomes's, each also read once the
+    way the report reads it (answers.check_outcome), so a wrong value is a skipped line, not a crash."""
+    from capbench.report import answers  # answers reads this module's Trial
+
+    skipped: list[tuple[int, str]] = []
     try:
-        outcomes = read_outcomes(path, cut)
-    except RunError as e:
+        good = read_outcomes(path, skipped, check=answers.check_outcome)
+    except CapbenchError as e:
         notes.append(f"{e}: the method answers are derived from the trials instead.")
         return []
-    good = [o for o in outcomes if isinstance(o, dict) and o.get("method") and o.get("backend")
-            and isinstance(o.get("frame_len"), int)]
+    cut = [n for n, why in skipped if why.startswith("not JSON")]
     if cut:
         where = ", ".join(map(str, cut))
         notes.append(f"{len(cut)} line{'s' if len(cut) > 1 else ''} of {SEARCHES_FILE} skipped: not JSON (line "
                      f"{where}; a line cut by a crash is its search in flight, which `--resume` runs again).")
-    if len(good) < len(outcomes):
-        n = len(outcomes) - len(good)
-        notes.append(f"{n} line{'s' if n > 1 else ''} of {SEARCHES_FILE} skipped: not a method answer.")
+    other = [(n, why) for n, why in skipped if not why.startswith("not JSON")]
+    if other:
+        n = len(other)
+        lines = [f"line {k}: {why}" for k, why in other[:3]]
+        notes.append(f"{n} line{'s' if n > 1 else ''} of {SEARCHES_FILE} skipped: not a method answer "
+                     f"({'; '.join(lines)}{'; ...' if n > 3 else ''}).")
     return good
 
 
 def _read_meta(path: Path, notes: list[str]) -> dict[str, Any]:
     try:
-        meta = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        raw = read_run_raw(path, missing_ok=True)
+    except CapbenchError as e:
+        notes.append(f"{e}: the machine and settings of this run are unknown.")
+        return {}
+    if raw is None:
         notes.append(f"{RUN_FILE} is missing: the machine and settings of this run are unknown.")
         return {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        notes.append(f"{RUN_FILE} is unreadable ({getattr(e, 'msg', e)}): the machine and settings are unknown.")
-        return {}
-    if not isinstance(meta, dict):
+    if not isinstance(raw, dict):
         notes.append(f"{RUN_FILE} is not a JSON object: the machine and settings are unknown.")
         return {}
-    schema = meta.get("schema", SCHEMA)
+    schema = raw.get("schema", SCHEMA)
     if schema != SCHEMA:
+        version = raw.get("capbench_version", "?")
         raise UsageError(
-            f"{path} holds results of schema {schema!r} (capbench {meta.get('capbench_version', '?')}); "
+            f"{path} holds results of schema {short(schema)} (capbench {version if isinstance(version, str) else short(version)}); "
             f"this capbench {__version__} reads schema {SCHEMA}: report them with the capbench that wrote them")
+    meta, wrong = check_run(raw, path)
+    for text in wrong:
+        notes.append(f"{text}: left out of the report.")
     return meta
 
 
 def _skipped_note(skipped: list[SkippedLine]) -> str:
+    invalid = next((s.why for s in skipped if s.kind == "invalid"), "")
     kinds = {"truncated": "cut short (a crash while writing)", "corrupt": "unreadable",
+             "invalid": f"impossible, left out of every table and figure (the first: {invalid})",
              "schema": "of another schema version"}
     parts = []
     for kind, text in kinds.items():
@@ -113,12 +126,11 @@ def _skipped_note(skipped: list[SkippedLine]) -> str:
 def load_run(path: Path | str) -> RunData:
     """Read a results directory of `capbench run`; UsageError where nothing can be drawn."""
     path = Path(path)
-    if not path.is_dir():
-        why = "not a directory" if path.exists() else "no such directory"
-        raise UsageError(f"cannot read {path}: {why}: give a results directory of `capbench run` "
+    if not check_dir(path, what="results directory"):
+        raise UsageError(f"cannot read {shown(path)}: no such directory: give a results directory of `capbench run` "
                          f"(results/<UTC time>/)")
-    if not (path / TRIALS_FILE).exists():
-        what = "no results" if not (path / RUN_FILE).exists() else f"no {TRIALS_FILE} (the run recorded no trial)"
+    if not os.path.lexists(path / TRIALS_FILE):  # lexists: False, not OSError, for a path too long
+        what = "no results" if not os.path.lexists(path / RUN_FILE) else f"no {TRIALS_FILE} (the run recorded no trial)"
         raise UsageError(f"{path} holds {what}: give a results directory of `capbench run` (results/<UTC time>/)")
     notes: list[str] = []
     meta = _read_meta(path, notes)
