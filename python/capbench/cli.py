@@ -846,7 +846,10 @@ def _main(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _main(argv)
+        # SIGTERM raises Terminated from here on, before anything is made, so whatever a
+        # command makes is undone by its `finally` blocks at any moment.
+        with testbed.sigterm_raises():
+            return _main(argv)
     except CapbenchError as e:
         print(f"capbench: {' '.join(str(e).split())}", file=sys.stderr)
         return e.exit_status
