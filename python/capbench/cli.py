@@ -66,7 +66,8 @@ at wire rate without loss. Their answers go to searches.jsonl.
 Any option that takes a LIST runs every combination: methods x placements x
 app loads x processes x backends x sizes x --repeat. A campaign file describes
 the same in TOML (campaigns/seed2008.toml). Every trial is written as it ends;
---resume DIR continues an interrupted run without repeating finished trials.
+--resume DIR continues an interrupted run without repeating finished trials
+(one run at a time writes DIR: a resume while its run is alive is refused).
 
 Placement: --pin A:A puts the kernel's receive work (the capture veth's RPS
 mask) and the counter on one CPU, A:B on two, auto leaves it to the scheduler;
@@ -144,7 +145,7 @@ examples:
 """
 
 BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
-                "host-wide) to N packets, put back afterwards")
+                "host-wide) to N packets, put back when the last run holding it ends")
 
 def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
     """--rx-mode and --napi-sched: the test bed's receive model (capbench.rxmode)."""

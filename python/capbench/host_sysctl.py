@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capbench.errors import RunError, UsageError
+from capbench.errors import UsageError
 from capbench.owners import Setting
 
 PROC_SYS = Path("/proc/sys")
@@ -51,14 +51,6 @@ def read(key: str) -> str | None:
         return _path(key).read_text().strip()
     except OSError:
         return None
-
-
-def write(key: str, value: str) -> None:
-    try:
-        _path(key).write_text(value + "\n")
-    except OSError as e:
-        raise RunError(f"cannot set {key} to {value}: {e.strerror} "
-                       f"(it exists only in the initial network namespace; run capbench there as root)") from None
 
 
 def snapshot() -> dict[str, str | None]:

@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import statistics
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from capbench import host_sysctl, netns, owners, testbed
-from e2e_env import assert_one_line_usage_error, capbench_cmd, capbench_env, missing_prerequisite, run_capbench
+from e2e_env import (assert_one_line_usage_error, capbench_cmd, capbench_env, missing_prerequisite, run_capbench,
+                     start_run)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
@@ -25,26 +26,13 @@ def backlog() -> int:
     return int(host_sysctl.read(host_sysctl.BACKLOG))
 
 
-def start_run(results: Path, *args: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
-    """Start `capbench run` in a session of its own; return it and its test bed id once it has one."""
-    proc = subprocess.Popen(capbench_cmd("run", "--results", str(results), *QUICK, *args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env or capbench_env(), start_new_session=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        m = re.match(r"test bed ([0-9a-f]{6}):", line)
-        if m:
-            return proc, m.group(1)
-    proc.wait()
-    pytest.fail(f"capbench run printed no test bed line (exit {proc.returncode})")
-
-
 def holders() -> set[str]:
     """The test beds holding a host setting now (the registry every run sees)."""
     return {h for entry in owners.HostSettings().held().values() for h in entry["holders"]}
 
 
 def test_resume_of_a_live_run_is_refused_naming_its_pid(tmp_path):
-    proc, _ = start_run(tmp_path, "--sizes", "64,128", "--duration", "2")
+    proc, _ = start_run(tmp_path, *QUICK, "--sizes", "64,128", "--duration", "2")
     (d,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     try:
         p = run_capbench("run", "--resume", str(d))
@@ -62,10 +50,10 @@ def test_testbed_down_of_a_killed_run_keeps_what_a_living_run_holds(tmp_path, b_
     before = backlog()
     a_value = before + 2000
     b_value = a_value + 1000 if b_above_a else before + 1000
-    run_a, a = start_run(tmp_path / "a", "--sizes", "64", "--duration", "30", "--backlog", str(a_value))
+    run_a, a = start_run(tmp_path / "a", *QUICK, "--sizes", "64", "--duration", "30", "--backlog", str(a_value))
     os.killpg(run_a.pid, signal.SIGKILL)  # no chance to clean up: its test bed and its hold stay
     run_a.communicate(timeout=10)
-    run_b, b = start_run(tmp_path / "b", "--sizes", "64", "--duration", "3", "--backlog", str(b_value))
+    run_b, b = start_run(tmp_path / "b", *QUICK, "--sizes", "64", "--duration", "3", "--backlog", str(b_value))
     try:
         assert {a, b} <= holders()
         assert backlog() == max(a_value, b_value)
