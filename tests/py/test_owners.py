@@ -197,8 +197,11 @@ HOLD_RELEASE = """
         want = random.randint(1001, 50000)
         reg.hold(me, Setting(path=path, value=str(want), at_least=True))
         time.sleep(random.random() / 500)
-        # While it holds, nobody puts the setting back under it.
-        assert int(open(path).read()) >= want, (open(path).read(), want)
+        # While it holds, nobody puts the setting back under it. (A write to this stand-in file
+        # truncates it first, so a read can catch it empty; a sysctl write is one step.)
+        while not (now := open(path).read()):
+            pass
+        assert int(now) >= want, (now, want)
         reg.release(me.id)
 """
 
