@@ -199,6 +199,8 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
         state = testbed.read_state(tb.id) or {}
         tuned_if = hygiene.tune_interface(tb.cap_ns, tb.cap_if) if opts.tune else {}
         writer.meta["system"] = hygiene.snapshot(tb.cap_ns, tb.cap_if) | {
+            # What the test bed holds (--backlog, --tune): the value it found, set, and that goes back.
+            "host_settings": state.get("host_settings", []),
             "tuned": state.get("host_settings", []) if opts.tune else "no (--tune sets and restores)"}
         if opts.tune:
             writer.meta["system"]["tuned_interface"] = {tb.cap_if: tuned_if}
@@ -243,11 +245,10 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
             campaign_run.execute(c, steps, progress, campaign_run.StepRun(make_measurer, record, record_outcome,
                                                                           on_step=on_step, on_trial=on_trial))
         except KeyboardInterrupt:
-            note("interrupted: the test bed is removed; `capbench run --resume "
-                 f"{writer.path}` continues where this stopped")
+            note(f"interrupted: the test bed is removed; {after_stop(writer)}")
             status = 130
         except Terminated:
-            note(f"terminated: the test bed is removed; `capbench run --resume {writer.path}` continues")
+            note(f"terminated: the test bed is removed; {after_stop(writer)}")
             status = 143
         warnings = hygiene.noisy(tables.repeated_rates(trials, results.read_outcomes(writer.path)))
         if warnings:
@@ -276,11 +277,23 @@ def open_results(c: cmod.Campaign, opts: RunOptions, resume: Path | None) -> tup
         raise
 
 
+def has_results(writer: RunWriter) -> bool:
+    """Whether the run's folder holds a result: a trial or a method's answer."""
+    return writer.count > 0 or (writer.path / results.SEARCHES_FILE).exists()
+
+
+def after_stop(writer: RunWriter) -> str:
+    """What becomes of a stopped run's results."""
+    if has_results(writer):
+        return f"`capbench run --resume {writer.path}` continues where this stopped"
+    return "no trial had finished, so no results folder is kept"
+
+
 def remove_empty_run(writer: RunWriter, made: Sequence[Path] = ()) -> None:
     """Remove a results folder this run made that holds no result (no trial, no answer), and the
     folders above it that it made too (`made`, innermost first): a run stopped before its first
     trial leaves nothing. Only capbench's own files are removed; a folder holding anything else stays."""
-    if writer.count or (writer.path / results.SEARCHES_FILE).exists():
+    if has_results(writer):
         return
     for name in (results.TRIALS_FILE, results.RUN_FILE, f".{results.RUN_FILE}.tmp", owners.RESULTS_LOCK):
         (writer.path / name).unlink(missing_ok=True)
@@ -342,7 +355,8 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
             note(f"results of what finished: {writer.path}; `capbench run --resume {writer.path}` continues")
         raise
     print_results(trials, results.read_outcomes(writer.path))
-    note(f"results: {writer.path}")
+    if has_results(writer):
+        note(f"results: {writer.path}")
     if status == 0 and trials and opts.report:
         write_run_report(writer.path)
     if status == 0:

@@ -271,11 +271,11 @@ def destroy(tb_id: str) -> bool:
                 removed |= netns.delete_netns(ns)
             except RunError as e:
                 errors.append(str(e))
-        try:
-            # After the namespaces: while they exist, the test bed is a living holder.
-            HostSettings().release(tb_id)
-        except RunError as e:
-            errors.append(str(e))
+        if not errors:  # after the namespaces: a test bed still there keeps what it holds
+            try:
+                HostSettings().release(tb_id)
+            except RunError as e:
+                errors.append(str(e))
         if errors:
             raise RunError("; ".join(errors))
         state = read_state(tb_id)

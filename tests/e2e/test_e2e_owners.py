@@ -65,6 +65,10 @@ def test_testbed_down_of_a_killed_run_keeps_what_a_living_run_holds(tmp_path, b_
         _, err = run_b.communicate(timeout=60)
     assert run_b.returncode == 0, err
     assert backlog() == before  # the original, found by the first holder
+    (d,) = [p for p in (tmp_path / "b").iterdir() if p.is_dir()]
+    system = json.loads((d / "run.json").read_text())["system"]
+    assert system["host_settings"] == [{"key": host_sysctl.BACKLOG, "was": str(a_value),
+                                        "set": str(max(a_value, b_value)), "restores_to": str(before)}]
     assert not {a, b} & holders()
     assert not {f"capbench-{x}-{side}" for x in (a, b) for side in ("gen", "cap")} & set(netns.list_netns())
 
