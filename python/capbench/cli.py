@@ -17,7 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from capbench import __version__, campaign, host_sysctl, netns, preflight, runner, rxmode, tables, testbed
+from capbench import __version__, campaign, host_sysctl, netns, owners, preflight, runner, rxmode, tables, testbed
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
 from capbench.methods.dispatch import METHODS
@@ -569,6 +569,10 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         else:
             where = " ".join(info.namespaces) or "(namespaces gone)"
         print(f"{info.id}  {where}  created {st.get('created_at', '?')}  {owner}")
+    for path, entry in owners.HostSettings().held().items():
+        beds = ", ".join(sorted(entry["holders"]))
+        print(f"{entry.get('key') or path} = {entry['set']}, held by test bed(s) {beds}: "
+              f"back to {entry['original']} when the last of them is removed")
     return 0
 
 

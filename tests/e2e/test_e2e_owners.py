@@ -57,6 +57,9 @@ def test_testbed_down_of_a_killed_run_keeps_what_a_living_run_holds(tmp_path, b_
     try:
         assert {a, b} <= holders()
         assert backlog() == max(a_value, b_value)
+        status = run_capbench("testbed", "status").stdout
+        assert re.search(rf"{host_sysctl.BACKLOG} = {max(a_value, b_value)}, held by test bed\(s\) .*{min(a, b)}, "
+                         rf".*{max(a, b)}.*: back to {before} when the last of them is removed", status), status
         p = run_capbench("testbed", "down", a)
         assert p.returncode == 0 and f"removed test bed {a}" in p.stdout, p.stderr
         assert backlog() == max(a_value, b_value)  # run B still measures with it
