@@ -18,7 +18,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from capbench import __version__, campaign, host_sysctl, netns, preflight, runner, rxmode, tables, testbed
+from capbench import __version__, campaign, host_sysctl, netns, owners, preflight, runner, rxmode, tables, testbed
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
 from capbench.methods.dispatch import METHODS
@@ -67,7 +67,8 @@ at wire rate without loss. Their answers go to searches.jsonl.
 Any option that takes a LIST runs every combination: methods x placements x
 app loads x processes x backends x sizes x --repeat. A campaign file describes
 the same in TOML (campaigns/seed2008.toml). Every trial is written as it ends;
---resume DIR continues an interrupted run without repeating finished trials.
+--resume DIR continues an interrupted run without repeating finished trials
+(one run at a time writes DIR: a resume while its run is alive is refused).
 
 Placement: --pin A:A puts the kernel's receive work (the capture veth's RPS
 mask) and the counter on one CPU, A:B on two, auto leaves it to the scheduler;
@@ -145,7 +146,7 @@ examples:
 """
 
 BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
-                "host-wide) to N packets, put back afterwards")
+                "host-wide) to N packets, put back when the last run holding it ends")
 
 def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
     """--rx-mode and --napi-sched: the test bed's receive model (capbench.rxmode)."""
@@ -583,6 +584,10 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         else:
             where = " ".join(info.namespaces) or "(namespaces gone)"
         print(f"{info.id}  {where}  created {st.get('created_at', '?')}  {owner}")
+    for path, entry in owners.HostSettings().held().items():
+        beds = ", ".join(sorted(entry["holders"]))
+        print(f"{entry.get('key') or path} = {entry['set']}, held by test bed(s) {beds}: "
+              f"back to {entry['original']} when the last of them is removed")
     return 0
 
 
@@ -869,7 +874,10 @@ def error_line(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _main(argv)
+        # SIGTERM raises Terminated from here on, before anything is made, so whatever a
+        # command makes is undone by its `finally` blocks at any moment.
+        with testbed.sigterm_raises():
+            return _main(argv)
     except CapbenchError as e:
         print(f"capbench: {error_line(e)}", file=sys.stderr)
         return e.exit_status

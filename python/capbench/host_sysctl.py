@@ -13,16 +13,18 @@ and the default 1,000 packets last 10 ms at 100 kpps. `--backlog` lets a user
 take that stall out of a measurement, or keep it in (the default: the system as
 it is).
 
-A raised value is put back when its test bed is removed, and only if nobody
-changed it since: the test bed's state file remembers (was, set), so `capbench
-testbed down` also restores it after a crashed run.
+A raised value is held by the test bed that needed it (capbench.owners): it is
+put back to the value the first holder found when the last test bed holding it
+is removed (`capbench testbed down` after a crashed run too), and only if nobody
+changed it by hand since.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from capbench.errors import RunError, UsageError
+from capbench.errors import UsageError
+from capbench.owners import Setting
 
 PROC_SYS = Path("/proc/sys")
 BACKLOG = "net.core.netdev_max_backlog"
@@ -51,14 +53,6 @@ def read(key: str) -> str | None:
         return None
 
 
-def write(key: str, value: str) -> None:
-    try:
-        _path(key).write_text(value + "\n")
-    except OSError as e:
-        raise RunError(f"cannot set {key} to {value}: {e.strerror} "
-                       f"(it exists only in the initial network namespace; run capbench there as root)") from None
-
-
 def snapshot() -> dict[str, str | None]:
     """Every recorded sysctl, for run.json."""
     return {key: read(key) for key in RECORDED}
@@ -71,42 +65,9 @@ def check_backlog(value: int) -> int:
     return value
 
 
-def raise_to(key: str, value: int) -> dict | None:
-    """Raise an integer sysctl to at least `value`; the (was, set) record to restore it, or None
-    when it already was that high (then it is left alone and nothing is restored)."""
-    current = read(key)
-    if current is None:
+def setting(key: str, value: int) -> Setting:
+    """The sysctl `key` at `value` or more, for a run to hold (owners.HostSettings)."""
+    if read(key) is None:
         raise UsageError(f"this kernel has no {key} here: run capbench in the initial network namespace, "
-                         f"or leave out --backlog")
-    if int(current) >= value:
-        return None
-    write(key, str(value))
-    return {"key": key, "was": current, "set": str(value)}
-
-
-def set_file(path: Path | str, value: str) -> dict | None:
-    """Write a sysfs setting (a CPU's scaling_governor, say); the (was, set) record to put it
-    back, or None when it already had that value."""
-    path = Path(path)
-    try:
-        was = path.read_text().strip()
-        if was == value:
-            return None
-        path.write_text(value + "\n")
-    except OSError as e:
-        raise RunError(f"cannot set {path} to {value}: {e.strerror}") from None
-    return {"path": str(path), "was": was, "set": value}
-
-
-def restore(record: dict) -> None:
-    """Undo `raise_to` or `set_file`, unless someone else changed the value since (then theirs stands)."""
-    if "path" in record:
-        p = Path(record["path"])
-        try:
-            if p.read_text().strip() == record["set"]:
-                p.write_text(record["was"] + "\n")
-        except OSError as e:
-            raise RunError(f"cannot put {p} back to {record['was']}: {e.strerror}") from None
-        return
-    if read(record["key"]) == record["set"]:
-        write(record["key"], record["was"])
+                         f"or leave out the option that sets it")
+    return Setting(path=str(_path(key)), value=str(value), at_least=True, key=key)

@@ -6,9 +6,10 @@ capture interface's RPS masks and offloads (GRO, LRO, ... from `ethtool -k`),
 and the IRQ affinity of its queues (a veth has no IRQ: its receive work runs in
 the sender's softirq or where RPS steers it).
 
-`--tune` sets what helps a capture benchmark and puts it back afterwards,
-through the test bed's restore records (testbed.py), so a crashed run is
-undone by `capbench testbed down`: the `performance` governor, a backlog of
+`--tune` sets what helps a capture benchmark and puts it back afterwards: its
+test bed holds each host setting (capbench.owners), which is put back when the
+last test bed holding it goes, so a crashed run is undone by `capbench testbed
+down`, and never under another run that still needs it: the `performance` governor, a backlog of
 10,000 packets and a 64 MiB socket buffer ceiling (net.core.rmem_max). On the
 capture interface it turns receive offloads that merge packets (GRO, GRO list)
 off, so the counter sees every frame as sent; the interface is the test bed's
@@ -25,11 +26,12 @@ import os
 import re
 import shutil
 import statistics
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from capbench import host_sysctl, netns
+from capbench.owners import Setting
 
 TUNED_BACKLOG = 10_000
 TUNED_RMEM_MAX = 64 << 20
@@ -142,17 +144,11 @@ def irq_affinity(ifname: str) -> dict[str, str]:
     return found
 
 
-def tune() -> Iterator[dict]:
-    """Set the tuned values one by one, yielding right after each the record that puts it back
-    (testbed.py writes each to its state file before the next change)."""
-    for path in sorted(glob.glob(GOVERNORS)):
-        r = host_sysctl.set_file(path, "performance")
-        if r:
-            yield r
-    for key, value in ((host_sysctl.BACKLOG, TUNED_BACKLOG), ("net.core.rmem_max", TUNED_RMEM_MAX)):
-        r = host_sysctl.raise_to(key, value)
-        if r:
-            yield r
+def tuned_settings() -> list[Setting]:
+    """The host settings --tune needs (its test bed holds each one: capbench.owners)."""
+    governors = [Setting(path=path, value="performance", at_least=False) for path in sorted(glob.glob(GOVERNORS))]
+    return governors + [host_sysctl.setting(key, value)
+                        for key, value in ((host_sysctl.BACKLOG, TUNED_BACKLOG), ("net.core.rmem_max", TUNED_RMEM_MAX))]
 
 
 MERGING_OFFLOADS = {"generic-receive-offload": "gro", "rx-gro-list": "rx-gro-list"}

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from capbench import campaign as cmod
-from capbench import campaign_run, cpu, hygiene, results, rxmode, tables, testbed
+from capbench import campaign_run, cpu, hygiene, owners, results, rxmode, tables, testbed
 from capbench.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
@@ -199,7 +199,9 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
         state = testbed.read_state(tb.id) or {}
         tuned_if = hygiene.tune_interface(tb.cap_ns, tb.cap_if) if opts.tune else {}
         writer.meta["system"] = hygiene.snapshot(tb.cap_ns, tb.cap_if) | {
-            "tuned": state.get("sysctl_restore", []) if opts.tune else "no (--tune sets and restores)"}
+            # What the test bed holds (--backlog, --tune): the value it found, set, and that goes back.
+            "host_settings": state.get("host_settings", []),
+            "tuned": state.get("host_settings", []) if opts.tune else "no (--tune sets and restores)"}
         if opts.tune:
             writer.meta["system"]["tuned_interface"] = {tb.cap_if: tuned_if}
         note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
@@ -243,11 +245,10 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
             campaign_run.execute(c, steps, progress, campaign_run.StepRun(make_measurer, record, record_outcome,
                                                                           on_step=on_step, on_trial=on_trial))
         except KeyboardInterrupt:
-            note("interrupted: the test bed is removed; `capbench run --resume "
-                 f"{writer.path}` continues where this stopped")
+            note(f"interrupted: the test bed is removed; {after_stop(writer)}")
             status = 130
         except Terminated:
-            note(f"terminated: the test bed is removed; `capbench run --resume {writer.path}` continues")
+            note(f"terminated: the test bed is removed; {after_stop(writer)}")
             status = 143
         warnings = hygiene.noisy(tables.repeated_rates(trials, results.read_outcomes(writer.path)))
         if warnings:
@@ -257,13 +258,83 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
     return status
 
 
-def execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, *, resume: Path | None = None) -> int:
-    """Run (or resume) a campaign, print its tables, write its report; the exit status."""
+def open_results(c: cmod.Campaign, opts: RunOptions, resume: Path | None) -> tuple[RunWriter, owners.ResultsLock]:
+    """The run's writer and its lock on the results folder: the folder of `resume`, once no other
+    run writes it (UsageError naming that run's pid), or a new one (removed again if it cannot be
+    locked)."""
     if resume is not None:
-        writer = RunWriter.resume(resume)
+        lock = owners.lock_results(resume)  # before anything in it changes
+        try:
+            return RunWriter.resume(resume), lock
+        except BaseException:
+            lock.release()
+            raise
+    writer = RunWriter.create(opts.results, {"campaign": campaign_settings(c)}, command=list(opts.command))
+    try:
+        return writer, owners.lock_results(writer.path)
+    except BaseException:
+        remove_empty_run(writer)
+        raise
+
+
+def has_results(writer: RunWriter) -> bool:
+    """Whether the run's folder holds a result: a trial or a method's answer."""
+    return writer.count > 0 or (writer.path / results.SEARCHES_FILE).exists()
+
+
+def after_stop(writer: RunWriter) -> str:
+    """What becomes of a stopped run's results."""
+    if has_results(writer):
+        return f"`capbench run --resume {writer.path}` continues where this stopped"
+    return "no trial had finished, so no results folder is kept"
+
+
+def remove_empty_run(writer: RunWriter, made: Sequence[Path] = ()) -> None:
+    """Remove a results folder this run made that holds no result (no trial, no answer), and the
+    folders above it that it made too (`made`, innermost first): a run stopped before its first
+    trial leaves nothing. Only capbench's own files are removed; a folder holding anything else stays."""
+    if has_results(writer):
+        return
+    for name in (results.TRIALS_FILE, results.RUN_FILE, f".{results.RUN_FILE}.tmp", owners.RESULTS_LOCK):
+        (writer.path / name).unlink(missing_ok=True)
+    for d in (writer.path, *made):
+        try:
+            d.rmdir()
+        except OSError:
+            return
+
+
+def missing_dirs(path: Path) -> list[Path]:
+    """The folders of `path` that do not exist yet, innermost first."""
+    missing = []
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, *, resume: Path | None = None) -> int:
+    """Run (or resume) a campaign, print its tables, write its report; the exit status.
+
+    The run is the only writer of its results folder while it lasts (owners.lock_results); a
+    new folder that ends with no result, whatever ends the run, is removed."""
+    made = [] if resume is not None else missing_dirs(Path(opts.results))
+
+    def close(opened: tuple[RunWriter, owners.ResultsLock]) -> None:
+        if resume is None:
+            remove_empty_run(opened[0], made)
+        opened[1].release()
+
+    with owners.owned(lambda: open_results(c, opts, resume), close) as (writer, _):
+        return _execute(c, opts, binaries, writer, resume)
+
+
+def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: RunWriter,
+             resume: Path | None) -> int:
+    if resume is not None:
         progress = cmod.progress_of(results.scan_trials(resume).trials, results.read_outcomes(resume))
     else:
-        writer = RunWriter.create(opts.results, {"campaign": campaign_settings(c)}, command=list(opts.command))
         if opts.campaign_source is not None:
             writer.meta["campaign_toml"] = opts.campaign_source
         progress = cmod.progress_of([], [])
@@ -284,7 +355,8 @@ def execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, *, resume: P
             note(f"results of what finished: {writer.path}; `capbench run --resume {writer.path}` continues")
         raise
     print_results(trials, results.read_outcomes(writer.path))
-    note(f"results: {writer.path}")
+    if has_results(writer):
+        note(f"results: {writer.path}")
     if status == 0 and trials and opts.report:
         write_run_report(writer.path)
     if status == 0:

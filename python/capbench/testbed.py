@@ -31,9 +31,11 @@ from pathlib import Path
 
 from capbench import cpu, host_sysctl, netns, rxmode
 from capbench.errors import RunError, Terminated
+from capbench.owners import (RUN_DIR, SIGNALS, HostSettings, Holder, owned, process_alive, process_start_ticks,
+                             signals_held)
 
 STATE_DIR_ENV = "CAPBENCH_STATE_DIR"
-DEFAULT_STATE_DIR = Path("/run/capbench/testbeds")
+DEFAULT_STATE_DIR = RUN_DIR / "testbeds"
 NS_RE = re.compile(r"^capbench-([0-9a-f]{6})-(gen|cap)$")
 GEN_MAC = "02:cb:00:00:01:01"
 CAP_MAC = "02:cb:00:00:01:02"
@@ -87,25 +89,8 @@ class Testbed:
 # --- owner bookkeeping -------------------------------------------------------
 
 
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of a running process (field 22 of /proc/PID/stat); None if it does not
-    exist or is a zombie (dead, waiting to be reaped: it owns nothing any more)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
-
-
 def owner_alive(state: dict) -> bool:
-    pid = state.get("owner_pid")
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    start = process_start_ticks(pid)
-    return start is not None and start == state.get("owner_start_ticks", start)
+    return process_alive(state.get("owner_pid"), state.get("owner_start_ticks"))
 
 
 def read_state(tb_id: str) -> dict | None:
@@ -115,7 +100,7 @@ def read_state(tb_id: str) -> dict | None:
         return None
 
 
-def _write_state(tb: Testbed, owner_pid: int, purpose: str, sysctl_restore: list[dict] = ()) -> None:
+def _write_state(tb: Testbed, owner_pid: int, purpose: str, host_settings: list[dict] = ()) -> None:
     d = state_dir()
     d.mkdir(parents=True, exist_ok=True)
     state = asdict(tb) | {
@@ -123,7 +108,8 @@ def _write_state(tb: Testbed, owner_pid: int, purpose: str, sysctl_restore: list
         "owner_start_ticks": process_start_ticks(owner_pid),
         "purpose": purpose,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "sysctl_restore": list(sysctl_restore),  # host sysctls to put back on destroy
+        # The host settings it holds: what it found and set (put back through owners.HostSettings).
+        "host_settings": list(host_settings),
     }
     tmp = d / f".{tb.id}.json.tmp"
     tmp.write_text(json.dumps(state, indent=1) + "\n")
@@ -194,14 +180,23 @@ def wait_until_up(tb: Testbed, timeout_s: float = 5.0) -> None:
         time.sleep(0.05)
 
 
+def holder(tb: Testbed) -> Holder:
+    """The test bed as a holder of host settings: alive while this process runs or its namespaces exist."""
+    return Holder.of_this_process(tb.id, (tb.gen_ns, tb.cap_ns))
+
+
 def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
            backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
            napi_sched: str = rxmode.DEFAULT_NAPI_SCHED) -> Testbed:
     """Build a new test bed owned by this process; on failure remove what was built and raise.
 
+    SIGINT and SIGTERM are held back meanwhile: they are delivered when this returns (the
+    caller's `try` that destroys the test bed must be open by then: see `testbed()`), or
+    after what was built is removed. So a signal never leaves half a test bed.
+
     `purpose` is shown by `capbench testbed status` ("run", "testbed up", a test's name).
     `backlog` raises net.core.netdev_max_backlog to at least that many packets until
-    the test bed is destroyed (see host_sysctl). `rx_mode` and `napi_sched`: see rxmode.
+    the test bed is destroyed (see host_sysctl, owners). `rx_mode` and `napi_sched`: see rxmode.
     """
     rxmode.check_mode(rx_mode)
     rxmode.check_available(rx_mode)
@@ -211,58 +206,64 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
         return dataclasses.replace(Testbed.named(secrets.token_hex(3), rx_cpu), backlog=backlog,
                                    rx_mode=rx_mode, napi_sched=sched)
 
-    tb = named()
-    while read_state(tb.id) is not None or tb.gen_ns in netns.list_netns():
-        tb = named()
-    # The state file comes first, so a crash half-way leaves something `down` can find.
-    _write_state(tb, os.getpid(), purpose)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
-        for ns in (tb.gen_ns, tb.cap_ns):
-            netns.add_netns(ns)
-            for scope in ("all", "default"):
-                netns.set_sysctl(ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
-        queues = str(veth_queues())
-        netns.ip(
-            "link", "add", tb.gen_if, "netns", tb.gen_ns, "address", tb.gen_mac, "mtu", str(mtu),
-            "numtxqueues", queues, "numrxqueues", queues, "type", "veth",
-            "peer", "name", tb.cap_if, "netns", tb.cap_ns, "address", tb.cap_mac, "mtu", str(mtu),
-            "numtxqueues", queues, "numrxqueues", queues,
-        )
-        for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
-            netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
-        steer(tb, rx_cpu)
-        restore = []
-        if backlog is not None:
-            raised = host_sysctl.raise_to(host_sysctl.BACKLOG, backlog)
-            if raised:
-                restore.append(raised)
-                _write_state(tb, os.getpid(), purpose, restore)
-        if tune:
-            from capbench import hygiene
+        tb = named()
+        while read_state(tb.id) is not None or tb.gen_ns in netns.list_netns():
+            tb = named()
+        # The state file comes first, so a crash half-way leaves something `down` can find.
+        _write_state(tb, os.getpid(), purpose)
+        try:
+            for ns in (tb.gen_ns, tb.cap_ns):
+                netns.add_netns(ns)
+                for scope in ("all", "default"):
+                    netns.set_sysctl(ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
+            queues = str(veth_queues())
+            netns.ip(
+                "link", "add", tb.gen_if, "netns", tb.gen_ns, "address", tb.gen_mac, "mtu", str(mtu),
+                "numtxqueues", queues, "numrxqueues", queues, "type", "veth",
+                "peer", "name", tb.cap_if, "netns", tb.cap_ns, "address", tb.cap_mac, "mtu", str(mtu),
+                "numtxqueues", queues, "numrxqueues", queues,
+            )
+            for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
+                netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
+            steer(tb, rx_cpu)
+            wanted = [host_sysctl.setting(host_sysctl.BACKLOG, backlog)] if backlog is not None else []
+            if tune:
+                from capbench import hygiene
 
-            # Each setting is recorded as soon as it is made, so a crash in between leaves
-            # nothing that `down` cannot put back.
-            for record in hygiene.tune():
-                restore.append(record)
-                _write_state(tb, os.getpid(), purpose, restore)
-        wait_until_up(tb)
-    except BaseException:
-        destroy(tb.id)
-        raise
+                wanted += hygiene.tuned_settings()
+            records, registry, me = [], HostSettings(), holder(tb)
+            for setting in wanted:
+                # Each setting is in the registry before it is changed, so whatever happens
+                # next, the last test bed holding it puts it back.
+                record = registry.hold(me, setting)
+                if record:
+                    records.append(record)
+                    _write_state(tb, os.getpid(), purpose, records)
+            wait_until_up(tb)
+            # A signal that came meanwhile is raised here, where the test bed is still undone
+            # below (unless the caller holds signals too: then in the caller's own `try`).
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        except BaseException:
+            destroy(tb.id)
+            raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return tb
 
 
 def destroy(tb_id: str) -> bool:
     """Remove a test bed's namespaces (with their veth and XDP programs) and its state file,
-    and put back the host sysctls it raised.
+    and end its holds on host settings: each is put back when no other living test bed holds
+    it (owners.HostSettings), so a setting another run still measures with stays.
 
     SIGINT and SIGTERM are held back meanwhile, so a second Ctrl-C cannot leave
     half a test bed behind; they are delivered when this returns. True if
     anything was removed.
     """
     tb = Testbed.named(tb_id)
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
+    with signals_held():
         removed = False
         errors = []
         for ns in (tb.gen_ns, tb.cap_ns):
@@ -270,19 +271,17 @@ def destroy(tb_id: str) -> bool:
                 removed |= netns.delete_netns(ns)
             except RunError as e:
                 errors.append(str(e))
-        state = read_state(tb_id)
-        for record in (state or {}).get("sysctl_restore", []):
+        if not errors:  # after the namespaces: a test bed still there keeps what it holds
             try:
-                host_sysctl.restore(record)
+                HostSettings().release(tb_id)
             except RunError as e:
                 errors.append(str(e))
         if errors:
             raise RunError("; ".join(errors))
+        state = read_state(tb_id)
         removed |= state is not None
         _remove_state(tb_id)
         return removed
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @dataclass(frozen=True)
@@ -366,11 +365,8 @@ def testbed(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
             backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
             napi_sched: str = rxmode.DEFAULT_NAPI_SCHED) -> Iterator[Testbed]:
     """A test bed for the duration of a `with` block, removed on exit, exceptions,
-    KeyboardInterrupt and SIGTERM."""
-    with sigterm_raises():
-        tb = create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog, tune=tune, rx_mode=rx_mode,
-                    napi_sched=napi_sched)
-        try:
-            yield tb
-        finally:
-            destroy(tb.id)
+    KeyboardInterrupt and SIGTERM, whenever it comes (owners.owned)."""
+    with sigterm_raises(), owned(lambda: create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog, tune=tune,
+                                                rx_mode=rx_mode, napi_sched=napi_sched),
+                                 lambda tb: destroy(tb.id)) as tb:
+        yield tb

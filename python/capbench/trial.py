@@ -13,7 +13,8 @@ A trial:
  3. snapshot the interfaces' drop counters (`ip -s link`: the capture interface's
     rx_dropped, the generator interface's tx_dropped), softnet_stat, /proc/stat and
     the counter's CPU time;
- 4. run capbench-gen in the generator namespace to completion;
+ 4. run capbench-gen in the generator namespace to completion, reading softnet_stat
+    every second meanwhile (its 32-bit counters could wrap unseen: SOFTNET_SAMPLE_S);
  5. snapshot the CPU times again: steps 3-5 are the load window;
  6. wait `settle_s` for the rings and backlog queues to drain, snapshot softnet_stat
     and the interfaces' drop counters;
@@ -26,7 +27,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,6 +325,56 @@ def backlog_from_device(iface_rx_dropped: int | None, ring_drops: int | None, li
     return max(0, iface_rx_dropped - before_stack)
 
 
+# How often a trial reads softnet_stat. Its counters are 32-bit (struct softnet_data's unsigned
+# int fields, printed with %08x), so over a long trial one can wrap, more than once; read at its
+# start and end only, a wrap would be lost. A drop counter grows at most as fast as packets arrive
+# at its CPU: 2**32 drops take 2,886 s at 1.488 Mpps (1 GbE, 64 B), 716 s at the ~6 Mpps the
+# fastest generator here reaches, 289 s at 10 GbE's 14.88 Mpps. Read every second, no wrap is
+# missed. The other kernel counters a trial reads are 64-bit and need no sampling: /proc/stat
+# and /proc/PID/stat times (u64), the interfaces' rtnl_link_stats64 (`ip -s -j link`: the
+# unsigned long counters of /sys/class/net/IF/statistics), `ethtool -S` (u64 by its ABI).
+SOFTNET_SAMPLE_S = 1.0
+
+
+class SoftnetDrops:
+    """softnet_stat's backlog drops on `cpus` (None: every CPU) since creation, followed through
+    32-bit wraps: each sample adds the increase since the last one modulo 2**32 (cpu.counter_delta)
+    to a Python int, so the total is right as long as samples come before a counter goes round
+    once (SOFTNET_SAMPLE_S)."""
+
+    def __init__(self, cpus: set[int] | None, path: str = "/proc/net/softnet_stat"):
+        self.cpus, self.path = cpus, path
+        self.last = cpu.read_softnet_drops(path)
+        self.total = 0
+
+    def sample(self) -> None:
+        now = cpu.read_softnet_drops(self.path)
+        self.total += cpu.counter_delta(self.last, now, self.cpus)
+        self.last = now
+
+
+def wait_sampling(child: Any, timeout_s: float, sample: Callable[[], None],
+                  every_s: float = SOFTNET_SAMPLE_S) -> None:
+    """child.wait(timeout_s), calling `sample` every `every_s` until the child ends."""
+    deadline = time.monotonic() + timeout_s
+    while deadline - time.monotonic() > every_s:
+        try:
+            child.proc.wait(timeout=every_s)
+            break
+        except subprocess.TimeoutExpired:
+            sample()
+    child.wait(max(0.0, deadline - time.monotonic()))
+
+
+def sleep_sampling(seconds: float, sample: Callable[[], None], every_s: float = SOFTNET_SAMPLE_S) -> None:
+    """time.sleep(seconds), calling `sample` every `every_s` meanwhile."""
+    deadline = time.monotonic() + seconds
+    while deadline - time.monotonic() > every_s:
+        time.sleep(every_s)
+        sample()
+    time.sleep(max(0.0, deadline - time.monotonic()))
+
+
 def read_ring_drops(netns_name: str | None, iface: str) -> int | None:
     """The frames XDP redirects from `iface` could not put into its veth peer's receive ring:
     the sum of `ethtool -S` tx_queue_N_xdp_xmit_errors (drivers/net/veth.c counts each frame
@@ -505,14 +558,14 @@ class Measurer:
             links0 = self.interface_drop_counters()
             ring0 = read_ring_drops(tb.gen_ns, tb.gen_if)
             others = set(others_in_use(tb.id))
-            softnet0 = cpu.read_softnet_drops()
+            softnet = SoftnetDrops(None if self.kernel_rx_cpu is None else {self.kernel_rx_cpu})
             stat0 = cpu.read_proc_stat()
             ticks0 = [cpu.read_pid_ticks(cap.pid) for cap in caps]
             napi0 = napi.ticks() if napi else {}
             t0 = time.monotonic()
 
             gen = kids.start("capbench-gen", self.gen_argv(duration_s, load), netns_name=tb.gen_ns)
-            gen.wait(duration_s + 10.0 + s.ready_timeout_s)
+            wait_sampling(gen, duration_s + 10.0 + s.ready_timeout_s, softnet.sample)
 
             t1 = time.monotonic()
             stat1 = cpu.read_proc_stat()
@@ -529,8 +582,8 @@ class Measurer:
             napi_cpus_seen = napi.cpus_seen(napi0, napi1) if napi else ()
             gen_summary = gen.summary()
 
-            time.sleep(s.settle_s)
-            softnet1 = cpu.read_softnet_drops()
+            sleep_sampling(s.settle_s, softnet.sample)
+            softnet.sample()
             others |= set(others_in_use(tb.id))
             links1 = self.interface_drop_counters()
             ring1 = read_ring_drops(tb.gen_ns, tb.gen_if)
@@ -551,8 +604,7 @@ class Measurer:
             gen=gen_summary, caps=cap_summaries, xdp=xdp_summary,
             # softnet_stat counts every packet of the host: only the receive CPU's backlog
             # holds this trial's packets (RPS queues them there); a cross-check only.
-            host_softnet_drops=cpu.counter_delta(softnet0, softnet1,
-                                                 None if self.kernel_rx_cpu is None else {self.kernel_rx_cpu}),
+            host_softnet_drops=softnet.total,
             app_cpu_pcts=[cpu.process_cpu_pct(a, b, window_s) for a, b in zip(ticks0, ticks1)],
             cap_cpus_seen=cap_cpus_seen,
             napi_cpus_seen=napi_cpus_seen,

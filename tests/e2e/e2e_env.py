@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,20 @@ def capbench_env() -> dict[str, str]:
 def run_capbench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(capbench_cmd(*args), capture_output=True, text=True, env=capbench_env(),
                           timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def start_run(results: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    """Start `capbench run --results RESULTS ARGS` in a session of its own; return it and its test
+    bed id once it has one (AssertionError if it ends without)."""
+    proc = subprocess.Popen(capbench_cmd("run", "--results", str(results), *args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=capbench_env(), start_new_session=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        m = re.match(r"test bed ([0-9a-f]{6}):", line)
+        if m:
+            return proc, m.group(1)
+    proc.wait()
+    raise AssertionError(f"capbench run printed no test bed line (exit {proc.returncode})")
 
 
 def assert_run_measured(p: subprocess.CompletedProcess) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from capbench import host_sysctl, netns, testbed
 from e2e_env import (assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces,
-                     missing_prerequisite, run_capbench, run_in, xdp_attached)
+                     missing_prerequisite, run_capbench, run_in, start_run, xdp_attached)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
@@ -32,19 +32,6 @@ def assert_nothing_left(tb_id: str) -> None:
     assert testbed.read_state(tb_id) is None
     assert not netns.link_exists(f"cb{tb_id}g") and not netns.link_exists(f"cb{tb_id}c")
     assert xdp_attached() == []
-
-
-def start_run(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, str]:
-    """Start `capbench run` in a session of its own; return it and its test bed id once trials run."""
-    proc = subprocess.Popen(capbench_cmd("run", "--results", str(tmp_path), *args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=capbench_env(), start_new_session=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        m = re.match(r"test bed ([0-9a-f]{6}):", line)
-        if m:
-            return proc, m.group(1)
-    proc.wait()
-    pytest.fail(f"capbench run printed no test bed line (exit {proc.returncode})")
 
 
 def run_dir(tmp_path: Path) -> Path:
@@ -107,11 +94,17 @@ def test_run_passes_the_generators_bad_input_on(tmp_path):
     assert "bad.csv line 1" in p.stderr and "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_stopping_a_run_leaves_nothing_behind(tmp_path, signum, status):
+@pytest.mark.parametrize("signum, status, trials_done", [(signal.SIGINT, 130, 0), (signal.SIGTERM, 143, 1)])
+def test_stopping_a_run_leaves_nothing_behind(tmp_path, signum, status, trials_done):
     before, raised = backlog(), above_backlog()
     proc, tb_id = start_run(tmp_path, "--sizes", "64,128,256", "--duration", "3", "--backlog", str(raised))
-    time.sleep(1.5)  # inside the first trial: generator, counter and XDP counter all running
+    deadline = time.monotonic() + 30
+    while trials_done and time.monotonic() < deadline:  # until the first trial is on disk
+        done = [d / "trials.jsonl" for d in tmp_path.iterdir() if d.is_dir()]
+        if done and done[0].exists() and done[0].read_text().count("\n") >= trials_done:
+            break
+        time.sleep(0.05)
+    time.sleep(1.5)  # inside a trial: generator, counter and XDP counter all running
     assert program_pids(tb_id), "the trial's programs should be running"
     assert backlog() == raised
     os.killpg(proc.pid, signum)  # what a Ctrl-C at the terminal does: the whole foreground group
@@ -120,8 +113,11 @@ def test_stopping_a_run_leaves_nothing_behind(tmp_path, signum, status):
     assert "Traceback" not in err
     assert_nothing_left(tb_id)
     assert backlog() == before
+    if not trials_done:  # stopped before a trial ended: no results, no results folder
+        assert list(tmp_path.iterdir()) == []
+        return
     meta = json.loads((run_dir(tmp_path) / "run.json").read_text())
-    assert meta["status"] == "interrupted"
+    assert meta["status"] == "interrupted" and meta["trials"] == trials_done
     assert meta["testbed"]["backlog"] == raised
     assert meta["sysctls"][host_sysctl.BACKLOG] == str(before)
 

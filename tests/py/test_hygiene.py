@@ -2,6 +2,7 @@
 
 import pytest
 from capbench import hygiene, host_sysctl
+from capbench.owners import Holder, HostSettings
 
 
 @pytest.fixture
@@ -22,15 +23,16 @@ def fake_system(tmp_path, monkeypatch):
     return proc, govs
 
 
-def test_tune_then_restore(fake_system):
+def test_tune_then_restore(fake_system, tmp_path):
     proc, govs = fake_system
-    records = list(hygiene.tune())
+    registry, me = HostSettings(tmp_path / "run"), Holder.of_this_process("aaaaaa")
+    records = [registry.hold(me, s) for s in hygiene.tuned_settings()]
+    assert [r["set"] for r in records] == ["performance", "performance", "10000", str(64 << 20)]
     assert [g.read_text().strip() for g in govs] == ["performance", "performance"]
     assert host_sysctl.read(host_sysctl.BACKLOG) == "10000"
     assert host_sysctl.read("net.core.rmem_max") == str(64 << 20)
     assert hygiene.governors() == {"0": "performance", "1": "performance"}
-    for r in records:
-        host_sysctl.restore(r)
+    registry.release(me.id)
     assert [g.read_text().strip() for g in govs] == ["powersave", "powersave"]
     assert host_sysctl.read(host_sysctl.BACKLOG) == "1000"
     assert host_sysctl.read("net.core.rmem_max") == "212992"

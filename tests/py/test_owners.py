@@ -1,0 +1,244 @@
+"""One owner at a time (capbench.owners): the results folder's flock and the host-settings registry,
+with real files, real flock(2) and real processes as owners (no root needed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from capbench import owners
+from capbench.errors import RunError, Terminated, UsageError
+from capbench.owners import Holder, HostSettings, Setting
+from capbench.testbed import sigterm_raises
+
+PYTHON_DIR = str(Path(__file__).resolve().parents[2] / "python")
+
+
+def python(script: str) -> tuple[subprocess.Popen, str]:
+    """A child Python process running `script` with capbench importable, once it printed its
+    `ready ...` line; (the process, the rest of that line)."""
+    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
+    assert p.stdout is not None
+    word, _, rest = p.stdout.readline().strip().partition(" ")
+    assert word == "ready", p.wait()
+    return p, rest
+
+
+def kill(p: subprocess.Popen) -> None:
+    p.kill()
+    p.wait()
+
+
+# --- the results folder ---------------------------------------------------------------
+
+
+def test_a_results_folder_has_one_writer_and_a_killed_one_frees_it(tmp_path):
+    owner, _ = python(f"""
+        import time
+        from capbench import owners
+        lock = owners.lock_results({str(tmp_path)!r})
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    try:
+        with pytest.raises(UsageError, match=rf"is being written by the run of pid {owner.pid}: "):
+            owners.lock_results(tmp_path)
+    finally:
+        kill(owner)  # SIGKILL: no cleanup; the kernel drops the flock with the process
+    lock = owners.lock_results(tmp_path)
+    assert (tmp_path / owners.RESULTS_LOCK).read_text() == f"{os.getpid()}\n"
+    lock.release()
+    owners.lock_results(tmp_path).release()
+
+
+def test_the_lock_does_not_outlive_capbench_in_its_children(tmp_path):
+    # The owner starts a long-lived program (as a run starts capbench-gen and -cap), then is
+    # killed: the descriptor is close-on-exec, so the program does not keep the folder locked.
+    owner, rest = python(f"""
+        import subprocess, time
+        from capbench import owners
+        lock = owners.lock_results({str(tmp_path)!r})
+        child = subprocess.Popen(["sleep", "60"])
+        print("ready", child.pid, flush=True)
+        time.sleep(60)
+    """)
+    program = int(rest)
+    try:
+        kill(owner)
+        owners.lock_results(tmp_path).release()
+    finally:
+        os.kill(program, signal.SIGKILL)
+
+
+def test_a_folder_that_cannot_be_locked_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="cannot lock"):
+        owners.lock_results(tmp_path / "missing")
+
+
+# --- host settings -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def backlog(tmp_path):
+    """A sysctl-like file at the kernel's default, and a registry beside it."""
+    f = tmp_path / "netdev_max_backlog"
+    f.write_text("1000\n")
+    return f, HostSettings(tmp_path / "run")
+
+
+def at_least(f: Path, value: int) -> Setting:
+    return Setting(path=str(f), value=str(value), at_least=True, key="net.core.netdev_max_backlog")
+
+
+def sleeper() -> tuple[subprocess.Popen, Holder]:
+    """A real process to own a holder (a run), and the holder."""
+    p = subprocess.Popen(["sleep", "60"])
+    for _ in range(100):
+        start = owners.process_start_ticks(p.pid)
+        if start is not None:
+            break
+        time.sleep(0.01)
+    return p, Holder(f"{p.pid:06x}"[-6:], p.pid, start)
+
+
+def test_a_setting_two_runs_raised_goes_back_when_the_last_one_ends(backlog):
+    f, reg = backlog
+    (run_a, a), (run_b, b) = sleeper(), sleeper()
+    try:
+        assert reg.hold(a, at_least(f, 10_000)) == {"key": "net.core.netdev_max_backlog", "was": "1000",
+                                                     "set": "10000", "restores_to": "1000"}
+        # B needs less than A set: it changes nothing, but it holds the setting too.
+        assert reg.hold(b, at_least(f, 5000)) == {"key": "net.core.netdev_max_backlog", "was": "10000",
+                                                   "set": "10000", "restores_to": "1000"}
+        reg.release(a.id)  # `testbed down A`
+        assert f.read_text() == "10000\n"  # B still measures with it
+        reg.release(b.id)
+        assert f.read_text() == "1000\n"
+        assert reg.held() == {}
+    finally:
+        kill(run_a)
+        kill(run_b)
+
+
+def test_a_killed_holder_is_dropped_at_the_next_access(backlog):
+    f, reg = backlog
+    (run_a, a), (run_b, b) = sleeper(), sleeper()
+    try:
+        reg.hold(a, at_least(f, 10_000))
+        reg.hold(b, at_least(f, 20_000))  # raises it further; the original stays the first holder's find
+        kill(run_a)  # SIGKILLed: it never releases
+        assert set(reg.held()[str(f)]["holders"]) == {b.id}
+        assert f.read_text() == "20000\n"
+        kill(run_b)
+        assert reg.held() == {}
+        assert f.read_text() == "1000\n"
+    finally:
+        kill(run_a)
+        kill(run_b)
+
+
+def test_a_holder_lives_while_its_test_bed_namespaces_exist(backlog, tmp_path, monkeypatch):
+    # `capbench testbed up` exits at once; its test bed holds the setting until `down`.
+    f, reg = backlog
+    monkeypatch.setattr(owners, "NETNS_DIR", tmp_path / "netns")
+    (tmp_path / "netns").mkdir()
+    (tmp_path / "netns" / "capbench-abcdef-cap").write_text("")
+    run, h = sleeper()
+    kill(run)
+    bed = Holder("abcdef", h.pid, h.start_ticks, ("capbench-abcdef-gen", "capbench-abcdef-cap"))
+    reg.hold(bed, at_least(f, 10_000))
+    assert list(reg.held()[str(f)]["holders"]) == ["abcdef"]
+    (tmp_path / "netns" / "capbench-abcdef-cap").unlink()  # `ip netns delete`
+    assert reg.held() == {}
+    assert f.read_text() == "1000\n"
+
+
+def test_a_value_set_by_hand_meanwhile_stands(backlog):
+    f, reg = backlog
+    me = Holder.of_this_process("aaaaaa")
+    reg.hold(me, at_least(f, 10_000))
+    f.write_text("7000\n")
+    reg.release(me.id)
+    assert f.read_text() == "7000\n"
+
+
+def test_an_exact_value_setting(tmp_path):
+    gov = tmp_path / "scaling_governor"
+    gov.write_text("powersave\n")
+    reg = HostSettings(tmp_path / "run")
+    perf = Setting(path=str(gov), value="performance", at_least=False)
+    a, b = Holder.of_this_process("aaaaaa"), Holder.of_this_process("bbbbbb")
+    assert reg.hold(a, perf) == {"path": str(gov), "was": "powersave", "set": "performance",
+                                 "restores_to": "powersave"}
+    assert reg.hold(b, perf)["set"] == "performance"
+    reg.release(b.id)
+    assert gov.read_text() == "performance\n"
+    reg.release(a.id)
+    assert gov.read_text() == "powersave\n"
+    gov.write_text("performance\n")
+    assert reg.hold(a, perf) is None  # already so, and held by nobody: nothing to put back
+
+
+HOLD_RELEASE = """
+    import random, sys, time
+    from capbench.owners import Holder, HostSettings, Setting
+    path, directory, name = sys.argv[1:4]
+    reg = HostSettings(directory)
+    print("ready", flush=True)
+    for i in range(25):
+        me = Holder.of_this_process(f"{name}{i:02d}")
+        want = random.randint(1001, 50000)
+        reg.hold(me, Setting(path=path, value=str(want), at_least=True))
+        time.sleep(random.random() / 500)
+        # While it holds, nobody puts the setting back under it. (A write to this stand-in file
+        # truncates it first, so a read can catch it empty; a sysctl write is one step.)
+        while not (now := open(path).read()):
+            pass
+        assert int(now) >= want, (now, want)
+        reg.release(me.id)
+"""
+
+
+def test_concurrent_runs_never_lower_a_setting_one_of_them_holds(backlog):
+    f, reg = backlog
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLD_RELEASE), str(f), str(reg.directory),
+                               f"p{n}"], env=dict(os.environ, PYTHONPATH=PYTHON_DIR), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for n in range(4)]
+    errors = [p.communicate(timeout=60)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+    assert reg.held() == {}
+    assert f.read_text() == "1000\n"
+
+
+def test_a_registry_that_is_not_one_is_a_clear_error(backlog):
+    f, reg = backlog
+    reg.directory.mkdir()
+    reg.path.write_bytes(b"\xff not json")
+    with pytest.raises(RunError, match="is not capbench's host-settings registry"):
+        reg.hold(Holder.of_this_process("aaaaaa"), at_least(f, 10_000))
+    assert f.read_text() == "1000\n"
+
+
+# --- a signal while something is made --------------------------------------------------------
+
+
+def test_a_signal_while_something_is_made_is_raised_where_it_is_undone():
+    undone = []
+
+    def make() -> str:
+        os.kill(os.getpid(), signal.SIGTERM)  # held back until `make` returns
+        for _ in range(100_000):  # (a handler would run between these bytecodes)
+            pass
+        return "made"
+
+    with pytest.raises(Terminated), sigterm_raises():
+        with owners.owned(make, undone.append):
+            pytest.fail("the block should not run: the signal came first")
+    assert undone == ["made"]
