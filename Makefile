@@ -86,7 +86,7 @@ fuzz-smoke: build-san
 	tests/fuzz/run $(BUILD_SAN) $(FUZZ_TEST_SECONDS)
 
 test-py: venv build
-	$(VENV)/bin/pytest -q tests/py tests/e2e
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q tests/py tests/e2e
 
 test: venv build test-c test-san fuzz-smoke test-py
 

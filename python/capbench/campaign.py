@@ -48,7 +48,7 @@ from typing import Any
 from capbench import inputs
 from capbench.errors import UsageError
 from capbench.methods.dispatch import METHODS
-from capbench.rates import MAX_DURATION_S, MAX_FRAMES, parse_duration, parse_link, parse_rate, parse_sizes
+from capbench.rates import MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, parse_duration, parse_link, parse_rate, parse_sizes
 
 PINS = ("A:A", "A:B", "auto")
 CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
@@ -454,7 +454,7 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
     for size in {s for m in c.matrices for s in m.sizes} if c.groups else ():
         if c.trial_duration_s(size) > MAX_DURATION_S:
             raise UsageError(f"{name_of('groups')}: the groups take {c.trial_duration_s(size):,.0f} s at {size} B, "
-                             f"longer than {MAX_DURATION_S:,} s (7 days), the most a trial lasts")
+                             f"longer than {MAX_DURATION_TEXT}, the most a trial lasts")
     for m in c.matrices:
         for size in m.sizes:
             if isinstance(size, int):

@@ -39,7 +39,10 @@ _SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 
 # The largest values capbench takes, refused beyond at parse time so no later product (a
 # duration in nanoseconds, a frame count) can overflow a 64-bit counter in the C programs:
-MAX_DURATION_S = 7 * 24 * 3600  # a week: any trial, pause or settle time (604,800 s = 6.048e14 ns)
+# A day: any trial, pause or settle time; the C programs refuse longer ones too (CB_SECONDS_MAX
+# in src/common/util.h: their pacer's departure times wrap after 78 h).
+MAX_DURATION_S = 24 * 3600
+MAX_DURATION_TEXT = f"{MAX_DURATION_S:,} s (a day)"
 MAX_RATE_PPS = 1.5e9  # ten times 100 GbE at 64 B (148.8 Mpps)
 MAX_RATE_BPS = 1e12  # ten times the fastest link (100g)
 MAX_FRAMES = int(MAX_RATE_PPS * MAX_DURATION_S)  # no trial sends more: a bound for every frame count
@@ -263,8 +266,7 @@ def parse_duration(text: str, *, what: str = "duration", allow_zero: bool = Fals
     if seconds < 0 or (seconds == 0 and not allow_zero):
         raise UsageError(f"{what} {_cut(text)} must be above zero")
     if not seconds <= MAX_DURATION_S:
-        raise UsageError(f"{what} {_cut(text)} is longer than {MAX_DURATION_S:,} s (7 days), the most capbench "
-                         f"takes")
+        raise UsageError(f"{what} {_cut(text)} is longer than {MAX_DURATION_TEXT}, the most capbench takes")
     return seconds
 
 

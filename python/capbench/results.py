@@ -162,7 +162,7 @@ class RunWriter:
             f.write(json.dumps(outcome, separators=(",", ":")) + "\n")
 
     def finish(self, status: str = "complete", error: str | None = None) -> None:
-        """Close trials.jsonl and record the end: status complete | interrupted | failed."""
+        """Close trials.jsonl and record the end: status complete | interrupted | refused | failed."""
         if not self._trials.closed:
             self._trials.close()
         self.meta.update(ended_at=utc_iso(), status=status, trials=self.count)
@@ -177,6 +177,8 @@ class RunWriter:
         if self.meta["status"] == "running":
             if exc_type is None:
                 self.finish("complete")
+            elif issubclass(exc_type, UsageError):
+                self.finish("refused", str(exc))  # bad input found once the run had begun
             elif issubclass(exc_type, (KeyboardInterrupt, Terminated)):
                 self.finish("interrupted")
             else:

@@ -291,9 +291,11 @@ def after_stop(writer: RunWriter) -> str:
 
 def remove_empty_run(writer: RunWriter, made: Sequence[Path] = ()) -> None:
     """Remove a results folder this run made that holds no result (no trial, no answer), and the
-    folders above it that it made too (`made`, innermost first): a run stopped before its first
-    trial leaves nothing. Only capbench's own files are removed; a folder holding anything else stays."""
-    if has_results(writer):
+    folders above it that it made too (`made`, innermost first): a run stopped, or refused for bad
+    input, before its first trial leaves nothing. A run that failed at run time keeps its folder:
+    its run.json is the record of that failure (status failed, the error). Only capbench's own
+    files are removed; a folder holding anything else stays."""
+    if has_results(writer) or writer.meta.get("status") == "failed":
         return
     for name in (results.TRIALS_FILE, results.RUN_FILE, f".{results.RUN_FILE}.tmp", owners.RESULTS_LOCK):
         (writer.path / name).unlink(missing_ok=True)

@@ -278,17 +278,17 @@ def test_fail_on_regression_must_be_a_finite_percentage(value):
 
 @pytest.mark.parametrize("text", ["100000000000", "604801", "99999999999999999999", "10081m", "169h", "9" * 5000])
 def test_durations_beyond_a_week_are_refused(text):
-    with pytest.raises(UsageError, match="604,800 s"):
+    with pytest.raises(UsageError, match="86,400 s"):
         parse_duration(text)
 
 
 def test_a_week_is_accepted():
-    assert parse_duration("604800") == MAX_DURATION_S == parse_duration("168h")
+    assert parse_duration("86400") == MAX_DURATION_S == parse_duration("24h")
 
 
 @pytest.mark.parametrize("flag", ["--duration", "--trial", "--pause", "--settle", "--group-gap"])
 def test_duration_flags_are_bounded(flag):
-    assert_usage_error(capbench("run", flag, "100000000000"), "604,800 s")  # --duration 1e11 overflowed in C
+    assert_usage_error(capbench("run", flag, "100000000000"), "86,400 s")  # --duration 1e11 overflowed in C
     assert_usage_error(capbench("run", flag, "1e11"), "cannot read")
 
 
@@ -302,7 +302,7 @@ def test_rates_are_bounded(text):
     (["--loss-tolerance", str(10 ** 30)], ["--loss-tolerance", "the most capbench takes"]),
     (["--steps", "100000"], ["--steps", "the most"]),
     (["--groups", str(10 ** 20), "--group-size", "10"], ["--groups"]),
-    (["--groups", "1000000", "--group-size", "100000000", "--rate", "1000pps", "--sizes", "64"], ["7 days"]),
+    (["--groups", "1000000", "--group-size", "100000000", "--rate", "1000pps", "--sizes", "64"], ["a day"]),
 ])
 def test_counts_are_bounded(args, words):
     assert_usage_error(capbench("run", *args), *words)

@@ -88,3 +88,21 @@ def test_scan_skips_and_counts_what_it_cannot_read(tmp_path):
     assert scan.skipped[2].message.startswith(f"{tmp_path / TRIALS_FILE}:5: not JSON")
     with pytest.raises(RunError, match=":2: trial schema 99"):
         read_trials(tmp_path)  # strict: the first bad line fails
+
+
+@pytest.mark.parametrize("error, status, kept", [
+    (RunError("capbench-cap failed"), "failed", True),  # the run.json is the record of the failure
+    (UsageError("unknown interface"), "refused", False),  # bad input leaves nothing behind
+    (KeyboardInterrupt(), "interrupted", False),
+])
+def test_a_run_with_no_result_keeps_its_folder_only_for_a_failure(tmp_path, error, status, kept):
+    from capbench import runner
+
+    writer = RunWriter.create(tmp_path / "results", {})
+    with pytest.raises(type(error)):
+        with writer:
+            raise error
+    assert json.loads((writer.path / "run.json").read_text())["status"] == status
+    runner.remove_empty_run(writer, [tmp_path / "results"])
+    assert writer.path.exists() == kept
+    assert (tmp_path / "results").exists() == kept
