@@ -31,12 +31,12 @@ import contextlib
 import fcntl
 import json
 import os
-import signal
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from capbench import held_signals
 from capbench.errors import RunError, UsageError
 
 RUN_DIR = Path("/run/capbench")  # capbench's host-wide state: tmpfs, gone at reboot like what it describes
@@ -45,19 +45,7 @@ REGISTRY = "host-settings.json"
 REGISTRY_LOCK = "host-settings.lock"
 # Where `ip netns add` binds named network namespaces (iproute2's NETNS_RUN_DIR).
 NETNS_DIR = Path("/run/netns")
-SIGNALS = {signal.SIGINT, signal.SIGTERM}
 T = TypeVar("T")
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM are held back in the block and delivered when it ends."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-    try:
-        yield
-    finally:
-        # Python runs the handlers of signals that came meanwhile inside this call.
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextlib.contextmanager
@@ -67,17 +55,17 @@ def owned(make: Callable[[], T], undo: Callable[[T], None]) -> Iterator[T]:
     A signal at any moment leaves nothing behind: SIGINT and SIGTERM are held back while
     `make` runs (it cleans up after itself if it fails) and delivered inside the `try` that
     undoes it; `undo` runs with them held back again."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    release = held_signals.hold()
     try:
         made = make()
     except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        release()
         raise
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a signal that came meanwhile is raised here
+        release()  # a signal that came meanwhile is raised here
         yield made
     finally:
-        with signals_held():
+        with held_signals.held():
             undo(made)
 
 
@@ -220,7 +208,7 @@ class HostSettings:
         """The registry, read and written back under its flock, with SIGINT and SIGTERM held back
         so that an entry and the setting it describes change together. Not written back when
         the block raises."""
-        with signals_held():
+        with held_signals.held():
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 fd = os.open(self.directory / REGISTRY_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from capbench import netns
+from capbench import held_signals, netns
 from capbench.errors import RunError
 
 _EOF = object()
@@ -216,8 +216,5 @@ class ChildSet:
 
     def __exit__(self, *exc) -> None:
         # Held back signals: a second Ctrl-C must not leave a child (and its namespace) behind.
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
+        with held_signals.held():
             self.stop_all()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -29,10 +29,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from capbench import cpu, host_sysctl, netns, rxmode
+from capbench import cpu, held_signals, host_sysctl, netns, rxmode
 from capbench.errors import RunError, Terminated
-from capbench.owners import (RUN_DIR, SIGNALS, HostSettings, Holder, owned, process_alive, process_start_ticks,
-                             signals_held)
+from capbench.owners import RUN_DIR, HostSettings, Holder, owned, process_alive, process_start_ticks
 
 STATE_DIR_ENV = "CAPBENCH_STATE_DIR"
 DEFAULT_STATE_DIR = RUN_DIR / "testbeds"
@@ -206,7 +205,7 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
         return dataclasses.replace(Testbed.named(secrets.token_hex(3), rx_cpu), backlog=backlog,
                                    rx_mode=rx_mode, napi_sched=sched)
 
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    release = held_signals.hold()
     try:
         tb = named()
         while read_state(tb.id) is not None or tb.gen_ns in netns.list_netns():
@@ -244,12 +243,12 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
             wait_until_up(tb)
             # A signal that came meanwhile is raised here, where the test bed is still undone
             # below (unless the caller holds signals too: then in the caller's own `try`).
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            release()
         except BaseException:
             destroy(tb.id)
             raise
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        release()
     return tb
 
 
@@ -263,7 +262,7 @@ def destroy(tb_id: str) -> bool:
     anything was removed.
     """
     tb = Testbed.named(tb_id)
-    with signals_held():
+    with held_signals.held():
         removed = False
         errors = []
         for ns in (tb.gen_ns, tb.cap_ns):

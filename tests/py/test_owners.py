@@ -242,3 +242,51 @@ def test_a_signal_while_something_is_made_is_raised_where_it_is_undone():
         with owners.owned(make, undone.append):
             pytest.fail("the block should not run: the signal came first")
     assert undone == ["made"]
+
+
+def test_a_hold_holds_a_signal_the_kernel_gave_to_another_thread():
+    # capbench runs threads (a reader per child program); the kernel gives a signal sent to
+    # the process to any thread that does not block it. Here the main thread blocks SIGTERM
+    # while it is sent, so another thread takes it: the hold must still keep it back.
+    import threading
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    undone = []
+
+    def make() -> str:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for _ in range(100_000):  # a handler that raised would do so between these bytecodes
+            pass
+        return "made"
+
+    try:
+        with pytest.raises(Terminated), sigterm_raises():
+            with owners.owned(make, undone.append):
+                pytest.fail("the block should not run: the signal came first")
+    finally:
+        stop.set()
+        other.join()
+    assert undone == ["made"]
+
+
+def test_a_program_started_during_a_hold_can_be_stopped_with_sigterm():
+    # A held signal is noted by Python, not blocked: a blocked mask would be inherited by the
+    # program and make it ignore SIGTERM for its whole life.
+    from capbench import held_signals
+
+    with held_signals.held():
+        child = subprocess.Popen(["sleep", "30"])
+    try:
+        status = Path(f"/proc/{child.pid}/status").read_text()
+        blocked = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)
+        assert blocked & (1 << (signal.SIGTERM - 1)) == 0
+        child.terminate()
+        assert child.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        child.kill()
+        child.wait()
