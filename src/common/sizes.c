@@ -26,13 +26,20 @@ static const double imix_simple_weights[] = { 7, 4, 1 };
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* The message is one line on a terminal whatever a file held: a dist: row
+ * echoed into it may carry CR, form feed, ESC or other control bytes, which
+ * would break the line or drive the terminal; each becomes '?'. */
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
 	va_list ap;
+	char *c;
 
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	for (c = err; errlen && *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return code;
 }
 
@@ -240,12 +247,12 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 			goto out;
 		}
 		if (!len_ok(len)) {
-			rc = fail(err, errlen, -ERANGE, "%s line %u: length %s is outside %d..%d B",
+			rc = fail(err, errlen, -ERANGE, "%s line %u: length %.40s is outside %d..%d B",
 				  path, lineno, len_s, CB_FRAME_MIN, CB_FRAME_MAX);
 			goto out;
 		}
 		if (!(w >= 0) || !isfinite(w)) {
-			rc = fail(err, errlen, -EINVAL, "%s line %u: weight %s is negative or not a "
+			rc = fail(err, errlen, -EINVAL, "%s line %u: weight %.40s is negative or not a "
 				  "number: weights must be >= 0", path, lineno, w_s);
 			goto out;
 		}
