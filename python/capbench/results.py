@@ -437,7 +437,7 @@ def check_run(meta: Any, path: Path | str) -> tuple[dict[str, Any], list[str]]:
         tp = RUN_FIELD_TYPES.get(key)
         bad_number = any(isinstance(x, float) and not math.isfinite(x) for x in numbers(value))
         if (tp is not None and not _run_field_ok(value, tp)) or bad_number:
-            wrong.append(f"{where}: {key} is {short(value)}, not {tp if tp is not None else 'a finite number'}")
+            wrong.append(f"{where}: {key} is {short(value)}, not {_type_text(tp) if tp is not None else 'a finite number'}")
         else:
             good[key] = value
     return good, wrong

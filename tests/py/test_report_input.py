@@ -109,3 +109,15 @@ def test_a_cut_line_of_the_search_answers_is_said(tmp_path):
     path.write_text(text[: len(text) - 100])  # a crash while writing the last answer
     notes = load_run(run).notes
     assert any(n.startswith("1 line of searches.jsonl skipped: not JSON (line ") for n in notes), notes
+
+
+def test_a_run_json_field_of_the_wrong_type_names_the_type_in_words(run):
+    """run.json's wrong fields are left out with a note that names the type as a reader writes it
+    ("not str"), not as Python prints a class ("not <class 'str'>")."""
+    meta = json.loads((run / "run.json").read_text())
+    meta["hostname"], meta["trials"] = 5, "six"
+    (run / "run.json").write_text(json.dumps(meta))
+    notes = load_run(run).notes
+    assert any(n.endswith("hostname is 5, not str: left out of the report.") for n in notes), notes
+    assert any(n.endswith('trials is "six", not int: left out of the report.') for n in notes), notes
+    assert not any("<class" in n for n in notes), notes
