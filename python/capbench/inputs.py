@@ -44,7 +44,7 @@ def shown(path: Path | str) -> str:
     return f"{text[:half]!r}...{text[-half:]!r} ({len(text):,} characters)"
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
     for test, name in ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):
@@ -70,7 +70,7 @@ def check_file(path: Path | str, *, what: str) -> os.stat_result:
     except OSError as e:
         raise _os_error(path, what, e) from None
     if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"cannot read {what} {shown(path)}: it is {_kind(st.st_mode)}, not a regular file")
+        raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, not a regular file")
     return st
 
 
@@ -86,7 +86,7 @@ def check_dir(path: Path | str, *, what: str) -> bool:
     except OSError as e:
         raise _os_error(path, what, e) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"cannot read {what} {shown(path)}: it is {_kind(st.st_mode)}, "
+        raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, "
                          f"not a directory")
     return True
 
@@ -110,7 +110,7 @@ def read_bytes(path: Path | str, *, what: str, limit: int, missing_ok: bool = Fa
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # replaced between stat() and open()
-            raise UsageError(f"cannot read {what} {shown(path)}: it is {_kind(st.st_mode)}, not a regular file")
+            raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, not a regular file")
         if st.st_size > limit:
             raise _too_big(path, what, limit)
         chunks, total = [], 0
