@@ -8,10 +8,12 @@ settings, and the start and end time. Reports read only these files.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import platform
+import stat
 import subprocess
 import sys
 import time
@@ -25,8 +27,8 @@ from typing import Any
 from capbench import __version__, accounting, host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
-from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, read_bytes,
-                             read_text,
+from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, kind_of,
+                             read_bytes, read_text,
                              shown)
 from capbench.trial import SCHEMA, TrialResult
 
@@ -90,6 +92,28 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def _open_own(path: Path, flags: int, mode: str) -> Any:
+    """A file of the results folder opened for writing, never through a link (O_NOFOLLOW): capbench
+    runs as root, so a link planted in a folder another user can write (trials.jsonl -> /etc/shadow)
+    must not have it append to or truncate the file the link leads to. A FIFO or device under
+    the name opens at once (O_NONBLOCK) and is refused. UsageError naming what is there."""
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        why = "it is a symbolic link" if e.errno == errno.ELOOP else e.strerror
+        raise UsageError(f"cannot write {path}: {why}") from None
+    st_mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(st_mode):
+        os.close(fd)
+        raise UsageError(f"cannot write {path}: it is {kind_of(st_mode)}, not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+
+
+def _open_append(path: Path) -> Any:
+    return _open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a")
+
+
 class RunWriter:
     """Writes one run's directory. Use `create()`, then `append()` per trial, then `finish()`."""
 
@@ -97,7 +121,7 @@ class RunWriter:
         self.path = path
         self.meta = meta
         self.count = 0
-        self._trials = open(path / TRIALS_FILE, "a", encoding="utf-8")
+        self._trials = _open_append(path / TRIALS_FILE)
         self._write_meta()
 
     @classmethod
@@ -132,7 +156,9 @@ class RunWriter:
 
     def _write_meta(self) -> None:
         tmp = self.path / f".{RUN_FILE}.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=2) + "\n", encoding="utf-8")
+        tmp.unlink(missing_ok=True)  # a new file (O_EXCL below): never one a link leads to
+        with _open_own(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, "w") as f:
+            f.write(json.dumps(self.meta, indent=2) + "\n")
         tmp.replace(self.path / RUN_FILE)
 
     def append(self, result: TrialResult) -> None:
@@ -158,7 +184,7 @@ class RunWriter:
 
     def append_outcome(self, outcome: dict[str, Any]) -> None:
         """A method's answer for one backend and frame length, flushed at once (searches.jsonl)."""
-        with open(self.path / SEARCHES_FILE, "a", encoding="utf-8") as f:
+        with _open_append(self.path / SEARCHES_FILE) as f:
             f.write(json.dumps(outcome, separators=(",", ":")) + "\n")
 
     def finish(self, status: str = "complete", error: str | None = None) -> None:
@@ -199,11 +225,7 @@ def drop_cut_line(path: Path) -> int:
     except OSError:
         pass  # check_file says what is wrong
     check_file(path, what=path.name)  # a FIFO would block open(), a device never end
-    try:
-        f = open(path, "rb+")
-    except OSError as e:
-        raise RunError(f"cannot repair {path}: {e.strerror}") from None
-    with f:
+    with _open_own(path, os.O_RDWR, "rb+") as f:
         size = f.seek(0, os.SEEK_END)
         end = size  # the file from `end` on has no newline
         chunk = 1 << 16
