@@ -13,6 +13,7 @@ import json
 import math
 import os
 import platform
+import re
 import stat
 import subprocess
 import sys
@@ -337,6 +338,24 @@ def numbers(value: Any) -> Iterator[int | float]:
             yield from numbers(v)
 
 
+# A terminal's control characters (ESC, CR without LF, backspace, the C1 range): no text a run
+# writes holds one (tab and newline stand in error texts and campaign_toml), and printed from a
+# loaded file they would rewrite the screen or break the line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def control_text(value: Any) -> str | None:
+    """The first text (a string or a key) anywhere in a JSON value that holds a control
+    character, shown as JSON; None when there is none."""
+    if isinstance(value, str):
+        return short(value) if _CONTROL.search(value) else None
+    if isinstance(value, dict):
+        return next((t for k, v in value.items() for t in (control_text(k), control_text(v)) if t), None)
+    if isinstance(value, (list, tuple)):
+        return next((t for v in value if (t := control_text(v))), None)
+    return None
+
+
 def record_problem(record: dict[str, Any]) -> str | None:
     """Why `record` cannot be a trial capbench measured (None: it can). Derived from TrialResult's
     fields and types and from accounting.account: a wrong type, NaN or infinity, a number beyond
@@ -357,6 +376,9 @@ def record_problem(record: dict[str, Any]) -> str | None:
                 return f"{name} holds {short(x)}, beyond any 64-bit counter"
             if x < 0 and name not in SIGNED_FIELDS and name not in UNSIGNED_EXEMPT:
                 return f"{name} is {short(value)}: below zero"
+    text = control_text(record)
+    if text is not None:
+        return f"holds {text}, a text with a control character"
     counts = {k: record.get(k, 0) for k in ("sent", "delivered", "backlog_drops", "socket_drops", "received",
                                               "xsk_drops", "app_drops")}
     if any(k not in record for k in ("sent", "delivered", "received")):
@@ -458,8 +480,11 @@ def check_run(meta: Any, path: Path | str) -> tuple[dict[str, Any], list[str]]:
     for key, value in meta.items():
         tp = RUN_FIELD_TYPES.get(key)
         bad_number = any(isinstance(x, float) and not math.isfinite(x) for x in numbers(value))
+        text = control_text([key, value])
         if (tp is not None and not _run_field_ok(value, tp)) or bad_number:
             wrong.append(f"{where}: {key} is {short(value)}, not {_type_text(tp) if tp is not None else 'a finite number'}")
+        elif text is not None:
+            wrong.append(f"{where}: {short(key)} holds {text}, a text with a control character")
         else:
             good[key] = value
     return good, wrong
@@ -508,6 +533,9 @@ def outcome_problem(o: Any) -> str | None:
     for x in numbers(o):
         if isinstance(x, float) and not math.isfinite(x) or abs(x) >= COUNTER_LIMIT:
             return f"holds {x!r}, not a number a counter or clock gives"
+    text = control_text(o)
+    if text is not None:
+        return f"holds {text}, a text with a control character"
     return None
 
 
