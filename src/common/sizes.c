@@ -27,19 +27,16 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* The message is one line on a terminal whatever a file held: a dist: row
- * echoed into it may carry CR, form feed, ESC or other control bytes, which
- * would break the line or drive the terminal; each becomes '?'. */
+ * echoed into it may carry control bytes (cb_printable). */
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
 	va_list ap;
-	char *c;
 
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-	for (c = err; errlen && *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	if (errlen)
+		cb_printable(err);
 	return code;
 }
 
