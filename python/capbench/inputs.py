@@ -61,6 +61,25 @@ def _os_error(path: Path | str, what: str, e: OSError) -> UsageError:
     return UsageError(f"cannot read {what} {shown(path)}: {why}")
 
 
+def open_own(path: Path | str, flags: int, *, verb: str = "write") -> int:
+    """A descriptor of a file capbench writes (a results folder's files, its lock), opened never
+    through a link (O_NOFOLLOW): capbench runs as root, so a link planted in a folder another user
+    can write (trials.jsonl -> /etc/shadow) must not have it append to or truncate the file the
+    link leads to. A FIFO or device under the name opens at once (O_NONBLOCK) and is refused.
+    One UsageError ("cannot {verb} PATH: why") for either; the descriptor blocks as usual."""
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        why = "it is a symbolic link" if e.errno == errno.ELOOP else e.strerror
+        raise UsageError(f"cannot {verb} {shown(path)}: {why}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UsageError(f"cannot {verb} {shown(path)}: it is {kind_of(mode)}, not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def check_file(path: Path | str, *, what: str) -> os.stat_result:
     """stat() `path` (following links) and refuse anything but a regular file, in one line."""
     try:

@@ -28,19 +28,17 @@ every access, so a holder that never cleaned up holds nothing past its own life.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import os
 import signal
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from capbench.errors import RunError, UsageError
-from capbench.inputs import kind_of
+from capbench.inputs import open_own
 
 RUN_DIR = Path("/run/capbench")  # capbench's host-wide state: tmpfs, gone at reboot like what it describes
 RESULTS_LOCK = "run.lock"
@@ -126,18 +124,7 @@ def lock_results(d: Path | str) -> ResultsLock:
     """Make this process the only writer of the results folder `d`; UsageError naming the
     pid of the run that writes it when another does."""
     path = Path(d) / RESULTS_LOCK
-    # O_NOFOLLOW: root truncates and writes this file, so a link planted under its name
-    # (to /etc/shadow, say) is refused (ELOOP), not followed. O_NONBLOCK: a FIFO or device
-    # put there opens at once; the fstat below refuses it (ftruncate raised EINVAL: a traceback).
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    except OSError as e:
-        why = "it is a symbolic link" if e.errno == errno.ELOOP else e.strerror
-        raise UsageError(f"cannot lock {d} for writing ({path}: {why})") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise UsageError(f"cannot lock {d} for writing ({path}: it is {kind_of(mode)}, not a regular file)")
+    fd = open_own(path, os.O_RDWR | os.O_CREAT, verb="lock")  # never through a link: root writes it
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -8,13 +8,11 @@ settings, and the start and end time. Reports read only these files.
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
 import platform
 import re
-import stat
 import subprocess
 import sys
 import time
@@ -28,7 +26,7 @@ from typing import Any
 from capbench import __version__, accounting, host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
-from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, kind_of,
+from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, open_own,
                              read_bytes, read_text,
                              shown)
 from capbench.trial import SCHEMA, TrialResult
@@ -94,21 +92,8 @@ def machine_info() -> dict[str, Any]:
 
 
 def _open_own(path: Path, flags: int, mode: str) -> Any:
-    """A file of the results folder opened for writing, never through a link (O_NOFOLLOW): capbench
-    runs as root, so a link planted in a folder another user can write (trials.jsonl -> /etc/shadow)
-    must not have it append to or truncate the file the link leads to. A FIFO or device under
-    the name opens at once (O_NONBLOCK) and is refused. UsageError naming what is there."""
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    except OSError as e:
-        why = "it is a symbolic link" if e.errno == errno.ELOOP else e.strerror
-        raise UsageError(f"cannot write {path}: {why}") from None
-    st_mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(st_mode):
-        os.close(fd)
-        raise UsageError(f"cannot write {path}: it is {kind_of(st_mode)}, not a regular file")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+    """A file of the results folder opened for writing, never through a link (inputs.open_own)."""
+    return os.fdopen(open_own(path, flags), mode, **({} if "b" in mode else {"encoding": "utf-8"}))
 
 
 def _open_append(path: Path) -> Any:

@@ -93,7 +93,7 @@ def test_a_lock_file_that_is_no_regular_file_is_refused_and_left_alone(tmp_path,
     lock = d / owners.RESULTS_LOCK
     {"fifo": lambda: os.mkfifo(lock), "link": lambda: lock.symlink_to(victim),
      "device link": lambda: lock.symlink_to("/dev/null"), "directory": lock.mkdir}[kind]()
-    with pytest.raises(UsageError, match="cannot lock .* for writing") as e:
+    with pytest.raises(UsageError, match="cannot lock") as e:
         owners.lock_results(d)
     assert "\n" not in str(e.value)
     assert victim.read_text() == "precious\n"
