@@ -866,9 +866,12 @@ WORD_MAX = 200  # characters of one word (a path, a value) an error line shows
 
 def error_line(e: BaseException) -> str:
     """The one line an error is shown as: its words on one line, each longer than WORD_MAX cut in
-    the middle (a 5,000-character path or value stays a readable line)."""
-    return " ".join(w if len(w) <= WORD_MAX else f"{w[:120]}...{w[-60:]} ({len(w):,} characters)"
+    the middle (a 5,000-character path or value stays a readable line), a control character
+    echoed from the input (an argument or file holding ESC) written as its escape (\\x1b)."""
+    line = " ".join(w if len(w) <= WORD_MAX else f"{w[:120]}...{w[-60:]} ({len(w):,} characters)"
                     for w in str(e).split())
+    return "".join(c.encode("unicode_escape").decode("ascii") if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f else c
+                   for c in line)
 
 
 def main(argv: list[str] | None = None) -> int:

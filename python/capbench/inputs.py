@@ -44,7 +44,7 @@ def shown(path: Path | str) -> str:
     return f"{text[:half]!r}...{text[-half:]!r} ({len(text):,} characters)"
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
     for test, name in ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):
@@ -61,6 +61,25 @@ def _os_error(path: Path | str, what: str, e: OSError) -> UsageError:
     return UsageError(f"cannot read {what} {shown(path)}: {why}")
 
 
+def open_own(path: Path | str, flags: int, *, verb: str = "write") -> int:
+    """A descriptor of a file capbench writes (a results folder's files, its lock), opened never
+    through a link (O_NOFOLLOW): capbench runs as root, so a link planted in a folder another user
+    can write (trials.jsonl -> /etc/shadow) must not have it append to or truncate the file the
+    link leads to. A FIFO or device under the name opens at once (O_NONBLOCK) and is refused.
+    One UsageError ("cannot {verb} PATH: why") for either; the descriptor blocks as usual."""
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        why = "it is a symbolic link" if e.errno == errno.ELOOP else e.strerror
+        raise UsageError(f"cannot {verb} {shown(path)}: {why}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UsageError(f"cannot {verb} {shown(path)}: it is {kind_of(mode)}, not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def check_file(path: Path | str, *, what: str) -> os.stat_result:
     """stat() `path` (following links) and refuse anything but a regular file, in one line."""
     try:
@@ -70,7 +89,7 @@ def check_file(path: Path | str, *, what: str) -> os.stat_result:
     except OSError as e:
         raise _os_error(path, what, e) from None
     if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"cannot read {what} {shown(path)}: it is {_kind(st.st_mode)}, not a regular file")
+        raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, not a regular file")
     return st
 
 
@@ -86,7 +105,7 @@ def check_dir(path: Path | str, *, what: str) -> bool:
     except OSError as e:
         raise _os_error(path, what, e) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"cannot read {what} {shown(path)}: it is {_kind(st.st_mode)}, "
+        raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, "
                          f"not a directory")
     return True
 
@@ -110,7 +129,7 @@ def read_bytes(path: Path | str, *, what: str, limit: int, missing_ok: bool = Fa
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # replaced between stat() and open()
-            raise UsageError(f"cannot read {what} {shown(path)}: it is {_kind(st.st_mode)}, not a regular file")
+            raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, not a regular file")
         if st.st_size > limit:
             raise _too_big(path, what, limit)
         chunks, total = [], 0

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from capbench import held_signals
 from capbench.errors import RunError, UsageError
+from capbench.inputs import open_own
 
 RUN_DIR = Path("/run/capbench")  # capbench's host-wide state: tmpfs, gone at reboot like what it describes
 RESULTS_LOCK = "run.lock"
@@ -111,10 +112,7 @@ def lock_results(d: Path | str) -> ResultsLock:
     """Make this process the only writer of the results folder `d`; UsageError naming the
     pid of the run that writes it when another does."""
     path = Path(d) / RESULTS_LOCK
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as e:
-        raise UsageError(f"cannot lock {d} for writing ({path}: {e.strerror})") from None
+    fd = open_own(path, os.O_RDWR | os.O_CREAT, verb="lock")  # never through a link: root writes it
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

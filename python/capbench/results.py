@@ -12,6 +12,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -25,8 +26,8 @@ from typing import Any
 from capbench import __version__, accounting, host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
-from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, read_bytes,
-                             read_text,
+from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, open_own,
+                             read_bytes, read_text,
                              shown)
 from capbench.trial import SCHEMA, TrialResult
 
@@ -90,6 +91,15 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def _open_own(path: Path, flags: int, mode: str) -> Any:
+    """A file of the results folder opened for writing, never through a link (inputs.open_own)."""
+    return os.fdopen(open_own(path, flags), mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+
+
+def _open_append(path: Path) -> Any:
+    return _open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a")
+
+
 class RunWriter:
     """Writes one run's directory. Use `create()`, then `append()` per trial, then `finish()`."""
 
@@ -97,7 +107,7 @@ class RunWriter:
         self.path = path
         self.meta = meta
         self.count = 0
-        self._trials = open(path / TRIALS_FILE, "a", encoding="utf-8")
+        self._trials = _open_append(path / TRIALS_FILE)
         self._write_meta()
 
     @classmethod
@@ -132,7 +142,9 @@ class RunWriter:
 
     def _write_meta(self) -> None:
         tmp = self.path / f".{RUN_FILE}.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=2) + "\n", encoding="utf-8")
+        tmp.unlink(missing_ok=True)  # a new file (O_EXCL below): never one a link leads to
+        with _open_own(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, "w") as f:
+            f.write(json.dumps(self.meta, indent=2) + "\n")
         tmp.replace(self.path / RUN_FILE)
 
     def append(self, result: TrialResult) -> None:
@@ -158,7 +170,7 @@ class RunWriter:
 
     def append_outcome(self, outcome: dict[str, Any]) -> None:
         """A method's answer for one backend and frame length, flushed at once (searches.jsonl)."""
-        with open(self.path / SEARCHES_FILE, "a", encoding="utf-8") as f:
+        with _open_append(self.path / SEARCHES_FILE) as f:
             f.write(json.dumps(outcome, separators=(",", ":")) + "\n")
 
     def finish(self, status: str = "complete", error: str | None = None) -> None:
@@ -199,11 +211,7 @@ def drop_cut_line(path: Path) -> int:
     except OSError:
         pass  # check_file says what is wrong
     check_file(path, what=path.name)  # a FIFO would block open(), a device never end
-    try:
-        f = open(path, "rb+")
-    except OSError as e:
-        raise RunError(f"cannot repair {path}: {e.strerror}") from None
-    with f:
+    with _open_own(path, os.O_RDWR, "rb+") as f:
         size = f.seek(0, os.SEEK_END)
         end = size  # the file from `end` on has no newline
         chunk = 1 << 16
@@ -315,6 +323,24 @@ def numbers(value: Any) -> Iterator[int | float]:
             yield from numbers(v)
 
 
+# A terminal's control characters (ESC, CR without LF, backspace, the C1 range): no text a run
+# writes holds one (tab and newline stand in error texts and campaign_toml), and printed from a
+# loaded file they would rewrite the screen or break the line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def control_text(value: Any) -> str | None:
+    """The first text (a string or a key) anywhere in a JSON value that holds a control
+    character, shown as JSON; None when there is none."""
+    if isinstance(value, str):
+        return short(value) if _CONTROL.search(value) else None
+    if isinstance(value, dict):
+        return next((t for k, v in value.items() for t in (control_text(k), control_text(v)) if t), None)
+    if isinstance(value, (list, tuple)):
+        return next((t for v in value if (t := control_text(v))), None)
+    return None
+
+
 def record_problem(record: dict[str, Any]) -> str | None:
     """Why `record` cannot be a trial capbench measured (None: it can). Derived from TrialResult's
     fields and types and from accounting.account: a wrong type, NaN or infinity, a number beyond
@@ -335,6 +361,9 @@ def record_problem(record: dict[str, Any]) -> str | None:
                 return f"{name} holds {short(x)}, beyond any 64-bit counter"
             if x < 0 and name not in SIGNED_FIELDS and name not in UNSIGNED_EXEMPT:
                 return f"{name} is {short(value)}: below zero"
+    text = control_text(record)
+    if text is not None:
+        return f"holds {text}, a text with a control character"
     counts = {k: record.get(k, 0) for k in ("sent", "delivered", "backlog_drops", "socket_drops", "received",
                                               "xsk_drops", "app_drops")}
     if any(k not in record for k in ("sent", "delivered", "received")):
@@ -436,8 +465,11 @@ def check_run(meta: Any, path: Path | str) -> tuple[dict[str, Any], list[str]]:
     for key, value in meta.items():
         tp = RUN_FIELD_TYPES.get(key)
         bad_number = any(isinstance(x, float) and not math.isfinite(x) for x in numbers(value))
+        text = control_text([key, value])
         if (tp is not None and not _run_field_ok(value, tp)) or bad_number:
-            wrong.append(f"{where}: {key} is {short(value)}, not {tp if tp is not None else 'a finite number'}")
+            wrong.append(f"{where}: {key} is {short(value)}, not {_type_text(tp) if tp is not None else 'a finite number'}")
+        elif text is not None:
+            wrong.append(f"{where}: {short(key)} holds {text}, a text with a control character")
         else:
             good[key] = value
     return good, wrong
@@ -486,6 +518,9 @@ def outcome_problem(o: Any) -> str | None:
     for x in numbers(o):
         if isinstance(x, float) and not math.isfinite(x) or abs(x) >= COUNTER_LIMIT:
             return f"holds {x!r}, not a number a counter or clock gives"
+    text = control_text(o)
+    if text is not None:
+        return f"holds {text}, a text with a control character"
     return None
 
 

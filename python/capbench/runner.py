@@ -9,6 +9,7 @@ method answers to searches.jsonl; `--resume DIR` continues such a directory.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -307,10 +308,11 @@ def remove_empty_run(writer: RunWriter, made: Sequence[Path] = ()) -> None:
 
 
 def missing_dirs(path: Path) -> list[Path]:
-    """The folders of `path` that do not exist yet, innermost first."""
+    """The folders of `path` that do not exist yet, innermost first. lexists, not Path.exists: it
+    answers False, not OSError, for a path too long for the kernel (RunWriter.create names that)."""
     missing = []
     path = path.absolute()
-    while not path.exists() and path != path.parent:
+    while not os.path.lexists(path) and path != path.parent:
         missing.append(path)
         path = path.parent
     return missing

@@ -26,6 +26,8 @@ static const double imix_simple_weights[] = { 7, 4, 1 };
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* The message is one line on a terminal whatever a file held: a dist: row
+ * echoed into it may carry control bytes (cb_printable). */
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -33,6 +35,8 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	if (errlen)
+		cb_printable(err);
 	return code;
 }
 
@@ -240,12 +244,12 @@ static int parse_dist(const char *path, struct cb_size_profile *p, char *err, si
 			goto out;
 		}
 		if (!len_ok(len)) {
-			rc = fail(err, errlen, -ERANGE, "%s line %u: length %s is outside %d..%d B",
+			rc = fail(err, errlen, -ERANGE, "%s line %u: length %.40s is outside %d..%d B",
 				  path, lineno, len_s, CB_FRAME_MIN, CB_FRAME_MAX);
 			goto out;
 		}
 		if (!(w >= 0) || !isfinite(w)) {
-			rc = fail(err, errlen, -EINVAL, "%s line %u: weight %s is negative or not a "
+			rc = fail(err, errlen, -EINVAL, "%s line %u: weight %.40s is negative or not a "
 				  "number: weights must be >= 0", path, lineno, w_s);
 			goto out;
 		}

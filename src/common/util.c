@@ -28,11 +28,24 @@ void cb_set_progname(const char *name)
 	progname = slash ? slash + 1 : name;
 }
 
+void cb_printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 static void vreport(const char *fmt, va_list ap)
 {
+	char *line = NULL;
+
 	fflush(stdout);
 	fprintf(stderr, "%s: ", progname);
-	vfprintf(stderr, fmt, ap);
+	if (vasprintf(&line, fmt, ap) >= 0) {
+		cb_printable(line);
+		fputs(line, stderr);
+		free(line);
+	}
 	fputc('\n', stderr);
 }
 

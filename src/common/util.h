@@ -23,6 +23,10 @@ void cb_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 void cb_require_root(const char *needs);
 /* Set the program name used as prefix of error lines. */
 void cb_set_progname(const char *name);
+/* Replace every terminal control byte of `s` (below 0x20, and DEL) with '?',
+ * in place: an error line echoes arguments and file contents, and a CR, ESC
+ * or form feed among them would break the line or drive the terminal. */
+void cb_printable(char *s);
 
 /* CPU time of the calling thread: work that a preempted thread does not do. */
 static inline uint64_t cb_thread_cpu_ns(void)

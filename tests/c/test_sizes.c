@@ -293,6 +293,23 @@ static void test_dist_file_hardening(void **state)
 	dist_fails("64,1\n128,-0.5\n", "line 2");
 }
 
+/* Found by 1,000 generated dist: files (issue 15's check): a bad row was
+ * echoed with its control bytes (CR, form feed, ESC), so the one-line error
+ * broke into several or drove the terminal. */
+static void test_dist_error_is_one_printable_line(void **state)
+{
+	const char *rows[] = { "l\r\x1b[2J\n", "9999\f.g,1e-320\n", "64 \x0b,\x13" "55\r\n",
+			       "64\x7f,1\n" };
+	const char *c;
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		dist_fails(rows[i], "line 1");
+		for (c = err; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				fail_msg("row %zu: control byte 0x%02x in '%s'", i, (unsigned char)*c, err);
+	}
+}
+
 /* dist: and trace: read regular files only, and never block or spin on a
  * device, a FIFO or a directory: one line naming the file and what it is. */
 static void special_fails(const char *kind, const char *path, const char *words)
@@ -480,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_dist_file),
 		cmocka_unit_test(test_dist_file_errors),
 		cmocka_unit_test(test_dist_file_hardening),
+		cmocka_unit_test(test_dist_error_is_one_printable_line),
 		cmocka_unit_test(test_inputs_are_regular_files),
 		cmocka_unit_test(test_dist_file_size_limit),
 		cmocka_unit_test(test_trace_learns_the_lengths),

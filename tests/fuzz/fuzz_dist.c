@@ -21,6 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = cb_sizes_parse(spec, &p, err, sizeof(err));
 	if (rc) {
 		assert(err[0] && !strchr(err, '\n') && strstr(err, path));
+		for (const char *c = err; *c; c++) /* one printable line: no CR, ESC, ... */
+			assert((unsigned char)*c >= 0x20 && *c != 0x7f);
 		return 0;
 	}
 	assert(p.kind == CB_SIZES_WEIGHTED && p.n > 0);

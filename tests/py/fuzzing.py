@@ -54,6 +54,8 @@ def clean(fn: Callable[[], T]) -> T | UsageError:
 def one_line(text: str) -> None:
     """A line fit for a terminal: no line break, no traceback, no wall of echoed input."""
     assert text and "\n" not in text and "Traceback" not in text, text
+    bad = [c for c in text if ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f]  # CR, ESC, ...: they drive the terminal
+    assert not bad, f"control characters {bad!r} in {text[:200]!r}"
     assert len(text) < 2000, f"a line of {len(text)} characters: {text[:200]}"
 
 

@@ -142,3 +142,13 @@ def test_write_to_a_new_or_existing_file_is_accepted(tmp_path):
     old.write_bytes(b"keep")
     assert run("capbench-cap", "--write", str(old)).returncode == 0
     assert old.read_bytes() == b"keep"
+
+
+@pytest.mark.parametrize("prog", ["capbench-gen", "capbench-cap"])
+def test_an_error_line_shows_no_control_byte(prog, tmp_path):
+    """Issue 15's check: the programs echoed a bad value as given, so '--rate ESC[2J' cleared the
+    terminal and a CR broke the line. Every error line goes through one report function, which
+    writes each control byte as '?' (cb_printable)."""
+    p = (gen if prog == "capbench-gen" else lambda *a: run(prog, *a))("--interval", "\x1b[2J\r5")
+    refused(p, "?[2J?5")
+    assert not any(ord(c) < 0x20 for c in p.stderr.rstrip("\n")), repr(p.stderr)

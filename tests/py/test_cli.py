@@ -256,3 +256,14 @@ def test_profile_file_errors_name_the_file_and_line(tmp_path):
 def test_resume_refuses_what_is_not_a_resumable_run(tmp_path, run_json, words):
     (tmp_path / "run.json").write_text(run_json)
     assert_usage_error(capbench("run", "--resume", str(tmp_path)), "cannot resume", *words)
+
+
+def test_a_control_character_in_an_error_is_written_as_its_escape():
+    """Found by the fuzz harnesses once their line check refused control characters (issue 15):
+    argparse echoed an argument holding ESC raw ('unrecognized arguments: \\x1b[2J' cleared the
+    terminal), and so did an error naming a run.json's capbench_version. cli.error_line, the one
+    place an error becomes a line, writes each as its escape."""
+    p = capbench("report", "x", "\x1b[2J\x08X")
+    assert_usage_error(p, "unrecognized arguments: \\x1b[2J\\x08X")
+    assert "\x1b" not in p.stderr and "\x08" not in p.stderr
+    assert cli.error_line(ValueError("a\x9bb\tc")) == "a\\x9bb c"

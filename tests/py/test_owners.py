@@ -82,6 +82,23 @@ def test_a_folder_that_cannot_be_locked_is_a_usage_error(tmp_path):
         owners.lock_results(tmp_path / "missing")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "link", "device link", "directory"])
+def test_a_lock_file_that_is_no_regular_file_is_refused_and_left_alone(tmp_path, kind):
+    """Issue 15's check: a FIFO or device named run.lock made --resume a traceback (ftruncate:
+    EINVAL), and a link named run.lock had root truncate and write the file it led to."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    d = tmp_path / "run"
+    d.mkdir()
+    lock = d / owners.RESULTS_LOCK
+    {"fifo": lambda: os.mkfifo(lock), "link": lambda: lock.symlink_to(victim),
+     "device link": lambda: lock.symlink_to("/dev/null"), "directory": lock.mkdir}[kind]()
+    with pytest.raises(UsageError, match="cannot lock") as e:
+        owners.lock_results(d)
+    assert "\n" not in str(e.value)
+    assert victim.read_text() == "precious\n"
+
+
 # --- host settings -----------------------------------------------------------------------
 
 

@@ -109,3 +109,38 @@ def test_a_cut_line_of_the_search_answers_is_said(tmp_path):
     path.write_text(text[: len(text) - 100])  # a crash while writing the last answer
     notes = load_run(run).notes
     assert any(n.startswith("1 line of searches.jsonl skipped: not JSON (line ") for n in notes), notes
+
+
+def test_a_run_json_field_of_the_wrong_type_names_the_type_in_words(run):
+    """run.json's wrong fields are left out with a note that names the type as a reader writes it
+    ("not str"), not as Python prints a class ("not <class 'str'>")."""
+    meta = json.loads((run / "run.json").read_text())
+    meta["hostname"], meta["trials"] = 5, "six"
+    (run / "run.json").write_text(json.dumps(meta))
+    notes = load_run(run).notes
+    assert any(n.endswith("hostname is 5, not str: left out of the report.") for n in notes), notes
+    assert any(n.endswith('trials is "six", not int: left out of the report.') for n in notes), notes
+    assert not any("<class" in n for n in notes), notes
+
+
+def test_a_text_with_a_control_character_is_left_out_not_printed(run):
+    """Found by 300 generated run.json files (issue 15's check): a git_commit of "\\x1b[2J" was
+    printed raw in the report's first line (it clears the terminal). A text with a control
+    character is no text a run writes: left out of run.json's fields, a skipped trial or answer line;
+    tab and newline (campaign_toml, error texts) stay."""
+    meta = json.loads((run / "run.json").read_text())
+    meta["git_commit"], meta["campaign_toml"] = "\x1b[2J", "[campaign]\n\tduration = 1\n"
+    (run / "run.json").write_text(json.dumps(meta))
+    lines = (run / "trials.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["backend"] = "pcap\r\x1b[31m"
+    lines[0] = json.dumps(first)
+    (run / "trials.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "searches.jsonl").write_text(json.dumps({"method": "rfc2544\x08", "backend": "pcap"}) + "\n")
+    data = load_run(run)
+    assert "git_commit" not in data.meta and data.meta["campaign_toml"] == meta["campaign_toml"]
+    assert [s.line for s in data.skipped] == [1] and "control character" in data.skipped[0].why
+    assert data.outcomes == [] and any("control character" in n for n in data.notes)
+    p = capbench("report", str(run))
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stdout + p.stderr and "\r" not in p.stdout + p.stderr

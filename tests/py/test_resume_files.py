@@ -1,7 +1,10 @@
 """Resuming a run directory whose last line a crash cut short (RunWriter.resume)."""
 
 import json
+import shutil
 
+import pytest
+from capbench.errors import UsageError
 from capbench.results import (
     SEARCHES_FILE,
     TRIALS_FILE,
@@ -12,6 +15,7 @@ from capbench.results import (
     scan_trials,
 )
 from records import make_result
+from report_files import FIXTURE
 
 
 def crashed_run(tmp_path, trials=5):
@@ -88,3 +92,25 @@ def test_drop_cut_line_edge_cases(tmp_path):
     assert drop_cut_line(f) == 0 and f.read_bytes() == head
     f.write_bytes(head + b"[1, 2]")  # JSON, but no record: cut
     assert drop_cut_line(f) == 6 and f.read_bytes() == head
+
+
+@pytest.mark.parametrize("name", ["trials.jsonl", "searches.jsonl", ".run.json.tmp"])
+def test_a_link_in_the_results_folder_is_never_written_through(tmp_path, name):
+    """capbench runs as root: a link planted in a results folder another user can write (here
+    to a file standing for /etc/shadow) must not have --resume append to, cut or overwrite the
+    file it leads to. trials.jsonl and searches.jsonl are refused; a stale .run.json.tmp is
+    replaced, not followed."""
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURE, run)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (run / name).unlink(missing_ok=True)
+    (run / name).symlink_to(victim)
+    try:
+        w = RunWriter.resume(run)
+        w.append_outcome({"method": "x"})
+        w.finish("interrupted")
+        assert name == ".run.json.tmp"
+    except UsageError as e:
+        assert name != ".run.json.tmp" and "symbolic link" in str(e)
+    assert victim.read_text() == "precious\n"
