@@ -80,6 +80,14 @@ def open_own(path: Path | str, flags: int, *, verb: str = "write") -> int:
     return fd
 
 
+def write_own(path: Path | str, data: str | bytes) -> None:
+    """Write a whole file capbench makes (a report's tables, pages and figures) through
+    open_own: never through a link, never into a FIFO or device."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    with os.fdopen(open_own(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
+        f.write(raw)
+
+
 def check_file(path: Path | str, *, what: str) -> os.stat_result:
     """stat() `path` (following links) and refuse anything but a regular file, in one line."""
     try:

@@ -1,5 +1,6 @@
 """The report `capbench run` writes at the end (the run itself is tested end to end)."""
 
+import pytest
 from capbench import cli, runner
 from report_files import copy_fixture
 
@@ -51,3 +52,33 @@ def test_the_end_of_a_run_of_searches_prints_no_iperf_table(capsys):
     words = " ".join(capsys.readouterr().out.split())
     assert "Iperf-like" not in words and "No trial finished" not in words
     assert "RFC 2544 throughput: afp-v3" in words and "Sweep" not in words
+
+
+@pytest.mark.parametrize("name", ["report.html", "tables.md", "tables.txt", "trials.csv", "throughput.png",
+                                  "throughput.svg"])
+def test_a_link_in_the_report_folder_is_never_written_through(tmp_path, name):
+    # capbench runs as root: a link planted where the report goes (here to a file standing for
+    # /etc/shadow) must not have the report overwrite the file it leads to.
+    from capbench.errors import UsageError
+    from capbench.report.writer import write_report
+
+    run = copy_fixture(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (run / "report").mkdir(exist_ok=True)
+    (run / "report" / name).symlink_to(victim)
+    with pytest.raises(UsageError, match="symbolic link"):
+        write_report(run)
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("name", ["compare.html", "compare.md", "compare.txt", "compare.png", "compare.svg"])
+def test_a_link_in_the_compare_folder_is_never_written_through(tmp_path, name):
+    a, b = copy_fixture(tmp_path / "a"), copy_fixture(tmp_path / "b")
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (out / name).symlink_to(victim)
+    assert cli.main(["compare", str(a), str(b), "--out", str(out)]) == 2
+    assert victim.read_text() == "precious\n"

@@ -14,6 +14,7 @@ from rich.text import Text
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from capbench import inputs
 from capbench.accounting import format_pct
 from capbench.report import html, plots
 from capbench.report.answers import metric
@@ -301,10 +302,10 @@ class CompareFiles:
 def write(cmp: Comparison, out: Path) -> CompareFiles:
     out.mkdir(parents=True, exist_ok=True)
     text = out / "compare.txt"
-    text.write_text(terminal_text(cmp), encoding="utf-8")
+    inputs.write_own(text, terminal_text(cmp))
     md = out / "compare.md"
-    md.write_text(markdown(cmp), encoding="utf-8")
+    inputs.write_own(md, markdown(cmp))
     png, svg = plots.save(figure(cmp), out / "compare")
     page_path = out / "compare.html"
-    page_path.write_text(page(cmp, svg.read_text(encoding="utf-8")), encoding="utf-8")
+    inputs.write_own(page_path, page(cmp, svg.read_text(encoding="utf-8")))
     return CompareFiles(out, page_path, md, text, png, svg)

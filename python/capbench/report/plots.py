@@ -10,6 +10,7 @@ nothing lost) is an open marker off the line: it measured the generator.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ matplotlib.use("Agg")  # no display; before anything imports pyplot
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from capbench import inputs  # noqa: E402
 from capbench.accounting import format_pct  # noqa: E402
 from capbench.methods.verdict import measured  # noqa: E402
 from capbench.rates import link_name, wire_pps  # noqa: E402
@@ -531,6 +533,8 @@ def save(fig: Figure, stem: Path) -> tuple[Path, Path]:
     """stem.png and stem.svg; SVG text stays text (searchable, and the legends name the series)."""
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": stem.name}):
-        fig.savefig(png, dpi=110, metadata={"Software": None})
-        fig.savefig(svg, metadata={"Date": None})
+        for path, kw in ((png, {"dpi": 110, "metadata": {"Software": None}}), (svg, {"metadata": {"Date": None}})):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=path.suffix[1:], **kw)
+            inputs.write_own(path, buf.getvalue())
     return png, svg

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from capbench import tables
+from capbench import inputs, tables
 from capbench.errors import UsageError
 from capbench.report import answers, html, plots, summary, tables_md
 from capbench.report.load import RunData, load_run
@@ -165,14 +165,14 @@ def write_report(path: Path | str, out: Path | str | None = None) -> Report:
     try:
         out.mkdir(parents=True, exist_ok=True)
         text = out / "tables.txt"
-        text.write_text(terminal_tables(run), encoding="utf-8")
+        inputs.write_own(text, terminal_tables(run))
         md = out / "tables.md"
-        md.write_text(markdown_report(run), encoding="utf-8")
+        inputs.write_own(md, markdown_report(run))
         csv = out / "trials.csv"
-        csv.write_text(tables_md.csv_text(run.trials), encoding="utf-8")
+        inputs.write_own(csv, tables_md.csv_text(run.trials))
         figures = draw_figures(run, out)
         page = out / "report.html"
-        page.write_text(report_html(run, figures), encoding="utf-8")
+        inputs.write_own(page, report_html(run, figures))
     except OSError as e:
         raise UsageError(f"cannot write the report into {out}: {e.strerror}: choose another folder with --out DIR") from None
     return Report(run=run, dir=out, html=page, markdown=md, csv=csv, text=text, figures=figures)
