@@ -53,12 +53,21 @@ def kind_of(mode: int) -> str:
     return "of an unknown kind"
 
 
+def _refused(path: Path | str, why: str, *, what: str = "", verb: str = "read") -> UsageError:
+    """The one line of every refusal here: "cannot read WHAT 'PATH': why"."""
+    return UsageError(f"cannot {verb} {what + ' ' if what else ''}{shown(path)}: {why}")
+
+
+def _not_regular(path: Path | str, mode: int, *, what: str = "", verb: str = "read") -> UsageError:
+    return _refused(path, f"it is {kind_of(mode)}, not a regular file", what=what, verb=verb)
+
+
 def _os_error(path: Path | str, what: str, e: OSError) -> UsageError:
     if e.errno == errno.ENAMETOOLONG:
         why = "the path (or one of its names) is too long for the kernel"
     else:
         why = e.strerror or str(e)
-    return UsageError(f"cannot read {what} {shown(path)}: {why}")
+    return _refused(path, why, what=what)
 
 
 def open_own(path: Path | str, flags: int, *, verb: str = "write") -> int:
@@ -71,11 +80,11 @@ def open_own(path: Path | str, flags: int, *, verb: str = "write") -> int:
         fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as e:
         why = "it is a symbolic link" if e.errno == errno.ELOOP else e.strerror
-        raise UsageError(f"cannot {verb} {shown(path)}: {why}") from None
+        raise _refused(path, why, verb=verb) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise UsageError(f"cannot {verb} {shown(path)}: it is {kind_of(mode)}, not a regular file")
+        raise _not_regular(path, mode, verb=verb)
     os.set_blocking(fd, True)
     return fd
 
@@ -93,11 +102,11 @@ def check_file(path: Path | str, *, what: str) -> os.stat_result:
     try:
         st = os.stat(path)
     except ValueError:  # an embedded NUL byte: no such path can exist
-        raise UsageError(f"cannot read {what} {shown(path)}: a path cannot hold a NUL byte") from None
+        raise _refused(path, "a path cannot hold a NUL byte", what=what) from None
     except OSError as e:
         raise _os_error(path, what, e) from None
     if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, not a regular file")
+        raise _not_regular(path, st.st_mode, what=what)
     return st
 
 
@@ -109,12 +118,11 @@ def check_dir(path: Path | str, *, what: str) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     except ValueError:
-        raise UsageError(f"cannot read {what} {shown(path)}: a path cannot hold a NUL byte") from None
+        raise _refused(path, "a path cannot hold a NUL byte", what=what) from None
     except OSError as e:
         raise _os_error(path, what, e) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, "
-                         f"not a directory")
+        raise _refused(path, f"it is {kind_of(st.st_mode)}, not a directory", what=what)
     return True
 
 
@@ -137,7 +145,7 @@ def read_bytes(path: Path | str, *, what: str, limit: int, missing_ok: bool = Fa
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # replaced between stat() and open()
-            raise UsageError(f"cannot read {what} {shown(path)}: it is {kind_of(st.st_mode)}, not a regular file")
+            raise _not_regular(path, st.st_mode, what=what)
         if st.st_size > limit:
             raise _too_big(path, what, limit)
         chunks, total = [], 0
@@ -157,8 +165,7 @@ def read_bytes(path: Path | str, *, what: str, limit: int, missing_ok: bool = Fa
 
 
 def _too_big(path: Path | str, what: str, limit: int) -> UsageError:
-    return UsageError(f"cannot read {what} {shown(path)}: it is larger than {limit / MIB:g} MiB, the most capbench "
-                      f"reads for {what}")
+    return _refused(path, f"it is larger than {limit / MIB:g} MiB, the most capbench reads for {what}", what=what)
 
 
 def decode(data: bytes, path: Path | str, *, what: str) -> str:
@@ -167,8 +174,7 @@ def decode(data: bytes, path: Path | str, *, what: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise UsageError(f"cannot read {what} {shown(path)}: line {line} is not UTF-8 text "
-                         f"(byte 0x{data[e.start]:02x})") from None
+        raise _refused(path, f"line {line} is not UTF-8 text (byte 0x{data[e.start]:02x})", what=what) from None
 
 
 def read_text(path: Path | str, *, what: str, limit: int, missing_ok: bool = False) -> str | None:
