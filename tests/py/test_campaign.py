@@ -3,8 +3,8 @@
 import dataclasses
 
 import pytest
-from capbench import campaign as cmod
-from capbench import campaign_run
+from capbench.campaign import matrix as cmod
+from capbench.campaign import execute as campaign_run
 from capbench.errors import UsageError
 from capbench.methods.simulated import SimulatedDevice
 
@@ -179,7 +179,7 @@ def test_resume_refuses_trials_of_other_settings():
 def test_shipped_campaigns_load(name, steps):
     from pathlib import Path
 
-    from capbench.trial import BACKENDS as ALL
+    from capbench.trial.measure import BACKENDS as ALL
 
     c = cmod.load(Path(__file__).resolve().parents[2] / "campaigns" / f"{name}.toml", backends_known=ALL)
     assert len(c.steps()) == steps

@@ -201,7 +201,7 @@ def test_split_passthrough():
 
 
 def test_run_defaults_are_the_seeds():
-    from capbench import campaign_run
+    from capbench.campaign import execute as campaign_run
 
     c = cli.campaign_from_args(cli.build_parser().parse_args(["run"]))
     (m,) = c.matrices
@@ -229,7 +229,7 @@ def test_run_flags_make_a_matrix():
 
 
 def test_report_prints_tables(tmp_path):
-    from capbench.results import RunWriter
+    from capbench.campaign.results import RunWriter
     from records import make_result
 
     with RunWriter.create(tmp_path, {"sizes": [64]}) as w:

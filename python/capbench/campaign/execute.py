@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from capbench.campaign import Campaign, Progress, ReplayMeasurer, Step
+from capbench.campaign.matrix import Campaign, Progress, ReplayMeasurer, Step
 from capbench.methods import dispatch
 from capbench.rates import parse_rate
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 
 
 @dataclass(frozen=True)

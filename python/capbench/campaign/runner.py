@@ -21,14 +21,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from capbench import campaign as cmod
-from capbench import campaign_run, cpu, hygiene, owners, results, rxmode, tables, testbed
-from capbench.accounting import format_pct
+from capbench.campaign import matrix as cmod
+from capbench import owners
+from capbench.campaign import execute as campaign_run
+from capbench.testbed import cpu
+from capbench.testbed import hygiene
+from capbench.campaign import results
+from capbench.testbed import rxmode
+from capbench.report import tables
+from capbench.testbed import veth_pair as testbed
+from capbench.trial.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
 from capbench.methods.verdict import GENERATOR, LOWER_BOUND, measured, verdict, way_forward
-from capbench.results import RunWriter
-from capbench.trial import Measurer, TrialResult, TrialSetup
+from capbench.campaign.results import RunWriter
+from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 
 
 # The exit status of a run that ended normally but measured nothing valid: every trial was a lower
