@@ -201,6 +201,21 @@ void cb_opt_apply(const struct cb_opt_set *s, const struct cb_opt *table, void *
 	}
 }
 
+void cb_opt_apply_text(const struct cb_opt_set *s, const struct cb_opt *table, void *args)
+{
+	for (const struct cb_opt *o = table; o && o->name; o++) {
+		const char *v = cb_opt_value(s, o->name);
+		char *dst = (char *)args + o->off;
+
+		if (!v || !o->size)
+			continue;
+		if (o->type == CB_OPT_FLAG)
+			*(int *)dst = 1;
+		else
+			*(const char **)dst = v;
+	}
+}
+
 /* The variants whose tables have --name, as a bit mask. */
 static unsigned int owners(const struct cb_opt_set *s, const char *name)
 {

@@ -96,6 +96,9 @@ void cb_opt_collect(struct cb_opt_set *s, int argc, char **argv);
 const char *cb_opt_value(const struct cb_opt_set *s, const char *name);
 /* Check and store the given options of `table` into cfg. */
 void cb_opt_apply(const struct cb_opt_set *s, const struct cb_opt *table, void *cfg);
+/* For a program that checks the values itself: store each given option's
+ * text (a flag: 1, an int) at its row's place in `args`. */
+void cb_opt_apply_text(const struct cb_opt_set *s, const struct cb_opt *table, void *args);
 /* Refuse every given option that is neither common nor in table `own` of
  * variant `variant`: "--a and --b are options of --backend x and y, not of
  * z" (the options that have the same owners, named together). */
