@@ -194,14 +194,6 @@ struct cap_backend {
 	const char *ring_options;
 };
 
-extern const struct cap_backend cap_backend_pcap;
-extern const struct cap_backend cap_backend_raw;
-extern const struct cap_backend cap_backend_afp_v2;
-extern const struct cap_backend cap_backend_afp_v3;
-extern const struct cap_backend cap_backend_fanout;
-extern const struct cap_backend cap_backend_afxdp;
-extern const struct cap_backend cap_backend_xdp;
-
 /* capbench-cap --describe: the registry as one JSON document
  * (docs/programs.md); returns 0 or -EIO. The version goes up when a field
  * changes meaning or goes away. */
