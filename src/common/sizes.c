@@ -111,6 +111,21 @@ int cb_sizes_weighted(struct cb_size_profile *p, const unsigned int *lens,
 }
 
 /* "64,594,1518" (or one number). */
+extern const struct cb_size_form cb_size_forms[];
+
+/* "rfc2544, seed, imix:seed, ...": the forms of every profile but lists. */
+static const char *profile_names(void)
+{
+	static char names[256];
+
+	names[0] = 0;
+	for (const struct cb_size_form *f = cb_size_forms; f->name && f->match; f++)
+		for (int i = 0; i < 4 && f->forms[i]; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? ", " : "", f->forms[i]);
+	return names;
+}
+
 static int parse_list(const char *spec, struct cb_size_profile *p, char *err, size_t errlen)
 {
 	unsigned int lens[1024], n = 0;
@@ -132,8 +147,7 @@ static int parse_list(const char *spec, struct cb_size_profile *p, char *err, si
 		buf[len] = 0;
 		if (cb_parse_u64(buf, &v))
 			return fail(err, errlen, -EINVAL, "unknown --size '%s': give a length (64), a "
-				    "list (64,594,1518) or a profile: rfc2544, seed, imix:seed, "
-				    "imix:simple, random:MIN-MAX, dist:FILE.csv, trace:FILE.pcap", spec);
+				    "list (64,594,1518) or a profile: %s", spec, profile_names());
 		if (!len_ok(v))
 			return fail(err, errlen, -ERANGE, "--size %s: %s B is outside %d..%d B "
 				    "(frame lengths count the 4 B FCS; 64 is the Ethernet minimum)",

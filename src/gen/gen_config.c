@@ -122,10 +122,18 @@ static void usage(FILE *out)
 
 static const struct gen_engine *find_engine(const char *name)
 {
+	char names[256] = "";
+	int n = 0;
+
 	for (int i = 0; engines[i]; i++)
 		if (!strcmp(engines[i]->name, name))
 			return engines[i];
-	cb_usage_error("unknown engine '%s': use --engine xdp or --engine afpacket", name);
+	while (engines[n])
+		n++;
+	for (int i = 0; i < n; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s--engine %s",
+			 i == 0 ? "" : i + 1 == n ? " or " : ", ", engines[i]->name);
+	cb_usage_error("unknown engine '%s': use %s", name, names);
 }
 
 static void set_tables(struct cb_opt_set *s)
