@@ -55,8 +55,12 @@ static inline void cap_hist_add(struct cap_hist *h, uint64_t v)
 
 /* The lowest value of bucket i (its values lie within 3.2 % above it). */
 uint64_t cap_hist_bucket_low(unsigned int i);
-/* The value below which `q` (0..1) of the samples lie, bucket-exact; the
- * exact min and max for q = 0 and 1. */
+/* The middle value of bucket i: its values lie within 1.6 % of it. */
+uint64_t cap_hist_bucket_mid(unsigned int i);
+/* The value below which `q` (0..1) of the samples lie: the middle of the
+ * bucket that holds it (within the exact min and max), so the error is
+ * at most half a bucket either way, not a whole bucket below; the exact
+ * min and max for q = 0 and 1. */
 uint64_t cap_hist_quantile(const struct cap_hist *h, double q);
 void cap_hist_merge(struct cap_hist *into, const struct cap_hist *h);
 

@@ -56,7 +56,8 @@ void cb_json_begin(struct cb_json *j, const char *type)
 	j->overflow = 0;
 	j->need_comma = 0;
 	put(j, "{");
-	cb_json_str(j, "type", type);
+	if (type)
+		cb_json_str(j, "type", type);
 }
 
 void cb_json_u64(struct cb_json *j, const char *k, uint64_t v)
@@ -136,6 +137,14 @@ void cb_json_arr_i64(struct cb_json *j, int64_t v)
 	if (j->need_comma)
 		put(j, ",");
 	put(j, "%lld", (long long)v);
+	j->need_comma = 1;
+}
+
+void cb_json_arr_str(struct cb_json *j, const char *v)
+{
+	if (j->need_comma)
+		put(j, ",");
+	put_string(j, v);
 	j->need_comma = 1;
 }
 
