@@ -243,7 +243,7 @@ def _own_xdp_names() -> tuple[str, ...]:
 
 def _engines_help() -> str:
     g = declared.gen()
-    return f"{' or '.join(f'{e.name} ({e.summary})' for e in g.engines)} (default: {g.default_engine})"
+    return f"{'; '.join(f'{e.name}: {e.summary}' for e in g.engines)} (default: {g.default_engine})"
 
 
 def _app_loads_help() -> str:

@@ -102,14 +102,14 @@ class Option:
     help: str
     min: int | None = None
     max: int | None = None
-    default: int | str | None = None  # a number, a text ("the page size") or None (none)
+    default: bool | int | float | str | None = None  # a number, a flag's false, a text ("the page size"), None
     choices: tuple[str, ...] = ()  # type choice only
 
     @classmethod
     def read(cls, r: _Reader) -> Option:
         default = r.raw("default")
-        if isinstance(default, bool) or not isinstance(default, (int, float, str, type(None))):
-            raise r.fail(f"{r.where}.default is not a number, a string or null")
+        if not isinstance(default, (bool, int, float, str, type(None))):
+            raise r.fail(f"{r.where}.default is not a number, a flag, a string or null")
         return cls(name=r.str("name"), type=r.str("type"), help=r.str("help", optional=True, default=""),
                    min=r.int("min", optional=True), max=r.int("max", optional=True), default=default,
                    choices=r.strs("choices", optional=True))
@@ -255,9 +255,16 @@ class Engine:
     options: tuple[Option, ...]
     capabilities: Mapping[str, Any]
 
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """What it needs of the kernel (live_frames: BPF_PROG_RUN with live frames, Linux >= 5.18)."""
+        return tuple(self.capabilities.get("needs", ()))
+
     @classmethod
     def read(cls, r: _Reader) -> Engine:
         caps = r.object("capabilities", optional=True)
+        if caps is not None:
+            caps.strs("needs", optional=True)  # checked: a list of strings
         return cls(name=r.str("name"), summary=r.str("summary"), seed=r.str("seed", optional=True, default=""),
                    options=_options(r, "options"),
                    capabilities=MappingProxyType(dict(caps.obj) if caps is not None else {}))

@@ -74,14 +74,16 @@ def bpffs_supported(path: str = "/proc/filesystems") -> bool:
 
 
 def check_engine(engine: str) -> None:
-    """The generator engine's kernel features: BPF_PROG_RUN live frames for xdp."""
-    if engine == "xdp":
-        have = kernel_version()
-        if have < LIVE_FRAMES_KERNEL:
-            raise UsageError(
-                f"the xdp engine needs BPF_PROG_RUN live frames (Linux >= 5.18), this kernel is "
-                f"{os.uname().release}: use --engine afpacket or a newer kernel"
-            )
+    """The generator engine's kernel features, as it declares them (needs): BPF_PROG_RUN live
+    frames for xdp. Every engine needs bpf() too: capbench-xdpcount counts what arrives."""
+    gen = declared.gen()
+    if "live_frames" in gen.engine(engine).needs and kernel_version() < LIVE_FRAMES_KERNEL:
+        others = [e.name for e in gen.engines if "live_frames" not in e.needs]
+        raise UsageError(
+            f"the {engine} engine needs BPF_PROG_RUN live frames (Linux >= {LIVE_FRAMES_KERNEL[0]}."
+            f"{LIVE_FRAMES_KERNEL[1]}), this kernel is {os.uname().release}: use --engine {' or '.join(others)} "
+            f"or a newer kernel"
+        )
     check_bpf()
 
 
