@@ -667,7 +667,8 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     ns, want_help, rest = _split_passthrough(argv)
     if want_help:
         extra, examples = PASSTHROUGH_EXAMPLES[cmd]
-        extra = extra.format(own_xdp=_from_declarations(lambda: " or ".join(_own_xdp_names()), "afxdp or xdp"))
+        extra = extra.format(own_xdp=_from_declarations(lambda: " or ".join(_own_xdp_names()),
+                                                     "NAME (a backend with its own XDP program)"))
         sys.stdout.write(PASSTHROUGH_HELP.format(cmd=cmd, prog=prog_name, extra=extra, examples=examples))
         sys.stdout.flush()
         try:

@@ -30,9 +30,6 @@ from capbench.errors import UsageError
 
 DESCRIBE_VERSION = 1  # the document's version this module reads (docs/programs.md, "--describe")
 DESCRIBE_TIMEOUT_S = 10.0
-# The preflight requirements a backend may name in capabilities.needs (preflight.NEED_CHECKS
-# has one check for each).
-NEEDS = ("libpcap", "packet_socket", "tpacket_v2", "tpacket_v3", "fanout", "libxdp", "af_xdp", "xdp_link")
 
 
 class DescribeError(UsageError):
@@ -217,7 +214,7 @@ class Backend:
     writes_pcap: bool  # --write works
     workers: bool  # several worker threads/sockets (--workers / --worker-cpus)
     queues: bool  # binds receive queues (--queue)
-    needs: tuple[str, ...]  # preflight requirements (NEEDS)
+    needs: tuple[str, ...]  # what preflight must find here (testbed.preflight.NEED_CHECKS has a check for each)
     ring: RingSpec | None  # None: --ring does not apply
 
     @classmethod
@@ -225,10 +222,6 @@ class Backend:
         caps = r.object("capabilities")
         ring = r.object("ring", optional=True)
         needs = caps.strs("needs")
-        for need in needs:
-            if need not in NEEDS:
-                raise r.fail(f"{caps.where}.needs names {need!r}, which this capbench cannot check "
-                             f"(it knows {', '.join(NEEDS)})")
         return cls(name=r.str("name"), summary=r.str("summary"), seed=r.str("seed"), options=_options(r, "options"),
                    own_xdp=caps.bool("own_xdp"), kernel_counter=caps.bool("kernel_counter"),
                    xsk_stats=caps.bool("xsk_stats"), queue_count=caps.bool("queue_count"),

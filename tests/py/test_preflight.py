@@ -80,3 +80,14 @@ def test_a_backend_status_is_its_first_failing_need_in_table_order(monkeypatch):
     monkeypatch.setattr(preflight.ctypes.util, "find_library", lambda name: None)
     assert preflight.backend_status("afxdp")[1].startswith("libxdp not found")
     assert preflight.backend_status("pcap")[1].startswith("libpcap not found")
+
+
+def test_a_need_this_capbench_cannot_check_says_so(monkeypatch):
+    import dataclasses
+
+    from capbench import declared
+
+    newer = dataclasses.replace(declared.backend("raw"), needs=("packet_socket", "dpdk"))
+    monkeypatch.setattr(declared, "backend", lambda name: newer)
+    assert preflight.backend_status("raw") == (False, "it needs dpdk, which this capbench cannot check: "
+                                                      "rebuild with make")

@@ -117,6 +117,9 @@ def backend_status(name: str) -> tuple[bool, str]:
     if name not in declared.backend_names():
         return False, "unknown backend"
     backend = declared.backend(name)
+    unknown = [need for need in backend.needs if need not in NEED_CHECKS]
+    if unknown:
+        return False, f"it needs {', '.join(unknown)}, which this capbench cannot check: rebuild with make"
     found: list[tuple[str, str]] = []
     for need, check in NEED_CHECKS.items():
         if need in backend.needs:
@@ -201,7 +204,7 @@ def _fanout_status() -> tuple[bool, str]:
     return True, "AF_PACKET sockets with TPACKET_V3 in a PACKET_FANOUT group creatable"
 
 
-# One check per requirement a backend can declare (declared.NEEDS), in the order they run:
+# One check per requirement a backend can declare (capabilities.needs), in the order they run:
 # libraries first, then what needs root (so an unprivileged run names a missing library).
 NEED_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
     "libpcap": _libpcap_status,
