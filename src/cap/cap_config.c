@@ -106,17 +106,11 @@ struct cap_args {
 	const char *worker_cpus, *queue;
 };
 
-static const struct cb_opt no_options[] = { CB_OPT_END };
-
 static void set_tables(struct cb_opt_set *s)
 {
-	memset(s, 0, sizeof(*s));
-	s->common = common_options;
-	s->variant_flag = "--backend";
-	for (int i = 0; cap_backends[i] && i < 15; i++) {
-		s->variant[i] = cap_backends[i]->options ? cap_backends[i]->options : no_options;
-		s->variant_names[i] = cap_backends[i]->name;
-	}
+	cb_opt_set_init(s, common_options, "--backend");
+	for (int i = 0; cap_backends[i]; i++)
+		cb_opt_set_add(s, cap_backends[i]->name, cap_backends[i]->options);
 }
 
 static const struct cap_backend *find_backend(const char *name)
@@ -283,10 +277,7 @@ static void put_ring(struct cb_json *j, const struct cap_backend *b)
 	cb_json_u64(j, "min", count ? count->min : 1);
 	if (count && count->max)
 		cb_json_u64(j, "max", count->max);
-	cb_json_arr_begin(j, "same_as_count");
-	for (int i = 0; i < 4 && r->same_as_count[i]; i++)
-		cb_json_arr_str(j, r->same_as_count[i]);
-	cb_json_arr_end(j);
+	cb_json_strs(j, "same_as_count", r->same_as_count, 4);
 	cb_json_obj_end(j);
 }
 
@@ -302,10 +293,7 @@ static void put_caps(struct cb_json *j, const struct cap_caps *c)
 	cb_json_bool(j, "writes_pcap", !c->kernel_counter);
 	cb_json_bool(j, "workers", c->workers);
 	cb_json_bool(j, "queues", c->queues);
-	cb_json_arr_begin(j, "needs");
-	for (int i = 0; i < 8 && c->needs[i]; i++)
-		cb_json_arr_str(j, c->needs[i]);
-	cb_json_arr_end(j);
+	cb_json_strs(j, "needs", c->needs, 8);
 	cb_json_obj_end(j);
 }
 
@@ -313,18 +301,12 @@ int cap_describe(FILE *out)
 {
 	static struct cb_json j;
 
-	cb_json_begin(&j, NULL);
-	cb_json_str(&j, "program", "capbench-cap");
-	cb_json_u64(&j, "describe_version", CAP_DESCRIBE_VERSION);
+	cb_opt_describe_begin(&j, "capbench-cap", CAP_DESCRIBE_VERSION);
 	cb_json_arr_begin(&j, "backends");
 	for (int i = 0; cap_backends[i]; i++) {
 		const struct cap_backend *b = cap_backends[i];
 
-		cb_json_elem_begin(&j);
-		cb_json_str(&j, "name", b->name);
-		cb_json_str(&j, "summary", b->describe);
-		cb_json_str(&j, "seed", b->seed);
-		cb_opt_describe(&j, "options", b->options ? b->options : no_options);
+		cb_opt_describe_variant(&j, b->name, b->describe, b->seed, b->options);
 		put_caps(&j, &b->caps);
 		put_ring(&j, b);
 		cb_json_obj_end(&j);

@@ -154,6 +154,14 @@ void cb_json_arr_end(struct cb_json *j)
 	j->need_comma = 1;
 }
 
+void cb_json_strs(struct cb_json *j, const char *k, const char *const *v, size_t max)
+{
+	cb_json_arr_begin(j, k);
+	for (size_t i = 0; i < max && v[i]; i++)
+		cb_json_arr_str(j, v[i]);
+	cb_json_arr_end(j);
+}
+
 int cb_json_end(struct cb_json *j, FILE *out)
 {
 	put(j, "}\n");

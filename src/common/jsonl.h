@@ -41,6 +41,8 @@ void cb_json_arr_u64(struct cb_json *j, uint64_t v);
 void cb_json_arr_i64(struct cb_json *j, int64_t v);
 void cb_json_arr_str(struct cb_json *j, const char *v);
 void cb_json_arr_end(struct cb_json *j);
+/* key: [the strings of v, up to a NULL or max of them]. */
+void cb_json_strs(struct cb_json *j, const char *key, const char *const *v, size_t max);
 /* Close the object, write it with a newline and flush. Returns 0 or -EIO. */
 int cb_json_end(struct cb_json *j, FILE *out);
 

@@ -39,6 +39,26 @@ const char *cb_opt_choice_name(const struct cb_opt_choice *c, int value)
 	return NULL;
 }
 
+void cb_opt_set_init(struct cb_opt_set *s, const struct cb_opt *common, const char *variant_flag)
+{
+	memset(s, 0, sizeof(*s));
+	s->common = common;
+	s->variant_flag = variant_flag;
+}
+
+void cb_opt_set_add(struct cb_opt_set *s, const char *name, const struct cb_opt *table)
+{
+	static const struct cb_opt none[] = { CB_OPT_END };
+	int i = 0;
+
+	while (i < 15 && s->variant[i])
+		i++;
+	if (i == 15)
+		cb_fatal("more than 15 variants: raise the size of struct cb_opt_set");
+	s->variant[i] = table ? table : none; /* NULL would end the list */
+	s->variant_names[i] = name;
+}
+
 static int slot(const struct cb_opt_set *s, const char *name)
 {
 	for (unsigned int i = 0; i < s->n; i++)
@@ -370,4 +390,23 @@ void cb_opt_describe(struct cb_json *j, const char *key, const struct cb_opt *ta
 		cb_json_obj_end(j);
 	}
 	cb_json_arr_end(j);
+}
+
+void cb_opt_describe_begin(struct cb_json *j, const char *program, unsigned int version)
+{
+	cb_json_begin(j, NULL);
+	cb_json_str(j, "program", program);
+	cb_json_u64(j, "describe_version", version);
+}
+
+void cb_opt_describe_variant(struct cb_json *j, const char *name, const char *summary,
+			     const char *seed, const struct cb_opt *options)
+{
+	static const struct cb_opt none[] = { CB_OPT_END };
+
+	cb_json_elem_begin(j);
+	cb_json_str(j, "name", name);
+	cb_json_str(j, "summary", summary);
+	cb_json_str(j, "seed", seed);
+	cb_opt_describe(j, "options", options ? options : none);
 }

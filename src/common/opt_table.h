@@ -87,6 +87,11 @@ struct cb_opt_set {
 	int given[CB_OPT_MAX_NAMES];
 };
 
+/* The set of a program: its common table and the option that names the
+ * variant ("--backend"); then each variant's name and table, in order. */
+void cb_opt_set_init(struct cb_opt_set *s, const struct cb_opt *common, const char *variant_flag);
+void cb_opt_set_add(struct cb_opt_set *s, const char *name, const struct cb_opt *table);
+
 /* Read argv (getopt_long over every table; a repeated option keeps its last
  * value). -h/--help and --describe are not handled here: the program gives
  * rows for them in its common table and reads them after. Unknown options
@@ -117,5 +122,11 @@ const char *cb_opt_choice_name(const struct cb_opt_choice *c, int value);
 void cb_opt_help(FILE *out, const struct cb_opt *table);
 /* --describe: the table as a JSON array under `key`. */
 void cb_opt_describe(struct cb_json *j, const char *key, const struct cb_opt *table);
+/* --describe: begin the document ({"program", "describe_version"}), and
+ * begin one variant's object in an array ({"name", "summary", "seed",
+ * "options"}; the caller adds its capabilities and ends it). */
+void cb_opt_describe_begin(struct cb_json *j, const char *program, unsigned int version);
+void cb_opt_describe_variant(struct cb_json *j, const char *name, const char *summary,
+			     const char *seed, const struct cb_opt *options);
 
 #endif

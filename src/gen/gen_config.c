@@ -138,38 +138,25 @@ static const struct gen_engine *find_engine(const char *name)
 
 static void set_tables(struct cb_opt_set *s)
 {
-	memset(s, 0, sizeof(*s));
-	s->common = common_options;
-	s->variant_flag = "--engine";
-	for (int i = 0; engines[i] && i < 15; i++) {
-		s->variant[i] = engines[i]->options;
-		s->variant_names[i] = engines[i]->name;
-	}
+	cb_opt_set_init(s, common_options, "--engine");
+	for (int i = 0; engines[i]; i++)
+		cb_opt_set_add(s, engines[i]->name, engines[i]->options);
 }
 
 int gen_describe(FILE *out)
 {
 	static struct cb_json j;
 
-	cb_json_begin(&j, NULL);
-	cb_json_str(&j, "program", "capbench-gen");
-	cb_json_u64(&j, "describe_version", GEN_DESCRIBE_VERSION);
+	cb_opt_describe_begin(&j, "capbench-gen", GEN_DESCRIBE_VERSION);
 	cb_json_arr_begin(&j, "engines");
 	for (int i = 0; engines[i]; i++) {
 		const struct gen_engine *e = engines[i];
 
-		cb_json_elem_begin(&j);
-		cb_json_str(&j, "name", e->name);
-		cb_json_str(&j, "summary", e->describe);
-		cb_json_str(&j, "seed", e->seed);
-		cb_opt_describe(&j, "options", e->options);
+		cb_opt_describe_variant(&j, e->name, e->describe, e->seed, e->options);
 		cb_json_obj_begin(&j, "capabilities");
 		cb_json_str(&j, "pacing", e->caps.pacing);
 		cb_json_bool(&j, "replay", e->caps.replay);
-		cb_json_arr_begin(&j, "needs");
-		for (int k = 0; k < 4 && e->caps.needs[k]; k++)
-			cb_json_arr_str(&j, e->caps.needs[k]);
-		cb_json_arr_end(&j);
+		cb_json_strs(&j, "needs", e->caps.needs, 4);
 		cb_json_obj_end(&j);
 		cb_json_obj_end(&j);
 	}
@@ -178,10 +165,7 @@ int gen_describe(FILE *out)
 	for (const struct cb_size_form *f = cb_size_forms; f->name; f++) {
 		cb_json_elem_begin(&j);
 		cb_json_str(&j, "name", f->name);
-		cb_json_arr_begin(&j, "forms");
-		for (int i = 0; i < 4 && f->forms[i]; i++)
-			cb_json_arr_str(&j, f->forms[i]);
-		cb_json_arr_end(&j);
+		cb_json_strs(&j, "forms", f->forms, 4);
 		cb_json_str(&j, "help", f->help);
 		cb_json_obj_end(&j);
 	}
