@@ -54,9 +54,8 @@ class _Reader:
                 return default
             raise self.fail(f"{self.where} has no {key!r}")
         value = self.obj[key]
-        if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-            raise self.fail(f"{self.where}.{key} is not {what}")
-        if not isinstance(value, types):
+        bool_wrong = isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))
+        if bool_wrong or not isinstance(value, types):  # (true is an int to Python, not to JSON)
             raise self.fail(f"{self.where}.{key} is not {what}")
         return value
 
@@ -79,8 +78,10 @@ class _Reader:
         value = self._get(key, list, "a list")
         return [_Reader(x, f"{self.where}.{key}[{i}]", self.fail) for i, x in enumerate(value)]
 
-    def object(self, key: str, *, optional: bool = False) -> _Reader | None:
-        value = self._get(key, (dict, type(None)), "an object", optional=optional)
+    def object(self, key: str, *, optional: bool = False, nullable: bool = False) -> _Reader | None:
+        """The object at `key`; None where it may be missing (`optional`) or null (`nullable`) and is."""
+        types = (dict, type(None)) if optional or nullable else dict
+        value = self._get(key, types, "an object" + (" or null" if nullable else ""), optional=optional)
         return None if value is None else _Reader(value, f"{self.where}.{key}", self.fail)
 
     def raw(self, key: str, default: Any = None) -> Any:
@@ -220,7 +221,7 @@ class Backend:
     @classmethod
     def read(cls, r: _Reader) -> Backend:
         caps = r.object("capabilities")
-        ring = r.object("ring", optional=True)
+        ring = r.object("ring", nullable=True)
         needs = caps.strs("needs")
         return cls(name=r.str("name"), summary=r.str("summary"), seed=r.str("seed"), options=_options(r, "options"),
                    own_xdp=caps.bool("own_xdp"), kernel_counter=caps.bool("kernel_counter"),

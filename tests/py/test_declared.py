@@ -68,6 +68,8 @@ def test_a_document_becomes_typed_frozen_views():
     (lambda d: d.update(program="capbench-gen"), ["capbench-gen"]),
     (lambda d: d["backends"][0].pop("summary"), ["backends[0]", "summary"]),
     (lambda d: d["backends"][0]["capabilities"].update(own_xdp="no"), ["own_xdp", "true or false"]),
+    (lambda d: d["backends"][0].update(capabilities=None), ["capabilities", "not an object"]),
+    (lambda d: d["backends"][1].pop("ring"), ["backends[1]", "'ring'"]),
     (lambda d: d["backends"][0]["capabilities"].update(needs="packet_socket"), ["needs", "list of strings"]),
     (lambda d: d["backends"].append(copy.deepcopy(d["backends"][0])), ["'afp-v3' twice"]),
     (lambda d: d.update(default_backend="pfring"), ["default backend"]),
