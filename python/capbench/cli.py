@@ -581,8 +581,8 @@ def cmd_testbed(args: argparse.Namespace) -> int:
             print(f"  net.core.netdev_max_backlog: at least {args.backlog} until `down`")
         print(f"  note: frames of the xdp engine reach {tb.cap_if} only while an XDP program is attached")
         print(f"  there (veth needs it for NAPI): run `capbench-xdpcount --iface {tb.cap_if}` in {tb.cap_ns},")
-        print(f"  capture with --backend {' or '.join(_own_xdp_names())} (they attach their own), or send with "
-              f"--engine afpacket")
+        own_xdp = _from_declarations(lambda: " or ".join(_own_xdp_names()), "NAME of one with its own XDP program")
+        print(f"  capture with --backend {own_xdp} (they attach their own), or send with --engine afpacket")
         print(f"remove it with: capbench testbed down {tb.id}")
         return 0
     if args.action == "down":
