@@ -429,9 +429,9 @@ def resumable_run(d: Path) -> dict:
     if not isinstance(meta, dict) or not ("command" in meta or "campaign_toml" in meta):
         raise UsageError(f"cannot resume {d}: its run.json says neither the command nor the campaign that made "
                          f"it, so it is not a run of `capbench run`")
-    if meta.get("schema") != results.SCHEMA:
+    if meta.get("schema") != results.RUN_SCHEMA:
         raise UsageError(f"cannot resume {d}: its results have schema {meta.get('schema')!r} and this capbench "
-                         f"writes {results.SCHEMA}: start a new run (`capbench report` still reads it)")
+                         f"writes {results.RUN_SCHEMA}: start a new run (`capbench report` still reads it)")
     unkeyed = sum(1 for t in results.scan_trials(d).trials if not getattr(t, "step", ""))
     if unkeyed:
         raise UsageError(f"cannot resume {d}: {unkeyed} of its trials name no campaign step (written by an "
