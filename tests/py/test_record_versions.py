@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from capbench import records
+from capbench.campaign.results import RUN_FILE, RunRecord, RunWriter, load_run_meta, read_run, read_trials, scan_trials
 from capbench.errors import UsageError
 from capbench.records import RecordError
-from capbench.results import RUN_FILE, RunRecord, RunWriter, load_run_meta, read_run, read_trials, scan_trials
-from capbench.trial_record import TRIAL_SCHEMA, TrialResult, load_trial
+from capbench.trial.record import TRIAL_SCHEMA, TrialResult, load_trial
 
 from inproc import capbench_inproc
 from records import make_result
@@ -120,7 +120,8 @@ def test_a_trial_field_of_the_wrong_type_is_one_line_naming_it():
 
 def test_the_account_checks_follow_accounting():
     """record_problem checks each input of accounting.account and each figure it derives."""
-    from capbench import accounting, trial_record
+    from capbench.trial import accounting
+    from capbench.trial import record as trial_record
 
     derived = {f.name for f in dataclasses.fields(accounting.LossAccount)} - set(trial_record._ACCOUNT_INPUTS)
     assert set(trial_record._ACCOUNT_DERIVED) == derived == {"lost", "link_drops", "unexplained", "loss_pct"}

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capbench.campaign.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, load_run_meta,
+                                       read_outcomes, read_run_raw, scan_trials)
 from capbench.errors import CapbenchError, UsageError
 from capbench.inputs import check_dir, shown
-from capbench.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, load_run_meta, read_outcomes,
-                              read_run_raw, scan_trials)
-from capbench.trial_record import TrialResult
+from capbench.trial.record import TrialResult
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capbench import __version__, host_sysctl
+from capbench import __version__
+from capbench.testbed import host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, open_own,
@@ -29,7 +30,7 @@ from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, che
                              shown)
 from capbench.records import (COUNTER_LIMIT, RecordError, conforms, control_text, field_types, numbers, short,
                               to_json, type_text, upgrade)
-from capbench.trial_record import TrialResult, load_trial
+from capbench.trial.record import TrialResult, load_trial
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"
@@ -264,8 +265,8 @@ def scan_trials(path: Path | str, defaults: dict[str, Any] | None = None) -> Tri
 
     A run that crashed while writing leaves its last line cut short (no newline at the end):
     that line is "truncated"; a line that is no JSON object is "corrupt"; a record no trial
-    can have written is "invalid" (trial_record.record_problem); records of a version this
-    capbench does not read are "schema". Each record is read by trial_record.load_trial, with
+    can have written is "invalid" (trial.record.record_problem); records of a version this
+    capbench does not read are "schema". Each record is read by trial.record.load_trial, with
     `defaults` for the fields it lacks. The file itself must be a regular file (inputs.read_bytes).
     """
     path = Path(path)

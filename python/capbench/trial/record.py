@@ -1,4 +1,4 @@
-"""The trial record: one line of trials.jsonl, what a trial measured (capbench.trial runs it).
+"""The trial record: one line of trials.jsonl, what a trial measured (capbench.trial.measure runs it).
 
 Its versions (the `schema` field of each line), the way pyperf keeps its format's history:
 
@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from capbench import accounting
 from capbench.records import (RecordError, control_text, field_types, from_json, number_problem, short, to_json,
                               type_problem, upgrade)
+from capbench.trial import accounting
 
 TRIAL_SCHEMA = 1
 # Version N -> the function from a record of version N to one of N+1 (none yet: see above).
