@@ -169,3 +169,10 @@ def test_run_json_of_a_newer_version_is_one_line(tmp_path):
         load_run_meta({"schema": 2, "capbench_version": "9.0"}, tmp_path)
     meta, wrong = load_run_meta({"status": "complete", "cores": "two"}, tmp_path)  # no schema: version 1
     assert meta == {"status": "complete"} and wrong == [f"{tmp_path / RUN_FILE}: cores is \"two\", not int | None"]
+
+
+def test_a_run_json_key_with_a_control_character_is_shown_escaped(tmp_path):
+    """Found by test_fuzz_run_json: a key holding \\f with a value of the wrong type."""
+    meta, wrong = load_run_meta({"\f": float("inf"), "status": "complete"}, tmp_path)
+    assert meta == {"status": "complete"} and wrong == [f'{tmp_path / RUN_FILE}: "\\f" holds "\\f", a text with a '
+                                                        f'control character']

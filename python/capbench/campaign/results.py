@@ -369,10 +369,10 @@ def check_run(meta: Any, path: Path | str) -> tuple[dict[str, Any], list[str]]:
         tp = types_.get(key)
         bad_number = any(isinstance(x, float) and not math.isfinite(x) for x in numbers(value))
         text = control_text([key, value])
-        if (tp is not None and not conforms(value, tp)) or bad_number:
-            wrong.append(f"{where}: {key} is {short(value)}, not {type_text(tp) if tp is not None else 'a finite number'}")
-        elif text is not None:
+        if text is not None:  # first: the line below shows the key as it is
             wrong.append(f"{where}: {short(key)} holds {text}, a text with a control character")
+        elif (tp is not None and not conforms(value, tp)) or bad_number:
+            wrong.append(f"{where}: {key} is {short(value)}, not {type_text(tp) if tp is not None else 'a finite number'}")
         else:
             good[key] = value
     return good, wrong
