@@ -549,11 +549,6 @@ static uint64_t afxdp_ring_bytes(const struct cap_cfg *cfg, char *what, size_t l
 	return (uint64_t)umem_frames(cfg) * FRAME_SIZE * cfg->n_queues;
 }
 
-static int not_power_of_two(uint64_t v)
-{
-	return (v & (v - 1)) != 0;
-}
-
 static const struct cb_opt_choice xdp_binds[] = {
 	{ "copy", CAP_XDP_BIND_COPY },
 	{ "zerocopy", CAP_XDP_BIND_ZEROCOPY },
@@ -577,7 +572,7 @@ static const struct cb_opt afxdp_options[] = {
 	  "frames of other queues go on to the stack, counted as not redirected" },
 	{ .name = "ring-size", .type = CB_OPT_COUNT, .arg = "N", .min = 64, .max = 1u << 20,
 	  .has_default = 1, .def = DEFAULT_RING_SIZE, .help = "RX ring descriptors, a power of two",
-	  .valid = not_power_of_two, .fix = "give a power of two from 64 to 1048576",
+	  .valid = cb_opt_not_power_of_two, .fix = "give a power of two from 64 to 1048576",
 	  CB_OPT_AT(struct cap_cfg, ring_size) },
 	{ .name = "no-need-wakeup", .type = CB_OPT_FLAG, .flag_value = 0,
 	  .help = "bind without XDP_USE_NEED_WAKEUP", CB_OPT_AT(struct cap_cfg, need_wakeup) },

@@ -32,7 +32,7 @@ int v3_block_size_invalid(uint64_t v)
 	/* packet_set_ring() reads tp_block_size as an int and refuses one <= 0,
 	 * so 2G (1 << 31) is out: the largest power of two it takes is 1G (the
 	 * row's maximum). */
-	return v < (uint64_t)sysconf(_SC_PAGESIZE) || (v & (v - 1));
+	return v < (uint64_t)sysconf(_SC_PAGESIZE) || cb_opt_not_power_of_two(v);
 }
 
 void v3_block_size_fix(char *buf, size_t len)
