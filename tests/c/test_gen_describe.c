@@ -24,8 +24,7 @@ static void test_describe(void **state)
 	fclose(f);
 	assert_true(json_valid(text));
 	assert_non_null(strstr(text, "{\"program\":\"capbench-gen\",\"describe_version\":1,"));
-	for (const struct gen_engine *const *e = (const struct gen_engine *const[]){
-		     &gen_engine_xdp, &gen_engine_afpacket, NULL }; *e; e++) {
+	for (const struct gen_engine *const *e = gen_engines; *e; e++) {
 		snprintf(want, sizeof(want), "{\"name\":\"%s\",\"summary\":", (*e)->name);
 		assert_non_null(strstr(text, want));
 		for (const struct cb_opt *o = (*e)->options; o && o->name; o++) {
