@@ -549,9 +549,56 @@ static uint64_t afxdp_ring_bytes(const struct cap_cfg *cfg, char *what, size_t l
 	return (uint64_t)umem_frames(cfg) * FRAME_SIZE * cfg->n_queues;
 }
 
+static const struct cb_opt_choice xdp_binds[] = {
+	{ "copy", CAP_XDP_BIND_COPY },
+	{ "zerocopy", CAP_XDP_BIND_ZEROCOPY },
+	{ "auto", CAP_XDP_BIND_AUTO },
+	{ NULL, 0 },
+};
+
+static const struct cb_opt afxdp_options[] = {
+	{ .name = "batch", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 4096, .has_default = 1,
+	  .def = DEFAULT_BATCH, .help = "RX descriptors taken per peek",
+	  .fix = "give 1..4096 descriptors", CB_OPT_AT(struct cap_cfg, batch) },
+	{ .name = "frame-count", .type = CB_OPT_COUNT, .arg = "N", .min = 64, .max = 1u << 20,
+	  .has_default = 1, .def_text = "--ring-size", .help = "UMEM frames of 2 KiB",
+	  .fix = "give 64..1048576 frames (of 2 KiB each)", CB_OPT_AT(struct cap_cfg, frame_count) },
+	{ .name = "xdp-bind", .type = CB_OPT_CHOICE, .arg = "MODE", .choices = xdp_binds,
+	  .has_default = 1, .def = CAP_XDP_BIND_AUTO,
+	  .help = "copy, zerocopy (fails where the driver has none, e.g. veth) or auto (zero-copy "
+		  "if the driver has it, else copy)", CB_OPT_AT(struct cap_cfg, xdp_bind) },
+	{ .name = "queue", .type = CB_OPT_QUEUES, .arg = "N|LIST|all", .has_default = 1,
+	  .def_text = "0", .help = "receive queue(s) to bind to, one socket and one worker each; "
+	  "frames of other queues go on to the stack, counted as not redirected" },
+	{ .name = "ring-size", .type = CB_OPT_COUNT, .arg = "N", .min = 64, .max = 1u << 20,
+	  .has_default = 1, .def = DEFAULT_RING_SIZE, .help = "RX ring descriptors, a power of two",
+	  .valid = cb_opt_not_power_of_two, .fix = "give a power of two from 64 to 1048576",
+	  CB_OPT_AT(struct cap_cfg, ring_size) },
+	{ .name = "no-need-wakeup", .type = CB_OPT_FLAG, .flag_value = 0,
+	  .help = "bind without XDP_USE_NEED_WAKEUP", CB_OPT_AT(struct cap_cfg, need_wakeup) },
+	{ .name = "busy-poll", .type = CB_OPT_FLAG, .flag_value = 1,
+	  .help = "busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 20 us, SO_BUSY_POLL_BUDGET = "
+		  "--batch): spins a CPU", CB_OPT_AT(struct cap_cfg, busy_poll) },
+	{ .name = "worker-cpus", .type = CB_OPT_CPUS, .arg = "LIST", .has_default = 1,
+	  .def_text = "consecutive CPUs from --cpu, wrapping around (without --cpu: not pinned)",
+	  .help = "pin worker i to the i-th CPU of LIST (0,1 or 0-3)" },
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map afxdp_ring = {
+	.count_option = "--ring-size", .unit_bytes = FRAME_SIZE, .power_of_two = 1,
+	.same_as_count = { "--frame-count" },
+};
+
 const struct cap_backend cap_backend_afxdp = {
 	.name = "afxdp",
-	.describe = "AF_XDP socket with capbench's own XDP program (zero-copy rings, recycled frames)",
+	.describe = "AF_XDP socket fed by capbench's own XDP program",
+	.seed = "the seeds' zero-copy rings and RDR's recycled receive buffers (seed 002)",
+	.options = afxdp_options,
+	.caps = { .own_xdp = 1, .xsk_stats = 1, .kernel_stats = "xdp_statistics",
+		  .clock = CAP_CLOCK_READ, .workers = 1, .queues = 1,
+		  .needs = { "libxdp", "af_xdp", "xdp_link" } },
+	.ring = &afxdp_ring,
 	.open = afxdp_open,
 	.run = afxdp_run,
 	.stats = afxdp_stats,

@@ -250,9 +250,40 @@ static void pcap_be_close(void *state)
 	free(st);
 }
 
+static void pcap_be_summary(void *state, struct cb_json *j)
+{
+	cb_json_str(j, "pcap_api", ((struct pcap_be *)state)->dispatch ? "dispatch" : "next");
+}
+
+static const struct cb_opt_choice pcap_apis[] = { { "next", 0 }, { "dispatch", 1 }, { NULL, 0 } };
+
+static const struct cb_opt pcap_options[] = {
+	{ .name = "pcap-api", .type = CB_OPT_CHOICE, .arg = "API", .choices = pcap_apis,
+	  .has_default = 1, .def = 0,
+	  .help = "next: pcap_next per packet, the seed's counter; dispatch: pcap_dispatch per buffer",
+	  CB_OPT_AT(struct cap_cfg, pcap_dispatch) },
+	{ .name = "immediate", .type = CB_OPT_FLAG, .flag_value = 1,
+	  .help = "immediate mode: deliver each packet at once", CB_OPT_AT(struct cap_cfg, immediate) },
+	{ .name = "buffer-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 1, .max = (1ull << 31) - 1,
+	  .has_default = 1, .def = 2u << 20, .help = "kernel buffer, e.g. 4M or 64M (libpcap's default)",
+	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", CB_OPT_AT(struct cap_cfg, buffer_size) },
+	{ .name = "snaplen", .type = CB_OPT_COUNT, .arg = "N", .min = 60, .max = DEFAULT_SNAPLEN,
+	  .has_default = 1, .def = DEFAULT_SNAPLEN, .help = "bytes kept per packet",
+	  .fix = "give 60..262144 bytes (the stamp needs 60)", CB_OPT_AT(struct cap_cfg, snaplen) },
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map pcap_ring = { .count_option = "--buffer-size", .unit_bytes = 1 };
+
 const struct cap_backend cap_backend_pcap = {
 	.name = "pcap",
-	.describe = "libpcap: pcap_next per packet as in the seed's counter, or pcap_dispatch",
+	.describe = "libpcap: pcap_next per packet, or pcap_dispatch per buffer",
+	.seed = "the seeds' counter (seed 000, Appendix B): libpcap's pcap_next, one call per packet",
+	.options = pcap_options,
+	.caps = { .kernel_stats = "pcap_stats", .clock = CAP_CLOCK_KERNEL,
+		  .needs = { "libpcap", "packet_socket" } },
+	.ring = &pcap_ring,
+	.summary = pcap_be_summary,
 	.open = pcap_be_open,
 	.run = pcap_be_run,
 	.stats = pcap_be_stats,

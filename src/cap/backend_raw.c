@@ -216,9 +216,26 @@ static void raw_close(void *state)
 	raw_free(st);
 }
 
+static const struct cb_opt raw_options[] = {
+	{ .name = "buffer-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 1, .max = (1ull << 31) - 1,
+	  .has_default = 1, .def = DEFAULT_RCVBUF, .help = "socket receive buffer, SO_RCVBUF",
+	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", CB_OPT_AT(struct cap_cfg, buffer_size) },
+	{ .name = "batch", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 1024, .has_default = 1,
+	  .def = DEFAULT_BATCH, .help = "packets per recvmmsg call",
+	  .fix = "give 1..1024 packets per recvmmsg call", CB_OPT_AT(struct cap_cfg, batch) },
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map raw_ring = { .count_option = "--buffer-size", .unit_bytes = 1 };
+
 const struct cap_backend cap_backend_raw = {
 	.name = "raw",
-	.describe = "AF_PACKET socket without a ring, recvmmsg batches (the plain stack)",
+	.describe = "AF_PACKET socket without a ring, recvmmsg batches",
+	.seed = "the plain stack: one copy per packet through the socket's receive queue",
+	.options = raw_options,
+	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .needs = { "packet_socket" } },
+	.ring = &raw_ring,
 	.open = raw_open,
 	.run = raw_run,
 	.stats = raw_stats,

@@ -141,11 +141,13 @@ static void xdp_close(void *state)
 
 const struct cap_backend cap_backend_xdp = {
 	.name = "xdp",
-	.describe = "XDP program that counts and drops in the driver: the ceiling, not a capture",
+	.describe = "count and drop in XDP: the ceiling, not a capture",
+	.seed = "the seeds' physical limit: what reaches the host, counted before any sk_buff exists",
+	.caps = { .own_xdp = 1, .kernel_counter = 1, .kernel_stats = "xdp_program",
+		  .clock = CAP_CLOCK_KERNEL, .needs = { "xdp_link" } },
 	.open = xdp_open,
 	.run = xdp_run,
 	.stats = xdp_stats,
 	.summary = xdp_summary,
 	.close = xdp_close,
-	.kernel_counter = 1,
 };

@@ -24,16 +24,27 @@
 #include "packet_stats.h"
 #include "pktsock.h"
 
-#define DEFAULT_BLOCK_SIZE  (1u << 20)
-#define DEFAULT_BLOCK_COUNT 32u
-#define DEFAULT_TIMEOUT_MS  10u
 #define FRAME_SIZE          2048u  /* tp_frame_size: only a bound for V3 */
 #define POLL_MS             100    /* how often a quiet reader looks at the stop flag */
 
+int v3_block_size_invalid(uint64_t v)
+{
+	/* packet_set_ring() reads tp_block_size as an int and refuses one <= 0,
+	 * so 2G (1 << 31) is out: the largest power of two it takes is 1G (the
+	 * row's maximum). */
+	return v < (uint64_t)sysconf(_SC_PAGESIZE) || cb_opt_not_power_of_two(v);
+}
+
+void v3_block_size_fix(char *buf, size_t len)
+{
+	snprintf(buf, len, "give a power of two from %ld B (the page size) up to 1G, e.g. 64k or 1M",
+		 sysconf(_SC_PAGESIZE));
+}
+
 uint64_t v3_ring_geometry(const struct cap_cfg *cfg, uint32_t *block_size, uint32_t *block_count)
 {
-	*block_size = (uint32_t)(cfg->block_size ? cfg->block_size : DEFAULT_BLOCK_SIZE);
-	*block_count = (uint32_t)(cfg->block_count ? cfg->block_count : DEFAULT_BLOCK_COUNT);
+	*block_size = (uint32_t)(cfg->block_size ? cfg->block_size : V3_DEFAULT_BLOCK_SIZE);
+	*block_count = (uint32_t)(cfg->block_count ? cfg->block_count : V3_DEFAULT_BLOCK_COUNT);
 	return (uint64_t)*block_size * *block_count;
 }
 
@@ -47,7 +58,7 @@ int v3_ring_open(const struct cap_cfg *cfg, struct v3_ring *r)
 	v3_ring_geometry(cfg, &r->req.tp_block_size, &r->req.tp_block_nr);
 	r->req.tp_frame_size = FRAME_SIZE;
 	r->req.tp_frame_nr = r->req.tp_block_size / FRAME_SIZE * r->req.tp_block_nr;
-	r->req.tp_retire_blk_tov = cfg->block_timeout_ms ? cfg->block_timeout_ms : DEFAULT_TIMEOUT_MS;
+	r->req.tp_retire_blk_tov = cfg->block_timeout_ms ? cfg->block_timeout_ms : V3_DEFAULT_TIMEOUT_MS;
 	r->req.tp_feature_req_word = 0;
 	r->ring_len = (size_t)r->req.tp_block_size * r->req.tp_block_nr;
 

@@ -256,9 +256,23 @@ static void afp_close(void *state)
 	free(st);
 }
 
+static const struct cb_opt afp_options[] = {
+	{ .name = "replay", .type = CB_OPT_STRING, .arg = "FILE",
+	  .help = "send the frames of a pcap/pcapng capture as they are (not stamped: the counter "
+		  "counts them as foreign); --rate original (the default) keeps their timing, a "
+		  "rate paces them, max sends them at once", CB_OPT_AT(struct gen_args, replay) },
+	{ .name = "loop", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = CB_COUNT_MAX,
+	  .has_default = 1, .def = 1, .help = "send the capture N times",
+	  CB_OPT_AT(struct gen_args, loop) },
+	CB_OPT_END,
+};
+
 const struct gen_engine gen_engine_afpacket = {
 	.name = "afpacket",
 	.describe = "AF_PACKET sendmmsg with PACKET_QDISC_BYPASS, paced in user space",
+	.seed = "a generator for interfaces where XDP redirect does not work, and for replaying captures",
+	.options = afp_options,
+	.caps = { .pacing = "user", .replay = 1, .needs = { "packet_socket" } },
 	.open = afp_open,
 	.start = afp_start,
 	.progress = afp_progress,

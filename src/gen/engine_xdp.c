@@ -240,9 +240,22 @@ static void xdp_close(void *state)
 	free(st);
 }
 
+static const struct cb_opt xdp_options[] = {
+	{ .name = "catch-up", .type = CB_OPT_COUNT, .arg = "N", .min = 0, .max = GEN_CATCHUP_MAX,
+	  .has_default = 1, .def = GEN_CATCHUP_DEFAULT,
+	  .help = "a paced generator that fell behind may send up to N frames faster than the "
+		  "link's wire rate to catch up; beyond that it keeps the wire rate and the lag "
+		  "stays (256: a veth's and a small NIC's receive ring)",
+	  CB_OPT_AT(struct gen_args, catchup) },
+	CB_OPT_END,
+};
+
 const struct gen_engine gen_engine_xdp = {
 	.name = "xdp",
 	.describe = "BPF_PROG_RUN live frames, paced in the BPF program (fastest; Linux >= 5.18)",
+	.seed = "line rate on any Linux box: the kernel runs the sender in a loop over recycled frames",
+	.options = xdp_options,
+	.caps = { .pacing = "kernel", .needs = { "live_frames" } },
 	.open = xdp_open,
 	.start = xdp_start,
 	.progress = xdp_progress,
