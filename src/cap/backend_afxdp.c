@@ -425,10 +425,10 @@ static int afxdp_run(void *state, struct cap_worker *w)
 	const uint64_t frame_mask = ~(uint64_t)(FRAME_SIZE - 1);
 
 	for (;;) {
-		uint32_t idx_rx, idx_fq;
+		uint32_t idx_rx, idx_fq, m;
 		uint64_t now;
 		uint32_t n = xsk_ring_cons__peek(&q->rx, st->batch, &idx_rx);
-		int reached = 0, err;
+		int end = 0, err; /* --count reached, or the drain ended */
 
 		if (!n) {
 			/* Empty after the stop: the ring is drained. */
@@ -438,27 +438,35 @@ static int afxdp_run(void *state, struct cap_worker *w)
 				return err;
 			continue;
 		}
-		/* Practically never short (see the top of the file). */
-		while (xsk_ring_prod__reserve(&q->fq, n, &idx_fq) != n) {
-			if ((err = wake_fill(st, q)))
-				return err;
-		}
 		/* AF_XDP descriptors carry no time: the batch's read time
 		 * stands for each packet. */
 		now = cap_now_mono_ns();
-		for (uint32_t i = 0; i < n; i++) {
-			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx_rx + i);
-			const uint8_t *data = xsk_umem__get_data(q->area, d->addr);
+		for (m = 0; m < n; m++) {
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx_rx + m);
 
-			reached |= cap_packet(w, data, d->len, d->len, now);
-			*xsk_ring_prod__fill_addr(&q->fq, idx_fq + i) = d->addr & frame_mask;
+			/* Stopped and the drain's budget spent (cap.h): the
+			 * descriptors from here on stay in the RX ring unread. */
+			if (!cap_drain_may_read(w)) {
+				end = 1;
+				break;
+			}
+			end |= cap_packet(w, xsk_umem__get_data(q->area, d->addr), d->len, d->len, now);
 		}
-		/* The packets are read: release the descriptors and hand the
-		 * frames back to the kernel in one go. */
-		xsk_ring_cons__release(&q->rx, n);
-		xsk_ring_prod__submit(&q->fq, n);
+		/* Practically never short (see the top of the file). */
+		while (xsk_ring_prod__reserve(&q->fq, m, &idx_fq) != m) {
+			if ((err = wake_fill(st, q)))
+				return err;
+		}
+		/* The m packets are read: release their descriptors and hand
+		 * their frames back to the kernel in one go. */
+		for (uint32_t i = 0; i < m; i++)
+			*xsk_ring_prod__fill_addr(&q->fq, idx_fq + i) =
+				xsk_ring_cons__rx_desc(&q->rx, idx_rx + i)->addr & frame_mask;
+		xsk_ring_cons__cancel(&q->rx, n - m); /* peeked, not read */
+		xsk_ring_cons__release(&q->rx, m);
+		xsk_ring_prod__submit(&q->fq, m);
 		cap_publish(w);
-		if (reached)
+		if (end)
 			return 0;
 	}
 }

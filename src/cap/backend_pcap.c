@@ -133,20 +133,29 @@ static uint64_t rx_ns(const struct cap_worker *w, const struct pcap_pkthdr *h)
 
 struct dispatch_ctx {
 	struct cap_worker *w;
-	int reached;
+	pcap_t *p;
+	int reached; /* --count reached, or the drain ended */
 };
 
 static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *bytes)
 {
 	struct dispatch_ctx *c = (struct dispatch_ctx *)user;
 
+	/* libpcap looks at break_loop before each packet of a block, so
+	 * pcap_breakloop() from here ends the dispatch at the next one. */
+	if (!cap_drain_may_read(c->w)) {
+		c->reached = 1;
+		pcap_breakloop(c->p);
+		return;
+	}
 	c->reached |= cap_packet(c->w, bytes, h->caplen, h->len, rx_ns(c->w, h));
 }
 
-/* After a stop: read what is still queued without blocking. */
+/* After a stop: read what is still queued without blocking, within the
+ * drain's budget (cap.h); what is left stays counted in ps_recv. */
 static int drain(struct pcap_be *st, struct cap_worker *w)
 {
-	struct dispatch_ctx c = { .w = w };
+	struct dispatch_ctx c = { .w = w, .p = st->p };
 	char errbuf[PCAP_ERRBUF_SIZE];
 	int n;
 
@@ -189,7 +198,7 @@ static int run_next(struct pcap_be *st, struct cap_worker *w)
 
 static int run_dispatch(struct pcap_be *st, struct cap_worker *w)
 {
-	struct dispatch_ctx c = { .w = w };
+	struct dispatch_ctx c = { .w = w, .p = st->p };
 
 	for (;;) {
 		/* -1: everything in one buffer (one TPACKET_V3 block); with a
