@@ -24,7 +24,7 @@ from capbench.errors import UsageError
 from capbench.methods import back2back, mlr, rfc2544, sweep
 from capbench.methods.measurer import SearchTrial, TrialRunner
 from capbench.rates import Rate, wire_pps
-from capbench.trial import Measurer, TrialResult
+from capbench.trial.measure import Measurer, TrialResult
 
 METHODS = ("iperf", "rfc2544", "mlr", "sweep", "back2back", "latency")
 # Frames a back-to-back burst may need beyond its own sending time: process start-up,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from capbench.rates import Rate
-from capbench.trial import Measurer, TrialResult
+from capbench.trial.measure import Measurer, TrialResult
 
 
 def run(
