@@ -10,8 +10,8 @@ import signal
 import time
 
 import pytest
-from capbench.procs import ChildSet
-from capbench.trial import BACKENDS, KERNEL_COUNTER_BACKENDS
+from capbench.testbed.procs import ChildSet
+from capbench.trial.measure import BACKENDS, KERNEL_COUNTER_BACKENDS
 
 # 50 us of work per frame: the counter reads ~20 kpps while the afpacket engine sends ~0.5 Mpps,
 # so every ring is full at the stop and stays full while the counter drains.
