@@ -59,8 +59,10 @@ static int pcap_be_open(const struct cap_cfg *cfg, void **state)
 		st->check_mask >>= 1;
 	st->p = pcap_create(cfg->iface, errbuf);
 	if (!st->p) {
+		/* On Linux pcap_create() checks no device (pcap_activate()
+		 * does): a failure here is libpcap's, not the user's. */
 		fprintf(stderr, "capbench-cap: libpcap cannot open %s: %s\n", cfg->iface, errbuf);
-		err = -ENODEV;
+		err = -ENOMEM;
 		goto err_free;
 	}
 	pcap_set_snaplen(st->p, (int)(cfg->snaplen ? cfg->snaplen : DEFAULT_SNAPLEN));
@@ -71,24 +73,29 @@ static int pcap_be_open(const struct cap_cfg *cfg, void **state)
 	if (cfg->buffer_size)
 		pcap_set_buffer_size(st->p, (int)cfg->buffer_size);
 	if (pcap_set_tstamp_precision(st->p, PCAP_TSTAMP_PRECISION_NANO)) {
-		fprintf(stderr, "capbench-cap: libpcap gives no nanosecond timestamps here\n");
-		err = -EINVAL;
+		/* Another backend gives them: the user's choice to change. */
+		err = cb_user_fault(-EINVAL, "libpcap gives no nanosecond timestamps here: use another "
+				    "--backend (afp-v3 reads the same TPACKET_V3 ring)");
 		goto err_close;
 	}
 	rc = pcap_activate(st->p);
 	if (rc < 0) {
+		/* No such device, no permission: the user's to fix; anything
+		 * else libpcap reports is a failure. */
 		switch (rc) {
 		case PCAP_ERROR_NO_SUCH_DEVICE:
-			err = -ENODEV;
+			err = cb_user_fault(-ENODEV, "libpcap cannot capture on %s: %s", cfg->iface,
+					    pcap_geterr(st->p));
 			break;
 		case PCAP_ERROR_PERM_DENIED:
-			err = -EPERM;
+			err = cb_user_fault(-EPERM, "libpcap cannot capture on %s: %s: run as root",
+					    cfg->iface, pcap_geterr(st->p));
 			break;
 		default:
 			err = -EIO;
+			fprintf(stderr, "capbench-cap: libpcap cannot capture on %s: %s\n", cfg->iface,
+				pcap_geterr(st->p));
 		}
-		fprintf(stderr, "capbench-cap: libpcap cannot capture on %s: %s%s\n", cfg->iface,
-			pcap_geterr(st->p), err == -EPERM ? ": run as root" : "");
 		goto err_close;
 	}
 	if (rc > 0 && rc != PCAP_WARNING_PROMISC_NOTSUP)

@@ -104,14 +104,19 @@ static int raw_open(const struct cap_cfg *cfg, void **state)
 	rcvbuf = (int)((cfg->buffer_size ? cfg->buffer_size : DEFAULT_RCVBUF) / 2);
 	if (setsockopt(st->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-cap: cannot set the socket buffer to %d B (%s): run as root\n",
-			rcvbuf * 2, strerror(errno));
+		/* SO_RCVBUFFORCE needs CAP_NET_ADMIN: EPERM is the user's to fix. */
+		if (err == -EPERM)
+			cb_user_fault(err, "cannot set the socket buffer to %d B (%s): run as root",
+				      rcvbuf * 2, strerror(-err));
+		else
+			fprintf(stderr, "capbench-cap: cannot set the socket buffer to %d B: %s\n",
+				rcvbuf * 2, strerror(-err));
 		goto err_close;
 	}
 	if (setsockopt(st->fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 1 }, sizeof(int)) < 0) {
 		err = -errno;
 		fprintf(stderr, "capbench-cap: cannot ask for receive timestamps (SO_TIMESTAMPNS): %s\n",
-			strerror(errno));
+			strerror(-err));
 		goto err_close;
 	}
 	err = pktsock_bind(st->fd, cfg);

@@ -446,8 +446,9 @@ int main(int argc, char **argv)
 	if (err) {
 		if (cfg.write_path)
 			cap_writer_abandon(&writer); /* removes the file only if it is ours */
-		return err == -ENODEV || err == -EPERM || err == -EINVAL ? CB_EXIT_USAGE
-									  : CB_EXIT_RUNTIME;
+		/* open() printed its line and said whether it is the user's
+		 * (cb_user_fault): that, not the errno, picks 2 or 1. */
+		return cb_fault_status();
 	}
 	if (cfg.write_path && cap_writer_begin(&writer)) {
 		be->close(state);

@@ -120,8 +120,9 @@ struct cap_kstats {
 struct cap_backend {
 	const char *name;
 	const char *describe;
-	/* Open the capture; may print one error line. Returns 0 or -errno:
-	 * -ENODEV / -EPERM / -EINVAL mean bad input or missing privileges. */
+	/* Open the capture; prints one line on failure and returns 0 or
+	 * -errno. A failure the user can fix is printed with cb_user_fault()
+	 * (util.h: exit status 2); anything else is exit status 1. */
 	int (*open)(const struct cap_cfg *cfg, void **state);
 	/* The read loop, on worker thread w->index (of cfg->workers): until
 	 * *w->stop, then drain what is already queued and return 0 or -errno. */
