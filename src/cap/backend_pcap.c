@@ -170,9 +170,12 @@ static int drain(struct pcap_be *st, struct cap_worker *w)
 		fprintf(stderr, "capbench-cap: cannot drain: %s\n", errbuf);
 		return -EIO;
 	}
+	/* PCAP_ERROR_BREAK: the main thread's pcap_breakloop() can still be
+	 * pending here (the read loop saw the stop after a read timeout);
+	 * that call consumed it, so read on. Ours sets c.reached. */
 	do {
 		n = pcap_dispatch(st->p, -1, on_packet, (u_char *)&c);
-	} while (n > 0 && !c.reached);
+	} while ((n > 0 || n == PCAP_ERROR_BREAK) && !c.reached);
 	cap_publish(w);
 	return 0;
 }
