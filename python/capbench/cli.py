@@ -39,6 +39,7 @@ from capbench.rates import (
 )
 from capbench.campaign.results import read_run
 from capbench.campaign.runner import note
+from capbench.trial.measure import TrialSetup
 
 
 MAIN_HELP = """\
@@ -229,11 +230,13 @@ def _percent(text: str) -> float:
 
 def _from_declarations(text_of: Callable[[], Any], fallback: Any = "(`make` builds the programs that list them)"):
     """A help text or list built from the C programs' declarations (--describe); `fallback` where
-    they cannot be read (not built yet), so that --help and `capbench report` work without them."""
+    they cannot be read (not built yet), so that --help and `capbench report` work without them.
+    A text's `%` is escaped: argparse formats help texts with `%`."""
     try:
-        return text_of()
+        value = text_of()
     except UsageError:
         return fallback
+    return value.replace("%", "%%") if isinstance(value, str) else value
 
 
 def _own_xdp_names() -> tuple[str, ...]:
@@ -242,14 +245,11 @@ def _own_xdp_names() -> tuple[str, ...]:
 
 
 def _engines_help() -> str:
-    g = declared.gen()
-    return f"{'; '.join(f'{e.name}: {e.summary}' for e in g.engines)} (default: {g.default_engine})"
+    return "; ".join(f"{e.name}: {e.summary}" for e in declared.gen().engines)
 
 
 def _app_loads_help() -> str:
-    c = declared.cap()
-    return ", ".join(f"{a.form} ({a.help}{'; the default' if a.name == c.default_app_load else ''})"
-                     for a in c.app_loads)
+    return ", ".join(f"{a.form} ({a.help})" for a in declared.cap().app_loads)
 
 
 def _rings_help() -> str:
@@ -260,6 +260,12 @@ def _rings_help() -> str:
     parts = [f"{', '.join(names)}: {spec.text()}" for spec, names in by_spec.items() if spec is not None]
     unringed = by_spec.get(None)
     return "; ".join(parts) + (f"; not {', '.join(unringed)}" if unringed else "")
+
+
+def _default(key: str) -> str:
+    """`(default: X)` of a `capbench run` flag: its campaign key's default (campaign.matrix declares
+    every one), as argparse's help text writes it."""
+    return f"(default: {campaign.default_text(key)})".replace("%", "%%")
 
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
@@ -279,41 +285,47 @@ def build_parser() -> Parser:
     run.add_argument("--backends", metavar="LIST",
                      help=f"capture backends, comma-separated, of: "
                           f"{_from_declarations(lambda: ', '.join(declared.backend_names()))} "
-                          f"(default: {','.join(campaign.Matrix.backends)})")
+                          f"{_default('backends')}")
     run.add_argument("--sizes", metavar="LIST",
                      help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
                           "(the seed's 13: 64,73,...,1518), `rfc2544` (64,128,256,512,1024,1280,1518), or a "
                           "mix of lengths in one trial: imix:seed (57/7/16/20 %% of 64/570/594/1518 B), "
                           "imix:simple, random:MIN-MAX, dist:FILE.csv (length,weight rows), trace:FILE.pcap "
-                          "(default: seed). An item given twice runs once: use --repeat N for repetitions")
-    run.add_argument("--link", help="emulated link speed: 1g, 10g, 25g, 40g, 100g (default: 1g)")
+                          f"{_default('sizes')}. An item given twice runs once: use --repeat N for repetitions")
+    run.add_argument("--link", help=f"emulated link speed: 1g, 10g, 25g, 40g, 100g {_default('link')}")
     run.add_argument("--rate",
                      help="offered load of the iperf method: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m "
-                          "or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) (default: 100%%)")
-    run.add_argument("--duration", metavar="S", help="sending time of each iperf trial in seconds (default: 5)")
+                          f"or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) {_default('rate')}")
+    run.add_argument("--duration", metavar="S",
+                     help=f"sending time of each iperf trial in seconds {_default('duration')}")
     run.add_argument("--trial", metavar="S",
                      help="trial length of rfc2544 (default 60 s, RFC 2544's minimum), mlr (its last phase, "
                           "default 60 s) and sweep (default 10 s)")
     run.add_argument("--precision", type=float, metavar="PCT",
-                     help="rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate (default: 1)")
+                     help=f"rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate "
+                          f"{_default('precision')}")
     run.add_argument("--loss-tolerance", type=int, metavar="N",
-                     help="rfc2544 and back2back: frames a trial may lose and still pass (default: 0)")
-    run.add_argument("--steps", type=int, metavar="N", help="sweep: offered rates up to the wire rate (default: 26)")
+                     help=f"rfc2544 and back2back: frames a trial may lose and still pass {_default('loss_tolerance')}")
+    run.add_argument("--steps", type=int, metavar="N",
+                     help=f"sweep: offered rates up to the wire rate {_default('steps')}")
     run.add_argument("--pause", metavar="S",
-                     help="searches, sweeps, bursts: idle time before each trial, against saturation (default: 2)")
+                     help=f"searches, sweeps, bursts: idle time before each trial, against saturation "
+                          f"{_default('pause')}")
     run.add_argument("--engine", choices=_from_declarations(declared.engine_names, None),
-                     help=f"generator engine: {_from_declarations(_engines_help)}")
+                     help=f"generator engine: {_from_declarations(_engines_help)} {_default('engine')}")
     run.add_argument("--pin", metavar="LIST",
-                     help="placements, comma-separated: A:A (kernel receive work and counter on one CPU; "
-                          "default), A:B (on two), auto (the scheduler decides)")
+                     help=f"placements, comma-separated: A:A (kernel receive work and counter on one CPU), A:B "
+                          f"(on two), auto (the scheduler decides) {_default('pin')}")
     run.add_argument("--gen-cpu", type=int, metavar="N", help="CPU of the generator (instead of --pin)")
     run.add_argument("--rx-cpu", type=int, metavar="N",
                      help="CPU that does the kernel's receive work (RPS mask of the capture veth) (instead of --pin)")
     run.add_argument("--cap-cpu", type=int, metavar="N", help="CPU of the counter (instead of --pin)")
     run.add_argument("--app-load", metavar="LIST",
-                     help=f"work the counter does per packet, comma-separated: {_from_declarations(_app_loads_help)}")
+                     help=f"work the counter does per packet, comma-separated: {_from_declarations(_app_loads_help)} "
+                          f"{_default('app_load')}")
     run.add_argument("--procs", metavar="LIST",
-                     help="capture processes on the interface, each seeing every frame, comma-separated (default: 1)")
+                     help=f"capture processes on the interface, each seeing every frame, comma-separated "
+                          f"{_default('procs')}")
     run.add_argument("--backend-args", metavar="BACKEND=OPTIONS", action="append",
                      help="a backend's own capbench-cap options for every trial of it, e.g. "
                           "--backend-args 'fanout=--workers 2 --fanout-mode lb' or "
@@ -327,11 +339,11 @@ def build_parser() -> Parser:
                           "counter reports the frames received of every group (the trial lasts as long as the "
                           "groups take, at least --duration)")
     run.add_argument("--group-size", type=int, metavar="PKTS", help="frames per group (with --groups)")
-    run.add_argument("--group-gap", metavar="S", help="pause between groups (with --groups; default 0)")
+    run.add_argument("--group-gap", metavar="S", help=f"pause between groups (with --groups) {_default('group_gap')}")
     run.add_argument("--ring", metavar="LIST",
                      help=f"kernel buffer sizes, comma-separated (256k, 4M, 64M), B bytes given to each backend "
                           f"as {_from_declarations(_rings_help)} (default: each backend's own)")
-    run.add_argument("--repeat", type=int, metavar="N", help="run every step N times (default: 1)")
+    run.add_argument("--repeat", type=int, metavar="N", help=f"run every step N times {_default('repeat')}")
     run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (see campaigns/)")
     run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
     add_rx_mode_args(run)
@@ -344,7 +356,7 @@ def build_parser() -> Parser:
                           "the system either way; --pin sets the RPS masks in every run)")
     run.add_argument("--results", default="results", metavar="DIR",
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
-    run.add_argument("--settle", default="0.3", metavar="S",
+    run.add_argument("--settle", default=f"{TrialSetup.settle_s:g}", metavar="S",
                      help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
     run.add_argument("--no-report", action="store_true",
                      help="do not write the report (tables, figures, report.html) into the results directory "
@@ -424,7 +436,6 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
             top["procs"] = [int(p) for p in top["procs"]]
         except ValueError:
             raise UsageError(f"cannot read --procs {args.procs!r}: give whole numbers, e.g. 1,2,4") from None
-    top["sizes"] = "seed" if args.sizes is None else args.sizes
     if args.backend_args:
         top["backend_args"] = {}
         for item in args.backend_args:
@@ -440,8 +451,8 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
             top["proc_cpus"] = [int(x) for x in _list(args.proc_cpus, "--proc-cpus")]
         except ValueError:
             raise UsageError(f"cannot read --proc-cpus {args.proc_cpus!r}: give CPU numbers, e.g. 1,0") from None
-    for flag in ("link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance", "steps",
-                 "repeat", "groups", "group_size", "group_gap"):
+    for flag in ("sizes", "link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance",
+                 "steps", "repeat", "groups", "group_size", "group_gap"):
         if getattr(args, flag) is not None:
             top[flag] = getattr(args, flag)
     cpus = (args.gen_cpu, args.rx_cpu, args.cap_cpu)
@@ -470,9 +481,9 @@ def resumable_run(d: Path) -> dict:
     if not isinstance(meta, dict) or not ("command" in meta or "campaign_toml" in meta):
         raise UsageError(f"cannot resume {d}: its run.json says neither the command nor the campaign that made "
                          f"it, so it is not a run of `capbench run`")
-    if meta.get("schema") != results.SCHEMA:
+    if meta.get("schema") != results.RUN_SCHEMA:
         raise UsageError(f"cannot resume {d}: its results have schema {meta.get('schema')!r} and this capbench "
-                         f"writes {results.SCHEMA}: start a new run (`capbench report` still reads it)")
+                         f"writes {results.RUN_SCHEMA}: start a new run (`capbench report` still reads it)")
     unkeyed = sum(1 for t in results.scan_trials(d).trials if not getattr(t, "step", ""))
     if unkeyed:
         raise UsageError(f"cannot resume {d}: {unkeyed} of its trials name no campaign step (written by an "

@@ -128,6 +128,12 @@ static int afp_v2_run(void *state, struct cap_worker *w)
 			continue;
 		}
 		waited = 0;
+		/* Stopped and the drain's budget spent (cap.h): the frames
+		 * still in the ring are counted in tp_packets, not read. */
+		if (!cap_drain_may_read(w)) {
+			cap_publish(w);
+			return 0;
+		}
 		/* tp_sec/tp_nsec: the kernel's receive time, CLOCK_REALTIME. */
 		reached = cap_packet(w, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len,
 				     cap_rx_mono_ns(w->cfg->rx_clock_offset_ns, h->tp_sec, h->tp_nsec));

@@ -34,6 +34,7 @@
 
 #include "cap.h"
 #include "tpacket_v3.h"
+#include "util.h"
 
 static const struct cb_opt_choice fanout_modes[] = {
 	{ "hash", PACKET_FANOUT_HASH },
@@ -105,10 +106,17 @@ static int fanout_open(const struct cap_cfg *cfg, void **state)
 			goto err_close;
 		st->n++;
 		err = join_group(st->ring[i].fd, cfg->fanout_mode, i == 0, &id);
+		/* A mode or group the kernel does not take is the user's choice
+		 * to change; ENOMEM (no room for the group) is a failure. */
+		if (err == -ENOMEM) {
+			fprintf(stderr, "capbench-cap: socket %u cannot join a %s fanout group on %s: %s\n",
+				i, mode_name(cfg->fanout_mode), cfg->iface, strerror(-err));
+			goto err_close;
+		}
 		if (err) {
-			fprintf(stderr, "capbench-cap: socket %u cannot join a %s fanout group on %s "
-				"(%s): use another --fanout-mode or --backend afp-v3\n", i,
-				mode_name(cfg->fanout_mode), cfg->iface, strerror(-err));
+			cb_user_fault(err, "socket %u cannot join a %s fanout group on %s (%s): use another "
+				      "--fanout-mode or --backend afp-v3", i,
+				      mode_name(cfg->fanout_mode), cfg->iface, strerror(-err));
 			goto err_close;
 		}
 	}

@@ -27,6 +27,7 @@
 
 #include "bpf_log.h"
 #include "cap.h"
+#include "util.h"
 #include "xdp_common.h"
 #include "xdp_ceiling.skel.h"
 #include "xdp_prog.h"
@@ -53,8 +54,13 @@ static int xdp_open(const struct cap_cfg *cfg, void **state)
 	st->skel = xdp_ceiling_bpf__open_and_load();
 	if (!st->skel) {
 		err = -errno;
-		fprintf(stderr, "capbench-cap: cannot load the XDP ceiling program: %s\n",
-			strerror(-err));
+		/* Without CAP_BPF/CAP_SYS_ADMIN the user's to fix; else a failure. */
+		if (err == -EPERM)
+			cb_user_fault(err, "cannot load the XDP ceiling program: %s: run as root",
+				      strerror(-err));
+		else
+			fprintf(stderr, "capbench-cap: cannot load the XDP ceiling program: %s\n",
+				strerror(-err));
 		goto err_promisc;
 	}
 	err = cap_xdp_hook_attach(cfg, &st->hook, bpf_program__fd(st->skel->progs.cb_ceiling));

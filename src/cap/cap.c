@@ -153,6 +153,7 @@ struct merged {
 	struct cb_seqtotals seq;
 	struct cap_rx_stats rx;
 	int err;
+	int drain_cut; /* a worker's drain ended on its budget (cap.h) */
 };
 
 static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ctx, unsigned int n,
@@ -175,6 +176,7 @@ static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ct
 		m->alloc_failures += w->alloc_failures;
 		if (!m->err)
 			m->err = w->err;
+		m->drain_cut |= w->drain_cut;
 		sets[i] = &w->seq;
 	}
 	if (!merge) {
@@ -355,6 +357,9 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		cb_json_obj_end(&j);
 	}
 	cb_json_arr_end(&j);
+	/* false: the stop's drain ended on its budget, so frames can be left
+	 * in a ring, counted by the kernel as queued but not read (cap.h). */
+	cb_json_bool(&j, "drained", !m->drain_cut);
 	if (m->err)
 		cb_json_str(&j, "error", strerror(-m->err));
 	cb_json_end(&j, stdout);
@@ -437,8 +442,9 @@ int main(int argc, char **argv)
 	if (err) {
 		if (cfg.write_path)
 			cap_writer_abandon(&writer); /* removes the file only if it is ours */
-		return err == -ENODEV || err == -EPERM || err == -EINVAL ? CB_EXIT_USAGE
-									  : CB_EXIT_RUNTIME;
+		/* open() printed its line and said whether it is the user's
+		 * (cb_user_fault): that, not the errno, picks 2 or 1. */
+		return cb_fault_status();
 	}
 	if (cfg.write_path && cap_writer_begin(&writer)) {
 		be->close(state);

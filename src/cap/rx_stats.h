@@ -11,9 +11,10 @@
  * summary says which ("rx_clock"). Latency is valid when both ends share a
  * clock, as on the veth test bed.
  *
- * Histograms are log-linear: values below 32 ns exactly, above that 32
- * buckets per power of two (under 3.2 % relative error), cheap enough for the
- * hot path: a count-leading-zeros and an increment.
+ * Histograms are log-linear: values below 64 ns exactly, above that 32
+ * buckets per power of two (each under 3.2 % wide; a quantile is reported as
+ * its bucket's middle, so within 1.6 %), cheap enough for the hot path: a
+ * count-leading-zeros and an increment.
  */
 #ifndef CAPBENCH_RX_STATS_H
 #define CAPBENCH_RX_STATS_H

@@ -15,6 +15,11 @@
 		for (const struct cb_opt *t = vi < 0 ? (s)->common : (s)->variant[vi]; \
 		     t && t->name; t++)
 
+int cb_opt_not_power_of_two(uint64_t v)
+{
+	return !v || (v & (v - 1)) != 0;
+}
+
 const struct cb_opt *cb_opt_find(const struct cb_opt *table, const char *name)
 {
 	for (; table && table->name; table++)

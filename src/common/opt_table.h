@@ -111,6 +111,9 @@ void cb_opt_check_owner(const struct cb_opt_set *s, const struct cb_opt *own, co
 /* Parse one value with its row (exits 2 when bad) into dst. */
 void cb_opt_parse(const struct cb_opt *o, const char *value, void *cfg);
 
+/* A `valid` check: nonzero for what is not a power of two. */
+int cb_opt_not_power_of_two(uint64_t v);
+
 /* Find a row by name in a table; NULL if absent. */
 const struct cb_opt *cb_opt_find(const struct cb_opt *table, const char *name);
 /* A choice's value by name (-1: none) and name by value (NULL: none). */

@@ -69,13 +69,23 @@ static int afp_open(const struct gen_cfg *cfg, void **state)
 	st->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (st->fd < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-gen: cannot open an AF_PACKET socket (%s): run as root\n",
-			strerror(errno));
+		/* Without CAP_NET_RAW (EPERM, EACCES): the user's to fix. */
+		if (err == -EPERM || err == -EACCES)
+			cb_user_fault(err, "cannot open an AF_PACKET socket (%s): run as root",
+				      strerror(-err));
+		else
+			fprintf(stderr, "capbench-gen: cannot open an AF_PACKET socket: %s\n",
+				strerror(-err));
 		goto err_free;
 	}
 	if (bind(st->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-gen: cannot bind to %s: %s\n", cfg->iface, strerror(errno));
+		/* The interface went away since the options were read. */
+		if (err == -ENODEV)
+			cb_user_fault(err, "cannot bind to %s: %s", cfg->iface, strerror(-err));
+		else
+			fprintf(stderr, "capbench-gen: cannot bind to %s: %s\n", cfg->iface,
+				strerror(-err));
 		goto err_close;
 	}
 	if (setsockopt(st->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0) {

@@ -94,6 +94,8 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 	st->skel = gen_bpf__open();
 	if (!st->skel) {
 		err = -errno;
+		fprintf(stderr, "capbench-gen: cannot open the generator's BPF object: %s\n",
+			strerror(-err));
 		goto err_free;
 	}
 	st->skel->rodata->tx_ifindex = (uint32_t)cfg->ifindex;
@@ -109,10 +111,16 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 	err = bpf_map__set_max_entries(st->skel->maps.schedule, cfg->sched.n);
 	if (!err)
 		err = gen_bpf__load(st->skel);
-	if (err) {
-		fprintf(stderr, "capbench-gen: cannot load the generator's BPF program (%s): "
-			"run as root on a kernel with BPF and BTF, or use --engine afpacket\n",
+	/* Out of memory (the schedule map) is a failure; otherwise the fix is
+	 * the user's: privileges, a kernel with BTF, or the other engine. */
+	if (err == -ENOMEM) {
+		fprintf(stderr, "capbench-gen: cannot load the generator's BPF program: %s\n",
 			strerror(-err));
+		goto err_destroy;
+	}
+	if (err) {
+		cb_user_fault(err, "cannot load the generator's BPF program (%s): run as root on a "
+			      "kernel with BPF and BTF, or use --engine afpacket", strerror(-err));
 		goto err_destroy;
 	}
 	err = fill_schedule(st->skel, &cfg->sched);

@@ -87,8 +87,8 @@ struct gen_engine {
 	void (*close)(void *state);
 };
 
-extern const struct gen_engine gen_engine_xdp;
-extern const struct gen_engine gen_engine_afpacket;
+/* The registry of engines, NULL-terminated (gen_config.c). */
+extern const struct gen_engine *const gen_engines[];
 
 #define GEN_MAX_THREADS 64
 

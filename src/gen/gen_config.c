@@ -16,9 +16,20 @@
 
 #define DEFAULT_ENGINE "xdp"
 
-static const struct gen_engine *const engines[] = {
-	&gen_engine_xdp,
-	&gen_engine_afpacket,
+/* The engines, one line each (src/gen/engine_NAME.c defines
+ * gen_engine_NAME): this line and the file's in meson.build are all that
+ * adding one takes. */
+#define GEN_ENGINES(X) \
+	X(xdp)         \
+	X(afpacket)
+
+#define DECLARE(name) extern const struct gen_engine gen_engine_##name;
+#define ENTRY(name) &gen_engine_##name,
+
+GEN_ENGINES(DECLARE)
+
+const struct gen_engine *const gen_engines[] = {
+	GEN_ENGINES(ENTRY)
 	NULL,
 };
 
@@ -108,11 +119,11 @@ static void usage(FILE *out)
 				 i ? ", " : "", f->forms[i]);
 		fprintf(out, "  %-26s %s\n", forms, f->help);
 	}
-	for (int i = 0; engines[i]; i++) {
-		fprintf(out, "\n--engine %s%s: %s\n", engines[i]->name,
-			strcmp(engines[i]->name, DEFAULT_ENGINE) ? "" : " (default)",
-			engines[i]->describe);
-		cb_opt_help(out, engines[i]->options);
+	for (int i = 0; gen_engines[i]; i++) {
+		fprintf(out, "\n--engine %s%s: %s\n", gen_engines[i]->name,
+			strcmp(gen_engines[i]->name, DEFAULT_ENGINE) ? "" : " (default)",
+			gen_engines[i]->describe);
+		cb_opt_help(out, gen_engines[i]->options);
 	}
 	fprintf(out,
 "\n"
@@ -125,22 +136,22 @@ static const struct gen_engine *find_engine(const char *name)
 	char names[256] = "";
 	int n = 0;
 
-	for (int i = 0; engines[i]; i++)
-		if (!strcmp(engines[i]->name, name))
-			return engines[i];
-	while (engines[n])
+	for (int i = 0; gen_engines[i]; i++)
+		if (!strcmp(gen_engines[i]->name, name))
+			return gen_engines[i];
+	while (gen_engines[n])
 		n++;
 	for (int i = 0; i < n; i++)
 		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s--engine %s",
-			 i == 0 ? "" : i + 1 == n ? " or " : ", ", engines[i]->name);
+			 i == 0 ? "" : i + 1 == n ? " or " : ", ", gen_engines[i]->name);
 	cb_usage_error("unknown engine '%s': use %s", name, names);
 }
 
 static void set_tables(struct cb_opt_set *s)
 {
 	cb_opt_set_init(s, common_options, "--engine");
-	for (int i = 0; engines[i]; i++)
-		cb_opt_set_add(s, engines[i]->name, engines[i]->options);
+	for (int i = 0; gen_engines[i]; i++)
+		cb_opt_set_add(s, gen_engines[i]->name, gen_engines[i]->options);
 }
 
 int gen_describe(FILE *out)
@@ -149,8 +160,8 @@ int gen_describe(FILE *out)
 
 	cb_opt_describe_begin(&j, "capbench-gen", GEN_DESCRIBE_VERSION);
 	cb_json_arr_begin(&j, "engines");
-	for (int i = 0; engines[i]; i++) {
-		const struct gen_engine *e = engines[i];
+	for (int i = 0; gen_engines[i]; i++) {
+		const struct gen_engine *e = gen_engines[i];
 
 		cb_opt_describe_variant(&j, e->name, e->describe, e->seed, e->options);
 		cb_json_obj_begin(&j, "capabilities");
@@ -180,8 +191,8 @@ static void parse_args(int argc, char **argv, struct gen_args *a, struct cb_opt_
 	set_tables(s);
 	cb_opt_collect(s, argc, argv);
 	cb_opt_apply_text(s, common_options, a);
-	for (int i = 0; engines[i]; i++)
-		cb_opt_apply_text(s, engines[i]->options, a);
+	for (int i = 0; gen_engines[i]; i++)
+		cb_opt_apply_text(s, gen_engines[i]->options, a);
 	if (a->help) {
 		usage(stdout);
 		exit(CB_EXIT_OK);
