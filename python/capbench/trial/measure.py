@@ -307,13 +307,13 @@ class Measurer:
 
     @property
     def worker_cpus(self) -> tuple[int, ...]:
-        """fanout: the CPU of each worker, chosen here. Given (--worker-cpus in --backend-args),
+        """A backend with a --workers option (fanout): the CPU of each worker, chosen here. Given (--worker-cpus in --backend-args),
         those; else distinct usable CPUs from the counter's on, the generator's last, so a
         worker goes on the generator's CPU only when every other CPU has one (the record's
         worker_cpus and the table titles then say so). With more workers than CPUs: () and
         capbench-cap places them in turn from --cpu; its summary says where."""
         s = self.setup
-        if s.backend != "fanout":
+        if self.backend.option("--workers") is None:
             return ()
         given = option_value(list(s.cap_args), "--worker-cpus")
         if given is not None:
