@@ -21,7 +21,7 @@ from pathlib import Path
 from capbench import __version__, campaign, host_sysctl, netns, owners, preflight, runner, rxmode, tables, testbed
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
-from capbench.methods.dispatch import METHODS
+from capbench.methods import registry as methods
 from capbench.options import option_value
 from capbench.report.keys import IDENTITY_TEXT
 from capbench.rates import (
@@ -231,7 +231,8 @@ def build_parser() -> Parser:
     run = sub.add_parser("run", help="measure capture throughput (the seed's iperf-like table)",
                          description=RUN_HELP, formatter_class=_formatter, allow_abbrev=False)
     run.add_argument("--method", metavar="LIST",
-                     help=f"methods, comma-separated, of: {', '.join(METHODS)} (default: iperf)")
+                     help="methods, comma-separated (default: iperf), of: "
+                          + "; ".join(f"{m.name}: {m.help}" for m in methods.REGISTRY.values()).replace("%", "%%"))
     run.add_argument("--backends", metavar="LIST",
                      help=f"capture backends, comma-separated, of: {', '.join(BACKENDS)} (default: pcap,afp-v3)")
     run.add_argument("--sizes", metavar="LIST",
@@ -246,8 +247,7 @@ def build_parser() -> Parser:
                           "or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) (default: 100%%)")
     run.add_argument("--duration", metavar="S", help="sending time of each iperf trial in seconds (default: 5)")
     run.add_argument("--trial", metavar="S",
-                     help="trial length of rfc2544 (default 60 s, RFC 2544's minimum), mlr (its last phase, "
-                          "default 60 s) and sweep (default 10 s)")
+                     help=f"trial length of the searches and sweeps: {methods.trial_help()}")
     run.add_argument("--precision", type=float, metavar="PCT",
                      help="rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate (default: 1)")
     run.add_argument("--loss-tolerance", type=int, metavar="N",
