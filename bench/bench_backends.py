@@ -2,7 +2,7 @@
 """Capture backends benchmark: each backend's highest lossless rate at 64 B beside the xdp ceiling,
 tcpdump and netsniff-ng.
 
-One run builds one veth test bed (capbench.testbed, the capture veth's receive
+One run builds one veth test bed (capbench.testbed.veth_pair, the capture veth's receive
 work steered to CPU 1 by RPS). For every capture backend `capbench backends`
 says works here (pcap, raw, afp-v2, afp-v3, fanout with 2 workers in `lb` mode,
 afxdp), for the `xdp` ceiling, and for tcpdump (`-w /dev/null`) and netsniff-ng
@@ -49,15 +49,17 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from capbench import accounting, cpu, preflight
+from capbench.trial import accounting
+from capbench.testbed import cpu
+from capbench.testbed import preflight
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, UsageError
 from capbench.methods import rfc2544
-from capbench.procs import ChildError, ChildSet
+from capbench.testbed.procs import ChildError, ChildSet
 from capbench.rates import Rate, wire_pps
-from capbench.results import machine_info
-from capbench.testbed import Testbed
-from capbench.trial import OFFERED_MIN_SHARE, Measurer, TrialSetup, offered_share
+from capbench.campaign.results import machine_info
+from capbench.testbed.veth_pair import Testbed
+from capbench.trial.measure import OFFERED_MIN_SHARE, Measurer, TrialSetup, offered_share
 
 FRAME_LEN = 64
 LINK = 10e9
@@ -248,7 +250,7 @@ def search(label: str, measurer, trial_s: float, precision_pct: float) -> Search
 
 
 def backend_works(backend: str) -> tuple[bool, str]:
-    """What `capbench backends` says about one backend (capbench.preflight.backend_status)."""
+    """What `capbench backends` says about one backend (capbench.testbed.preflight.backend_status)."""
     return preflight.backend_status(backend)
 
 

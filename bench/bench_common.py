@@ -18,11 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))  # th
 
 from rich.console import Console  # noqa: E402
 
-from capbench import testbed  # noqa: E402
+from capbench.testbed import veth_pair as testbed  # noqa: E402
 from capbench.binaries import Binaries, find_binaries  # noqa: E402
 from capbench.errors import CapbenchError, Terminated, UsageError  # noqa: E402
-from capbench.procs import Child  # noqa: E402
-from capbench.testbed import Testbed  # noqa: E402
+from capbench.testbed.procs import Child  # noqa: E402
+from capbench.testbed.veth_pair import Testbed  # noqa: E402
 
 RX_CPU = 1  # the capture veth's RPS target
 

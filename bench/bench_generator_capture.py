@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generator and capture benchmark: capbench's programs next to trafgen and tcpdump.
 
-One run builds one veth test bed (capbench.testbed, kernel receive work of the
+One run builds one veth test bed (capbench.testbed.veth_pair, kernel receive work of the
 capture veth steered to CPU 1 by RPS) and measures, side by side, with every
 figure read from a counter during this run:
 
@@ -24,7 +24,7 @@ figure read from a counter during this run:
 3. Capture at 1 GbE / 64 B (`--rate 100% --link 1g`), generator on CPU 0,
    kernel receive work and the capture program on CPU 1: capbench-cap's
    backends (pcap with pcap_next, pcap with pcap_dispatch, afp-v3) through
-   capbench.trial.Measurer, and tcpdump (`tcpdump -w /dev/null`) run the same
+   capbench.trial.measure.Measurer, and tcpdump (`tcpdump -w /dev/null`) run the same
    way, with the lost packets split into link / backlog / socket drops.
 
 Run it as root from the repository (or `make bench`):
@@ -61,15 +61,18 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from rich.text import Text  # noqa: E402
 
-from capbench import accounting, cpu, rxmode, testbed  # noqa: E402
-from capbench.accounting import format_pct  # noqa: E402
+from capbench.trial import accounting
+from capbench.testbed import cpu
+from capbench.testbed import rxmode
+from capbench.testbed import veth_pair as testbed  # noqa: E402
+from capbench.trial.accounting import format_pct  # noqa: E402
 from capbench.binaries import Binaries, find_binaries  # noqa: E402
 from capbench.errors import CapbenchError, Terminated, UsageError  # noqa: E402
-from capbench.procs import Child, ChildError, ChildSet  # noqa: E402
+from capbench.testbed.procs import Child, ChildError, ChildSet  # noqa: E402
 from capbench.rates import Rate, parse_duration, parse_rate, wire_bps  # noqa: E402
-from capbench.results import machine_info  # noqa: E402
-from capbench.testbed import Testbed  # noqa: E402
-from capbench.trial import Measurer, TrialSetup  # noqa: E402
+from capbench.campaign.results import machine_info  # noqa: E402
+from capbench.testbed.veth_pair import Testbed  # noqa: E402
+from capbench.trial.measure import Measurer, TrialSetup  # noqa: E402
 
 FRAME_LEN = 64  # incl. FCS: 60 B in the buffer
 GEN_CPU = 0
@@ -134,7 +137,7 @@ class GenRun:
 
 @dataclass
 class CaptureRun:
-    """One capture measurement at 1 GbE / 64 B, accounted as capbench.accounting does."""
+    """One capture measurement at 1 GbE / 64 B, accounted as capbench.trial.accounting does."""
 
     label: str
     offered_pps: float  # the generator's achieved rate
@@ -197,7 +200,7 @@ def start_xdpcount(kids: ChildSet, binaries: Binaries, tb: Testbed) -> Child:
     frames in at all: veth_xdp_xmit refuses XDP-redirected frames unless the peer
     has an XDP program (its NAPI instance). In rps mode the receive NAPI then runs on
     the CPU that scheduled it, the sending CPU, and RPS moves only the stack work after
-    XDP; in napi mode its thread is placed on the receive CPU here (capbench.rxmode)."""
+    XDP; in napi mode its thread is placed on the receive CPU here (capbench.testbed.rxmode)."""
     xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if], netns_name=tb.cap_ns)
     xdp.wait_for("ready", READY_TIMEOUT_S)
     rxmode.place_testbed(tb)
@@ -316,7 +319,7 @@ def capture_from_trial(label: str, r) -> CaptureRun:
 
 def measure_capbench_cap(binaries: Binaries, tb: Testbed, label: str, backend: str, cap_args: tuple[str, ...],
                          duration_s: float) -> CaptureRun:
-    """One capbench trial (capbench.trial.Measurer) at 100 % of 1 GbE."""
+    """One capbench trial (capbench.trial.measure.Measurer) at 100 % of 1 GbE."""
     setup = TrialSetup(backend=backend, frame_len=FRAME_LEN, link_bps=LINK_1G, engine="xdp",
                        gen_cpu=GEN_CPU, cap_cpu=CAP_CPU, settle_s=SETTLE_S, cap_args=cap_args)
     return capture_from_trial(label, Measurer(binaries, tb, setup).measure(duration_s, parse_rate("100%")))

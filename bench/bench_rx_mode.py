@@ -41,13 +41,14 @@ from bench_generator_capture import (GEN_CPU, PEER_PACKAGES, TRAFGEN, measure_ca
 from rich import box
 from rich.table import Table
 
-from capbench import cpu, testbed
-from capbench.accounting import format_pct
+from capbench.testbed import cpu
+from capbench.testbed import veth_pair as testbed
+from capbench.trial.accounting import format_pct
 from capbench.errors import CapbenchError, Terminated
 from capbench.methods import mlr
 from capbench.rates import parse_rate
-from capbench.results import machine_info
-from capbench.trial import BACKENDS, Measurer, TrialSetup
+from capbench.campaign.results import machine_info
+from capbench.trial.measure import BACKENDS, Measurer, TrialSetup
 
 RX_CPU = 1
 FRAME_LEN = 64

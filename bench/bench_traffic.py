@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Traffic benchmark: capbench-gen's size profiles, threads and pacing next to trafgen and tcpreplay.
 
-One run builds one veth test bed (capbench.testbed, the capture veth's receive
+One run builds one veth test bed (capbench.testbed.veth_pair, the capture veth's receive
 work steered to CPU 1 by RPS) and measures, side by side, every figure read from
 a counter in this run; "delivered" is always capbench-xdpcount's count of
 capbench frames on the capture veth:
@@ -49,11 +49,11 @@ from rich.text import Text
 
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, UsageError
-from capbench.procs import ChildSet
+from capbench.testbed.procs import ChildSet
 from capbench.rates import parse_duration, parse_rate
-from capbench.results import machine_info
-from capbench.testbed import Testbed
-from capbench.trial import Measurer, TrialSetup
+from capbench.campaign.results import machine_info
+from capbench.testbed.veth_pair import Testbed
+from capbench.trial.measure import Measurer, TrialSetup
 
 GEN_CPU = 0
 LINK_10G = 10e9  # --link only bounds what --rate may ask for

@@ -18,7 +18,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-from capbench import __version__, campaign, host_sysctl, netns, owners, preflight, runner, rxmode, tables, testbed
+from capbench import __version__, owners
+from capbench.campaign import matrix as campaign
+from capbench.testbed import host_sysctl
+from capbench.testbed import netns
+from capbench.testbed import preflight
+from capbench.campaign import runner
+from capbench.testbed import rxmode
+from capbench.report import tables
+from capbench.testbed import veth_pair as testbed
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
 from capbench.methods import registry as methods
@@ -27,9 +35,9 @@ from capbench.report.keys import IDENTITY_TEXT
 from capbench.rates import (
     parse_duration,
 )
-from capbench.results import read_run
-from capbench.runner import note
-from capbench.trial import BACKENDS, ENGINES
+from capbench.campaign.results import read_run
+from capbench.campaign.runner import note
+from capbench.trial.measure import BACKENDS, ENGINES
 
 
 MAIN_HELP = """\
@@ -149,7 +157,7 @@ BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS
                 "host-wide) to N packets, put back when the last run holding it ends")
 
 def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
-    """--rx-mode and --napi-sched: the test bed's receive model (capbench.rxmode)."""
+    """--rx-mode and --napi-sched: the test bed's receive model (capbench.testbed.rxmode)."""
     modes = "; ".join(f"{name}: {text}" for name, text in rxmode.RX_MODES.items())
     parser.add_argument("--rx-mode", default=rxmode.DEFAULT_RX_MODE, metavar="MODE",
                         help=f"where the capture side's receive work runs ({modes}; default: %(default)s)")
@@ -420,7 +428,7 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
 
 def resumable_run(d: Path) -> dict:
     """run.json of a run `--resume` can continue; one UsageError saying why not otherwise."""
-    from capbench import results  # noqa: PLC0415
+    from capbench.campaign import results  # noqa: PLC0415
 
     try:
         meta = read_run(d)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from capbench import netns, testbed
+from capbench.testbed import netns
+from capbench.testbed import veth_pair as testbed
 from capbench.binaries import Binaries, find_binaries
 from capbench.errors import UsageError
 

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capbench import netns, rxmode
+from capbench.testbed import netns
+from capbench.testbed import rxmode
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
@@ -115,7 +116,7 @@ def run_stream(binaries, tb, gen_args: list[str], *, backend: str = "afp-v3", se
 def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[dict, dict, dict]:
     import time
 
-    from capbench.procs import ChildSet
+    from capbench.testbed.procs import ChildSet
 
     with ChildSet() as kids:
         xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if],

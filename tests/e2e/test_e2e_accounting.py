@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from capbench import loss_layers
+from capbench.trial import loss_layers
 from capbench.rates import parse_rate
-from capbench.trial import Measurer, TrialSetup
+from capbench.trial.measure import Measurer, TrialSetup
 
 FRAMES = 300_000
 

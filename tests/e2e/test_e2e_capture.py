@@ -9,10 +9,11 @@ import signal
 import warnings
 
 import pytest
-from capbench import loss_layers, rxmode
-from capbench.procs import ChildSet
+from capbench.trial import loss_layers
+from capbench.testbed import rxmode
+from capbench.testbed.procs import ChildSet
 from capbench.rates import parse_rate
-from capbench.trial import BACKENDS, KERNEL_COUNTER_BACKENDS, OWN_XDP_BACKENDS, Measurer, TrialSetup
+from capbench.trial.measure import BACKENDS, KERNEL_COUNTER_BACKENDS, OWN_XDP_BACKENDS, Measurer, TrialSetup
 
 from e2e_env import xdp_attached
 
@@ -222,8 +223,8 @@ def test_foreign_frames_are_counted_apart(binaries, tb):
     import subprocess
     import sys
 
-    from capbench import netns
-    from capbench.procs import ChildSet
+    from capbench.testbed import netns
+    from capbench.testbed.procs import ChildSet
 
     sender = (
         "import socket,sys\n"
@@ -367,7 +368,7 @@ def test_no_xdp_program_is_left_behind(binaries, tb, backend, how):
 def test_bad_xdp_input_is_one_line_and_leaves_nothing_attached(binaries, tb, argv, message):
     import subprocess
 
-    from capbench import netns
+    from capbench.testbed import netns
 
     p = subprocess.run(netns.exec_argv(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, *argv]),
                        capture_output=True, text=True, timeout=30)
@@ -441,7 +442,7 @@ def test_written_capture_reads_back_in_order(binaries, tb, tmp_path, suffix):
 def test_write_refuses_several_workers(binaries, tb, tmp_path):
     import subprocess
 
-    from capbench import netns
+    from capbench.testbed import netns
 
     p = subprocess.run(netns.exec_argv(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, "--backend", "fanout",
                                                    "--workers", "2", "--write", str(tmp_path / "x.pcap")]),
@@ -459,7 +460,7 @@ OPEN_FAILURES = [
 def _run_counter(binaries, tb, *args: str):
     import subprocess
 
-    from capbench import netns
+    from capbench.testbed import netns
 
     return subprocess.run(netns.exec_argv(tb.cap_ns, [str(binaries.cap), "--iface", tb.cap_if, *args]),
                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)

@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from capbench import host_sysctl, netns, testbed
+from capbench.testbed import host_sysctl
+from capbench.testbed import netns
+from capbench.testbed import veth_pair as testbed
 from e2e_env import (assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces,
                      missing_prerequisite, run_capbench, run_in, start_run, xdp_attached)
 

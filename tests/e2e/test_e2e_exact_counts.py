@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from capbench import netns
+from capbench.testbed import netns
 
 from e2e_env import capbench_cmd, capbench_env, run_in, run_stream
 

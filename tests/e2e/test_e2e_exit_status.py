@@ -7,7 +7,7 @@ import json
 
 import pytest
 from capbench.methods.verdict import measured
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 from e2e_env import missing_prerequisite, run_capbench
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))

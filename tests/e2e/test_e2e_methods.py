@@ -126,7 +126,7 @@ def test_a_campaign_file(tmp_path):
 
 
 def test_repeat_reports_spread_and_tune_restores(tmp_path):
-    from capbench import host_sysctl
+    from capbench.testbed import host_sysctl
 
     before = host_sysctl.read(host_sysctl.BACKLOG)
     p = run_capbench("run", "--backends", "afp-v3", "--sizes", "512", "--rate", "10%", "--duration", "1",

@@ -13,7 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from capbench import host_sysctl, netns, owners, testbed
+from capbench import owners
+from capbench.testbed import host_sysctl
+from capbench.testbed import netns
+from capbench.testbed import veth_pair as testbed
 from e2e_env import (assert_one_line_usage_error, capbench_cmd, capbench_env, missing_prerequisite, run_capbench,
                      start_run)
 

@@ -12,10 +12,11 @@ from pathlib import Path
 import warnings
 
 import pytest
-from capbench import rxmode, testbed
-from capbench.procs import ChildSet
+from capbench.testbed import rxmode
+from capbench.testbed import veth_pair as testbed
+from capbench.testbed.procs import ChildSet
 from capbench.rates import parse_rate
-from capbench.trial import BACKENDS, Measurer, TrialSetup
+from capbench.trial.measure import BACKENDS, Measurer, TrialSetup
 
 from e2e_env import assert_one_line_usage_error, capbench_namespaces, run_capbench
 

@@ -1,7 +1,7 @@
 """Trial records for tests that do not run trials."""
 
 from capbench.rates import wire_pps
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 
 
 def make_result(backend="pcap", frame_len=64, sent=7_440_476, received=None, delivered=None,

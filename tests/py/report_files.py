@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from capbench.report.load import Trial
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 from records import make_result
 
 # trials.jsonl and run.json of a real run: `sudo capbench run --sizes 64,512,1518 --duration 1`

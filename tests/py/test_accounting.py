@@ -1,5 +1,5 @@
 import pytest
-from capbench.accounting import account, format_pct, interface_share, loss_pct
+from capbench.trial.accounting import account, format_pct, interface_share, loss_pct
 
 
 def test_no_loss():
@@ -81,7 +81,7 @@ def test_every_account_field_is_a_trial_record_field():
     # methods/simulated.py builds its TrialResults from the account's fields.
     import dataclasses
 
-    from capbench.trial import TrialResult
+    from capbench.trial.measure import TrialResult
 
     record = {f.name for f in dataclasses.fields(TrialResult)}
     assert {f.name for f in dataclasses.fields(account(sent=1, delivered=1, backlog_drops=0, socket_drops=0,

@@ -3,8 +3,9 @@
 import dataclasses
 
 import pytest
-from capbench import campaign as cmod
-from capbench import campaign_run
+from capbench.campaign import matrix as cmod
+from capbench.campaign import execute as campaign_run
+from capbench.campaign import plan
 from capbench.errors import UsageError
 from capbench.methods.simulated import SimulatedDevice
 
@@ -91,11 +92,27 @@ def test_missing_campaign_file(tmp_path):
 
 
 def test_placements_on_two_and_four_cpus():
-    assert campaign_run.placement("A:A", [0, 1]) == campaign_run.Placement(0, 1, 1, False)
+    assert plan.placement("A:A", [0, 1]) == plan.Placement(0, 1, 1, False)
     # Two cores: A:B puts the counter beside the generator, and says so.
-    assert campaign_run.placement("A:B", [0, 1]) == campaign_run.Placement(0, 1, 0, True)
-    assert campaign_run.placement("A:B", [0, 1, 2, 3]) == campaign_run.Placement(0, 1, 2, False)
-    assert campaign_run.placement("auto", [0, 1]) == campaign_run.Placement(0, None, None, False)
+    assert plan.placement("A:B", [0, 1]) == plan.Placement(0, 1, 0, True)
+    assert plan.placement("A:B", [0, 1, 2, 3]) == plan.Placement(0, 1, 2, False)
+    assert plan.placement("auto", [0, 1]) == plan.Placement(0, None, None, False)
+
+
+def test_the_plan_places_each_pin_once_and_keeps_what_is_done_out_of_todo():
+    c = cmod.build({"methods": ["iperf"], "sizes": [64, 128], "backends": ["pcap"], "pin": ["A:A", "A:B"]}, [],
+                   backends_known=BACKENDS)
+    steps = c.steps()
+    done = cmod.Progress({steps[0].key: ["a recorded trial"]}, set())
+    p = plan.plan_of(c, done, [0, 1])
+    assert p.steps == tuple(steps) and p.todo == tuple(steps[1:])
+    assert p.placements == {"A:A": plan.Placement(0, 1, 1, False), "A:B": plan.Placement(0, 1, 0, True)}
+    assert p.placement(steps[-1]) is p.placements[steps[-1].pin]
+    assert p.shared_notes() == ["placement A:B: a part shares the generator's CPU on this 2-CPU machine"]
+    # CPUs given one by one (--gen-cpu, --rx-cpu, --cap-cpu) are the placement as given.
+    custom = dataclasses.replace(c, custom_cpus=(1, 0, 1),
+                                 matrices=tuple(dataclasses.replace(m, pins=(cmod.CUSTOM_PIN,)) for m in c.matrices))
+    assert plan.plan_of(custom, done, [0, 1]).placements == {cmod.CUSTOM_PIN: plan.Placement(1, 0, 1, True)}
 
 
 CAMPAIGN = """
@@ -179,7 +196,7 @@ def test_resume_refuses_trials_of_other_settings():
 def test_shipped_campaigns_load(name, steps):
     from pathlib import Path
 
-    from capbench.trial import BACKENDS as ALL
+    from capbench.trial.measure import BACKENDS as ALL
 
     c = cmod.load(Path(__file__).resolve().parents[2] / "campaigns" / f"{name}.toml", backends_known=ALL)
     assert len(c.steps()) == steps

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from capbench import cli
+from capbench.campaign import plan
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
@@ -201,7 +202,7 @@ def test_split_passthrough():
 
 
 def test_run_defaults_are_the_seeds():
-    from capbench import campaign_run
+    from capbench.campaign import execute as campaign_run
 
     c = cli.campaign_from_args(cli.build_parser().parse_args(["run"]))
     (m,) = c.matrices
@@ -209,7 +210,7 @@ def test_run_defaults_are_the_seeds():
     assert m.sizes == (64, 73, 128, 207, 256, 313, 512, 726, 1024, 1174, 1280, 1319, 1518)
     assert (c.link_bps, c.rate, c.duration_s, c.engine) == (1e9, "100%", 5.0, "xdp")
     # A:A on two cores: generator on CPU 0, receive work and counter on CPU 1 (the seed's "#1").
-    assert m.pins == ("A:A",) and campaign_run.placement("A:A", [0, 1]) == campaign_run.Placement(0, 1, 1, False)
+    assert m.pins == ("A:A",) and plan.placement("A:A", [0, 1]) == plan.Placement(0, 1, 1, False)
     # The default run must fit in 3 minutes here.
     steps = c.steps()
     assert len(steps) == 26
@@ -229,7 +230,7 @@ def test_run_flags_make_a_matrix():
 
 
 def test_report_prints_tables(tmp_path):
-    from capbench.results import RunWriter
+    from capbench.campaign.results import RunWriter
     from records import make_result
 
     with RunWriter.create(tmp_path, {"sizes": [64]}) as w:

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from capbench import campaign as cmod
-from capbench import campaign_run
+from capbench.campaign import matrix as cmod
+from capbench.campaign import execute as campaign_run
 from capbench.methods.simulated import SimulatedDevice
 from capbench.report import compare, compare_out, stats
 from capbench.report.load import load_run

@@ -2,7 +2,7 @@ import os
 import threading
 
 import pytest
-from capbench import cpu
+from capbench.testbed import cpu
 
 PROC_STAT = """\
 cpu  3189 0 4023 1919224 676 0 56 1525 0 0

@@ -5,7 +5,8 @@ import json
 import math
 from pathlib import Path
 
-from capbench import campaign, rates
+from capbench import rates
+from capbench.campaign import matrix as campaign
 from capbench.cli import BACKENDS
 from capbench.errors import UsageError
 from fuzzing import NUMBERS, clean, scratch_dir

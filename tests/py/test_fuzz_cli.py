@@ -7,7 +7,8 @@ import io
 import json
 import os
 
-from capbench import cli, host_sysctl
+from capbench import cli
+from capbench.testbed import host_sysctl
 from capbench.errors import UsageError
 from capbench.rates import parse_duration
 from fuzzing import clean, examples, no_hang, one_line, scratch_dir

@@ -3,7 +3,8 @@ links, app loads). Each input ends in a value within its bounds or one UsageErro
 
 import math
 
-from capbench import campaign, rates
+from capbench import rates
+from capbench.campaign import matrix as campaign
 from capbench.errors import UsageError
 from fuzzing import clean
 from hypothesis import example, given

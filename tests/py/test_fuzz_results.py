@@ -9,12 +9,13 @@ import shutil
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from capbench import accounting, cli
+from capbench import cli
+from capbench.trial import accounting
 from capbench.errors import UsageError
 from capbench.report import answers, plots, tables_md, writer
 from capbench.report.load import load_run
-from capbench.results import RUN_FILE, SEARCHES_FILE, TRIALS_FILE, read_outcomes, scan_trials
-from capbench.trial import TrialResult
+from capbench.campaign.results import RUN_FILE, SEARCHES_FILE, TRIALS_FILE, read_outcomes, scan_trials
+from capbench.trial.measure import TrialResult
 from fuzzing import JSON, clean, examples, mutated, no_hang, one_line, scratch_dir
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st

@@ -1,7 +1,7 @@
 """Raising and restoring a host sysctl, on a fake /proc/sys and registry (no root needed)."""
 
 import pytest
-from capbench import host_sysctl
+from capbench.testbed import host_sysctl
 from capbench.errors import UsageError
 from capbench.owners import Holder, HostSettings
 

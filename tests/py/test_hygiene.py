@@ -1,7 +1,8 @@
 """What run.json records of the system, and --tune's set-and-restore, on fake sysfs/procfs."""
 
 import pytest
-from capbench import hygiene, host_sysctl
+from capbench.testbed import hygiene
+from capbench.testbed import host_sysctl
 from capbench.owners import Holder, HostSettings
 
 

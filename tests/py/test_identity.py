@@ -8,10 +8,10 @@ import itertools
 import json
 
 import pytest
-from capbench import tables
+from capbench.report import tables
 from capbench.report import compare, keys, plots, stats, tables_md
 from capbench.report.load import Trial, load_run
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 from records import make_result
 from report_files import trial, write_run
 

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-from capbench import loss_layers
-from capbench.trial import TrialResult
+from capbench.trial import loss_layers
+from capbench.trial.measure import TrialResult
 from records import make_result
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run-iperf" / "trials.jsonl"

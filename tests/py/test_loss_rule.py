@@ -9,7 +9,7 @@ and a generator that held its load while the capture lost (lossy).
 import dataclasses
 
 import pytest
-from capbench import runner
+from capbench.campaign import runner
 from capbench.methods import back2back, dispatch, mlr, rfc2544, sweep
 from capbench.methods.simulated import SimulatedDevice
 from capbench.methods.verdict import (LOSSLESS, LOSSY, LOWER_BOUND, loss_ratio, measured, verdict,

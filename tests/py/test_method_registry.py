@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from capbench import campaign as cmod
-from capbench import campaign_run, cli, runner
+from capbench.campaign import matrix as cmod
+from capbench import cli
+from capbench.campaign import execute as campaign_run
+from capbench.campaign import runner
 from capbench.errors import UsageError
 from capbench.methods import dispatch, registry
 from capbench.methods.method import Figures, Method, MethodAnswer, MethodSettings

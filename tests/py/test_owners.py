@@ -15,7 +15,7 @@ import pytest
 from capbench import owners
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.owners import Holder, HostSettings, Setting
-from capbench.testbed import sigterm_raises
+from capbench.testbed.veth_pair import sigterm_raises
 
 PYTHON_DIR = str(Path(__file__).resolve().parents[2] / "python")
 

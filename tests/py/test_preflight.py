@@ -7,8 +7,8 @@ import os
 import socket
 
 import pytest
-from capbench import preflight
-from capbench.trial import BACKENDS
+from capbench.testbed import preflight
+from capbench.trial.measure import BACKENDS
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

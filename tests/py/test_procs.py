@@ -4,7 +4,7 @@ import textwrap
 import time
 
 import pytest
-from capbench.procs import Child, ChildError, ChildSet
+from capbench.testbed.procs import Child, ChildError, ChildSet
 
 
 def script(code: str) -> list[str]:

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 from capbench.report.load import load_run
-from capbench.results import scan_trials
+from capbench.campaign.results import scan_trials
 from report_files import FIXTURE
 from test_cli import assert_usage_error, capbench
 

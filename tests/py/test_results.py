@@ -2,7 +2,7 @@ import json
 
 import pytest
 from capbench.errors import RunError, Terminated, UsageError
-from capbench.results import RUN_FILE, TRIALS_FILE, RunWriter, machine_info, read_run, read_trials, scan_trials
+from capbench.campaign.results import RUN_FILE, TRIALS_FILE, RunWriter, machine_info, read_run, read_trials, scan_trials
 from records import make_result
 
 
@@ -96,7 +96,7 @@ def test_scan_skips_and_counts_what_it_cannot_read(tmp_path):
     (KeyboardInterrupt(), "interrupted", False),
 ])
 def test_a_run_with_no_result_keeps_its_folder_only_for_a_failure(tmp_path, error, status, kept):
-    from capbench import runner
+    from capbench.campaign import runner
 
     writer = RunWriter.create(tmp_path / "results", {})
     with pytest.raises(type(error)):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from capbench.errors import UsageError
-from capbench.results import RunWriter
-from capbench.runner import missing_dirs
+from capbench.campaign.results import RunWriter
+from capbench.campaign.runner import missing_dirs
 
 
 def test_missing_dirs_of_a_path_too_long(tmp_path):

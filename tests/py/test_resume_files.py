@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 from capbench.errors import UsageError
-from capbench.results import (
+from capbench.campaign.results import (
     SEARCHES_FILE,
     TRIALS_FILE,
     RunWriter,

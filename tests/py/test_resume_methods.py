@@ -5,13 +5,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from capbench import campaign as cmod
-from capbench import campaign_run
+from capbench.campaign import matrix as cmod
+from capbench.campaign import execute as campaign_run
 from capbench.errors import UsageError
 from capbench.methods import back2back
 from capbench.methods.simulated import SimulatedDevice
 from capbench.rates import wire_pps
-from capbench.results import TRIALS_FILE, RunWriter, read_outcomes, scan_trials
+from capbench.campaign.results import TRIALS_FILE, RunWriter, read_outcomes, scan_trials
 
 BACKENDS = ("pcap", "afp-v3", "afxdp")
 CAPACITY = {"pcap": 300_000.0, "afp-v3": 900_000.0}
@@ -126,7 +126,7 @@ class FakeSetup:
 
 
 class BurstLab(Lab):
-    """Measurers like capbench.trial.Measurer (setup, binaries, testbed, measure only); the bursts
+    """Measurers like capbench.trial.measure.Measurer (setup, binaries, testbed, measure only); the bursts
     are made by back2back.burst_measurer, which builds a Measurer per burst (patched: FakeBurst)."""
 
     def device(self, step):
@@ -147,7 +147,7 @@ class BurstLab(Lab):
 def test_back2back_resumes_through_burst_measurer(monkeypatch):
     made = []
 
-    class FakeBurst:  # what back2back.burst_measurer builds instead of a capbench.trial.Measurer
+    class FakeBurst:  # what back2back.burst_measurer builds instead of a capbench.trial.measure.Measurer
         def __init__(self, binaries, testbed, setup):
             self.frames = int(setup.gen_args[setup.gen_args.index("--count") + 1])
             made.append(self.frames)

@@ -1,7 +1,8 @@
 """The report `capbench run` writes at the end (the run itself is tested end to end)."""
 
 import pytest
-from capbench import cli, runner
+from capbench import cli
+from capbench.campaign import runner
 from report_files import copy_fixture
 
 

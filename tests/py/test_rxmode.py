@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from capbench import rxmode
+from capbench.testbed import rxmode
 from capbench.errors import UsageError
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from capbench import cpu
-from capbench.trial import SOFTNET_SAMPLE_S, SoftnetDrops, sleep_sampling
+from capbench.testbed import cpu
+from capbench.trial.measure import SOFTNET_SAMPLE_S, SoftnetDrops, sleep_sampling
 
 WRAP = 1 << 32
 

@@ -1,7 +1,8 @@
 import dataclasses
 
-from capbench import hygiene, tables
-from capbench.tables import loss_places, print_tables
+from capbench.testbed import hygiene
+from capbench.report import tables
+from capbench.report.tables import loss_places, print_tables
 from records import make_result
 from rich.console import Console
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from capbench import testbed as tbmod
+from capbench.testbed import veth_pair as tbmod
 
 
 def test_names_fit_the_kernel_limits():

@@ -1,11 +1,11 @@
 import json
 
 import pytest
-from capbench import testbed as tbmod
+from capbench.testbed import veth_pair as tbmod
 from capbench.binaries import find_binaries
-from capbench.procs import ChildError
+from capbench.testbed.procs import ChildError
 from capbench.rates import parse_rate
-from capbench.trial import Measurer, TrialResult, TrialSetup
+from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 from calls import read_calls
 
 REQUIRED_FIELDS = (
@@ -206,7 +206,7 @@ def test_one_xdp_program_per_interface(fake_build):
     ("afp-v3", 0, ()),
 ])
 def test_ring_sizes_become_each_backends_options(backend, ring, args):
-    from capbench.trial import ring_args
+    from capbench.trial.measure import ring_args
 
     assert ring_args(backend, ring) == args
 
@@ -245,13 +245,13 @@ def test_frames_the_counter_never_read_are_the_application_layer(fake_build, mon
     ("afxdp", {"packets": 903, "kernel": {"packets": 1000, "drops": 50}}, 0),
 ])
 def test_application_drops_of_each_backend(backend, cap, drops):
-    from capbench.trial import application_drops
+    from capbench.trial.measure import application_drops
 
     assert application_drops(backend, cap) == drops
 
 
 def test_the_interfaces_drop_counters_are_read_around_the_trial(fake_build, monkeypatch):
-    from capbench import trial
+    from capbench.trial import measure as trial
 
     seen: dict[str, list] = {"vethc": [(5, 1), (25, 1)], "vethg": [(0, 7), (0, 27)]}
     calls = []
@@ -283,7 +283,8 @@ def test_interface_counters_that_cannot_be_read_are_none(fake_build):
 
 
 def test_read_link_drops_asks_ip_in_the_namespace(monkeypatch):
-    from capbench import netns, trial
+    from capbench.testbed import netns
+    from capbench.trial import measure as trial
     from capbench.errors import RunError
 
     asked = []
@@ -328,7 +329,7 @@ def test_a_catch_up_burst_is_judged_by_its_frames_against_the_ring(fake_build, m
 
 
 def test_backlog_comes_from_the_capture_interface_not_the_host():
-    from capbench.trial import backlog_from_device
+    from capbench.trial.measure import backlog_from_device
 
     # rx_dropped holds the ring's overflow and the backlog's refusals: softnet_stat is not read
     assert backlog_from_device(1000, 600, 600, host_softnet_drops=25_000) == 400

@@ -62,7 +62,7 @@ from capbench.methods.verdict import (
     rule,
 )
 from capbench.rates import Rate, wire_pps
-from capbench.trial import Measurer, TrialResult
+from capbench.trial.measure import Measurer, TrialResult
 
 DEFAULT_BURST_S = 2.0
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from capbench.methods.method import TRIAL_OVERHEAD_S, Context, Estimate, Method, MethodSettings
 from capbench.rates import Rate
-from capbench.trial import Measurer, TrialResult
+from capbench.trial.measure import Measurer, TrialResult
 
 
 def run(

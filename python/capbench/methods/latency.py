@@ -21,7 +21,7 @@ from capbench.methods.method import (
 )
 from capbench.methods.rfc2544 import MIN_TRIAL_S, RFC2544_TRIAL_S, Rfc2544
 from capbench.methods.verdict import GENERATOR, GENERATOR_BOUND
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 
 NO_THROUGHPUT = "no rate passed the throughput search: no latency to measure"
 

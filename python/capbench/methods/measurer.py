@@ -4,7 +4,7 @@
 searches, the sweep and the back-to-back search are pure functions of trial
 results. They call something with `measure(duration_s, load_pps)` and read
 integer counts from what it returns; they never start a program or touch the
-test bed. `capbench.trial.Measurer` (real traffic) and
+test bed. `capbench.trial.measure.Measurer` (real traffic) and
 `capbench.methods.simulated.SimulatedDevice` (a model, for tests and dry runs)
 both fit the protocols below.
 
@@ -32,7 +32,7 @@ from capbench.methods import verdict
 
 
 class TrialOutcome(Protocol):
-    """The part of a trial result the searches read (capbench.trial.TrialResult has it all)."""
+    """The part of a trial result the searches read (capbench.trial.measure.TrialResult has it all)."""
 
     @property
     def sent(self) -> int: ...  # frames the generator sent
@@ -51,7 +51,7 @@ class TrialOutcome(Protocol):
 
 
 class LoadMeasurer(Protocol):
-    """Runs one trial at a constant load; capbench.trial.Measurer is one."""
+    """Runs one trial at a constant load; capbench.trial.measure.Measurer is one."""
 
     def measure(self, duration_s: float, load: float) -> TrialOutcome: ...
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from capbench.errors import UsageError
 from capbench.methods.measurer import SearchTrial
 from capbench.methods.verdict import CAPTURE_AT_SENT_RATE, GENERATOR, SET_BY_GENERATOR, STOPPED_BY_GENERATOR
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 
 DEFAULT_PAUSE_S = 2.0  # before each trial of a search, sweep or burst
 DEFAULT_PRECISION_PCT = 1.0  # of the wire rate

@@ -122,7 +122,7 @@ from capbench.methods.verdict import (
     verdict,
 )
 from capbench.rates import wire_bps, wire_pps
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 
 LOWER, UPPER, UNDECIDED = "lower", "upper", "undecided"
 FINAL_TRIAL_S = RFC2544_TRIAL_S  # the last phase's trials last as long as RFC 2544's

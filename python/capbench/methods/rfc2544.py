@@ -90,7 +90,7 @@ from capbench.methods.verdict import (
     verdict,
 )
 from capbench.rates import wire_bps, wire_pps
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 
 RFC2544_TRIAL_S = 60.0  # RFC 2544 section 24: "the duration of the test portion of each trial SHOULD be at least 60 s"
 MIN_TRIAL_S = 1.0

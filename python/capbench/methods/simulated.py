@@ -24,11 +24,11 @@ application, behind a queue of `buffer_frames` frames:
 - `generator_pps`: the fastest the generator sends (None: any load up to the
   wire rate). A trial at a higher load sends `generator_pps x duration_s`
   frames over the whole trial and is marked `invalid_offered_load` (below
-  capbench.trial.OFFERED_MIN_SHARE of the load), as a real generator that
+  capbench.trial.measure.OFFERED_MIN_SHARE of the load), as a real generator that
   falls short is; the receiver then meets what was sent, so one trial can be
   short of its target *and* lose frames (a capacity below `generator_pps`).
 
-Every result is a `capbench.trial.TrialResult` with consistent integer counts
+Every result is a `capbench.trial.measure.TrialResult` with consistent integer counts
 (`sent = received + backlog_drops + socket_drops`, nothing lost on the link,
 nothing unexplained); overload drops are split between the backlog queue and
 the socket by `backlog_drop_share`, background losses are socket drops. CPU
@@ -44,9 +44,9 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from capbench import accounting
+from capbench.trial import accounting
 from capbench.rates import Rate, wire_bps, wire_pps
-from capbench.trial import OFFERED_MIN_SHARE, TrialResult
+from capbench.trial.measure import OFFERED_MIN_SHARE, TrialResult
 
 # Simulated trials are stamped from this instant on, advancing with the model's clock.
 _EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)

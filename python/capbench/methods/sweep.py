@@ -68,7 +68,7 @@ from capbench.methods.verdict import (
     verdict,
 )
 from capbench.rates import wire_pps
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 
 DEFAULT_TRIAL_S = 10.0
 

@@ -4,7 +4,7 @@ A frame the generator sent and the counter did not capture is lost, always, at
 the rate the generator achieved: `lost = sent - received`, and the loss ratio is
 `lost / sent` with nothing folded into it. Whether the generator held its target
 is a separate question, answered by the trial record's `invalid_offered_load`
-(capbench.trial: it sent fewer frames than asked, or at less than 99.9 % of the
+(capbench.trial.measure: it sent fewer frames than asked, or at less than 99.9 % of the
 target rate) or by a trial that sent nothing. Together they give each trial one
 verdict at its target (`tolerance`: the frames, or the share of them, a search
 lets a trial lose and still pass; 0 by default):
@@ -45,7 +45,7 @@ NOT_BOUNDED = "none"
 
 
 class Counts(Protocol):
-    """The part of a trial the rule reads (capbench.trial.TrialResult has it all)."""
+    """The part of a trial the rule reads (capbench.trial.measure.TrialResult has it all)."""
 
     @property
     def sent(self) -> int: ...
@@ -166,7 +166,7 @@ def generator_note(load_pps: float, trials: Iterable[Any] = (), what: str = "the
 def loss_text(trial: Any, load_pps: float) -> str:
     """A trial's loss in words: "lost L of S frames (x %)", and where the generator fell short of
     `load_pps`, at what rate it sent them (the loss is capture loss at that rate)."""
-    from capbench.accounting import format_pct  # here: the rule itself needs no formatting
+    from capbench.trial.accounting import format_pct  # here: the rule itself needs no formatting
 
     ratio_pct = format_pct(100.0 * loss_ratio(trial), exact_zero=trial.lost <= 0)
     text = f"lost {max(0, trial.lost):,} of {trial.sent:,} frames ({ratio_pct} %)"

@@ -53,7 +53,7 @@ from capbench.rates import link_name, wire_bps, wire_pps
 from capbench.report.keys import SeriesKey, SettingsKey, series_key
 from capbench.report.load import Trial
 from capbench.report.stats import Metric, Stat, stat_of
-from capbench.results import conforms, numbers, short
+from capbench.campaign.results import conforms, numbers, short
 
 SEARCH_METHODS = ("rfc2544", "mlr", "sweep", "back2back")
 RFC2544_TRIAL_S = 60.0

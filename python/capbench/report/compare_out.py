@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from capbench import inputs
-from capbench.accounting import format_pct
+from capbench.trial.accounting import format_pct
 from capbench.report import html, plots
 from capbench.report.answers import metric
 from capbench.report.compare import WATCHED, Change, Comparison

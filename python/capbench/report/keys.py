@@ -25,7 +25,7 @@ from typing import Any
 
 from capbench.rates import link_name
 from capbench.report.load import Trial
-from capbench.trial import TrialResult
+from capbench.trial.measure import TrialResult
 
 # Trials or their typed results: the terminal tables hold results, the report their records.
 AnyTrial = Trial | TrialResult

@@ -16,9 +16,9 @@ from typing import Any
 from capbench import __version__
 from capbench.errors import CapbenchError, UsageError
 from capbench.inputs import check_dir, shown
-from capbench.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, check_run, read_outcomes,
+from capbench.campaign.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, check_run, read_outcomes,
                               read_run_raw, scan_trials, short)
-from capbench.trial import SCHEMA, TrialResult
+from capbench.trial.measure import SCHEMA, TrialResult
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from capbench import inputs  # noqa: E402
-from capbench.accounting import format_pct  # noqa: E402
+from capbench.trial.accounting import format_pct  # noqa: E402
 from capbench.methods.verdict import measured  # noqa: E402
 from capbench.rates import link_name, wire_pps  # noqa: E402
 from capbench.report import answers as answers_mod  # noqa: E402

@@ -15,11 +15,11 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from capbench.accounting import format_pct
+from capbench.trial.accounting import format_pct
 from capbench.methods.verdict import measured
 from capbench.report.keys import SeriesKey, SettingsKey, settings_key
 from capbench.report.load import Trial
-from capbench.trial import OFFERED_MIN_SHARE, TrialResult
+from capbench.trial.measure import OFFERED_MIN_SHARE, TrialResult
 
 # A change of a CPU load smaller than this (percentage points of one CPU) is no change, however
 # consistent: the load is sampled from scheduler ticks, and the counter's loop spins or sleeps

@@ -1,7 +1,7 @@
 """The seed's tables as Markdown and CSV, from trial records and the method answers.
 
 One iperf-like table per series (backend, placement, ...), one row per measurement as
-in the terminal tables (capbench.tables): the repetitions of a step are one row, each
+in the terminal tables (capbench.report.tables): the repetitions of a step are one row, each
 figure their median (min–max, sd). A Note column says in words what the terminal's `*`,
 "lower bound" and colours say, by the one loss rule (capbench.methods.verdict): the
 generator did not hold the offered load, and then either nothing was lost (a lower bound,
@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from capbench.accounting import format_pct
+from capbench.trial.accounting import format_pct
 from capbench.methods.verdict import (CAPTURE_AT_SENT_RATE, LOWER_BOUND, generator_note, generator_short,
                                       generator_short_text, measured, verdict)
 from capbench.report import answers as answers_mod
@@ -27,9 +27,9 @@ from capbench.report.answers import Answer, AnswerTable
 from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import iperf_groups
-from capbench.tables import HEADERS as TABLE_HEADERS
-from capbench.tables import SHORT_MARK, row_cells, row_class, short_note, sweep_tables
-from capbench.trial import TrialResult
+from capbench.report.tables import HEADERS as TABLE_HEADERS
+from capbench.report.tables import SHORT_MARK, row_cells, row_class, short_note, sweep_tables
+from capbench.trial.measure import TrialResult
 
 HEADERS = (*TABLE_HEADERS, "Note")
 

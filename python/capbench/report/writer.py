@@ -17,7 +17,8 @@ from typing import Any
 
 from rich.console import Console
 
-from capbench import inputs, tables
+from capbench import inputs
+from capbench.report import tables
 from capbench.errors import UsageError
 from capbench.report import answers, html, plots, summary, tables_md
 from capbench.report.load import RunData, load_run

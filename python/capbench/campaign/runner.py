@@ -21,15 +21,23 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from capbench import campaign as cmod
-from capbench import campaign_run, cpu, hygiene, owners, results, rxmode, tables, testbed
-from capbench.accounting import format_pct
+from capbench.campaign import matrix as cmod
+from capbench import owners
+from capbench.campaign import execute as campaign_run
+from capbench.testbed import cpu
+from capbench.testbed import hygiene
+from capbench.campaign import results
+from capbench.testbed import rxmode
+from capbench.report import tables
+from capbench.testbed import veth_pair as testbed
+from capbench.trial.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
+from capbench.campaign.plan import Plan, plan_of
+from capbench.campaign.results import RunWriter
 from capbench.methods import registry
 from capbench.methods.verdict import LOWER_BOUND, measured, verdict, way_forward
-from capbench.results import RunWriter
-from capbench.trial import Measurer, TrialResult, TrialSetup
+from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 
 
 # The exit status of a run that ended normally but measured nothing valid: every trial was a lower
@@ -57,13 +65,6 @@ class RunOptions:
 def note(text: str) -> None:
     """A progress or status line on stderr (stdout carries the tables)."""
     print(text, file=sys.stderr, flush=True)
-
-
-def step_placement(c: cmod.Campaign, step: cmod.Step) -> campaign_run.Placement:
-    if step.pin == cmod.CUSTOM_PIN and c.custom_cpus is not None:
-        gen, rx, cap = c.custom_cpus
-        return campaign_run.Placement(gen, rx, cap, gen is not None and gen in (rx, cap))
-    return campaign_run.placement(step.pin, cpu.usable_cpus())
 
 
 def progress_bar(done: int, total: int, width: int = 24) -> str:
@@ -141,16 +142,14 @@ def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, An
         console.print(Text(line))
 
 
-def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: RunWriter,
+def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWriter,
                  progress: cmod.Progress, trials: list[TrialResult]) -> int:
-    """Run every step not yet done on a new test bed, appending its trials; the exit status."""
-    steps = c.steps()
-    shared = sorted({s.pin for s in steps if step_placement(c, s).shares_gen_cpu})
-    writer.meta["placements"] = {s.pin: dataclasses.asdict(step_placement(c, s)) for s in steps}
-    if shared:
-        writer.meta["notes"] = [f"placement {p}: a part shares the generator's CPU on this {len(cpu.usable_cpus())}-CPU "
-                                f"machine" for p in shared]
-    first_rx = step_placement(c, steps[0]).rx_cpu if steps else None
+    """Run every step of the plan not yet done on a new test bed, appending its trials; the exit status."""
+    c, steps = plan.campaign, plan.steps
+    writer.meta["placements"] = {pin: dataclasses.asdict(p) for pin, p in plan.placements.items()}
+    if plan.shared_notes():
+        writer.meta["notes"] = plan.shared_notes()
+    first_rx = plan.placement(steps[0]).rx_cpu if steps else None
     status = 0
     with testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune, rx_mode=opts.rx_mode,
                          napi_sched=opts.napi_sched) as tb:
@@ -167,7 +166,7 @@ def run_campaign(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer:
         steered = {"cpu": first_rx}
 
         def make_measurer(step: cmod.Step) -> Measurer:
-            p = step_placement(c, step)
+            p = plan.placement(step)
             if p.rx_cpu != steered["cpu"]:  # steer the receive work of this step's placement
                 testbed.steer(tb, p.rx_cpu)
                 steered["cpu"] = p.rx_cpu
@@ -300,15 +299,15 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
         if opts.campaign_source is not None:
             writer.meta["campaign_toml"] = opts.campaign_source
         progress = cmod.progress_of([], [])
-    steps = c.steps()
-    todo = [s for s in steps if not progress.done(s)]
+    plan = plan_of(c, progress, cpu.usable_cpus())
+    steps, todo = plan.steps, plan.todo
     est = sum(campaign_run.estimate_step_s(c, s) for s in todo)
     note(f"capbench campaign {c.name}: {len(steps)} steps, {len(todo)} to run (about {est / 60:.1f} min), "
          f"{len(c.matrices)} matrix(es)")
     trials: list[TrialResult] = [t for ts in progress.trials.values() for t in ts]
     try:
         with writer:
-            status = run_campaign(c, opts, binaries, writer, progress, trials)
+            status = run_campaign(plan, opts, binaries, writer, progress, trials)
             if status:
                 writer.finish("interrupted")
     except CapbenchError:

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capbench import __version__, accounting, host_sysctl
+from capbench import __version__
+from capbench.trial import accounting
+from capbench.testbed import host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, open_own,
                              read_bytes, read_text,
                              shown)
-from capbench.trial import SCHEMA, TrialResult
+from capbench.trial.measure import SCHEMA, TrialResult
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"

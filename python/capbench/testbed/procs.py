@@ -20,7 +20,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from capbench import held_signals, netns
+from capbench import held_signals
+from capbench.testbed import netns
 from capbench.errors import RunError
 
 _EOF = object()

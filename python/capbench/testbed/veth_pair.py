@@ -7,7 +7,7 @@
 IPv6 is disabled in both namespaces before the veth appears (otherwise the
 kernel would send router solicitations: foreign frames in a capture). Where
 the capture side's receive work runs is the test bed's receive model
-(`rx_mode`, see capbench.rxmode): a NAPI kernel thread on the receive CPU
+(`rx_mode`, see capbench.testbed.rxmode): a NAPI kernel thread on the receive CPU
 (napi), or the sender's softirq with RPS to the receive CPU (rps).
 
 A state file /run/capbench/testbeds/<id>.json records the owner's pid (and its
@@ -29,7 +29,11 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from capbench import cpu, held_signals, host_sysctl, netns, rxmode
+from capbench import held_signals
+from capbench.testbed import cpu
+from capbench.testbed import host_sysctl
+from capbench.testbed import netns
+from capbench.testbed import rxmode
 from capbench.errors import RunError, Terminated
 from capbench.owners import RUN_DIR, HostSettings, Holder, owned, process_alive, process_start_ticks
 
@@ -229,7 +233,7 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
             steer(tb, rx_cpu)
             wanted = [host_sysctl.setting(host_sysctl.BACKLOG, backlog)] if backlog is not None else []
             if tune:
-                from capbench import hygiene
+                from capbench.testbed import hygiene
 
                 wanted += hygiene.tuned_settings()
             records, registry, me = [], HostSettings(), holder(tb)

@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from capbench import host_sysctl, netns
+from capbench.testbed import host_sysctl
+from capbench.testbed import netns
 from capbench.owners import Setting
 
 TUNED_BACKLOG = 10_000

@@ -33,13 +33,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from capbench import accounting, cpu, netns, rxmode
+from capbench.trial import accounting
+from capbench.testbed import cpu
+from capbench.testbed import netns
+from capbench.testbed import rxmode
 from capbench.binaries import Binaries
 from capbench.errors import RunError, UsageError
 from capbench.options import option_value
-from capbench.procs import ChildError, ChildSet
+from capbench.testbed.procs import ChildError, ChildSet
 from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
-from capbench.testbed import Testbed, others_in_use, veth_queues
+from capbench.testbed.veth_pair import Testbed, others_in_use, veth_queues
 
 SCHEMA = 1
 STOP_TIMEOUT_S = 10.0  # how long a trial's programs have to stop after SIGTERM
@@ -615,7 +618,7 @@ class Measurer:
             gen_tx_dropped=_delta(links0[1], links1[1], 1),
             ring_drops=None if ring0 is None or ring1 is None else ring1 - ring0,
         )
-        from capbench import loss_layers  # it reads TrialResults: imported here, not at the top
+        from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
 
         return dataclasses.replace(result, loss_layers=tuple(tuple(x) for x in loss_layers.layers(result)),
                                    loss_remarks=tuple(loss_layers.remarks(result)))

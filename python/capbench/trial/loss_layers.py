@@ -35,8 +35,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from capbench import accounting, rxmode
-from capbench.trial import TrialResult
+from capbench.trial import accounting
+from capbench.testbed import rxmode
+from capbench.trial.measure import TrialResult
 
 
 def _cap(r: TrialResult) -> dict[str, Any]:

@@ -39,7 +39,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from capbench import cpu, netns
+from capbench.testbed import cpu
+from capbench.testbed import netns
 from capbench.errors import RunError, UsageError
 
 # name -> what it means (the --help and the tables read these).
@@ -201,7 +202,7 @@ def place(netns_name: str | None, ifname: str, rx_cpu: int | None, sched: NapiSc
 
 
 def place_testbed(tb) -> NapiThreads | None:
-    """`place()` for a test bed (capbench.testbed.Testbed) in napi mode, after the programs that
+    """`place()` for a test bed (capbench.testbed.veth_pair.Testbed) in napi mode, after the programs that
     give its capture veth NAPI are attached; None in rps mode (nothing to place)."""
     if tb.rx_mode != "napi":
         return None

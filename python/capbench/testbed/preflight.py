@@ -11,7 +11,7 @@ import re
 import shutil
 import socket
 
-from capbench.cpu import usable_cpus
+from capbench.testbed.cpu import usable_cpus
 from capbench.errors import UsageError
 from capbench.options import option_value
 from capbench.rates import DEFAULT_MTU_B, link_name
@@ -219,7 +219,7 @@ def check_backend_args(c, cap: str) -> None:
     value or a ring too large for this machine is one line before anything is built."""
     import shlex  # noqa: PLC0415
 
-    from capbench.trial import ring_args  # noqa: PLC0415 - trial imports this module's callers
+    from capbench.trial.measure import ring_args  # noqa: PLC0415 - trial imports this module's callers
 
     for m in c.matrices:
         for backend, args in m.backend_args:

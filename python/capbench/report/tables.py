@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from capbench import loss_layers
-from capbench.accounting import format_pct
+from capbench.trial import loss_layers
+from capbench.trial.accounting import format_pct
 from capbench.methods.verdict import (CAPTURE_AT_SENT_RATE, SET_BY_GENERATOR, generator_short, generator_short_text,
                                       measured)
 from capbench.report import answers as answers_mod
@@ -32,7 +32,7 @@ from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cp
                                   series_labels, settings_key)
 from capbench.report.load import Trial
 from capbench.report.stats import Stat, stat_of, sweep_lines
-from capbench.trial import INVALID_LOAD_TEXT, TrialResult
+from capbench.trial.measure import INVALID_LOAD_TEXT, TrialResult
 
 # The seed's columns. In the terminal the last header is broken over lines (it is wider
 # than its cells); the others stay whole as in the seed's Table 1, and rich wraps them at

@@ -14,38 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from capbench.campaign import Campaign, Progress, ReplayMeasurer, Step
+from capbench.campaign.matrix import Campaign, Progress, ReplayMeasurer, Step
 from capbench.methods import dispatch, registry
 from capbench.methods.method import TRIAL_OVERHEAD_S, Context, Estimate, MethodSettings
 from capbench.rates import parse_rate
-from capbench.trial import TrialResult
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where the parts of a trial run: generator, kernel receive work (RPS), counter."""
-
-    gen_cpu: int | None
-    rx_cpu: int | None  # None: not steered, the sending CPU does it
-    cap_cpu: int | None  # None: the scheduler decides
-    shares_gen_cpu: bool  # on few cores a part shares the generator's CPU: said in the metadata
-
-
-def placement(pin: str, cpus: Sequence[int]) -> Placement:
-    """The seeds' placements on this machine's usable CPUs (sorted).
-
-    A:A: kernel receive work and counter on one CPU, the generator on another (seed
-    000's "#1"). A:B: receive work and counter on two CPUs (on two cores the counter
-    then shares the generator's). auto: no RPS and no pinning of the counter.
-    """
-    gen = cpus[0]
-    rx = cpus[1 % len(cpus)]
-    if pin == "A:A":
-        return Placement(gen, rx, rx, rx == gen)
-    if pin == "A:B":
-        cap = cpus[2] if len(cpus) > 2 else gen
-        return Placement(gen, rx, cap, cap == gen or rx == gen)
-    return Placement(gen, None, None, False)
+from capbench.trial.measure import TrialResult
 
 
 @dataclass(frozen=True)
