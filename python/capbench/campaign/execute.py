@@ -34,8 +34,8 @@ class StepRun:
     on_trial: Callable[[int, int, float], None] | None = None
 
 
-def _settings(c: Campaign, method: str = "iperf") -> MethodSettings:
-    return MethodSettings(method=method, precision_pct=c.precision_pct, loss_tolerance_frames=c.loss_tolerance_frames,
+def _settings(c: Campaign) -> MethodSettings:
+    return MethodSettings(precision_pct=c.precision_pct, loss_tolerance_frames=c.loss_tolerance_frames,
                           trial_s=c.trial_s, steps=c.steps_per_sweep, pause_s=c.pause_s)
 
 

@@ -244,6 +244,8 @@ class BackToBack(Method):
     answer_type = BackToBackAnswer
     title = "back-to-back burst"
     metrics = (METRIC,)
+    table = "bursts"
+    table_title = "Back-to-back (longest lossless burst at wire rate)"
 
     def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> BackToBackAnswer:
         assert isinstance(size, int)

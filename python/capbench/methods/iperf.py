@@ -38,6 +38,7 @@ class Iperf(Method):
     help = "constant load at --rate for --duration (seed 000's method); sizes may be profiles"
     takes_profiles = True
     sets_own_load = False
+    swept = True  # at several --rate values
 
     def run(self, measurer: Any, backend: str, size: int | str, context: Context, *, rate: Any,
             duration_s: float) -> None:

@@ -281,8 +281,12 @@ class Method:
     title: ClassVar[str] = ""  # the answer's name in the summary ("RFC 2544 throughput")
     best_rank: ClassVar[int | None] = None  # the best backend is judged by the lowest-ranked answer present
     loss_lines: ClassVar[bool] = False  # the summary names up to which rate each series lost nothing
+    loss_label: ClassVar[str] = ""  # ... under this name ("": its figure's label)
+    swept: ClassVar[bool] = False  # its trials at several rates of one setting make a sweep (seed 003's table)
     names_lowest_lossy: ClassVar[bool] = False  # ... and the lowest rate at which it lost
     metrics: ClassVar[tuple[Metric, ...]] = ()  # the answer's fixed figures (MLR: one per goal, by name)
+    table: ClassVar[str | None] = None  # the layout of its answer tables (report.answer_tables.LAYOUTS)
+    table_title: ClassVar[str] = ""
 
     def run(self, measurer: Any, backend: str, size: int | str, context: Context, *, rate: Any,
             duration_s: float) -> MethodAnswer | None:

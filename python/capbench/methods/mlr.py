@@ -557,6 +557,8 @@ class Mlr(Method):
     title = "MLR"
     best_rank = 2
     loss_lines = True
+    table = "goals"
+    table_title = "MLR search"
 
     def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> MlrAnswer:
         assert isinstance(size, int)

@@ -46,6 +46,18 @@ def answer_from_json(line: dict[str, Any]) -> MethodAnswer:
     return method.answer_type.from_json(line)
 
 
+def constant_load(name: str) -> bool:
+    """Whether `name` is a known method whose trials are its result (no answer): iperf."""
+    m = REGISTRY.get(name)
+    return m is not None and m.answer_type is None
+
+
+def swept(name: str) -> bool:
+    """Whether the trials of `name` at several rates of one setting make a sweep (seed 003's table)."""
+    m = REGISTRY.get(name)
+    return m is not None and m.swept
+
+
 def trial_help() -> str:
     """--trial's help: each method's default trial length."""
     return ", ".join(f"{m.name} (default {m.trial_s:g} s" + (f", {m.trial_help})" if m.trial_help else ")")

@@ -346,7 +346,10 @@ class Rfc2544(Method):
     best_rank = 1
     loss_lines = True
     names_lowest_lossy = True
+    loss_label = "RFC 2544"
     metrics = (METRIC,)
+    table = "throughput"
+    table_title = "RFC 2544 throughput"
 
     def search(self, m: Any, frame_len: int, c: Context, on_trial: Any) -> Rfc2544Result:
         s = c.settings

@@ -311,6 +311,7 @@ class Sweep(Method):
     trial_s = DEFAULT_TRIAL_S
     title = "sweep: highest rate without loss"
     best_rank = 3
+    swept = True
     metrics = (METRIC,)
 
     def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> SweepAnswer:
