@@ -141,3 +141,42 @@ def test_each_answer_round_trips_from_a_run(method):
     a = registry.answer_from_json(json.loads(json.dumps(line)))
     assert a.to_json() == line and a.trials == len(trials)
     assert registry.answer_from_json(line) == a
+
+
+# --- the report reads the answers through the registry ------------------------------------
+
+
+def test_the_report_reads_every_method_of_the_version_1_fixture(tmp_path):
+    from capbench.report import answer_tables, answers
+    from capbench.report.load import load_run
+
+    run = load_run(FIXTURES / "run-searches-v1")
+    assert not run.notes or not any("skipped" in n for n in run.notes)
+    found = answers.run_answers(run)
+    tabulated = {m.name for m in registry.REGISTRY.values() if m.answer_type and m.report_answer}
+    assert {a.method for a in found} == tabulated == set(answers.SEARCH_METHODS)
+    assert all(a.source == "searches.jsonl" and a.trials for a in found)
+    by = {(a.method, a.series.backend): a for a in found}
+    assert by["rfc2544", "afp-v3"].generator_bound("rfc2544_pps")  # the generator topped out at 1.2 Mpps
+    assert by["rfc2544", "pcap"].bounded_by("rfc2544_pps") == "capture loss"
+    assert by["mlr", "pcap"].values["mlr_NDR_pps"] == pytest.approx(300_000, rel=0.01)
+    titles = [t.title for t in answer_tables.tables(found)]
+    assert [t.split(":")[0] for t in titles] == ["RFC 2544 throughput"] * 2 + ["MLR search (lower bounds)"] * 2 + [
+        "Back-to-back (longest lossless burst at wire rate)"] * 2
+    for m in registry.REGISTRY.values():  # every layout a method names exists
+        assert m.table is None or m.table in answer_tables.LAYOUTS
+
+
+def test_a_line_of_an_unknown_method_is_one_clear_line_in_the_report(tmp_path):
+    import shutil
+
+    from capbench.report.load import load_run
+
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run-searches-v1", run)
+    with (run / "searches.jsonl").open("a") as f:
+        f.write(json.dumps({"method": "fastest", "backend": "pcap", "frame_len": 64}) + "\n")
+    data = load_run(run)
+    [note] = [n for n in data.notes if "fastest" in n]
+    assert "line 11: an answer of method 'fastest', which this capbench does not know" in note
+    assert "\n" not in note and len(data.outcomes) == len(V1)

@@ -38,18 +38,8 @@ from capbench.methods.measurer import (
     TrialRunner,
     check_loss_tolerance,
 )
-from capbench.methods.method import (
-    TRIAL_OVERHEAD_S,
-    Bound,
-    Context,
-    Estimate,
-    Figures,
-    Method,
-    MethodAnswer,
-    MethodSettings,
-    Metric,
-    tagger,
-)
+from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+                                     MethodSettings, Metric, tagger)
 from capbench.methods.verdict import (
     GENERATOR,
     GENERATOR_BOUND,
@@ -217,8 +207,7 @@ class BackToBackAnswer(MethodAnswer):
 
     @classmethod
     def of(cls, r: BackToBackResult, backend: str) -> BackToBackAnswer:
-        return cls(backend=backend, frame_len=r.frame_len, link_bps=r.link_bps, wire_pps=r.wire_pps,
-                   trials=len(r.trials), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s,
+        return cls(**cls.common(r, backend),
                    max_frames=r.max_frames, precision_frames=r.precision_frames, longest_frames=r.longest_frames,
                    mean_frames=r.mean_frames, min_frames=r.min_frames, mean_burst_s=r.mean_burst_s,
                    unlimited=r.unlimited, bounded_by=r.bounded_by, notes=r.notes)

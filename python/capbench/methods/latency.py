@@ -9,16 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from capbench.methods.measurer import TrialRunner
-from capbench.methods.method import (
-    TRIAL_OVERHEAD_S,
-    Context,
-    Estimate,
-    Figures,
-    Method,
-    MethodAnswer,
-    MethodSettings,
-    tagger,
-)
+from capbench.methods.method import (TRIAL_OVERHEAD_S, Context, Estimate, Figures, Method, MethodAnswer,
+                                     MethodSettings, tagger)
 from capbench.methods.rfc2544 import MIN_TRIAL_S, RFC2544_TRIAL_S, Rfc2544
 from capbench.methods.verdict import GENERATOR, GENERATOR_BOUND
 from capbench.trial.measure import TrialResult

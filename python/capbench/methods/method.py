@@ -224,6 +224,12 @@ class MethodAnswer:
         """A line of an earlier version in today's terms (the fields its readers derived then)."""
         return d
 
+    @staticmethod
+    def common(r: Any, backend: str) -> dict[str, Any]:
+        """The fields every answer takes from its method's result (and the backend it ran on)."""
+        return dict(backend=backend, frame_len=r.frame_len, link_bps=r.link_bps, wire_pps=r.wire_pps,
+                    trials=len(r.trials), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s)
+
     def tagged(self, **tags: Any) -> MethodAnswer:
         return dataclasses.replace(self, **tags)
 

@@ -88,22 +88,9 @@ from capbench.methods.measurer import (
     check_trial_s,
     same_load,
 )
-from capbench.methods.method import (
-    TRIAL_OVERHEAD_S,
-    Bound,
-    Context,
-    Estimate,
-    Figures,
-    Method,
-    MethodAnswer,
-    MethodSettings,
-    Metric,
-    held_text,
-    load_of,
-    read_fields,
-    tagger,
-    without_bound_notes,
-)
+from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+                                     MethodSettings, Metric, held_text, load_of, read_fields, tagger,
+                                     without_bound_notes)
 from capbench.methods.rfc2544 import RFC2544_TRIAL_S
 from capbench.methods.verdict import (
     CAPTURE_LOSS,
@@ -510,8 +497,7 @@ class MlrAnswer(MethodAnswer):
 
     @classmethod
     def of(cls, r: MlrResult, backend: str) -> MlrAnswer:
-        return cls(backend=backend, frame_len=r.frame_len, link_bps=r.link_bps, wire_pps=r.wire_pps,
-                   trials=len(r.trials), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s,
+        return cls(**cls.common(r, backend),
                    precision_pct=r.precision_pct, final_trial_s=r.final_trial_s,
                    goals=tuple(MlrGoalAnswer.of(g) for g in r.goals))
 

@@ -59,22 +59,9 @@ from capbench.methods.measurer import (
     check_trial_s,
     same_load,
 )
-from capbench.methods.method import (
-    TRIAL_OVERHEAD_S,
-    Bound,
-    Context,
-    Estimate,
-    Figures,
-    Method,
-    MethodAnswer,
-    MethodSettings,
-    Metric,
-    binary_search_trials,
-    held_text,
-    load_of,
-    tagger,
-    without_bound_notes,
-)
+from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+                                     MethodSettings, Metric, binary_search_trials, held_text, load_of, tagger,
+                                     without_bound_notes)
 from capbench.methods.verdict import (
     CAPTURE_LOSS,
     GENERATOR_BOUND,
@@ -292,8 +279,7 @@ class Rfc2544Answer(MethodAnswer):
 
     @classmethod
     def of(cls, r: Rfc2544Result, backend: str) -> Rfc2544Answer:
-        return cls(backend=backend, frame_len=r.frame_len, link_bps=r.link_bps, wire_pps=r.wire_pps,
-                   trials=len(r.trials), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s,
+        return cls(**cls.common(r, backend),
                    throughput_pps=r.throughput_pps, throughput_gbps=r.throughput_gbps,
                    lowest_lossy_pps=r.lowest_lossy_pps, upper_bound_pps=r.upper_bound_pps, bounded_by=r.bounded_by,
                    precision_pct=r.precision_pct, loss_tolerance_frames=r.loss_tolerance_frames, trial_s=r.trial_s,

@@ -39,22 +39,8 @@ from capbench.methods.measurer import (
     TrialRunner,
     check_trial_s,
 )
-from capbench.methods.method import (
-    DEFAULT_STEPS,
-    TRIAL_OVERHEAD_S,
-    Bound,
-    Context,
-    Estimate,
-    Figures,
-    Method,
-    MethodAnswer,
-    MethodSettings,
-    Metric,
-    held_text,
-    load_of,
-    read_fields,
-    tagger,
-)
+from capbench.methods.method import (DEFAULT_STEPS, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method,
+                                     MethodAnswer, MethodSettings, Metric, held_text, load_of, read_fields, tagger)
 from capbench.methods.verdict import (
     CAPTURE_LOSS,
     GENERATOR,
@@ -256,8 +242,7 @@ class SweepAnswer(MethodAnswer):
 
     @classmethod
     def of(cls, r: SweepResult, backend: str) -> SweepAnswer:
-        return cls(backend=backend, frame_len=r.frame_len, link_bps=r.link_bps, wire_pps=r.wire_pps,
-                   trials=len(r.trials), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s, steps=r.steps,
+        return cls(**cls.common(r, backend), steps=r.steps,
                    trial_s=r.trial_s, lossless_up_to_pps=r.lossless_up_to_pps, first_lossy_pps=r.first_lossy_pps,
                    short_steps_pps=r.short_steps_pps, bounded_by=r.bounded_by,
                    points=tuple(SweepStepAnswer.of(p) for p in r.points))
