@@ -37,7 +37,7 @@ from capbench.rates import (
 )
 from capbench.campaign.results import read_run
 from capbench.campaign.runner import note
-from capbench.trial.measure import BACKENDS, ENGINES
+from capbench.trial.measure import BACKENDS, ENGINES, TrialSetup
 
 
 MAIN_HELP = """\
@@ -226,6 +226,12 @@ def _percent(text: str) -> float:
     return value
 
 
+def _default(key: str) -> str:
+    """`(default: X)` of a `capbench run` flag: its campaign key's default (campaign.matrix declares
+    every one), as argparse's help text writes it."""
+    return f"(default: {campaign.default_text(key)})".replace("%", "%%")
+
+
 def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30)
 
@@ -248,38 +254,43 @@ def build_parser() -> Parser:
                           "(the seed's 13: 64,73,...,1518), `rfc2544` (64,128,256,512,1024,1280,1518), or a "
                           "mix of lengths in one trial: imix:seed (57/7/16/20 %% of 64/570/594/1518 B), "
                           "imix:simple, random:MIN-MAX, dist:FILE.csv (length,weight rows), trace:FILE.pcap "
-                          "(default: seed). An item given twice runs once: use --repeat N for repetitions")
-    run.add_argument("--link", help="emulated link speed: 1g, 10g, 25g, 40g, 100g (default: 1g)")
+                          f"{_default('sizes')}. An item given twice runs once: use --repeat N for repetitions")
+    run.add_argument("--link", help=f"emulated link speed: 1g, 10g, 25g, 40g, 100g {_default('link')}")
     run.add_argument("--rate",
                      help="offered load of the iperf method: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m "
-                          "or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) (default: 100%%)")
-    run.add_argument("--duration", metavar="S", help="sending time of each iperf trial in seconds (default: 5)")
+                          f"or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) {_default('rate')}")
+    run.add_argument("--duration", metavar="S",
+                     help=f"sending time of each iperf trial in seconds {_default('duration')}")
     run.add_argument("--trial", metavar="S",
                      help=f"trial length of the searches and sweeps: {methods.trial_help()}")
     run.add_argument("--precision", type=float, metavar="PCT",
-                     help="rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate (default: 1)")
+                     help=f"rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate "
+                          f"{_default('precision')}")
     run.add_argument("--loss-tolerance", type=int, metavar="N",
-                     help="rfc2544 and back2back: frames a trial may lose and still pass (default: 0)")
-    run.add_argument("--steps", type=int, metavar="N", help="sweep: offered rates up to the wire rate (default: 26)")
+                     help=f"rfc2544 and back2back: frames a trial may lose and still pass {_default('loss_tolerance')}")
+    run.add_argument("--steps", type=int, metavar="N",
+                     help=f"sweep: offered rates up to the wire rate {_default('steps')}")
     run.add_argument("--pause", metavar="S",
-                     help="searches, sweeps, bursts: idle time before each trial, against saturation (default: 2)")
+                     help=f"searches, sweeps, bursts: idle time before each trial, against saturation "
+                          f"{_default('pause')}")
     run.add_argument("--engine", choices=ENGINES,
                      help="generator engine: xdp (BPF_PROG_RUN live frames, paced in BPF) or afpacket "
-                          "(default: xdp)")
+                          f"{_default('engine')}")
     run.add_argument("--pin", metavar="LIST",
-                     help="placements, comma-separated: A:A (kernel receive work and counter on one CPU; "
-                          "default), A:B (on two), auto (the scheduler decides)")
+                     help=f"placements, comma-separated: A:A (kernel receive work and counter on one CPU), A:B "
+                          f"(on two), auto (the scheduler decides) {_default('pin')}")
     run.add_argument("--gen-cpu", type=int, metavar="N", help="CPU of the generator (instead of --pin)")
     run.add_argument("--rx-cpu", type=int, metavar="N",
                      help="CPU that does the kernel's receive work (RPS mask of the capture veth) (instead of --pin)")
     run.add_argument("--cap-cpu", type=int, metavar="N", help="CPU of the counter (instead of --pin)")
     run.add_argument("--app-load", metavar="LIST",
-                     help="work the counter does per packet, comma-separated: touch (read the stamp; the "
-                          "default), none (count frames only), copy (copy each packet once), zlib:N (copy and "
-                          "compress each packet at zlib level N, the seeds' packzip), spin:NS (busy NS ns per "
-                          "packet)")
+                     help=f"work the counter does per packet, comma-separated: touch (read the stamp), none "
+                          f"(count frames only), copy (copy each packet once), zlib:N (copy and compress each "
+                          f"packet at zlib level N, the seeds' packzip), spin:NS (busy NS ns per packet) "
+                          f"{_default('app_load')}")
     run.add_argument("--procs", metavar="LIST",
-                     help="capture processes on the interface, each seeing every frame, comma-separated (default: 1)")
+                     help=f"capture processes on the interface, each seeing every frame, comma-separated "
+                          f"{_default('procs')}")
     run.add_argument("--backend-args", metavar="BACKEND=OPTIONS", action="append",
                      help="a backend's own capbench-cap options for every trial of it, e.g. "
                           "--backend-args 'fanout=--workers 2 --fanout-mode lb' or "
@@ -293,12 +304,12 @@ def build_parser() -> Parser:
                           "counter reports the frames received of every group (the trial lasts as long as the "
                           "groups take, at least --duration)")
     run.add_argument("--group-size", type=int, metavar="PKTS", help="frames per group (with --groups)")
-    run.add_argument("--group-gap", metavar="S", help="pause between groups (with --groups; default 0)")
+    run.add_argument("--group-gap", metavar="S", help=f"pause between groups (with --groups) {_default('group_gap')}")
     run.add_argument("--ring", metavar="LIST",
                      help="kernel buffer sizes, comma-separated (256k, 4M, 64M): pcap and raw's socket buffer, "
                           "afp-v3/fanout's 1 MiB blocks, afp-v2's and afxdp's 2 KiB frames (default: each "
                           "backend's own)")
-    run.add_argument("--repeat", type=int, metavar="N", help="run every step N times (default: 1)")
+    run.add_argument("--repeat", type=int, metavar="N", help=f"run every step N times {_default('repeat')}")
     run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (see campaigns/)")
     run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
     add_rx_mode_args(run)
@@ -311,7 +322,7 @@ def build_parser() -> Parser:
                           "the system either way; --pin sets the RPS masks in every run)")
     run.add_argument("--results", default="results", metavar="DIR",
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
-    run.add_argument("--settle", default="0.3", metavar="S",
+    run.add_argument("--settle", default=f"{TrialSetup.settle_s:g}", metavar="S",
                      help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
     run.add_argument("--no-report", action="store_true",
                      help="do not write the report (tables, figures, report.html) into the results directory "
@@ -391,7 +402,6 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
             top["procs"] = [int(p) for p in top["procs"]]
         except ValueError:
             raise UsageError(f"cannot read --procs {args.procs!r}: give whole numbers, e.g. 1,2,4") from None
-    top["sizes"] = "seed" if args.sizes is None else args.sizes
     if args.backend_args:
         top["backend_args"] = {}
         for item in args.backend_args:
@@ -407,8 +417,8 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
             top["proc_cpus"] = [int(x) for x in _list(args.proc_cpus, "--proc-cpus")]
         except ValueError:
             raise UsageError(f"cannot read --proc-cpus {args.proc_cpus!r}: give CPU numbers, e.g. 1,0") from None
-    for flag in ("link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance", "steps",
-                 "repeat", "groups", "group_size", "group_gap"):
+    for flag in ("sizes", "link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance",
+                 "steps", "repeat", "groups", "group_size", "group_gap"):
         if getattr(args, flag) is not None:
             top[flag] = getattr(args, flag)
     cpus = (args.gen_cpu, args.rx_cpu, args.cap_cpu)
@@ -437,9 +447,9 @@ def resumable_run(d: Path) -> dict:
     if not isinstance(meta, dict) or not ("command" in meta or "campaign_toml" in meta):
         raise UsageError(f"cannot resume {d}: its run.json says neither the command nor the campaign that made "
                          f"it, so it is not a run of `capbench run`")
-    if meta.get("schema") != results.SCHEMA:
+    if meta.get("schema") != results.RUN_SCHEMA:
         raise UsageError(f"cannot resume {d}: its results have schema {meta.get('schema')!r} and this capbench "
-                         f"writes {results.SCHEMA}: start a new run (`capbench report` still reads it)")
+                         f"writes {results.RUN_SCHEMA}: start a new run (`capbench report` still reads it)")
     unkeyed = sum(1 for t in results.scan_trials(d).trials if not getattr(t, "step", ""))
     if unkeyed:
         raise UsageError(f"cannot resume {d}: {unkeyed} of its trials name no campaign step (written by an "

@@ -12,8 +12,9 @@ from capbench.errors import UsageError
 from capbench.rates import MAX_DURATION_S, parse_duration, parse_profile, parse_rate
 from capbench.report import writer
 from capbench.report.load import load_run
-from capbench.campaign.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, RunWriter, read_outcomes, read_run, record_problem,
+from capbench.campaign.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, RunWriter, read_outcomes, read_run,
                               scan_trials)
+from capbench.trial.record import record_problem
 from report_files import FIXTURE
 from inproc import capbench_inproc as capbench
 from test_cli import assert_usage_error

@@ -23,6 +23,9 @@ FILE.toml` reads one:
     [[matrix]]                    # optional: each matrix overrides the defaults
     backends = ["afxdp"]
 
+A key left out has the default of `capbench run`'s flag of that name (`sizes`: the seed's 13
+lengths; `capbench run --help` lists them): both come from the fields of Matrix and Campaign.
+
 Every step has a key (its settings as text). Each trial record carries the key
 of its step (`step`) and its repetition; each method answer (searches.jsonl)
 carries it too. `--resume DIR` reads what DIR holds, skips the steps that are
@@ -49,15 +52,15 @@ from capbench import inputs
 from capbench.errors import UsageError
 from capbench.methods import registry
 from capbench.methods.registry import METHODS
-from capbench.rates import MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, parse_duration, parse_link, parse_rate, parse_sizes
+from capbench.methods.method import DEFAULT_PAUSE_S, DEFAULT_PRECISION_PCT, DEFAULT_STEPS
+from capbench.trial.measure import TrialSetup
+from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, link_name,
+                            parse_duration, parse_link, parse_rate, parse_sizes)
 
 PINS = ("A:A", "A:B", "auto")
 CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
 MAX_REPEAT = 1000  # repetitions of a step: far beyond any noise estimate, and the step list stays small
 MAX_SWEEP_STEPS = 10_000  # a sweep's offered rates: 0.01 % of the wire rate apart
-MATRIX_KEYS = {"methods", "backends", "sizes", "pin", "app_load", "procs", "ring", "repeat", "backend_args"}
-KEYS = MATRIX_KEYS | {"name", "link", "rate", "duration", "trial", "precision", "loss_tolerance", "steps", "pause",
-                      "engine", "proc_cpus", "groups", "group_size", "group_gap"}
 # Options capbench sets itself in every trial: not for --backend-args.
 OWN_CAP_OPTIONS = ("--iface", "-i", "--backend", "-b", "--cpu", "--app-load", "--count", "-c", "--duration", "-d",
                    "--interval", "--procs", "--proc-cpus")
@@ -100,17 +103,26 @@ STEP_KEY_PARTS = (("pin", "pin", True), ("load", "app_load", True), ("procs", "p
                   ("ring", "ring", False), ("args", "backend_args", False), ("groups", "groups", False))
 
 
+def _key(default: Any, key: str) -> Any:
+    """A field set by the [campaign] (or [[matrix]]) key `key`, and by `capbench run`'s flag of
+    that name: its default is the one both take when it is not given."""
+    return dataclasses.field(default=default, metadata={"key": key})
+
+
+# Every default of a campaign is declared once, in the fields of Matrix and Campaign below:
+# a campaign file that leaves a key out and `capbench run` without its flag both run it, and
+# `capbench run --help` shows it (default_text).
 @dataclass(frozen=True)
 class Matrix:
-    methods: tuple[str, ...] = ("iperf",)
-    backends: tuple[str, ...] = ("pcap", "afp-v3")
-    sizes: tuple[int | str, ...] = (64,)
-    pins: tuple[str, ...] = ("A:A",)
-    app_loads: tuple[str | None, ...] = (None,)
-    procs: tuple[int, ...] = (1,)
-    rings: tuple[int, ...] = (0,)
-    repeat: int = 1
-    backend_args: tuple[tuple[str, str], ...] = ()  # (backend, its options), sorted
+    methods: tuple[str, ...] = _key(("iperf",), "methods")
+    backends: tuple[str, ...] = _key(("pcap", "afp-v3"), "backends")
+    sizes: tuple[int | str, ...] = _key(SEED_SIZES, "sizes")  # the seed's 13 lengths
+    pins: tuple[str, ...] = _key(("A:A",), "pin")
+    app_loads: tuple[str | None, ...] = _key((None,), "app_load")  # None: the counter's default, touch
+    procs: tuple[int, ...] = _key((1,), "procs")
+    rings: tuple[int, ...] = _key((0,), "ring")  # 0: each backend's own buffer
+    repeat: int = _key(1, "repeat")
+    backend_args: tuple[tuple[str, str], ...] = _key((), "backend_args")  # (backend, its options), sorted
 
     def steps(self) -> list[Step]:
         args = dict(self.backend_args)
@@ -122,25 +134,25 @@ class Matrix:
 
 @dataclass(frozen=True)
 class Campaign:
-    name: str
-    link_bps: float
-    rate: str
-    duration_s: float
-    trial_s: float | None
-    precision_pct: float
-    loss_tolerance_frames: int
-    steps_per_sweep: int
-    pause_s: float
-    engine: str
-    matrices: tuple[Matrix, ...]
+    name: str = _key("campaign", "name")  # a file's: its stem
+    link_bps: float = _key(TrialSetup.link_bps, "link")  # a trial's own default
+    rate: str = _key("100%", "rate")  # of the iperf method
+    duration_s: float = _key(5.0, "duration")  # an iperf trial's sending time
+    trial_s: float | None = _key(None, "trial")  # None: each method's own (Method.trial_s)
+    precision_pct: float = _key(DEFAULT_PRECISION_PCT, "precision")
+    loss_tolerance_frames: int = _key(0, "loss_tolerance")
+    steps_per_sweep: int = _key(DEFAULT_STEPS, "steps")
+    pause_s: float = _key(DEFAULT_PAUSE_S, "pause")
+    engine: str = _key(TrialSetup.engine, "engine")
+    matrices: tuple[Matrix, ...] = (Matrix(),)
     # For the pin CUSTOM_PIN: (generator, kernel receive work, counter) CPUs as given.
     custom_cpus: tuple[int | None, int | None, int | None] | None = None
-    proc_cpus: tuple[int, ...] | None = None  # with procs > 1: process i on proc_cpus[i % len]
+    proc_cpus: tuple[int, ...] | None = _key(None, "proc_cpus")  # with procs > 1: process i on proc_cpus[i % len]
     # Seed 004's groups: each iperf trial sends `groups` groups of `group_size` frames,
     # `group_gap_s` apart, and the counter reports every group (0: one stream, no groups).
-    groups: int = 0
-    group_size: int = 0
-    group_gap_s: float = 0.0
+    groups: int = _key(0, "groups")
+    group_size: int = _key(0, "group_size")
+    group_gap_s: float = _key(0.0, "group_gap")
 
     def group_args(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(capbench-gen options, capbench-cap options) of the groups, or two empty tuples."""
@@ -168,6 +180,34 @@ class Campaign:
                 step = dataclasses.replace(step, groups=groups)
                 seen.setdefault(step.key, step)
         return list(seen.values())
+
+
+def _keyed(cls: type) -> dict[str, dataclasses.Field]:
+    """{[campaign] key: the field it sets} of Matrix or Campaign."""
+    return {f.metadata["key"]: f for f in dataclasses.fields(cls) if "key" in f.metadata}
+
+
+MATRIX_KEYS = set(_keyed(Matrix))
+KEYS = MATRIX_KEYS | set(_keyed(Campaign))
+
+
+def default_of(key: str) -> Any:
+    """The default of a [campaign] key (Matrix's or Campaign's field)."""
+    return (_keyed(Matrix) | _keyed(Campaign))[key].default
+
+
+def default_text(key: str) -> str:
+    """The default of a [campaign] key as a user writes it (the help texts of `capbench run`)."""
+    value = default_of(key)
+    if key == "sizes":
+        return next((name for name, sizes in NAMED_SIZES.items() if sizes == value), ",".join(map(str, value)))
+    if key == "link":
+        return link_name(value)
+    if key == "app_load":
+        return ",".join(a or "touch" for a in value)
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _tuple(value: Any, what: str) -> tuple:
@@ -364,7 +404,7 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
 
 
 def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_known: Sequence[str],
-          name: str = "campaign", where: str = "", custom_cpus: tuple | None = None,
+          name: str = Campaign.name, where: str = "", custom_cpus: tuple | None = None,
           name_of: Callable[[str], str] = str) -> Campaign:
     """A checked campaign from its [campaign] keys and [[matrix]] tables: what a campaign file
     holds, and what `capbench run`'s flags say (cli.py). Every problem is one UsageError that
@@ -374,23 +414,28 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
                            backends_known, name_of)
         built = tuple(matrix_from(t, base, f"{where}[[matrix]] #{i + 1}", backends_known, name_of)
                       for i, t in enumerate(matrices)) or (base,)
+        def value_of(key: str, read: Callable[[Any], Any]) -> Any:
+            """The key's value read by `read`, or its default (Campaign's field) when not given."""
+            return read(top[key]) if key in top else default_of(key)
+
         c = Campaign(
             name=str(top.get("name", name)),
-            link_bps=parse_link(str(top.get("link", "1g"))),
-            rate=parse_rate(str(top.get("rate", "100%"))).text,
-            duration_s=parse_duration(str(top.get("duration", "5")), what=name_of("duration")),
-            trial_s=parse_duration(str(top["trial"]), what=name_of("trial")) if "trial" in top else None,
-            precision_pct=_number(top.get("precision", 1.0), name_of("precision")),
-            loss_tolerance_frames=_whole(top.get("loss_tolerance", 0), name_of("loss_tolerance"), MAX_FRAMES),
-            steps_per_sweep=_whole(top.get("steps", 26), name_of("steps"), MAX_SWEEP_STEPS),
-            pause_s=parse_duration(str(top.get("pause", "2")), what=name_of("pause"), allow_zero=True),
-            engine=str(top.get("engine", "xdp")),
+            link_bps=value_of("link", lambda v: parse_link(str(v))),
+            rate=value_of("rate", lambda v: parse_rate(str(v)).text),
+            duration_s=value_of("duration", lambda v: parse_duration(str(v), what=name_of("duration"))),
+            trial_s=value_of("trial", lambda v: parse_duration(str(v), what=name_of("trial"))),
+            precision_pct=value_of("precision", lambda v: _number(v, name_of("precision"))),
+            loss_tolerance_frames=value_of("loss_tolerance", lambda v: _whole(v, name_of("loss_tolerance"), MAX_FRAMES)),
+            steps_per_sweep=value_of("steps", lambda v: _whole(v, name_of("steps"), MAX_SWEEP_STEPS)),
+            pause_s=value_of("pause", lambda v: parse_duration(str(v), what=name_of("pause"), allow_zero=True)),
+            engine=value_of("engine", str),
             matrices=built,
             custom_cpus=custom_cpus,
             proc_cpus=_proc_cpus(top.get("proc_cpus"), name_of),
-            groups=_whole(top.get("groups", 0), name_of("groups"), MAX_FRAMES),
-            group_size=_whole(top.get("group_size", 0), name_of("group_size"), MAX_FRAMES),
-            group_gap_s=parse_duration(str(top.get("group_gap", "0")), what=name_of("group_gap"), allow_zero=True),
+            groups=value_of("groups", lambda v: _whole(v, name_of("groups"), MAX_FRAMES)),
+            group_size=value_of("group_size", lambda v: _whole(v, name_of("group_size"), MAX_FRAMES)),
+            group_gap_s=value_of("group_gap", lambda v: parse_duration(str(v), what=name_of("group_gap"),
+                                                                   allow_zero=True)),
             given=tuple(sorted(top)),
         )
     except (TypeError, ValueError) as e:

@@ -8,30 +8,29 @@ settings, and the start and end time. Reports read only these files.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
-import types
-import typing
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from capbench import __version__
-from capbench.trial import accounting
 from capbench.testbed import host_sysctl
 from capbench.binaries import repo_dir
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, open_own,
                              read_bytes, read_text,
                              shown)
-from capbench.trial.measure import SCHEMA, TrialResult
+from capbench.records import (COUNTER_LIMIT, RecordError, conforms, control_text, field_types, numbers, short,
+                              to_json, type_text, upgrade)
+from capbench.trial.record import TrialResult, load_trial
 
 TRIALS_FILE = "trials.jsonl"
 RUN_FILE = "run.json"
@@ -130,17 +129,9 @@ class RunWriter:
         except OSError as e:
             raise UsageError(f"cannot create the results directory in {root}: {e.strerror}: "
                              f"choose another with --results DIR") from None
-        meta = {
-            "schema": SCHEMA,
-            **machine_info(),
-            "command": command if command is not None else sys.argv,
-            "settings": settings,
-            "started_at": utc_iso(),
-            "ended_at": None,
-            "status": "running",
-            "trials": 0,
-        }
-        return cls(path, meta)
+        record = RunRecord(**machine_info(), command=command if command is not None else sys.argv,
+                           settings=settings, started_at=utc_iso())
+        return cls(path, record.to_json())
 
     def _write_meta(self) -> None:
         tmp = self.path / f".{RUN_FILE}.tmp"
@@ -269,134 +260,14 @@ class TrialScan:
     skipped: list[SkippedLine]
 
 
-# --- what a trial record may hold -------------------------------------------------
-
-# The fields of a record, with their declared types: TrialResult is the one place.
-_TRIAL_TYPES = typing.get_type_hints(TrialResult)
-# The account's signed differences (accounting.py): counters that disagree show as a value below 0.
-SIGNED_FIELDS = frozenset({"unexplained", "link_drops"})
-# Fields whose numbers are not counts, rates or times, so may be below zero: the per-layer
-# account (loss_layers.py splits the link layer with a signed remainder) and the programs' raw summaries.
-UNSIGNED_EXEMPT = frozenset({"loss_layers", "raw"})
-COUNTER_LIMIT = 1 << 64  # the programs' counters are 64-bit: a larger number was never counted
-
-
-def conforms(value: Any, tp: Any) -> bool:
-    """Whether a JSON value can stand for a field of type `tp` (JSON has lists where the record has tuples)."""
-    if tp is Any:
-        return True
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (types.UnionType, typing.Union):
-        return any(conforms(value, a) for a in args)
-    if tp is type(None):
-        return value is None
-    if tp is bool:
-        return isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if tp is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if tp is str:
-        return isinstance(value, str)
-    if tp is tuple or origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            return False
-        if args and args[-1] is Ellipsis:
-            return all(conforms(v, args[0]) for v in value)
-        return not args or (len(args) == len(value) and all(conforms(v, a) for v, a in zip(value, args)))
-    if tp is dict or origin is dict:
-        if not isinstance(value, dict):
-            return False
-        return not args or all(conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items())
-    return True  # a type this check does not know: TrialResult's constructor judges
-
-
-def numbers(value: Any) -> Iterator[int | float]:
-    """Every number in a JSON value (true and false are not numbers here)."""
-    if isinstance(value, bool):
-        return
-    if isinstance(value, (int, float)):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from numbers(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from numbers(v)
-
-
-# A terminal's control characters (ESC, CR without LF, backspace, the C1 range): no text a run
-# writes holds one (tab and newline stand in error texts and campaign_toml), and printed from a
-# loaded file they would rewrite the screen or break the line.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-def control_text(value: Any) -> str | None:
-    """The first text (a string or a key) anywhere in a JSON value that holds a control
-    character, shown as JSON; None when there is none."""
-    if isinstance(value, str):
-        return short(value) if _CONTROL.search(value) else None
-    if isinstance(value, dict):
-        return next((t for k, v in value.items() for t in (control_text(k), control_text(v)) if t), None)
-    if isinstance(value, (list, tuple)):
-        return next((t for v in value if (t := control_text(v))), None)
-    return None
-
-
-def record_problem(record: dict[str, Any]) -> str | None:
-    """Why `record` cannot be a trial capbench measured (None: it can). Derived from TrialResult's
-    fields and types and from accounting.account: a wrong type, NaN or infinity, a number beyond
-    a 64-bit counter, a count, rate or time below zero, more frames received than sent, or an
-    account (lost, link_drops, unexplained, loss_pct) other than the one the counts give."""
-    for name, tp in _TRIAL_TYPES.items():
-        if name not in record:
-            continue
-        value = record[name]
-        if not conforms(value, tp):
-            return f"{name} is {short(value)}, not {_type_text(tp)}"
-        if name == "raw":
-            continue
-        for x in numbers(value):
-            if isinstance(x, float) and not math.isfinite(x):
-                return f"{name} holds {x!r}, not a number a counter or clock gives"
-            if abs(x) >= COUNTER_LIMIT:
-                return f"{name} holds {short(x)}, beyond any 64-bit counter"
-            if x < 0 and name not in SIGNED_FIELDS and name not in UNSIGNED_EXEMPT:
-                return f"{name} is {short(value)}: below zero"
-    text = control_text(record)
-    if text is not None:
-        return f"holds {text}, a text with a control character"
-    counts = {k: record.get(k, 0) for k in ("sent", "delivered", "backlog_drops", "socket_drops", "received",
-                                              "xsk_drops", "app_drops")}
-    if any(k not in record for k in ("sent", "delivered", "received")):
-        return None  # the constructor says which field is missing
-    if counts["received"] > counts["sent"]:
-        return f"received {counts['received']:,} is above sent {counts['sent']:,}"
-    acc = accounting.account(**counts)
-    for name in ("lost", "link_drops", "unexplained"):
-        if name in record and record[name] != getattr(acc, name):
-            return f"{name} is {short(record[name])}, but the counts give {getattr(acc, name):,}"
-    if "loss_pct" in record and not math.isclose(record["loss_pct"], acc.loss_pct, rel_tol=1e-9, abs_tol=1e-12):
-        return f"loss_pct is {record['loss_pct']!r}, but the counts give {acc.loss_pct!r}"
-    return None
-
-
-def short(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _type_text(tp: Any) -> str:
-    return tp.__name__ if isinstance(tp, type) else str(tp)
-
-
-def scan_trials(path: Path | str) -> TrialScan:
+def scan_trials(path: Path | str, defaults: dict[str, Any] | None = None) -> TrialScan:
     """Read a run directory's (or a file's) trials, skipping unreadable lines instead of failing.
 
     A run that crashed while writing leaves its last line cut short (no newline at the end):
     that line is "truncated"; a line that is no JSON object is "corrupt"; a record no trial
-    can have written is "invalid" (record_problem); records of another schema version are
-    "schema". The file itself must be a regular file (inputs.read_bytes).
+    can have written is "invalid" (trial.record.record_problem); records of a version this
+    capbench does not read are "schema". Each record is read by trial.record.load_trial, with
+    `defaults` for the fields it lacks. The file itself must be a regular file (inputs.read_bytes).
     """
     path = Path(path)
     if os.path.isdir(path):  # False for a path stat() refuses (too long, say): read_bytes says why
@@ -414,18 +285,11 @@ def scan_trials(path: Path | str) -> TrialScan:
         if not isinstance(record, dict):
             skipped.append(SkippedLine(n, bad, f"{path}:{n}: not a trial record"))
             continue
-        if record.get("schema") != SCHEMA:
-            skipped.append(SkippedLine(n, "schema", f"{path}:{n}: trial schema {short(record.get('schema'))}, "
-                                                    f"this capbench reads {SCHEMA}"))
-            continue
-        problem = record_problem(record)
-        if problem:
-            skipped.append(SkippedLine(n, "invalid", f"{path}:{n}: {problem}", problem))
-            continue
         try:
-            trials.append(TrialResult.from_record(record))
-        except RunError as e:
-            skipped.append(SkippedLine(n, bad, f"{path}:{n}: {e}"))
+            trials.append(load_trial(record, defaults))
+        except RecordError as e:
+            kind = bad if e.kind == "corrupt" else e.kind
+            skipped.append(SkippedLine(n, kind, f"{path}:{n}: {e.why}", e.why if kind == "invalid" else ""))
             continue
         records.append(record)
     return TrialScan(path, trials, records, skipped)
@@ -441,40 +305,92 @@ def read_trials(path: Path | str) -> list[TrialResult]:
 
 # --- run.json -----------------------------------------------------------------------
 
-# What run.json's fields hold (RunWriter.create writes them; machine_info the machine's): a
-# reader relies on these types, so a field of another type is left out (report) or refused (--resume).
-RUN_FIELD_TYPES: dict[str, Any] = {
-    "schema": int, "kernel": dict[str, str], "hostname": str, "cpu_model": str, "cores": int | None,
-    "capbench_version": str, "git_commit": str, "git_dirty": bool | None, "python": str,
-    "sysctls": dict, "command": list[str], "settings": dict, "started_at": str, "ended_at": str | None,
-    "status": str, "trials": int, "error": str, "resumed_at": list[str], "campaign_toml": str,
-    "testbed": dict, "placements": dict,
-}
+# run.json's versions (its `schema`), the way pyperf keeps its format's history:
+#   1 - (capbench 0.1) the first run.json. Fields written once known (error, resumed_at, ...)
+#       are absent before; a run.json without `schema` is read as version 1.
+# A change to a field's meaning or type makes version 2: RUN_SCHEMA goes up and _RUN_UPGRADES
+# gets the step from 1's shape to 2's, so load_run_meta stays the one place that knows older shapes.
+RUN_SCHEMA = 1
+_RUN_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+_LATER = {"later": True}  # a field written once known: absent from run.json until then
 
 
-def _run_field_ok(value: Any, tp: Any) -> bool:
-    if typing.get_origin(tp) is list:
-        return isinstance(value, list) and all(conforms(v, typing.get_args(tp)[0]) for v in value)
-    return conforms(value, tp)
+def _later() -> Any:
+    return field(default=None, metadata=_LATER)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """run.json: the machine (machine_info), the command and settings, the start and end, and
+    what the run learnt as it went. Each field once, with its type: a reader relies on these
+    types, so a field of another type is left out (report) or refused (--resume)."""
+
+    kernel: dict[str, str]
+    hostname: str
+    cpu_model: str
+    cores: int | None
+    capbench_version: str
+    git_commit: str
+    git_dirty: bool | None
+    python: str
+    sysctls: dict
+    command: list[str]
+    settings: dict
+    started_at: str
+    ended_at: str | None = None
+    status: str = "running"  # running | complete | interrupted | refused | failed
+    trials: int = 0
+    schema: int = RUN_SCHEMA
+    # Written once known (the runner writes them into RunWriter.meta):
+    error: str = _later()  # why a refused or failed run ended
+    resumed_at: list[str] = _later()  # each --resume
+    campaign_toml: str = _later()  # the campaign file a run of --campaign started with
+    testbed: dict = _later()  # the test bed (testbed.Testbed)
+    placements: dict = _later()  # each placement's CPUs (runner.step_placement)
+    system: dict = _later()  # hygiene.snapshot and what --tune set
+    notes: list[str] = _later()
+    warnings: list[str] = _later()  # hygiene.noisy
+
+    def to_json(self) -> dict[str, Any]:
+        """run.json's object: the version first; a field written once known only when it is."""
+        later = {f.name for f in dataclasses.fields(self) if f.metadata.get("later")}
+        return {k: v for k, v in to_json(self).items() if not (k in later and v is None)}
 
 
 def check_run(meta: Any, path: Path | str) -> tuple[dict[str, Any], list[str]]:
-    """(run.json's fields of the types RUN_FIELD_TYPES gives, what was wrong: one text per field left out)."""
+    """(run.json's fields of the types RunRecord declares, what was wrong: one text per field left out).
+    A field RunRecord does not declare (a newer writer's) is kept when its numbers are finite."""
     where = Path(path) / RUN_FILE
     if not isinstance(meta, dict):
         return {}, [f"{where} is not a JSON object"]
+    types_ = field_types(RunRecord)
     good, wrong = {}, []
     for key, value in meta.items():
-        tp = RUN_FIELD_TYPES.get(key)
+        tp = types_.get(key)
         bad_number = any(isinstance(x, float) and not math.isfinite(x) for x in numbers(value))
         text = control_text([key, value])
-        if (tp is not None and not _run_field_ok(value, tp)) or bad_number:
-            wrong.append(f"{where}: {key} is {short(value)}, not {_type_text(tp) if tp is not None else 'a finite number'}")
-        elif text is not None:
+        if text is not None:  # first: the line below shows the key as it is
             wrong.append(f"{where}: {short(key)} holds {text}, a text with a control character")
+        elif (tp is not None and not conforms(value, tp)) or bad_number:
+            wrong.append(f"{where}: {key} is {short(value)}, not {type_text(tp) if tp is not None else 'a finite number'}")
         else:
             good[key] = value
     return good, wrong
+
+
+def load_run_meta(raw: Any, path: Path | str) -> tuple[dict[str, Any], list[str]]:
+    """run.json of any version this capbench reads, in today's shape: the one reader of run.json
+    (check_run's fields and what was wrong). A version it does not read is one UsageError."""
+    if isinstance(raw, dict) and "schema" in raw:
+        try:
+            raw = upgrade(raw, current=RUN_SCHEMA, steps=_RUN_UPGRADES, what="run.json")
+        except RecordError:
+            version = raw.get("capbench_version", "?")
+            raise UsageError(
+                f"{path} holds results of schema {short(raw['schema'])} (capbench "
+                f"{version if isinstance(version, str) else short(version)}); this capbench {__version__} reads "
+                f"schema {RUN_SCHEMA}: read them with the capbench that wrote them") from None
+    return check_run(raw, path)
 
 
 def read_run_raw(path: Path | str, *, missing_ok: bool = False) -> Any:
@@ -493,13 +409,13 @@ def read_run_raw(path: Path | str, *, missing_ok: bool = False) -> Any:
 
 
 def read_run(path: Path | str) -> dict[str, Any]:
-    """run.json of a run directory, every field of its declared type (RUN_FIELD_TYPES); one
+    """run.json of a run directory, every field of its declared type (RunRecord); one
     UsageError otherwise (a run must not be continued from metadata it cannot trust)."""
     path = Path(path)
     if not check_dir(path, what="results directory"):
         raise UsageError(f"cannot read {shown(path / RUN_FILE)}: no such directory: give a results directory of "
                          f"`capbench run`")
-    meta, wrong = check_run(read_run_raw(path), path)
+    meta, wrong = load_run_meta(read_run_raw(path), path)
     if wrong:
         raise UsageError(wrong[0])
     return meta

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capbench import __version__
+from capbench.campaign.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, load_run_meta,
+                                       read_outcomes, read_run_raw, scan_trials)
 from capbench.errors import CapbenchError, UsageError
 from capbench.inputs import check_dir, shown
-from capbench.campaign.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, SkippedLine, check_run, read_outcomes,
-                              read_run_raw, scan_trials, short)
-from capbench.trial.measure import SCHEMA, TrialResult
+from capbench.trial.record import TrialResult
 
 
 @dataclass(frozen=True)
@@ -97,13 +96,7 @@ def _read_meta(path: Path, notes: list[str]) -> dict[str, Any]:
     if not isinstance(raw, dict):
         notes.append(f"{RUN_FILE} is not a JSON object: the machine and settings are unknown.")
         return {}
-    schema = raw.get("schema", SCHEMA)
-    if schema != SCHEMA:
-        version = raw.get("capbench_version", "?")
-        raise UsageError(
-            f"{path} holds results of schema {short(schema)} (capbench {version if isinstance(version, str) else short(version)}); "
-            f"this capbench {__version__} reads schema {SCHEMA}: report them with the capbench that wrote them")
-    meta, wrong = check_run(raw, path)
+    meta, wrong = load_run_meta(raw, path)
     for text in wrong:
         notes.append(f"{text}: left out of the report.")
     return meta
@@ -134,7 +127,8 @@ def load_run(path: Path | str) -> RunData:
         raise UsageError(f"{path} holds {what}: give a results directory of `capbench run` (results/<UTC time>/)")
     notes: list[str] = []
     meta = _read_meta(path, notes)
-    scan = scan_trials(path)
+    # A record written before trials carried their method was run by the run's method.
+    scan = scan_trials(path, defaults={"method": str((meta.get("settings") or {}).get("method") or "iperf")})
     if not scan.trials:
         if scan.skipped and all(s.kind == "schema" for s in scan.skipped):
             raise UsageError(f"{scan.skipped[0].message}: report these results with the capbench that wrote them")
@@ -144,7 +138,6 @@ def load_run(path: Path | str) -> RunData:
                          f"before its first trial finished")
     if scan.skipped:
         notes.insert(0, _skipped_note(scan.skipped))
-    default_method = str((meta.get("settings") or {}).get("method") or "iperf")
-    trials = [Trial(r, rec, str(rec.get("method") or default_method)) for r, rec in zip(scan.trials, scan.records)]
+    trials = [Trial(r, rec, r.method) for r, rec in zip(scan.trials, scan.records)]
     return RunData(path=path, meta=meta, trials=trials, skipped=scan.skipped, notes=notes,
                    outcomes=_read_outcomes(path, notes))

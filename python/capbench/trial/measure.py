@@ -19,7 +19,8 @@ A trial:
  6. wait `settle_s` for the rings and backlog queues to drain, snapshot softnet_stat
     and the interfaces' drop counters;
  7. SIGTERM the counter and xdpcount, read their summaries;
- 8. account for every packet (accounting.account) and return a frozen TrialResult.
+ 8. account for every packet (accounting.account) and return a frozen TrialResult
+    (its record and loader: capbench.trial.record).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from capbench.trial import accounting
@@ -43,8 +44,8 @@ from capbench.options import option_value
 from capbench.testbed.procs import ChildError, ChildSet
 from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
 from capbench.testbed.veth_pair import Testbed, others_in_use, veth_queues
+from capbench.trial.record import TrialResult
 
-SCHEMA = 1
 STOP_TIMEOUT_S = 10.0  # how long a trial's programs have to stop after SIGTERM
 # A trial whose generator sent less than this share of the offered rate did not
 # offer the load it names: its loss figures are not a capture result at that load.
@@ -100,156 +101,9 @@ class TrialSetup:
         return self.size_profile or str(self.frame_len)
 
 
-@dataclass(frozen=True)
-class TrialResult:
-    """One trial record: a line of trials.jsonl. Counts are packets; names carry their units."""
-
-    started_at: str  # UTC, ISO 8601
-    backend: str
-    frame_len: int
-    link_bps: float
-    rate: str  # the load as given to the generator (`100%`, `800000pps`, `max`)
-    offered_pps: float | None  # None for an unpaced (`max`) trial
-    gen_engine: str
-    app_load: str | None
-    requested_duration_s: float
-    duration_s: float  # the generator's sending time (first to last departure)
-    sent: int
-    achieved_pps: float
-    delivered: int
-    link_drops: int
-    backlog_drops: int
-    socket_drops: int
-    received: int
-    lost: int
-    loss_pct: float
-    unexplained: int
-    # The counter's own view from the stamps; None where it read none (--app-load none):
-    duplicates: int | None
-    reordered: int | None
-    foreign: int | None
-    seq_lost: int | None  # sequence numbers missing below the highest seen
-    rx_pps: float  # received / duration_s: the seed's iperf-like throughput
-    rx_gbps: float  # rx_pps on the wire, with 20 B preamble+gap per frame (rx_gbps_from says whose lengths)
-    app_cpu_pct: float  # counter's user+system time, % of one CPU over the load window
-    kernel_cpu_pct: float  # softirq+irq time of the kernel receive CPU over the load window
-    window_s: float
-    gen_cpu: int | None
-    cap_cpu: int | None
-    kernel_rx_cpu: int | None
-    gen_late: int = 0  # frames that left more than one gap after their scheduled time
-    gen_max_lag_ns: int = 0  # the largest such delay
-    # The generator sent < OFFERED_MIN_SHARE of the offered load: it did not hold the target.
-    invalid_offered_load: bool = False
-    # The frames the generator owed at its largest lag (gen_max_lag_ns x offered_pps);
-    # schedule_slipped when that was more than it may send faster than the link (its summary's
-    # catch_up): it then caught up at the wire rate, or not at all at 100 %.
-    catchup_burst_frames: int = 0
-    schedule_slipped: bool = False
-    xsk_drops: int = 0  # AF_XDP ring drops (XDP_STATISTICS rx_dropped + rx_ring_full); afxdp only
-    # Frames the socket queued that the counter never read: kernel packets − kernel drops − frames
-    # read (raw, afp-v2, afp-v3, fanout; 0 for the others). A stage of the account, like the drops above.
-    app_drops: int = 0
-    # The interfaces' own drop counters over the trial (`ip -s link`: rx_dropped of the capture
-    # interface, tx_dropped of the generator's); None where they were not read (older records).
-    # They split the link layer (loss_layers), they are no stage of their own: on a veth they also
-    # count frames of the backlog and AF_XDP layers.
-    iface_rx_dropped: int | None = None
-    gen_tx_dropped: int | None = None
-    # Frames the capture veth's receive ring had no room for: the sender's `ethtool -S`
-    # tx_queue_N_xdp_xmit_errors over the trial (the NIC ring's overflow); None where not read.
-    ring_drops: int | None = None
-    # softnet_stat's backlog drops on the receive CPU over the trial: host-wide, every test bed's
-    # and every device's; a cross-check of backlog_drops, never charged to the trial when the
-    # capture interface's own counter was read. None where not read.
-    host_softnet_drops: int | None = None
-    # The test bed's receive model (rxmode.RX_MODES; records without it are "rps"), the NAPI
-    # thread's scheduling ("other", "fifo:N"; "" in rps mode) and the CPUs it ran on.
-    rx_mode: str = "rps"
-    napi_sched: str = ""
-    napi_cpus_seen: tuple[int, ...] = ()
-    size: str = ""  # capbench-gen --size: the frame length, or a profile such as imix:seed
-    mean_frame_len: float = 0.0  # of the frames sent; frame_len is its rounding for a profile
-    method: str = "iperf"  # the method that ran the trial (methods/dispatch.py)
-    purpose: str = ""  # why it ran: "constant load", "search", "verify", "phase 2/3", "step 4/26", "burst"
-    step: str = ""  # the campaign step it belongs to (campaign.Step.key)
-    repeat: int = 1  # which repetition of its step
-    # With several capture processes (procs > 1) the fields above are those of the one that
-    # received least (app_cpu_pct: of all together); each one's figures are in these lists.
-    procs: int = 1
-    proc_cpus: tuple[int | None, ...] = ()
-    proc_received: tuple[int, ...] = ()
-    proc_socket_drops: tuple[int, ...] = ()
-    proc_app_cpu_pct: tuple[float, ...] = ()
-    # From the counter's summary (docs/programs.md): one-way latency from the TX stamp and
-    # inter-arrival time of capbench frames, {"min_ns", "p50_ns", "p90_ns", "p99_ns",
-    # "p99.9_ns", "max_ns"}; which clock timed the receipt ("kernel", "read"); and with
-    # groups, the frames received of each group.
-    latency: dict[str, int] = field(default_factory=dict)
-    iat: dict[str, int] = field(default_factory=dict)
-    rx_clock: str = ""
-    group_size: int = 0
-    group_received: tuple[int, ...] = ()
-    ring_bytes: int = 0  # the kernel buffer asked for (--ring); 0 = the backend's default
-    backend_args: str = ""  # the backend's own options from --backend-args, as given
-    cap_cpus_seen: tuple[int, ...] = ()  # CPUs the counter's read loops last ran on (end of the load)
-    worker_cpus: tuple[int, ...] = ()  # fanout: the CPUs its workers were pinned to, in worker order
-    # The frame lengths behind rx_gbps: "frame length" (one size), "received" (the counter's
-    # histogram of the frames it received, for a mix), "sent mix" (no histogram: the counter
-    # read no stamps, so the received frames are taken to have the mix sent).
-    rx_gbps_from: str = "frame length"
-    # Other capbench test beds in use during the trial: softnet_stat and /proc/stat count
-    # per CPU for the whole host, so their traffic on the same CPUs is in this trial's figures.
-    other_testbeds: tuple[str, ...] = ()
-    # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
-    # and what the counters' disagreements say.
-    loss_layers: tuple = ()
-    loss_remarks: tuple[str, ...] = ()
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
-    schema: int = SCHEMA
-
-    @property
-    def size_label(self) -> str:
-        """The frame length, or the profile of a mixed-length trial."""
-        return self.size if self.size and not self.size.isdigit() else str(self.frame_len)
-
-    def to_record(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        return {"schema": d.pop("schema"), **d}
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> TrialResult:
-        """Read a record back; unknown keys (from newer versions) are ignored."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        # JSON has no tuples: the per-process lists come back as lists.
-        tuples = {f.name for f in dataclasses.fields(cls) if str(f.type).startswith("tuple")}
-        for f in dataclasses.fields(cls):
-            if f.name in record and not _fits(record[f.name], str(f.type)):
-                raise RunError(f"not a capbench trial record: {f.name} is {record[f.name]!r}, not {f.type}")
-        try:
-            return cls(**{k: _tuples(v) if k in tuples else v for k, v in record.items() if k in names})
-        except TypeError as e:
-            raise RunError(f"not a capbench trial record: {e}") from None
-
-
 def catchup_burst(max_lag_ns: int, offered_pps: float | None) -> int:
     """The frames a generator `max_lag_ns` behind its schedule owed, and sent in a burst to catch up."""
     return int(max_lag_ns * offered_pps / 1e9) if offered_pps else 0
-
-
-def _fits(value: Any, annotation: str) -> bool:
-    """Whether a JSON value fits a field's simple annotation (int, float, str, bool, X | None);
-    other annotations (tuples, dicts) are not checked here."""
-    kinds = [k.strip() for k in annotation.split("|")]
-    if value is None:
-        return "None" in kinds
-    checks = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-              "str": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool)}
-    known = [checks[k] for k in kinds if k in checks]
-    if len(known) < len([k for k in kinds if k != "None"]):
-        return True  # a kind this check does not know: let the constructor judge
-    return any(c(value) for c in known)
 
 
 def received_wire_bytes(lengths: dict | None, received: int) -> float | None:
@@ -393,11 +247,6 @@ def read_ring_drops(netns_name: str | None, iface: str) -> int | None:
 
 def _delta(before: tuple[int, int] | None, after: tuple[int, int] | None, i: int) -> int | None:
     return None if before is None or after is None else after[i] - before[i]
-
-
-def _tuples(v: Any) -> Any:
-    """JSON lists back into (nested) tuples."""
-    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
 
 def _percentiles(h: dict | None) -> dict[str, int]:

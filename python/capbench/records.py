@@ -1,0 +1,187 @@
+"""Records that go to disk: frozen dataclasses written as JSON, each with a schema version, and
+one loader per record kind that reads every version capbench wrote.
+
+pyperf keeps its JSON format the same way: a version in the file, the history of the versions
+beside the constant, and a loader that turns each older shape into today's, or refuses a version
+it does not know in one line. Here a record class declares each field once (name, type, default)
+and the rest is derived from that declaration:
+
+- the JSON a record is written as (`to_json`: its version first, tuples as lists);
+- the check of a loaded value (`type_problem`: a value of another type is one line naming the
+  field);
+- the record read back (`from_json`: lists back into tuples, keys of newer writers left out, and
+  a field the record lacks takes its default: a field added within a version gets the default
+  that says what records written before it measured);
+- the version a loader reads (`upgrade`: an older version through its step to the next, a newer
+  one or a value that is no version refused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import re
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from capbench.errors import RunError
+
+
+class RecordError(RunError):
+    """A JSON value that holds no record of its kind, and why (one line). `kind`: "schema" (a
+    version this capbench does not read), "invalid" (a value no capbench wrote), "corrupt"
+    (a record without a field every version has)."""
+
+    def __init__(self, kind: str, why: str):
+        super().__init__(why)
+        self.kind = kind
+        self.why = why
+
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """{field name: its declared type} of a record class, in declaration order."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def conforms(value: Any, tp: Any) -> bool:
+    """Whether a JSON value can stand for a field of type `tp` (JSON has lists where the record has tuples)."""
+    if tp is Any:
+        return True
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        return any(conforms(value, a) for a in args)
+    if tp is type(None):
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    if tp in (tuple, list) or origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            return False
+        if origin is list or (args and args[-1] is Ellipsis):
+            return not args or all(conforms(v, args[0]) for v in value)
+        return not args or (len(args) == len(value) and all(conforms(v, a) for v, a in zip(value, args)))
+    if tp is dict or origin is dict:
+        if not isinstance(value, dict):
+            return False
+        return not args or all(conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items())
+    return True  # a type this check does not know: the record's constructor judges
+
+
+def type_text(tp: Any) -> str:
+    return tp.__name__ if isinstance(tp, type) else str(tp)
+
+
+def short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def type_problem(name: str, value: Any, tp: Any) -> str | None:
+    """`name is VALUE, not TYPE` when a JSON value cannot stand for a field of type `tp`."""
+    return None if conforms(value, tp) else f"{name} is {short(value)}, not {type_text(tp)}"
+
+
+def numbers(value: Any) -> Iterator[int | float]:
+    """Every number in a JSON value (true and false are not numbers here)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from numbers(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from numbers(v)
+
+
+COUNTER_LIMIT = 1 << 64  # the programs' counters are 64-bit: a larger number was never counted
+
+
+def number_problem(name: str, value: Any, *, signed: bool = False) -> str | None:
+    """Why the numbers in a field's JSON value are none a counter or clock gives: NaN or infinity,
+    beyond a 64-bit counter, or (unless `signed`) below zero; None when they all can be."""
+    for x in numbers(value):
+        if isinstance(x, float) and not math.isfinite(x):
+            return f"{name} holds {x!r}, not a number a counter or clock gives"
+        if abs(x) >= COUNTER_LIMIT:
+            return f"{name} holds {short(x)}, beyond any 64-bit counter"
+        if x < 0 and not signed:
+            return f"{name} is {short(value)}: below zero"
+    return None
+
+
+# A terminal's control characters (ESC, CR without LF, backspace, the C1 range): no text a run
+# writes holds one (tab and newline stand in error texts and campaign_toml), and printed from a
+# loaded file they would rewrite the screen or break the line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def control_text(value: Any) -> str | None:
+    """The first text (a string or a key) anywhere in a JSON value that holds a control
+    character, shown as JSON; None when there is none."""
+    if isinstance(value, str):
+        return short(value) if _CONTROL.search(value) else None
+    if isinstance(value, dict):
+        return next((t for k, v in value.items() for t in (control_text(k), control_text(v)) if t), None)
+    if isinstance(value, (list, tuple)):
+        return next((t for v in value if (t := control_text(v))), None)
+    return None
+
+
+def to_json(record: Any, version_key: str = "schema") -> dict[str, Any]:
+    """A record as the JSON object it is written as: its version first, then its fields in order."""
+    d = dataclasses.asdict(record)
+    return {version_key: d.pop(version_key), **d}
+
+
+def _tuples(v: Any) -> Any:
+    """JSON lists back into (nested) tuples."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def _is_tuple(tp: Any) -> bool:
+    if typing.get_origin(tp) in (types.UnionType, typing.Union):
+        return any(_is_tuple(a) for a in typing.get_args(tp))
+    return tp is tuple or typing.get_origin(tp) is tuple
+
+
+def from_json(cls: type, record: Mapping[str, Any], what: str) -> Any:
+    """A record of `cls` from its JSON object (of this version's shape): keys it does not declare
+    (a newer writer's) are left out, a declared field the object lacks takes its default;
+    RecordError ("corrupt") when a field without a default is missing."""
+    fields = field_types(cls)
+    try:
+        return cls(**{k: _tuples(v) if _is_tuple(fields[k]) else v for k, v in record.items() if k in fields})
+    except TypeError as e:
+        raise RecordError("corrupt", f"not a capbench {what}: {e}") from None
+
+
+def upgrade(record: dict[str, Any], *, current: int, steps: Mapping[int, Callable[[dict], dict]], what: str,
+            version_key: str = "schema") -> dict[str, Any]:
+    """`record` in the shape of version `current`: an older version taken through `steps`
+    (version N -> a function from N's shape to N+1's), this version as it is. A newer version, a
+    version older than the oldest step, or a value that is no version is one RecordError ("schema")."""
+    version = record.get(version_key)
+    oldest = min(steps, default=current)
+    if isinstance(version, bool) or not isinstance(version, int) or not oldest <= version <= current:
+        readable = f"{oldest} to {current}" if oldest < current else f"{current}"
+        newer = " (a newer capbench's)" if isinstance(version, int) and not isinstance(version, bool) \
+            and version > current else ""
+        raise RecordError("schema", f"{what} schema {short(version)}{newer}, this capbench reads {readable}")
+    while version < current:
+        record = steps[version](record) | {version_key: version + 1}
+        version += 1
+    return record

@@ -1,0 +1,210 @@
+"""The trial record: one line of trials.jsonl, what a trial measured (capbench.trial.measure runs it).
+
+Its versions (the `schema` field of each line), the way pyperf keeps its format's history:
+
+  1 - (capbench 0.1) the first record. Fields were added within version 1, each with a default
+      that says what a record written before it measured (no AF_XDP drops, one process, rx mode
+      rps, the method iperf ...): a record that lacks one is read with that default (or with the
+      run's own value, for the method: load_trial's `defaults`).
+
+A change to a field's meaning or type makes version 2: TRIAL_SCHEMA goes up, and _UPGRADES gets
+the step from version 1's shape to 2's, so that load_trial stays the one place that knows the
+older shapes and every reader sees today's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from capbench.records import (RecordError, control_text, field_types, from_json, number_problem, short, to_json,
+                              type_problem, upgrade)
+from capbench.trial import accounting
+
+TRIAL_SCHEMA = 1
+# Version N -> the function from a record of version N to one of N+1 (none yet: see above).
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One trial record: a line of trials.jsonl. Counts are packets; names carry their units."""
+
+    started_at: str  # UTC, ISO 8601
+    backend: str
+    frame_len: int
+    link_bps: float
+    rate: str  # the load as given to the generator (`100%`, `800000pps`, `max`)
+    offered_pps: float | None  # None for an unpaced (`max`) trial
+    gen_engine: str
+    app_load: str | None
+    requested_duration_s: float
+    duration_s: float  # the generator's sending time (first to last departure)
+    sent: int
+    achieved_pps: float
+    delivered: int
+    link_drops: int
+    backlog_drops: int
+    socket_drops: int
+    received: int
+    lost: int
+    loss_pct: float
+    unexplained: int
+    # The counter's own view from the stamps; None where it read none (--app-load none):
+    duplicates: int | None
+    reordered: int | None
+    foreign: int | None
+    seq_lost: int | None  # sequence numbers missing below the highest seen
+    rx_pps: float  # received / duration_s: the seed's iperf-like throughput
+    rx_gbps: float  # rx_pps on the wire, with 20 B preamble+gap per frame (rx_gbps_from says whose lengths)
+    app_cpu_pct: float  # counter's user+system time, % of one CPU over the load window
+    kernel_cpu_pct: float  # softirq+irq time of the kernel receive CPU over the load window
+    window_s: float
+    gen_cpu: int | None
+    cap_cpu: int | None
+    kernel_rx_cpu: int | None
+    gen_late: int = 0  # frames that left more than one gap after their scheduled time
+    gen_max_lag_ns: int = 0  # the largest such delay
+    # The generator sent < OFFERED_MIN_SHARE of the offered load: it did not hold the target.
+    invalid_offered_load: bool = False
+    # The frames the generator owed at its largest lag (gen_max_lag_ns x offered_pps);
+    # schedule_slipped when that was more than it may send faster than the link (its summary's
+    # catch_up): it then caught up at the wire rate, or not at all at 100 %.
+    catchup_burst_frames: int = 0
+    schedule_slipped: bool = False
+    xsk_drops: int = 0  # AF_XDP ring drops (XDP_STATISTICS rx_dropped + rx_ring_full); afxdp only
+    # Frames the socket queued that the counter never read: kernel packets − kernel drops − frames
+    # read (raw, afp-v2, afp-v3, fanout; 0 for the others). A stage of the account, like the drops above.
+    app_drops: int = 0
+    # The interfaces' own drop counters over the trial (`ip -s link`: rx_dropped of the capture
+    # interface, tx_dropped of the generator's); None where they were not read (older records).
+    # They split the link layer (loss_layers), they are no stage of their own: on a veth they also
+    # count frames of the backlog and AF_XDP layers.
+    iface_rx_dropped: int | None = None
+    gen_tx_dropped: int | None = None
+    # Frames the capture veth's receive ring had no room for: the sender's `ethtool -S`
+    # tx_queue_N_xdp_xmit_errors over the trial (the NIC ring's overflow); None where not read.
+    ring_drops: int | None = None
+    # softnet_stat's backlog drops on the receive CPU over the trial: host-wide, every test bed's
+    # and every device's; a cross-check of backlog_drops, never charged to the trial when the
+    # capture interface's own counter was read. None where not read.
+    host_softnet_drops: int | None = None
+    # The test bed's receive model (rxmode.RX_MODES; records without it are "rps"), the NAPI
+    # thread's scheduling ("other", "fifo:N"; "" in rps mode) and the CPUs it ran on.
+    rx_mode: str = "rps"
+    napi_sched: str = ""
+    napi_cpus_seen: tuple[int, ...] = ()
+    size: str = ""  # capbench-gen --size: the frame length, or a profile such as imix:seed
+    mean_frame_len: float = 0.0  # of the frames sent; frame_len is its rounding for a profile
+    method: str = "iperf"  # the method that ran the trial (methods/dispatch.py)
+    purpose: str = ""  # why it ran: "constant load", "search", "verify", "phase 2/3", "step 4/26", "burst"
+    step: str = ""  # the campaign step it belongs to (campaign.Step.key)
+    repeat: int = 1  # which repetition of its step
+    # With several capture processes (procs > 1) the fields above are those of the one that
+    # received least (app_cpu_pct: of all together); each one's figures are in these lists.
+    procs: int = 1
+    proc_cpus: tuple[int | None, ...] = ()
+    proc_received: tuple[int, ...] = ()
+    proc_socket_drops: tuple[int, ...] = ()
+    proc_app_cpu_pct: tuple[float, ...] = ()
+    # From the counter's summary (docs/programs.md): one-way latency from the TX stamp and
+    # inter-arrival time of capbench frames, {"min_ns", "p50_ns", "p90_ns", "p99_ns",
+    # "p99.9_ns", "max_ns"}; which clock timed the receipt ("kernel", "read"); and with
+    # groups, the frames received of each group.
+    latency: dict[str, int] = field(default_factory=dict)
+    iat: dict[str, int] = field(default_factory=dict)
+    rx_clock: str = ""
+    group_size: int = 0
+    group_received: tuple[int, ...] = ()
+    ring_bytes: int = 0  # the kernel buffer asked for (--ring); 0 = the backend's default
+    backend_args: str = ""  # the backend's own options from --backend-args, as given
+    cap_cpus_seen: tuple[int, ...] = ()  # CPUs the counter's read loops last ran on (end of the load)
+    worker_cpus: tuple[int, ...] = ()  # fanout: the CPUs its workers were pinned to, in worker order
+    # The frame lengths behind rx_gbps: "frame length" (one size), "received" (the counter's
+    # histogram of the frames it received, for a mix), "sent mix" (no histogram: the counter
+    # read no stamps, so the received frames are taken to have the mix sent).
+    rx_gbps_from: str = "frame length"
+    # Other capbench test beds in use during the trial: softnet_stat and /proc/stat count
+    # per CPU for the whole host, so their traffic on the same CPUs is in this trial's figures.
+    other_testbeds: tuple[str, ...] = ()
+    # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
+    # and what the counters' disagreements say.
+    loss_layers: tuple = ()
+    loss_remarks: tuple[str, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
+    schema: int = TRIAL_SCHEMA
+
+    @property
+    def size_label(self) -> str:
+        """The frame length, or the profile of a mixed-length trial."""
+        return self.size if self.size and not self.size.isdigit() else str(self.frame_len)
+
+    def to_record(self) -> dict[str, Any]:
+        """The record as a line of trials.jsonl holds it (JSON: tuples as lists)."""
+        return to_json(self)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> TrialResult:
+        """A record read back (load_trial); RecordError saying why when it holds no trial."""
+        return load_trial(record)
+
+
+# The account's signed differences (accounting.py): counters that disagree show as a value below 0.
+SIGNED_FIELDS = frozenset({"unexplained", "link_drops"})
+# Fields whose numbers are not counts, rates or times, so may be below zero: the per-layer
+# account (loss_layers.py splits the link layer with a signed remainder) and the programs' raw summaries.
+UNSIGNED_EXEMPT = frozenset({"loss_layers", "raw"})
+# The account's inputs (accounting.account's parameters, absent ones 0) and what it derives from them.
+_ACCOUNT_INPUTS = tuple(inspect.signature(accounting.account).parameters)
+_ACCOUNT_DERIVED = tuple(f.name for f in dataclasses.fields(accounting.LossAccount) if f.name not in _ACCOUNT_INPUTS)
+
+
+def record_problem(record: Mapping[str, Any]) -> str | None:
+    """Why `record` cannot be a trial capbench measured (None: it can). Derived from TrialResult's
+    fields and types and from accounting.account: a wrong type, NaN or infinity, a number beyond
+    a 64-bit counter, a count, rate or time below zero, more frames received than sent, or an
+    account (lost, link_drops, unexplained, loss_pct) other than the one the counts give."""
+    for name, tp in field_types(TrialResult).items():
+        if name not in record:
+            continue
+        value = record[name]
+        problem = type_problem(name, value, tp) or (
+            None if name == "raw" else number_problem(name, value, signed=name in SIGNED_FIELDS | UNSIGNED_EXEMPT))
+        if problem:
+            return problem
+    text = control_text(dict(record))
+    if text is not None:
+        return f"holds {text}, a text with a control character"
+    if any(k not in record for k in ("sent", "delivered", "received")):
+        return None  # the constructor says which field is missing
+    counts = {k: record.get(k, 0) for k in _ACCOUNT_INPUTS}
+    if counts["received"] > counts["sent"]:
+        return f"received {counts['received']:,} is above sent {counts['sent']:,}"
+    acc = accounting.account(**counts)
+    for name in _ACCOUNT_DERIVED:
+        if name not in record:
+            continue
+        want = getattr(acc, name)
+        if isinstance(want, float):
+            if not math.isclose(record[name], want, rel_tol=1e-9, abs_tol=1e-12):
+                return f"{name} is {record[name]!r}, but the counts give {want!r}"
+        elif record[name] != want:
+            return f"{name} is {short(record[name])}, but the counts give {want:,}"
+    return None
+
+
+def load_trial(record: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> TrialResult:
+    """The trial a record of any version holds, in today's shape: the one reader of trials.jsonl
+    lines. A field the record lacks takes `defaults`' value when given there (what the run says:
+    the method of run.json's settings), else TrialResult's default. One RecordError otherwise:
+    "schema" (a version this capbench does not read), "invalid" (record_problem), "corrupt" (a
+    field every version has is missing)."""
+    record = upgrade(dict(record), current=TRIAL_SCHEMA, steps=_UPGRADES, what="trial")
+    problem = record_problem(record)
+    if problem:
+        raise RecordError("invalid", problem)
+    return from_json(TrialResult, {**(defaults or {}), **record}, "trial record")
