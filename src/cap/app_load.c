@@ -7,43 +7,72 @@
 
 #include "util.h"
 
+/* The --app-load grammar: parsed with this table, and described from it
+ * (capbench-cap --describe). A form with a parameter is NAME:PARAM. */
+const struct app_load_form app_load_forms[] = {
+	{ "touch", APP_LOAD_TOUCH, NULL, 0, 0, "read the stamp and track the sequence numbers" },
+	{ "none", APP_LOAD_NONE, NULL, 0, 0, "count frames only, no stamp check" },
+	{ "copy", APP_LOAD_COPY, NULL, 0, 0, "copy each packet once" },
+	{ "zlib", APP_LOAD_ZLIB, "N", 0, 9,
+	  "copy and compress each packet with zlib level N, the seeds' packzip" },
+	{ "spin", APP_LOAD_SPIN, "NS", 1, 1000000000, "NS ns of CPU per packet" },
+	{ NULL, 0, NULL, 0, 0, NULL },
+};
+
 int app_load_parse(const char *s, struct app_load *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!strcmp(s, "touch")) {
-		out->kind = APP_LOAD_TOUCH;
-	} else if (!strcmp(s, "none")) {
-		out->kind = APP_LOAD_NONE;
-	} else if (!strcmp(s, "copy")) {
-		out->kind = APP_LOAD_COPY;
-	} else if (!strncmp(s, "zlib:", 5)) {
-		uint64_t level;
+	for (const struct app_load_form *f = app_load_forms; f->name; f++) {
+		size_t n = strlen(f->name);
+		uint64_t v;
 
-		out->kind = APP_LOAD_ZLIB;
-		if (cb_parse_u64(s + 5, &level) || level > 9)
+		if (strncmp(s, f->name, n) || (f->param ? s[n] != ':' : s[n] != 0))
+			continue;
+		out->kind = f->kind;
+		if (!f->param)
+			return 0;
+		if (cb_parse_u64(s + n + 1, &v) || v < f->min || v > f->max)
 			return -EINVAL;
-		out->zlib_level = (int)level;
-	} else if (!strncmp(s, "spin:", 5)) {
-		out->kind = APP_LOAD_SPIN;
-		if (cb_parse_u64(s + 5, &out->spin_ns) || out->spin_ns == 0 ||
-		    out->spin_ns > 1000000000ull)
-			return -EINVAL;
-	} else {
-		return -EINVAL;
+		if (f->kind == APP_LOAD_ZLIB)
+			out->zlib_level = (int)v;
+		else
+			out->spin_ns = v;
+		return 0;
 	}
-	return 0;
+	return -EINVAL;
+}
+
+void app_load_grammar(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (app_load_forms[n].name)
+		n++;
+	buf[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct app_load_form *f = &app_load_forms[i];
+		size_t at = strlen(buf);
+
+		snprintf(buf + at, len - at, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ", f->name);
+		at = strlen(buf);
+		if (f->param)
+			snprintf(buf + at, len - at, ":%s (%s from %llu to %llu)", f->param, f->param,
+				 (unsigned long long)f->min, (unsigned long long)f->max);
+	}
 }
 
 void app_load_format(const struct app_load *l, char *buf, unsigned long len)
 {
-	static const char *const names[] = { "touch", "none", "copy", "spin", "zlib" };
+	const struct app_load_form *f = app_load_forms;
 
+	while (f->name && f->kind != l->kind)
+		f++;
 	if (l->kind == APP_LOAD_SPIN)
-		snprintf(buf, len, "spin:%llu", (unsigned long long)l->spin_ns);
+		snprintf(buf, len, "%s:%llu", f->name, (unsigned long long)l->spin_ns);
 	else if (l->kind == APP_LOAD_ZLIB)
-		snprintf(buf, len, "zlib:%d", l->zlib_level);
+		snprintf(buf, len, "%s:%d", f->name, l->zlib_level);
 	else
-		snprintf(buf, len, "%s", names[l->kind]);
+		snprintf(buf, len, "%s", f->name);
 }
 
 void app_load_apply_slow(const struct app_load *l, struct app_load_state *st,

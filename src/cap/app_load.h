@@ -4,6 +4,7 @@
 #ifndef CAPBENCH_APP_LOAD_H
 #define CAPBENCH_APP_LOAD_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <zlib.h>
 
@@ -32,8 +33,23 @@ struct app_load_state {
 	uint64_t z_in, z_out;  /* bytes compressed and what they became */
 };
 
+/* The forms --app-load takes, in the order --help names them; the last
+ * has a NULL name. `param`: the NAME:PARAM form's parameter, in min..max. */
+struct app_load_form {
+	const char *name;
+	enum app_load_kind kind;
+	const char *param;
+	uint64_t min, max;
+	const char *help;
+};
+extern const struct app_load_form app_load_forms[];
+#define APP_LOAD_DEFAULT "touch"
+
 /* "touch", "none", "copy", "spin:NS", "zlib:N"; returns 0 or -EINVAL. */
 int app_load_parse(const char *s, struct app_load *out);
+/* "touch, none, copy, zlib:N (N from 0 to 9) or spin:NS (...)": the
+ * grammar, for --help and error lines. */
+void app_load_grammar(char *buf, size_t len);
 /* Text form for the summary line ("spin:500"). */
 void app_load_format(const struct app_load *l, char *buf, unsigned long len);
 void app_load_apply_slow(const struct app_load *l, struct app_load_state *st,

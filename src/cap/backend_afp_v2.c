@@ -128,6 +128,12 @@ static int afp_v2_run(void *state, struct cap_worker *w)
 			continue;
 		}
 		waited = 0;
+		/* Stopped and the drain's budget spent (cap.h): the frames
+		 * still in the ring are counted in tp_packets, not read. */
+		if (!cap_drain_may_read(w)) {
+			cap_publish(w);
+			return 0;
+		}
 		/* tp_sec/tp_nsec: the kernel's receive time, CLOCK_REALTIME. */
 		reached = cap_packet(w, (uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len,
 				     cap_rx_mono_ns(w->cfg->rx_clock_offset_ns, h->tp_sec, h->tp_nsec));
@@ -173,9 +179,37 @@ static uint64_t afp_v2_ring_bytes(const struct cap_cfg *cfg, char *what, size_t 
 	return bytes;
 }
 
+static int frame_size_invalid(uint64_t v)
+{
+	return v % 16 != 0; /* TPACKET_ALIGNMENT */
+}
+
+static const struct cb_opt afp_v2_options[] = {
+	{ .name = "frame-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 128, .max = 65536,
+	  .has_default = 1, .def = DEFAULT_FRAME_SIZE,
+	  .help = "ring frame size, a multiple of 16 from 128 (the stamp must fit) to 64k",
+	  .valid = frame_size_invalid,
+	  .fix = "give a multiple of 16 from 128 B (a frame must hold the kernel's header and the "
+		 "stamp) up to 64k", CB_OPT_AT(struct cap_cfg, frame_size) },
+	{ .name = "frame-count", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 1u << 22,
+	  .has_default = 1, .def = DEFAULT_FRAME_COUNT,
+	  .help = "frames in the ring, rounded up to whole blocks", .what = "frames",
+	  .fix = "give 1..4194304", CB_OPT_AT(struct cap_cfg, frame_count) },
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map afp_v2_ring = {
+	.count_option = "--frame-count", .unit_bytes = DEFAULT_FRAME_SIZE,
+};
+
 const struct cap_backend cap_backend_afp_v2 = {
 	.name = "afp-v2",
-	.describe = "AF_PACKET with a TPACKET_V2 frame ring (PF_RING's ring buffer)",
+	.describe = "AF_PACKET with its own TPACKET_V2 frame ring",
+	.seed = "PF_RING's ring buffer (seed 000): one packet per fixed-size frame, no system call per packet",
+	.options = afp_v2_options,
+	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .needs = { "packet_socket", "tpacket_v2" } },
+	.ring = &afp_v2_ring,
 	.open = afp_v2_open,
 	.run = afp_v2_run,
 	.stats = afp_v2_stats,

@@ -55,9 +55,24 @@ static uint64_t afp_v3_ring_bytes(const struct cap_cfg *cfg, char *what, size_t 
 	return bytes;
 }
 
+static const struct cb_opt afp_v3_options[] = {
+	V3_RING_OPTIONS,
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map afp_v3_ring = {
+	.count_option = "--block-count", .unit_bytes = V3_DEFAULT_BLOCK_SIZE,
+	.unit_option = "--block-size",
+};
+
 const struct cap_backend cap_backend_afp_v3 = {
 	.name = "afp-v3",
-	.describe = "AF_PACKET with a TPACKET_V3 block ring (szedata2's block aggregation)",
+	.describe = "AF_PACKET with its own TPACKET_V3 block ring",
+	.seed = "szedata2's block aggregation (seed 000): the kernel hands over whole blocks of packets",
+	.options = afp_v3_options,
+	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .needs = { "packet_socket", "tpacket_v3" } },
+	.ring = &afp_v3_ring,
 	.open = afp_v3_open,
 	.run = afp_v3_run,
 	.stats = afp_v3_stats,

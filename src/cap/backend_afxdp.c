@@ -160,12 +160,12 @@ static int set_busy_poll(const struct afxdp *st, const struct xsk_queue *q)
 		if (setsockopt(q->fd, SOL_SOCKET, opts[i].opt, &vals[i], sizeof(vals[i])) < 0) {
 			int err = errno;
 
-			fprintf(stderr, "capbench-cap: the kernel refuses busy polling: %s=%d: %s%s\n",
-				opts[i].name, vals[i], strerror(err),
-				err == ENOPROTOOPT ? " (a kernel without CONFIG_NET_RX_BUSY_POLL, or "
-				"older than 5.11): leave out --busy-poll" :
-				err == EPERM ? " (needs CAP_NET_ADMIN): run as root" : "");
-			return -EINVAL;
+			/* --busy-poll is the user's choice, and so is the fix. */
+			return cb_user_fault(-err, "the kernel refuses busy polling: %s=%d: %s%s",
+					     opts[i].name, vals[i], strerror(err),
+					     err == ENOPROTOOPT ? " (a kernel without CONFIG_NET_RX_BUSY_POLL, "
+					     "or older than 5.11): leave out --busy-poll" :
+					     err == EPERM ? " (needs CAP_NET_ADMIN): run as root" : "");
 		}
 	}
 	return 0;
@@ -191,33 +191,38 @@ static int create_socket(const struct cap_cfg *cfg, const struct afxdp *st, stru
 
 	if (nq && q->queue >= nq) {
 		if (nq == 1)
-			fprintf(stderr, "capbench-cap: %s has one receive queue: give --queue 0\n",
-				cfg->iface);
-		else
-			fprintf(stderr, "capbench-cap: %s has %u receive queues: give --queue 0..%u\n",
-				cfg->iface, nq, nq - 1);
-		return -EINVAL;
+			return cb_user_fault(-EINVAL, "%s has one receive queue: give --queue 0", cfg->iface);
+		return cb_user_fault(-EINVAL, "%s has %u receive queues: give --queue 0..%u", cfg->iface,
+				     nq, nq - 1);
 	}
 	/* Without XDP_COPY or XDP_ZEROCOPY the kernel tries zero-copy and
 	 * falls back to copy mode by itself: that is --xdp-bind auto. */
 	err = xsk_socket__create(&q->xsk, cfg->iface, q->queue, q->umem, &q->rx, NULL, &sc);
 	if (err) {
+		/* The user's to fix: a driver without the zero-copy asked for, a
+		 * queue or ring size the kernel does not take (EINVAL), a queue
+		 * another socket holds. Failures: the kernel could not allocate
+		 * the rings (ENOMEM, ENOBUFS), and anything else. */
 		if (cfg->xdp_bind == CAP_XDP_BIND_ZEROCOPY && (err == -EOPNOTSUPP || err == -EINVAL))
-			fprintf(stderr, "capbench-cap: %s (driver %s) has no zero-copy AF_XDP (%s): "
-				"use --xdp-bind copy, or auto to take zero-copy where there is one\n",
-				cfg->iface, driver_name(cfg, drv, sizeof(drv)), strerror(-err));
-		else if (err == -EINVAL || err == -ENOMEM || err == -ENOBUFS)
-			fprintf(stderr, "capbench-cap: the kernel refuses an AF_XDP socket on %s queue %u "
-				"with a %u-descriptor RX ring (%s): check --queue, and use a smaller "
-				"--ring-size\n", cfg->iface, q->queue, st->ring_size, strerror(-err));
+			cb_user_fault(err, "%s (driver %s) has no zero-copy AF_XDP (%s): use --xdp-bind "
+				      "copy, or auto to take zero-copy where there is one", cfg->iface,
+				      driver_name(cfg, drv, sizeof(drv)), strerror(-err));
+		else if (err == -EINVAL)
+			cb_user_fault(err, "the kernel refuses an AF_XDP socket on %s queue %u with a "
+				      "%u-descriptor RX ring (%s): check --queue, and use a smaller "
+				      "--ring-size", cfg->iface, q->queue, st->ring_size, strerror(-err));
+		else if (err == -ENOMEM || err == -ENOBUFS)
+			fprintf(stderr, "capbench-cap: the kernel cannot set up an AF_XDP socket on %s "
+				"queue %u with a %u-descriptor RX ring (%s): use a smaller --ring-size\n",
+				cfg->iface, q->queue, st->ring_size, strerror(-err));
 		else if (err == -EBUSY && !quiet_busy)
-			fprintf(stderr, "capbench-cap: cannot bind an AF_XDP socket to %s queue %u: %s: "
-				"another AF_XDP socket holds that queue; stop it, or use another --queue\n",
-				cfg->iface, q->queue, strerror(-err));
+			cb_user_fault(err, "cannot bind an AF_XDP socket to %s queue %u: %s: another "
+				      "AF_XDP socket holds that queue; stop it, or use another --queue",
+				      cfg->iface, q->queue, strerror(-err));
 		else if (err != -EBUSY)
 			fprintf(stderr, "capbench-cap: cannot bind an AF_XDP socket to %s queue %u: %s\n",
 				cfg->iface, q->queue, strerror(-err));
-		return err == -EOPNOTSUPP || err == -ENOMEM || err == -ENOBUFS ? -EINVAL : err;
+		return err;
 	}
 	q->fd = xsk_socket__fd(q->xsk);
 	if (getsockopt(q->fd, SOL_XDP, XDP_OPTIONS, &xo, &len) == 0)
@@ -265,6 +270,11 @@ static int load_program(struct afxdp *st)
 	}
 	return 0;
 fail:
+	/* Without CAP_BPF/CAP_SYS_ADMIN (EPERM) the user's to fix; the
+	 * verifier's or the kernel's refusal is a failure. */
+	if (err == -EPERM)
+		return cb_user_fault(err, "cannot load the AF_XDP redirect program: %s: run as root",
+				     strerror(-err));
 	fprintf(stderr, "capbench-cap: cannot load the AF_XDP redirect program: %s\n",
 		strerror(-err));
 	return err;
@@ -304,12 +314,24 @@ static int open_queue(const struct cap_cfg *cfg, const struct afxdp *st, struct 
 		err = xsk_umem__create(&q->umem, q->area, q->area_len, &q->fq, &q->cq, &uc);
 		if (err) {
 			q->umem = NULL;
-			fprintf(stderr, "capbench-cap: %s (%s): %s\n",
-				err == -EAFNOSUPPORT ? "this kernel has no AF_XDP sockets" :
-				"the kernel refuses the UMEM", strerror(-err),
-				err == -EAFNOSUPPORT ? "use a kernel with CONFIG_XDP_SOCKETS, or another backend" :
-				"use a smaller --frame-count");
-			return err == -EAFNOSUPPORT ? -ENODEV : -EINVAL;
+			/* No AF_XDP here: another backend is the user's fix.
+			 * EINVAL: a UMEM geometry the kernel does not take,
+			 * the user's. ENOBUFS: more than RLIMIT_MEMLOCK
+			 * without CAP_IPC_LOCK (xdp_umem_account_pages());
+			 * ENOMEM: the pages could not be pinned. Failures,
+			 * with the same hint. */
+			if (err == -EAFNOSUPPORT)
+				return cb_user_fault(err, "this kernel has no AF_XDP sockets (%s): use a "
+						     "kernel with CONFIG_XDP_SOCKETS, or another backend",
+						     strerror(-err));
+			if (err == -EINVAL)
+				return cb_user_fault(err, "the kernel refuses the UMEM (%s): use a smaller "
+						     "--frame-count", strerror(-err));
+			fprintf(stderr, "capbench-cap: the kernel cannot register a UMEM of %u frames of "
+				"%u B (%s): use a smaller --frame-count%s\n", st->frame_count, FRAME_SIZE,
+				strerror(-err), err == -ENOBUFS ? ", or raise the locked-memory limit "
+				"(ulimit -l)" : "");
+			return err;
 		}
 		err = create_socket(cfg, st, q, tries < BIND_BUSY_TRIES);
 		if (err != -EBUSY || tries >= BIND_BUSY_TRIES)
@@ -425,10 +447,10 @@ static int afxdp_run(void *state, struct cap_worker *w)
 	const uint64_t frame_mask = ~(uint64_t)(FRAME_SIZE - 1);
 
 	for (;;) {
-		uint32_t idx_rx, idx_fq;
+		uint32_t idx_rx, idx_fq, m;
 		uint64_t now;
 		uint32_t n = xsk_ring_cons__peek(&q->rx, st->batch, &idx_rx);
-		int reached = 0, err;
+		int end = 0, err; /* --count reached, or the drain ended */
 
 		if (!n) {
 			/* Empty after the stop: the ring is drained. */
@@ -438,27 +460,35 @@ static int afxdp_run(void *state, struct cap_worker *w)
 				return err;
 			continue;
 		}
-		/* Practically never short (see the top of the file). */
-		while (xsk_ring_prod__reserve(&q->fq, n, &idx_fq) != n) {
-			if ((err = wake_fill(st, q)))
-				return err;
-		}
 		/* AF_XDP descriptors carry no time: the batch's read time
 		 * stands for each packet. */
 		now = cap_now_mono_ns();
-		for (uint32_t i = 0; i < n; i++) {
-			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx_rx + i);
-			const uint8_t *data = xsk_umem__get_data(q->area, d->addr);
+		for (m = 0; m < n; m++) {
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx_rx + m);
 
-			reached |= cap_packet(w, data, d->len, d->len, now);
-			*xsk_ring_prod__fill_addr(&q->fq, idx_fq + i) = d->addr & frame_mask;
+			/* Stopped and the drain's budget spent (cap.h): the
+			 * descriptors from here on stay in the RX ring unread. */
+			if (!cap_drain_may_read(w)) {
+				end = 1;
+				break;
+			}
+			end |= cap_packet(w, xsk_umem__get_data(q->area, d->addr), d->len, d->len, now);
 		}
-		/* The packets are read: release the descriptors and hand the
-		 * frames back to the kernel in one go. */
-		xsk_ring_cons__release(&q->rx, n);
-		xsk_ring_prod__submit(&q->fq, n);
+		/* Practically never short (see the top of the file). */
+		while (xsk_ring_prod__reserve(&q->fq, m, &idx_fq) != m) {
+			if ((err = wake_fill(st, q)))
+				return err;
+		}
+		/* The m packets are read: release their descriptors and hand
+		 * their frames back to the kernel in one go. */
+		for (uint32_t i = 0; i < m; i++)
+			*xsk_ring_prod__fill_addr(&q->fq, idx_fq + i) =
+				xsk_ring_cons__rx_desc(&q->rx, idx_rx + i)->addr & frame_mask;
+		xsk_ring_cons__cancel(&q->rx, n - m); /* peeked, not read */
+		xsk_ring_cons__release(&q->rx, m);
+		xsk_ring_prod__submit(&q->fq, m);
 		cap_publish(w);
-		if (reached)
+		if (end)
 			return 0;
 	}
 }
@@ -549,9 +579,56 @@ static uint64_t afxdp_ring_bytes(const struct cap_cfg *cfg, char *what, size_t l
 	return (uint64_t)umem_frames(cfg) * FRAME_SIZE * cfg->n_queues;
 }
 
+static const struct cb_opt_choice xdp_binds[] = {
+	{ "copy", CAP_XDP_BIND_COPY },
+	{ "zerocopy", CAP_XDP_BIND_ZEROCOPY },
+	{ "auto", CAP_XDP_BIND_AUTO },
+	{ NULL, 0 },
+};
+
+static const struct cb_opt afxdp_options[] = {
+	{ .name = "batch", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 4096, .has_default = 1,
+	  .def = DEFAULT_BATCH, .help = "RX descriptors taken per peek",
+	  .fix = "give 1..4096 descriptors", CB_OPT_AT(struct cap_cfg, batch) },
+	{ .name = "frame-count", .type = CB_OPT_COUNT, .arg = "N", .min = 64, .max = 1u << 20,
+	  .has_default = 1, .def_text = "--ring-size", .help = "UMEM frames of 2 KiB",
+	  .fix = "give 64..1048576 frames (of 2 KiB each)", CB_OPT_AT(struct cap_cfg, frame_count) },
+	{ .name = "xdp-bind", .type = CB_OPT_CHOICE, .arg = "MODE", .choices = xdp_binds,
+	  .has_default = 1, .def = CAP_XDP_BIND_AUTO,
+	  .help = "copy, zerocopy (fails where the driver has none, e.g. veth) or auto (zero-copy "
+		  "if the driver has it, else copy)", CB_OPT_AT(struct cap_cfg, xdp_bind) },
+	{ .name = "queue", .type = CB_OPT_QUEUES, .arg = "N|LIST|all", .has_default = 1,
+	  .def_text = "0", .help = "receive queue(s) to bind to, one socket and one worker each; "
+	  "frames of other queues go on to the stack, counted as not redirected" },
+	{ .name = "ring-size", .type = CB_OPT_COUNT, .arg = "N", .min = 64, .max = 1u << 20,
+	  .has_default = 1, .def = DEFAULT_RING_SIZE, .help = "RX ring descriptors, a power of two",
+	  .valid = cb_opt_not_power_of_two, .fix = "give a power of two from 64 to 1048576",
+	  CB_OPT_AT(struct cap_cfg, ring_size) },
+	{ .name = "no-need-wakeup", .type = CB_OPT_FLAG, .flag_value = 0,
+	  .help = "bind without XDP_USE_NEED_WAKEUP", CB_OPT_AT(struct cap_cfg, need_wakeup) },
+	{ .name = "busy-poll", .type = CB_OPT_FLAG, .flag_value = 1,
+	  .help = "busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 20 us, SO_BUSY_POLL_BUDGET = "
+		  "--batch): spins a CPU", CB_OPT_AT(struct cap_cfg, busy_poll) },
+	{ .name = "worker-cpus", .type = CB_OPT_CPUS, .arg = "LIST", .has_default = 1,
+	  .def_text = "consecutive CPUs from --cpu, wrapping around (without --cpu: not pinned)",
+	  .help = "pin worker i to the i-th CPU of LIST (0,1 or 0-3)" },
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map afxdp_ring = {
+	.count_option = "--ring-size", .unit_bytes = FRAME_SIZE, .power_of_two = 1,
+	.same_as_count = { "--frame-count" },
+};
+
 const struct cap_backend cap_backend_afxdp = {
 	.name = "afxdp",
-	.describe = "AF_XDP socket with capbench's own XDP program (zero-copy rings, recycled frames)",
+	.describe = "AF_XDP socket fed by capbench's own XDP program",
+	.seed = "the seeds' zero-copy rings and RDR's recycled receive buffers (seed 002)",
+	.options = afxdp_options,
+	.caps = { .own_xdp = 1, .xsk_stats = 1, .kernel_stats = "xdp_statistics",
+		  .clock = CAP_CLOCK_READ, .workers = 1, .queues = 1,
+		  .needs = { "libxdp", "af_xdp", "xdp_link" } },
+	.ring = &afxdp_ring,
 	.open = afxdp_open,
 	.run = afxdp_run,
 	.stats = afxdp_stats,

@@ -34,36 +34,27 @@
 
 #include "cap.h"
 #include "tpacket_v3.h"
+#include "util.h"
 
-static const struct {
-	const char *name;
-	int mode;
-} fanout_modes[] = {
+static const struct cb_opt_choice fanout_modes[] = {
 	{ "hash", PACKET_FANOUT_HASH },
 	{ "lb", PACKET_FANOUT_LB },
 	{ "cpu", PACKET_FANOUT_CPU },
 	{ "qm", PACKET_FANOUT_QM },
 	{ "rollover", PACKET_FANOUT_ROLLOVER },
+	{ NULL, 0 },
 };
 
-int cap_fanout_mode_parse(const char *name)
+static const char *mode_name(int mode)
 {
-	for (size_t i = 0; i < sizeof(fanout_modes) / sizeof(fanout_modes[0]); i++)
-		if (!strcmp(fanout_modes[i].name, name))
-			return fanout_modes[i].mode;
-	return -1;
-}
+	const char *name = cb_opt_choice_name(fanout_modes, mode);
 
-const char *cap_fanout_mode_name(int mode)
-{
-	for (size_t i = 0; i < sizeof(fanout_modes) / sizeof(fanout_modes[0]); i++)
-		if (fanout_modes[i].mode == mode)
-			return fanout_modes[i].name;
-	return "?";
+	return name ? name : "?";
 }
 
 struct fanout {
 	unsigned int n;          /* rings opened */
+	int mode;                /* PACKET_FANOUT_* */
 	struct v3_ring ring[];   /* one per worker */
 };
 
@@ -108,16 +99,24 @@ static int fanout_open(const struct cap_cfg *cfg, void **state)
 
 	if (!st)
 		return -ENOMEM;
+	st->mode = cfg->fanout_mode;
 	for (unsigned int i = 0; i < cfg->workers; i++) {
 		err = v3_ring_open(cfg, &st->ring[i]);
 		if (err)
 			goto err_close;
 		st->n++;
 		err = join_group(st->ring[i].fd, cfg->fanout_mode, i == 0, &id);
+		/* A mode or group the kernel does not take is the user's choice
+		 * to change; ENOMEM (no room for the group) is a failure. */
+		if (err == -ENOMEM) {
+			fprintf(stderr, "capbench-cap: socket %u cannot join a %s fanout group on %s: %s\n",
+				i, mode_name(cfg->fanout_mode), cfg->iface, strerror(-err));
+			goto err_close;
+		}
 		if (err) {
-			fprintf(stderr, "capbench-cap: socket %u cannot join a %s fanout group on %s "
-				"(%s): use another --fanout-mode or --backend afp-v3\n", i,
-				cap_fanout_mode_name(cfg->fanout_mode), cfg->iface, strerror(-err));
+			cb_user_fault(err, "socket %u cannot join a %s fanout group on %s (%s): use another "
+				      "--fanout-mode or --backend afp-v3", i,
+				      mode_name(cfg->fanout_mode), cfg->iface, strerror(-err));
 			goto err_close;
 		}
 	}
@@ -194,10 +193,43 @@ static uint64_t fanout_ring_bytes(const struct cap_cfg *cfg, char *what, size_t 
 	return bytes * cfg->workers;
 }
 
+static void fanout_summary(void *state, struct cb_json *j)
+{
+	cb_json_str(j, "fanout_mode", mode_name(((struct fanout *)state)->mode));
+}
+
+static const struct cb_opt fanout_options[] = {
+	V3_RING_OPTIONS,
+	{ .name = "workers", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = CAP_MAX_WORKERS,
+	  .has_default = 1, .def = 1, .def_text = "1, or one per --worker-cpus",
+	  .help = "worker threads, one socket and ring each; more than the CPUs share them",
+	  .fix = "give 1..256 (a fanout group holds at most 256 sockets)",
+	  CB_OPT_AT(struct cap_cfg, workers) },
+	{ .name = "worker-cpus", .type = CB_OPT_CPUS, .arg = "LIST", .has_default = 1,
+	  .def_text = "consecutive CPUs from --cpu or 0, wrapping around",
+	  .help = "pin worker i to the i-th CPU of LIST (0,1 or 0-3)" },
+	{ .name = "fanout-mode", .type = CB_OPT_CHOICE, .arg = "MODE", .choices = fanout_modes,
+	  .has_default = 1, .def = PACKET_FANOUT_HASH,
+	  .help = "how the kernel spreads packets over the workers: hash (of the flow), lb (round "
+		  "robin), cpu (the receiving CPU), qm (the receive queue), rollover (stay on one "
+		  "worker, move on when its ring is full)", CB_OPT_AT(struct cap_cfg, fanout_mode) },
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map fanout_ring = {
+	.count_option = "--block-count", .unit_bytes = V3_DEFAULT_BLOCK_SIZE,
+	.unit_option = "--block-size",
+};
+
 const struct cap_backend cap_backend_fanout = {
 	.name = "fanout",
-	.describe = "worker threads with a TPACKET_V3 ring each in one PACKET_FANOUT group "
-		    "(TNAPI's per-queue threads)",
+	.describe = "--workers threads, each its own TPACKET_V3 ring, in one PACKET_FANOUT group",
+	.options = fanout_options,
+	.seed = "TNAPI's per-queue capture threads (seed 001): one ring per worker, the kernel spreads the packets",
+	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .workers = 1, .needs = { "packet_socket", "tpacket_v3", "fanout" } },
+	.ring = &fanout_ring,
+	.summary = fanout_summary,
 	.open = fanout_open,
 	.run = fanout_run,
 	.stats = fanout_stats,

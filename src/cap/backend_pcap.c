@@ -59,8 +59,10 @@ static int pcap_be_open(const struct cap_cfg *cfg, void **state)
 		st->check_mask >>= 1;
 	st->p = pcap_create(cfg->iface, errbuf);
 	if (!st->p) {
+		/* On Linux pcap_create() checks no device (pcap_activate()
+		 * does): a failure here is libpcap's, not the user's. */
 		fprintf(stderr, "capbench-cap: libpcap cannot open %s: %s\n", cfg->iface, errbuf);
-		err = -ENODEV;
+		err = -ENOMEM;
 		goto err_free;
 	}
 	pcap_set_snaplen(st->p, (int)(cfg->snaplen ? cfg->snaplen : DEFAULT_SNAPLEN));
@@ -71,24 +73,29 @@ static int pcap_be_open(const struct cap_cfg *cfg, void **state)
 	if (cfg->buffer_size)
 		pcap_set_buffer_size(st->p, (int)cfg->buffer_size);
 	if (pcap_set_tstamp_precision(st->p, PCAP_TSTAMP_PRECISION_NANO)) {
-		fprintf(stderr, "capbench-cap: libpcap gives no nanosecond timestamps here\n");
-		err = -EINVAL;
+		/* Another backend gives them: the user's choice to change. */
+		err = cb_user_fault(-EINVAL, "libpcap gives no nanosecond timestamps here: use another "
+				    "--backend (afp-v3 reads the same TPACKET_V3 ring)");
 		goto err_close;
 	}
 	rc = pcap_activate(st->p);
 	if (rc < 0) {
+		/* No such device, no permission: the user's to fix; anything
+		 * else libpcap reports is a failure. */
 		switch (rc) {
 		case PCAP_ERROR_NO_SUCH_DEVICE:
-			err = -ENODEV;
+			err = cb_user_fault(-ENODEV, "libpcap cannot capture on %s: %s", cfg->iface,
+					    pcap_geterr(st->p));
 			break;
 		case PCAP_ERROR_PERM_DENIED:
-			err = -EPERM;
+			err = cb_user_fault(-EPERM, "libpcap cannot capture on %s: %s: run as root",
+					    cfg->iface, pcap_geterr(st->p));
 			break;
 		default:
 			err = -EIO;
+			fprintf(stderr, "capbench-cap: libpcap cannot capture on %s: %s\n", cfg->iface,
+				pcap_geterr(st->p));
 		}
-		fprintf(stderr, "capbench-cap: libpcap cannot capture on %s: %s%s\n", cfg->iface,
-			pcap_geterr(st->p), err == -EPERM ? ": run as root" : "");
 		goto err_close;
 	}
 	if (rc > 0 && rc != PCAP_WARNING_PROMISC_NOTSUP)
@@ -133,20 +140,29 @@ static uint64_t rx_ns(const struct cap_worker *w, const struct pcap_pkthdr *h)
 
 struct dispatch_ctx {
 	struct cap_worker *w;
-	int reached;
+	pcap_t *p;
+	int reached; /* --count reached, or the drain ended */
 };
 
 static void on_packet(u_char *user, const struct pcap_pkthdr *h, const u_char *bytes)
 {
 	struct dispatch_ctx *c = (struct dispatch_ctx *)user;
 
+	/* libpcap looks at break_loop before each packet of a block, so
+	 * pcap_breakloop() from here ends the dispatch at the next one. */
+	if (!cap_drain_may_read(c->w)) {
+		c->reached = 1;
+		pcap_breakloop(c->p);
+		return;
+	}
 	c->reached |= cap_packet(c->w, bytes, h->caplen, h->len, rx_ns(c->w, h));
 }
 
-/* After a stop: read what is still queued without blocking. */
+/* After a stop: read what is still queued without blocking, within the
+ * drain's budget (cap.h); what is left stays counted in ps_recv. */
 static int drain(struct pcap_be *st, struct cap_worker *w)
 {
-	struct dispatch_ctx c = { .w = w };
+	struct dispatch_ctx c = { .w = w, .p = st->p };
 	char errbuf[PCAP_ERRBUF_SIZE];
 	int n;
 
@@ -154,9 +170,12 @@ static int drain(struct pcap_be *st, struct cap_worker *w)
 		fprintf(stderr, "capbench-cap: cannot drain: %s\n", errbuf);
 		return -EIO;
 	}
+	/* PCAP_ERROR_BREAK: the main thread's pcap_breakloop() can still be
+	 * pending here (the read loop saw the stop after a read timeout);
+	 * that call consumed it, so read on. Ours sets c.reached. */
 	do {
 		n = pcap_dispatch(st->p, -1, on_packet, (u_char *)&c);
-	} while (n > 0 && !c.reached);
+	} while ((n > 0 || n == PCAP_ERROR_BREAK) && !c.reached);
 	cap_publish(w);
 	return 0;
 }
@@ -189,7 +208,7 @@ static int run_next(struct pcap_be *st, struct cap_worker *w)
 
 static int run_dispatch(struct pcap_be *st, struct cap_worker *w)
 {
-	struct dispatch_ctx c = { .w = w };
+	struct dispatch_ctx c = { .w = w, .p = st->p };
 
 	for (;;) {
 		/* -1: everything in one buffer (one TPACKET_V3 block); with a
@@ -250,9 +269,40 @@ static void pcap_be_close(void *state)
 	free(st);
 }
 
+static void pcap_be_summary(void *state, struct cb_json *j)
+{
+	cb_json_str(j, "pcap_api", ((struct pcap_be *)state)->dispatch ? "dispatch" : "next");
+}
+
+static const struct cb_opt_choice pcap_apis[] = { { "next", 0 }, { "dispatch", 1 }, { NULL, 0 } };
+
+static const struct cb_opt pcap_options[] = {
+	{ .name = "pcap-api", .type = CB_OPT_CHOICE, .arg = "API", .choices = pcap_apis,
+	  .has_default = 1, .def = 0,
+	  .help = "next: pcap_next per packet, the seed's counter; dispatch: pcap_dispatch per buffer",
+	  CB_OPT_AT(struct cap_cfg, pcap_dispatch) },
+	{ .name = "immediate", .type = CB_OPT_FLAG, .flag_value = 1,
+	  .help = "immediate mode: deliver each packet at once", CB_OPT_AT(struct cap_cfg, immediate) },
+	{ .name = "buffer-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 1, .max = (1ull << 31) - 1,
+	  .has_default = 1, .def = 2u << 20, .help = "kernel buffer, e.g. 4M or 64M (libpcap's default)",
+	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", CB_OPT_AT(struct cap_cfg, buffer_size) },
+	{ .name = "snaplen", .type = CB_OPT_COUNT, .arg = "N", .min = 60, .max = DEFAULT_SNAPLEN,
+	  .has_default = 1, .def = DEFAULT_SNAPLEN, .help = "bytes kept per packet",
+	  .fix = "give 60..262144 bytes (the stamp needs 60)", CB_OPT_AT(struct cap_cfg, snaplen) },
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map pcap_ring = { .count_option = "--buffer-size", .unit_bytes = 1 };
+
 const struct cap_backend cap_backend_pcap = {
 	.name = "pcap",
-	.describe = "libpcap: pcap_next per packet as in the seed's counter, or pcap_dispatch",
+	.describe = "libpcap: pcap_next per packet, or pcap_dispatch per buffer",
+	.seed = "the seeds' counter (seed 000, Appendix B): libpcap's pcap_next, one call per packet",
+	.options = pcap_options,
+	.caps = { .kernel_stats = "pcap_stats", .clock = CAP_CLOCK_KERNEL,
+		  .needs = { "libpcap", "packet_socket" } },
+	.ring = &pcap_ring,
+	.summary = pcap_be_summary,
 	.open = pcap_be_open,
 	.run = pcap_be_run,
 	.stats = pcap_be_stats,

@@ -104,14 +104,19 @@ static int raw_open(const struct cap_cfg *cfg, void **state)
 	rcvbuf = (int)((cfg->buffer_size ? cfg->buffer_size : DEFAULT_RCVBUF) / 2);
 	if (setsockopt(st->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-cap: cannot set the socket buffer to %d B (%s): run as root\n",
-			rcvbuf * 2, strerror(errno));
+		/* SO_RCVBUFFORCE needs CAP_NET_ADMIN: EPERM is the user's to fix. */
+		if (err == -EPERM)
+			cb_user_fault(err, "cannot set the socket buffer to %d B (%s): run as root",
+				      rcvbuf * 2, strerror(-err));
+		else
+			fprintf(stderr, "capbench-cap: cannot set the socket buffer to %d B: %s\n",
+				rcvbuf * 2, strerror(-err));
 		goto err_close;
 	}
 	if (setsockopt(st->fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 1 }, sizeof(int)) < 0) {
 		err = -errno;
 		fprintf(stderr, "capbench-cap: cannot ask for receive timestamps (SO_TIMESTAMPNS): %s\n",
-			strerror(errno));
+			strerror(-err));
 		goto err_close;
 	}
 	err = pktsock_bind(st->fd, cfg);
@@ -153,7 +158,7 @@ static int raw_run(void *state, struct cap_worker *w)
 		 * poll(), so a busy socket costs one system call per batch, not
 		 * a wake-up per packet. MSG_TRUNC makes
 		 * msg_len the frame's full length even when it was cut. */
-		int n, reached = 0;
+		int n, end = 0; /* --count reached, or the drain ended */
 
 		/* The kernel shrinks msg_controllen to what it wrote. */
 		for (unsigned int i = 0; i < st->batch; i++)
@@ -167,15 +172,22 @@ static int raw_run(void *state, struct cap_worker *w)
 				uint32_t len = st->msgs[i].msg_len;
 				uint64_t t = kernel_time(&st->msgs[i].msg_hdr, w->cfg->rx_clock_offset_ns);
 
+				/* Stopped and the drain's budget spent (cap.h):
+				 * the rest of the batch and of the queue was
+				 * counted in tp_packets and is not read. */
+				if (!cap_drain_may_read(w)) {
+					end = 1;
+					break;
+				}
 				if (!t) {
 					t = now ? now : (now = cap_now_mono_ns());
 					st->read_timed++;
 				}
-				reached |= cap_packet(w, st->iov[i].iov_base,
+				end |= cap_packet(w, st->iov[i].iov_base,
 						      len < st->buf_len ? len : (uint32_t)st->buf_len, len, t);
 			}
 			cap_publish(w);
-			if (reached)
+			if (end)
 				return 0;
 			continue;
 		}
@@ -216,9 +228,26 @@ static void raw_close(void *state)
 	raw_free(st);
 }
 
+static const struct cb_opt raw_options[] = {
+	{ .name = "buffer-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 1, .max = (1ull << 31) - 1,
+	  .has_default = 1, .def = DEFAULT_RCVBUF, .help = "socket receive buffer, SO_RCVBUF",
+	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", CB_OPT_AT(struct cap_cfg, buffer_size) },
+	{ .name = "batch", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 1024, .has_default = 1,
+	  .def = DEFAULT_BATCH, .help = "packets per recvmmsg call",
+	  .fix = "give 1..1024 packets per recvmmsg call", CB_OPT_AT(struct cap_cfg, batch) },
+	CB_OPT_END,
+};
+
+static const struct cap_ring_map raw_ring = { .count_option = "--buffer-size", .unit_bytes = 1 };
+
 const struct cap_backend cap_backend_raw = {
 	.name = "raw",
-	.describe = "AF_PACKET socket without a ring, recvmmsg batches (the plain stack)",
+	.describe = "AF_PACKET socket without a ring, recvmmsg batches",
+	.seed = "the plain stack: one copy per packet through the socket's receive queue",
+	.options = raw_options,
+	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .needs = { "packet_socket" } },
+	.ring = &raw_ring,
 	.open = raw_open,
 	.run = raw_run,
 	.stats = raw_stats,

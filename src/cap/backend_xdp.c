@@ -27,6 +27,7 @@
 
 #include "bpf_log.h"
 #include "cap.h"
+#include "util.h"
 #include "xdp_common.h"
 #include "xdp_ceiling.skel.h"
 #include "xdp_prog.h"
@@ -53,8 +54,13 @@ static int xdp_open(const struct cap_cfg *cfg, void **state)
 	st->skel = xdp_ceiling_bpf__open_and_load();
 	if (!st->skel) {
 		err = -errno;
-		fprintf(stderr, "capbench-cap: cannot load the XDP ceiling program: %s\n",
-			strerror(-err));
+		/* Without CAP_BPF/CAP_SYS_ADMIN the user's to fix; else a failure. */
+		if (err == -EPERM)
+			cb_user_fault(err, "cannot load the XDP ceiling program: %s: run as root",
+				      strerror(-err));
+		else
+			fprintf(stderr, "capbench-cap: cannot load the XDP ceiling program: %s\n",
+				strerror(-err));
 		goto err_promisc;
 	}
 	err = cap_xdp_hook_attach(cfg, &st->hook, bpf_program__fd(st->skel->progs.cb_ceiling));
@@ -141,11 +147,13 @@ static void xdp_close(void *state)
 
 const struct cap_backend cap_backend_xdp = {
 	.name = "xdp",
-	.describe = "XDP program that counts and drops in the driver: the ceiling, not a capture",
+	.describe = "count and drop in XDP: the ceiling, not a capture",
+	.seed = "the seeds' physical limit: what reaches the host, counted before any sk_buff exists",
+	.caps = { .own_xdp = 1, .kernel_counter = 1, .kernel_stats = "xdp_program",
+		  .clock = CAP_CLOCK_KERNEL, .needs = { "xdp_link" } },
 	.open = xdp_open,
 	.run = xdp_run,
 	.stats = xdp_stats,
 	.summary = xdp_summary,
 	.close = xdp_close,
-	.kernel_counter = 1,
 };

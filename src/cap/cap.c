@@ -49,7 +49,7 @@ static void note_shared_cpus(const struct cap_backend *be, const struct cap_cfg 
 
 	if (usable > CAP_MAX_WORKERS)
 		usable = CAP_MAX_WORKERS;
-	if (be == &cap_backend_fanout && cfg->workers > (unsigned int)usable)
+	if (be->caps.workers && cfg->workers > (unsigned int)usable)
 		fprintf(stderr, "capbench-cap: note: %u workers share %d CPUs, so they take turns on "
 			"them: their rates measure time-sharing, not parallel capture\n",
 			cfg->workers, usable);
@@ -153,6 +153,7 @@ struct merged {
 	struct cb_seqtotals seq;
 	struct cap_rx_stats rx;
 	int err;
+	int drain_cut; /* a worker's drain ended on its budget (cap.h) */
 };
 
 static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ctx, unsigned int n,
@@ -175,6 +176,7 @@ static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ct
 		m->alloc_failures += w->alloc_failures;
 		if (!m->err)
 			m->err = w->err;
+		m->drain_cut |= w->drain_cut;
 		sets[i] = &w->seq;
 	}
 	if (!merge) {
@@ -240,12 +242,8 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_begin(&j, "summary");
 	cb_json_str(&j, "backend", be->name);
 	cb_json_str(&j, "iface", cfg->iface);
-	if (!be->kernel_counter)
+	if (!be->caps.kernel_counter)
 		cb_json_str(&j, "app_load", load);
-	if (be == &cap_backend_pcap)
-		cb_json_str(&j, "pcap_api", cfg->pcap_dispatch ? "dispatch" : "next");
-	if (be == &cap_backend_fanout)
-		cb_json_str(&j, "fanout_mode", cap_fanout_mode_name(cfg->fanout_mode));
 	cb_json_double(&j, "duration_s", duration_s);
 	cb_json_u64(&j, "packets", m->packets);
 	cb_json_u64(&j, "bytes", m->bytes);
@@ -253,19 +251,19 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	/* --app-load none reads no stamp: every frame is "received", and nothing is
 	 * known of foreign frames or sequence numbers, so those fields are left out
 	 * rather than printed as zeros nobody counted. */
-	bool stamps_read = be->kernel_counter || cfg->load.kind != APP_LOAD_NONE;
+	bool stamps_read = be->caps.kernel_counter || cfg->load.kind != APP_LOAD_NONE;
 
 	cb_json_bool(&j, "stamps_read", stamps_read);
 	if (stamps_read)
 		cb_json_u64(&j, "foreign", m->foreign);
 	/* A kernel counter (xdp) counts trailer frames but keeps no sequence
 	 * numbers of its own to count a tail with. */
-	if (be->kernel_counter) {
+	if (be->caps.kernel_counter) {
 		cb_json_obj_begin(&j, "trailer");
 		cb_json_u64(&j, "seen", m->trailers);
 		cb_json_obj_end(&j);
 	}
-	if (!be->kernel_counter && stamps_read) {
+	if (!be->caps.kernel_counter && stamps_read) {
 		cb_json_u64(&j, "lost", m->seq.lost);
 		/* lost counts a stream's lost tail only once its trailer arrived:
 		 * say whether every stream's did. */
@@ -286,7 +284,7 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		cb_json_u64(&j, "packets", k->xdp_packets);
 		cb_json_u64(&j, "bytes", k->xdp_bytes);
 		cb_json_u64(&j, "capbench", k->xdp_capbench);
-		if (be == &cap_backend_afxdp)
+		if (k->has_xsk) /* frames the program passed on instead of to a socket */
 			cb_json_u64(&j, "not_redirected", k->xdp_not_redirected);
 		cb_json_obj_end(&j);
 	}
@@ -307,10 +305,10 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_obj_end(&j);
 	if (be->summary)
 		be->summary(state, &j);
-	if (!be->kernel_counter && cfg->load.kind != APP_LOAD_NONE) {
-		/* afxdp gets no per-packet time from the kernel: its times are
-		 * when the read loop took the batch. */
-		cb_json_str(&j, "rx_clock", be == &cap_backend_afxdp ? "read" : "kernel");
+	if (!be->caps.kernel_counter && cfg->load.kind != APP_LOAD_NONE) {
+		/* A backend without a per-packet time from the kernel (afxdp)
+		 * times each batch when its read loop takes it. */
+		cb_json_str(&j, "rx_clock", be->caps.clock == CAP_CLOCK_READ ? "read" : "kernel");
 		cap_rx_stats_json(&m->rx, &j, cfg->group_size, cfg->groups);
 		if (cfg->workers == 1)
 			put_streams(&j, &ctx[0].w.seq);
@@ -359,6 +357,9 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		cb_json_obj_end(&j);
 	}
 	cb_json_arr_end(&j);
+	/* false: the stop's drain ended on its budget, so frames can be left
+	 * in a ring, counted by the kernel as queued but not read (cap.h). */
+	cb_json_bool(&j, "drained", !m->drain_cut);
 	if (m->err)
 		cb_json_str(&j, "error", strerror(-m->err));
 	cb_json_end(&j, stdout);
@@ -441,8 +442,9 @@ int main(int argc, char **argv)
 	if (err) {
 		if (cfg.write_path)
 			cap_writer_abandon(&writer); /* removes the file only if it is ours */
-		return err == -ENODEV || err == -EPERM || err == -EINVAL ? CB_EXIT_USAGE
-									  : CB_EXIT_RUNTIME;
+		/* open() printed its line and said whether it is the user's
+		 * (cb_user_fault): that, not the errno, picks 2 or 1. */
+		return cb_fault_status();
 	}
 	if (cfg.write_path && cap_writer_begin(&writer)) {
 		be->close(state);

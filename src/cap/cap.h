@@ -15,6 +15,7 @@
 #include "app_load.h"
 #include "capture_writer.h"
 #include "jsonl.h"
+#include "opt_table.h"
 #include "packet.h"
 #include "rx_stats.h"
 #include "seqmerge.h"
@@ -91,6 +92,12 @@ struct cap_worker {
 	struct {
 		uint64_t packets, bytes, received;
 	} published;
+	/* The drain after a stop (cap_drain_may_read): armed when this worker
+	 * first sees the stop, then counted down. */
+	int draining;
+	int drain_cut;             /* the budget ended the drain: frames may be left unread */
+	uint64_t drain_left;       /* frames the drain may still read */
+	uint64_t drain_end_ns;     /* CLOCK_MONOTONIC */
 	int done;                  /* the worker left its loop (count reached, error) */
 	int err;                   /* 0 or -errno from the read loop */
 };
@@ -111,11 +118,63 @@ struct cap_kstats {
 	int has_xdp;
 };
 
+/* What a backend can do and where its numbers come from: the rest of
+ * capbench-cap (and, through --describe, capbench) asks these instead of
+ * naming backends. */
+enum cap_clock {
+	CAP_CLOCK_KERNEL, /* the kernel's receive timestamp of each packet */
+	CAP_CLOCK_READ,   /* the time the read loop took the batch */
+};
+
+struct cap_caps {
+	/* Attaches its own XDP program, which counts the "delivered" stage. */
+	int own_xdp;
+	/* Counts in the kernel and tracks no sequence numbers of its own: no
+	 * application sees the packets (no --app-load, no --write), and the
+	 * summary leaves out the tracker's fields. */
+	int kernel_counter;
+	/* Its kernel drops are AF_XDP ring drops (XDP_STATISTICS). */
+	int xsk_stats;
+	/* PACKET_STATISTICS' tp_packets counts every frame queued to the
+	 * socket, so the application's share of the drops can be derived. */
+	int queue_count;
+	const char *kernel_stats; /* pcap_stats | packet_statistics | xdp_statistics | xdp_program */
+	enum cap_clock clock;
+	int workers;              /* several worker threads (--workers / --worker-cpus) */
+	int queues;               /* binds receive queues (--queue) */
+	/* What preflight must find: libpcap, packet_socket, tpacket_v2,
+	 * tpacket_v3, fanout, libxdp, af_xdp, xdp_link. NULL-terminated. */
+	const char *needs[8];
+};
+
+/* How a kernel buffer of B bytes (capbench --ring) maps to the backend's
+ * options: count_option gets max(1, B / unit_bytes) units; unit_option, if
+ * any, is set to unit_bytes, or when B < unit_bytes to the largest power of
+ * two <= B (at least min_unit_bytes) with a count of 1; power_of_two rounds
+ * the count down to one; the count is clamped to min..max; same_as_count
+ * are further options given the same count. */
+struct cap_ring_map {
+	const char *count_option;
+	uint64_t unit_bytes;
+	const char *unit_option;
+	uint64_t min_unit_bytes;
+	int power_of_two;
+	uint64_t min, max;
+	const char *same_as_count[4];
+};
+
 struct cap_backend {
 	const char *name;
-	const char *describe;
-	/* Open the capture; may print one error line. Returns 0 or -errno:
-	 * -ENODEV / -EPERM / -EINVAL mean bad input or missing privileges. */
+	const char *describe;     /* one line: what it is */
+	const char *seed;         /* one line: the seed idea it stands for */
+	/* Its own options (opt_table.h), values into struct cap_cfg; an
+	 * option several backends take is a row in each table. */
+	const struct cb_opt *options;
+	struct cap_caps caps;
+	const struct cap_ring_map *ring; /* NULL: no kernel buffer to size */
+	/* Open the capture; prints one line on failure and returns 0 or
+	 * -errno. A failure the user can fix is printed with cb_user_fault()
+	 * (util.h: exit status 2); anything else is exit status 1. */
 	int (*open)(const struct cap_cfg *cfg, void **state);
 	/* The read loop, on worker thread w->index (of cfg->workers): until
 	 * *w->stop, then drain what is already queued and return 0 or -errno. */
@@ -133,9 +192,6 @@ struct cap_backend {
 	/* Optional: the backend's own fields of the summary line. */
 	void (*summary)(void *state, struct cb_json *j);
 	void (*close)(void *state);
-	/* The backend counts in the kernel and tracks no sequence numbers of
-	 * its own: the summary leaves out the tracker's fields. */
-	int kernel_counter;
 	/* Optional, for backends that map rings (packet rings, UMEMs): the
 	 * bytes cfg's rings take, all sockets together, with their geometry
 	 * written to `what` ("a ring of 32 blocks of 1048576 B"). cap.c
@@ -145,18 +201,11 @@ struct cap_backend {
 	const char *ring_options;
 };
 
-extern const struct cap_backend cap_backend_pcap;
-extern const struct cap_backend cap_backend_raw;
-extern const struct cap_backend cap_backend_afp_v2;
-extern const struct cap_backend cap_backend_afp_v3;
-extern const struct cap_backend cap_backend_fanout;
-extern const struct cap_backend cap_backend_afxdp;
-extern const struct cap_backend cap_backend_xdp;
-
-/* fanout modes by name ("hash", "lb", "cpu", "qm", "rollover"): the
- * PACKET_FANOUT_* value or -1, and back (backend_fanout.c). */
-int cap_fanout_mode_parse(const char *name);
-const char *cap_fanout_mode_name(int mode);
+/* capbench-cap --describe: the registry as one JSON document
+ * (docs/programs.md); returns 0 or -EIO. The version goes up when a field
+ * changes meaning or goes away. */
+#define CAP_DESCRIBE_VERSION 1
+int cap_describe(FILE *out);
 
 /* cap_config.c: the command line as a checked configuration and its
  * backend; every problem ends the program with one line and exit status 2.
@@ -189,6 +238,50 @@ static inline void cap_batch_wait(void)
 static inline int cap_should_stop(const struct cap_worker *w)
 {
 	return __atomic_load_n(w->stop, __ATOMIC_RELAXED);
+}
+
+/*
+ * Stopping. A read loop looks at the stop flag before every packet (as
+ * libpcap's TPACKET_V3 loop looks at break_loop), not only when its ring is
+ * empty: under a sustained overload the ring is never empty, and a loop that
+ * waited for that would never stop. Once stopped, it drains what is queued,
+ * within a budget: at most CAP_DRAIN_FRAMES frames and CAP_DRAIN_NS of time,
+ * whichever ends first; an empty ring ends the drain earlier.
+ *
+ * Why these values. In a trial the traffic ends and the rings have had the
+ * settle time (0.3 s) to empty before the stop, so the drain reads only what
+ * a slow counter had not reached yet: 2^18 frames are more than the largest
+ * default ring holds (afp-v3's 32 MiB of 64 B frames, about 233,000), and
+ * 250 ms drain the default rings of every backend at 4 us of work per frame
+ * (afxdp's 16,384 frames, raw's and pcap's buffers). Under traffic that goes
+ * on, the budget is what ends the drain: 250 ms leave most of the second a
+ * stop may take to the join, the last statistics and the summary on a busy
+ * 2-CPU machine. A frame left in the ring is the kernel's: AF_PACKET and
+ * libpcap count it in PACKET_STATISTICS' tp_packets (queued, not read: the
+ * application layer), AF_XDP among the frames its program redirected; the
+ * summary says "drained": false when that can have happened.
+ */
+#define CAP_DRAIN_FRAMES (1u << 18)
+#define CAP_DRAIN_NS     250000000ull
+
+/* Before handing a packet to cap_packet(): nonzero if the loop may read it,
+ * 0 if it must end now (stopped, and the drain's budget spent). One relaxed
+ * load per packet until the stop. */
+static inline int cap_drain_may_read(struct cap_worker *w)
+{
+	if (!w->draining) {
+		if (!cap_should_stop(w))
+			return 1;
+		w->draining = 1;
+		w->drain_left = CAP_DRAIN_FRAMES;
+		w->drain_end_ns = cap_now_mono_ns() + CAP_DRAIN_NS;
+	}
+	if (w->drain_left && cap_now_mono_ns() < w->drain_end_ns) {
+		w->drain_left--;
+		return 1;
+	}
+	w->drain_cut = 1;
+	return 0;
 }
 
 /* One packet received at rx_ns (CLOCK_MONOTONIC; 0 = no time): count it,

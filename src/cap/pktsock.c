@@ -10,22 +10,27 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util.h"
+
 int pktsock_open(int version)
 {
 	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), err;
 
 	if (fd < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-cap: cannot open an AF_PACKET socket (%s): run as root\n",
-			strerror(errno));
-		return err == -EACCES ? -EPERM : err;
+		/* Without CAP_NET_RAW (EPERM, EACCES): the user's to fix. */
+		if (err == -EPERM || err == -EACCES)
+			return cb_user_fault(err, "cannot open an AF_PACKET socket (%s): run as root "
+					     "(packet capture needs CAP_NET_RAW)", strerror(-err));
+		fprintf(stderr, "capbench-cap: cannot open an AF_PACKET socket: %s\n", strerror(-err));
+		return err;
 	}
 	if (version >= 0 && setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-cap: this kernel has no TPACKET_V%d (%s): use --backend pcap\n",
-			version + 1, strerror(errno));
 		close(fd);
-		return err;
+		/* Another backend works: the user's choice to change. */
+		return cb_user_fault(err, "this kernel has no TPACKET_V%d (%s): use --backend pcap",
+				     version + 1, strerror(-err));
 	}
 	return fd;
 }
@@ -41,7 +46,10 @@ int pktsock_bind(int fd, const struct cap_cfg *cfg)
 
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-cap: cannot bind to %s: %s\n", cfg->iface, strerror(errno));
+		/* The interface went away since the options were read. */
+		if (err == -ENODEV)
+			return cb_user_fault(err, "cannot bind to %s: %s", cfg->iface, strerror(-err));
+		fprintf(stderr, "capbench-cap: cannot bind to %s: %s\n", cfg->iface, strerror(-err));
 		return err;
 	}
 	if (cfg->promisc) {
@@ -50,7 +58,7 @@ int pktsock_bind(int fd, const struct cap_cfg *cfg)
 		if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0) {
 			err = -errno;
 			fprintf(stderr, "capbench-cap: cannot make %s promiscuous: %s\n", cfg->iface,
-				strerror(errno));
+				strerror(-err));
 			return err;
 		}
 	}
@@ -66,9 +74,16 @@ int pktsock_open_ring(const struct cap_cfg *cfg, int version, const void *req, s
 	if (s < 0)
 		return s;
 	if (setsockopt(s, SOL_PACKET, PACKET_RX_RING, req, req_len) < 0) {
-		fprintf(stderr, "capbench-cap: the kernel refuses a ring of %s (%s): %s\n", geometry,
-			strerror(errno), fix);
-		err = -EINVAL;
+		err = -errno;
+		/* EINVAL: a geometry the kernel does not take (packet_set_ring()
+		 * checks the sizes' alignment and products), the user's to fix;
+		 * ENOMEM: it could not allocate the ring, a failure. */
+		if (err == -EINVAL)
+			cb_user_fault(err, "the kernel refuses a ring of %s (%s): %s", geometry,
+				      strerror(-err), fix);
+		else
+			fprintf(stderr, "capbench-cap: the kernel cannot set up a ring of %s (%s): %s\n",
+				geometry, strerror(-err), fix);
 		goto err_close;
 	}
 	/* MAP_POPULATE: fault the whole ring in now, not on the first lap. */

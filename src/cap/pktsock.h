@@ -2,8 +2,8 @@
 /*
  * Setting up an AF_PACKET socket, shared by the raw, afp-v2, afp-v3 and
  * fanout backends. Each function prints one error line naming the problem
- * and the fix, and returns 0 / a descriptor or -errno (-EINVAL and -EPERM
- * mean bad input or missing privileges: exit status 2).
+ * and the fix, and returns 0 / a descriptor or -errno; a problem the user
+ * can fix is printed with cb_user_fault() (util.h: exit status 2).
  */
 #ifndef CAPBENCH_PKTSOCK_H
 #define CAPBENCH_PKTSOCK_H

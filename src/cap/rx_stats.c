@@ -23,6 +23,17 @@ uint64_t cap_hist_bucket_low(unsigned int i)
 	return (1ull << e) | ((uint64_t)sub << (e - CAP_HIST_SUB_BITS));
 }
 
+uint64_t cap_hist_bucket_mid(unsigned int i)
+{
+	uint64_t low = cap_hist_bucket_low(i), width;
+
+	if (i < (1u << CAP_HIST_SUB_BITS))
+		return low; /* exact buckets: one value each */
+	/* A bucket of exponent e holds 2^(e - SUB_BITS) values. */
+	width = 1ull << ((i >> CAP_HIST_SUB_BITS) - 1);
+	return low + (width - 1) / 2;
+}
+
 uint64_t cap_hist_quantile(const struct cap_hist *h, double q)
 {
 	uint64_t rank, seen = 0;
@@ -37,7 +48,7 @@ uint64_t cap_hist_quantile(const struct cap_hist *h, double q)
 	for (unsigned int i = 0; i < CAP_HIST_BUCKETS; i++) {
 		seen += h->bucket[i];
 		if (seen > rank) {
-			uint64_t v = cap_hist_bucket_low(i);
+			uint64_t v = cap_hist_bucket_mid(i);
 
 			return v < h->min ? h->min : v > h->max ? h->max : v;
 		}

@@ -11,9 +11,10 @@
  * summary says which ("rx_clock"). Latency is valid when both ends share a
  * clock, as on the veth test bed.
  *
- * Histograms are log-linear: values below 32 ns exactly, above that 32
- * buckets per power of two (under 3.2 % relative error), cheap enough for the
- * hot path: a count-leading-zeros and an increment.
+ * Histograms are log-linear: values below 64 ns exactly, above that 32
+ * buckets per power of two (each under 3.2 % wide; a quantile is reported as
+ * its bucket's middle, so within 1.6 %), cheap enough for the hot path: a
+ * count-leading-zeros and an increment.
  */
 #ifndef CAPBENCH_RX_STATS_H
 #define CAPBENCH_RX_STATS_H
@@ -55,8 +56,12 @@ static inline void cap_hist_add(struct cap_hist *h, uint64_t v)
 
 /* The lowest value of bucket i (its values lie within 3.2 % above it). */
 uint64_t cap_hist_bucket_low(unsigned int i);
-/* The value below which `q` (0..1) of the samples lie, bucket-exact; the
- * exact min and max for q = 0 and 1. */
+/* The middle value of bucket i: its values lie within 1.6 % of it. */
+uint64_t cap_hist_bucket_mid(unsigned int i);
+/* The value below which `q` (0..1) of the samples lie: the middle of the
+ * bucket that holds it (within the exact min and max), so the error is
+ * at most half a bucket either way, not a whole bucket below; the exact
+ * min and max for q = 0 and 1. */
 uint64_t cap_hist_quantile(const struct cap_hist *h, double q);
 void cap_hist_merge(struct cap_hist *into, const struct cap_hist *h);
 

@@ -24,16 +24,27 @@
 #include "packet_stats.h"
 #include "pktsock.h"
 
-#define DEFAULT_BLOCK_SIZE  (1u << 20)
-#define DEFAULT_BLOCK_COUNT 32u
-#define DEFAULT_TIMEOUT_MS  10u
 #define FRAME_SIZE          2048u  /* tp_frame_size: only a bound for V3 */
 #define POLL_MS             100    /* how often a quiet reader looks at the stop flag */
 
+int v3_block_size_invalid(uint64_t v)
+{
+	/* packet_set_ring() reads tp_block_size as an int and refuses one <= 0,
+	 * so 2G (1 << 31) is out: the largest power of two it takes is 1G (the
+	 * row's maximum). */
+	return v < (uint64_t)sysconf(_SC_PAGESIZE) || cb_opt_not_power_of_two(v);
+}
+
+void v3_block_size_fix(char *buf, size_t len)
+{
+	snprintf(buf, len, "give a power of two from %ld B (the page size) up to 1G, e.g. 64k or 1M",
+		 sysconf(_SC_PAGESIZE));
+}
+
 uint64_t v3_ring_geometry(const struct cap_cfg *cfg, uint32_t *block_size, uint32_t *block_count)
 {
-	*block_size = (uint32_t)(cfg->block_size ? cfg->block_size : DEFAULT_BLOCK_SIZE);
-	*block_count = (uint32_t)(cfg->block_count ? cfg->block_count : DEFAULT_BLOCK_COUNT);
+	*block_size = (uint32_t)(cfg->block_size ? cfg->block_size : V3_DEFAULT_BLOCK_SIZE);
+	*block_count = (uint32_t)(cfg->block_count ? cfg->block_count : V3_DEFAULT_BLOCK_COUNT);
 	return (uint64_t)*block_size * *block_count;
 }
 
@@ -47,7 +58,7 @@ int v3_ring_open(const struct cap_cfg *cfg, struct v3_ring *r)
 	v3_ring_geometry(cfg, &r->req.tp_block_size, &r->req.tp_block_nr);
 	r->req.tp_frame_size = FRAME_SIZE;
 	r->req.tp_frame_nr = r->req.tp_block_size / FRAME_SIZE * r->req.tp_block_nr;
-	r->req.tp_retire_blk_tov = cfg->block_timeout_ms ? cfg->block_timeout_ms : DEFAULT_TIMEOUT_MS;
+	r->req.tp_retire_blk_tov = cfg->block_timeout_ms ? cfg->block_timeout_ms : V3_DEFAULT_TIMEOUT_MS;
 	r->req.tp_feature_req_word = 0;
 	r->ring_len = (size_t)r->req.tp_block_size * r->req.tp_block_nr;
 
@@ -67,7 +78,8 @@ static inline struct tpacket_block_desc *block(struct v3_ring *r, unsigned int i
 	return (struct tpacket_block_desc *)(r->ring + (size_t)i * r->req.tp_block_size);
 }
 
-/* Count every packet of a block we own; returns nonzero if --count was reached. */
+/* Count the packets of a block we own. Returns 1 if --count was reached,
+ * -1 if the stop's drain budget ended the block part-way (cap.h), else 0. */
 static int read_block(struct cap_worker *w, struct tpacket_block_desc *bd)
 {
 	struct tpacket3_hdr *ph = (struct tpacket3_hdr *)((uint8_t *)bd + bd->hdr.bh1.offset_to_first_pkt);
@@ -75,6 +87,8 @@ static int read_block(struct cap_worker *w, struct tpacket_block_desc *bd)
 	int reached = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
+		if (!cap_drain_may_read(w))
+			return -1;
 		/* tp_sec/tp_nsec: the kernel's receive time, CLOCK_REALTIME. */
 		reached |= cap_packet(w, (uint8_t *)ph + ph->tp_mac, ph->tp_snaplen, ph->tp_len,
 				      cap_rx_mono_ns(w->cfg->rx_clock_offset_ns, ph->tp_sec, ph->tp_nsec));
@@ -87,7 +101,7 @@ int v3_ring_run(struct v3_ring *r, struct cap_worker *w)
 {
 	struct pollfd pfd = { .fd = r->fd, .events = POLLIN | POLLERR };
 	unsigned int cur = 0;
-	int last_look = 0, reached;
+	int last_look = 0, end;
 
 	for (;;) {
 		struct tpacket_block_desc *bd = block(r, cur);
@@ -109,11 +123,13 @@ int v3_ring_run(struct v3_ring *r, struct cap_worker *w)
 				return -errno;
 			continue;
 		}
-		reached = read_block(w, bd);
-		/* Release: we are done reading before the kernel may refill it. */
+		end = read_block(w, bd);
+		/* Release: we are done reading before the kernel may refill it.
+		 * A block the drain budget cut is given back too: its unread
+		 * frames stay counted in tp_packets (queued, not read). */
 		__atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 		cap_publish(w);
-		if (reached)
+		if (end)
 			return 0;
 		cur = (cur + 1) % r->req.tp_block_nr;
 	}

@@ -13,6 +13,30 @@
 
 #include "cap.h"
 
+#define V3_DEFAULT_BLOCK_SIZE  (1u << 20)
+#define V3_DEFAULT_BLOCK_COUNT 32u
+#define V3_DEFAULT_TIMEOUT_MS  10u
+
+/* --block-size: a power of two from the page size (the kernel allocates
+ * blocks in page orders) up to 1G. */
+int v3_block_size_invalid(uint64_t v);
+void v3_block_size_fix(char *buf, size_t len);
+
+/* The ring's options, rows of the afp-v3 and fanout tables alike. */
+#define V3_RING_OPTIONS                                                                      \
+	{ .name = "block-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 4096,             \
+	  .max = 1u << 30, .has_default = 1, .def = V3_DEFAULT_BLOCK_SIZE,                       \
+	  .help = "ring block size, a power-of-two multiple of the page size",                  \
+	  .valid = v3_block_size_invalid, .fix_fn = v3_block_size_fix,                          \
+	  CB_OPT_AT(struct cap_cfg, block_size) },                                             \
+	{ .name = "block-count", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 65536,     \
+	  .has_default = 1, .def = V3_DEFAULT_BLOCK_COUNT, .help = "blocks per ring",           \
+	  .what = "blocks", .fix = "give 1..65536", CB_OPT_AT(struct cap_cfg, block_count) },  \
+	{ .name = "block-timeout", .type = CB_OPT_MS, .arg = "MS", .min = 1, .max = 60000,     \
+	  .has_default = 1, .def = V3_DEFAULT_TIMEOUT_MS,                                      \
+	  .help = "hand over a partly filled block after MS ms", .fix = "give 1..60000 ms",     \
+	  CB_OPT_AT(struct cap_cfg, block_timeout_ms) }
+
 struct v3_ring {
 	int fd;
 	uint8_t *ring;

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util.h"
 #include "xdp_prog.h"
 
 int cap_xdp_hook_init(const struct cap_cfg *cfg, struct cap_xdp_hook *h)
@@ -22,8 +23,12 @@ int cap_xdp_hook_init(const struct cap_cfg *cfg, struct cap_xdp_hook *h)
 	h->promisc_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (h->promisc_fd < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-cap: cannot open an AF_PACKET socket to make %s promiscuous "
-			"(%s): run as root, or use --no-promisc\n", cfg->iface, strerror(-err));
+		if (err == -EPERM || err == -EACCES) /* no CAP_NET_RAW */
+			return cb_user_fault(err, "cannot open an AF_PACKET socket to make %s promiscuous "
+					     "(%s): run as root, or use --no-promisc", cfg->iface,
+					     strerror(-err));
+		fprintf(stderr, "capbench-cap: cannot open an AF_PACKET socket to make %s promiscuous: "
+			"%s\n", cfg->iface, strerror(-err));
 		return err;
 	}
 	if (setsockopt(h->promisc_fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0) {
@@ -43,8 +48,15 @@ int cap_xdp_hook_attach(const struct cap_cfg *cfg, struct cap_xdp_hook *h, int p
 
 	h->link_fd = cb_xdp_attach(prog_fd, cfg->iface, cfg->ifindex, 0, why, sizeof(why));
 	if (h->link_fd < 0) {
+		int err = h->link_fd;
+
+		/* Another program holds the interface (EBUSY, EEXIST: `why`
+		 * names the fix), no privilege, no such interface: the
+		 * user's. Anything else the kernel says is a failure. */
+		if (err == -EBUSY || err == -EEXIST || err == -EPERM || err == -ENODEV)
+			return cb_user_fault(err, "%s", why);
 		fprintf(stderr, "capbench-cap: %s\n", why);
-		return h->link_fd;
+		return err;
 	}
 	h->mode = cb_xdp_attached_mode(cfg->ifindex);
 	return 0;

@@ -56,7 +56,8 @@ void cb_json_begin(struct cb_json *j, const char *type)
 	j->overflow = 0;
 	j->need_comma = 0;
 	put(j, "{");
-	cb_json_str(j, "type", type);
+	if (type)
+		cb_json_str(j, "type", type);
 }
 
 void cb_json_u64(struct cb_json *j, const char *k, uint64_t v)
@@ -139,10 +140,26 @@ void cb_json_arr_i64(struct cb_json *j, int64_t v)
 	j->need_comma = 1;
 }
 
+void cb_json_arr_str(struct cb_json *j, const char *v)
+{
+	if (j->need_comma)
+		put(j, ",");
+	put_string(j, v);
+	j->need_comma = 1;
+}
+
 void cb_json_arr_end(struct cb_json *j)
 {
 	put(j, "]");
 	j->need_comma = 1;
+}
+
+void cb_json_strs(struct cb_json *j, const char *k, const char *const *v, size_t max)
+{
+	cb_json_arr_begin(j, k);
+	for (size_t i = 0; i < max && v[i]; i++)
+		cb_json_arr_str(j, v[i]);
+	cb_json_arr_end(j);
 }
 
 int cb_json_end(struct cb_json *j, FILE *out)

@@ -23,6 +23,7 @@ struct cb_json {
 	int overflow;
 };
 
+/* type NULL: an object without a "type" key (a document, not a line kind). */
 void cb_json_begin(struct cb_json *j, const char *type);
 void cb_json_u64(struct cb_json *j, const char *key, uint64_t v);
 void cb_json_i64(struct cb_json *j, const char *key, int64_t v);
@@ -38,7 +39,10 @@ void cb_json_elem_begin(struct cb_json *j);
 /* A number as the next element of an array. */
 void cb_json_arr_u64(struct cb_json *j, uint64_t v);
 void cb_json_arr_i64(struct cb_json *j, int64_t v);
+void cb_json_arr_str(struct cb_json *j, const char *v);
 void cb_json_arr_end(struct cb_json *j);
+/* key: [the strings of v, up to a NULL or max of them]. */
+void cb_json_strs(struct cb_json *j, const char *key, const char *const *v, size_t max);
 /* Close the object, write it with a newline and flush. Returns 0 or -EIO. */
 int cb_json_end(struct cb_json *j, FILE *out);
 

@@ -111,6 +111,21 @@ int cb_sizes_weighted(struct cb_size_profile *p, const unsigned int *lens,
 }
 
 /* "64,594,1518" (or one number). */
+extern const struct cb_size_form cb_size_forms[];
+
+/* "rfc2544, seed, imix:seed, ...": the forms of every profile but lists. */
+static const char *profile_names(void)
+{
+	static char names[256];
+
+	names[0] = 0;
+	for (const struct cb_size_form *f = cb_size_forms; f->name && f->match; f++)
+		for (int i = 0; i < 4 && f->forms[i]; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? ", " : "", f->forms[i]);
+	return names;
+}
+
 static int parse_list(const char *spec, struct cb_size_profile *p, char *err, size_t errlen)
 {
 	unsigned int lens[1024], n = 0;
@@ -132,8 +147,7 @@ static int parse_list(const char *spec, struct cb_size_profile *p, char *err, si
 		buf[len] = 0;
 		if (cb_parse_u64(buf, &v))
 			return fail(err, errlen, -EINVAL, "unknown --size '%s': give a length (64), a "
-				    "list (64,594,1518) or a profile: rfc2544, seed, imix:seed, "
-				    "imix:simple, random:MIN-MAX, dist:FILE.csv, trace:FILE.pcap", spec);
+				    "list (64,594,1518) or a profile: %s", spec, profile_names());
 		if (!len_ok(v))
 			return fail(err, errlen, -ERANGE, "--size %s: %s B is outside %d..%d B "
 				    "(frame lengths count the 4 B FCS; 64 is the Ethernet minimum)",
@@ -293,28 +307,83 @@ out:
 	return rc;
 }
 
+static int parse_rfc2544(const char *spec, const char *rest, struct cb_size_profile *p,
+			 char *err, size_t errlen)
+{
+	return cb_sizes_cycle(p, rfc2544_lens, N_OF(rfc2544_lens));
+}
+
+static int parse_seed(const char *spec, const char *rest, struct cb_size_profile *p,
+		      char *err, size_t errlen)
+{
+	return cb_sizes_cycle(p, seed_lens, N_OF(seed_lens));
+}
+
+static int parse_imix(const char *spec, const char *rest, struct cb_size_profile *p,
+		      char *err, size_t errlen)
+{
+	if (!strcmp(rest, "seed"))
+		return cb_sizes_weighted(p, imix_seed_lens, imix_seed_weights, N_OF(imix_seed_lens));
+	if (!strcmp(rest, "simple"))
+		return cb_sizes_weighted(p, imix_simple_lens, imix_simple_weights,
+					 N_OF(imix_simple_lens));
+	return fail(err, errlen, -EINVAL, "unknown IMIX '%s': use imix:seed (57/7/16/20 %% "
+		    "of 64/570/594/1518 B) or imix:simple (7:4:1 of 64/594/1518 B)", spec);
+}
+
+static int parse_random_form(const char *spec, const char *rest, struct cb_size_profile *p,
+			     char *err, size_t errlen)
+{
+	return parse_random(spec, rest, p, err, errlen);
+}
+
+static int parse_dist_form(const char *spec, const char *rest, struct cb_size_profile *p,
+			   char *err, size_t errlen)
+{
+	return parse_dist(rest, p, err, errlen);
+}
+
+static int parse_trace_form(const char *spec, const char *rest, struct cb_size_profile *p,
+			    char *err, size_t errlen)
+{
+	return cb_sizes_from_pcap(rest, p, err, errlen);
+}
+
+static int parse_list_form(const char *spec, const char *rest, struct cb_size_profile *p,
+			   char *err, size_t errlen)
+{
+	return parse_list(spec, p, err, errlen);
+}
+
+/* What --size takes: parsed with this table, and described from it
+ * (capbench-gen --describe). The first form that matches wins. */
+const struct cb_size_form cb_size_forms[] = {
+	{ "rfc2544", { "rfc2544" }, "rfc2544", parse_rfc2544,
+	  "RFC 2544's 7 lengths (64 to 1518 B), cycled" },
+	{ "seed", { "seed" }, "seed", parse_seed, "seed 000's 13 lengths, cycled" },
+	{ "imix", { "imix:seed", "imix:simple" }, "imix:", parse_imix,
+	  "57/7/16/20 % of 64/570/594/1518 B (seed), 7:4:1 of 64/594/1518 B (simple)" },
+	{ "random", { "random:MIN-MAX" }, "random:", parse_random_form, "uniform lengths" },
+	{ "dist", { "dist:FILE.csv" }, "dist:", parse_dist_form, "'length,weight' rows" },
+	{ "trace", { "trace:FILE.pcap" }, "trace:", parse_trace_form,
+	  "the length distribution of a capture" },
+	{ "list", { "64", "64,594,1518" }, NULL, parse_list_form,
+	  "a length incl. the 4 B FCS, or a list, cycled" },
+	{ NULL, { NULL }, NULL, NULL, NULL },
+};
+
 int cb_sizes_parse(const char *spec, struct cb_size_profile *p, char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
-	if (!strcmp(spec, "rfc2544"))
-		return cb_sizes_cycle(p, rfc2544_lens, N_OF(rfc2544_lens));
-	if (!strcmp(spec, "seed"))
-		return cb_sizes_cycle(p, seed_lens, N_OF(seed_lens));
-	if (!strcmp(spec, "imix:seed"))
-		return cb_sizes_weighted(p, imix_seed_lens, imix_seed_weights, N_OF(imix_seed_lens));
-	if (!strcmp(spec, "imix:simple"))
-		return cb_sizes_weighted(p, imix_simple_lens, imix_simple_weights,
-					 N_OF(imix_simple_lens));
-	if (!strncmp(spec, "imix:", 5))
-		return fail(err, errlen, -EINVAL, "unknown IMIX '%s': use imix:seed (57/7/16/20 %% "
-			    "of 64/570/594/1518 B) or imix:simple (7:4:1 of 64/594/1518 B)", spec);
-	if (!strncmp(spec, "random:", 7))
-		return parse_random(spec, spec + 7, p, err, errlen);
-	if (!strncmp(spec, "dist:", 5))
-		return parse_dist(spec + 5, p, err, errlen);
-	if (!strncmp(spec, "trace:", 6))
-		return cb_sizes_from_pcap(spec + 6, p, err, errlen);
-	return parse_list(spec, p, err, errlen);
+	for (const struct cb_size_form *f = cb_size_forms; f->name; f++) {
+		size_t n = f->match ? strlen(f->match) : 0;
+
+		if (!f->match)
+			return f->parse(spec, spec, p, err, errlen);
+		if (f->match[n - 1] == ':' ? !strncmp(spec, f->match, n) : !strcmp(spec, f->match))
+			return f->parse(spec, spec + n, p, err, errlen);
+	}
+	return -EINVAL; /* not reached: the last form takes anything */
 }
 
 void cb_sizes_free(struct cb_size_profile *p)

@@ -49,6 +49,20 @@ struct cb_size_profile {
 int cb_sizes_parse(const char *spec, struct cb_size_profile *p, char *err, size_t errlen);
 void cb_sizes_free(struct cb_size_profile *p);
 
+/* The profiles --size takes, each with the forms it is written in (for
+ * --describe and --help); cb_sizes_parse tries them in this order. `match`:
+ * the exact spec, or a prefix ending in ':'; NULL for the last (lists),
+ * which takes anything else. Ends with a NULL name. */
+struct cb_size_form {
+	const char *name;
+	const char *forms[4];
+	const char *match;
+	int (*parse)(const char *spec, const char *rest, struct cb_size_profile *p, char *err,
+		     size_t errlen);
+	const char *help;
+};
+extern const struct cb_size_form cb_size_forms[];
+
 /* Build a CYCLE profile of these n lengths (copied). */
 int cb_sizes_cycle(struct cb_size_profile *p, const unsigned int *lens, unsigned int n);
 

@@ -67,6 +67,23 @@ void cb_fatal(const char *fmt, ...)
 	exit(CB_EXIT_RUNTIME);
 }
 
+static int user_fault;
+
+int cb_user_fault(int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport(fmt, ap);
+	va_end(ap);
+	user_fault = 1;
+	return err;
+}
+
+int cb_fault_status(void)
+{
+	return user_fault ? CB_EXIT_USAGE : CB_EXIT_RUNTIME;
+}
+
 void cb_require_root(const char *needs)
 {
 	/* The effective uid, not single capabilities: each program needs

@@ -18,6 +18,19 @@
 void cb_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* The same for failures at run time (exit status CB_EXIT_RUNTIME). */
 void cb_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/*
+ * A failure found while setting up (a capture backend's open(), a generator
+ * engine's): the function that finds it prints one line and returns -errno
+ * (libbpf style), and says there whether the user can fix it (bad input, a
+ * missing interface or privilege) by printing the line with cb_user_fault(),
+ * which marks it; any other line (fprintf) is a failure (the kernel refused,
+ * out of memory). main() takes the exit status from cb_fault_status(), never
+ * from the errno: the same errno means either, depending on the call.
+ * cb_user_fault() prints "PROG: message" and returns err.
+ */
+int cb_user_fault(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* CB_EXIT_USAGE once cb_user_fault() was called, else CB_EXIT_RUNTIME. */
+int cb_fault_status(void);
 /* End the program with a usage error unless it runs as root; `needs` says
  * what needs root, e.g. "packet capture needs CAP_NET_RAW". */
 void cb_require_root(const char *needs);

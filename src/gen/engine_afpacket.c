@@ -69,13 +69,23 @@ static int afp_open(const struct gen_cfg *cfg, void **state)
 	st->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (st->fd < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-gen: cannot open an AF_PACKET socket (%s): run as root\n",
-			strerror(errno));
+		/* Without CAP_NET_RAW (EPERM, EACCES): the user's to fix. */
+		if (err == -EPERM || err == -EACCES)
+			cb_user_fault(err, "cannot open an AF_PACKET socket (%s): run as root",
+				      strerror(-err));
+		else
+			fprintf(stderr, "capbench-gen: cannot open an AF_PACKET socket: %s\n",
+				strerror(-err));
 		goto err_free;
 	}
 	if (bind(st->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		err = -errno;
-		fprintf(stderr, "capbench-gen: cannot bind to %s: %s\n", cfg->iface, strerror(errno));
+		/* The interface went away since the options were read. */
+		if (err == -ENODEV)
+			cb_user_fault(err, "cannot bind to %s: %s", cfg->iface, strerror(-err));
+		else
+			fprintf(stderr, "capbench-gen: cannot bind to %s: %s\n", cfg->iface,
+				strerror(-err));
 		goto err_close;
 	}
 	if (setsockopt(st->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0) {
@@ -256,9 +266,23 @@ static void afp_close(void *state)
 	free(st);
 }
 
+static const struct cb_opt afp_options[] = {
+	{ .name = "replay", .type = CB_OPT_STRING, .arg = "FILE",
+	  .help = "send the frames of a pcap/pcapng capture as they are (not stamped: the counter "
+		  "counts them as foreign); --rate original (the default) keeps their timing, a "
+		  "rate paces them, max sends them at once", CB_OPT_AT(struct gen_args, replay) },
+	{ .name = "loop", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = CB_COUNT_MAX,
+	  .has_default = 1, .def = 1, .help = "send the capture N times",
+	  CB_OPT_AT(struct gen_args, loop) },
+	CB_OPT_END,
+};
+
 const struct gen_engine gen_engine_afpacket = {
 	.name = "afpacket",
 	.describe = "AF_PACKET sendmmsg with PACKET_QDISC_BYPASS, paced in user space",
+	.seed = "a generator for interfaces where XDP redirect does not work, and for replaying captures",
+	.options = afp_options,
+	.caps = { .pacing = "user", .replay = 1, .needs = { "packet_socket" } },
 	.open = afp_open,
 	.start = afp_start,
 	.progress = afp_progress,

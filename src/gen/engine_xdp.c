@@ -94,6 +94,8 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 	st->skel = gen_bpf__open();
 	if (!st->skel) {
 		err = -errno;
+		fprintf(stderr, "capbench-gen: cannot open the generator's BPF object: %s\n",
+			strerror(-err));
 		goto err_free;
 	}
 	st->skel->rodata->tx_ifindex = (uint32_t)cfg->ifindex;
@@ -109,10 +111,16 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 	err = bpf_map__set_max_entries(st->skel->maps.schedule, cfg->sched.n);
 	if (!err)
 		err = gen_bpf__load(st->skel);
-	if (err) {
-		fprintf(stderr, "capbench-gen: cannot load the generator's BPF program (%s): "
-			"run as root on a kernel with BPF and BTF, or use --engine afpacket\n",
+	/* Out of memory (the schedule map) is a failure; otherwise the fix is
+	 * the user's: privileges, a kernel with BTF, or the other engine. */
+	if (err == -ENOMEM) {
+		fprintf(stderr, "capbench-gen: cannot load the generator's BPF program: %s\n",
 			strerror(-err));
+		goto err_destroy;
+	}
+	if (err) {
+		cb_user_fault(err, "cannot load the generator's BPF program (%s): run as root on a "
+			      "kernel with BPF and BTF, or use --engine afpacket", strerror(-err));
 		goto err_destroy;
 	}
 	err = fill_schedule(st->skel, &cfg->sched);
@@ -240,9 +248,22 @@ static void xdp_close(void *state)
 	free(st);
 }
 
+static const struct cb_opt xdp_options[] = {
+	{ .name = "catch-up", .type = CB_OPT_COUNT, .arg = "N", .min = 0, .max = GEN_CATCHUP_MAX,
+	  .has_default = 1, .def = GEN_CATCHUP_DEFAULT,
+	  .help = "a paced generator that fell behind may send up to N frames faster than the "
+		  "link's wire rate to catch up; beyond that it keeps the wire rate and the lag "
+		  "stays (256: a veth's and a small NIC's receive ring)",
+	  CB_OPT_AT(struct gen_args, catchup) },
+	CB_OPT_END,
+};
+
 const struct gen_engine gen_engine_xdp = {
 	.name = "xdp",
 	.describe = "BPF_PROG_RUN live frames, paced in the BPF program (fastest; Linux >= 5.18)",
+	.seed = "line rate on any Linux box: the kernel runs the sender in a loop over recycled frames",
+	.options = xdp_options,
+	.caps = { .pacing = "kernel", .needs = { "live_frames" } },
 	.open = xdp_open,
 	.start = xdp_start,
 	.progress = xdp_progress,

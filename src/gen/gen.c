@@ -122,7 +122,9 @@ int main(int argc, char **argv)
 		close_lanes(0);
 		for (unsigned int i = 0; i < opened; i++)
 			plan.engine->close(states[i]);
-		return err == -EPERM || err == -EINVAL ? CB_EXIT_USAGE : CB_EXIT_RUNTIME;
+		/* open() printed its line and said whether it is the user's
+		 * (cb_user_fault): that, not the errno, picks 2 or 1. */
+		return cb_fault_status();
 	}
 
 	start = cb_now_ns();

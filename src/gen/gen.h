@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "opt_table.h"
 #include "packet.h"
 #include "pacing.h"
 #include "replay.h"
@@ -48,9 +49,29 @@ struct gen_progress {
 	uint64_t tx_busy;     /* sends the kernel refused for lack of room (retried) */
 };
 
+/* The command line as given, option by option (gen_config.c checks the
+ * values); the option tables' rows point here. */
+struct gen_args {
+	const char *iface, *engine, *size, *rate, *link, *count, *duration;
+	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
+	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
+	const char *replay, *loop, *mtu, *trailer, *catchup;
+	int check, describe, help;
+};
+
+/* What an engine does, for --describe. */
+struct gen_caps {
+	const char *pacing;   /* where departures are timed: "kernel" (a BPF program) | "user" */
+	int replay;           /* sends a capture's frames (--replay) */
+	const char *needs[4]; /* what preflight must find: live_frames, packet_socket */
+};
+
 struct gen_engine {
 	const char *name;
-	const char *describe;
+	const char *describe;     /* one line: what it is */
+	const char *seed;         /* one line: why capbench has it */
+	const struct cb_opt *options; /* its own options (opt_table.h), into struct gen_args */
+	struct gen_caps caps;
 	/* Prepare everything that can fail on bad input or missing kernel
 	 * support; returns 0 or -errno and may print one error line. */
 	int (*open)(const struct gen_cfg *cfg, void **state);
@@ -66,8 +87,8 @@ struct gen_engine {
 	void (*close)(void *state);
 };
 
-extern const struct gen_engine gen_engine_xdp;
-extern const struct gen_engine gen_engine_afpacket;
+/* The registry of engines, NULL-terminated (gen_config.c). */
+extern const struct gen_engine *const gen_engines[];
 
 #define GEN_MAX_THREADS 64
 
@@ -96,6 +117,11 @@ struct gen_plan {
 	struct gen_cfg lanes[GEN_MAX_THREADS];
 	int check_only;          /* --check: print the plan's "check" line, send nothing */
 };
+
+/* capbench-gen --describe (docs/programs.md): the engines, size profiles
+ * and options as one JSON document; returns 0 or -EIO. */
+#define GEN_DESCRIBE_VERSION 1
+int gen_describe(FILE *out);
 
 /* gen_config.c: parse and check the command line (exits 2 on bad input). */
 void gen_configure(int argc, char **argv, struct gen_plan *plan);

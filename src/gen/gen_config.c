@@ -14,10 +14,90 @@
 #include "rate.h"
 #include "util.h"
 
-static const struct gen_engine *const engines[] = {
-	&gen_engine_xdp,
-	&gen_engine_afpacket,
+#define DEFAULT_ENGINE "xdp"
+
+/* The engines, one line each (src/gen/engine_NAME.c defines
+ * gen_engine_NAME): this line and the file's in meson.build are all that
+ * adding one takes. */
+#define GEN_ENGINES(X) \
+	X(xdp)         \
+	X(afpacket)
+
+#define DECLARE(name) extern const struct gen_engine gen_engine_##name;
+#define ENTRY(name) &gen_engine_##name,
+
+GEN_ENGINES(DECLARE)
+
+const struct gen_engine *const gen_engines[] = {
+	GEN_ENGINES(ENTRY)
 	NULL,
+};
+
+#define AT(field) CB_OPT_AT(struct gen_args, field)
+
+/* The options every engine takes; their values are checked by configure()
+ * and the functions it calls (the rows' ranges say the same for --help and
+ * --describe). */
+static const struct cb_opt common_options[] = {
+	{ .name = "iface", .short_name = 'i', .type = CB_OPT_STRING, .arg = "IF",
+	  .help = "interface to send on (required)", AT(iface) },
+	{ .name = "engine", .short_name = 'e', .type = CB_OPT_STRING, .arg = "NAME", .has_default = 1,
+	  .def_text = DEFAULT_ENGINE, .help = "the engine (below; afpacket with --replay)", AT(engine) },
+	{ .name = "size", .short_name = 's', .type = CB_OPT_STRING, .arg = "SIZE", .has_default = 1,
+	  .def_text = "64", .help = "frame length incl. 4 B FCS, 64..MTU+18, or a profile (below)",
+	  AT(size) },
+	{ .name = "seed", .type = CB_OPT_COUNT, .arg = "N", .has_default = 1, .def = 1,
+	  .help = "seed of the drawn profiles: the same seed, the same frames", AT(seed) },
+	{ .name = "rate", .short_name = 'r', .type = CB_OPT_STRING, .arg = "RATE", .has_default = 1,
+	  .def_text = "100%", .help = "1.2Mpps, 800kpps, 5000pps; 1g, 950m (bits/s on the wire, incl. "
+	  "20 B preamble+gap); 100% of --link; max = unpaced. Bit rates give every frame its own "
+	  "wire time; packet rates give every frame the same gap", AT(rate) },
+	{ .name = "link", .short_name = 'l', .type = CB_OPT_STRING, .arg = "SPEED", .has_default = 1,
+	  .def_text = "1g", .help = "emulated link: 1g, 10g, 25g, 40g, 100g", AT(link) },
+	{ .name = "count", .short_name = 'c', .type = CB_OPT_COUNT, .arg = "N", .min = 1,
+	  .max = CB_COUNT_MAX, .help = "send exactly N frames, then stop", AT(count) },
+	{ .name = "duration", .short_name = 'd', .type = CB_OPT_SECONDS, .arg = "S",
+	  .max = (uint64_t)CB_SECONDS_MAX, .help = "send for S seconds (5, 5s, 250ms, 2m), timed "
+	  "from the first departure: a paced --rate R sends exactly round(R x S) frames (a bit rate "
+	  "or a size mix: its mean frames per second); max sends for S seconds", AT(duration) },
+	{ .name = "trailer", .type = CB_OPT_COUNT, .arg = "N", .min = 0, .max = GEN_TRAILER_MAX,
+	  .has_default = 1, .def = GEN_TRAILER_DEFAULT, .help = "end every stream with N trailer "
+	  "frames carrying its last sequence number and sent count, 50 ms apart after a 50 ms "
+	  "pause, so a counter can count tail loss (0 = none; not with --replay)", AT(trailer) },
+	{ .name = "cpu", .type = CB_OPT_CPU, .arg = "N", .help = "pin the generator to CPU N",
+	  AT(cpu) },
+	{ .name = "threads", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = GEN_MAX_THREADS,
+	  .has_default = 1, .def = 1, .help = "N sending threads, each its own stream (UDP source "
+	  "port 52224 + stream) and sequence numbers; --rate and --count are totals split between "
+	  "them", AT(threads) },
+	{ .name = "cpus", .type = CB_OPT_CPUS, .arg = "LIST", .has_default = 1,
+	  .def_text = "from --cpu on", .help = "their CPUs, e.g. 0,1 or 0-1", AT(cpus) },
+	{ .name = "burst", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = UINT32_MAX,
+	  .help = "N frames back to back at the link's wire rate, then a pause that keeps the "
+	  "mean --rate (RFC 2544 back-to-back)", AT(burst) },
+	{ .name = "groups", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = CB_COUNT_MAX,
+	  .help = "send N groups of --group-size frames, --group-gap apart; the counter reports "
+	  "every group (seed 004)", AT(groups) },
+	{ .name = "group-size", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = CB_COUNT_MAX,
+	  .help = "frames per group", AT(group_size) },
+	{ .name = "group-gap", .type = CB_OPT_SECONDS, .arg = "S", .has_default = 1, .def = 0,
+	  .max = (uint64_t)CB_SECONDS_MAX, .help = "pause between groups", AT(group_gap) },
+	{ .name = "interval", .type = CB_OPT_SECONDS, .arg = "S", .has_default = 1, .def = 1,
+	  .help = "seconds between interval lines", AT(interval) },
+	{ .name = "dst-mac", .type = CB_OPT_STRING, .arg = "MAC", .has_default = 1,
+	  .def_text = "02:cb:00:00:00:02", .help = "destination MAC (the default matches no host, "
+	  "so the receiver sees it as PACKET_OTHERHOST)", AT(dst_mac) },
+	{ .name = "src-mac", .type = CB_OPT_STRING, .arg = "MAC", .has_default = 1,
+	  .def_text = "the interface's", .help = "source MAC", AT(src_mac) },
+	{ .name = "check", .type = CB_OPT_FLAG, .help = "check the options, print one \"check\" "
+	  "line (frame lengths, mean wire rate) and exit without sending; --iface may then be left "
+	  "out (no root needed)", AT(check) },
+	{ .name = "mtu", .type = CB_OPT_COUNT, .arg = "N", .min = 46, .max = 65535, .has_default = 1,
+	  .def_text = "--iface's", .help = "with --check: the MTU to check --size against", AT(mtu) },
+	{ .name = "describe", .type = CB_OPT_FLAG, .help = "print the engines, size profiles and "
+	  "options as one JSON document and exit", AT(describe) },
+	{ .name = "help", .short_name = 'h', .type = CB_OPT_FLAG, .help = "this help", AT(help) },
+	CB_OPT_END,
 };
 
 static void usage(FILE *out)
@@ -28,65 +108,24 @@ static void usage(FILE *out)
 "Send Ethernet/IPv4/UDP test frames, each stamped with a sequence number and\n"
 "a TX timestamp, at a precise rate. Prints JSON Lines: one \"interval\" line\n"
 "per --interval and one \"summary\" line at exit. Needs root.\n"
-"\n"
-"  -i, --iface IF        interface to send on (required)\n"
-"  -e, --engine NAME     xdp (default): BPF_PROG_RUN live frames, paced in BPF\n"
-"                        afpacket: AF_PACKET sendmmsg, paced in user space\n"
-"  -s, --size SIZE       frame length incl. 4 B FCS, 64..MTU+18 (default 64), or:\n"
-"                        64,594,1518     a list, cycled in order\n"
-"                        rfc2544, seed   RFC 2544's 7 / seed 000's 13 lengths, cycled\n"
-"                        imix:seed       57/7/16/20 %% of 64/570/594/1518 B\n"
-"                        imix:simple     7:4:1 of 64/594/1518 B\n"
-"                        random:MIN-MAX  uniform lengths\n"
-"                        dist:FILE.csv   'length,weight' rows\n"
-"                        trace:FILE.pcap the length distribution of a capture\n"
-"      --seed N          seed of the drawn profiles: the same seed, the same\n"
-"                        frames (default 1)\n"
-"  -r, --rate RATE       1.2Mpps, 800kpps, 5000pps; 1g, 950m (bits/s on the wire,\n"
-"                        incl. 20 B preamble+gap); 100%% of --link; max = unpaced\n"
-"                        (default 100%%). Bit rates give every frame its own wire\n"
-"                        time; packet rates give every frame the same gap\n"
-"  -l, --link SPEED      emulated link: 1g (default), 10g, 25g, 40g, 100g\n"
-"  -c, --count N         send exactly N frames, then stop\n"
-"  -d, --duration S      send for S seconds (5, 5s, 250ms, 2m), timed from the\n"
-"                        first departure: a paced --rate R sends exactly\n"
-"                        round(R x S) frames (a bit rate or a size mix: its\n"
-"                        mean frames per second); max sends for S seconds\n"
-"      --trailer N       end every stream with N trailer frames carrying its\n"
-"                        last sequence number and sent count, 50 ms apart\n"
-"                        after a 50 ms pause, so a counter can count tail\n"
-"                        loss (default 3; 0 = none; not with --replay)\n"
-"      --catch-up N      a paced generator that fell behind may send up to N\n"
-"                        frames faster than the link's wire rate to catch up;\n"
-"                        beyond that it keeps the wire rate and the lag stays\n"
-"                        (default 256, a veth's and a small NIC's receive ring;\n"
-"                        xdp engine)\n"
-"      --cpu N           pin the generator to CPU N\n"
-"      --threads N       N sending threads, each its own stream (UDP source port\n"
-"                        52224 + stream) and sequence numbers; --rate and --count\n"
-"                        are totals split between them (default 1)\n"
-"      --cpus LIST       their CPUs, e.g. 0,1 or 0-1 (default: from --cpu on)\n"
-"      --replay FILE     send the frames of a pcap/pcapng capture as they are\n"
-"                        (afpacket engine; not stamped: the counter counts them\n"
-"                        as foreign); --rate original (the default) keeps their\n"
-"                        timing, a rate paces them, max sends them at once\n"
-"      --loop N          send the capture N times (default 1)\n"
-"      --burst N         N frames back to back at the link's wire rate, then a\n"
-"                        pause that keeps the mean --rate (RFC 2544 back-to-back)\n"
-"      --groups N        send N groups of --group-size frames, --group-gap apart;\n"
-"                        the counter reports every group (seed 004)\n"
-"      --group-size N    frames per group\n"
-"      --group-gap S     pause between groups (default 0)\n"
-"      --interval S      seconds between interval lines (default 1)\n"
-"      --dst-mac MAC     destination MAC (default 02:cb:00:00:00:02, matches no\n"
-"                        host, so the receiver sees it as PACKET_OTHERHOST)\n"
-"      --src-mac MAC     source MAC (default: the interface's)\n"
-"      --check           check the options, print one \"check\" line (frame\n"
-"                        lengths, mean wire rate) and exit without sending;\n"
-"                        --iface may then be left out (no root needed)\n"
-"      --mtu N           with --check: the MTU to check --size against\n"
-"                        (default: --iface's)\n"
-"  -h, --help            this help\n"
+"\n");
+	cb_opt_help(out, common_options);
+	fprintf(out, "\n--size SIZE:\n");
+	for (const struct cb_size_form *f = cb_size_forms; f->name; f++) {
+		char forms[64] = "";
+
+		for (int i = 0; i < 4 && f->forms[i]; i++)
+			snprintf(forms + strlen(forms), sizeof(forms) - strlen(forms), "%s%s",
+				 i ? ", " : "", f->forms[i]);
+		fprintf(out, "  %-26s %s\n", forms, f->help);
+	}
+	for (int i = 0; gen_engines[i]; i++) {
+		fprintf(out, "\n--engine %s%s: %s\n", gen_engines[i]->name,
+			strcmp(gen_engines[i]->name, DEFAULT_ENGINE) ? "" : " (default)",
+			gen_engines[i]->describe);
+		cb_opt_help(out, gen_engines[i]->options);
+	}
+	fprintf(out,
 "\n"
 "Without --count or --duration it sends until SIGINT or SIGTERM.\n"
 "Example: capbench-gen --iface veth0 --size 64 --rate 100%% --link 1g --duration 5\n");
@@ -94,88 +133,72 @@ static void usage(FILE *out)
 
 static const struct gen_engine *find_engine(const char *name)
 {
-	for (int i = 0; engines[i]; i++)
-		if (!strcmp(engines[i]->name, name))
-			return engines[i];
-	cb_usage_error("unknown engine '%s': use --engine xdp or --engine afpacket", name);
+	char names[256] = "";
+	int n = 0;
+
+	for (int i = 0; gen_engines[i]; i++)
+		if (!strcmp(gen_engines[i]->name, name))
+			return gen_engines[i];
+	while (gen_engines[n])
+		n++;
+	for (int i = 0; i < n; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s--engine %s",
+			 i == 0 ? "" : i + 1 == n ? " or " : ", ", gen_engines[i]->name);
+	cb_usage_error("unknown engine '%s': use %s", name, names);
 }
 
-struct gen_args {
-	const char *iface, *engine, *size, *rate, *link, *count, *duration;
-	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
-	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
-	const char *replay, *loop, *mtu, *trailer, *catchup;
-	int check;
-};
-
-static void parse_args(int argc, char **argv, struct gen_args *a)
+static void set_tables(struct cb_opt_set *s)
 {
-	enum { OPT_CPU = 256, OPT_INTERVAL, OPT_DST_MAC, OPT_SRC_MAC, OPT_SEED, OPT_THREADS,
-	       OPT_CPUS, OPT_BURST, OPT_GROUPS, OPT_GROUP_SIZE, OPT_GROUP_GAP, OPT_REPLAY,
-	       OPT_LOOP, OPT_CHECK, OPT_MTU, OPT_TRAILER, OPT_CATCHUP };
-	static const struct option opts[] = {
-		{ "iface", required_argument, NULL, 'i' },
-		{ "engine", required_argument, NULL, 'e' },
-		{ "size", required_argument, NULL, 's' },
-		{ "rate", required_argument, NULL, 'r' },
-		{ "link", required_argument, NULL, 'l' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "interval", required_argument, NULL, OPT_INTERVAL },
-		{ "dst-mac", required_argument, NULL, OPT_DST_MAC },
-		{ "src-mac", required_argument, NULL, OPT_SRC_MAC },
-		{ "seed", required_argument, NULL, OPT_SEED },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "cpus", required_argument, NULL, OPT_CPUS },
-		{ "burst", required_argument, NULL, OPT_BURST },
-		{ "groups", required_argument, NULL, OPT_GROUPS },
-		{ "group-size", required_argument, NULL, OPT_GROUP_SIZE },
-		{ "group-gap", required_argument, NULL, OPT_GROUP_GAP },
-		{ "replay", required_argument, NULL, OPT_REPLAY },
-		{ "loop", required_argument, NULL, OPT_LOOP },
-		{ "check", no_argument, NULL, OPT_CHECK },
-		{ "mtu", required_argument, NULL, OPT_MTU },
-		{ "trailer", required_argument, NULL, OPT_TRAILER },
-		{ "catch-up", required_argument, NULL, OPT_CATCHUP },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
+	cb_opt_set_init(s, common_options, "--engine");
+	for (int i = 0; gen_engines[i]; i++)
+		cb_opt_set_add(s, gen_engines[i]->name, gen_engines[i]->options);
+}
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:e:s:r:l:c:d:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'i': a->iface = optarg; break;
-		case 'e': a->engine = optarg; break;
-		case 's': a->size = optarg; break;
-		case 'r': a->rate = optarg; break;
-		case 'l': a->link = optarg; break;
-		case 'c': a->count = optarg; break;
-		case 'd': a->duration = optarg; break;
-		case OPT_CPU: a->cpu = optarg; break;
-		case OPT_INTERVAL: a->interval = optarg; break;
-		case OPT_DST_MAC: a->dst_mac = optarg; break;
-		case OPT_SRC_MAC: a->src_mac = optarg; break;
-		case OPT_SEED: a->seed = optarg; break;
-		case OPT_THREADS: a->threads = optarg; break;
-		case OPT_CPUS: a->cpus = optarg; break;
-		case OPT_BURST: a->burst = optarg; break;
-		case OPT_GROUPS: a->groups = optarg; break;
-		case OPT_GROUP_SIZE: a->group_size = optarg; break;
-		case OPT_GROUP_GAP: a->group_gap = optarg; break;
-		case OPT_REPLAY: a->replay = optarg; break;
-		case OPT_LOOP: a->loop = optarg; break;
-		case OPT_CHECK: a->check = 1; break;
-		case OPT_MTU: a->mtu = optarg; break;
-		case OPT_TRAILER: a->trailer = optarg; break;
-		case OPT_CATCHUP: a->catchup = optarg; break;
-		case 'h': usage(stdout); exit(CB_EXIT_OK);
-		default: cb_opt_fail(c, argv);
-		}
+int gen_describe(FILE *out)
+{
+	static struct cb_json j;
+
+	cb_opt_describe_begin(&j, "capbench-gen", GEN_DESCRIBE_VERSION);
+	cb_json_arr_begin(&j, "engines");
+	for (int i = 0; gen_engines[i]; i++) {
+		const struct gen_engine *e = gen_engines[i];
+
+		cb_opt_describe_variant(&j, e->name, e->describe, e->seed, e->options);
+		cb_json_obj_begin(&j, "capabilities");
+		cb_json_str(&j, "pacing", e->caps.pacing);
+		cb_json_bool(&j, "replay", e->caps.replay);
+		cb_json_strs(&j, "needs", e->caps.needs, 4);
+		cb_json_obj_end(&j);
+		cb_json_obj_end(&j);
 	}
-	if (optind < argc)
-		cb_usage_error("unexpected argument '%s' (see --help)", argv[optind]);
+	cb_json_arr_end(&j);
+	cb_json_arr_begin(&j, "size_profiles");
+	for (const struct cb_size_form *f = cb_size_forms; f->name; f++) {
+		cb_json_elem_begin(&j);
+		cb_json_str(&j, "name", f->name);
+		cb_json_strs(&j, "forms", f->forms, 4);
+		cb_json_str(&j, "help", f->help);
+		cb_json_obj_end(&j);
+	}
+	cb_json_arr_end(&j);
+	cb_opt_describe(&j, "common_options", common_options);
+	cb_json_str(&j, "default_engine", DEFAULT_ENGINE);
+	return cb_json_end(&j, out);
+}
+
+static void parse_args(int argc, char **argv, struct gen_args *a, struct cb_opt_set *s)
+{
+	set_tables(s);
+	cb_opt_collect(s, argc, argv);
+	cb_opt_apply_text(s, common_options, a);
+	for (int i = 0; gen_engines[i]; i++)
+		cb_opt_apply_text(s, gen_engines[i]->options, a);
+	if (a->help) {
+		usage(stdout);
+		exit(CB_EXIT_OK);
+	}
+	if (a->describe)
+		exit(gen_describe(stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK);
 	if (a->mtu && !a->check)
 		cb_usage_error("--mtu goes with --check (a real run uses the interface's MTU)");
 	if (a->check && !a->iface && !a->mtu)
@@ -507,15 +530,18 @@ static void configure_catchup(const struct gen_args *a, struct gen_cfg *cfg)
 
 void gen_configure(int argc, char **argv, struct gen_plan *plan)
 {
+	static struct cb_opt_set opts;
 	struct gen_args args = { 0 };
 	struct cb_rate rate;
 
-	parse_args(argc, argv, &args);
-	plan->engine = find_engine(args.engine ? args.engine : args.replay ? "afpacket" : "xdp");
+	parse_args(argc, argv, &args, &opts);
+	plan->engine = find_engine(args.engine ? args.engine : args.replay ? "afpacket" : DEFAULT_ENGINE);
 	if (args.replay)
 		load_replay(&args, plan);
 	else if (args.loop)
 		cb_usage_error("--loop repeats a --replay capture: give --replay FILE");
+	/* After the lines above, which name the fix for --replay and --loop. */
+	cb_opt_check_owner(&opts, plan->engine->options, plan->engine->name);
 	configure(&args, &plan->total, &rate, args.replay ? &plan->replay : NULL);
 	configure_shapes(&args, &plan->total);
 	if (args.replay) {

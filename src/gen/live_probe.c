@@ -10,6 +10,7 @@
 #include <linux/bpf.h>
 
 #include "stamp.h"
+#include "util.h"
 
 /* The kernel's own "not supported" (include/linux/errno.h), which BPF calls
  * may pass on to user space; libc has no name for it. */
@@ -75,24 +76,28 @@ int gen_probe_live_frames(const uint8_t *frame, uint32_t len)
 	const char *refusal;
 
 	if (fd < 0) {
-		fprintf(stderr, "capbench-gen: cannot load an XDP program (%s): run as root on a "
-			"kernel with BPF, or use --engine afpacket\n", strerror(-fd));
-		return fd == -EPERM || fd == -EACCES ? -EPERM : fd;
+		/* Out of memory is a failure; otherwise the fix is the user's:
+		 * privileges, or the other engine. */
+		if (fd == -ENOMEM) {
+			fprintf(stderr, "capbench-gen: cannot load an XDP program: %s\n", strerror(-fd));
+			return fd;
+		}
+		return cb_user_fault(fd, "cannot load an XDP program (%s): run as root on a kernel "
+				     "with BPF, or use --engine afpacket", strerror(-fd));
 	}
 	err = run_once(fd, frame, small);
 	if (!err && len > small)
 		err_whole = run_once(fd, frame, len);
 	close(fd);
+	/* A kernel without live frames, a frame longer than their page: the
+	 * user's to fix with another engine or size. */
 	refusal = gen_live_frames_refusal(err);
-	if (refusal) {
-		fprintf(stderr, "capbench-gen: %s\n", refusal);
-		return -EINVAL;
-	}
-	if (err_whole == -EINVAL) {
-		fprintf(stderr, "capbench-gen: frames of %u B do not fit the one page the kernel gives "
-			"each live frame: use a smaller --size or --engine afpacket\n", len + CB_FCS_LEN);
-		return -EINVAL;
-	}
+	if (refusal)
+		return cb_user_fault(err, "%s", refusal);
+	if (err_whole == -EINVAL)
+		return cb_user_fault(err_whole, "frames of %u B do not fit the one page the kernel "
+				     "gives each live frame: use a smaller --size or --engine afpacket",
+				     len + CB_FCS_LEN);
 	err = err ? err : err_whole;
 	if (err)
 		fprintf(stderr, "capbench-gen: BPF_PROG_RUN with live frames failed: %s\n",

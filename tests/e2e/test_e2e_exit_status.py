@@ -1,14 +1,19 @@
 """Issue 14, item 7: the exit status of `capbench run` tells a script whether anything valid was
-measured, and rows that are lower bounds say what to do, on a real test bed."""
+measured, and rows that are lower bounds say what to do, on a real test bed.
+
+Issue 16, item 5: the C programs' exit status follows what the failure means, said where it is found
+(util.h, cb_user_fault), not its errno: a missing privilege is the user's to fix (2), a kernel that
+cannot give the memory asked for is a failure (1)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from capbench.methods.verdict import measured
 from capbench.trial.measure import TrialResult
-from e2e_env import missing_prerequisite, run_capbench
+from e2e_env import missing_prerequisite, run_capbench, run_in, xdp_attached
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
@@ -40,3 +45,55 @@ def test_a_run_that_measured_something_exits_0(tmp_path):
     [r] = trials_of(tmp_path)
     assert measured(r) and p.returncode == 0, (p.returncode, p.stderr)
     assert "To measure them" not in p.stdout
+
+
+# Root without one capability: `setpriv` drops it from the bounding and inheritable sets, so the
+# program runs as uid 0 (past the root check) and the kernel refuses the call that needs it.
+def without_cap(cap: str, *argv: str) -> list[str]:
+    return ["setpriv", f"--bounding-set=-{cap}", f"--inh-caps=-{cap}", "--", *argv]
+
+
+def one_line(p, status: int, *words: str) -> None:
+    assert p.returncode == status, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and all(w in lines[0] for w in words), p.stderr
+    assert p.stdout == ""
+
+
+needs_setpriv = pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is missing")
+
+
+@needs_setpriv
+@pytest.mark.parametrize("prog", ["cap", "gen"])
+def test_an_unprivileged_user_is_told_to_run_as_root(binaries, tb, prog):
+    p = run_in(tb.cap_ns, [str(getattr(binaries, prog)), "--iface", tb.cap_if, "--duration", "1"], as_nobody=True)
+    one_line(p, 2, "root")
+
+
+@needs_setpriv
+@pytest.mark.parametrize("backend", ["pcap", "raw", "afp-v2", "afp-v3", "fanout", "afxdp", "xdp"])
+def test_a_capture_without_cap_net_raw_is_the_users_to_fix(binaries, tb, backend):
+    """Past the root check, each backend's open() meets the kernel's EPERM (a packet socket, or
+    the one that keeps the interface promiscuous for the XDP backends) and says it is the user's."""
+    p = run_in(tb.cap_ns, without_cap("net_raw", str(binaries.cap), "--iface", tb.cap_if, "--backend", backend,
+                                      "--duration", "1"))
+    one_line(p, 2, "run as root")
+    assert xdp_attached(tb.cap_ns) == []
+
+
+@needs_setpriv
+def test_a_generator_without_cap_net_raw_is_the_users_to_fix(binaries, tb):
+    p = run_in(tb.gen_ns, without_cap("net_raw", str(binaries.gen), "--iface", tb.gen_if, "--engine", "afpacket",
+                                      "--count", "10"))
+    one_line(p, 2, "run as root")
+
+
+@needs_setpriv
+def test_a_umem_the_kernel_will_not_pin_is_a_failure_not_a_usage_error(binaries, tb):
+    """Without CAP_IPC_LOCK the kernel charges a UMEM to RLIMIT_MEMLOCK and refuses one above it
+    with ENOBUFS (xdp_umem_account_pages()): the kernel's refusal of memory, exit status 1. It used
+    to be rewritten into EINVAL, and reported as bad input (2)."""
+    p = run_in(tb.cap_ns, without_cap("ipc_lock", "prlimit", "--memlock=65536", str(binaries.cap),
+                                      "--iface", tb.cap_if, "--backend", "afxdp", "--duration", "1"))
+    one_line(p, 1, "UMEM", "No buffer space available")
+    assert xdp_attached(tb.cap_ns) == []

@@ -152,3 +152,11 @@ def test_an_error_line_shows_no_control_byte(prog, tmp_path):
     p = (gen if prog == "capbench-gen" else lambda *a: run(prog, *a))("--interval", "\x1b[2J\r5")
     refused(p, "?[2J?5")
     assert not any(ord(c) < 0x20 for c in p.stderr.rstrip("\n")), repr(p.stderr)
+
+
+@pytest.mark.parametrize("prog", ["capbench-cap", "capbench-gen"])
+def test_an_unknown_interface_is_the_users_to_fix(prog):
+    """Exit status 2 with one line naming the fix, before privileges are asked for (issue 16)."""
+    p = subprocess.run([str(find_program(prog)), "--iface", "cb-no-such-if"], capture_output=True, text=True,
+                       timeout=20, stdin=subprocess.DEVNULL)
+    refused(p, "unknown interface 'cb-no-such-if'", "ip link")
