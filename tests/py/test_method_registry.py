@@ -180,3 +180,21 @@ def test_a_line_of_an_unknown_method_is_one_clear_line_in_the_report(tmp_path):
     [note] = [n for n in data.notes if "fastest" in n]
     assert "line 11: an answer of method 'fastest', which this capbench does not know" in note
     assert "\n" not in note and len(data.outcomes) == len(V1)
+
+
+def test_the_runner_campaign_report_and_compare_name_no_method():
+    """They ask the registry: no method's name stands in their code as a string (a docstring aside)."""
+    import ast
+
+    root = Path(__file__).parents[2] / "python" / "capbench"
+    files = ["campaign/runner.py", "campaign/execute.py", "campaign/plan.py", "report/answers.py",
+             "report/answer_tables.py", "report/summary.py", "report/tables.py", "report/tables_md.py",
+             "report/compare.py", "report/compare_out.py", "report/stats.py", "report/writer.py"]
+    for name in files:
+        tree = ast.parse((root / name).read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        named = [(name, n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                 and n.value in registry.METHODS and id(n) not in docs]
+        assert not named, named

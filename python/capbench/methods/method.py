@@ -320,6 +320,3 @@ class Method:
         """The answer from the trials alone (no line in searches.jsonl), where they decide it; None
         when the method's answer needs its own bookkeeping."""
         return None
-
-    def lost_nothing_text(self) -> str:
-        return ""
