@@ -48,7 +48,8 @@ from capbench.errors import CapbenchError, Terminated
 from capbench.methods import mlr
 from capbench.rates import parse_rate
 from capbench.campaign.results import machine_info
-from capbench.trial.measure import BACKENDS, Measurer, TrialSetup
+from capbench.declared import backend_names
+from capbench.trial.measure import Measurer, TrialSetup
 
 RX_CPU = 1
 FRAME_LEN = 64
@@ -144,7 +145,7 @@ def run_model(binaries, peers, label, mode, sched, cap_cpu, args) -> ModelResult
                 res.trafgen_pps = t.pps
             except CapbenchError as e:
                 res.errors.append(f"trafgen: {e}")
-        for backend in BACKENDS:
+        for backend in backend_names():
             try:
                 res.trials.append(backend_trial(binaries, tb, backend, cap_cpu, args.trial))
                 t = res.trials[-1]
@@ -182,7 +183,7 @@ def print_report(probe: dict[str, Any], results: list[ModelResult]) -> None:
     t.add_column("backend")
     for r in results:
         t.add_column(r.label, justify="right")
-    for backend in BACKENDS:
+    for backend in backend_names():
         row = [backend]
         for r in results:
             x = next((x for x in r.trials if x["backend"] == backend), None)

@@ -16,9 +16,11 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from capbench import __version__, owners
+from capbench import __version__, declared, owners
 from capbench.campaign import matrix as campaign
 from capbench.testbed import host_sysctl
 from capbench.testbed import netns
@@ -37,7 +39,7 @@ from capbench.rates import (
 )
 from capbench.campaign.results import read_run
 from capbench.campaign.runner import note
-from capbench.trial.measure import BACKENDS, ENGINES, TrialSetup
+from capbench.trial.measure import TrialSetup
 
 
 MAIN_HELP = """\
@@ -198,8 +200,8 @@ PASSTHROUGH_EXAMPLES = {
         "  --proc-cpus LIST   pin counter i to the i-th CPU of LIST (one per process)\n"
         "\n"
         "On a capbench test bed, frames of the generator's xdp engine reach the capture\n"
-        "veth only while an XDP program is attached there: capture with --backend afxdp\n"
-        "or xdp, run capbench-xdpcount there, or send with --engine afpacket.",
+        "veth only while an XDP program is attached there: capture with --backend\n"
+        "{own_xdp}, run capbench-xdpcount there, or send with --engine afpacket.",
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1\n"
         "  sudo capbench capture --netns capbench-1a2b3c-cap --iface cb1a2b3cc --backend pcap --duration 10\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --procs 3 --proc-cpus 1,2,3\n"
@@ -226,6 +228,40 @@ def _percent(text: str) -> float:
     return value
 
 
+def _from_declarations(text_of: Callable[[], Any], fallback: Any = "(`make` builds the programs that list them)"):
+    """A help text or list built from the C programs' declarations (--describe); `fallback` where
+    they cannot be read (not built yet), so that --help and `capbench report` work without them.
+    A text's `%` is escaped: argparse formats help texts with `%`."""
+    try:
+        value = text_of()
+    except UsageError:
+        return fallback
+    return value.replace("%", "%%") if isinstance(value, str) else value
+
+
+def _own_xdp_names() -> tuple[str, ...]:
+    """The backends that attach their own XDP program (an interface holds one: one process)."""
+    return declared.names_where(lambda b: b.own_xdp)
+
+
+def _engines_help() -> str:
+    return "; ".join(f"{e.name}: {e.summary}" for e in declared.gen().engines)
+
+
+def _app_loads_help() -> str:
+    return ", ".join(f"{a.form} ({a.help})" for a in declared.cap().app_loads)
+
+
+def _rings_help() -> str:
+    """"pcap, raw: --buffer-size B; afp-v3, fanout: --block-count B / 1 MiB; ...", from the ring specs."""
+    by_spec: dict[declared.RingSpec | None, list[str]] = {}
+    for b in declared.backends():
+        by_spec.setdefault(b.ring, []).append(b.name)
+    parts = [f"{', '.join(names)}: {spec.text()}" for spec, names in by_spec.items() if spec is not None]
+    unringed = by_spec.get(None)
+    return "; ".join(parts) + (f"; not {', '.join(unringed)}" if unringed else "")
+
+
 def _default(key: str) -> str:
     """`(default: X)` of a `capbench run` flag: its campaign key's default (campaign.matrix declares
     every one), as argparse's help text writes it."""
@@ -248,7 +284,9 @@ def build_parser() -> Parser:
                      help="methods, comma-separated (default: iperf), of: "
                           + "; ".join(f"{m.name}: {m.help}" for m in methods.REGISTRY.values()).replace("%", "%%"))
     run.add_argument("--backends", metavar="LIST",
-                     help=f"capture backends, comma-separated, of: {', '.join(BACKENDS)} (default: pcap,afp-v3)")
+                     help=f"capture backends, comma-separated, of: "
+                          f"{_from_declarations(lambda: ', '.join(declared.backend_names()))} "
+                          f"{_default('backends')}")
     run.add_argument("--sizes", metavar="LIST",
                      help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
                           "(the seed's 13: 64,73,...,1518), `rfc2544` (64,128,256,512,1024,1280,1518), or a "
@@ -273,9 +311,8 @@ def build_parser() -> Parser:
     run.add_argument("--pause", metavar="S",
                      help=f"searches, sweeps, bursts: idle time before each trial, against saturation "
                           f"{_default('pause')}")
-    run.add_argument("--engine", choices=ENGINES,
-                     help="generator engine: xdp (BPF_PROG_RUN live frames, paced in BPF) or afpacket "
-                          f"{_default('engine')}")
+    run.add_argument("--engine", choices=_from_declarations(declared.engine_names, None),
+                     help=f"generator engine: {_from_declarations(_engines_help)} {_default('engine')}")
     run.add_argument("--pin", metavar="LIST",
                      help=f"placements, comma-separated: A:A (kernel receive work and counter on one CPU), A:B "
                           f"(on two), auto (the scheduler decides) {_default('pin')}")
@@ -284,9 +321,7 @@ def build_parser() -> Parser:
                      help="CPU that does the kernel's receive work (RPS mask of the capture veth) (instead of --pin)")
     run.add_argument("--cap-cpu", type=int, metavar="N", help="CPU of the counter (instead of --pin)")
     run.add_argument("--app-load", metavar="LIST",
-                     help=f"work the counter does per packet, comma-separated: touch (read the stamp), none "
-                          f"(count frames only), copy (copy each packet once), zlib:N (copy and compress each "
-                          f"packet at zlib level N, the seeds' packzip), spin:NS (busy NS ns per packet) "
+                     help=f"work the counter does per packet, comma-separated: {_from_declarations(_app_loads_help)} "
                           f"{_default('app_load')}")
     run.add_argument("--procs", metavar="LIST",
                      help=f"capture processes on the interface, each seeing every frame, comma-separated "
@@ -306,9 +341,8 @@ def build_parser() -> Parser:
     run.add_argument("--group-size", type=int, metavar="PKTS", help="frames per group (with --groups)")
     run.add_argument("--group-gap", metavar="S", help=f"pause between groups (with --groups) {_default('group_gap')}")
     run.add_argument("--ring", metavar="LIST",
-                     help="kernel buffer sizes, comma-separated (256k, 4M, 64M): pcap and raw's socket buffer, "
-                          "afp-v3/fanout's 1 MiB blocks, afp-v2's and afxdp's 2 KiB frames (default: each "
-                          "backend's own)")
+                     help=f"kernel buffer sizes, comma-separated (256k, 4M, 64M), B bytes given to each backend "
+                          f"as {_from_declarations(_rings_help)} (default: each backend's own)")
     run.add_argument("--repeat", type=int, metavar="N", help=f"run every step N times {_default('repeat')}")
     run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (see campaigns/)")
     run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
@@ -431,7 +465,7 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
             raise UsageError("give either --pin or --gen-cpu/--rx-cpu/--cap-cpu, not both")
         custom = tuple(d if v is None else v for v, d in zip(cpus, DEFAULT_CPUS))
         top["pin"] = [campaign.CUSTOM_PIN]
-    return campaign.build(top, [], backends_known=BACKENDS, custom_cpus=custom,
+    return campaign.build(top, [], backends_known=declared.backend_names(), custom_cpus=custom,
                           name_of=lambda key: {"methods": "--method"}.get(
                               key, "--" + key.replace("_", "-")))
 
@@ -473,7 +507,8 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
         if meta.get("status") == "complete":
             raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
         if "campaign_toml" in meta:
-            return campaign.loads(meta["campaign_toml"], d / "campaign.toml", backends_known=BACKENDS), None, d
+            return (campaign.loads(meta["campaign_toml"], d / "campaign.toml",
+                                   backends_known=declared.backend_names()), None, d)
         try:
             old = build_parser().parse_args([a for a in meta.get("command", [])[1:]])
         except (UsageError, SystemExit):  # SystemExit: argparse's --help or --version in it
@@ -485,7 +520,7 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
         if given:
             raise UsageError(f"--campaign {args.campaign} says what to run: give it no {', '.join('--' + f.replace('_', '-') for f in given)}")
         text = campaign.read_text(args.campaign)
-        return campaign.loads(text, Path(args.campaign), backends_known=BACKENDS), text, None
+        return campaign.loads(text, Path(args.campaign), backends_known=declared.backend_names()), text, None
     return campaign_from_args(args), None, None
 
 
@@ -503,10 +538,10 @@ def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    binaries = find_binaries()  # first: a campaign is read with the backends and engines they declare
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
-    binaries = find_binaries()
     preflight.require_root("capbench run")
     preflight.require_ip()
     preflight.check_engine(c.engine)
@@ -557,7 +592,8 @@ def cmd_testbed(args: argparse.Namespace) -> int:
             print(f"  net.core.netdev_max_backlog: at least {args.backlog} until `down`")
         print(f"  note: frames of the xdp engine reach {tb.cap_if} only while an XDP program is attached")
         print(f"  there (veth needs it for NAPI): run `capbench-xdpcount --iface {tb.cap_if}` in {tb.cap_ns},")
-        print("  capture with --backend afxdp or xdp (they attach their own), or send with --engine afpacket")
+        own_xdp = _from_declarations(lambda: " or ".join(_own_xdp_names()), "NAME of one with its own XDP program")
+        print(f"  capture with --backend {own_xdp} (they attach their own), or send with --engine afpacket")
         print(f"remove it with: capbench testbed down {tb.id}")
         return 0
     if args.action == "down":
@@ -642,6 +678,8 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     ns, want_help, rest = _split_passthrough(argv)
     if want_help:
         extra, examples = PASSTHROUGH_EXAMPLES[cmd]
+        extra = extra.format(own_xdp=_from_declarations(lambda: " or ".join(_own_xdp_names()),
+                                                     "NAME (a backend with its own XDP program)"))
         sys.stdout.write(PASSTHROUGH_HELP.format(cmd=cmd, prog=prog_name, extra=extra, examples=examples))
         sys.stdout.flush()
         try:
@@ -714,10 +752,10 @@ def _split_procs(cmd: str, argv: list[str]) -> tuple[list[list[str]], list[str]]
     for c in cpus or ():
         preflight.check_cpus(proc_cpus=c)
     backend = option_value(rest, "--backend", "-b")
-    if procs > 1 and backend in campaign.XDP_BACKENDS:
+    if procs > 1 and backend in _own_xdp_names():
         raise UsageError(f"--procs {procs} with --backend {backend}: an interface holds one XDP program, so one "
-                         f"{backend} process at a time: use --procs 1, or a packet-socket backend (pcap, raw, "
-                         f"afp-v2, afp-v3, fanout)")
+                         f"{backend} process at a time: use --procs 1, or a packet-socket backend "
+                         f"({', '.join(declared.names_where(lambda b: not b.own_xdp))})")
     if procs > 1 and option_value(rest, "--write", "-w") is not None:
         raise UsageError(f"--write with --procs {procs} would have every process write the same file: "
                          f"capture with one process to write it")
@@ -808,13 +846,10 @@ def run_forwarding_signals(*argvs: list[str], on_summary=None) -> int:
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
-    try:
-        find_program("capbench-cap")
-        missing = None
-    except UsageError as e:
-        missing = str(e)
-    for name in BACKENDS:
-        ok, why = (False, missing) if missing else preflight.backend_status(name)
+    """Every backend capbench-cap declares, and whether it works here (a capbench-cap that is
+    missing or cannot describe itself is one line: the backends are what it says they are)."""
+    for name in declared.backend_names():
+        ok, why = preflight.backend_status(name)
         print(f"{name:<8} {'works here' if ok else 'does not work here'}: {why}")
     return 0
 

@@ -252,14 +252,16 @@ static inline int cap_should_stop(const struct cap_worker *w)
  * settle time (0.3 s) to empty before the stop, so the drain reads only what
  * a slow counter had not reached yet: 2^18 frames are more than the largest
  * default ring holds (afp-v3's 32 MiB of 64 B frames, about 233,000), and
- * 250 ms drain the default rings of every backend at 4 us of work per frame
- * (afxdp's 16,384 frames, raw's and pcap's buffers). Under traffic that goes
+ * 250 ms read 62,500 frames at 4 us of work each, more than the default
+ * rings of afp-v2 (4,096 frames), afxdp (16,384) and raw and pcap (their
+ * buffers hold about 14,000 64 B frames); only a full 32 MiB V3 ring of a
+ * counter that slow outlasts settle time and budget. Under traffic that goes
  * on, the budget is what ends the drain: 250 ms leave most of the second a
  * stop may take to the join, the last statistics and the summary on a busy
- * 2-CPU machine. A frame left in the ring is the kernel's: AF_PACKET and
- * libpcap count it in PACKET_STATISTICS' tp_packets (queued, not read: the
- * application layer), AF_XDP among the frames its program redirected; the
- * summary says "drained": false when that can have happened.
+ * 2-CPU machine (tests/e2e/test_e2e_stop.py). A frame left in the ring is
+ * the kernel's: AF_PACKET and libpcap count it in PACKET_STATISTICS'
+ * tp_packets (queued, not read), AF_XDP among the frames its program
+ * redirected; the summary says "drained": false when that can have happened.
  */
 #define CAP_DRAIN_FRAMES (1u << 18)
 #define CAP_DRAIN_NS     250000000ull

@@ -16,7 +16,8 @@ from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed
 from capbench.testbed.procs import ChildSet
 from capbench.rates import parse_rate
-from capbench.trial.measure import BACKENDS, Measurer, TrialSetup
+from capbench.declared import backend_names
+from capbench.trial.measure import Measurer, TrialSetup
 
 from e2e_env import assert_one_line_usage_error, capbench_namespaces, run_capbench
 
@@ -51,7 +52,7 @@ def test_the_napi_thread_runs_on_the_receive_cpu_and_is_recorded(binaries, tb):
     assert rxmode.thread_pids(tb.cap_if) == []
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", backend_names())
 def test_64b_at_1gbe_the_generator_holds_the_load_and_the_account_closes(binaries, tb, backend):
     # The generator's CPU only transmits: it sends every frame of the 1 s trial at 1,488,095 pps.
     # It catches up at most 256 frames faster than the link after a vCPU stall (--catch-up),

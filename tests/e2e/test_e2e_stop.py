@@ -10,8 +10,11 @@ import signal
 import time
 
 import pytest
+from capbench.declared import backend_names, names_where
 from capbench.testbed.procs import ChildSet
-from capbench.trial.measure import BACKENDS, KERNEL_COUNTER_BACKENDS
+
+BACKENDS = backend_names()
+KERNEL_COUNTER_BACKENDS = names_where(lambda b: b.kernel_counter)
 
 # 50 us of work per frame: the counter reads ~20 kpps while the afpacket engine sends ~0.5 Mpps,
 # so every ring is full at the stop and stays full while the counter drains.

@@ -1,6 +1,7 @@
 """Fixtures: fake capbench-gen/-cap/-xdpcount that speak the JSON Lines of docs/programs.md.
 
-They let the Measurer and the process handling run without root or the C build.
+They let the Measurer and the process handling run without root; their --describe is the
+real build's (what the C programs declare: capbench.declared), so that needs `ninja -C build`.
 Their behaviour comes from FAKE_* environment variables (inherited by the children).
 """
 
@@ -11,6 +12,8 @@ import textwrap
 from datetime import timedelta
 
 import pytest
+from capbench.binaries import find_program, repo_dir
+from capbench.errors import UsageError
 from hypothesis import HealthCheck, settings
 
 # Hypothesis profiles of the fuzz harnesses (tests/py/test_fuzz_*.py), chosen by $HYPOTHESIS_PROFILE:
@@ -33,6 +36,8 @@ FAKE_PROGRAM = textwrap.dedent(
     name = os.path.basename(sys.argv[0])
     args = sys.argv[1:]
     env = os.environ
+    if args == ["--describe"]:  # what the programs declare is the real build's (capbench.declared)
+        os.execv(os.path.join(REAL_BUILD, name), [name, "--describe"])
     with open(env["FAKE_LOG"], "a") as log:
         log.write(json.dumps([name] + args) + "\\n")
 
@@ -111,9 +116,13 @@ def fake_build(tmp_path, monkeypatch):
     """A build directory of fake programs; $CAPBENCH_BUILD_DIR points at it. Yields its log path."""
     build = tmp_path / "build"
     build.mkdir()
+    try:  # the programs whose --describe the fakes give: those capbench would run here
+        real = find_program("capbench-cap").parent
+    except UsageError:
+        real = repo_dir() / "build"
     for name in ("capbench-gen", "capbench-cap", "capbench-xdpcount"):
         path = build / name
-        path.write_text(f"#!{sys.executable}\n" + FAKE_PROGRAM)
+        path.write_text(f"#!{sys.executable}\nREAL_BUILD = {str(real)!r}\n" + FAKE_PROGRAM)
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     log = tmp_path / "calls.jsonl"
     log.touch()

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from capbench import cli
 from capbench.campaign import matrix as campaign
+from capbench.declared import backend_names
 from capbench.rates import SEED_SIZES
-from capbench.trial.measure import BACKENDS, TrialSetup
+from capbench.trial.measure import TrialSetup
 
 
 def _run_actions() -> dict[str, object]:
@@ -19,15 +20,15 @@ def _run_actions() -> dict[str, object]:
 
 def test_the_cli_and_a_campaign_file_run_the_same_defaults():
     flags = cli.campaign_from_args(cli.build_parser().parse_args(["run"]))
-    file = campaign.loads("[campaign]\n", Path("some.toml"), backends_known=BACKENDS)
+    file = campaign.loads("[campaign]\n", Path("some.toml"), backends_known=backend_names())
     assert dataclasses.replace(flags, name="", given=()) == dataclasses.replace(file, name="", given=())
     assert file.matrices[0].sizes == flags.matrices[0].sizes == SEED_SIZES  # the seed's 13 lengths, not 64 only
     # Nothing given is the declaration itself: the fields' defaults are the only ones.
-    assert campaign.build({}, [], backends_known=BACKENDS) == campaign.Campaign()
+    assert campaign.build({}, [], backends_known=backend_names()) == campaign.Campaign()
 
 
 def test_a_key_given_replaces_its_default_only():
-    file = campaign.loads('[campaign]\nsizes = [64]\nlink = "10g"\n', Path("x.toml"), backends_known=BACKENDS)
+    file = campaign.loads('[campaign]\nsizes = [64]\nlink = "10g"\n', Path("x.toml"), backends_known=backend_names())
     assert file.matrices[0].sizes == (64,) and file.link_bps == 1e10
     assert file.matrices[0].backends == campaign.Matrix.backends and file.pause_s == campaign.Campaign.pause_s
 

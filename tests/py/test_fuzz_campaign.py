@@ -7,11 +7,13 @@ from pathlib import Path
 
 from capbench import rates
 from capbench.campaign import matrix as campaign
-from capbench.cli import BACKENDS
+from capbench.declared import backend_names
 from capbench.errors import UsageError
 from fuzzing import NUMBERS, clean, scratch_dir
 from hypothesis import example, given
 from hypothesis import strategies as st
+
+BACKENDS = backend_names()
 
 CAMPAIGNS = sorted((Path(__file__).resolve().parents[2] / "campaigns").glob("*.toml"))
 DIR = scratch_dir("capbench-fuzz-campaign-")

@@ -206,9 +206,9 @@ def test_one_xdp_program_per_interface(fake_build):
     ("afp-v3", 0, ()),
 ])
 def test_ring_sizes_become_each_backends_options(backend, ring, args):
-    from capbench.trial.measure import ring_args
+    from capbench import declared
 
-    assert ring_args(backend, ring) == args
+    assert declared.ring_args(backend, ring) == args
 
 
 def test_a_ring_size_reaches_the_counter_and_the_record(fake_build):

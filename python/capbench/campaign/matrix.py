@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capbench import inputs
+from capbench import declared, inputs
 from capbench.errors import UsageError
 from capbench.methods import registry
 from capbench.methods.registry import METHODS
@@ -77,7 +77,7 @@ class Step:
     app_load: str | None
     procs: int
     repeat: int  # 1-based
-    ring: int = 0  # kernel buffer bytes (trial.ring_args); 0 = the backend's default
+    ring: int = 0  # kernel buffer bytes (declared.Backend.ring_args); 0 = the backend's default
     backend_args: str = ""  # the backend's own capbench-cap options (--backend-args), as given
     groups: str = ""  # "N x SIZE + GAP s" when the campaign sends groups (Campaign.groups)
 
@@ -218,14 +218,9 @@ def _tuple(value: Any, what: str) -> tuple:
     return (value,)
 
 
-APP_LOAD_RE = re.compile(r"^(touch|none|copy|zlib:[0-9]|spin:[1-9]\d{0,8}|spin:1000000000)$")  # capbench-cap
-
-
 def check_app_load(load: str) -> str:
-    if not APP_LOAD_RE.match(load):
-        raise UsageError(f"cannot read app load {load!r}: use touch, none, copy, zlib:N (0 to 9) or "
-                         f"spin:NS (1 to 1000000000 ns, e.g. spin:500)")
-    return load
+    """`load` if capbench-cap --app-load takes it (its grammar: the declared app loads)."""
+    return declared.check_app_load(load)
 
 
 # The largest --ring: a socket buffer (SO_RCVBUF) is an int, so pcap and raw take
@@ -444,10 +439,6 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
     return c
 
 
-# Backends that attach an XDP program: an interface holds one, so one process.
-XDP_BACKENDS = ("afxdp", "xdp")
-
-
 def _number(value: Any, what: str) -> float:
     """A finite number (a TOML integer or float; not a string, not true/false)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -507,11 +498,12 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
         if any(not registry.get(x).takes_profiles for x in m.methods) and any(isinstance(x, str) for x in m.sizes):
             raise UsageError(f"the search methods run at fixed frame lengths: give lengths in {name_of('sizes')}, "
                              f"not profiles (profiles work with the iperf method)")
-        xdp = [b for b in m.backends if b in XDP_BACKENDS]
+        # Backends that attach an XDP program: an interface holds one, so one process.
+        xdp = [b for b in m.backends if declared.backend(b).own_xdp]
         if xdp and any(n > 1 for n in m.procs):
             raise UsageError(f"{name_of('procs')} {max(m.procs)} with {', '.join(xdp)}: an interface holds one XDP "
                              f"program, so one such capture process at a time: use procs 1 for them, or "
-                             f"packet-socket backends (pcap, raw, afp-v2, afp-v3, fanout)")
+                             f"packet-socket backends ({', '.join(declared.names_where(lambda b: not b.own_xdp))})")
         for method in m.methods:
             least = registry.get(method).min_trial_s  # RFC 2544 26.1 asks for 60 s
             if least and c.trial_s is not None and c.trial_s < least:
@@ -524,8 +516,9 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
         raise UsageError(f"{name_of('loss_tolerance')} {c.loss_tolerance_frames}: give 0 or more frames")
     if c.steps_per_sweep < 2:
         raise UsageError(f"{name_of('steps')} {c.steps_per_sweep}: a sweep needs at least 2 steps")
-    if c.engine not in ("xdp", "afpacket"):
-        raise UsageError(f"unknown {name_of('engine')} {c.engine!r}: use xdp or afpacket")
+    engines = declared.engine_names()
+    if c.engine not in engines:
+        raise UsageError(f"unknown {name_of('engine')} {c.engine!r}: use {' or '.join(engines)}")
 
 
 # --- resuming ------------------------------------------------------------------

@@ -10,7 +10,9 @@ import platform
 import re
 import shutil
 import socket
+from collections.abc import Callable
 
+from capbench import declared
 from capbench.testbed.cpu import usable_cpus
 from capbench.errors import UsageError
 from capbench.options import option_value
@@ -72,14 +74,16 @@ def bpffs_supported(path: str = "/proc/filesystems") -> bool:
 
 
 def check_engine(engine: str) -> None:
-    """The generator engine's kernel features: BPF_PROG_RUN live frames for xdp."""
-    if engine == "xdp":
-        have = kernel_version()
-        if have < LIVE_FRAMES_KERNEL:
-            raise UsageError(
-                f"the xdp engine needs BPF_PROG_RUN live frames (Linux >= 5.18), this kernel is "
-                f"{os.uname().release}: use --engine afpacket or a newer kernel"
-            )
+    """The generator engine's kernel features, as it declares them (needs): BPF_PROG_RUN live
+    frames for xdp. Every engine needs bpf() too: capbench-xdpcount counts what arrives."""
+    gen = declared.gen()
+    if "live_frames" in gen.engine(engine).needs and kernel_version() < LIVE_FRAMES_KERNEL:
+        others = [e.name for e in gen.engines if "live_frames" not in e.needs]
+        raise UsageError(
+            f"the {engine} engine needs BPF_PROG_RUN live frames (Linux >= {LIVE_FRAMES_KERNEL[0]}."
+            f"{LIVE_FRAMES_KERNEL[1]}), this kernel is {os.uname().release}: use --engine {' or '.join(others)} "
+            f"or a newer kernel"
+        )
     check_bpf()
 
 
@@ -107,34 +111,46 @@ def check_cpus(**cpus: int | None) -> None:
 
 
 def backend_status(name: str) -> tuple[bool, str]:
-    """(works here, why or why not) for a capture backend."""
-    if name == "pcap":
-        lib = ctypes.util.find_library("pcap")
-        if lib is None:
-            return False, "libpcap not found: apt-get install libpcap0.8"
-        ok, why = _packet_socket_status()
-        return ok, (f"{lib}; {why}" if ok else why)
-    if name == "raw":
-        return _packet_socket_status()
-    if name == "afp-v2":
-        return _packet_socket_status(tpacket=_TPACKET_V2)
-    if name == "afp-v3":
-        return _packet_socket_status(tpacket=_TPACKET_V3)
-    if name == "fanout":
-        ok, why = _packet_socket_status(tpacket=_TPACKET_V3)
-        return (ok, why) if not ok else _fanout_status()
-    if name in ("afxdp", "xdp"):
-        return _xdp_status(afxdp=name == "afxdp")
-    return False, "unknown backend"
+    """(works here, why or why not) for a capture backend: the checks of the requirements its
+    declaration names (capabilities.needs), in NEED_CHECKS order. The first that fails says why
+    not; when all pass, their findings together (a finding another covers left out)."""
+    if name not in declared.backend_names():
+        return False, "unknown backend"
+    backend = declared.backend(name)
+    unknown = [need for need in backend.needs if need not in NEED_CHECKS]
+    if unknown:
+        return False, f"it needs {', '.join(unknown)}, which this capbench cannot check: rebuild with make"
+    found: list[tuple[str, str]] = []
+    for need, check in NEED_CHECKS.items():
+        if need in backend.needs:
+            ok, why = check()
+            if not ok:
+                return False, why
+            found.append((need, why))
+    covered = {c for need, _ in found for c in COVERS.get(need, ())}
+    whys = [why for need, why in found if need not in covered]
+    if backend.kernel_counter:
+        whys.append("counts and drops in the driver (the ceiling, not a capture)")
+    return True, "; ".join(whys) or "nothing to check"
 
 
-def _xdp_status(*, afxdp: bool) -> tuple[bool, str]:
-    """afxdp: libxdp, AF_XDP sockets and XDP links; xdp: XDP links. Zero-copy depends on the
-    interface's driver, so it is named but not checked: veth (the test bed) has none."""
-    if afxdp:
-        lib = ctypes.util.find_library("xdp")
-        if lib is None:
-            return False, "libxdp not found: apt-get install libxdp1 (and libxdp-dev to build)"
+def _library(name: str, package: str) -> tuple[bool, str]:
+    lib = ctypes.util.find_library(name)
+    return (True, lib) if lib is not None else (False, f"lib{name} not found: apt-get install {package}")
+
+
+def _libpcap_status() -> tuple[bool, str]:
+    return _library("pcap", "libpcap0.8")
+
+
+def _libxdp_status() -> tuple[bool, str]:
+    return _library("xdp", "libxdp1 (and libxdp-dev to build)")
+
+
+def _xdp_link_status() -> tuple[bool, str]:
+    """XDP programs attached through a bpf_link (kernel >= 5.9) and a working bpf() syscall.
+    Zero-copy depends on the interface's driver, so it is named (af_xdp) but not checked: veth
+    (the test bed) has none."""
     have = kernel_version()
     if have < XDP_LINK_KERNEL:
         return False, (f"kernel {os.uname().release} cannot attach XDP programs through a bpf_link "
@@ -142,8 +158,10 @@ def _xdp_status(*, afxdp: bool) -> tuple[bool, str]:
     err = bpf_syscall_error()
     if err:
         return False, f"the bpf() syscall fails here: {err}: run as root on a kernel with CONFIG_BPF_SYSCALL"
-    if not afxdp:
-        return True, "XDP programs load and attach; counts and drops in the driver (the ceiling, not a capture)"
+    return True, "XDP programs load and attach"
+
+
+def _af_xdp_status() -> tuple[bool, str]:
     try:
         socket.socket(AF_XDP, socket.SOCK_RAW, 0).close()
     except PermissionError:
@@ -152,8 +170,8 @@ def _xdp_status(*, afxdp: bool) -> tuple[bool, str]:
         if e.errno == errno.EAFNOSUPPORT:
             return False, "this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)"
         return False, f"cannot create an AF_XDP socket: {e.strerror}"
-    return True, (f"{lib}; AF_XDP socket creatable; copy mode on the veth test bed "
-                  f"(veth has no zero-copy: --xdp-bind zerocopy fails there)")
+    return True, "AF_XDP socket creatable; copy mode on the veth test bed (veth has no zero-copy: --xdp-bind " \
+                 "zerocopy fails there)"
 
 
 def _packet_socket_status(*, tpacket: int | None = None) -> tuple[bool, str]:
@@ -184,6 +202,24 @@ def _fanout_status() -> tuple[bool, str]:
     except OSError as e:
         return False, f"PACKET_FANOUT groups not supported: {e.strerror}"
     return True, "AF_PACKET sockets with TPACKET_V3 in a PACKET_FANOUT group creatable"
+
+
+# One check per requirement a backend can declare (capabilities.needs), in the order they run:
+# libraries first, then what needs root (so an unprivileged run names a missing library).
+NEED_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
+    "libpcap": _libpcap_status,
+    "libxdp": _libxdp_status,
+    "packet_socket": _packet_socket_status,
+    "tpacket_v2": lambda: _packet_socket_status(tpacket=_TPACKET_V2),
+    "tpacket_v3": lambda: _packet_socket_status(tpacket=_TPACKET_V3),
+    "fanout": _fanout_status,
+    "xdp_link": _xdp_link_status,
+    "af_xdp": _af_xdp_status,
+}
+# A finding that another one says already (an AF_PACKET socket with TPACKET_V3 is an AF_PACKET
+# socket): left out of the "works here" line.
+COVERS = {"tpacket_v2": ("packet_socket",), "tpacket_v3": ("packet_socket",),
+          "fanout": ("packet_socket", "tpacket_v3"), "af_xdp": ("xdp_link",)}
 
 
 def program_refusal(argv: list[str]) -> str | None:
@@ -219,8 +255,6 @@ def check_backend_args(c, cap: str) -> None:
     value or a ring too large for this machine is one line before anything is built."""
     import shlex  # noqa: PLC0415
 
-    from capbench.trial.measure import ring_args  # noqa: PLC0415 - trial imports this module's callers
-
     for m in c.matrices:
         for backend, args in m.backend_args:
             if backend not in m.backends:
@@ -231,15 +265,16 @@ def check_backend_args(c, cap: str) -> None:
                 if max(m.procs) > 1:
                     raise UsageError(f"--backend-args for {backend}: --write with --procs {max(m.procs)} would have "
                                      f"every process write the same file: capture with one process to write it")
-            if backend == "afxdp" and option_value(words, "--xdp-bind") == "zerocopy":
+            if declared.backend(backend).option("--xdp-bind") and option_value(words, "--xdp-bind") == "zerocopy":
                 # capbench run measures on its veth test bed, and veth's XDP has no zero-copy
                 # AF_XDP (no ndo_xsk_wakeup/XSK pool support): the bind would fail at open.
-                raise UsageError("--backend-args for afxdp: --xdp-bind zerocopy cannot work on capbench run's veth "
-                                 "test bed (veth has no zero-copy AF_XDP): use --xdp-bind copy or leave it out")
+                raise UsageError(f"--backend-args for {backend}: --xdp-bind zerocopy cannot work on capbench run's "
+                                 f"veth test bed (veth has no zero-copy AF_XDP): use --xdp-bind copy or leave it out")
     combos = sorted({(b, args, ring) for m in c.matrices for b, args in m.backend_args if b in m.backends
                      for ring in m.rings})
     for backend, args, ring in combos:
-        why = program_refusal([cap, "--check", "--backend", backend, *ring_args(backend, ring), *shlex.split(args)])
+        ring_args = declared.ring_args(backend, ring)
+        why = program_refusal([cap, "--check", "--backend", backend, *ring_args, *shlex.split(args)])
         if why is not None:
             raise UsageError(f"--backend-args for {backend}: {why}")
 

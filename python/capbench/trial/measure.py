@@ -7,7 +7,7 @@ later) only ever see TrialResults, never traffic.
 A trial:
  1. start capbench-xdpcount on the capture veth (the "delivered" counter; on a
     veth it also gives the receive side the NAPI instance XDP-redirected frames
-    need), wait for its `ready` line. Not for the backends in OWN_XDP_BACKENDS:
+    need), wait for its `ready` line. Not for a backend that declares own_xdp:
     an interface holds one XDP program, theirs, which counts "delivered" itself;
  2. start capbench-cap (the counter) with the backend, wait for `ready`;
  3. snapshot the interfaces' drop counters (`ip -s link`: the capture interface's
@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from capbench import declared
 from capbench.trial import accounting
 from capbench.testbed import cpu
 from capbench.testbed import netns
@@ -57,22 +58,6 @@ OFFERED_MIN_SHARE = 0.999
 # What `invalid_offered_load` says, for the tables' notes: a fact about the generator only (what
 # follows from it for the trial's loss is capbench.methods.verdict's).
 INVALID_LOAD_TEXT = f"the generator did not hold the offered load: it sent less than {OFFERED_MIN_SHARE:.1%} of it"
-BACKENDS = ("pcap", "raw", "afp-v2", "afp-v3", "fanout", "afxdp", "xdp")
-# Backends that attach their own XDP program to the capture interface. It counts the
-# frames that reach the interface (the "delivered" stage, in capbench-cap's summary),
-# so capbench-xdpcount is not started: the interface can hold only one XDP program.
-# Their frames are redirected to an AF_XDP socket or dropped in XDP, so none of them
-# ever enters a backlog queue.
-OWN_XDP_BACKENDS = frozenset({"afxdp", "xdp"})
-# Backends whose kernel drops happen in the AF_XDP rings (XDP_STATISTICS), not in a socket.
-XSK_BACKENDS = frozenset({"afxdp"})
-# Backends whose kernel count (PACKET_STATISTICS tp_packets) includes every frame the socket
-# queued: what the counter did not read of those is the application layer's drop (app_drops).
-QUEUE_COUNT_BACKENDS = frozenset({"raw", "afp-v2", "afp-v3", "fanout"})
-# Backends that count in the kernel: no application sees the packets, so --app-load does
-# not apply (a run with --app-load still measures them, and records app_load None).
-KERNEL_COUNTER_BACKENDS = frozenset({"xdp"})
-ENGINES = ("xdp", "afpacket")
 
 
 @dataclass(frozen=True)
@@ -92,7 +77,7 @@ class TrialSetup:
     gen_args: tuple[str, ...] = ()  # further capbench-gen options
     size_profile: str | None = None  # capbench-gen --size profile (imix:seed, random:64-1518, ...)
     procs: int = 1  # independent capture processes on the interface, each sees every frame (seed 001)
-    ring_bytes: int = 0  # the backend's kernel buffer (ring_args); 0 = its default
+    ring_bytes: int = 0  # the backend's kernel buffer (declared.Backend.ring_args); 0 = its default
     proc_cpus: tuple[int | None, ...] | None = None  # CPU of each; None: all on cap_cpu
 
     @property
@@ -125,33 +110,13 @@ def offered_share(gen: dict, achieved_pps: float, offered_pps: float) -> float:
     return achieved_pps / offered_pps if offered_pps else 0.0
 
 
-def ring_args(backend: str, ring_bytes: int) -> tuple[str, ...]:
-    """capbench-cap options that give `backend` a kernel buffer of about `ring_bytes` (--ring):
-    the socket buffer of pcap and raw, whole 1 MiB blocks of afp-v3 and fanout (one smaller
-    block below 1 MiB), 2 KiB frames of afp-v2 and AF_XDP (a power of two of RX descriptors)."""
-    if not ring_bytes or backend in KERNEL_COUNTER_BACKENDS:
-        return ()
-    if backend in ("pcap", "raw"):
-        return ("--buffer-size", str(ring_bytes))
-    if backend in ("afp-v3", "fanout"):
-        mib = 1 << 20
-        if ring_bytes >= mib:
-            return ("--block-size", str(mib), "--block-count", str(ring_bytes // mib))
-        return ("--block-size", str(max(4096, 1 << (ring_bytes.bit_length() - 1))), "--block-count", "1")
-    frames = max(1, ring_bytes // 2048)
-    if backend == "afp-v2":
-        return ("--frame-count", str(frames))
-    ring = min(1 << 20, max(64, 1 << (frames.bit_length() - 1)))  # afxdp: a power of two
-    return ("--ring-size", str(ring), "--frame-count", str(ring))
-
-
 def application_drops(backend: str, cap: dict) -> int:
     """Frames the socket queued that the counter did not read: kernel packets − kernel drops −
     frames read (capbench-cap's summary). 0 where the backend's kernel count does not cover that
     (libpcap, AF_XDP, the ceiling). Never below 0: a counter that read more than the kernel
     says it queued leaves the difference in `unexplained`, where a disagreement belongs."""
     kernel = cap.get("kernel") or {}
-    if backend not in QUEUE_COUNT_BACKENDS or "packets" not in kernel or "packets" not in cap:
+    if not declared.backend(backend).queue_count or "packets" not in kernel or "packets" not in cap:
         return 0
     return max(0, int(kernel["packets"]) - int(kernel.get("drops", 0)) - int(cap["packets"]))
 
@@ -274,6 +239,11 @@ class Measurer:
         self.setup = setup
 
     @property
+    def backend(self) -> declared.Backend:
+        """The setup's backend as capbench-cap declares it (--describe)."""
+        return declared.backend(self.setup.backend)
+
+    @property
     def napi_mode(self) -> bool:
         """The capture veth's NAPI runs as a kernel thread on the receive CPU (rxmode)."""
         return self.testbed.rx_mode == "napi"
@@ -290,13 +260,13 @@ class Measurer:
         included, or dropped)."""
         if self.napi_mode:
             return self.testbed.rx_cpu  # None: left to the scheduler (napi_cpus_seen says where it ran)
-        if self.setup.backend in OWN_XDP_BACKENDS or self.testbed.rx_cpu is None:
+        if self.backend.own_xdp or self.testbed.rx_cpu is None:
             return self.setup.gen_cpu
         return self.testbed.rx_cpu
 
     @property
     def app_load(self) -> str | None:
-        return None if self.setup.backend in KERNEL_COUNTER_BACKENDS else self.setup.app_load
+        return None if self.backend.kernel_counter else self.setup.app_load
 
     def gen_argv(self, duration_s: float, load: Rate) -> list[str]:
         s, tb = self.setup, self.testbed
@@ -329,7 +299,7 @@ class Measurer:
             "--backend", s.backend,
             *_opt("--cpu", s.cap_cpu if cpu_ is None else cpu_),
             *_opt("--app-load", self.app_load),
-            *ring_args(s.backend, s.ring_bytes),
+            *self.backend.ring_args(s.ring_bytes),
             *self.xsk_queue_args(),
             *self.worker_cpu_args(),
             *s.cap_args,
@@ -372,7 +342,7 @@ class Measurer:
         which veth_xmit maps to the same receive queue. So: the generator's CPU's queue
         when it is pinned to one CPU, every queue (a socket and a worker each) when it is not."""
         s = self.setup
-        if s.backend not in XSK_BACKENDS or "--queue" in s.cap_args:
+        if not self.backend.queues or "--queue" in s.cap_args:
             return ()
         if s.gen_cpu is None or "--threads" in s.gen_args:
             return ("--queue", "all")
@@ -385,7 +355,7 @@ class Measurer:
             load = Rate.from_pps(load)
         if s.size_profile is None:  # capbench-gen checks a profile's mean wire rate itself
             load.check(s.frame_len, s.link_bps)
-        own_xdp = s.backend in OWN_XDP_BACKENDS
+        own_xdp = self.backend.own_xdp
         if s.procs < 1 or len(self.proc_cpus) != s.procs:
             raise UsageError(f"--procs {s.procs} needs one CPU per process, got {list(self.proc_cpus)}")
         if own_xdp and s.procs > 1:
@@ -510,7 +480,7 @@ class Measurer:
             delivered = int(need(cap, "delivered", "capbench-cap"))
             backlog_drops = 0
         kernel_drops = int(need(cap, "kernel_drops", "capbench-cap"))
-        xsk = s.backend in XSK_BACKENDS
+        xsk = self.backend.xsk_stats
         acc = accounting.account(
             sent=sent,
             delivered=delivered,
