@@ -31,7 +31,7 @@ from capbench.report import tables
 from capbench.testbed import veth_pair as testbed
 from capbench.binaries import find_binaries, find_program
 from capbench.errors import CapbenchError, RunError, Terminated, UsageError
-from capbench.methods.dispatch import METHODS
+from capbench.methods import registry as methods
 from capbench.options import option_value
 from capbench.report.keys import IDENTITY_TEXT
 from capbench.rates import (
@@ -281,7 +281,8 @@ def build_parser() -> Parser:
     run = sub.add_parser("run", help="measure capture throughput (the seed's iperf-like table)",
                          description=RUN_HELP, formatter_class=_formatter, allow_abbrev=False)
     run.add_argument("--method", metavar="LIST",
-                     help=f"methods, comma-separated, of: {', '.join(METHODS)} (default: iperf)")
+                     help="methods, comma-separated (default: iperf), of: "
+                          + "; ".join(f"{m.name}: {m.help}" for m in methods.REGISTRY.values()).replace("%", "%%"))
     run.add_argument("--backends", metavar="LIST",
                      help=f"capture backends, comma-separated, of: "
                           f"{_from_declarations(lambda: ', '.join(declared.backend_names()))} "
@@ -299,8 +300,7 @@ def build_parser() -> Parser:
     run.add_argument("--duration", metavar="S",
                      help=f"sending time of each iperf trial in seconds {_default('duration')}")
     run.add_argument("--trial", metavar="S",
-                     help="trial length of rfc2544 (default 60 s, RFC 2544's minimum), mlr (its last phase, "
-                          "default 60 s) and sweep (default 10 s)")
+                     help=f"trial length of the searches and sweeps: {methods.trial_help()}")
     run.add_argument("--precision", type=float, metavar="PCT",
                      help=f"rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate "
                           f"{_default('precision')}")

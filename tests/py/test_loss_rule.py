@@ -15,7 +15,7 @@ from capbench.methods.simulated import SimulatedDevice
 from capbench.methods.verdict import (LOSSLESS, LOSSY, LOWER_BOUND, loss_ratio, measured, verdict,
                                       way_forward)
 from capbench.rates import parse_rate, wire_pps
-from capbench.report import answers, summary
+from capbench.report import answer_tables, answers, summary
 from capbench.report.load import Trial
 from rich.console import Console
 
@@ -305,7 +305,7 @@ def test_a_back_to_back_answer_the_generator_bounded_is_marked():
                  rate=parse_rate("100%"), duration_s=1.0, record=trials.append, record_outcome=outcomes.append,
                  pause=dev.pause)
     assert outcomes[0]["bounded_by"] == "generator"
-    [table] = answers.back2back_tables(answers.group_answers(answers.answers_of(records(trials), outcomes)).values())
+    [table] = answer_tables.tables(answers.answers_of(records(trials), outcomes), ("back2back",))
     assert table.rows[0][1].endswith("generator-bound (a lower bound)")
     assert table.notes[0].startswith("64 B auto: generator-bound (a lower bound): the generator could not send")
 

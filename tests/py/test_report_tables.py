@@ -127,12 +127,12 @@ def test_rfc2544_table_has_a_column_per_placement():
     # at 1518 B the one search trial lost frames: no rate passed, so no verification and no answer
     trials.append(trial("rfc2544", backend="afp-v3", frame_len=1518, sent=5, received=4, cap_cpu=1, kernel_rx_cpu=1,
                         purpose="search"))
-    [t] = tables_md.rfc2544_tables(trials)
+    [t] = tables_md.method_tables(trials, "rfc2544")
     assert t.title.startswith("RFC 2544 throughput: afp-v3 (1g link")
     assert t.headers == ["Frame [B]", "#1 A:A [pps / Gbps]", "#2 A:B [pps / Gbps]"]
     assert t.rows == [["1518", "—", ""], ["64", "372,023 / 0.250", "744,047 / 0.500"]]
     assert "### RFC 2544 throughput: afp-v3" in tables_md.markdown(trials)
-    assert tables_md.rfc2544_tables(load_run(FIXTURE).trials) == []
+    assert tables_md.method_tables(load_run(FIXTURE).trials, "rfc2544") == []
 
 
 def test_a_pass_that_its_verification_failed_is_never_the_throughput():
@@ -143,16 +143,16 @@ def test_a_pass_that_its_verification_failed_is_never_the_throughput():
              (558_035, 0, "verify")]
     trials = [trial("rfc2544", backend="pcap", frame_len=64, sent=r * 5, received=r * 5 - lost, socket_drops=lost,
                     rate=f"{r}pps", offered_pps=r, purpose=p) for r, lost, p in rates]
-    [t] = tables_md.rfc2544_tables(trials)
+    [t] = tables_md.method_tables(trials, "rfc2544")
     assert t.rows == [["64", "558,035 / 0.375 †"]]
     assert t.notes[0].startswith("† 64 B A:A: the verification trial failed at 744,047 pps")
     # cut short after the failed verification: no answer at all, not the distorted 744,047
-    [t] = tables_md.rfc2544_tables(trials[:5])
+    [t] = tables_md.method_tables(trials[:5], "rfc2544")
     assert t.rows == [["64", "— †"]]
     # the method's own answer, when searches.jsonl holds one, is the answer of record
     outcome = {"method": "rfc2544", "backend": "pcap", "frame_len": 64, "throughput_pps": 550_000.0,
                "verified": True, "precision_pct": 1.0}
-    [t] = tables_md.rfc2544_tables(trials, answers.answers_of(trials, [outcome]))
+    [t] = tables_md.method_tables(trials, "rfc2544", answers.answers_of(trials, [outcome]))
     assert t.rows == [["64", "550,000 / 0.370"]]
 
 
@@ -169,7 +169,7 @@ def test_rfc2544_tables_figure_and_compare_give_the_answers_of_searches_jsonl(tm
 
     # the tables: Markdown, HTML and the terminal's
     cells = {}
-    for t in tables_md.rfc2544_tables(run.trials, found):
+    for t in tables_md.method_tables(run.trials, "rfc2544", found):
         backend = t.title.split(": ")[1].split(" (")[0]
         for row in t.rows:
             for header, cell in zip(t.headers[1:], row[1:]):

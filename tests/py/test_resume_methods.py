@@ -8,7 +8,7 @@ import pytest
 from capbench.campaign import matrix as cmod
 from capbench.campaign import execute as campaign_run
 from capbench.errors import UsageError
-from capbench.methods import dispatch
+from capbench.methods import back2back
 from capbench.methods.simulated import SimulatedDevice
 from capbench.rates import wire_pps
 from capbench.campaign.results import TRIALS_FILE, RunWriter, read_outcomes, scan_trials
@@ -115,7 +115,7 @@ def test_a_back2back_step_cut_after_3_bursts_runs_only_the_rest():
     assert [key(t) for t in full.trials[:3] + again.trials] == [key(t) for t in full.trials]
 
 
-# --- back2back through dispatch.burst_measurer: the real Measurer has no measure_burst ----------------
+# --- back2back through back2back.burst_measurer: the real Measurer has no measure_burst ----------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +127,7 @@ class FakeSetup:
 
 class BurstLab(Lab):
     """Measurers like capbench.trial.measure.Measurer (setup, binaries, testbed, measure only); the bursts
-    are made by dispatch.burst_measurer, which builds a Measurer per burst (patched: FakeBurst)."""
+    are made by back2back.burst_measurer, which builds a Measurer per burst (patched: FakeBurst)."""
 
     def device(self, step):
         d = super().device(step)
@@ -147,7 +147,7 @@ class BurstLab(Lab):
 def test_back2back_resumes_through_burst_measurer(monkeypatch):
     made = []
 
-    class FakeBurst:  # what dispatch.burst_measurer builds instead of a capbench.trial.measure.Measurer
+    class FakeBurst:  # what back2back.burst_measurer builds instead of a capbench.trial.measure.Measurer
         def __init__(self, binaries, testbed, setup):
             self.frames = int(setup.gen_args[setup.gen_args.index("--count") + 1])
             made.append(self.frames)
@@ -156,7 +156,7 @@ def test_back2back_resumes_through_burst_measurer(monkeypatch):
             assert rate.text == "100%"
             return dataclasses.replace(lab.current.measure_burst(self.frames), requested_duration_s=duration_s)
 
-    monkeypatch.setattr(dispatch, "Measurer", FakeBurst)
+    monkeypatch.setattr(back2back, "Measurer", FakeBurst)
     c = campaign(["back2back"])
     lab = BurstLab()
     campaign_run.execute(c, c.steps(), cmod.progress_of([], []), lab.run())
@@ -165,7 +165,7 @@ def test_back2back_resumes_through_burst_measurer(monkeypatch):
     assert n == len(full_made) >= 6
     # Each recorded burst asked for its frames plus the margin.
     wire = wire_pps(1e9, 64)
-    assert full.trials[0].requested_duration_s == pytest.approx(full_made[0] / wire + dispatch.BURST_MARGIN_S)
+    assert full.trials[0].requested_duration_s == pytest.approx(full_made[0] / wire + back2back.BURST_MARGIN_S)
     for k in (1, 3, n - 1, n):
         made.clear()
         lab = BurstLab()

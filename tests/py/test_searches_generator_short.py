@@ -13,7 +13,7 @@ import pytest
 from capbench.methods import dispatch, mlr, rfc2544, sweep
 from capbench.methods.simulated import SimulatedDevice
 from capbench.rates import Rate, parse_rate, wire_pps
-from capbench.report import answers, summary
+from capbench.report import answer_tables, answers, summary
 from capbench.report.load import Trial
 from capbench.campaign.runner import outcome_table
 from rich.console import Console
@@ -248,7 +248,7 @@ def test_a_sweep_the_generator_ended_is_not_a_first_loss(old):
     assert losses == [f"pcap 64 B (sweep): {GENERATOR_BOUND}: no loss up to {a.values['sweep_lossless_pps']:,.0f} pps, "
                       f"the generator could not hold {a.info['short_steps_pps'][0]:,.0f} pps."]
     [g] = answers.group_answers(found).values()
-    assert answers.sweep_first_loss(g).startswith(f"{GENERATOR_BOUND}: no loss up to")
+    assert answer_tables.sweep_first_loss(g).startswith(f"{GENERATOR_BOUND}: no loss up to")
 
 
 def test_answers_derived_from_trials_alone_do_not_count_the_shortfall_as_loss():

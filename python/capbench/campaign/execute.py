@@ -9,14 +9,14 @@ with its step and repetition and recorded as it ends; every method answer too.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from capbench.campaign.matrix import Campaign, Progress, ReplayMeasurer, Step
-from capbench.methods import dispatch
+from capbench.methods import dispatch, registry
+from capbench.methods.method import TRIAL_OVERHEAD_S, Context, Estimate, MethodSettings
 from capbench.rates import parse_rate
 from capbench.trial.measure import TrialResult
 
@@ -34,42 +34,27 @@ class StepRun:
     on_trial: Callable[[int, int, float], None] | None = None
 
 
-TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here
+def _settings(c: Campaign) -> MethodSettings:
+    return MethodSettings(precision_pct=c.precision_pct, loss_tolerance_frames=c.loss_tolerance_frames,
+                          trial_s=c.trial_s, steps=c.steps_per_sweep, pause_s=c.pause_s)
 
 
-def _searches(c: Campaign) -> int:
-    """A binary search from the wire rate halves its step until it is below the precision:
-    about log2(100 / precision) trials, plus the first at the wire rate."""
-    return math.ceil(math.log2(100.0 / c.precision_pct)) + 1
+def estimate_step(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> Estimate:
+    """Rough trials and time of a step (its method's estimate), for the progress bar and the time left."""
+    return registry.get(step.method).estimate(_settings(c), c.trial_duration_s(step.size), overhead_s)
 
 
 def estimate_step_trials(c: Campaign, step: Step) -> int:
-    """Rough number of trials of a step (the counts estimate_step_s times)."""
-    searches = _searches(c)
-    return {"iperf": 1, "rfc2544": searches + 1, "mlr": 12, "sweep": c.steps_per_sweep, "back2back": 12,
-            "latency": searches + 2}[step.method]
+    return estimate_step(c, step).trials
 
 
 def estimate_step_s(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> float:
-    """Rough time of a step, for the time left: an iperf trial, or a search's usual trials."""
-    trial = c.trial_s or (60.0 if step.method in ("rfc2544", "mlr") else 10.0)
-    # The search trials, and the verification, which waits at least 10 s against
-    # saturation (dispatch._rfc2544).
-    searches = _searches(c)
-    verify = trial + max(c.pause_s, 10.0) + overhead_s
-    per = {"iperf": c.trial_duration_s(step.size) + overhead_s,
-           "rfc2544": searches * (trial + c.pause_s + overhead_s) + verify,
-           "mlr": 4 * (trial + c.pause_s + overhead_s) + 8 * (1.0 + c.pause_s + overhead_s),
-           "sweep": c.steps_per_sweep * (trial + c.pause_s + overhead_s),
-           "back2back": 12 * (2.0 + c.pause_s + overhead_s),
-           "latency": searches * (trial + c.pause_s + overhead_s) + verify + trial + overhead_s}
-    return per[step.method]
+    return estimate_step(c, step, overhead_s).seconds
 
 
 def execute(c: Campaign, steps: Sequence[Step], progress: Progress, run: StepRun) -> int:
     """Run every step not yet done; return how many ran."""
-    settings = dispatch.MethodSettings(precision_pct=c.precision_pct, loss_tolerance_frames=c.loss_tolerance_frames,
-                                       trial_s=c.trial_s, steps=c.steps_per_sweep, pause_s=c.pause_s)
+    settings = _settings(c)
     rate = parse_rate(c.rate)
     todo = [s for s in steps if not progress.done(s)]
     est_left_s = sum(estimate_step_s(c, s) for s in todo)
@@ -90,14 +75,13 @@ def execute(c: Campaign, steps: Sequence[Step], progress: Progress, run: StepRun
                     # The time the trials so far took each, for each still to come.
                     run.on_trial(n, total, (time.monotonic() - began) / n * (total - n))
 
-        def record_outcome(outcome: dict[str, Any], step: Step = step) -> None:
-            run.record_outcome(outcome | {"step": step.key, "repeat": step.repeat, "pin": step.pin,
-                                          "app_load": step.app_load, "procs": step.procs, "size": str(step.size)})
-
-        context = dispatch.Context(dataclasses.replace(settings, method=step.method), c.link_bps, record, run.pause)
+        context = Context(dataclasses.replace(settings, method=step.method), c.link_bps, record, run.pause)
         started = time.monotonic()
-        dispatch.run_step(step.method, measurer, step.backend, step.size, context, rate=rate,
-                          duration_s=c.trial_duration_s(step.size), record_outcome=record_outcome)
+        answer = dispatch.run_step(step.method, measurer, step.backend, step.size, context, rate=rate,
+                                   duration_s=c.trial_duration_s(step.size))
+        if answer is not None:  # tagged with its step, then recorded as its searches.jsonl line
+            run.record_outcome(answer.tagged(step=step.key, repeat=step.repeat, pin=step.pin, app_load=step.app_load,
+                                             procs=step.procs, size=str(step.size)).to_json())
         done += 1
         took_s += time.monotonic() - started
         later = todo[todo.index(step) + 1:]

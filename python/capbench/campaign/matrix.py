@@ -50,8 +50,9 @@ from typing import Any
 
 from capbench import declared, inputs
 from capbench.errors import UsageError
-from capbench.methods.dispatch import METHODS
-from capbench.methods.sweep import DEFAULT_STEPS
+from capbench.methods import registry
+from capbench.methods.registry import METHODS
+from capbench.methods.method import DEFAULT_PAUSE_S, DEFAULT_PRECISION_PCT, DEFAULT_STEPS
 from capbench.trial.measure import TrialSetup
 from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, link_name,
                             parse_duration, parse_link, parse_rate, parse_sizes)
@@ -137,11 +138,11 @@ class Campaign:
     link_bps: float = _key(TrialSetup.link_bps, "link")  # a trial's own default
     rate: str = _key("100%", "rate")  # of the iperf method
     duration_s: float = _key(5.0, "duration")  # an iperf trial's sending time
-    trial_s: float | None = _key(None, "trial")  # None: each method's own (methods.dispatch)
-    precision_pct: float = _key(1.0, "precision")
+    trial_s: float | None = _key(None, "trial")  # None: each method's own (Method.trial_s)
+    precision_pct: float = _key(DEFAULT_PRECISION_PCT, "precision")
     loss_tolerance_frames: int = _key(0, "loss_tolerance")
     steps_per_sweep: int = _key(DEFAULT_STEPS, "steps")
-    pause_s: float = _key(2.0, "pause")
+    pause_s: float = _key(DEFAULT_PAUSE_S, "pause")
     engine: str = _key(TrialSetup.engine, "engine")
     matrices: tuple[Matrix, ...] = (Matrix(),)
     # For the pin CUSTOM_PIN: (generator, kernel receive work, counter) CPUs as given.
@@ -438,10 +439,6 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
     return c
 
 
-# Methods whose trials RFC 2544 requires to last at least a second (26.1: 60 s).
-MIN_TRIAL_S = {"rfc2544": 1.0, "latency": 1.0}
-
-
 def _number(value: Any, what: str) -> float:
     """A finite number (a TOML integer or float; not a string, not true/false)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -473,14 +470,15 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
     and mean wire rate are the generator's to check: preflight.check_profiles.)"""
     rate = parse_rate(c.rate)
     methods = {x for m in c.matrices for x in m.methods}
-    if "rate" in c.given and "iperf" not in methods:  # the other methods choose their own loads
+    at_rate = {x for x in methods if not registry.get(x).sets_own_load}  # iperf: the others choose their loads
+    if "rate" in c.given and not at_rate:
         which = ", ".join(sorted(methods)) + (" chooses its" if len(methods) == 1 else " choose their")
         raise UsageError(f"{name_of('rate')} sets the load of the iperf method, and {which} own loads: leave "
                          f"it out, or add iperf to {name_of('methods')}")
     if bool(c.groups) != bool(c.group_size) or (c.group_gap_s and not c.groups):
         raise UsageError(f"{name_of('groups')} N and {name_of('group_size')} PKTS go together (and "
                          f"{name_of('group_gap')} with them): give both")
-    if c.groups and (methods - {"iperf"} or any(isinstance(s, str) for m in c.matrices for s in m.sizes)):
+    if c.groups and (methods - at_rate or any(isinstance(s, str) for m in c.matrices for s in m.sizes)):
         raise UsageError(f"{name_of('groups')} works with the iperf method at fixed frame lengths (the searches "
                          f"choose their own loads and trial lengths)")
     if c.groups and parse_rate(c.rate).pps(64, c.link_bps) is None:
@@ -497,7 +495,7 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
         for size in m.sizes:
             if isinstance(size, int):
                 rate.check(size, c.link_bps)
-        if set(m.methods) - {"iperf"} and any(isinstance(x, str) for x in m.sizes):
+        if any(not registry.get(x).takes_profiles for x in m.methods) and any(isinstance(x, str) for x in m.sizes):
             raise UsageError(f"the search methods run at fixed frame lengths: give lengths in {name_of('sizes')}, "
                              f"not profiles (profiles work with the iperf method)")
         # Backends that attach an XDP program: an interface holds one, so one process.
@@ -507,7 +505,7 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
                              f"program, so one such capture process at a time: use procs 1 for them, or "
                              f"packet-socket backends ({', '.join(declared.names_where(lambda b: not b.own_xdp))})")
         for method in m.methods:
-            least = MIN_TRIAL_S.get(method)
+            least = registry.get(method).min_trial_s  # RFC 2544 26.1 asks for 60 s
             if least and c.trial_s is not None and c.trial_s < least:
                 raise UsageError(f"{name_of('trial')} {c.trial_s:g} s: {method} trials last at least {least:g} s "
                                  f"(RFC 2544 asks for 60 s)")
@@ -534,7 +532,7 @@ class Progress:
     outcomes: set[str]  # step keys whose method answer is recorded (searches.jsonl)
 
     def done(self, step: Step) -> bool:
-        if step.method == "iperf":
+        if registry.get(step.method).answer_type is None:  # its trial is its result
             return bool(self.trials.get(step.key))
         return step.key in self.outcomes
 

@@ -33,9 +33,10 @@ from capbench.testbed import veth_pair as testbed
 from capbench.trial.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
-from capbench.methods.verdict import GENERATOR, LOWER_BOUND, measured, verdict, way_forward
 from capbench.campaign.plan import Plan, plan_of
 from capbench.campaign.results import RunWriter
+from capbench.methods import registry
+from capbench.methods.verdict import LOWER_BOUND, measured, verdict, way_forward
 from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 
 
@@ -75,7 +76,8 @@ def progress_bar(done: int, total: int, width: int = 24) -> str:
 def trial_line(n: int, r: TrialResult) -> str:
     offered = tables.offered_cell(r)
     loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
-    what = r.method if r.method == "iperf" else f"{r.method} {r.purpose}"
+    one = r.method in registry.REGISTRY and registry.get(r.method).answer_type is None  # a trial is its result
+    what = r.method if one else f"{r.method} {r.purpose}"
     line = (f"[{n}] {what:<16} {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} pps  "
             f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
     if r.unexplained:
@@ -103,70 +105,26 @@ def way_forward_lines(trials: Sequence[TrialResult]) -> list[str]:
             + [f"  - {step}" for step in steps])
 
 
-def _bounds(goal: dict[str, Any]) -> str:
-    """An MLR goal's bounds: the highest load that met it and the lowest that did not."""
-    def pps(v: Any) -> str:
-        return "none" if v is None else f"{v:,.0f}"
-    return f"lower {pps(goal.get('lower_bound_pps'))}, upper {pps(goal.get('upper_bound_pps'))}"
-
-
 def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
-    """The answers of the searches: RFC 2544 throughput, MLR's NDR/PDR, a sweep's first loss. An
-    answer that the generator bounded (it could not hold the next rate: `bounded_by`) says
-    "generator-bound (a lower bound)", never reads as the capture's limit; lines from before
-    `bounded_by` read as they did."""
-    # Imported here: only this function of the module reads the report's words for a bound answer.
-    from capbench.report.answers import GENERATOR_BOUND
-
+    """The answers of the searches, one line each in the method's words (MethodAnswer.text): RFC
+    2544 throughput, MLR's NDR/PDR, a sweep's first loss, ... An answer that the generator bounded
+    (it could not hold the next rate: `bounded_by`) says "generator-bound (a lower bound)", never
+    reads as the capture's limit; lines from before `bounded_by` read as they did; a line of a
+    method this capbench does not know says so in one line."""
     if not outcomes:
         return None
-
-    def held(pps: Any) -> str:
-        return f"the generator could not hold {pps:,.0f} pps" if pps is not None else "the generator fell short"
-
     t = Table(title="Method answers (searches.jsonl; every trial in trials.jsonl)", title_justify="left")
     for h in ("Method", "Backend", "Frame [B]", "Placement", "Answer", "Trials", "Trial time [s]"):
         t.add_column(Text(h), justify="right" if h in ("Frame [B]", "Trials", "Trial time [s]") else "left")
     for o in outcomes:
-        m = o["method"]
-        if m == "rfc2544":
-            answer = (f"throughput {o['throughput_pps']:,.0f} pps ({o['throughput_gbps']:.3f} Gbps)"
-                      + ("" if o["verified"] else ", not verified") + (", short trials" if o["short_trials"] else ""))
-            if o.get("bounded_by") == GENERATOR:
-                answer += f", {GENERATOR_BOUND}: {held(o.get('upper_bound_pps'))}"
-        elif m == "mlr":
-            answer = "; ".join(f"{g['name']} {g['throughput_pps']:,.0f} pps ({_bounds(g)})"
-                               + (f", {GENERATOR_BOUND}: {held(g.get('upper_bound_pps'))}"
-                                  if g.get("bounded_by") == GENERATOR else "")
-                               for g in o["goals"])
-        elif m == "latency":
-            lat = o.get("latency") or {}
-            answer = (o.get("note") or f"at {o['throughput_pps']:,.0f} pps: p50 {lat.get('p50_ns', 0) / 1e3:,.1f} us, "
-                      f"p99 {lat.get('p99_ns', 0) / 1e3:,.1f} us, max {lat.get('max_ns', 0) / 1e3:,.1f} us "
-                      f"({o.get('rx_clock') or '?'} clock)")
-            if o.get("bounded_by") == GENERATOR and not o.get("note"):
-                answer += f" (throughput {GENERATOR_BOUND})"
-        elif m == "sweep":
-            first = o.get("first_lossy_pps")
-            if first is not None:
-                answer = f"first loss at {first:,.0f} pps"
-            elif o.get("bounded_by") == GENERATOR:
-                top = o.get("lossless_up_to_pps") or 0.0
-                short = next((x for x in o.get("short_steps_pps") or () if x > top), None)
-                answer = (f"{GENERATOR_BOUND}: no loss up to {top:,.0f} pps, {held(short)}" if top else
-                          f"{GENERATOR_BOUND}: {held(short)}, no step measured the capture")
-            else:
-                answer = "no loss at any step"
-            if first is not None and o.get("short_steps_pps"):
-                below = [x for x in o["short_steps_pps"] if x < first]
-                if below:
-                    answer += f" ({held(below[0])}, not measured)"
-        else:
-            answer = f"longest burst {o['mean_frames']:,.0f} frames ({o['mean_burst_s'] * 1e3:.2f} ms)"
-            if o.get("bounded_by") == GENERATOR:
-                answer += f", {GENERATOR_BOUND}: the generator could not send the bursts at wire rate"
-        t.add_row(m, o["backend"], str(o["frame_len"]), o.get("pin", ""), answer, str(o["trials"]),
-                  f"{o['total_trial_s']:.1f}")
+        try:
+            a = registry.answer_from_json(o)
+        except (CapbenchError, TypeError, ValueError, KeyError, AttributeError) as e:
+            t.add_row(str(o.get("method", "?")), str(o.get("backend", "?")), str(o.get("frame_len", "?")),
+                      str(o.get("pin") or ""), f"not read: {e}", "", "")
+            continue
+        t.add_row(a.method, a.backend, str(a.frame_len), a.pin or "", a.text(), str(a.trials),
+                  f"{a.total_trial_s:.1f}")
     return t
 
 
@@ -236,7 +194,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             writer.append_outcome(o)
 
         def on_step(done: int, total: int, step: cmod.Step, left_s: float) -> None:
-            if step.method == "iperf":
+            if registry.get(step.method).answer_type is None:
                 return  # one trial: its line said it
             note(f"{progress_bar(done, total)} step {done}/{total} done ({step.method}, {step.backend}, "
                  f"{step.size}, {step.pin}); about {left_s / 60:.1f} min left")

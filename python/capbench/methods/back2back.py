@@ -23,8 +23,11 @@ burst lengths that passed a trial, or 0 when no burst did.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from capbench.errors import UsageError
 from capbench.methods.measurer import (
@@ -35,7 +38,11 @@ from capbench.methods.measurer import (
     TrialRunner,
     check_loss_tolerance,
 )
+from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+                                     MethodSettings, Metric, tagger)
 from capbench.methods.verdict import (
+    GENERATOR,
+    GENERATOR_BOUND,
     LOSSLESS,
     LOSSY,
     NOT_BOUNDED,
@@ -44,7 +51,8 @@ from capbench.methods.verdict import (
     loss_text,
     rule,
 )
-from capbench.rates import wire_pps
+from capbench.rates import Rate, wire_pps
+from capbench.trial.measure import Measurer, TrialResult
 
 DEFAULT_BURST_S = 2.0
 
@@ -162,3 +170,84 @@ def search(
         # bound_at: LOSSY somewhere is capture loss, else the lower bounds are the generator's.
         bounded_by=bound_at(max_frames, ended) if ended else NOT_BOUNDED,
     )
+
+
+# --- the method object (capbench.methods.method) ------------------------------------------
+
+# Frames a back-to-back burst may need beyond its own sending time: process start-up,
+# the counter's last ring blocks.
+BURST_MARGIN_S = 1.0
+
+
+def burst_measurer(m: Measurer) -> Callable[[int], TrialResult]:
+    """measure_burst(frames): `frames` frames at the link's wire rate, then the counts."""
+    wire = wire_pps(m.setup.link_bps, m.setup.frame_len)
+
+    def measure_burst(frames: int) -> TrialResult:
+        setup = dataclasses.replace(m.setup, gen_args=(*m.setup.gen_args, "--count", str(frames)))
+        burst = Measurer(m.binaries, m.testbed, setup)
+        return burst.measure(frames / wire + BURST_MARGIN_S, Rate("pct", 100.0, "100%"))
+
+    return measure_burst
+
+
+@dataclass(frozen=True)
+class BackToBackAnswer(MethodAnswer):
+    METHOD = "back2back"
+
+    max_frames: int
+    precision_frames: int
+    longest_frames: tuple[int, ...]
+    mean_frames: float
+    min_frames: int
+    mean_burst_s: float
+    unlimited: bool
+    bounded_by: str | None
+    notes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, r: BackToBackResult, backend: str) -> BackToBackAnswer:
+        return cls(**cls.common(r, backend),
+                   max_frames=r.max_frames, precision_frames=r.precision_frames, longest_frames=r.longest_frames,
+                   mean_frames=r.mean_frames, min_frames=r.min_frames, mean_burst_s=r.mean_burst_s,
+                   unlimited=r.unlimited, bounded_by=r.bounded_by, notes=r.notes)
+
+    def text(self) -> str:
+        out = f"longest burst {self.mean_frames:,.0f} frames ({self.mean_burst_s * 1e3:.2f} ms)"
+        if self.bounded_by == GENERATOR:
+            out += f", {GENERATOR_BOUND}: the generator could not send the bursts at wire rate"
+        return out
+
+    def figures(self, tried: Sequence[TrialResult], wire: float) -> Figures:
+        info = {"unlimited": self.unlimited, "max_frames": self.max_frames, "bounded_by": self.bounded_by}
+        return Figures({METRIC.name: self.mean_frames}, {METRIC.name: Bound(self.bounded_by)},
+                       float(self.precision_frames), self.notes, info)
+
+
+METRIC = Metric("b2b_frames", "back-to-back burst", "frames")
+
+
+class BackToBack(Method):
+    name = "back2back"
+    help = "RFC 2544 back-to-back frames (26.4): the longest burst at wire rate captured without loss"
+    answer_type = BackToBackAnswer
+    title = "back-to-back burst"
+    metrics = (METRIC,)
+    table = "bursts"
+    table_title = "Back-to-back (longest lossless burst at wire rate)"
+
+    def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> BackToBackAnswer:
+        assert isinstance(size, int)
+        s = context.settings
+        # A resumed step's campaign.ReplayMeasurer has its own measure_burst: it replays the bursts
+        # recorded before it makes new ones (burst_measurer(m) alone would start every burst afresh).
+        measure_burst = getattr(measurer, "measure_burst", None) or burst_measurer(measurer)
+        r = search(measure_burst, frame_len=size, link_bps=context.link_bps,
+                   loss_tolerance_frames=s.loss_tolerance_frames, pause_s=s.pause_s, pause=context.pause,
+                   on_trial=tagger(context.record, self.name))
+        return BackToBackAnswer.of(r, backend)
+
+    def estimate(self, settings: MethodSettings, duration_s: float, overhead_s: float = TRIAL_OVERHEAD_S
+                 ) -> Estimate:
+        """About 12 bursts of up to DEFAULT_BURST_S each."""
+        return Estimate(12, 12 * (DEFAULT_BURST_S + settings.pause_s + overhead_s))

@@ -1,10 +1,14 @@
 """The seed's "iperf-like" method: constant load at the offered rate, throughput =
-received packets / sending time; one trial per backend and frame length."""
+received packets / sending time; one trial per backend and frame length (or size profile).
+It has no answer: its trial is its result."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
+from capbench.methods.method import TRIAL_OVERHEAD_S, Context, Estimate, Method, MethodSettings
 from capbench.rates import Rate
 from capbench.trial.measure import Measurer, TrialResult
 
@@ -27,3 +31,21 @@ def run(
     for backend in backends:
         for size in sizes:
             yield make_measurer(backend, size).measure(duration_s, rate)
+
+
+class Iperf(Method):
+    name = "iperf"
+    help = "constant load at --rate for --duration (seed 000's method); sizes may be profiles"
+    takes_profiles = True
+    sets_own_load = False
+    swept = True  # at several --rate values
+
+    def run(self, measurer: Any, backend: str, size: int | str, context: Context, *, rate: Any,
+            duration_s: float) -> None:
+        context.record(dataclasses.replace(measurer.measure(duration_s, rate), method=self.name,
+                                           purpose="constant load"))
+        return None
+
+    def estimate(self, settings: MethodSettings, duration_s: float, overhead_s: float = TRIAL_OVERHEAD_S
+                 ) -> Estimate:
+        return Estimate(1, duration_s + overhead_s)

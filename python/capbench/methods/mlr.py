@@ -71,8 +71,10 @@ lossy and lossless trials alone prove too lossy.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from capbench.errors import UsageError
 from capbench.methods.measurer import (
@@ -86,9 +88,14 @@ from capbench.methods.measurer import (
     check_trial_s,
     same_load,
 )
+from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+                                     MethodSettings, Metric, held_text, load_of, read_fields, tagger,
+                                     without_bound_notes)
+from capbench.methods.rfc2544 import RFC2544_TRIAL_S
 from capbench.methods.verdict import (
     CAPTURE_LOSS,
     GENERATOR,
+    GENERATOR_BOUND,
     LOSSY,
     LOWER_BOUND,
     NOT_BOUNDED,
@@ -102,8 +109,11 @@ from capbench.methods.verdict import (
     verdict,
 )
 from capbench.rates import wire_bps, wire_pps
+from capbench.trial.measure import TrialResult
 
 LOWER, UPPER, UNDECIDED = "lower", "upper", "undecided"
+FINAL_TRIAL_S = RFC2544_TRIAL_S  # the last phase's trials last as long as RFC 2544's
+INITIAL_TRIAL_S = 1.0  # the first phase's
 
 
 def judged_ratio(trial: SearchTrial, goal_ratio: float) -> float:
@@ -386,8 +396,8 @@ def search(
     link_bps: float = 1e9,
     goals: Sequence[Goal] = DEFAULT_GOALS,
     precision_pct: float = 1.0,
-    final_trial_s: float = 60.0,
-    initial_trial_s: float = 1.0,
+    final_trial_s: float = FINAL_TRIAL_S,
+    initial_trial_s: float = INITIAL_TRIAL_S,
     phases: int = 3,
     min_load_pct: float | None = None,
     pause_s: float = 2.0,
@@ -439,3 +449,123 @@ def search(
         total_trial_s=runner.total_trial_s,
         total_pause_s=runner.total_pause_s,
     )
+
+
+# --- the method object (capbench.methods.method) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class MlrGoalAnswer:
+    """One goal of an MLR answer as searches.jsonl holds it (GoalResult and its throughput)."""
+
+    name: str
+    loss_ratio: float = 0.0
+    exceed_ratio: float = 0.0
+    lower_bound_pps: float | None = None
+    upper_bound_pps: float | None = None
+    lower_bound_gbps: float | None = None
+    conditional_throughput_pps: float | None = None
+    regular: bool = False
+    note: str = ""
+    bounded_by: str | None = None  # None: a version-1 line from before bounded_by
+    lowest_lossy_pps: float | None = None
+    throughput_pps: float = 0.0
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> MlrGoalAnswer:
+        # A line without the throughput names the lower bound only: that is the throughput.
+        return cls(**read_fields(cls, d | {"throughput_pps": d.get("throughput_pps") or d.get("lower_bound_pps")}))
+
+    @classmethod
+    def of(cls, g: GoalResult) -> MlrGoalAnswer:
+        return cls(**dataclasses.asdict(g), throughput_pps=g.throughput_pps)
+
+    def bounds_text(self) -> str:
+        """The goal's bounds: the highest load that met it and the lowest that did not."""
+        def pps(v: float | None) -> str:
+            return "none" if v is None else f"{v:,.0f}"
+        return f"lower {pps(self.lower_bound_pps)}, upper {pps(self.upper_bound_pps)}"
+
+
+@dataclass(frozen=True)
+class MlrAnswer(MethodAnswer):
+    METHOD = "mlr"
+
+    precision_pct: float
+    final_trial_s: float | None
+    goals: tuple[MlrGoalAnswer, ...]
+
+    @classmethod
+    def of(cls, r: MlrResult, backend: str) -> MlrAnswer:
+        return cls(**cls.common(r, backend),
+                   precision_pct=r.precision_pct, final_trial_s=r.final_trial_s,
+                   goals=tuple(MlrGoalAnswer.of(g) for g in r.goals))
+
+    def text(self) -> str:
+        return "; ".join(f"{g.name} {g.throughput_pps:,.0f} pps ({g.bounds_text()})"
+                         + (f", {GENERATOR_BOUND}: {held_text(g.upper_bound_pps)}" if g.bounded_by == GENERATOR
+                            else "") for g in self.goals)
+
+    def figures(self, tried: Sequence[TrialResult], wire: float) -> Figures:
+        final_s = self.final_trial_s or FINAL_TRIAL_S
+        values: dict[str, float | None] = {}
+        bounds: dict[str, Bound] = {}
+        info: dict[str, Any] = {}
+        notes: list[str] = []
+        pairs = [(load_of(r), r) for r in tried]
+        for g in self.goals:
+            name = f"mlr_{g.name}"
+            metric = f"{name}_pps"
+            values[metric] = g.throughput_pps
+            upper, bounded, lowest, note = g.upper_bound_pps, g.bounded_by, g.lowest_lossy_pps, g.note
+            if tried:  # judged again from the trials, by today's rule
+                c = Criterion(g.loss_ratio, g.exceed_ratio, final_s, final_s)
+                found, lowest = what_bounded(((load_of(r), r.requested_duration_s, r) for r in tried), c, upper)
+                bounded = found or g.bounded_by
+                kept = without_bound_notes(note.split("; ") if note else [])
+                bound = bound_note(bounded, upper, g.throughput_pps, pairs, c.loss_ratio)
+                note = "; ".join([*kept, bound] if bound else kept)
+            info |= {f"{name}_upper_pps": upper, f"{name}_bounded_by": bounded, f"{name}_lowest_lossy_pps": lowest}
+            bounds[metric] = Bound(bounded, upper, lowest)
+            if note:
+                notes.append(f"{g.name}: {note}")
+        info["trial_s"] = self.final_trial_s
+        info["short_trials"] = final_s < FINAL_TRIAL_S
+        return Figures(values, bounds, wire * self.precision_pct / 100.0, tuple(notes), info)
+
+
+class Mlr(Method):
+    name = "mlr"
+    help = "multiple loss ratio search (FD.io CSIT MLRsearch): NDR and PDR bounds in one search"
+    answer_type = MlrAnswer
+    trial_s = FINAL_TRIAL_S
+    trial_help = "its last phase"
+    title = "MLR"
+    best_rank = 2
+    loss_lines = True
+    table = "goals"
+    table_title = "MLR search"
+
+    def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> MlrAnswer:
+        assert isinstance(size, int)
+        s = context.settings
+        final_s = s.trial_length(self)
+        r = search(measurer, frame_len=size, link_bps=context.link_bps, precision_pct=s.precision_pct,
+                   final_trial_s=final_s, initial_trial_s=min(INITIAL_TRIAL_S, final_s), pause_s=s.pause_s,
+                   pause=context.pause, on_trial=tagger(context.record, self.name))
+        return MlrAnswer.of(r, backend)
+
+    def estimate(self, settings: MethodSettings, duration_s: float, overhead_s: float = TRIAL_OVERHEAD_S
+                 ) -> Estimate:
+        """Usually 4 full-length trials near the answer and 8 short ones finding it."""
+        per = settings.pause_s + overhead_s
+        return Estimate(12, 4 * (settings.trial_length(self) + per) + 8 * (INITIAL_TRIAL_S + per))
+
+    def main_metric(self, names: Sequence[str] = ()) -> str | None:
+        """The first goal's lower bound (NDR by default)."""
+        return next((n for n in names if n.startswith("mlr_")), None)
+
+    def metric(self, name: str) -> Metric | None:
+        if not (name.startswith("mlr_") and name.endswith("_pps")):
+            return None
+        return Metric(name, f"MLR {name.removeprefix('mlr_').removesuffix('_pps')}", "pps")

@@ -42,8 +42,9 @@ passed (and whose verification passed), or 0 when no trial passed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from capbench.methods.measurer import (
     LoadMeasurer,
@@ -58,8 +59,12 @@ from capbench.methods.measurer import (
     check_trial_s,
     same_load,
 )
+from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+                                     MethodSettings, Metric, binary_search_trials, held_text, load_of, tagger,
+                                     without_bound_notes)
 from capbench.methods.verdict import (
     CAPTURE_LOSS,
+    GENERATOR_BOUND,
     GENERATOR,
     LOSSLESS,
     LOSSY,
@@ -72,9 +77,11 @@ from capbench.methods.verdict import (
     verdict,
 )
 from capbench.rates import wire_bps, wire_pps
+from capbench.trial.measure import TrialResult
 
 RFC2544_TRIAL_S = 60.0  # RFC 2544 section 24: "the duration of the test portion of each trial SHOULD be at least 60 s"
 MIN_TRIAL_S = 1.0
+VERIFY_PAUSE_S = 10.0  # the least pause before a verification trial, against saturation
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ def search(
     loss_tolerance_frames: int = 0,
     trial_s: float = RFC2544_TRIAL_S,
     pause_s: float = 2.0,
-    verify_pause_s: float = 10.0,
+    verify_pause_s: float = VERIFY_PAUSE_S,
     pause: Pause | None = None,
     on_trial: OnTrial | None = None,
 ) -> Rfc2544Result:
@@ -241,3 +248,138 @@ def search(
         total_pause_s=runner.total_pause_s,
         notes=tuple(notes),
     )
+
+
+# --- the method object (capbench.methods.method) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rfc2544Answer(MethodAnswer):
+    """An RFC 2544 throughput search's line in searches.jsonl (Rfc2544Result without its trials)."""
+
+    METHOD = "rfc2544"
+
+    throughput_pps: float
+    throughput_gbps: float
+    lowest_lossy_pps: float | None
+    upper_bound_pps: float | None
+    bounded_by: str | None  # None: a version-1 line from before bounded_by (judged from its trials)
+    precision_pct: float
+    loss_tolerance_frames: int
+    trial_s: float | None
+    short_trials: bool
+    verified: bool
+    verification_failures_pps: tuple[float, ...]
+    notes: tuple[str, ...]
+
+    @classmethod
+    def upgrade(cls, d: dict[str, Any], version: int) -> dict[str, Any]:
+        # A line from before bounded_by names the bracket's upper end lowest_lossy_pps.
+        return d if "bounded_by" in d else d | {"upper_bound_pps": d.get("lowest_lossy_pps")}
+
+    @classmethod
+    def of(cls, r: Rfc2544Result, backend: str) -> Rfc2544Answer:
+        return cls(**cls.common(r, backend),
+                   throughput_pps=r.throughput_pps, throughput_gbps=r.throughput_gbps,
+                   lowest_lossy_pps=r.lowest_lossy_pps, upper_bound_pps=r.upper_bound_pps, bounded_by=r.bounded_by,
+                   precision_pct=r.precision_pct, loss_tolerance_frames=r.loss_tolerance_frames, trial_s=r.trial_s,
+                   short_trials=r.short_trials, verified=r.verified,
+                   verification_failures_pps=r.verification_failures_pps, notes=r.notes)
+
+    def text(self) -> str:
+        out = (f"throughput {self.throughput_pps:,.0f} pps ({self.throughput_gbps:.3f} Gbps)"
+               + ("" if self.verified else ", not verified") + (", short trials" if self.short_trials else ""))
+        if self.bounded_by == GENERATOR:
+            out += f", {GENERATOR_BOUND}: {held_text(self.upper_bound_pps)}"
+        return out
+
+    def figures(self, tried: Sequence[TrialResult], wire: float) -> Figures:
+        info: dict[str, Any] = {"verified": self.verified, "short_trials": self.short_trials, "trial_s": self.trial_s,
+                                "verification_failures_pps": list(self.verification_failures_pps)}
+        notes = list(self.notes)
+        upper, bounded, lowest = self.upper_bound_pps, self.bounded_by, self.lowest_lossy_pps
+        if tried:  # judged again from the trials, by today's rule
+            pairs = [(load_of(r), r) for r in tried]
+            tolerance = self.loss_tolerance_frames
+            bounded = what_bounded(upper, pairs, tolerance) or self.bounded_by
+            lowest = lowest_lossy(pairs, tolerance)
+            notes = without_bound_notes(notes) + bound_notes(bounded, upper, self.throughput_pps, pairs, tolerance)
+        info |= {"upper_bound_pps": upper, "bounded_by": bounded, "lowest_lossy_pps": lowest}
+        return Figures({METRIC.name: self.throughput_pps}, {METRIC.name: Bound(bounded, upper, lowest)},
+                       wire * self.precision_pct / 100.0, tuple(notes), info)
+
+
+METRIC = Metric("rfc2544_pps", "RFC 2544 throughput", "pps")
+
+
+def trial_note(lengths: Iterable[float], short: bool) -> list[str]:
+    """The tables' note on the trial lengths of RFC 2544-style searches."""
+    lengths = sorted(set(lengths))
+    if not lengths:
+        return []
+    text = f"Trials of {', '.join(f'{x:g}' for x in lengths)} s"
+    return [text + (f": shorter than RFC 2544's {RFC2544_TRIAL_S:g} s, so not RFC 2544 figures." if short else ".")]
+
+
+class Rfc2544(Method):
+    name = "rfc2544"
+    help = "RFC 2544 throughput (26.1): binary search for the highest rate without loss, verified"
+    answer_type = Rfc2544Answer
+    trial_s = RFC2544_TRIAL_S
+    trial_help = "RFC 2544's minimum"
+    min_trial_s = MIN_TRIAL_S
+    title = "RFC 2544 throughput"
+    best_rank = 1
+    loss_lines = True
+    names_lowest_lossy = True
+    loss_label = "RFC 2544"
+    metrics = (METRIC,)
+    table = "throughput"
+    table_title = "RFC 2544 throughput"
+
+    def search(self, m: Any, frame_len: int, c: Context, on_trial: Any) -> Rfc2544Result:
+        s = c.settings
+        return search(m, frame_len=frame_len, link_bps=c.link_bps, precision_pct=s.precision_pct,
+                      loss_tolerance_frames=s.loss_tolerance_frames, trial_s=s.trial_length(self),
+                      pause_s=s.pause_s, verify_pause_s=max(s.pause_s, VERIFY_PAUSE_S), pause=c.pause,
+                      on_trial=on_trial)
+
+    def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> Rfc2544Answer:
+        assert isinstance(size, int)
+        return Rfc2544Answer.of(self.search(measurer, size, context, tagger(context.record, self.name)), backend)
+
+    def estimate(self, settings: MethodSettings, duration_s: float, overhead_s: float = TRIAL_OVERHEAD_S
+                 ) -> Estimate:
+        trial = settings.trial_length(self)
+        searches = binary_search_trials(settings.precision_pct)
+        verify = trial + max(settings.pause_s, VERIFY_PAUSE_S) + overhead_s  # it waits longer, against saturation
+        return Estimate(searches + 1, searches * (trial + settings.pause_s + overhead_s) + verify)
+
+    def derive(self, tried: Sequence[TrialResult], loss_tolerance_frames: int, precision_pct: float | None
+               ) -> Figures:
+        """The rate of the last verification trial that passed (a search pass that its verification
+        then failed was distorted, seed 000's saturation, and is never the throughput)."""
+        wire = wire_pps(tried[0].link_bps, tried[0].frame_len)
+        verifies = [r for r in tried if r.purpose == "verify"]
+        passed = [r for r in verifies if verdict(r, loss_tolerance_frames) == LOSSLESS]
+        failed = [load_of(r) for r in verifies if verdict(r, loss_tolerance_frames) != LOSSLESS]
+        notes = []
+        value = load_of(passed[-1]) if passed else None
+        if not passed:
+            notes.append("no verification trial passed: no throughput (the search found no rate, or was cut short)"
+                         if verifies or any(r.purpose for r in tried) else
+                         "the trials name no verification trial: no throughput can be taken from them")
+        pairs = [(load_of(r), r) for r in tried]
+        # The search's bracket narrows with every failure: its upper end is the lowest rate that failed.
+        upper = min((x for x, r in pairs if verdict(r, loss_tolerance_frames) != LOSSLESS), default=None)
+        bounded = what_bounded(upper, pairs, loss_tolerance_frames)
+        lowest = lowest_lossy(pairs, loss_tolerance_frames)
+        info = {"verified": bool(passed), "short_trials": any(r.requested_duration_s < RFC2544_TRIAL_S for r in tried),
+                "trial_s": max(r.requested_duration_s for r in tried), "verification_failures_pps": failed,
+                "upper_bound_pps": upper, "bounded_by": bounded, "lowest_lossy_pps": lowest}
+        notes += bound_notes(bounded, upper, value or 0.0, pairs, loss_tolerance_frames)
+        if failed:
+            notes.append(f"verification failed at {', '.join(f'{x:,.0f}' for x in failed)} pps: a distorted pass, "
+                         f"searched on below it")
+        return Figures({METRIC.name: value}, {METRIC.name: Bound(bounded, upper, lowest)},
+                       wire * precision_pct / 100.0 if precision_pct else 0.0, tuple(notes), info)

@@ -25,8 +25,10 @@ step above it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from capbench.errors import UsageError
 from capbench.methods.measurer import (
@@ -37,8 +39,12 @@ from capbench.methods.measurer import (
     TrialRunner,
     check_trial_s,
 )
+from capbench.methods.method import (DEFAULT_STEPS, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method,
+                                     MethodAnswer, MethodSettings, Metric, held_text, load_of, read_fields, tagger)
 from capbench.methods.verdict import (
     CAPTURE_LOSS,
+    GENERATOR,
+    GENERATOR_BOUND,
     LOSSLESS,
     LOSSY,
     LOWER_BOUND,
@@ -48,8 +54,9 @@ from capbench.methods.verdict import (
     verdict,
 )
 from capbench.rates import wire_pps
+from capbench.trial.measure import TrialResult
 
-DEFAULT_STEPS = 26  # seed 003's 26 inter-packet gaps
+DEFAULT_TRIAL_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -142,7 +149,7 @@ def run(
     link_bps: float = 1e9,
     steps: int = DEFAULT_STEPS,
     low_pps: float | None = None,
-    trial_s: float = 10.0,
+    trial_s: float = DEFAULT_TRIAL_S,
     pause_s: float = 2.0,
     pause: Pause | None = None,
     on_trial: OnTrial | None = None,
@@ -188,3 +195,133 @@ def run(
         short_steps_pps=edges.short_steps_pps,
         bounded_by=edges.bounded_by,
     )
+
+
+# --- the method object (capbench.methods.method) ------------------------------------------
+
+_STEP = re.compile(r"^step (\d+)/(\d+)$")  # a sweep trial's purpose
+
+
+@dataclass(frozen=True)
+class SweepStepAnswer:
+    """One step of a sweep as searches.jsonl holds it (SweepPoint without its trial)."""
+
+    step: int
+    load_pps: float
+    sent: int = 0
+    received: int = 0
+    lost: int = 0
+    rx_pps: float = 0.0
+    app_cpu_pct: float | None = None
+    kernel_cpu_pct: float | None = None
+    invalid_offered_load: bool = False
+    verdict: str = ""
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SweepStepAnswer:
+        return cls(**read_fields(cls, d))
+
+    @classmethod
+    def of(cls, p: SweepPoint) -> SweepStepAnswer:
+        return cls(step=p.step, load_pps=p.load_pps, sent=p.sent, received=p.received, lost=p.lost, rx_pps=p.rx_pps,
+                   app_cpu_pct=p.app_cpu_pct, kernel_cpu_pct=p.kernel_cpu_pct, invalid_offered_load=p.short,
+                   verdict=p.verdict)
+
+
+@dataclass(frozen=True)
+class SweepAnswer(MethodAnswer):
+    METHOD = "sweep"
+
+    steps: int | None
+    trial_s: float | None
+    lossless_up_to_pps: float | None
+    first_lossy_pps: float | None
+    short_steps_pps: tuple[float, ...]
+    bounded_by: str | None
+    points: tuple[SweepStepAnswer, ...]
+
+    @classmethod
+    def of(cls, r: SweepResult, backend: str) -> SweepAnswer:
+        return cls(**cls.common(r, backend), steps=r.steps,
+                   trial_s=r.trial_s, lossless_up_to_pps=r.lossless_up_to_pps, first_lossy_pps=r.first_lossy_pps,
+                   short_steps_pps=r.short_steps_pps, bounded_by=r.bounded_by,
+                   points=tuple(SweepStepAnswer.of(p) for p in r.points))
+
+    def extra_json(self) -> dict[str, Any]:
+        return {"first_short_pps": self.short_steps_pps[0] if self.short_steps_pps else None}
+
+    def text(self) -> str:
+        first = self.first_lossy_pps
+        if first is not None:
+            out = f"first loss at {first:,.0f} pps"
+            below = [x for x in self.short_steps_pps if x < first]
+            return out + (f" ({held_text(below[0])}, not measured)" if below else "")
+        if self.bounded_by == GENERATOR:
+            top = self.lossless_up_to_pps or 0.0
+            short = next((x for x in self.short_steps_pps if x > top), None)
+            return (f"{GENERATOR_BOUND}: no loss up to {top:,.0f} pps, {held_text(short)}" if top else
+                    f"{GENERATOR_BOUND}: {held_text(short)}, no step measured the capture")
+        return "no loss at any step"
+
+    def figures(self, tried: Sequence[TrialResult], wire: float) -> Figures:
+        value = self.lossless_up_to_pps or 0.0
+        info: dict[str, Any] = {"first_lossy_pps": self.first_lossy_pps, "steps": self.steps, "trial_s": self.trial_s,
+                                "short_steps_pps": list(self.short_steps_pps), "bounded_by": self.bounded_by}
+        if tried:  # judged again from the trials, by today's rule: its edges are the steps' verdicts
+            edges = edges_of(tried)
+            value = edges.lossless_up_to_pps or 0.0
+            info |= {"first_lossy_pps": edges.first_lossy_pps, "short_steps_pps": list(edges.short_steps_pps),
+                     "bounded_by": edges.bounded_by}
+        return Figures({METRIC.name: value}, {METRIC.name: _bound(value, info)}, 0.0, (), info)
+
+
+METRIC = Metric("sweep_lossless_pps", "sweep: no loss up to", "pps")
+
+
+def edges_of(tried: Sequence[TrialResult]) -> LossEdges:
+    """Where a sweep's steps start to lose, by each step's verdict (as the sweep judges its steps)."""
+    return loss_edges((load_of(r), verdict(r)) for r in tried)
+
+
+def _bound(value: float | None, info: dict[str, Any]) -> Bound:
+    """What ended the lossless run; the rate the generator could not hold is the first short step above it."""
+    short = next((float(x) for x in info["short_steps_pps"] if float(x) > (value or 0.0)), None)
+    return Bound(info["bounded_by"], short, None)
+
+
+class Sweep(Method):
+    name = "sweep"
+    help = "offered-rate sweep (seed 003): capture rate and CPU at evenly spaced rates up to the wire rate"
+    answer_type = SweepAnswer
+    trial_s = DEFAULT_TRIAL_S
+    title = "sweep: highest rate without loss"
+    best_rank = 3
+    swept = True
+    metrics = (METRIC,)
+
+    def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> SweepAnswer:
+        assert isinstance(size, int)
+        s = context.settings
+        r = run(measurer, frame_len=size, link_bps=context.link_bps, steps=s.steps, trial_s=s.trial_length(self),
+                pause_s=s.pause_s, pause=context.pause, on_trial=tagger(context.record, self.name))
+        return SweepAnswer.of(r, backend)
+
+    def estimate(self, settings: MethodSettings, duration_s: float, overhead_s: float = TRIAL_OVERHEAD_S
+                 ) -> Estimate:
+        return Estimate(settings.steps, settings.steps * (settings.trial_length(self) + settings.pause_s + overhead_s))
+
+    def derive(self, tried: Sequence[TrialResult], loss_tolerance_frames: int, precision_pct: float | None
+               ) -> Figures:
+        """The offered rate of the first step that lost packets and the highest step below it; a sweep
+        cut short before its last step without a loss has no answer yet."""
+        steps = [(int(m.group(1)), int(m.group(2))) for r in tried if (m := _STEP.match(r.purpose))]
+        complete = not steps or any(i == n for i, n in steps)
+        edges = edges_of(tried)
+        notes: tuple[str, ...] = ()
+        value: float | None = edges.lossless_up_to_pps or 0.0
+        if edges.first_lossy_pps is None and not complete:
+            value = None
+            notes = ("the sweep was cut short before its last step, without a loss so far",)
+        info = {"first_lossy_pps": edges.first_lossy_pps, "steps": max((n for _i, n in steps), default=len(tried)),
+                "short_steps_pps": list(edges.short_steps_pps), "bounded_by": edges.bounded_by}
+        return Figures({METRIC.name: value}, {METRIC.name: _bound(value, info)}, 0.0, notes, info)

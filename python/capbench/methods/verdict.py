@@ -120,6 +120,9 @@ CAPTURE_AT_SENT_RATE = "capture loss at the rate the generator sent"
 # The words that end the note on an answer the generator bounded (generator_note).
 SET_BY_GENERATOR = "a lower bound of the capture's, set by the generator"
 # The words that end the note on a search the generator stopped before any load passed.
+# The mark of an answer the generator bounded (it could not hold the next rate): a lower bound of
+# the capture's limit, never the limit, wherever it is named.
+GENERATOR_BOUND = "generator-bound (a lower bound)"
 STOPPED_BY_GENERATOR = "the generator, not the capture, stopped the search"
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from capbench.trial.accounting import format_pct
+from capbench.methods import registry
 from capbench.methods.verdict import measured
 from capbench.report.keys import SeriesKey, SettingsKey, settings_key
 from capbench.report.load import Trial
@@ -234,7 +235,7 @@ def iperf_groups(trials: Iterable[Trial]) -> dict[SettingsKey, Group]:
     """The iperf-like measurements: constant-load trials grouped by settings, their repetitions
     together. The trials of a search (RFC 2544, MLR) or a sweep are never repetitions of each
     other, even where a search visited one rate twice."""
-    return group_trials(t for t in trials if t.method == "iperf")
+    return group_trials(t for t in trials if registry.constant_load(t.method))
 
 
 def has_repetitions(groups: Iterable[Group]) -> bool:
@@ -329,7 +330,7 @@ def sent_pps(g: Group) -> float:
     return stat_of(t.result.achieved_pps for t in g.used).median
 
 
-SWEPT = ("sweep", "iperf")  # methods whose trials at several rates make a sweep; a search's never do
+SWEPT = tuple(m.name for m in registry.REGISTRY.values() if m.swept)  # a search's trials never make a sweep
 
 
 def sweep_lines(trials: Iterable[Trial]) -> dict[tuple[SeriesKey, int], list[Group]]:

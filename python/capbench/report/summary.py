@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from capbench.methods import registry
 from capbench.methods.verdict import generator_short, way_forward
 from capbench.rates import wire_bps
 from capbench.report.answers import (GENERATOR_BOUND, Answer, AnswerGroup, answers_of, group_answers, main_metric,
@@ -118,7 +119,7 @@ def first_loss_lines(groups: list[Group]) -> list[str]:
 def sweep_loss_lines(trials: list[Trial]) -> list[str]:
     """Per iperf-like series measured at several rates and frame length: the lowest rate sent at
     which packets were lost (sweeps of the sweep method are answers: answer_sweep_lines)."""
-    lines = {k: v for k, v in sweep_lines(trials).items() if k[0].method != "sweep"}
+    lines = {k: v for k, v in sweep_lines(trials).items() if not registry.get(k[0].method).answer_type}
     labels = series_labels(key for key, _size in lines)
     out = []
     for (key, size), groups in lines.items():
@@ -138,9 +139,13 @@ def sweep_loss_lines(trials: list[Trial]) -> list[str]:
 
 # --- from the searches' answers ----------------------------------------------------
 
-METHOD_NAMES = {"rfc2544": "RFC 2544 throughput", "mlr": "MLR", "sweep": "sweep: highest rate without loss",
-                "back2back": "back-to-back burst"}
-BEST_FROM = ("rfc2544", "mlr", "sweep")  # the answer the best backend is judged by, in this order
+# The answers the best backend is judged by, in this order (Method.best_rank).
+BEST_FROM = tuple(m.name for m in sorted((m for m in registry.REGISTRY.values() if m.best_rank is not None),
+                                         key=lambda m: m.best_rank or 0))
+
+
+def _title(method: str) -> str:
+    return registry.get(method).title
 
 
 def _best_method(groups: Sequence[AnswerGroup]) -> str | None:
@@ -169,9 +174,9 @@ def answer_best_lines(groups: Sequence[AnswerGroup]) -> list[str]:
     for size in sorted({g.frame_len for g in gs}):
         at = [(g, s) for g in gs if g.frame_len == size
               and (s := g.stat(main_metric(method, g.metrics()) or "")) is not None]
-        name = metric(main_metric(method, at[0][0].metrics()) or "").label if at else METHOD_NAMES[method]
+        name = metric(main_metric(method, at[0][0].metrics()) or "").label if at else _title(method)
         if not at:
-            out.append(f"{size} B: no answer — every {METHOD_NAMES[method]} search at this length was cut short.")
+            out.append(f"{size} B: no answer — every {_title(method)} search at this length was cut short.")
             continue
         best, bs = max(at, key=lambda gs_: gs_[1].median)
         if bs.median <= 0:
@@ -217,8 +222,7 @@ def _generator_words(g: AnswerGroup, name: str) -> str:
 
 def _lowest_lossy(g: AnswerGroup, name: str) -> list[float]:
     """The lowest rates at which the capture itself lost too much, over the repetitions."""
-    key = name.removesuffix("_pps") + "_lowest_lossy_pps" if name.startswith("mlr_") else "lowest_lossy_pps"
-    return [float(x) for x in g.info_values(key)]
+    return [float(x) for a in g.answers if (x := a.lowest_lossy_pps(name)) is not None]
 
 
 def _search_point(g: AnswerGroup, name: str) -> str:
@@ -245,7 +249,7 @@ def _search_point(g: AnswerGroup, name: str) -> str:
             text += f"; the capture lost frames at {stat_of(lossy).median:,.0f} pps"
         return text
     text = f"lossless up to {figure} at {size} B"
-    if lossy and g.method == "rfc2544":
+    if lossy and registry.get(g.method).names_lowest_lossy:
         text += f", loses at {stat_of(lossy).median:,.0f} pps"
     if found:
         text += f" ({_generator_words(g, name)})"
@@ -253,9 +257,10 @@ def _search_point(g: AnswerGroup, name: str) -> str:
 
 
 def answer_loss_lines(groups: Sequence[AnswerGroup]) -> list[str]:
-    """Per series of RFC 2544 or MLR searches: up to which rate it lost nothing, per frame length."""
+    """Per series of RFC 2544 or MLR searches (Method.loss_lines): up to which rate it lost nothing,
+    per frame length."""
     out = []
-    for method in ("rfc2544", "mlr"):
+    for method in (m.name for m in registry.REGISTRY.values() if m.loss_lines):
         gs = [g for g in groups if g.method == method]
         labels = series_labels(g.series for g in gs)
         by: dict = {}
@@ -266,7 +271,7 @@ def answer_loss_lines(groups: Sequence[AnswerGroup]) -> list[str]:
             if name is None:
                 out.append(f"{labels[series]} ({method}): no answer recorded.")
                 continue
-            what = "RFC 2544" if method == "rfc2544" else metric(name).label
+            what = registry.get(method).loss_label or metric(name).label
             points = [_search_point(g, name) for g in sorted(sgs, key=lambda g: g.frame_len)]
             out.append(f"{labels[series]} ({what}): {'; '.join(points)}.")
     return out
@@ -274,14 +279,15 @@ def answer_loss_lines(groups: Sequence[AnswerGroup]) -> list[str]:
 
 def answer_sweep_lines(groups: Sequence[AnswerGroup]) -> list[str]:
     """Per sweep (series and frame length): the lowest offered rate at which packets were lost."""
-    gs = [g for g in groups if g.method == "sweep"]
+    gs = [g for g in groups if registry.swept(g.method) and registry.get(g.method).answer_type]
     labels = series_labels(g.series for g in gs)
     out = []
     for g in gs:
         name = f"{labels[g.series]} {g.frame_len} B (sweep)"
-        s = g.stat("sweep_lossless_pps")
+        metric_name = main_metric(g.method, g.metrics()) or ""
+        s = g.stat(metric_name)
         firsts = [float(x) for x in g.info_values("first_lossy_pps")]
-        found = _generator_held(g, "sweep_lossless_pps")
+        found = _generator_held(g, metric_name)
         if s is None:
             out.append(f"{name}: no answer — the sweep was cut short before a loss.")
         elif not firsts and found:
@@ -307,11 +313,11 @@ def answer_sweep_lines(groups: Sequence[AnswerGroup]) -> list[str]:
 
 
 def best_heading(trials: list[Trial], answers: Sequence[Answer] | None = None) -> str:
-    if any(t.method == "iperf" for t in trials):
+    if any(registry.constant_load(t.method) for t in trials):
         return "Best backend per frame length"
     groups = list(group_answers(answers if answers is not None else answers_of(trials)).values())
     method = _best_method(groups)
-    return f"Best backend per frame length ({METHOD_NAMES[method]})" if method else "Best backend per frame length"
+    return f"Best backend per frame length ({_title(method)})" if method else "Best backend per frame length"
 
 
 def summary(trials: list[Trial], answers: Sequence[Answer] | None = None) -> tuple[list[str], list[str]]:

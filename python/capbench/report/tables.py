@@ -27,6 +27,8 @@ from capbench.trial import loss_layers
 from capbench.trial.accounting import format_pct
 from capbench.methods.verdict import (CAPTURE_AT_SENT_RATE, SET_BY_GENERATOR, generator_short, generator_short_text,
                                       measured)
+from capbench.methods import registry
+from capbench.report import answer_tables
 from capbench.report import answers as answers_mod
 from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, pin_of, series_key,
                                   series_labels, settings_key)
@@ -173,7 +175,7 @@ def repeated_rates(trials: Iterable[TrialResult], outcomes: Iterable[dict[str, A
     of one search are not repetitions."""
     trials = list(trials)
     out = []
-    steps = repetitions(r for r in trials if r.method == "iperf" and r.step and measured(r))
+    steps = repetitions(r for r in trials if registry.constant_load(r.method) and r.step and measured(r))
     for rs in steps.values():
         if len({x.repeat for x in rs}) > 1:
             r = rs[0]
@@ -243,7 +245,7 @@ def sweep_tables(trials: Sequence[Trial], answers: Sequence[answers_mod.Answer] 
             rows.append(row_cells(rs, sep)[1:])
             classes.append(row_class(rs))
         answer = groups.get((key, size))
-        found = answers_mod.sweep_first_loss(answer) if answer is not None else ""
+        found = answer_tables.sweep_first_loss(answer) if answer is not None else ""
         used = cpus_used(t for g in gs for t in g.trials)
         title = f"Sweep: {labels[key]} {size} B ({key.title(used)})" + (f": {found}" if found else "")
         out.append(answers_mod.AnswerTable(title, list(SWEEP_HEADERS), rows, [], classes))
@@ -298,7 +300,7 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
     if not trials:
         console.print("No trial finished.")
         return
-    iperf = [t for t in records if t.method == "iperf"]
+    iperf = [t for t in records if registry.constant_load(t.method)]
     for key, rows in group_by_series(iperf).items():
         console.print(backend_table(series_title(key, rows), rows))
         reps = repetitions(rows)
@@ -309,12 +311,13 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
                 rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
     found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)
-    for t in answers_mod.tables(found):
+    for t in answer_tables.tables(found):
         _print_answer_table(console, t)
     sweeps = sweep_tables(records, found, sep="\n")
     for t in sweeps:
         _print_answer_table(console, t, TERMINAL_SWEEP_HEADERS)
-    shown = [t.result for t in iperf] + [t.result for t in records if t.method == "sweep" and sweeps]
+    shown = [t.result for t in iperf] + [t.result for t in records if registry.swept(t.method)
+                                          and not registry.constant_load(t.method) and sweeps]
     note = short_note(shown)
     if note:
         console.print(Text(f"{SHORT_MARK} {note}"))

@@ -22,6 +22,8 @@ from typing import Any
 from capbench.trial.accounting import format_pct
 from capbench.methods.verdict import (CAPTURE_AT_SENT_RATE, LOWER_BOUND, generator_note, generator_short,
                                       generator_short_text, measured, verdict)
+from capbench.methods import registry
+from capbench.report import answer_tables as layouts
 from capbench.report import answers as answers_mod
 from capbench.report.answers import Answer, AnswerTable
 from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
@@ -134,7 +136,7 @@ def loss_totals(trials: list[Trial]) -> list[list[str]]:
     trials the one loss rule measured (verdict.measured: a short generator's loss counts); the
     lower bounds (generator short, nothing lost) are counted apart. A search's or a sweep's
     trials overload the receiver on purpose: their loss is not summed."""
-    groups = by_series(t for t in trials if t.method == "iperf")
+    groups = by_series(t for t in trials if registry.constant_load(t.method))
     labels = series_labels(groups)
     rows = []
     for k, ts in groups.items():
@@ -148,13 +150,13 @@ def loss_totals(trials: list[Trial]) -> list[list[str]]:
 def answer_tables(trials: list[Trial], answers: Sequence[Answer] | None = None) -> list[AnswerTable]:
     """The searches' answers (RFC 2544 as seed 000's Tables 4–6, MLR, back-to-back), then the sweeps."""
     found = list(answers) if answers is not None else answers_mod.answers_of(trials)
-    return answers_mod.tables(found) + sweep_tables(trials, found)
+    return layouts.tables(found) + sweep_tables(trials, found)
 
 
-def rfc2544_tables(trials: list[Trial], answers: Sequence[Answer] | None = None) -> list[AnswerTable]:
-    """Seed 000's Tables 4-6 (see answers.rfc2544_tables)."""
+def method_tables(trials: list[Trial], method: str, answers: Sequence[Answer] | None = None) -> list[AnswerTable]:
+    """The answer tables of one method (RFC 2544's are seed 000's Tables 4-6: answer_tables)."""
     found = list(answers) if answers is not None else answers_mod.answers_of(trials)
-    return answers_mod.rfc2544_tables(answers_mod.group_answers(found).values())
+    return layouts.tables(found, (method,))
 
 
 def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> str:
@@ -167,7 +169,7 @@ def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> st
     totals = loss_totals(trials)
     if totals:
         parts.append(f"### Total loss per backend (iperf-like trials)\n\n{md_table(LOSS_TOTAL_HEADERS, totals)}\n")
-    note = short_note(t.result for t in trials if t.method in ("iperf", "sweep"))
+    note = short_note(t.result for t in trials if registry.swept(t.method))
     if note:
         parts.append(f"Offered marked `{SHORT_MARK}`: {note}\n")
     return "\n".join(parts)

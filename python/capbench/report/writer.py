@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from capbench import inputs
+from capbench.methods import registry
 from capbench.report import tables
 from capbench.errors import UsageError
 from capbench.report import answers, html, plots, summary, tables_md
@@ -115,7 +116,7 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
         summary_html += f"<h3>{html.esc(summary.best_heading(run.trials, found))}</h3>{html.bullet_list(best)}"
     if losses:
         summary_html += f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}"
-    note = tables.short_note(t.result for t in run.trials if t.method in ("iperf", "sweep"))  # the starred rows
+    note = tables.short_note(t.result for t in run.trials if registry.swept(t.method))  # the starred rows
     if note:
         summary_html += (f"<p>Offered marked {tables.SHORT_MARK}: {html.esc(note)} Rows in grey italics and open "
                          f"markers are those lower bounds: they measure this machine's generator, not the capture "

@@ -1,0 +1,200 @@
+"""Issue 16, item 2: a method is one object. The registry is complete (every method runs,
+estimates, and — for a search — types, writes, reads and words its answer), the CLI's and the
+campaign's method lists come from it, and the answers read the lines written before they were
+typed (tests/py/fixtures/run-searches-v1, made by that code)."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from capbench.campaign import matrix as cmod
+from capbench import cli
+from capbench.campaign import execute as campaign_run
+from capbench.campaign import runner
+from capbench.errors import UsageError
+from capbench.methods import dispatch, registry
+from capbench.methods.method import Figures, Method, MethodAnswer, MethodSettings
+from capbench.methods.simulated import SimulatedDevice
+from capbench.rates import parse_rate
+from rich.console import Console
+
+FIXTURES = Path(__file__).parent / "fixtures"
+V1 = [json.loads(line) for line in (FIXTURES / "run-searches-v1" / "searches.jsonl").read_text().splitlines()]
+OLD = [json.loads(line) for name in ("run-searches-a", "run-searches-b")
+       for line in (FIXTURES / name / "searches.jsonl").read_text().splitlines()]
+
+
+def test_every_method_is_complete():
+    assert set(registry.METHODS) == {"iperf", "rfc2544", "mlr", "sweep", "back2back", "latency"}
+    for name, m in registry.REGISTRY.items():
+        assert isinstance(m, Method) and m.name == name and m.help and "\n" not in m.help
+        for own in ("run", "estimate"):
+            assert getattr(type(m), own) is not getattr(Method, own), f"{name} has no {own}"
+        est = m.estimate(MethodSettings(), 5.0)
+        assert est.trials >= 1 and est.seconds > 0
+        if m.answer_type is None:
+            assert m.takes_profiles and not m.sets_own_load  # iperf: its trial is its result
+            continue
+        a = m.answer_type
+        assert issubclass(a, MethodAnswer) and a.METHOD == name and dataclasses.is_dataclass(a)
+        assert a.__dataclass_params__.frozen
+        for own in ("text", "figures"):
+            assert getattr(a, own) is not getattr(MethodAnswer, own), f"{name}'s answer has no {own}"
+        assert m.trial_s is None or m.trial_s > 0
+
+
+def test_cli_and_campaign_lists_come_from_the_registry():
+    run = next(a for a in cli.build_parser()._subparsers._group_actions[0].choices.values() if a.prog.endswith(" run"))
+    helps = {a.dest: a.help.replace("%%", "%") for a in run._actions}
+    for name, m in registry.REGISTRY.items():
+        assert f"{name}: {m.help}" in helps["method"]
+    assert dispatch.METHODS == cmod.METHODS == registry.METHODS
+    assert "rfc2544 (default 60 s, RFC 2544's minimum)" in helps["trial"] and "sweep (default 10 s)" in helps["trial"]
+    with pytest.raises(UsageError, match="unknown method 'fastest': use iperf, rfc2544, mlr, sweep, back2back, "
+                                         "latency"):
+        cmod.build({"methods": ["fastest"]}, [], backends_known=("pcap",))
+
+
+def test_the_campaign_checks_read_the_methods_defaults():
+    with pytest.raises(UsageError, match="latency trials last at least 1 s"):
+        cmod.build({"methods": ["latency"], "trial": "0.5s"}, [], backends_known=("pcap",))
+    cmod.build({"methods": ["sweep"], "trial": "0.5s"}, [], backends_known=("pcap",))  # no least for a sweep
+    with pytest.raises(UsageError, match="profiles"):
+        cmod.build({"methods": ["mlr"], "sizes": "imix:seed"}, [], backends_known=("pcap",))
+
+
+def test_estimates_follow_the_default_trial_the_method_runs():
+    """The latency step runs 60 s trials by default (RFC 2544's): its estimate says so."""
+    c = cmod.build({"methods": ["rfc2544", "latency"], "sizes": [64], "backends": ["pcap"]}, [],
+                   backends_known=("pcap",))
+    rfc, lat = c.steps()
+    assert campaign_run.estimate_step_s(c, lat) == pytest.approx(campaign_run.estimate_step_s(c, rfc) + 60.8)
+    assert campaign_run.estimate_step_trials(c, lat) == campaign_run.estimate_step_trials(c, rfc) + 1
+
+
+@pytest.mark.parametrize("line", V1 + OLD, ids=lambda o: f"{o['method']}-{o['backend']}")
+def test_old_lines_read_and_round_trip(line):
+    """Every line of today's format (no schema: version 1) is read; written again it has the same
+    fields and values (plus its schema), and reads back to the same answer."""
+    a = registry.answer_from_json(line)
+    assert a.method == line["method"] and a.backend == line["backend"] and a.frame_len == line["frame_len"]
+    out = a.to_json()
+    assert out["schema"] == MethodAnswer.SCHEMA and out["method"] == line["method"]
+    for k, v in line.items():
+        assert k in out and _within(v, out[k]), k
+    assert type(a).from_json(out) == a
+    assert type(a).from_json(json.loads(json.dumps(out))) == a
+    assert a.text() and isinstance(a.figures((), a.wire_pps), Figures)
+
+
+def _within(old, new) -> bool:
+    """`new` holds every value of `old` (an object may have gained fields a later version writes)."""
+    if isinstance(old, dict):
+        return isinstance(new, dict) and all(k in new and _within(v, new[k]) for k, v in old.items())
+    if isinstance(old, list):
+        return isinstance(new, list) and len(old) == len(new) and all(map(_within, old, new))
+    return old == new
+
+
+def test_a_line_from_before_bounded_by_keeps_its_bracket():
+    """An RFC 2544 line from before bounded_by names the bracket's upper end lowest_lossy_pps."""
+    line = next(o for o in OLD if o["method"] == "rfc2544" and "bounded_by" not in o)
+    a = registry.answer_from_json(line)
+    assert a.bounded_by is None and a.upper_bound_pps == line["lowest_lossy_pps"]
+    f = a.figures((), a.wire_pps)
+    assert f.info["bounded_by"] is None and f.info["lowest_lossy_pps"] == line["lowest_lossy_pps"]
+
+
+def test_a_minimal_version_1_line_reads_with_what_its_readers_assumed():
+    a = registry.answer_from_json({"method": "mlr", "backend": "pcap", "frame_len": 64,
+                                   "goals": [{"name": "NDR", "lower_bound_pps": 1000.0}]})
+    assert a.goals[0].throughput_pps == 1000.0 and a.goals[0].bounded_by is None and a.trials == 0
+    assert a.figures((), 1e6).values == {"mlr_NDR_pps": 1000.0}
+
+
+def test_unknown_methods_and_versions_are_one_clear_line():
+    with pytest.raises(UsageError, match="an answer of method 'fastest', which this capbench does not know"):
+        registry.answer_from_json({"method": "fastest", "backend": "pcap", "frame_len": 64})
+    with pytest.raises(UsageError, match="an answer of method 'iperf'"):
+        registry.answer_from_json({"method": "iperf", "backend": "pcap", "frame_len": 64})
+    with pytest.raises(UsageError, match="schema 99: this capbench reads up to 2"):
+        registry.answer_from_json(V1[0] | {"schema": 99})
+    text = _table([V1[0], {"method": "fastest", "backend": "pcap", "frame_len": 64, "trials": 3}])
+    assert "throughput 279,018 pps" in text and "fastest" in text and "not read: an answer of method" in text
+
+
+def _table(outcomes):
+    console = Console(width=400, record=True)
+    console.print(runner.outcome_table(outcomes))
+    return console.export_text()
+
+
+@pytest.mark.parametrize("method", [m for m, x in registry.REGISTRY.items() if x.answer_type])
+def test_each_answer_round_trips_from_a_run(method):
+    trials, outcomes = [], []
+    dev = SimulatedDevice(400_000, backend="pcap")
+    dispatch.run(MethodSettings(method=method, trial_s=2.0, steps=4), lambda b, s: dev, ["pcap"], (64,),
+                 link_bps=1e9, rate=parse_rate("100%"), duration_s=1.0, record=trials.append,
+                 record_outcome=outcomes.append, pause=dev.pause)
+    [line] = outcomes
+    a = registry.answer_from_json(json.loads(json.dumps(line)))
+    assert a.to_json() == line and a.trials == len(trials)
+    assert registry.answer_from_json(line) == a
+
+
+# --- the report reads the answers through the registry ------------------------------------
+
+
+def test_the_report_reads_every_method_of_the_version_1_fixture(tmp_path):
+    from capbench.report import answer_tables, answers
+    from capbench.report.load import load_run
+
+    run = load_run(FIXTURES / "run-searches-v1")
+    assert not run.notes or not any("skipped" in n for n in run.notes)
+    found = answers.run_answers(run)
+    tabulated = {m.name for m in registry.REGISTRY.values() if m.answer_type and m.report_answer}
+    assert {a.method for a in found} == tabulated == set(answers.SEARCH_METHODS)
+    assert all(a.source == "searches.jsonl" and a.trials for a in found)
+    by = {(a.method, a.series.backend): a for a in found}
+    assert by["rfc2544", "afp-v3"].generator_bound("rfc2544_pps")  # the generator topped out at 1.2 Mpps
+    assert by["rfc2544", "pcap"].bounded_by("rfc2544_pps") == "capture loss"
+    assert by["mlr", "pcap"].values["mlr_NDR_pps"] == pytest.approx(300_000, rel=0.01)
+    titles = [t.title for t in answer_tables.tables(found)]
+    assert [t.split(":")[0] for t in titles] == ["RFC 2544 throughput"] * 2 + ["MLR search (lower bounds)"] * 2 + [
+        "Back-to-back (longest lossless burst at wire rate)"] * 2
+    for m in registry.REGISTRY.values():  # every layout a method names exists
+        assert m.table is None or m.table in answer_tables.LAYOUTS
+
+
+def test_a_line_of_an_unknown_method_is_one_clear_line_in_the_report(tmp_path):
+    import shutil
+
+    from capbench.report.load import load_run
+
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run-searches-v1", run)
+    with (run / "searches.jsonl").open("a") as f:
+        f.write(json.dumps({"method": "fastest", "backend": "pcap", "frame_len": 64}) + "\n")
+    data = load_run(run)
+    [note] = [n for n in data.notes if "fastest" in n]
+    assert "line 11: an answer of method 'fastest', which this capbench does not know" in note
+    assert "\n" not in note and len(data.outcomes) == len(V1)
+
+
+def test_the_runner_campaign_report_and_compare_name_no_method():
+    """They ask the registry: no method's name stands in their code as a string (a docstring aside)."""
+    import ast
+
+    root = Path(__file__).parents[2] / "python" / "capbench"
+    files = ["campaign/runner.py", "campaign/execute.py", "campaign/plan.py", "report/answers.py",
+             "report/answer_tables.py", "report/summary.py", "report/tables.py", "report/tables_md.py",
+             "report/compare.py", "report/compare_out.py", "report/stats.py", "report/writer.py"]
+    for name in files:
+        tree = ast.parse((root / name).read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        named = [(name, n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                 and n.value in registry.METHODS and id(n) not in docs]
+        assert not named, named
