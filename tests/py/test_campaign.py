@@ -3,6 +3,7 @@
 import dataclasses
 
 import pytest
+from capbench.campaign import resume
 from capbench.campaign import matrix as cmod
 from capbench.campaign import execute as campaign_run
 from capbench.campaign import plan
@@ -103,7 +104,7 @@ def test_the_plan_places_each_pin_once_and_keeps_what_is_done_out_of_todo():
     c = cmod.build({"methods": ["iperf"], "sizes": [64, 128], "backends": ["pcap"], "pin": ["A:A", "A:B"]}, [],
                    backends_known=BACKENDS)
     steps = c.steps()
-    done = cmod.Progress({steps[0].key: ["a recorded trial"]}, set())
+    done = resume.Progress({steps[0].key: ["a recorded trial"]}, set())
     p = plan.plan_of(c, done, [0, 1])
     assert p.steps == tuple(steps) and p.todo == tuple(steps[1:])
     assert p.placements == {"A:A": plan.Placement(0, 1, 1, False), "A:B": plan.Placement(0, 1, 0, True)}
@@ -147,7 +148,7 @@ class Recorder:
 def test_a_campaign_records_every_trial_and_answer(tmp_path):
     c = cmod.load(write(tmp_path, CAMPAIGN), backends_known=BACKENDS)
     rec, seen = Recorder(), []
-    ran = campaign_run.execute(c, c.steps(), cmod.progress_of([], []), rec.run(
+    ran = campaign_run.execute(plan.plan_of(c, resume.progress_of([], []), [0, 1]), rec.run(
         on_step=lambda done, total, step, left: seen.append((done, total, left))))
     assert ran == 8 and [d for d, _, _ in seen] == list(range(1, 9)) and seen[-1][2] == 0
     assert {t.step for t in rec.trials} == {s.key for s in c.steps()}
@@ -157,7 +158,7 @@ def test_a_campaign_records_every_trial_and_answer(tmp_path):
 def test_the_progress_counts_trials_against_an_estimate_that_ends_at_the_count(tmp_path):
     c = cmod.load(write(tmp_path, CAMPAIGN), backends_known=BACKENDS)
     rec, seen = Recorder(), []
-    campaign_run.execute(c, c.steps(), cmod.progress_of([], []), rec.run(
+    campaign_run.execute(plan.plan_of(c, resume.progress_of([], []), [0, 1]), rec.run(
         on_trial=lambda n, total, left: seen.append((n, total, left))))
     assert [n for n, _, _ in seen] == list(range(1, len(rec.trials) + 1))
     assert all(n <= total for n, total, _ in seen) and all(left >= 0 for _, _, left in seen)
@@ -170,7 +171,7 @@ def test_the_progress_counts_trials_against_an_estimate_that_ends_at_the_count(t
 def test_resume_skips_what_is_done_and_replays_a_cut_search(tmp_path):
     c = cmod.load(write(tmp_path, CAMPAIGN), backends_known=BACKENDS)
     full = Recorder()
-    campaign_run.execute(c, c.steps(), cmod.progress_of([], []), full.run())
+    campaign_run.execute(plan.plan_of(c, resume.progress_of([], []), [0, 1]), full.run())
 
     # A crash in the 3rd trial of the last search: the trials before it and every earlier answer are on disk.
     last = c.steps()[-1]
@@ -178,7 +179,7 @@ def test_resume_skips_what_is_done_and_replays_a_cut_search(tmp_path):
                  [t for t in full.trials if t.step == last.key][:2]
     cut_outcomes = [o for o in full.outcomes if o["step"] != last.key]
     again = Recorder()
-    ran = campaign_run.execute(c, c.steps(), cmod.progress_of(cut_trials, cut_outcomes), again.run())
+    ran = campaign_run.execute(plan.plan_of(c, resume.progress_of(cut_trials, cut_outcomes), [0, 1]), again.run())
     assert ran == 1  # only the cut search
     # It measured only the trials that were missing, and reached the same answer.
     assert len(again.trials) == len([t for t in full.trials if t.step == last.key]) - 2
@@ -187,7 +188,7 @@ def test_resume_skips_what_is_done_and_replays_a_cut_search(tmp_path):
 
 def test_resume_refuses_trials_of_other_settings():
     other = SimulatedDevice(1e6).measure(1.0, 12345.0)
-    m = cmod.ReplayMeasurer(SimulatedDevice(1e6), [dataclasses.replace(other, step="x")])
+    m = resume.ReplayMeasurer(SimulatedDevice(1e6), [dataclasses.replace(other, step="x")])
     with pytest.raises(UsageError, match="cannot resume"):
         m.measure(1.0, 99999.0)
 
@@ -247,5 +248,5 @@ def test_the_rfc2544_estimate_follows_the_precision():
                       backends_known=BACKENDS)
     coarse = dataclasses.replace(fine, precision_pct=5.0)
     step = fine.steps()[0]
-    assert campaign_run.estimate_step_s(fine, step, overhead_s=0) == pytest.approx(8 * 2.5 + 12)
-    assert campaign_run.estimate_step_s(coarse, step, overhead_s=0) == pytest.approx(6 * 2.5 + 12)
+    assert plan.estimate_step(fine, step, overhead_s=0).seconds == pytest.approx(8 * 2.5 + 12)
+    assert plan.estimate_step(coarse, step, overhead_s=0).seconds == pytest.approx(6 * 2.5 + 12)

@@ -214,7 +214,7 @@ def test_run_defaults_are_the_seeds():
     # The default run must fit in 3 minutes here.
     steps = c.steps()
     assert len(steps) == 26
-    assert sum(campaign_run.estimate_step_s(c, s) for s in steps) + 10 < 180
+    assert sum(plan.estimate_step(c, s).seconds for s in steps) + 10 < 180
 
 
 def test_run_flags_make_a_matrix():

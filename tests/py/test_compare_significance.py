@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from capbench.campaign import plan, resume
 from capbench.campaign import matrix as cmod
 from capbench.campaign import execute as campaign_run
 from capbench.methods.simulated import SimulatedDevice
@@ -42,7 +43,7 @@ def simulated_run(out: Path, seed: int, pcap_factor: float = 1.0, repeat: int = 
         return Placed(SimulatedDevice(capacity, frame_len=step.size, backend=step.backend, noise_pct=2.0,
                                       seed=seed * 1000 + made[0]), step.pin)
 
-    campaign_run.execute(c, c.steps(), cmod.progress_of([], []),
+    campaign_run.execute(plan.plan_of(c, resume.progress_of([], []), [0, 1]),
                          campaign_run.StepRun(make, trials.append, lambda o: None, lambda s: None))
     out.mkdir()
     (out / "trials.jsonl").write_text("".join(json.dumps(t.to_record()) + "\n" for t in trials))

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from capbench.campaign import plan
 from capbench.campaign import matrix as cmod
 from capbench import cli
 from capbench.campaign import execute as campaign_run
@@ -69,8 +70,8 @@ def test_estimates_follow_the_default_trial_the_method_runs():
     c = cmod.build({"methods": ["rfc2544", "latency"], "sizes": [64], "backends": ["pcap"]}, [],
                    backends_known=("pcap",))
     rfc, lat = c.steps()
-    assert campaign_run.estimate_step_s(c, lat) == pytest.approx(campaign_run.estimate_step_s(c, rfc) + 60.8)
-    assert campaign_run.estimate_step_trials(c, lat) == campaign_run.estimate_step_trials(c, rfc) + 1
+    assert plan.estimate_step(c, lat).seconds == pytest.approx(plan.estimate_step(c, rfc).seconds + 60.8)
+    assert plan.estimate_step(c, lat).trials == plan.estimate_step(c, rfc).trials + 1
 
 
 @pytest.mark.parametrize("line", V1 + OLD, ids=lambda o: f"{o['method']}-{o['backend']}")

@@ -5,6 +5,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from capbench.campaign import resume
+from capbench.campaign import plan
 from capbench.campaign import matrix as cmod
 from capbench.campaign import execute as campaign_run
 from capbench.errors import UsageError
@@ -81,7 +83,7 @@ def key(t):
 
 def full_run(c):
     lab = Lab()
-    assert campaign_run.execute(c, c.steps(), cmod.progress_of([], []), lab.run()) == len(c.steps())
+    assert campaign_run.execute(plan.plan_of(c, resume.progress_of([], []), [0, 1]), lab.run()) == len(c.steps())
     return lab
 
 
@@ -96,7 +98,7 @@ def test_resuming_after_any_trial_gives_the_uninterrupted_result(method):
         assert 0 < full.outcomes[0]["max_frames"] and 0 < full.outcomes[0]["mean_frames"] < 125_000
     for k in range(n + 1):  # k trials on disk; k == n: every trial, but not the answer
         again = Lab()
-        ran = campaign_run.execute(c, c.steps(), cmod.progress_of(full.trials[:k], []), again.run())
+        ran = campaign_run.execute(plan.plan_of(c, resume.progress_of(full.trials[:k], []), [0, 1]), again.run())
         assert ran == 1
         assert again.measured == n - k, f"after {k} trials: measured {again.measured}, {n - k} were missing"
         assert [key(t) for t in full.trials[:k] + again.trials] == [key(t) for t in full.trials], k
@@ -110,7 +112,7 @@ def test_a_back2back_step_cut_after_3_bursts_runs_only_the_rest():
     full = full_run(c)
     assert len(full.trials) == 8
     again = Lab()
-    campaign_run.execute(c, c.steps(), cmod.progress_of(full.trials[:3], []), again.run())
+    campaign_run.execute(plan.plan_of(c, resume.progress_of(full.trials[:3], []), [0, 1]), again.run())
     assert again.measured == 5 and len(again.trials) == 5  # not 8 bursts, measured and recorded again
     assert [key(t) for t in full.trials[:3] + again.trials] == [key(t) for t in full.trials]
 
@@ -159,7 +161,7 @@ def test_back2back_resumes_through_burst_measurer(monkeypatch):
     monkeypatch.setattr(back2back, "Measurer", FakeBurst)
     c = campaign(["back2back"])
     lab = BurstLab()
-    campaign_run.execute(c, c.steps(), cmod.progress_of([], []), lab.run())
+    campaign_run.execute(plan.plan_of(c, resume.progress_of([], []), [0, 1]), lab.run())
     full, full_made = lab, list(made)
     n = len(full.trials)
     assert n == len(full_made) >= 6
@@ -169,7 +171,7 @@ def test_back2back_resumes_through_burst_measurer(monkeypatch):
     for k in (1, 3, n - 1, n):
         made.clear()
         lab = BurstLab()
-        campaign_run.execute(c, c.steps(), cmod.progress_of(full.trials[:k], []), lab.run())
+        campaign_run.execute(plan.plan_of(c, resume.progress_of(full.trials[:k], []), [0, 1]), lab.run())
         assert made == full_made[k:], k  # only the missing bursts were sent
         assert [key(t) for t in full.trials[:k] + lab.trials] == [key(t) for t in full.trials], k
         assert lab.outcomes == full.outcomes, k
@@ -181,20 +183,20 @@ def test_back2back_resumes_through_burst_measurer(monkeypatch):
 def test_replay_refuses_a_burst_of_another_length():
     dev = SimulatedDevice(1e6)
     recorded = dataclasses.replace(dev.measure_burst(20_000), step="x")
-    ok = cmod.ReplayMeasurer(SimulatedDevice(1e6), [recorded])
+    ok = resume.ReplayMeasurer(SimulatedDevice(1e6), [recorded])
     assert ok.measure_burst(20_000) is recorded and ok.last_was_replay
     ok.measure_burst(20_000)  # then the device's own
     assert not ok.last_was_replay
     for frames in (10_000, 40_000):
-        m = cmod.ReplayMeasurer(SimulatedDevice(1e6), [recorded])
+        m = resume.ReplayMeasurer(SimulatedDevice(1e6), [recorded])
         with pytest.raises(UsageError, match="cannot resume: the recorded trial 1 of this step was a burst"):
             m.measure_burst(frames)
 
 
 def test_replay_refuses_a_trial_of_another_length():
     recorded = dataclasses.replace(SimulatedDevice(1e6).measure(1.0, 12345.0), step="x")
-    assert cmod.ReplayMeasurer(SimulatedDevice(1e6), [recorded]).measure(1.0, 12345.0) is recorded
-    m = cmod.ReplayMeasurer(SimulatedDevice(1e6), [recorded])
+    assert resume.ReplayMeasurer(SimulatedDevice(1e6), [recorded]).measure(1.0, 12345.0) is recorded
+    m = resume.ReplayMeasurer(SimulatedDevice(1e6), [recorded])
     with pytest.raises(UsageError, match="lasted 1 s, the method now asks for 60 s"):
         m.measure(60.0, 12345.0)
 
@@ -206,7 +208,7 @@ def run_on_disk(root, c, crash_at=None):
     lab = Lab(crash_at)
     w = RunWriter.create(root, {"campaign": "resume"})
     try:
-        campaign_run.execute(c, c.steps(), cmod.progress_of([], []), lab.run(w.append, w.append_outcome))
+        campaign_run.execute(plan.plan_of(c, resume.progress_of([], []), [0, 1]), lab.run(w.append, w.append_outcome))
     except Crash:
         return w, True
     w.finish()
@@ -232,9 +234,9 @@ def test_an_interrupted_campaign_resumes_to_the_same_trials(tmp_path, crash_at, 
     lab = Lab()
     resumed = RunWriter.resume(w.path)
     assert "dropped its last line" in capsys.readouterr().err
-    progress = cmod.progress_of(scan_trials(w.path).trials, read_outcomes(w.path))
+    progress = resume.progress_of(scan_trials(w.path).trials, read_outcomes(w.path))
     with resumed:
-        campaign_run.execute(c, c.steps(), progress, lab.run(resumed.append, resumed.append_outcome))
+        campaign_run.execute(plan.plan_of(c, progress, [0, 1]), lab.run(resumed.append, resumed.append_outcome))
     assert lab.measured == len(full_trials) - (crash_at - 1)  # nothing measured twice
     scan = scan_trials(w.path)
     assert scan.skipped == []

@@ -38,12 +38,13 @@ loses at most the trial in flight.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import re
 import shlex
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ from capbench.methods import registry
 from capbench.methods.registry import METHODS
 from capbench.methods.method import DEFAULT_PAUSE_S, DEFAULT_PRECISION_PCT, DEFAULT_STEPS
 from capbench.trial.measure import TrialSetup
-from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, link_name,
+from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name,
                             parse_duration, parse_link, parse_rate, parse_sizes)
 
 PINS = ("A:A", "A:B", "auto")
@@ -154,6 +155,11 @@ class Campaign:
     group_size: int = _key(0, "group_size")
     group_gap_s: float = _key(0.0, "group_gap")
 
+    @functools.cached_property
+    def load(self) -> Rate:
+        """The iperf method's load, `rate` parsed once (it was checked when the campaign was built)."""
+        return parse_rate(self.rate)
+
     def group_args(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(capbench-gen options, capbench-cap options) of the groups, or two empty tuples."""
         if not self.groups:
@@ -166,7 +172,7 @@ class Campaign:
         at the campaign's rate (the generator stops after the last group)."""
         if not self.groups or not isinstance(size, int):
             return self.duration_s
-        pps = parse_rate(self.rate).pps(size, self.link_bps)
+        pps = self.load.pps(size, self.link_bps)
         needed = self.groups * self.group_size / pps + (self.groups - 1) * self.group_gap_s
         return max(self.duration_s, 1.05 * needed + 1.0)
     given: tuple[str, ...] = ()  # the [campaign] keys (or flags) that were set, for the checks
@@ -468,7 +474,7 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
     """What no single key can say: the rate against every frame length, the search methods'
     fixed lengths, the search parameters, the backends' limits. (A profile's frame lengths
     and mean wire rate are the generator's to check: preflight.check_profiles.)"""
-    rate = parse_rate(c.rate)
+    rate = c.load
     methods = {x for m in c.matrices for x in m.methods}
     at_rate = {x for x in methods if not registry.get(x).sets_own_load}  # iperf: the others choose their loads
     if "rate" in c.given and not at_rate:
@@ -481,7 +487,7 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
     if c.groups and (methods - at_rate or any(isinstance(s, str) for m in c.matrices for s in m.sizes)):
         raise UsageError(f"{name_of('groups')} works with the iperf method at fixed frame lengths (the searches "
                          f"choose their own loads and trial lengths)")
-    if c.groups and parse_rate(c.rate).pps(64, c.link_bps) is None:
+    if c.groups and rate.pps(64, c.link_bps) is None:
         raise UsageError(f"{name_of('groups')} needs a paced {name_of('rate')}, not max: the groups' pauses are "
                          f"kept on a schedule")
     if c.groups * c.group_size > MAX_FRAMES:
@@ -519,93 +525,3 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
     engines = declared.engine_names()
     if c.engine not in engines:
         raise UsageError(f"unknown {name_of('engine')} {c.engine!r}: use {' or '.join(engines)}")
-
-
-# --- resuming ------------------------------------------------------------------
-
-
-@dataclass
-class Progress:
-    """What a results directory already holds, per step key."""
-
-    trials: dict[str, list[Any]]  # step key -> its recorded TrialResults, in order
-    outcomes: set[str]  # step keys whose method answer is recorded (searches.jsonl)
-
-    def done(self, step: Step) -> bool:
-        if registry.get(step.method).answer_type is None:  # its trial is its result
-            return bool(self.trials.get(step.key))
-        return step.key in self.outcomes
-
-
-def progress_of(trials: Iterable[Any], outcomes: Iterable[dict[str, Any]]) -> Progress:
-    by_step: dict[str, list[Any]] = {}
-    for t in trials:
-        if getattr(t, "step", ""):
-            by_step.setdefault(t.step, []).append(t)
-    return Progress(by_step, {o["step"] for o in outcomes if "step" in o})
-
-
-class ReplayMeasurer:
-    """Hands a method the trials a step already recorded, then measures for real.
-
-    The methods decide only from trial results, so replaying the recorded ones
-    in order brings a search back to where it stopped. A replayed trial must be
-    the one the method asks for (same load and duration, or burst length); anything else means
-    the recorded trials came from other settings, and resuming stops.
-    """
-
-    def __init__(self, measurer: Any, recorded: Sequence[Any]):
-        self.measurer = measurer
-        self.recorded = list(recorded)
-        self.replayed = 0
-        self.last_was_replay = False  # the trial measure() or measure_burst() returned last is a recorded one
-        self._burst: Any = None  # the real measurer's measure_burst, made on first use
-
-    def __getattr__(self, name: str) -> Any:  # setup, binaries, testbed ... of the real measurer
-        return getattr(self.measurer, name)
-
-    def measure(self, duration_s: float, load: Any) -> Any:
-        if self.replaying:
-            r = self.recorded[self.replayed]
-            want = load if isinstance(load, (int, float)) else None
-            if want is not None and r.offered_pps is not None and abs(r.offered_pps - want) > 1e-6 * want + 1e-6:
-                raise self._mismatch(f"ran at {r.offered_pps:,.0f} pps, the method now asks for {want:,.0f} pps")
-            if abs(r.requested_duration_s - duration_s) > 1e-6 * duration_s + 1e-6:
-                raise self._mismatch(f"lasted {r.requested_duration_s:g} s, the method now asks for {duration_s:g} s")
-            return self._replay()
-        self.last_was_replay = False
-        return self.measurer.measure(duration_s, load)
-
-    def measure_burst(self, frames: int) -> Any:
-        """A back-to-back burst (dispatch._back2back): the recorded one, then the real measurer's."""
-        from capbench.methods import dispatch  # here: reading a campaign file needs no methods
-
-        if self.replaying:
-            r = self.recorded[self.replayed]
-            # A burst of `frames` sends no more than that, at the wire rate, for frames / wire rate
-            # plus at most dispatch.BURST_MARGIN_S.
-            least_s = frames / r.offered_pps if r.offered_pps else 0.0
-            if r.sent > frames or not (least_s * (1 - 1e-6) - 1e-6 <= r.requested_duration_s
-                                       <= least_s * (1 + 1e-6) + dispatch.BURST_MARGIN_S + 1e-6):
-                raise self._mismatch(f"was a burst that sent {r.sent:,} frames in {r.requested_duration_s:g} s, "
-                                     f"the method now asks for a burst of {frames:,} frames")
-            return self._replay()
-        self.last_was_replay = False
-        if self._burst is None:
-            own = getattr(self.measurer, "measure_burst", None)
-            self._burst = own if own is not None else dispatch.burst_measurer(self.measurer)
-        return self._burst(frames)
-
-    def _replay(self) -> Any:
-        r = self.recorded[self.replayed]
-        self.replayed += 1
-        self.last_was_replay = True
-        return r
-
-    def _mismatch(self, what: str) -> UsageError:
-        return UsageError(f"cannot resume: the recorded trial {self.replayed + 1} of this step {what} "
-                          f"(were the settings changed?)")
-
-    @property
-    def replaying(self) -> bool:
-        return self.replayed < len(self.recorded)

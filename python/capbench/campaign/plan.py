@@ -1,8 +1,10 @@
-"""A campaign's plan: its steps, which of them are still to run, and where each runs.
+"""A campaign's plan: its steps, which of them are still to run, where each runs and how long
+each will take.
 
 Computed once per run (`plan_of`), from the campaign, what the results folder already
-holds and this machine's usable CPUs, and handed down: the runner places the parts of a
-trial and writes the placements into run.json from it, the execution walks its steps.
+holds (campaign.resume) and this machine's usable CPUs, and handed down: the runner places
+the parts of a trial and writes the placements into run.json from it, the execution
+(campaign.execute) walks its steps and counts the time left against its estimates.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from capbench.campaign.matrix import CUSTOM_PIN, Campaign, Progress, Step
+from capbench.campaign.matrix import CUSTOM_PIN, Campaign, Step
+from capbench.campaign.resume import Progress
+from capbench.methods import registry
+from capbench.methods.method import TRIAL_OVERHEAD_S, Estimate, MethodSettings
 
 
 @dataclass(frozen=True)
@@ -45,18 +50,40 @@ class Plan:
     """The steps of a campaign, those still to run, and the placement of each pin."""
 
     campaign: Campaign
+    progress: Progress  # what the results folder already holds
     steps: tuple[Step, ...]
     todo: tuple[Step, ...]  # the steps the results folder has not completed, in order
     placements: Mapping[str, Placement]  # by pin
     cpus: tuple[int, ...]  # the usable CPUs the placements were made on
+    estimates: Mapping[str, Estimate]  # by step key: its method's estimate of trials and time
 
     def placement(self, step: Step) -> Placement:
         return self.placements[step.pin]
+
+    def estimate(self, step: Step) -> Estimate:
+        return self.estimates[step.key]
+
+    def estimated_s(self, steps: Sequence[Step]) -> float:
+        return sum(self.estimates[s.key].seconds for s in steps)
+
+    def estimated_trials(self, steps: Sequence[Step]) -> int:
+        return sum(self.estimates[s.key].trials for s in steps)
 
     def shared_notes(self) -> list[str]:
         """run.json's notes for placements where a part shares the generator's CPU."""
         return [f"placement {pin}: a part shares the generator's CPU on this {len(self.cpus)}-CPU machine"
                 for pin in sorted(p for p, pl in self.placements.items() if pl.shares_gen_cpu)]
+
+
+def method_settings(c: Campaign) -> MethodSettings:
+    """The search settings every method of the campaign shares."""
+    return MethodSettings(precision_pct=c.precision_pct, loss_tolerance_frames=c.loss_tolerance_frames,
+                          trial_s=c.trial_s, steps=c.steps_per_sweep, pause_s=c.pause_s)
+
+
+def estimate_step(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> Estimate:
+    """Rough trials and time of a step (its method's estimate), for the progress bar and the time left."""
+    return registry.get(step.method).estimate(method_settings(c), c.trial_duration_s(step.size), overhead_s)
 
 
 def plan_of(c: Campaign, progress: Progress, cpus: Sequence[int]) -> Plan:
@@ -70,4 +97,5 @@ def plan_of(c: Campaign, progress: Progress, cpus: Sequence[int]) -> Plan:
             placements[step.pin] = Placement(gen, rx, cap, gen is not None and gen in (rx, cap))
         else:
             placements[step.pin] = placement(step.pin, cpus)
-    return Plan(c, steps, tuple(s for s in steps if not progress.done(s)), placements, tuple(cpus))
+    return Plan(c, progress, steps, tuple(s for s in steps if not progress.done(s)), placements, tuple(cpus),
+                {s.key: estimate_step(c, s) for s in steps})

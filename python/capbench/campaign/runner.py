@@ -33,6 +33,7 @@ from capbench.testbed import veth_pair as testbed
 from capbench.trial.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
+from capbench.campaign import resume as resume_mod
 from capbench.campaign.plan import Plan, plan_of
 from capbench.campaign.results import RunWriter
 from capbench.methods import registry
@@ -143,7 +144,7 @@ def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, An
 
 
 def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWriter,
-                 progress: cmod.Progress, trials: list[TrialResult]) -> int:
+                 trials: list[TrialResult]) -> int:
     """Run every step of the plan not yet done on a new test bed, appending its trials; the exit status."""
     c, steps = plan.campaign, plan.steps
     writer.meta["placements"] = {pin: dataclasses.asdict(p) for pin, p in plan.placements.items()}
@@ -200,7 +201,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                  f"{step.size}, {step.pin}); about {left_s / 60:.1f} min left")
 
         try:
-            campaign_run.execute(c, steps, progress, campaign_run.StepRun(make_measurer, record, record_outcome,
+            campaign_run.execute(plan, campaign_run.StepRun(make_measurer, record, record_outcome,
                                                                           on_step=on_step, on_trial=on_trial))
         except KeyboardInterrupt:
             note(f"interrupted: the test bed is removed; {after_stop(writer)}")
@@ -294,20 +295,20 @@ def execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, *, resume: P
 def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: RunWriter,
              resume: Path | None) -> int:
     if resume is not None:
-        progress = cmod.progress_of(results.scan_trials(resume).trials, results.read_outcomes(resume))
+        progress = resume_mod.progress_of(results.scan_trials(resume).trials, results.read_outcomes(resume))
     else:
         if opts.campaign_source is not None:
             writer.meta["campaign_toml"] = opts.campaign_source
-        progress = cmod.progress_of([], [])
+        progress = resume_mod.progress_of([], [])
     plan = plan_of(c, progress, cpu.usable_cpus())
     steps, todo = plan.steps, plan.todo
-    est = sum(campaign_run.estimate_step_s(c, s) for s in todo)
+    est = plan.estimated_s(todo)
     note(f"capbench campaign {c.name}: {len(steps)} steps, {len(todo)} to run (about {est / 60:.1f} min), "
          f"{len(c.matrices)} matrix(es)")
     trials: list[TrialResult] = [t for ts in progress.trials.values() for t in ts]
     try:
         with writer:
-            status = run_campaign(plan, opts, binaries, writer, progress, trials)
+            status = run_campaign(plan, opts, binaries, writer, trials)
             if status:
                 writer.finish("interrupted")
     except CapbenchError:

@@ -237,11 +237,11 @@ def program_refusal(argv: list[str]) -> str | None:
 
 def check_profiles(c, gen: str, mtu: int = DEFAULT_MTU_B) -> None:
     """Every frame-length profile of campaign `c` (imix:, random:, dist:, trace:) as its
-    iperf trials will send it, checked by the generator itself (`capbench-gen --check`,
+    trials will send it (campaign.check lets only a method that takes profiles have them), checked by the generator itself (`capbench-gen --check`,
     which sends nothing): its frames fit the test bed's MTU, a file reads, and the rate is
     within the link's wire rate for the profile's mean frame. Fixed lengths are checked in
     Python (campaign.check); the generator owns the profiles' rules."""
-    profiles = sorted({s for m in c.matrices if "iperf" in m.methods for s in m.sizes if isinstance(s, str)})
+    profiles = sorted({s for m in c.matrices for s in m.sizes if isinstance(s, str)})
     for profile in profiles:
         why = program_refusal([gen, "--check", "--mtu", str(mtu), "--size", profile, "--rate", c.rate,
                                "--link", link_name(c.link_bps), "--engine", c.engine])
