@@ -74,6 +74,12 @@ class _Reader:
             raise self.fail(f"{self.where}.{key} is not a list of strings")
         return tuple(value)
 
+    def ints(self, key: str, **kw: Any) -> tuple[int, ...]:
+        value = self._get(key, list, "a list of whole numbers", **kw) or []
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+            raise self.fail(f"{self.where}.{key} is not a list of whole numbers")
+        return tuple(value)
+
     def objects(self, key: str) -> list[_Reader]:
         value = self._get(key, list, "a list")
         return [_Reader(x, f"{self.where}.{key}[{i}]", self.fail) for i, x in enumerate(value)]
@@ -271,10 +277,12 @@ class SizeProfile:
     name: str
     forms: tuple[str, ...]
     help: str
+    lengths: tuple[int, ...] = ()  # a fixed list's lengths (rfc2544, seed); () for the others
 
     @classmethod
     def read(cls, r: _Reader) -> SizeProfile:
-        return cls(name=r.str("name"), forms=r.strs("forms"), help=r.str("help", optional=True, default=""))
+        return cls(name=r.str("name"), forms=r.strs("forms"), help=r.str("help", optional=True, default=""),
+                   lengths=r.ints("lengths", optional=True, default=()))
 
 
 @dataclass(frozen=True)

@@ -359,17 +359,18 @@ static int parse_list_form(const char *spec, const char *rest, struct cb_size_pr
  * (capbench-gen --describe). The first form that matches wins. */
 const struct cb_size_form cb_size_forms[] = {
 	{ "rfc2544", { "rfc2544" }, "rfc2544", parse_rfc2544,
-	  "RFC 2544's 7 lengths (64 to 1518 B), cycled" },
-	{ "seed", { "seed" }, "seed", parse_seed, "seed 000's 13 lengths, cycled" },
+	  "RFC 2544's 7 lengths (64 to 1518 B), cycled", rfc2544_lens, N_OF(rfc2544_lens) },
+	{ "seed", { "seed" }, "seed", parse_seed, "seed 000's 13 lengths, cycled", seed_lens,
+	  N_OF(seed_lens) },
 	{ "imix", { "imix:seed", "imix:simple" }, "imix:", parse_imix,
-	  "57/7/16/20 % of 64/570/594/1518 B (seed), 7:4:1 of 64/594/1518 B (simple)" },
-	{ "random", { "random:MIN-MAX" }, "random:", parse_random_form, "uniform lengths" },
-	{ "dist", { "dist:FILE.csv" }, "dist:", parse_dist_form, "'length,weight' rows" },
+	  "57/7/16/20 % of 64/570/594/1518 B (seed), 7:4:1 of 64/594/1518 B (simple)", NULL, 0 },
+	{ "random", { "random:MIN-MAX" }, "random:", parse_random_form, "uniform lengths", NULL, 0 },
+	{ "dist", { "dist:FILE.csv" }, "dist:", parse_dist_form, "'length,weight' rows", NULL, 0 },
 	{ "trace", { "trace:FILE.pcap" }, "trace:", parse_trace_form,
-	  "the length distribution of a capture" },
+	  "the length distribution of a capture", NULL, 0 },
 	{ "list", { "64", "64,594,1518" }, NULL, parse_list_form,
-	  "a length incl. the 4 B FCS, or a list, cycled" },
-	{ NULL, { NULL }, NULL, NULL, NULL },
+	  "a length incl. the 4 B FCS, or a list, cycled", NULL, 0 },
+	{ NULL, { NULL }, NULL, NULL, NULL, NULL, 0 },
 };
 
 int cb_sizes_parse(const char *spec, struct cb_size_profile *p, char *err, size_t errlen)

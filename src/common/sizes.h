@@ -60,6 +60,9 @@ struct cb_size_form {
 	int (*parse)(const char *spec, const char *rest, struct cb_size_profile *p, char *err,
 		     size_t errlen);
 	const char *help;
+	/* The lengths of a fixed list (rfc2544, seed); NULL for the others. */
+	const unsigned int *lengths;
+	unsigned int n_lengths;
 };
 extern const struct cb_size_form cb_size_forms[];
 

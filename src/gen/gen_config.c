@@ -178,6 +178,12 @@ int gen_describe(FILE *out)
 		cb_json_str(&j, "name", f->name);
 		cb_json_strs(&j, "forms", f->forms, 4);
 		cb_json_str(&j, "help", f->help);
+		if (f->lengths) {
+			cb_json_arr_begin(&j, "lengths");
+			for (unsigned int i = 0; i < f->n_lengths; i++)
+				cb_json_arr_u64(&j, f->lengths[i]);
+			cb_json_arr_end(&j);
+		}
 		cb_json_obj_end(&j);
 	}
 	cb_json_arr_end(&j);

@@ -236,3 +236,13 @@ def test_describe_is_json_on_stdout():
     for program in ("capbench-cap", "capbench-gen"):
         p = subprocess.run([str(find_program(program)), "--describe"], capture_output=True, text=True, check=True)
         assert json.loads(p.stdout)["program"] == program
+
+
+def test_the_named_size_lists_are_the_generators():
+    """`--sizes seed` runs seed 000's lengths one trial each; `capbench-gen --size seed` cycles the
+    same lengths in one trial. Each side keeps the list for its own use (Python needs it to build
+    a campaign before any program runs): they must be the same list."""
+    from capbench.rates import NAMED_SIZES
+
+    declared_lists = {p.name: p.lengths for p in declared.gen().size_profiles if p.lengths}
+    assert declared_lists == NAMED_SIZES
