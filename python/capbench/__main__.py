@@ -2,6 +2,6 @@
 
 import sys
 
-from capbench.cli import main
+from capbench.cli.main import main
 
 sys.exit(main())

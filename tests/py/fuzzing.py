@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from capbench.cli import error_line
+from capbench.cli.main import error_line
 from capbench.errors import UsageError
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -47,7 +47,7 @@ def clean(fn: Callable[[], T]) -> T | UsageError:
         try:
             return fn()
         except UsageError as e:
-            one_line(error_line(e))  # as cli.main shows it
+            one_line(error_line(e))  # as capbench.cli.main shows it
             return e
 
 

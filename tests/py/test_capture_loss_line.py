@@ -3,7 +3,7 @@ the line says the tail is not (capture_loss_line reads capbench-cap's summary fi
 
 from __future__ import annotations
 
-from capbench.cli import capture_loss_line
+from capbench.cli.passthrough import capture_loss_line
 
 
 def test_tail_counted_from_the_trailer():

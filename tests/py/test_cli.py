@@ -6,7 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from capbench import cli
+from capbench.cli.main import error_line
+from capbench.cli.parser import build_parser
+from capbench.cli.passthrough import _split_passthrough
+from capbench.cli.run import campaign_from_args
 from capbench.campaign import plan
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
@@ -196,15 +199,15 @@ def test_passthrough_exit_status(fake_build):
 
 
 def test_split_passthrough():
-    assert cli._split_passthrough(["--netns", "ns1", "--iface", "x", "--netns=ns2", "-h"]) == (
+    assert _split_passthrough(["--netns", "ns1", "--iface", "x", "--netns=ns2", "-h"]) == (
         "ns2", True, ["--iface", "x"])
-    assert cli._split_passthrough(["--iface", "x", "--", "--netns", "y"]) == (None, False, ["--iface", "x", "--netns", "y"])
+    assert _split_passthrough(["--iface", "x", "--", "--netns", "y"]) == (None, False, ["--iface", "x", "--netns", "y"])
 
 
 def test_run_defaults_are_the_seeds():
     from capbench.campaign import execute as campaign_run
 
-    c = cli.campaign_from_args(cli.build_parser().parse_args(["run"]))
+    c = campaign_from_args(build_parser().parse_args(["run"]))
     (m,) = c.matrices
     assert m.backends == ("pcap", "afp-v3") and m.methods == ("iperf",)
     assert m.sizes == (64, 73, 128, 207, 256, 313, 512, 726, 1024, 1174, 1280, 1319, 1518)
@@ -218,14 +221,14 @@ def test_run_defaults_are_the_seeds():
 
 
 def test_run_flags_make_a_matrix():
-    c = cli.campaign_from_args(cli.build_parser().parse_args(
+    c = campaign_from_args(build_parser().parse_args(
         ["run", "--method", "iperf,rfc2544", "--pin", "A:A,A:B", "--sizes", "64", "--backends", "afp-v3",
          "--repeat", "2", "--procs", "1,2", "--app-load", "touch,spin:500", "--trial", "10s"]))
     assert len(c.steps()) == 2 * 2 * 2 * 2 * 2
     assert c.trial_s == 10
-    c = cli.campaign_from_args(cli.build_parser().parse_args(["run", "--ring", "256k,4M", "--sizes", "64"]))
+    c = campaign_from_args(build_parser().parse_args(["run", "--ring", "256k,4M", "--sizes", "64"]))
     assert [s.ring for s in c.steps()] == [256 << 10, 256 << 10, 4 << 20, 4 << 20]  # x pcap, afp-v3
-    c = cli.campaign_from_args(cli.build_parser().parse_args(["run", "--rx-cpu", "1", "--cap-cpu", "0"]))
+    c = campaign_from_args(build_parser().parse_args(["run", "--rx-cpu", "1", "--cap-cpu", "0"]))
     assert c.custom_cpus == (0, 1, 0) and c.matrices[0].pins == ("cpus",)
 
 
@@ -267,4 +270,4 @@ def test_a_control_character_in_an_error_is_written_as_its_escape():
     p = capbench("report", "x", "\x1b[2J\x08X")
     assert_usage_error(p, "unrecognized arguments: \\x1b[2J\\x08X")
     assert "\x1b" not in p.stderr and "\x08" not in p.stderr
-    assert cli.error_line(ValueError("a\x9bb\tc")) == "a\\x9bb c"
+    assert error_line(ValueError("a\x9bb\tc")) == "a\\x9bb c"

@@ -11,7 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from capbench import cli, declared
+from capbench import declared
+from capbench.cli.parser import build_parser
 from capbench.testbed import preflight
 from capbench.binaries import find_program
 from capbench.errors import UsageError
@@ -214,7 +215,7 @@ def test_capbench_backends_with_an_old_program_is_one_line_exit_2(tmp_path, monk
 
 
 def test_help_texts_come_from_the_declarations():
-    text = cli.build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    text = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
     flat = " ".join(text.split())
     for b in declared.backends():
         assert b.name in flat
@@ -228,7 +229,7 @@ def test_help_texts_come_from_the_declarations():
 def test_help_works_without_the_programs(tmp_path, monkeypatch):
     """--help (and `capbench report`) need no build: the lists then point at make."""
     old_program(tmp_path, monkeypatch, "capbench-cap", TOO_OLD)
-    text = cli.build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    text = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
     assert "make" in text
 
 

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from capbench import cli
+from capbench.cli.parser import build_parser
+from capbench.cli.run import campaign_from_args
 from capbench.campaign import matrix as campaign
 from capbench.declared import backend_names
 from capbench.rates import SEED_SIZES
@@ -14,12 +15,12 @@ from capbench.trial.measure import TrialSetup
 
 
 def _run_actions() -> dict[str, object]:
-    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
     return {a.dest: a for a in sub.choices["run"]._actions}
 
 
 def test_the_cli_and_a_campaign_file_run_the_same_defaults():
-    flags = cli.campaign_from_args(cli.build_parser().parse_args(["run"]))
+    flags = campaign_from_args(build_parser().parse_args(["run"]))
     file = campaign.loads("[campaign]\n", Path("some.toml"), backends_known=backend_names())
     assert dataclasses.replace(flags, name="", given=()) == dataclasses.replace(file, name="", given=())
     assert file.matrices[0].sizes == flags.matrices[0].sizes == SEED_SIZES  # the seed's 13 lengths, not 64 only
@@ -47,5 +48,5 @@ def test_the_help_names_the_declared_default(flag, key):
 
 
 def test_settle_default_is_the_trials():
-    assert cli.build_parser().parse_args(["run"]).settle == f"{TrialSetup.settle_s:g}"
+    assert build_parser().parse_args(["run"]).settle == f"{TrialSetup.settle_s:g}"
     assert campaign.Campaign.link_bps == TrialSetup.link_bps and campaign.Campaign.engine == TrialSetup.engine

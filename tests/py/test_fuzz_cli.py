@@ -7,7 +7,8 @@ import io
 import json
 import os
 
-from capbench import cli
+from capbench.cli.parser import build_parser
+from capbench.cli.run import _campaign_of
 from capbench.testbed import host_sysctl
 from capbench.errors import UsageError
 from capbench.rates import parse_duration
@@ -60,8 +61,8 @@ FLAG_ARGS = st.lists(st.tuples(st.sampled_from(RUN_FLAGS), VALUES), max_size=4).
 
 def run_up_to_root(argv: list[str]):
     """What `capbench run` does before it needs root: parse, read and check the campaign, the options."""
-    args = cli.build_parser().parse_args(argv)
-    c, _, _ = cli._campaign_of(args)
+    args = build_parser().parse_args(argv)
+    c, _, _ = _campaign_of(args)
     parse_duration(args.settle, what="--settle", allow_zero=True)
     if args.backlog is not None:
         host_sysctl.check_backlog(args.backlog)

@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from capbench import cli
+from capbench.cli.parser import build_parser
+from capbench.cli.run import _campaign_of, resumable_run
 from capbench.trial import accounting
 from capbench.errors import UsageError
 from capbench.report import answers, plots, tables_md, writer
@@ -197,9 +198,9 @@ def test_fuzz_run_json(meta):
     data = read_report(run, terminal=False)  # the terminal's tables read no run.json
     if not isinstance(data, UsageError):
         writer.metadata_groups(data)
-    resumed = clean(lambda: cli.resumable_run(run))
+    resumed = clean(lambda: resumable_run(run))
     if not isinstance(resumed, UsageError):
         assert isinstance(resumed, dict)
         if resumed.get("status") != "complete":  # what `run --resume` reads before it needs root
-            args = cli.build_parser().parse_args(["run", "--resume", str(run)])
-            clean(lambda: cli._campaign_of(args))
+            args = build_parser().parse_args(["run", "--resume", str(run)])
+            clean(lambda: _campaign_of(args))

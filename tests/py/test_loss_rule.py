@@ -16,6 +16,7 @@ from capbench.methods.verdict import (LOSSLESS, LOSSY, LOWER_BOUND, loss_ratio, 
                                       way_forward)
 from capbench.rates import parse_rate, wire_pps
 from capbench.report import answer_tables, answers, summary
+from capbench.report.console import print_results, trial_line
 from capbench.report.load import Trial
 from rich.console import Console
 
@@ -247,7 +248,7 @@ def test_the_exit_status_says_when_nothing_valid_was_measured():
 
 def terminal(trials, outcomes=()):
     console = Console(width=400, record=True)
-    runner.print_results(trials, list(outcomes), console)
+    print_results(trials, list(outcomes), console)
     return console.export_text()
 
 
@@ -257,7 +258,7 @@ def test_the_terminal_says_what_to_do_under_the_tables():
     assert ("1 of 2 trials did not measure the capture: the generator fell short of the offered load and nothing was "
             "lost, so those rows are lower bounds, not results. To measure them, try:") in text
     assert "  - a lower --rate:" in text and "  - --method rfc2544:" in text
-    assert runner.trial_line(1, short).endswith("(generator short, nothing lost: a lower bound)")
+    assert trial_line(1, short).endswith("(generator short, nothing lost: a lower bound)")
     assert terminal([iperf_trial(device(5e6), 1_000_000)]).count("To measure them") == 0
 
 

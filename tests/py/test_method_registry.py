@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from capbench.campaign import plan
 from capbench.campaign import matrix as cmod
-from capbench import cli
 from capbench.campaign import execute as campaign_run
-from capbench.campaign import runner
 from capbench.errors import UsageError
 from capbench.methods import dispatch, registry
 from capbench.methods.method import Figures, Method, MethodAnswer, MethodSettings
 from capbench.methods.simulated import SimulatedDevice
+from capbench.cli.parser import build_parser
 from capbench.rates import parse_rate
+from capbench.report.console import outcome_table
 from rich.console import Console
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -46,7 +46,7 @@ def test_every_method_is_complete():
 
 
 def test_cli_and_campaign_lists_come_from_the_registry():
-    run = next(a for a in cli.build_parser()._subparsers._group_actions[0].choices.values() if a.prog.endswith(" run"))
+    run = next(a for a in build_parser()._subparsers._group_actions[0].choices.values() if a.prog.endswith(" run"))
     helps = {a.dest: a.help.replace("%%", "%") for a in run._actions}
     for name, m in registry.REGISTRY.items():
         assert f"{name}: {m.help}" in helps["method"]
@@ -127,7 +127,7 @@ def test_unknown_methods_and_versions_are_one_clear_line():
 
 def _table(outcomes):
     console = Console(width=400, record=True)
-    console.print(runner.outcome_table(outcomes))
+    console.print(outcome_table(outcomes))
     return console.export_text()
 
 
@@ -189,8 +189,9 @@ def test_the_runner_campaign_report_and_compare_name_no_method():
 
     root = Path(__file__).parents[2] / "python" / "capbench"
     files = ["campaign/runner.py", "campaign/execute.py", "campaign/plan.py", "report/answers.py",
-             "report/answer_tables.py", "report/summary.py", "report/tables.py", "report/tables_md.py",
-             "report/compare.py", "report/compare_out.py", "report/stats.py", "report/writer.py"]
+             "report/answer_tables.py", "report/console.py", "report/summary.py", "report/tables.py",
+             "report/tables_md.py", "report/compare.py", "report/compare_out.py", "report/stats.py",
+             "report/writer.py"]
     for name in files:
         tree = ast.parse((root / name).read_text())
         docs = {id(n.body[0].value) for n in ast.walk(tree)

@@ -1,27 +1,29 @@
 """The report `capbench run` writes at the end (the run itself is tested end to end)."""
 
 import pytest
-from capbench import cli
-from capbench.campaign import runner
+from capbench.cli.main import main
+from capbench.cli.parser import build_parser
+from capbench.cli.run import write_run_report
+from capbench.report.console import print_results
 from report_files import copy_fixture
 
 
 def test_run_writes_the_report_of_its_results(tmp_path, capsys):
     run = copy_fixture(tmp_path)
-    runner.write_run_report(run)
+    write_run_report(run)
     assert (run / "report" / "report.html").exists()
     assert "report: " in capsys.readouterr().err
 
 
 def test_a_report_that_cannot_be_written_does_not_fail_the_run(tmp_path, capsys):
-    runner.write_run_report(tmp_path)  # no trials: the report says why, the run keeps its status
+    write_run_report(tmp_path)  # no trials: the report says why, the run keeps its status
     err = capsys.readouterr().err
     assert "report not written" in err and f"capbench report {tmp_path}" in err
 
 
 def test_no_report_option():
-    assert cli.build_parser().parse_args(["run", "--no-report"]).no_report is True
-    assert cli.build_parser().parse_args(["run"]).no_report is False
+    assert build_parser().parse_args(["run", "--no-report"]).no_report is True
+    assert build_parser().parse_args(["run"]).no_report is False
 
 
 def test_the_end_of_a_run_prints_the_rfc2544_table_too(capsys):
@@ -31,7 +33,7 @@ def test_the_end_of_a_run_prints_the_rfc2544_table_too(capsys):
     from test_report_tables import SEARCHES_A, recorded
 
     run = load_run(SEARCHES_A)
-    runner.print_results([t.result for t in run.trials], run.outcomes)
+    print_results([t.result for t in run.trials], run.outcomes)
     out = capsys.readouterr().out
     words = " ".join(out.split())
     assert words.count("Iperf-like capture throughput") == 4
@@ -48,7 +50,7 @@ def test_the_end_of_a_run_of_searches_prints_no_iperf_table(capsys):
     from test_report_tables import SEARCHES_A
 
     run = load_run(SEARCHES_A)
-    runner.print_results([t.result for t in run.trials if t.method == "rfc2544"],
+    print_results([t.result for t in run.trials if t.method == "rfc2544"],
                          [o for o in run.outcomes if o["method"] == "rfc2544"])
     words = " ".join(capsys.readouterr().out.split())
     assert "Iperf-like" not in words and "No trial finished" not in words
@@ -81,5 +83,5 @@ def test_a_link_in_the_compare_folder_is_never_written_through(tmp_path, name):
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
     (out / name).symlink_to(victim)
-    assert cli.main(["compare", str(a), str(b), "--out", str(out)]) == 2
+    assert main(["compare", str(a), str(b), "--out", str(out)]) == 2
     assert victim.read_text() == "precious\n"

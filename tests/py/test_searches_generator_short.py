@@ -15,7 +15,7 @@ from capbench.methods.simulated import SimulatedDevice
 from capbench.rates import Rate, parse_rate, wire_pps
 from capbench.report import answer_tables, answers, summary
 from capbench.report.load import Trial
-from capbench.campaign.runner import outcome_table
+from capbench.report.console import outcome_table
 from rich.console import Console
 
 WIRE_64 = wire_pps(1e9, 64)

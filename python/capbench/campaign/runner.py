@@ -4,6 +4,8 @@ For each step the runner places the parts (generator, kernel receive work by
 the RPS mask, counter), builds the step's Measurer and hands it to the step's
 method (campaign_run.execute). Trials are appended to trials.jsonl as they end,
 method answers to searches.jsonl; `--resume DIR` continues such a directory.
+What the user sees of it (a line per trial, the tables, the report) the command
+layer draws, called through RunCallbacks: this layer imports no presentation.
 """
 
 from __future__ import annotations
@@ -12,14 +14,10 @@ import dataclasses
 import os
 import shlex
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from capbench.campaign import matrix as cmod
 from capbench import owners
@@ -28,16 +26,13 @@ from capbench.testbed import cpu
 from capbench.testbed import hygiene
 from capbench.campaign import results
 from capbench.testbed import rxmode
-from capbench.report import tables
 from capbench.testbed import veth_pair as testbed
-from capbench.trial.accounting import format_pct
 from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
 from capbench.campaign import resume as resume_mod
 from capbench.campaign.plan import Plan, plan_of
 from capbench.campaign.results import RunWriter
-from capbench.methods import registry
-from capbench.methods.verdict import LOWER_BOUND, measured, verdict, way_forward
+from capbench.methods.verdict import measured
 from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 
 
@@ -46,6 +41,29 @@ from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 # no row is a capture result. 0 is a run with valid results, 1 a run error, 2 bad input, 130/143 an
 # interrupted run.
 NOTHING_MEASURED_STATUS = 3
+
+
+def _quiet(*_: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class RunCallbacks:
+    """What a run tells the user, and when: the command layer draws the lines and tables
+    (capbench.report.console) and writes the report; the campaign layer only calls these.
+    Each does nothing by default."""
+
+    # After each new trial: (trials run so far, their estimated total, seconds left, the trial's
+    # number in the run (a resumed run's earlier ones counted), the trial).
+    on_trial: Callable[[int, int, float, int, TrialResult], None] = _quiet
+    on_step: Callable[[int, int, cmod.Step, float], None] = _quiet  # (done, total, step, seconds left)
+    # The run's trials and method answers, at its end (or after an error, when trials finished).
+    show_results: Callable[[Sequence[TrialResult], Sequence[dict[str, Any]]], None] = _quiet
+    write_report: Callable[[Path], None] = _quiet  # the results folder of a run that ended normally
+    # (what, value of each repetition) of the measurements repeated (report.tables.repeated_rates):
+    # run.json warns where they scatter (hygiene.noisy).
+    repeated: Callable[[Sequence[TrialResult], Sequence[dict[str, Any]]], list[tuple[str, list[float]]]] = (
+        lambda trials, outcomes: [])
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,7 @@ class RunOptions:
     campaign_source: str | None = None  # the TOML text of --campaign, kept in run.json for --resume
     rx_mode: str = rxmode.DEFAULT_RX_MODE  # the test bed's receive model (rxmode)
     napi_sched: str = rxmode.DEFAULT_NAPI_SCHED
+    callbacks: RunCallbacks = field(default_factory=RunCallbacks)
 
 
 def note(text: str) -> None:
@@ -68,79 +87,10 @@ def note(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def progress_bar(done: int, total: int, width: int = 24) -> str:
-    """[#########---------------] for done of total (plain text: it reads the same in a log)."""
-    filled = round(width * done / total) if total else width
-    return "[" + "#" * filled + "-" * (width - filled) + "]"
-
-
-def trial_line(n: int, r: TrialResult) -> str:
-    offered = tables.offered_cell(r)
-    loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
-    one = r.method in registry.REGISTRY and registry.get(r.method).answer_type is None  # a trial is its result
-    what = r.method if one else f"{r.method} {r.purpose}"
-    line = (f"[{n}] {what:<16} {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} pps  "
-            f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
-    if r.unexplained:
-        line += f"  UNEXPLAINED {r.unexplained:,}"
-    if verdict(r) == LOWER_BOUND:
-        line += "  (generator short, nothing lost: a lower bound)"
-    return line
-
-
 def run_status(trials: Sequence[TrialResult]) -> int:
     """The exit status of a run that ended normally: 0 when a trial gave a verdict (lossless or
     lossy), NOTHING_MEASURED_STATUS when none did."""
     return 0 if any(measured(r) for r in trials) else NOTHING_MEASURED_STATUS
-
-
-def way_forward_lines(trials: Sequence[TrialResult]) -> list[str]:
-    """Under the tables, when rows are lower bounds: how many, and what to do (verdict.way_forward)."""
-    steps = way_forward(trials)
-    if not steps:
-        return []
-    short = sum(1 for r in trials if not measured(r))
-    what = "No trial measured" if short == len(trials) else f"{short} of {len(trials)} trials did not measure"
-    return ([f"{what} the capture: the generator fell short of the offered load and nothing was lost, so those "
-             f"rows are lower bounds, not results. To measure them, try:"]
-            + [f"  - {step}" for step in steps])
-
-
-def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
-    """The answers of the searches, one line each in the method's words (MethodAnswer.text): RFC
-    2544 throughput, MLR's NDR/PDR, a sweep's first loss, ... An answer that the generator bounded
-    (it could not hold the next rate: `bounded_by`) says "generator-bound (a lower bound)", never
-    reads as the capture's limit; lines from before `bounded_by` read as they did; a line of a
-    method this capbench does not know says so in one line."""
-    if not outcomes:
-        return None
-    t = Table(title="Method answers (searches.jsonl; every trial in trials.jsonl)", title_justify="left")
-    for h in ("Method", "Backend", "Frame [B]", "Placement", "Answer", "Trials", "Trial time [s]"):
-        t.add_column(Text(h), justify="right" if h in ("Frame [B]", "Trials", "Trial time [s]") else "left")
-    for o in outcomes:
-        try:
-            a = registry.answer_from_json(o)
-        except (CapbenchError, TypeError, ValueError, KeyError, AttributeError) as e:
-            t.add_row(str(o.get("method", "?")), str(o.get("backend", "?")), str(o.get("frame_len", "?")),
-                      str(o.get("pin") or ""), f"not read: {e}", "", "")
-            continue
-        t.add_row(a.method, a.backend, str(a.frame_len), a.pin or "", a.text(), str(a.trials),
-                  f"{a.total_trial_s:.1f}")
-    return t
-
-
-def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]],
-                  console: Console | None = None) -> None:
-    if console is None:
-        console = Console() if sys.stdout.isatty() else Console(width=120)
-    # iperf-like tables from the iperf trials, the RFC 2544 (#1 A:A / #2 A:B), MLR and
-    # back-to-back answers of searches.jsonl, the sweeps; then every answer as one table.
-    tables.print_tables(trials, console, outcomes)
-    table = outcome_table(outcomes)
-    if table is not None:
-        console.print(table)
-    for line in way_forward_lines(trials):
-        console.print(Text(line))
 
 
 def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWriter,
@@ -187,29 +137,22 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             trials.append(r)
 
         def on_trial(n: int, total: int, left_s: float) -> None:
-            # The bar counts the trials of this invocation (a resumed run's earlier ones are done).
-            note(f"{progress_bar(n, total, 12)} {n}/~{total} ~{left_s / 60:.1f} min left "
-                 f"{trial_line(writer.count, trials[-1])}")
+            # n counts the trials of this invocation (a resumed run's earlier ones are done).
+            opts.callbacks.on_trial(n, total, left_s, writer.count, trials[-1])
 
         def record_outcome(o: dict[str, Any]) -> None:
             writer.append_outcome(o)
 
-        def on_step(done: int, total: int, step: cmod.Step, left_s: float) -> None:
-            if registry.get(step.method).answer_type is None:
-                return  # one trial: its line said it
-            note(f"{progress_bar(done, total)} step {done}/{total} done ({step.method}, {step.backend}, "
-                 f"{step.size}, {step.pin}); about {left_s / 60:.1f} min left")
-
         try:
             campaign_run.execute(plan, campaign_run.StepRun(make_measurer, record, record_outcome,
-                                                                          on_step=on_step, on_trial=on_trial))
+                                                            on_step=opts.callbacks.on_step, on_trial=on_trial))
         except KeyboardInterrupt:
             note(f"interrupted: the test bed is removed; {after_stop(writer)}")
             status = 130
         except Terminated:
             note(f"terminated: the test bed is removed; {after_stop(writer)}")
             status = 143
-        warnings = hygiene.noisy(tables.repeated_rates(trials, results.read_outcomes(writer.path)))
+        warnings = hygiene.noisy(opts.callbacks.repeated(trials, results.read_outcomes(writer.path)))
         if warnings:
             writer.meta["warnings"] = warnings
             for w in warnings:
@@ -313,14 +256,14 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
                 writer.finish("interrupted")
     except CapbenchError:
         if trials:
-            print_results(trials, results.read_outcomes(writer.path))
+            opts.callbacks.show_results(trials, results.read_outcomes(writer.path))
             note(f"results of what finished: {writer.path}; `capbench run --resume {writer.path}` continues")
         raise
-    print_results(trials, results.read_outcomes(writer.path))
+    opts.callbacks.show_results(trials, results.read_outcomes(writer.path))
     if has_results(writer):
         note(f"results: {writer.path}")
     if status == 0 and trials and opts.report:
-        write_run_report(writer.path)
+        opts.callbacks.write_report(writer.path)
     if status == 0:
         status = run_status(trials)
         if status == NOTHING_MEASURED_STATUS:
@@ -331,16 +274,3 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
 def campaign_settings(c: cmod.Campaign) -> dict[str, Any]:
     """The campaign as plain data for run.json."""
     return dataclasses.asdict(c)
-
-
-def write_run_report(path: Path) -> None:
-    """The report at the end of a run. The results are already on disk, so a report that cannot
-    be written is a note, not a failed run."""
-    from capbench.report import writer  # matplotlib loads only for the commands that draw
-
-    try:
-        report = writer.write_report(path)
-    except (CapbenchError, OSError) as e:
-        note(f"report not written ({e}); `capbench report {path}` tries again")
-        return
-    note(writer.outcome_line(report))

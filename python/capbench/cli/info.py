@@ -1,0 +1,71 @@
+"""`capbench backends`, `capbench report DIR` and `capbench compare A B`: what works here, and
+what a finished run (or two) recorded, read back from its results folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from capbench import declared
+from capbench.campaign.runner import note
+from capbench.errors import UsageError
+from capbench.report import tables
+from capbench.testbed import preflight
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    """Every backend capbench-cap declares, and whether it works here (a capbench-cap that is
+    missing or cannot describe itself is one line: the backends are what it says they are)."""
+    for name in declared.backend_names():
+        ok, why = preflight.backend_status(name)
+        print(f"{name:<8} {'works here' if ok else 'does not work here'}: {why}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from capbench.report import writer  # matplotlib loads only for the commands that draw
+
+    report = writer.write_report(args.dir, args.out)
+    meta = report.run.meta
+    if meta:
+        note(
+            f"run of {meta.get('started_at', '?')} on {meta.get('cpu_model', '?')}, kernel "
+            f"{meta.get('kernel', {}).get('release', '?')}, capbench {meta.get('capbench_version', '?')} "
+            f"({str(meta.get('git_commit', '?'))[:12]}), status {meta.get('status', '?')}")
+    for text in report.notes:
+        note(f"capbench: {text}")
+    tables.print_tables([t.result for t in report.run.trials], outcomes=report.run.outcomes,
+                        loss_tolerance_frames=report.run.loss_tolerance_frames)
+    note(writer.outcome_line(report))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from capbench.report import compare, compare_out, load  # matplotlib loads only for the commands that draw
+
+    a, b = load.load_run(args.a), load.load_run(args.b)
+    for name, run in (("A", a), ("B", b)):
+        for text in run.notes:
+            note(f"capbench: {name}: {text}")
+    result = compare.compare(a, b, threshold_pct=args.threshold)
+    out = Path(args.out) if args.out else b.path / "report" / f"compare-{a.name}"
+    try:
+        files = compare_out.write(result, out)
+    except OSError as e:
+        raise UsageError(f"cannot write the comparison to {out}: {e.strerror}: choose another with --out DIR") from None
+    console = Console() if sys.stdout.isatty() else Console(width=140)
+    compare_out.terminal(result, console)
+    note(f"comparison: {files.html}")
+    if args.fail_on_regression is not None:
+        worse = result.regressions(args.fail_on_regression)
+        if worse:
+            first = worse[0]
+            note(f"capbench: {len(worse)} figures worse by more than {args.fail_on_regression:g} %, e.g. "
+                 f"{first.metric.label} of {first.key.text()}: {compare_out.fmt_change(first)}")
+            return 1
+        if not result.judged:
+            note("capbench: --fail-on-regression: nothing was judged (see above why), so no regression can be found")
+    return 0

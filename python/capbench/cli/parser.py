@@ -1,0 +1,308 @@
+"""The argparse tree of `capbench` and its help texts (`gen` and `capture` are listed here and
+forwarded before argparse sees them: capbench.cli.passthrough)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import textwrap
+
+from capbench import __version__
+from capbench.campaign import matrix as campaign
+from capbench.campaign import runner
+from capbench.cli.described import app_loads_help, engines_help, from_declarations, rings_help
+from capbench.cli.passthrough import PASSTHROUGH
+from capbench.declared import backend_names, engine_names
+from capbench.errors import UsageError
+from capbench.methods import registry as methods
+from capbench.report.keys import IDENTITY_TEXT
+from capbench.testbed import rxmode
+from capbench.trial.measure import TrialSetup
+
+
+MAIN_HELP = """\
+capbench measures how many packets per second a capture method takes in
+without loss on this machine, at what CPU cost, and where lost packets were
+dropped. It brings its own traffic generator and runs over a veth pair in two
+private network namespaces, so it needs no second host and no NIC.
+
+examples:
+  sudo capbench run                        the seed's table: pcap and afp-v3, 13 frame lengths at 1 GbE
+  sudo capbench run --sizes 64,1518 --duration 2
+  capbench backends                        which capture backends work here
+  sudo capbench testbed up                 build a test bed and keep it, to experiment by hand
+  capbench report results/2025-11-23T07-30-05Z
+                                           print a run's tables again, write its report
+  capbench compare results/A results/B     what changed between two runs
+
+Run `capbench COMMAND --help` for the options of each command.
+"""
+
+RUN_HELP = """\
+By default, for each backend and frame length, one "iperf-like" trial (the
+seed's method): the generator sends at a constant rate for --duration seconds,
+the counter captures, and throughput = captured packets / sending time. Prints
+one table per backend (Frame | Offered | Captured | Loss | App / kernel load |
+where the loss happened) and writes results/<UTC time>/trials.jsonl, run.json,
+and the report drawn from them into results/<UTC time>/report/.
+
+--method rfc2544 searches the highest rate without loss (RFC 2544 26.1: binary
+search from the wire rate, --precision, --trial long trials, a verification
+trial); mlr finds NDR and PDR in one search with short trials first; sweep
+steps the rate up to the wire rate (--steps); back2back finds the longest burst
+at wire rate without loss. Their answers go to searches.jsonl.
+
+Any option that takes a LIST runs every combination: methods x placements x
+app loads x processes x backends x sizes x --repeat. A campaign file describes
+the same in TOML (campaigns/seed2008.toml). Every trial is written as it ends;
+--resume DIR continues an interrupted run without repeating finished trials
+(one run at a time writes DIR: a resume while its run is alive is refused).
+
+Placement: --pin A:A puts the kernel's receive work (the capture veth's RPS
+mask) and the counter on one CPU, A:B on two, auto leaves it to the scheduler;
+on a 2-core machine the generator runs on CPU 0 and A:A (the default, the
+seed's "#1") uses CPU 1. --gen-cpu/--rx-cpu/--cap-cpu set the CPUs one by one
+instead. The test bed is removed at the end, on errors and on Ctrl-C (which
+prints what finished, exit status 130).
+
+A trial is lossless (the generator held the offered load, nothing lost), lossy
+(frames sent were not captured, whether or not the generator held the load),
+or a lower bound (the generator fell short, nothing lost): not a capture result.
+Exit status: 0 when the run measured something (a lossless or lossy trial);
+{nothing} when it ended but every trial was a lower bound (the tables then say
+what to try: a lower --rate, --method rfc2544, --rx-mode, a quieter machine);
+1 for an error during the run; 2 for bad input; 130 after Ctrl-C.
+
+examples:
+  sudo capbench run
+  sudo capbench run --sizes 64,1518 --duration 2          a quick look
+  sudo capbench run --backends afp-v3 --sizes rfc2544     RFC 2544's 7 frame lengths
+  sudo capbench run --sizes 64,imix:seed,1518             two lengths and the seed's IMIX
+  sudo capbench run --backends raw,afp-v2,afp-v3,fanout   the other AF_PACKET methods
+  sudo capbench run --rate 50%                            half the wire rate
+  sudo capbench run --rate 800kpps --sizes 64             a fixed packet rate
+  sudo capbench run --pin A:A,A:B --repeat 3             the seed's "#1" and "#2", 3 times each
+  sudo capbench run --app-load touch,spin:500             a counter slowed by 500 ns per packet
+  sudo capbench run --procs 1,2,4 --backends afp-v3       several capture processes (seed 001)
+  sudo capbench run --method rfc2544 --sizes 64,1518 --trial 10s
+  sudo capbench run --method mlr --sizes 64
+  sudo capbench run --campaign campaigns/seed2008-quick.toml
+  sudo capbench run --resume results/2026-11-23T07-30-05Z
+""".replace("{nothing}", str(runner.NOTHING_MEASURED_STATUS))
+
+TESTBED_HELP = """\
+up      build two namespaces joined by a veth pair and keep them; prints their names
+down    remove test bed ID (refused while a running capbench uses it, unless --force);
+        without ID, remove every test bed no running capbench owns (those of
+        `testbed up` and the leftovers of crashed runs)
+status  list the test beds and who owns them
+
+examples:
+  sudo capbench testbed up --rx-cpu 1
+  sudo ip netns exec capbench-1a2b3c-cap tcpdump -ni cb1a2b3cc
+  sudo capbench testbed down 1a2b3c
+"""
+
+REPORT_HELP = """\
+Reads only DIR/trials.jsonl and DIR/run.json, prints the tables, and writes into
+DIR/report/: tables.txt, tables.md, trials.csv, a PNG and an SVG of every figure
+the records hold the data for, and report.html (one self-contained page).
+A last line cut short by a crash is skipped and counted.
+
+examples:
+  capbench report results/2025-11-23T07-30-05Z
+"""
+
+COMPARE_HELP = textwrap.fill(
+    f"Matches the measurements of two runs by their settings ({IDENTITY_TEXT}) and shows, for each match, the "
+    f"change of the captured rate, the loss and each layer's share of it, and the application and kernel load; "
+    f"searches are compared by their answers.", 84) + """
+
+Only changes beyond the noise are judged, as pyperf's compare_to does: where both runs
+repeated a measurement (--repeat N), Student's two-sample t-test on the repetitions at
+95 % decides, and a change it does not find is "not significant". Without repetitions
+there is no noise estimate and nothing is judged, unless --threshold PCT is given. A
+CPU load must also change by more than a few points, a captured rate by more than the
+generator's own tolerance. Lower bounds (the generator fell short of the offered load
+and nothing was lost) are shown but never judged. Exit status 0, or 1 with --fail-on-regression PCT when a
+judged change is worse by more than PCT %.
+
+examples:
+  capbench run --repeat 5 ...   twice (before and after), then:
+  capbench compare results/2025-11-23T07-30-05Z results/2025-11-24T09-12-00Z
+  capbench compare base/ patched/ --fail-on-regression 10      in CI
+"""
+
+BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
+                "host-wide) to N packets, put back when the last run holding it ends")
+
+
+def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
+    """--rx-mode and --napi-sched: the test bed's receive model (capbench.testbed.rxmode)."""
+    modes = "; ".join(f"{name}: {text}" for name, text in rxmode.RX_MODES.items())
+    parser.add_argument("--rx-mode", default=rxmode.DEFAULT_RX_MODE, metavar="MODE",
+                        help=f"where the capture side's receive work runs ({modes}; default: %(default)s)")
+    parser.add_argument("--napi-sched", default=rxmode.DEFAULT_NAPI_SCHED, metavar="POLICY",
+                        help="--rx-mode napi: the NAPI thread's scheduling, `other` (the normal scheduler, "
+                             "taking turns with a counter on its CPU) or `fifo:N` (real-time priority N, as a "
+                             "NIC's interrupt work preempts user space; default: %(default)s)")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports bad input as a UsageError (one line, exit 2) instead of usage + exit."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _percent(text: str) -> float:
+    """A percentage option: a finite number of 0 or more (`inf` or `nan` would judge nothing, silently)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"cannot read {text[:40]!r}: give a percentage, e.g. 10") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a finite percentage of 0 or more, e.g. 10")
+    return value
+
+
+def _default(key: str) -> str:
+    """`(default: X)` of a `capbench run` flag: its campaign key's default (campaign.matrix declares
+    every one), as argparse's help text writes it."""
+    return f"(default: {campaign.default_text(key)})".replace("%", "%%")
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30)
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="capbench", description=MAIN_HELP, formatter_class=_formatter, allow_abbrev=False)
+    p.add_argument("--version", action="version", version=f"capbench {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    run = sub.add_parser("run", help="measure capture throughput (the seed's iperf-like table)",
+                         description=RUN_HELP, formatter_class=_formatter, allow_abbrev=False)
+    run.add_argument("--method", metavar="LIST",
+                     help="methods, comma-separated (default: iperf), of: "
+                          + "; ".join(f"{m.name}: {m.help}" for m in methods.REGISTRY.values()).replace("%", "%%"))
+    run.add_argument("--backends", metavar="LIST",
+                     help=f"capture backends, comma-separated, of: "
+                          f"{from_declarations(lambda: ', '.join(backend_names()))} "
+                          f"{_default('backends')}")
+    run.add_argument("--sizes", metavar="LIST",
+                     help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
+                          "(the seed's 13: 64,73,...,1518), `rfc2544` (64,128,256,512,1024,1280,1518), or a "
+                          "mix of lengths in one trial: imix:seed (57/7/16/20 %% of 64/570/594/1518 B), "
+                          "imix:simple, random:MIN-MAX, dist:FILE.csv (length,weight rows), trace:FILE.pcap "
+                          f"{_default('sizes')}. An item given twice runs once: use --repeat N for repetitions")
+    run.add_argument("--link", help=f"emulated link speed: 1g, 10g, 25g, 40g, 100g {_default('link')}")
+    run.add_argument("--rate",
+                     help="offered load of the iperf method: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m "
+                          f"or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) {_default('rate')}")
+    run.add_argument("--duration", metavar="S",
+                     help=f"sending time of each iperf trial in seconds {_default('duration')}")
+    run.add_argument("--trial", metavar="S",
+                     help=f"trial length of the searches and sweeps: {methods.trial_help()}")
+    run.add_argument("--precision", type=float, metavar="PCT",
+                     help=f"rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate "
+                          f"{_default('precision')}")
+    run.add_argument("--loss-tolerance", type=int, metavar="N",
+                     help=f"rfc2544 and back2back: frames a trial may lose and still pass {_default('loss_tolerance')}")
+    run.add_argument("--steps", type=int, metavar="N",
+                     help=f"sweep: offered rates up to the wire rate {_default('steps')}")
+    run.add_argument("--pause", metavar="S",
+                     help=f"searches, sweeps, bursts: idle time before each trial, against saturation "
+                          f"{_default('pause')}")
+    run.add_argument("--engine", choices=from_declarations(engine_names, None),
+                     help=f"generator engine: {from_declarations(engines_help)} {_default('engine')}")
+    run.add_argument("--pin", metavar="LIST",
+                     help=f"placements, comma-separated: A:A (kernel receive work and counter on one CPU), A:B "
+                          f"(on two), auto (the scheduler decides) {_default('pin')}")
+    run.add_argument("--gen-cpu", type=int, metavar="N", help="CPU of the generator (instead of --pin)")
+    run.add_argument("--rx-cpu", type=int, metavar="N",
+                     help="CPU that does the kernel's receive work (RPS mask of the capture veth) (instead of --pin)")
+    run.add_argument("--cap-cpu", type=int, metavar="N", help="CPU of the counter (instead of --pin)")
+    run.add_argument("--app-load", metavar="LIST",
+                     help=f"work the counter does per packet, comma-separated: {from_declarations(app_loads_help)} "
+                          f"{_default('app_load')}")
+    run.add_argument("--procs", metavar="LIST",
+                     help=f"capture processes on the interface, each seeing every frame, comma-separated "
+                          f"{_default('procs')}")
+    run.add_argument("--backend-args", metavar="BACKEND=OPTIONS", action="append",
+                     help="a backend's own capbench-cap options for every trial of it, e.g. "
+                          "--backend-args 'fanout=--workers 2 --fanout-mode lb' or "
+                          "'pcap=--pcap-api dispatch' (repeat for several backends; "
+                          "`capbench capture --help` lists them)")
+    run.add_argument("--proc-cpus", metavar="LIST",
+                     help="with --procs N: pin capture process i to the i-th CPU of LIST, cycled "
+                          "(default: all on the counter's CPU)")
+    run.add_argument("--groups", type=int, metavar="N",
+                     help="seed 004's groups: each iperf trial sends N groups of --group-size frames and the "
+                          "counter reports the frames received of every group (the trial lasts as long as the "
+                          "groups take, at least --duration)")
+    run.add_argument("--group-size", type=int, metavar="PKTS", help="frames per group (with --groups)")
+    run.add_argument("--group-gap", metavar="S", help=f"pause between groups (with --groups) {_default('group_gap')}")
+    run.add_argument("--ring", metavar="LIST",
+                     help=f"kernel buffer sizes, comma-separated (256k, 4M, 64M), B bytes given to each backend "
+                          f"as {from_declarations(rings_help)} (default: each backend's own)")
+    run.add_argument("--repeat", type=int, metavar="N", help=f"run every step N times {_default('repeat')}")
+    run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (see campaigns/)")
+    run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
+    add_rx_mode_args(run)
+    run.add_argument("--backlog", type=int, metavar="N",
+                     help=BACKLOG_HELP + " (default: leave it as it is)")
+    run.add_argument("--tune", action="store_true",
+                     help="set what helps a capture benchmark for the run and put it back afterwards: the "
+                          "performance CPU governor (where exposed), a backlog of 10,000 packets, "
+                          "net.core.rmem_max 64 MiB, and GRO off on the capture interface (run.json records "
+                          "the system either way; --pin sets the RPS masks in every run)")
+    run.add_argument("--results", default="results", metavar="DIR",
+                     help="write results to DIR/<UTC time>/ (default: %(default)s)")
+    run.add_argument("--settle", default=f"{TrialSetup.settle_s:g}", metavar="S",
+                     help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
+    run.add_argument("--no-report", action="store_true",
+                     help="do not write the report (tables, figures, report.html) into the results directory "
+                          "at the end; `capbench report DIR` writes it later")
+
+    tb = sub.add_parser("testbed", help="build, list or remove veth test beds",
+                        description=TESTBED_HELP, formatter_class=_formatter, allow_abbrev=False)
+    tbsub = tb.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    tbsub.required = True
+    up = tbsub.add_parser("up", help="build a test bed and keep it until `down`")
+    up.add_argument("--rx-cpu", type=int, default=None, metavar="N",
+                    help="CPU for the capture veth's receive work (RPS); default: no steering")
+    up.add_argument("--backlog", type=int, metavar="N", help=BACKLOG_HELP + " until `down`")
+    add_rx_mode_args(up)
+    down = tbsub.add_parser("down", help="remove test bed ID, or all that no running capbench owns")
+    down.add_argument("id", nargs="?", metavar="ID", help="the 6 hex digits of a test bed (see status)")
+    down.add_argument("--force", action="store_true",
+                      help="remove test bed ID even while a running capbench uses it (its trials then fail)")
+    tbsub.add_parser("status", help="list test beds")
+
+    for name, (_prog, text) in PASSTHROUGH.items():
+        # Dispatched before argparse (see main); listed here for `capbench --help`.
+        sub.add_parser(name, help=text + " (see `capbench " + name + " --help`)", add_help=False)
+
+    sub.add_parser("backends", help="list the capture backends and whether they work here")
+
+    rep = sub.add_parser("report", help="print the tables of a finished run and write its report "
+                                        "(tables, figures, report.html) into DIR/report/",
+                         description=REPORT_HELP, formatter_class=_formatter, allow_abbrev=False)
+    rep.add_argument("dir", metavar="DIR", help="a results directory written by `capbench run`")
+    rep.add_argument("--out", metavar="OUT", help="write the report into OUT instead of DIR/report/")
+
+    cmp = sub.add_parser("compare", help="what changed between two runs, beyond the run-to-run noise",
+                         description=COMPARE_HELP, formatter_class=_formatter, allow_abbrev=False)
+    cmp.add_argument("a", metavar="A", help="the results directory to compare against (the baseline)")
+    cmp.add_argument("b", metavar="B", help="the results directory of the run to judge")
+    cmp.add_argument("--threshold", type=_percent, metavar="PCT",
+                     help="where a measurement was not repeated in both runs, judge a change larger than PCT %% of "
+                          "A's value (default: such changes are not judged: there is no noise estimate)")
+    cmp.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
+                     help="exit status 1 when a judged change (beyond the noise) of the captured rate, loss, app or "
+                          "kernel load, or a search's answer, is worse by more than PCT %%")
+    cmp.add_argument("--out", metavar="DIR",
+                     help="write compare.{txt,md,png,svg,html} to DIR (default: B/report/compare-<name of A>/)")
+    return p

@@ -1,0 +1,188 @@
+"""`capbench run`: the campaign its flags (or --campaign FILE, or --resume DIR) describe, checked,
+then run by capbench.campaign.runner, which tells what happens through the callbacks made here
+(the lines and tables of capbench.report.console, the report of capbench.report.writer)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from capbench import declared
+from capbench.binaries import find_binaries
+from capbench.campaign import matrix as campaign
+from capbench.campaign import runner
+from capbench.campaign.results import read_run
+from capbench.campaign.runner import note
+from capbench.cli.parser import build_parser
+from capbench.cli.testbed import rx_mode_of
+from capbench.errors import CapbenchError, UsageError
+from capbench.rates import parse_duration
+from capbench.report import console, tables
+from capbench.testbed import host_sysctl, preflight
+
+
+MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
+                "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring",
+                "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap")
+# The placement of the CPU flags when none is given: the seed's "#1" on two cores.
+DEFAULT_CPUS = (0, 1, 1)
+
+
+def _list(text: str, flag: str) -> list[str]:
+    items = [t.strip() for t in text.split(",")]
+    if not text.strip() or any(not t for t in items):
+        raise UsageError(f"cannot read {flag} {text!r}: give values separated by commas")
+    if len(set(items)) != len(items):
+        raise UsageError(f"a value is listed twice in {flag} {text}")
+    return items
+
+
+def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
+    """The campaign the flags describe, checked by the same code as a campaign file's."""
+    top: dict = {"name": "capbench run"}
+    for flag, key in (("method", "methods"), ("backends", "backends"), ("app_load", "app_load"),
+                      ("procs", "procs"), ("ring", "ring"), ("pin", "pin")):
+        value = getattr(args, flag)
+        if value is not None:
+            top[key] = _list(value, "--" + flag.replace("_", "-"))
+    if "procs" in top:
+        try:
+            top["procs"] = [int(p) for p in top["procs"]]
+        except ValueError:
+            raise UsageError(f"cannot read --procs {args.procs!r}: give whole numbers, e.g. 1,2,4") from None
+    if args.backend_args:
+        top["backend_args"] = {}
+        for item in args.backend_args:
+            backend, eq, opts = item.partition("=")
+            if not eq or not backend.strip():
+                raise UsageError(f"cannot read --backend-args {item!r}: give BACKEND=OPTIONS, e.g. "
+                                 f"'fanout=--workers 2'")
+            if backend.strip() in top["backend_args"]:
+                raise UsageError(f"--backend-args gives {backend.strip()} twice: put all its options in one")
+            top["backend_args"][backend.strip()] = opts
+    if args.proc_cpus is not None:
+        try:
+            top["proc_cpus"] = [int(x) for x in _list(args.proc_cpus, "--proc-cpus")]
+        except ValueError:
+            raise UsageError(f"cannot read --proc-cpus {args.proc_cpus!r}: give CPU numbers, e.g. 1,0") from None
+    for flag in ("sizes", "link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance",
+                 "steps", "repeat", "groups", "group_size", "group_gap"):
+        if getattr(args, flag) is not None:
+            top[flag] = getattr(args, flag)
+    cpus = (args.gen_cpu, args.rx_cpu, args.cap_cpu)
+    for flag, value in zip(("--gen-cpu", "--rx-cpu", "--cap-cpu"), cpus):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} must be a CPU number (0, 1, ...)")
+    custom = None
+    if any(v is not None for v in cpus):
+        if args.pin:
+            raise UsageError("give either --pin or --gen-cpu/--rx-cpu/--cap-cpu, not both")
+        custom = tuple(d if v is None else v for v, d in zip(cpus, DEFAULT_CPUS))
+        top["pin"] = [campaign.CUSTOM_PIN]
+    return campaign.build(top, [], backends_known=declared.backend_names(), custom_cpus=custom,
+                          name_of=lambda key: {"methods": "--method"}.get(
+                              key, "--" + key.replace("_", "-")))
+
+
+def resumable_run(d: Path) -> dict:
+    """run.json of a run `--resume` can continue; one UsageError saying why not otherwise."""
+    from capbench.campaign import results  # noqa: PLC0415
+
+    try:
+        meta = read_run(d)
+    except CapbenchError as e:
+        raise UsageError(f"cannot resume {d}: {e}") from None
+    if not isinstance(meta, dict) or not ("command" in meta or "campaign_toml" in meta):
+        raise UsageError(f"cannot resume {d}: its run.json says neither the command nor the campaign that made "
+                         f"it, so it is not a run of `capbench run`")
+    if meta.get("schema") != results.RUN_SCHEMA:
+        raise UsageError(f"cannot resume {d}: its results have schema {meta.get('schema')!r} and this capbench "
+                         f"writes {results.RUN_SCHEMA}: start a new run (`capbench report` still reads it)")
+    unkeyed = sum(1 for t in results.scan_trials(d).trials if not getattr(t, "step", ""))
+    if unkeyed:
+        raise UsageError(f"cannot resume {d}: {unkeyed} of its trials name no campaign step (written by an "
+                         f"earlier capbench), so what is done cannot be told: start a new run")
+    return meta
+
+
+def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | None, Path | None]:
+    """(the campaign, its TOML text if from a file, the directory to resume)."""
+    given = [f for f in MATRIX_FLAGS if getattr(args, f) is not None]
+    for flag, what in (("campaign", "a campaign file (see campaigns/)"),
+                       ("resume", "the results directory of the run to continue")):
+        if getattr(args, flag) is not None and not getattr(args, flag).strip():
+            raise UsageError(f"--{flag} is empty: give {what}")
+    if args.resume is not None:
+        if given or args.campaign:
+            raise UsageError("--resume continues a run with the settings it started with: give no other "
+                             "settings")
+        d = Path(args.resume)
+        meta = resumable_run(d)
+        if meta.get("status") == "complete":
+            raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
+        if "campaign_toml" in meta:
+            return (campaign.loads(meta["campaign_toml"], d / "campaign.toml",
+                                   backends_known=declared.backend_names()), None, d)
+        try:
+            old = build_parser().parse_args([a for a in meta.get("command", [])[1:]])
+        except (UsageError, SystemExit):  # SystemExit: argparse's --help or --version in it
+            old = None
+        if old is None or old.command != "run" or old.resume:
+            raise UsageError(f"{d}/run.json does not hold the `capbench run` command that made it")
+        return campaign_from_args(old), None, d
+    if args.campaign is not None:
+        if given:
+            raise UsageError(f"--campaign {args.campaign} says what to run: give it no {', '.join('--' + f.replace('_', '-') for f in given)}")
+        text = campaign.read_text(args.campaign)
+        return campaign.loads(text, Path(args.campaign), backends_known=declared.backend_names()), text, None
+    return campaign_from_args(args), None, None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    binaries = find_binaries()  # first: a campaign is read with the backends and engines they declare
+    c, toml_text, resume = _campaign_of(args)
+    backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
+    settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
+    preflight.require_root("capbench run")
+    preflight.require_ip()
+    preflight.check_engine(c.engine)
+    preflight.check_profiles(c, str(binaries.gen))
+    preflight.check_backend_args(c, str(binaries.cap))
+    if c.custom_cpus is not None:
+        gen, rx, cap = c.custom_cpus
+        preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
+    for proc_cpu in c.proc_cpus or ():
+        preflight.check_cpus(proc_cpus=proc_cpu)
+    rx_mode, napi_sched = rx_mode_of(args, resume)
+    opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
+                             command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune,
+                             rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks())
+    return runner.execute(c, opts, binaries, resume=resume)
+
+
+def callbacks() -> runner.RunCallbacks:
+    """What the runner shows while and after it runs: a line per trial and per step, the tables,
+    the report; the repetitions whose scatter run.json warns about."""
+
+    def on_step(done: int, total: int, step: campaign.Step, left_s: float) -> None:
+        line = console.step_progress(done, total, step, left_s)
+        if line is not None:
+            note(line)
+
+    return runner.RunCallbacks(on_trial=lambda *trial: note(console.trial_progress(*trial)), on_step=on_step,
+                               show_results=console.print_results, write_report=write_run_report,
+                               repeated=tables.repeated_rates)
+
+
+def write_run_report(path: Path) -> None:
+    """The report at the end of a run. The results are already on disk, so a report that cannot
+    be written is a note, not a failed run."""
+    from capbench.report import writer  # matplotlib loads only for the commands that draw
+
+    try:
+        report = writer.write_report(path)
+    except (CapbenchError, OSError) as e:
+        note(f"report not written ({e}); `capbench report {path}` tries again")
+        return
+    note(writer.outcome_line(report))

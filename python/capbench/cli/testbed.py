@@ -1,0 +1,123 @@
+"""`capbench testbed up|down|status`: a veth test bed built and kept for work by hand, removed,
+or listed with its owner and the host settings test beds hold."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from capbench import owners
+from capbench.campaign.results import read_run
+from capbench.cli.described import from_declarations, own_xdp_names
+from capbench.errors import UsageError
+from capbench.testbed import host_sysctl, preflight, rxmode
+from capbench.testbed import veth_pair as testbed
+
+
+def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]:
+    """The receive model of a run (checked), a resumed run's own from its run.json."""
+    if resume is not None:
+        bed = (read_run(resume) or {}).get("testbed") or {}
+        mode, sched = bed.get("rx_mode", "rps"), bed.get("napi_sched") or rxmode.DEFAULT_NAPI_SCHED
+    else:
+        mode, sched = args.rx_mode, args.napi_sched
+    rxmode.check_mode(mode)
+    sched = rxmode.NapiSched.parse(sched).text
+    rxmode.check_available(mode)
+    return mode, sched
+
+
+def cmd_testbed(args: argparse.Namespace) -> int:
+    if getattr(args, "backlog", None) is not None:
+        host_sysctl.check_backlog(args.backlog)
+    preflight.require_root(f"capbench testbed {args.action}")
+    preflight.require_ip()
+    return {"up": _up, "down": _down, "status": _status}[args.action](args)
+
+
+def _up(args: argparse.Namespace) -> int:
+    """Build a test bed and keep it; say how to use it by hand and how to remove it."""
+    if args.rx_cpu is not None:
+        preflight.check_cpus(rx_cpu=args.rx_cpu)
+    rx_mode, napi_sched = rx_mode_of(args, None)
+    with testbed.sigterm_raises():
+        # The owner is this short-lived process: the test bed stays until `testbed down`.
+        tb = testbed.create(args.rx_cpu, purpose="testbed up", backlog=args.backlog, rx_mode=rx_mode,
+                            napi_sched=napi_sched)
+    print(f"test bed {tb.id}")
+    print(f"  generator side: namespace {tb.gen_ns}  interface {tb.gen_if}  MAC {tb.gen_mac}")
+    print(f"  capture side:   namespace {tb.cap_ns}  interface {tb.cap_if}  MAC {tb.cap_mac}")
+    print(f"  capbench-gen sends to {tb.dst_mac} (no interface has it: the capture side sees other-host frames)")
+    if tb.rx_mode == "napi":
+        where = "the CPU the scheduler picks (no --rx-cpu)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu}"
+        print(f"  kernel receive work on the capture side: a NAPI thread, to go on {where} with {tb.napi_sched}")
+        print(f"  note: the kernel starts the thread napi/{tb.cap_if}-N when an XDP program is attached; "
+              f"`capbench run` places it per trial; by hand: `echo 1 > /sys/class/net/{tb.cap_if}/threaded` "
+              f"in {tb.cap_ns}, then `taskset -pc CPU PID` and `chrt -f -p PRIO PID`")
+    else:
+        rps = "not steered (the sending CPU)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu} (RPS)"
+        print(f"  kernel receive work on the capture side: {rps}")
+    if args.backlog is not None:
+        print(f"  net.core.netdev_max_backlog: at least {args.backlog} until `down`")
+    print(f"  note: frames of the xdp engine reach {tb.cap_if} only while an XDP program is attached")
+    print(f"  there (veth needs it for NAPI): run `capbench-xdpcount --iface {tb.cap_if}` in {tb.cap_ns},")
+    own_xdp = from_declarations(lambda: " or ".join(own_xdp_names()), "NAME of one with its own XDP program")
+    print(f"  capture with --backend {own_xdp} (they attach their own), or send with --engine afpacket")
+    print(f"remove it with: capbench testbed down {tb.id}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    """Remove test bed ID (not under a running owner without --force), or every one no running
+    capbench owns."""
+    if args.force and args.id is None:
+        raise UsageError("--force needs the ID of the test bed to remove: see `capbench testbed status`")
+    if args.id is not None:
+        if not re.fullmatch(r"[0-9a-f]{6}", args.id):
+            raise UsageError(f"{args.id!r} is not a test bed id (6 hex digits): see `capbench testbed status`")
+        if not args.force:
+            st = testbed.read_state(args.id)
+            if st is not None and testbed.owner_alive(st):
+                raise UsageError(f"test bed {args.id} is in use by pid {st.get('owner_pid')} "
+                                 f"({st.get('purpose', 'run')}): let that run end (it removes its test bed), "
+                                 f"or add --force to remove it under the run")
+        if not testbed.destroy(args.id):
+            raise UsageError(f"no test bed {args.id}: see `capbench testbed status`")
+        print(f"removed test bed {args.id}")
+        return 0
+    removed, kept = testbed.destroy_stale()
+    for tb_id in removed:
+        print(f"removed test bed {tb_id}")
+    for info in kept:
+        print(f"kept test bed {info.id}: in use by pid {info.state['owner_pid']}")
+    if not removed and not kept:
+        print("no test beds")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:  # noqa: ARG001
+    """Every test bed with its owner, and the host settings test beds hold."""
+    infos = testbed.list_testbeds()
+    if not infos:
+        print("no test beds")
+        return 0
+    for info in infos:
+        st = info.state or {}
+        if info.in_use:
+            owner = f"in use by pid {st.get('owner_pid')} ({st.get('purpose', 'run')})"
+        elif info.state is None:
+            owner = "leftover without state file (`down` removes it)"
+        else:
+            owner = f"{st.get('purpose', 'run')}, no running owner (`down` removes it)"
+        if "gen_if" in st:
+            rx = "not steered" if st.get("rx_cpu") is None else st["rx_cpu"]
+            where = f"{st['gen_ns']}/{st['gen_if']} -> {st['cap_ns']}/{st['cap_if']}, rx CPU {rx}"
+        else:
+            where = " ".join(info.namespaces) or "(namespaces gone)"
+        print(f"{info.id}  {where}  created {st.get('created_at', '?')}  {owner}")
+    for path, entry in owners.HostSettings().held().items():
+        beds = ", ".join(sorted(entry["holders"]))
+        print(f"{entry.get('key') or path} = {entry['set']}, held by test bed(s) {beds}: "
+              f"back to {entry['original']} when the last of them is removed")
+    return 0

@@ -1,0 +1,106 @@
+"""A run on the terminal: the line of each trial and the progress bars while it runs, and at its
+end the tables, the methods' answers and what to try when rows are lower bounds. `capbench run`
+hands these to the campaign runner as its callbacks (campaign.runner.RunCallbacks): the
+campaign layer draws nothing itself."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from capbench.campaign.matrix import Step
+from capbench.errors import CapbenchError
+from capbench.methods import registry
+from capbench.methods.verdict import LOWER_BOUND, measured, verdict, way_forward
+from capbench.report import tables
+from capbench.trial.accounting import format_pct
+from capbench.trial.measure import TrialResult
+
+
+def progress_bar(done: int, total: int, width: int = 24) -> str:
+    """[#########---------------] for done of total (plain text: it reads the same in a log)."""
+    filled = round(width * done / total) if total else width
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+def trial_line(n: int, r: TrialResult) -> str:
+    offered = tables.offered_cell(r)
+    loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
+    one = r.method in registry.REGISTRY and registry.get(r.method).answer_type is None  # a trial is its result
+    what = r.method if one else f"{r.method} {r.purpose}"
+    line = (f"[{n}] {what:<16} {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} pps  "
+            f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
+    if r.unexplained:
+        line += f"  UNEXPLAINED {r.unexplained:,}"
+    if verdict(r) == LOWER_BOUND:
+        line += "  (generator short, nothing lost: a lower bound)"
+    return line
+
+
+def way_forward_lines(trials: Sequence[TrialResult]) -> list[str]:
+    """Under the tables, when rows are lower bounds: how many, and what to do (verdict.way_forward)."""
+    steps = way_forward(trials)
+    if not steps:
+        return []
+    short = sum(1 for r in trials if not measured(r))
+    what = "No trial measured" if short == len(trials) else f"{short} of {len(trials)} trials did not measure"
+    return ([f"{what} the capture: the generator fell short of the offered load and nothing was lost, so those "
+             f"rows are lower bounds, not results. To measure them, try:"]
+            + [f"  - {step}" for step in steps])
+
+
+def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
+    """The answers of the searches, one line each in the method's words (MethodAnswer.text): RFC
+    2544 throughput, MLR's NDR/PDR, a sweep's first loss, ... An answer that the generator bounded
+    (it could not hold the next rate: `bounded_by`) says "generator-bound (a lower bound)", never
+    reads as the capture's limit; lines from before `bounded_by` read as they did; a line of a
+    method this capbench does not know says so in one line."""
+    if not outcomes:
+        return None
+    t = Table(title="Method answers (searches.jsonl; every trial in trials.jsonl)", title_justify="left")
+    for h in ("Method", "Backend", "Frame [B]", "Placement", "Answer", "Trials", "Trial time [s]"):
+        t.add_column(Text(h), justify="right" if h in ("Frame [B]", "Trials", "Trial time [s]") else "left")
+    for o in outcomes:
+        try:
+            a = registry.answer_from_json(o)
+        except (CapbenchError, TypeError, ValueError, KeyError, AttributeError) as e:
+            t.add_row(str(o.get("method", "?")), str(o.get("backend", "?")), str(o.get("frame_len", "?")),
+                      str(o.get("pin") or ""), f"not read: {e}", "", "")
+            continue
+        t.add_row(a.method, a.backend, str(a.frame_len), a.pin or "", a.text(), str(a.trials),
+                  f"{a.total_trial_s:.1f}")
+    return t
+
+
+def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]],
+                  console: Console | None = None) -> None:
+    if console is None:
+        console = Console() if sys.stdout.isatty() else Console(width=120)
+    # iperf-like tables from the iperf trials, the RFC 2544 (#1 A:A / #2 A:B), MLR and
+    # back-to-back answers of searches.jsonl, the sweeps; then every answer as one table.
+    tables.print_tables(trials, console, outcomes)
+    table = outcome_table(outcomes)
+    if table is not None:
+        console.print(table)
+    for line in way_forward_lines(trials):
+        console.print(Text(line))
+
+
+def trial_progress(n: int, total: int, left_s: float, number: int, r: TrialResult) -> str:
+    """The line after each trial (RunCallbacks.on_trial): the bar of this invocation's trials, the
+    time left, and the trial (`number`: its place in the run, a resumed run's earlier ones counted)."""
+    return f"{progress_bar(n, total, 12)} {n}/~{total} ~{left_s / 60:.1f} min left {trial_line(number, r)}"
+
+
+def step_progress(done: int, total: int, step: Step, left_s: float) -> str | None:
+    """The line after each step of several trials (RunCallbacks.on_step); None after a one-trial
+    step, whose trial line said it."""
+    if registry.get(step.method).answer_type is None:
+        return None
+    return (f"{progress_bar(done, total)} step {done}/{total} done ({step.method}, {step.backend}, "
+            f"{step.size}, {step.pin}); about {left_s / 60:.1f} min left")
