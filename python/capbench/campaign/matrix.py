@@ -408,7 +408,7 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
           name: str = Campaign.name, where: str = "", custom_cpus: tuple | None = None,
           name_of: Callable[[str], str] = str) -> Campaign:
     """A checked campaign from its [campaign] keys and [[matrix]] tables: what a campaign file
-    holds, and what `capbench run`'s flags say (cli.py). Every problem is one UsageError that
+    holds, and what `capbench run`'s flags say (cli/run.py). Every problem is one UsageError that
     names the key as the user wrote it (`name_of`: the key itself, or its --flag)."""
     try:
         base = matrix_from(top, Matrix(), f"{where}[campaign]" if where else "",
