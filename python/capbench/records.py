@@ -6,12 +6,16 @@ beside the constant, and a loader that turns each older shape into today's, or r
 it does not know in one line. Here a record class declares each field once (name, type, default)
 and the rest is derived from that declaration:
 
-- the JSON a record is written as (`to_json`: its version first, tuples as lists);
-- the check of a loaded value (`type_problem`: a value of another type is one line naming the
-  field);
-- the record read back (`from_json`: lists back into tuples, keys of newer writers left out, and
-  a field the record lacks takes its default: a field added within a version gets the default
-  that says what records written before it measured);
+- the JSON a record is written as (`to_json`: its version first, tuples as lists, a record
+  inside a record as an object: `plain`);
+- the check of a loaded value (`type_problem`, `fields_problem`: a value of another type is one
+  line naming the field, inside a nested record too: `goals[1].loss_ratio is "x", not float`);
+- the record read back (`from_json`: lists back into tuples, objects back into the records a
+  field declares, a whole number into a float field as a float, keys of newer writers left out,
+  and a field the record lacks takes its default: a field added within a version gets the
+  default that says what records written before it measured);
+- what an older writer left out or wrote as null (`filled`: the field's default, else the empty
+  value of its type), for an upgrade step whose older readers took that;
 - the version a loader reads (`upgrade`: an older version through its step to the next, a newer
   one or a value that is no version refused).
 """
@@ -76,6 +80,8 @@ def conforms(value: Any, tp: Any) -> bool:
         if not isinstance(value, dict):
             return False
         return not args or all(conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items())
+    if dataclasses.is_dataclass(tp):
+        return isinstance(value, dict) and fields_problem(tp, value) is None
     return True  # a type this check does not know: the record's constructor judges
 
 
@@ -91,6 +97,36 @@ def short(value: Any) -> str:
 def type_problem(name: str, value: Any, tp: Any) -> str | None:
     """`name is VALUE, not TYPE` when a JSON value cannot stand for a field of type `tp`."""
     return None if conforms(value, tp) else f"{name} is {short(value)}, not {type_text(tp)}"
+
+
+def _records_in(tp: Any) -> type | None:
+    """The record class a field of type `tp` holds a tuple of (`tuple[Goal, ...]`), if any."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is tuple and args and dataclasses.is_dataclass(args[0]):
+        return args[0]
+    return None
+
+
+def fields_problem(cls: type, record: Mapping[str, Any], where: str = "") -> str | None:
+    """The first field of `record` (a JSON object of record class `cls`) whose value cannot stand
+    for its declared type, as one line (`type_problem`); a record inside it (a field declared as
+    a tuple of records) is judged field by field, its fields named by where they stand
+    (`goals[1].loss_ratio`). Fields the object lacks are the constructor's to judge."""
+    for name, tp in field_types(cls).items():
+        if name not in record:
+            continue
+        value, inner = record[name], _records_in(tp)
+        if inner is not None and isinstance(value, list):
+            for i, item in enumerate(value):
+                at = f"{where}{name}[{i}]"
+                if not isinstance(item, dict):
+                    return f"{at} is {short(item)}, not an object"
+                problem = fields_problem(inner, item, at + ".")
+                if problem:
+                    return problem
+        elif problem := type_problem(where + name, value, tp):
+            return problem
+    return None
 
 
 def numbers(value: Any) -> Iterator[int | float]:
@@ -141,9 +177,20 @@ def control_text(value: Any) -> str | None:
     return None
 
 
+def plain(value: Any) -> Any:
+    """A value as JSON holds it: a record as an object of its fields in order, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [plain(x) for x in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
 def to_json(record: Any, version_key: str = "schema") -> dict[str, Any]:
     """A record as the JSON object it is written as: its version first, then its fields in order."""
-    d = dataclasses.asdict(record)
+    d = plain(record)
     return {version_key: d.pop(version_key), **d}
 
 
@@ -152,10 +199,30 @@ def _tuples(v: Any) -> Any:
     return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
 
-def _is_tuple(tp: Any) -> bool:
-    if typing.get_origin(tp) in (types.UnionType, typing.Union):
-        return any(_is_tuple(a) for a in typing.get_args(tp))
-    return tp is tuple or typing.get_origin(tp) is tuple
+def _arms(tp: Any) -> tuple[Any, ...]:
+    """The types a field of type `tp` may hold (a union's arms)."""
+    return typing.get_args(tp) if typing.get_origin(tp) in (types.UnionType, typing.Union) else (tp,)
+
+
+def _read(tp: Any, v: Any, what: str) -> Any:
+    """A JSON value as a field of type `tp` holds it: lists as tuples, objects as the records the
+    type declares (`tuple[Goal, ...]`), a whole number where the type wants a float as a float
+    (the same number: the record holds one type)."""
+    arms = _arms(tp)
+    if isinstance(v, dict):
+        cls = next((a for a in arms if dataclasses.is_dataclass(a)), None)
+        return from_json(cls, v, what) if cls is not None else v
+    if isinstance(v, list):
+        tup = next((a for a in arms if a is tuple or typing.get_origin(a) is tuple), None)
+        if tup is None:
+            return v
+        args = typing.get_args(tup)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_read(args[0], x, what) for x in v)
+        return _tuples(v)
+    if isinstance(v, int) and not isinstance(v, bool) and float in arms and int not in arms:
+        return float(v)
+    return v
 
 
 def from_json(cls: type, record: Mapping[str, Any], what: str) -> Any:
@@ -164,9 +231,40 @@ def from_json(cls: type, record: Mapping[str, Any], what: str) -> Any:
     RecordError ("corrupt") when a field without a default is missing."""
     fields = field_types(cls)
     try:
-        return cls(**{k: _tuples(v) if _is_tuple(fields[k]) else v for k, v in record.items() if k in fields})
+        return cls(**{k: _read(fields[k], v, what) for k, v in record.items() if k in fields})
     except TypeError as e:
         raise RecordError("corrupt", f"not a capbench {what}: {e}") from None
+
+
+def _empty(tp: Any) -> Any:
+    """What a reader that took a missing value as nothing read for a field of type `tp`: None
+    where the type holds it, else 0, 0.0, false, "", an empty list or object."""
+    arms = _arms(tp)
+    if type(None) in arms:
+        return None
+    base = typing.get_origin(arms[0]) or arms[0]
+    return {bool: False, int: 0, float: 0.0, str: ""}.get(base, [] if base in (tuple, list) else {})
+
+
+def filled(cls: type, record: Mapping[str, Any]) -> dict[str, Any]:
+    """`record` with each field of record class `cls` that it lacks or holds as null where the
+    type holds no null given its default, or the empty value of its type when it has none
+    (`_empty`), in the records inside it too: the reading of a writer that left out what it
+    did not know, in an upgrade step."""
+    out = dict(record)
+    for f in dataclasses.fields(cls):
+        tp = field_types(cls)[f.name]
+        value, inner = out.get(f.name), _records_in(tp)
+        if inner is not None and isinstance(value, list):
+            out[f.name] = [filled(inner, x) if isinstance(x, dict) else x for x in value]
+        elif value is None and (f.name not in out or not conforms(None, tp)):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = f.default_factory()
+            else:
+                out[f.name] = _empty(tp)
+    return out
 
 
 def upgrade(record: dict[str, Any], *, current: int, steps: Mapping[int, Callable[[dict], dict]], what: str,

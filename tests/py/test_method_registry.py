@@ -12,6 +12,7 @@ from capbench.campaign import plan
 from capbench.campaign import matrix as cmod
 from capbench.campaign import execute as campaign_run
 from capbench.errors import UsageError
+from capbench.records import RecordError
 from capbench.methods import dispatch, registry
 from capbench.methods.method import Figures, Method, MethodAnswer, MethodSettings
 from capbench.methods.simulated import SimulatedDevice
@@ -119,10 +120,82 @@ def test_unknown_methods_and_versions_are_one_clear_line():
         registry.answer_from_json({"method": "fastest", "backend": "pcap", "frame_len": 64})
     with pytest.raises(UsageError, match="an answer of method 'iperf'"):
         registry.answer_from_json({"method": "iperf", "backend": "pcap", "frame_len": 64})
-    with pytest.raises(UsageError, match="schema 99: this capbench reads up to 2"):
+    with pytest.raises(RecordError, match=r"^rfc2544 answer schema 99 \(a newer capbench's\), this capbench reads 1 to 2$"):
         registry.answer_from_json(V1[0] | {"schema": 99})
     text = _table([V1[0], {"method": "fastest", "backend": "pcap", "frame_len": 64, "trials": 3}])
     assert "throughput 279,018 pps" in text and "fastest" in text and "not read: an answer of method" in text
+
+
+def _v2(method: str) -> dict:
+    """A line of today's version, of `method`, from the version-1 fixture read and written again."""
+    return registry.answer_from_json(next(o for o in V1 if o["method"] == method)).to_json()
+
+
+@pytest.mark.parametrize("method, change, why", [
+    ("rfc2544", {"verified": "yes"}, 'verified is "yes", not bool'),
+    ("rfc2544", {"throughput_pps": None}, "throughput_pps is null, not float"),
+    ("rfc2544", {"verification_failures_pps": [1.0, "x"]}, 'verification_failures_pps is [1.0, "x"], not'),
+    ("back2back", {"longest_frames": [3.5]}, "longest_frames is [3.5], not"),
+    ("latency", {"latency": {"p50_ns": "1"}}, 'latency is {"p50_ns": "1"}, not'),
+    ("mlr", {"goals": [{"name": "NDR", "loss_ratio": "0"}]}, 'goals[0].loss_ratio is "0", not float'),
+    ("mlr", {"goals": [7]}, "goals[0] is 7, not an object"),
+    ("sweep", {"points": [{"step": 1, "load_pps": 1.0, "sent": 2.5}]}, "points[0].sent is 2.5, not int"),
+    ("sweep", {"step": 5}, "step is 5, not str | None"),
+])
+def test_a_line_of_this_version_is_read_strictly(method, change, why):
+    """Today's version is read as strictly as the trial record: a field of another type, in a goal
+    or step too, is one line naming it (an older version's leniency is its upgrade step's)."""
+    line = _v2(method) | change
+    with pytest.raises(RecordError) as e:
+        registry.answer_from_json(line)
+    assert str(e.value).startswith(f"{method} answer: {why}") and "\n" not in str(e.value)
+    assert e.value.kind == "invalid"
+    del line["schema"]  # the same values in a version-1 line: null is what its readers took as 0
+    if change.get("throughput_pps", 1) is None:
+        assert registry.answer_from_json(line).throughput_pps == 0.0
+
+
+def test_a_field_every_version_has_is_missing_in_one_line():
+    line = _v2("rfc2544")
+    del line["throughput_pps"]
+    with pytest.raises(RecordError, match=r"^not a capbench rfc2544 answer: .*'throughput_pps'$"):
+        registry.answer_from_json(line)
+    del line["schema"]  # version 1: its readers took a missing figure as 0
+    assert registry.answer_from_json(line).throughput_pps == 0.0
+
+
+def test_the_version_1_step_fills_what_older_code_left_out():
+    """The upgrade step from version 1 (MethodAnswer.from_v1): a field the line lacks or holds as
+    null takes its default, else 0, false or empty (None where the field may be None), in the
+    goals and steps too; and the result is a line of today's shape, read strictly."""
+    line = {"method": "sweep", "backend": "pcap", "frame_len": 64, "trial_s": None, "steps": None,
+            "points": [{"step": 1, "load_pps": 10.0, "sent": None, "received": 5}]}
+    up = registry.get("sweep").answer_type.from_v1(line)
+    assert up["link_bps"] == 0.0 and up["trials"] == 0 and up["short_steps_pps"] == [] and up["bounded_by"] is None
+    assert up["steps"] is None and up["trial_s"] is None and up["step"] is None
+    assert up["points"][0] | {} == {"step": 1, "load_pps": 10.0, "sent": 0, "received": 5, "lost": 0, "rx_pps": 0.0,
+                                    "app_cpu_pct": None, "kernel_cpu_pct": None, "invalid_offered_load": False,
+                                    "verdict": ""}
+    a = registry.answer_from_json(line)
+    assert a.points[0].sent == 0 and a.points[0].received == 5 and a.total_pause_s == 0.0
+    assert type(a).from_json(a.to_json()) == a
+
+
+def test_a_line_of_this_version_with_a_wrong_type_is_one_line_in_the_report(tmp_path):
+    import shutil
+
+    from capbench.report.load import load_run
+
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run-searches-v1", run)
+    bad = _v2("sweep")
+    bad["points"] = [dict(bad["points"][0], sent="many")] + bad["points"][1:]
+    with (run / "searches.jsonl").open("a") as f:
+        f.write(json.dumps(bad) + "\n")
+    data = load_run(run)
+    [note] = [n for n in data.notes if "line 11" in n]
+    assert 'sweep answer: points[0].sent is "many", not int' in note and "\n" not in note
+    assert len(data.outcomes) == len(V1)
 
 
 def _table(outcomes):

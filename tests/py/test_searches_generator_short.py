@@ -173,8 +173,10 @@ def run_method(method, capacity=None, **kw):
 
 def old_line(o: dict) -> dict:
     """A searches.jsonl line as written before bounded_by: no new fields, an RFC 2544 line's
-    lowest_lossy_pps the bracket's upper end, an MLR goal without its generator note."""
+    lowest_lossy_pps the bracket's upper end, an MLR goal without its generator note; and no
+    schema (version 1: lines were typed, version 2, after bounded_by came)."""
     o = dict(o)
+    del o["schema"]
     if o["method"] == "rfc2544":
         o["lowest_lossy_pps"] = o.pop("upper_bound_pps")
         o["notes"] = [n for n in o["notes"] if "generator" not in n]

@@ -6,7 +6,8 @@ A method (`capbench run --method NAME`) runs at one backend x frame length at a 
 its *answer*, a frozen dataclass (`MethodAnswer`) that goes to searches.jsonl as one line
 (`to_json`) and is read back by `from_json` — lines of every earlier version included
 (a line without `schema` is version 1, written before answers were typed: the same field
-names, fewer of them; see each answer's `from_json`). A constant-load method has no answer:
+names, fewer of them; its upgrade step is each answer's `from_v1`). Both go through
+capbench.records, as the trial and run records do. A constant-load method has no answer:
 its trials are its result.
 
 The method also declares what the rest of capbench asks of it, once: its defaults (trial
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from capbench.errors import UsageError
 from capbench.methods.measurer import SearchTrial
 from capbench.methods.verdict import CAPTURE_AT_SENT_RATE, GENERATOR, SET_BY_GENERATOR, STOPPED_BY_GENERATOR
+from capbench.records import RecordError, fields_problem, filled, from_json, plain, upgrade
 from capbench.trial.measure import TrialResult
 
 DEFAULT_PAUSE_S = 2.0  # before each trial of a search, sweep or burst
@@ -117,52 +118,6 @@ def _tag(default: Any = None) -> Any:
     return field(default=default, kw_only=True)
 
 
-# The reading of a field's value from a JSON line, by its annotation: a line may leave a field out
-# or hold null where an older version wrote nothing (the readers then took 0, false or empty).
-def _reader(tp: Any) -> Callable[[Any], Any]:
-    text = str(tp)
-    if typing.get_origin(tp) is tuple:
-        inner = typing.get_args(tp)[0]
-        item = inner.from_json if dataclasses.is_dataclass(inner) else _reader(inner)
-        return lambda v: tuple(item(x) for x in v or ())
-    if "None" in text:
-        base = next(a for a in typing.get_args(tp) if a is not type(None))
-        read = _reader(base)
-        return lambda v: None if v is None else read(v)
-    if tp is float:
-        return lambda v: float(v or 0.0)
-    if tp is int:
-        return lambda v: int(v or 0)
-    if tp is bool:
-        return bool
-    if tp is str:
-        return lambda v: str(v or "")
-    if typing.get_origin(tp) is dict or tp is dict:
-        return lambda v: dict(v or {})
-    return lambda v: v
-
-
-def read_fields(cls: type, d: dict[str, Any]) -> dict[str, Any]:
-    """The fields of dataclass `cls` from the JSON object `d`, each read by its annotation; one that
-    `d` lacks keeps its default, or the empty value of its type when it has none."""
-    hints = typing.get_type_hints(cls)
-    out = {}
-    for f in dataclasses.fields(cls):
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        if f.name in d or not has_default:
-            out[f.name] = _reader(hints[f.name])(d.get(f.name))
-    return out
-
-
-def plain(value: Any) -> Any:
-    """A value as JSON holds it: tuples as lists, dataclasses as objects."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (tuple, list)):
-        return [plain(x) for x in value]
-    return value
-
-
 CAMPAIGN_TAGS = ("step", "repeat", "pin", "app_load", "procs", "size")
 
 
@@ -198,12 +153,11 @@ class MethodAnswer:
     def to_json(self) -> dict[str, Any]:
         """The searches.jsonl line: schema, method, the fields (their names as version 1 had
         them), then the campaign's tags if it tagged the answer."""
-        own = [f.name for f in dataclasses.fields(self) if f.name not in CAMPAIGN_TAGS]
-        out: dict[str, Any] = {"schema": self.SCHEMA, "method": self.METHOD}
-        out |= {name: plain(getattr(self, name)) for name in own}
-        out |= self.extra_json()
+        fields = plain(self)
+        tags = {name: fields.pop(name) for name in CAMPAIGN_TAGS}
+        out: dict[str, Any] = {"schema": self.SCHEMA, "method": self.METHOD, **fields, **self.extra_json()}
         if self.step is not None:  # tagged by the campaign: every tag, as it was set (app_load None: the default)
-            out |= {name: getattr(self, name) for name in CAMPAIGN_TAGS}
+            out |= tags
         return out
 
     def extra_json(self) -> dict[str, Any]:
@@ -212,17 +166,24 @@ class MethodAnswer:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> MethodAnswer:
-        """The answer of a searches.jsonl line of any version up to SCHEMA (UsageError for a later one)."""
-        version = d.get("schema", 1)
-        if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= cls.SCHEMA:
-            raise UsageError(f"a {cls.METHOD} answer of schema {version!r}: this capbench reads up to "
-                             f"{cls.SCHEMA}")
-        return cls(**read_fields(cls, cls.upgrade(d, version)))
+        """The answer of a searches.jsonl line of any version up to SCHEMA: an older one through
+        its upgrade step, then read as strictly as the trial record (capbench.records). One
+        RecordError otherwise: a version this capbench does not read, a field of another type,
+        a field every version has missing."""
+        what = f"{cls.METHOD} answer"
+        line = upgrade({"schema": 1} | d, current=cls.SCHEMA, steps={1: cls.from_v1}, what=what)
+        problem = fields_problem(cls, line)
+        if problem:
+            raise RecordError("invalid", f"{what}: {problem}")
+        return from_json(cls, line, what)
 
     @classmethod
-    def upgrade(cls, d: dict[str, Any], version: int) -> dict[str, Any]:
-        """A line of an earlier version in today's terms (the fields its readers derived then)."""
-        return d
+    def from_v1(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """A version-1 line (capbench before answers were typed: no schema, the same field names,
+        fewer of them) in version 2's shape, as its readers took it: a field it lacks or holds as
+        null takes its default, or 0, false or empty (None where the field may be None). An
+        answer whose version 1 said something in other words first puts it in today's."""
+        return filled(cls, d)
 
     @staticmethod
     def common(r: Any, backend: str) -> dict[str, Any]:

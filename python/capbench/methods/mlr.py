@@ -89,7 +89,7 @@ from capbench.methods.measurer import (
     same_load,
 )
 from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
-                                     MethodSettings, Metric, held_text, load_of, read_fields, tagger,
+                                     MethodSettings, Metric, held_text, load_of, tagger,
                                      without_bound_notes)
 from capbench.methods.rfc2544 import RFC2544_TRIAL_S
 from capbench.methods.verdict import (
@@ -472,11 +472,6 @@ class MlrGoalAnswer:
     throughput_pps: float = 0.0
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> MlrGoalAnswer:
-        # A line without the throughput names the lower bound only: that is the throughput.
-        return cls(**read_fields(cls, d | {"throughput_pps": d.get("throughput_pps") or d.get("lower_bound_pps")}))
-
-    @classmethod
     def of(cls, g: GoalResult) -> MlrGoalAnswer:
         return cls(**dataclasses.asdict(g), throughput_pps=g.throughput_pps)
 
@@ -494,6 +489,15 @@ class MlrAnswer(MethodAnswer):
     precision_pct: float
     final_trial_s: float | None
     goals: tuple[MlrGoalAnswer, ...]
+
+    @classmethod
+    def from_v1(cls, d: dict[str, Any]) -> dict[str, Any]:
+        # A goal without the throughput names the lower bound only: that is the throughput.
+        goals = d.get("goals")
+        if isinstance(goals, list):
+            d = d | {"goals": [g | {"throughput_pps": g.get("throughput_pps") or g.get("lower_bound_pps")}
+                               if isinstance(g, dict) else g for g in goals]}
+        return super().from_v1(d)
 
     @classmethod
     def of(cls, r: MlrResult, backend: str) -> MlrAnswer:

@@ -36,7 +36,8 @@ def get(name: str) -> Method:
 
 
 def answer_from_json(line: dict[str, Any]) -> MethodAnswer:
-    """The typed answer of a searches.jsonl line, of any version (MethodAnswer.from_json); UsageError
+    """The typed answer of a searches.jsonl line, of any version (MethodAnswer.from_json: a
+    RecordError in one line for a version it does not read or a field of another type); UsageError
     with one line for a method this capbench does not know or that has no answer."""
     name = line.get("method")
     method = REGISTRY.get(name) if isinstance(name, str) else None

@@ -273,9 +273,9 @@ class Rfc2544Answer(MethodAnswer):
     notes: tuple[str, ...]
 
     @classmethod
-    def upgrade(cls, d: dict[str, Any], version: int) -> dict[str, Any]:
+    def from_v1(cls, d: dict[str, Any]) -> dict[str, Any]:
         # A line from before bounded_by names the bracket's upper end lowest_lossy_pps.
-        return d if "bounded_by" in d else d | {"upper_bound_pps": d.get("lowest_lossy_pps")}
+        return super().from_v1(d if "bounded_by" in d else d | {"upper_bound_pps": d.get("lowest_lossy_pps")})
 
     @classmethod
     def of(cls, r: Rfc2544Result, backend: str) -> Rfc2544Answer:

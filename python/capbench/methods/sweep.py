@@ -40,7 +40,7 @@ from capbench.methods.measurer import (
     check_trial_s,
 )
 from capbench.methods.method import (DEFAULT_STEPS, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method,
-                                     MethodAnswer, MethodSettings, Metric, held_text, load_of, read_fields, tagger)
+                                     MethodAnswer, MethodSettings, Metric, held_text, load_of, tagger)
 from capbench.methods.verdict import (
     CAPTURE_LOSS,
     GENERATOR,
@@ -216,10 +216,6 @@ class SweepStepAnswer:
     kernel_cpu_pct: float | None = None
     invalid_offered_load: bool = False
     verdict: str = ""
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> SweepStepAnswer:
-        return cls(**read_fields(cls, d))
 
     @classmethod
     def of(cls, p: SweepPoint) -> SweepStepAnswer:
