@@ -314,6 +314,21 @@ static void wrap(FILE *out, const char *text, int col, int at)
 	}
 }
 
+/* A bytes default as the help's examples and cb_parse_bytes write it: 2M, not
+ * 2097152 (k, M, G: powers of 1024). */
+static void bytes_text(uint64_t v, char *buf, size_t len)
+{
+	static const char suffix[] = "kMG";
+	int s = 0;
+
+	v /= 1024;
+	while (s < 2 && v % 1024 == 0) {
+		v /= 1024;
+		s++;
+	}
+	snprintf(buf, len, " (default %llu%c)", (unsigned long long)v, suffix[s]);
+}
+
 static void default_text(const struct cb_opt *o, char *buf, size_t len)
 {
 	buf[0] = 0;
@@ -323,6 +338,8 @@ static void default_text(const struct cb_opt *o, char *buf, size_t len)
 		snprintf(buf, len, " (default %s)", o->def_text);
 	else if (o->type == CB_OPT_CHOICE)
 		snprintf(buf, len, " (default %s)", cb_opt_choice_name(o->choices, (int)o->def));
+	else if (o->type == CB_OPT_BYTES && o->def && o->def % 1024 == 0)
+		bytes_text(o->def, buf, len);
 	else
 		snprintf(buf, len, " (default %llu)", (unsigned long long)o->def);
 }

@@ -147,6 +147,16 @@ static const struct gen_engine *find_engine(const char *name)
 	cb_usage_error("unknown engine '%s': use %s", name, names);
 }
 
+/* The first engine that sends a capture's frames (caps.replay): --replay's
+ * engine when none is given, and the one its error line names. */
+static const struct gen_engine *replay_engine(void)
+{
+	for (int i = 0; gen_engines[i]; i++)
+		if (gen_engines[i]->caps.replay)
+			return gen_engines[i];
+	cb_usage_error("--replay: no engine of this capbench-gen sends a capture's frames");
+}
+
 static void set_tables(struct cb_opt_set *s)
 {
 	cb_opt_set_init(s, common_options, "--engine");
@@ -541,7 +551,8 @@ void gen_configure(int argc, char **argv, struct gen_plan *plan)
 	struct cb_rate rate;
 
 	parse_args(argc, argv, &args, &opts);
-	plan->engine = find_engine(args.engine ? args.engine : args.replay ? "afpacket" : DEFAULT_ENGINE);
+	plan->engine = args.engine ? find_engine(args.engine) : args.replay ? replay_engine() :
+		       find_engine(DEFAULT_ENGINE);
 	if (args.replay)
 		load_replay(&args, plan);
 	else if (args.loop)
@@ -575,9 +586,9 @@ static void load_replay(const struct gen_args *a, struct gen_plan *plan)
 	char errbuf[512];
 	int mtu, err;
 
-	if (strcmp(plan->engine->name, "afpacket"))
-		cb_usage_error("--replay works with --engine afpacket (the xdp engine sends one "
-			       "template frame)");
+	if (!plan->engine->caps.replay)
+		cb_usage_error("--replay works with --engine %s (the %s engine does not replay "
+			       "captures)", replay_engine()->name, plan->engine->name);
 	if (!a->iface && !a->check)
 		cb_usage_error("no interface given: use --iface IF (see --help)");
 	mtu = check_mtu(a);

@@ -107,6 +107,9 @@ OLD_RING_ARGS = {
     "xdp": [()] * len(SIZES),
 }
 OLD_RING_ARGS["fanout"] = OLD_RING_ARGS["afp-v3"]
+# The backends from before the declarations: a backend added since has no old table or set to
+# match, and adding one takes its file, a registry line and meson (docs/architecture.md), not this test.
+OLD_BACKENDS = frozenset(OLD_RING_ARGS)
 
 
 @pytest.mark.parametrize("backend", sorted(OLD_RING_ARGS))
@@ -117,9 +120,10 @@ def test_declared_rings_give_the_options_ring_args_gave(backend):
 
 
 def test_every_declared_backend_is_covered_by_the_old_table_and_preflight():
-    """The registry is complete: each backend capbench-cap lists has the ring table above, every
-    need it names has a check in preflight, and preflight checks nothing no backend can name."""
-    assert set(declared.backend_names()) == set(OLD_RING_ARGS)
+    """The registry is complete: every backend of the ring table above is still declared, every
+    need a declared backend names has a check in preflight, and preflight checks nothing no
+    backend can name."""
+    assert OLD_BACKENDS <= set(declared.backend_names())
     assert set(preflight.COVERS) <= set(preflight.NEED_CHECKS)
     for b in declared.backends():
         assert b.needs and set(b.needs) <= set(preflight.NEED_CHECKS), b.name
@@ -134,7 +138,8 @@ def test_every_declared_backend_is_covered_by_the_old_table_and_preflight():
 
 def test_capabilities_say_what_the_old_sets_said():
     """trial.py's sets, from before the declarations, as the capabilities now say them."""
-    where = declared.names_where
+    def where(test):
+        return set(declared.names_where(test)) & OLD_BACKENDS
     assert set(where(lambda b: b.own_xdp)) == {"afxdp", "xdp"}
     assert set(where(lambda b: b.xsk_stats)) == {"afxdp"}
     assert set(where(lambda b: b.queues)) == {"afxdp"}

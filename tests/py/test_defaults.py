@@ -10,7 +10,7 @@ from capbench.cli.parser import build_parser
 from capbench.cli.run import campaign_from_args
 from capbench.campaign import matrix as campaign
 from capbench.declared import backend_names
-from capbench.rates import SEED_SIZES
+from capbench.rates import LINKS_BPS, RFC2544_SIZES, SEED_SIZES
 from capbench.trial.measure import TrialSetup
 
 
@@ -50,3 +50,13 @@ def test_the_help_names_the_declared_default(flag, key):
 def test_settle_default_is_the_trials():
     assert build_parser().parse_args(["run"]).settle == f"{TrialSetup.settle_s:g}"
     assert campaign.Campaign.link_bps == TrialSetup.link_bps and campaign.Campaign.engine == TrialSetup.engine
+
+
+def test_the_help_lists_the_declared_links_and_named_sizes():
+    """--link's speeds and --sizes' named lists come from rates (LINKS_BPS, NAMED_SIZES), as parsing does."""
+    actions = _run_actions()
+    link_help = actions["link"].help
+    assert f"speed: {', '.join(LINKS_BPS)} (" in link_help, link_help
+    sizes_help = " ".join(actions["sizes"].help.split())
+    assert f"`rfc2544` ({','.join(map(str, RFC2544_SIZES))})" in sizes_help, sizes_help
+    assert f"the seed's {len(SEED_SIZES)}: {SEED_SIZES[0]},{SEED_SIZES[1]},...,{SEED_SIZES[-1]}" in sizes_help

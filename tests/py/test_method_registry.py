@@ -27,8 +27,13 @@ OLD = [json.loads(line) for name in ("run-searches-a", "run-searches-b")
        for line in (FIXTURES / name / "searches.jsonl").read_text().splitlines()]
 
 
+# The methods from before the registry. A method added since is its file and a registry line
+# (docs/architecture.md): the checks below hold it to the same rules without naming it here.
+OLD_METHODS = frozenset({"iperf", "rfc2544", "mlr", "sweep", "back2back", "latency"})
+
+
 def test_every_method_is_complete():
-    assert set(registry.METHODS) == {"iperf", "rfc2544", "mlr", "sweep", "back2back", "latency"}
+    assert OLD_METHODS <= set(registry.METHODS)
     for name, m in registry.REGISTRY.items():
         assert isinstance(m, Method) and m.name == name and m.help and "\n" not in m.help
         for own in ("run", "estimate"):
@@ -228,7 +233,7 @@ def test_the_report_reads_every_method_of_the_version_1_fixture(tmp_path):
     assert not run.notes or not any("skipped" in n for n in run.notes)
     found = answers.run_answers(run)
     tabulated = {m.name for m in registry.REGISTRY.values() if m.answer_type and m.report_answer}
-    assert {a.method for a in found} == tabulated == set(answers.SEARCH_METHODS)
+    assert {a.method for a in found} == tabulated & OLD_METHODS and tabulated == set(answers.SEARCH_METHODS)
     assert all(a.source == "searches.jsonl" and a.trials for a in found)
     by = {(a.method, a.series.backend): a for a in found}
     assert by["rfc2544", "afp-v3"].generator_bound("rfc2544_pps")  # the generator topped out at 1.2 Mpps

@@ -15,6 +15,7 @@ from capbench.cli.passthrough import PASSTHROUGH
 from capbench.declared import backend_names, engine_names
 from capbench.errors import UsageError
 from capbench.methods import registry as methods
+from capbench.rates import LINKS_BPS, RFC2544_SIZES, SEED_SIZES
 from capbench.report.keys import IDENTITY_TEXT
 from capbench.testbed import rxmode
 from capbench.trial.measure import TrialSetup
@@ -185,7 +186,7 @@ def build_parser() -> Parser:
     run = sub.add_parser("run", help="measure capture throughput (the seed's iperf-like table)",
                          description=RUN_HELP, formatter_class=_formatter, allow_abbrev=False)
     run.add_argument("--method", metavar="LIST",
-                     help="methods, comma-separated (default: iperf), of: "
+                     help=f"methods, comma-separated {_default('methods')}, of: "
                           + "; ".join(f"{m.name}: {m.help}" for m in methods.REGISTRY.values()).replace("%", "%%"))
     run.add_argument("--backends", metavar="LIST",
                      help=f"capture backends, comma-separated, of: "
@@ -193,11 +194,12 @@ def build_parser() -> Parser:
                           f"{_default('backends')}")
     run.add_argument("--sizes", metavar="LIST",
                      help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
-                          "(the seed's 13: 64,73,...,1518), `rfc2544` (64,128,256,512,1024,1280,1518), or a "
+                          f"(the seed's {len(SEED_SIZES)}: {SEED_SIZES[0]},{SEED_SIZES[1]},...,{SEED_SIZES[-1]}), "
+                          f"`rfc2544` ({','.join(map(str, RFC2544_SIZES))}), or a "
                           "mix of lengths in one trial: imix:seed (57/7/16/20 %% of 64/570/594/1518 B), "
                           "imix:simple, random:MIN-MAX, dist:FILE.csv (length,weight rows), trace:FILE.pcap "
                           f"{_default('sizes')}. An item given twice runs once: use --repeat N for repetitions")
-    run.add_argument("--link", help=f"emulated link speed: 1g, 10g, 25g, 40g, 100g {_default('link')}")
+    run.add_argument("--link", help=f"emulated link speed: {', '.join(LINKS_BPS)} {_default('link')}")
     run.add_argument("--rate",
                      help="offered load of the iperf method: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m "
                           f"or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) {_default('rate')}")
