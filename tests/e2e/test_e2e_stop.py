@@ -10,6 +10,7 @@ import signal
 import time
 
 import pytest
+from capbench import declared
 from capbench.declared import backend_names, names_where
 from capbench.testbed.procs import ChildSet
 
@@ -42,7 +43,7 @@ def not_read(backend: str, s: dict) -> int:
     """Frames the kernel handed to the counter's socket or rings that it did not read: what was left
     in the ring at the stop (the application layer's share in capbench's accounting)."""
     k = s["kernel"]
-    if backend == "afxdp":  # kernel.packets: the frames the program redirected to the socket
+    if declared.backend(backend).xsk_stats:  # kernel.packets: the frames the program redirected to the socket
         return k["packets"] - k["rx_dropped"] - k["rx_ring_full"] - s["packets"]
     return k["packets"] - k["drops"] - s["packets"]  # PACKET_STATISTICS (libpcap: ps_recv, ps_drop)
 

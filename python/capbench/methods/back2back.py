@@ -38,7 +38,7 @@ from capbench.methods.measurer import (
     TrialRunner,
     check_loss_tolerance,
 )
-from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+from capbench.methods.method import (DEFAULT_LINK_BPS, DEFAULT_PAUSE_S, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
                                      MethodSettings, Metric, tagger)
 from capbench.methods.verdict import (
     GENERATOR,
@@ -92,12 +92,12 @@ def search(
     measure_burst: BurstMeasurer,
     *,
     frame_len: int,
-    link_bps: float = 1e9,
+    link_bps: float = DEFAULT_LINK_BPS,
     max_frames: int | None = None,
     precision_frames: int | None = None,
     loss_tolerance_frames: int = 0,
     repeats: int = 1,
-    pause_s: float = 2.0,
+    pause_s: float = DEFAULT_PAUSE_S,
     pause: Pause | None = None,
     on_trial: OnTrial | None = None,
 ) -> BackToBackResult:

@@ -29,9 +29,10 @@ from capbench.errors import UsageError
 from capbench.methods.measurer import SearchTrial
 from capbench.methods.verdict import CAPTURE_AT_SENT_RATE, GENERATOR, SET_BY_GENERATOR, STOPPED_BY_GENERATOR
 from capbench.records import RecordError, fields_problem, filled, from_json, plain, upgrade
-from capbench.trial.measure import TrialResult
+from capbench.trial.measure import TrialResult, TrialSetup
 
 DEFAULT_PAUSE_S = 2.0  # before each trial of a search, sweep or burst
+DEFAULT_LINK_BPS = TrialSetup.link_bps  # a trial's own default link speed
 DEFAULT_PRECISION_PCT = 1.0  # of the wire rate
 DEFAULT_STEPS = 26  # seed 003's 26 inter-packet gaps (a sweep's offered rates)
 TRIAL_OVERHEAD_S = 0.8  # process start-up, settle and stop per trial, measured here

@@ -88,7 +88,7 @@ from capbench.methods.measurer import (
     check_trial_s,
     same_load,
 )
-from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+from capbench.methods.method import (DEFAULT_LINK_BPS, DEFAULT_PAUSE_S, DEFAULT_PRECISION_PCT, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
                                      MethodSettings, Metric, held_text, load_of, tagger,
                                      without_bound_notes)
 from capbench.methods.rfc2544 import RFC2544_TRIAL_S
@@ -393,14 +393,14 @@ def search(
     measurer: LoadMeasurer,
     *,
     frame_len: int,
-    link_bps: float = 1e9,
+    link_bps: float = DEFAULT_LINK_BPS,
     goals: Sequence[Goal] = DEFAULT_GOALS,
-    precision_pct: float = 1.0,
+    precision_pct: float = DEFAULT_PRECISION_PCT,
     final_trial_s: float = FINAL_TRIAL_S,
     initial_trial_s: float = INITIAL_TRIAL_S,
     phases: int = 3,
     min_load_pct: float | None = None,
-    pause_s: float = 2.0,
+    pause_s: float = DEFAULT_PAUSE_S,
     pause: Pause | None = None,
     on_trial: OnTrial | None = None,
 ) -> MlrResult:

@@ -59,7 +59,7 @@ from capbench.methods.measurer import (
     check_trial_s,
     same_load,
 )
-from capbench.methods.method import (TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
+from capbench.methods.method import (DEFAULT_LINK_BPS, DEFAULT_PAUSE_S, DEFAULT_PRECISION_PCT, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method, MethodAnswer,
                                      MethodSettings, Metric, binary_search_trials, held_text, load_of, tagger,
                                      without_bound_notes)
 from capbench.methods.verdict import (
@@ -150,11 +150,11 @@ def search(
     measurer: LoadMeasurer,
     *,
     frame_len: int,
-    link_bps: float = 1e9,
-    precision_pct: float = 1.0,
+    link_bps: float = DEFAULT_LINK_BPS,
+    precision_pct: float = DEFAULT_PRECISION_PCT,
     loss_tolerance_frames: int = 0,
     trial_s: float = RFC2544_TRIAL_S,
-    pause_s: float = 2.0,
+    pause_s: float = DEFAULT_PAUSE_S,
     verify_pause_s: float = VERIFY_PAUSE_S,
     pause: Pause | None = None,
     on_trial: OnTrial | None = None,

@@ -39,7 +39,7 @@ from capbench.methods.measurer import (
     TrialRunner,
     check_trial_s,
 )
-from capbench.methods.method import (DEFAULT_STEPS, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method,
+from capbench.methods.method import (DEFAULT_LINK_BPS, DEFAULT_PAUSE_S, DEFAULT_STEPS, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method,
                                      MethodAnswer, MethodSettings, Metric, held_text, load_of, tagger)
 from capbench.methods.verdict import (
     CAPTURE_LOSS,
@@ -146,11 +146,11 @@ def run(
     measurer: LoadMeasurer,
     *,
     frame_len: int,
-    link_bps: float = 1e9,
+    link_bps: float = DEFAULT_LINK_BPS,
     steps: int = DEFAULT_STEPS,
     low_pps: float | None = None,
     trial_s: float = DEFAULT_TRIAL_S,
-    pause_s: float = 2.0,
+    pause_s: float = DEFAULT_PAUSE_S,
     pause: Pause | None = None,
     on_trial: OnTrial | None = None,
 ) -> SweepResult:

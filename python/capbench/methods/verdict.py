@@ -201,18 +201,24 @@ def way_forward(trials: Iterable[Any]) -> list[str]:
     one line per action, none when every trial gave a verdict. Each line names the option and
     why; numbers come from the trials (what the generator sent, the modes and CPUs used), and
     a cause is named only where the records show it (other test beds in use)."""
+    from capbench.methods import registry  # noqa: PLC0415 - the registry's methods import this module
+
     short = [t for t in trials if verdict(t) == LOWER_BOUND]
     if not short:
         return []
     out = []
-    paced = [t for t in short if getattr(t, "offered_pps", None) and getattr(t, "method", "iperf") == "iperf"]
+    method = {id(t): registry.REGISTRY.get(getattr(t, "method", "iperf")) for t in short}
+    paced = [t for t in short if getattr(t, "offered_pps", None) and method[id(t)] is not None
+             and not method[id(t)].sets_own_load]
     if paced:
         worst = min(paced, key=_share_sent)
         share = _share_sent(worst)
         out.append(f"a lower --rate: at {worst.size_label} B the generator sent {share * 100:.1f} % of its target "
                    f"({sent_text(worst, worst.offered_pps)}, asked for {worst.offered_pps:,.0f} pps); --rate "
                    f"{_pct_below(share)}% stays below that")
-    if any(getattr(t, "method", "iperf") in ("iperf", "sweep") for t in short):
+    # A method that does not search (a constant load, or a sweep of set rates) has no answer the
+    # generator bounded: the search finds the highest rate both hold.
+    if any(m is not None and (m.answer_type is None or m.swept) for m in method.values()):
         out.append("--method rfc2544: it searches the highest rate the generator holds and the capture takes "
                    "without loss, and says which of the two bounded it")
     modes = sorted({m for t in short if (m := getattr(t, "rx_mode", None))})
