@@ -262,18 +262,19 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
     or is empty for the flags of `capbench run`)."""
     pre = f"{where}: " if where else ""
     m = base
+
+    def known(key: str, what: str, names: Sequence[str]) -> tuple[str, ...]:
+        """The list at `key`, each a name of `names`."""
+        values = _tuple(d[key], f"{pre}{name_of(key)}")
+        for x in values:
+            if x not in names:
+                raise UsageError(f"{pre}unknown {what} {x!r}: use {', '.join(names)}")
+        return values
+
     if "methods" in d:
-        methods = _tuple(d["methods"], f"{pre}{name_of('methods')}")
-        for x in methods:
-            if x not in METHODS:
-                raise UsageError(f"{pre}unknown method {x!r}: use {', '.join(METHODS)}")
-        m = dataclasses.replace(m, methods=methods)
+        m = dataclasses.replace(m, methods=known("methods", "method", METHODS))
     if "backends" in d:
-        backends = _tuple(d["backends"], f"{pre}{name_of('backends')}")
-        for x in backends:
-            if x not in backends_known:
-                raise UsageError(f"{pre}unknown backend {x!r}: use {', '.join(backends_known)}")
-        m = dataclasses.replace(m, backends=backends)
+        m = dataclasses.replace(m, backends=known("backends", "backend", backends_known))
     if "sizes" in d:
         v = d["sizes"]
         text = v if isinstance(v, str) else ",".join(str(x) for x in _tuple(v, f"{pre}{name_of('sizes')}"))

@@ -207,9 +207,9 @@ def way_forward(trials: Iterable[Any]) -> list[str]:
     if not short:
         return []
     out = []
-    method = {id(t): registry.REGISTRY.get(getattr(t, "method", "iperf")) for t in short}
-    paced = [t for t in short if getattr(t, "offered_pps", None) and method[id(t)] is not None
-             and not method[id(t)].sets_own_load]
+    methods = [registry.REGISTRY.get(getattr(t, "method", "iperf")) for t in short]  # None: unknown
+    paced = [t for t, m in zip(short, methods) if getattr(t, "offered_pps", None) and m is not None
+             and not m.sets_own_load]
     if paced:
         worst = min(paced, key=_share_sent)
         share = _share_sent(worst)
@@ -218,7 +218,7 @@ def way_forward(trials: Iterable[Any]) -> list[str]:
                    f"{_pct_below(share)}% stays below that")
     # A method that does not search (a constant load, or a sweep of set rates) has no answer the
     # generator bounded: the search finds the highest rate both hold.
-    if any(m is not None and (m.answer_type is None or m.swept) for m in method.values()):
+    if any(m is not None and (m.answer_type is None or m.swept) for m in methods):
         out.append("--method rfc2544: it searches the highest rate the generator holds and the capture takes "
                    "without loss, and says which of the two bounded it")
     modes = sorted({m for t in short if (m := getattr(t, "rx_mode", None))})
