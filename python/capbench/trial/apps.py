@@ -406,7 +406,12 @@ def builtin() -> dict[str, Adapter]:
 
 def load_file(path: Path | str) -> dict[str, Adapter]:
     """The adapters of a user's TOML file (read as inputs reads any user file)."""
-    text = inputs.read_text(path, what="adapters file", limit=APPS_FILE_MAX_BYTES)
+    try:
+        text = inputs.read_text(path, what="adapters file", limit=APPS_FILE_MAX_BYTES)
+    except AdapterError:
+        raise
+    except UsageError as e:  # a directory, a FIFO, too large, not UTF-8: the same one line
+        raise AdapterError(str(e)) from None
     return parse(text, str(path))
 
 
