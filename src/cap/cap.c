@@ -96,12 +96,7 @@ static void start_worker(struct worker_ctx *c, int cpu)
 }
 
 /* The counts the workers have published so far, summed. */
-struct published {
-	uint64_t packets, bytes, received;
-	int any_done;
-};
-
-static void read_published(const struct worker_ctx *ctx, unsigned int n, struct published *p)
+static void read_published(const struct worker_ctx *ctx, unsigned int n, struct cap_published *p)
 {
 	memset(p, 0, sizeof(*p));
 	for (unsigned int i = 0; i < n; i++) {
@@ -112,22 +107,6 @@ static void read_published(const struct worker_ctx *ctx, unsigned int n, struct 
 		p->received += __atomic_load_n(&w->published.received, __ATOMIC_RELAXED);
 		p->any_done |= __atomic_load_n(&w->done, __ATOMIC_ACQUIRE);
 	}
-}
-
-static void print_interval(double t_s, double dt_s, const struct published *now, struct published *prev)
-{
-	struct cb_json j;
-
-	cb_json_begin(&j, "interval");
-	cb_json_double(&j, "t_s", t_s);
-	cb_json_u64(&j, "packets", now->packets);
-	cb_json_u64(&j, "received", now->received);
-	cb_json_double(&j, "pps", (double)(now->packets - prev->packets) / dt_s);
-	cb_json_double(&j, "rx_pps", (double)(now->received - prev->received) / dt_s);
-	/* Bits per second of frame data (no preamble, gap or FCS). */
-	cb_json_double(&j, "bps", (double)(now->bytes - prev->bytes) * 8.0 / dt_s);
-	cb_json_end(&j, stdout);
-	*prev = *now;
 }
 
 /* The CPU worker i is pinned to: its own, else the process's (-1: none). */
@@ -145,96 +124,12 @@ static void put_worker_cpus(struct cb_json *j, const struct cap_cfg *cfg)
 	cb_json_arr_end(j);
 }
 
-/* The workers' final counts merged into one: sums, and the sequence
- * numbers over the union of what they saw (seqmerge.h) when there are
- * several. */
-struct merged {
-	uint64_t packets, bytes, foreign, received, trailers, alloc_failures;
-	struct cb_seqtotals seq;
-	struct cap_rx_stats rx;
-	int err;
-	int drain_cut; /* a worker's drain ended on its budget (cap.h) */
-};
-
-static void merge_workers(const struct cap_cfg *cfg, const struct worker_ctx *ctx, unsigned int n,
-			  const struct cb_seqmerge *merge, struct merged *m)
-{
-	const struct cb_seqset *sets[CAP_MAX_WORKERS];
-
-	memset(m, 0, sizeof(*m));
-	if (cap_rx_stats_init(&m->rx))
-		cb_fatal("out of memory");
-	for (unsigned int i = 0; i < n; i++) {
-		const struct cap_worker *w = &ctx[i].w;
-
-		cap_rx_stats_merge(&m->rx, &w->rx);
-		m->packets += w->packets;
-		m->bytes += w->bytes;
-		m->foreign += w->foreign;
-		m->trailers += w->trailers;
-		m->received += w->received;
-		m->alloc_failures += w->alloc_failures;
-		if (!m->err)
-			m->err = w->err;
-		m->drain_cut |= w->drain_cut;
-		sets[i] = &w->seq;
-	}
-	if (!merge) {
-		cb_seqset_totals(&ctx[0].w.seq, &m->seq);
-		return;
-	}
-	cb_seqmerge_totals(merge, sets, n, &m->seq);
-	m->alloc_failures += merge->alloc_failures;
-	/* --app-load none reads no stamps: then the sum is all there is. */
-	if (cfg->load.kind != APP_LOAD_NONE)
-		m->received = m->seq.unique;
-}
-
-/* What trailer frames said (stamp.h): how many arrived, the sent count and
- * last sequence number they carry; `streams` >= 0: of how many streams. */
-static void put_trailer(struct cb_json *j, uint64_t seen, uint64_t sent, uint64_t last_seq,
-			int64_t streams)
-{
-	cb_json_obj_begin(j, "trailer");
-	cb_json_u64(j, "seen", seen);
-	if (streams >= 0)
-		cb_json_u64(j, "streams", (uint64_t)streams);
-	if (seen) {
-		cb_json_u64(j, "sent", sent);
-		cb_json_u64(j, "last_seq", last_seq);
-	}
-	cb_json_obj_end(j);
-}
-
-/* Each generator stream's own counts (one per generator thread). */
-static void put_streams(struct cb_json *j, const struct cb_seqset *s)
-{
-	char key[8];
-
-	cb_json_obj_begin(j, "per_stream");
-	for (unsigned int i = 0; i < CB_SEQ_STREAMS; i++) {
-		const struct cb_seqtrack *t = s->stream[i];
-
-		if (!t)
-			continue;
-		snprintf(key, sizeof(key), "%u", i);
-		cb_json_obj_begin(j, key);
-		cb_json_u64(j, "received", t->unique);
-		cb_json_u64(j, "lost", cb_seqtrack_lost_tail(t));
-		cb_json_u64(j, "duplicates", t->duplicates);
-		cb_json_u64(j, "reordered", t->reordered);
-		cb_json_u64(j, "max_seq", t->next ? t->next - 1 : 0);
-		if (t->trailer.seen)
-			put_trailer(j, t->trailer.seen, t->trailer.sent, t->trailer.last_seq, -1);
-		cb_json_obj_end(j);
-	}
-	cb_json_obj_end(j);
-}
-
 static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be, void *state,
-			  const struct worker_ctx *ctx, const struct merged *m,
+			  const struct worker_ctx *ctx, const struct cap_totals *m,
 			  const struct cap_kstats *k, double duration_s)
 {
+	/* --app-load none reads no stamp (cap_put_counts). */
+	bool stamps_read = be->caps.kernel_counter || cfg->load.kind != APP_LOAD_NONE;
 	struct cb_json j;
 	char load[32];
 
@@ -245,38 +140,7 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	if (!be->caps.kernel_counter)
 		cb_json_str(&j, "app_load", load);
 	cb_json_double(&j, "duration_s", duration_s);
-	cb_json_u64(&j, "packets", m->packets);
-	cb_json_u64(&j, "bytes", m->bytes);
-	cb_json_u64(&j, "received", m->received);
-	/* --app-load none reads no stamp: every frame is "received", and nothing is
-	 * known of foreign frames or sequence numbers, so those fields are left out
-	 * rather than printed as zeros nobody counted. */
-	bool stamps_read = be->caps.kernel_counter || cfg->load.kind != APP_LOAD_NONE;
-
-	cb_json_bool(&j, "stamps_read", stamps_read);
-	if (stamps_read)
-		cb_json_u64(&j, "foreign", m->foreign);
-	/* A kernel counter (xdp) counts trailer frames but keeps no sequence
-	 * numbers of its own to count a tail with. */
-	if (be->caps.kernel_counter) {
-		cb_json_obj_begin(&j, "trailer");
-		cb_json_u64(&j, "seen", m->trailers);
-		cb_json_obj_end(&j);
-	}
-	if (!be->caps.kernel_counter && stamps_read) {
-		cb_json_u64(&j, "lost", m->seq.lost);
-		/* lost counts a stream's lost tail only once its trailer arrived:
-		 * say whether every stream's did. */
-		cb_json_bool(&j, "tail_loss_counted",
-			     m->seq.streams && m->seq.trailer_streams == m->seq.streams);
-		put_trailer(&j, m->seq.trailer_seen, m->seq.trailer_sent, m->seq.trailer_last_seq,
-			    (int64_t)m->seq.trailer_streams);
-		cb_json_u64(&j, "duplicates", m->seq.duplicates);
-		cb_json_u64(&j, "reordered", m->seq.reordered);
-		cb_json_u64(&j, "too_old", m->seq.too_old);
-		cb_json_u64(&j, "max_seq", m->seq.max_seq);
-		cb_json_u64(&j, "streams", m->seq.streams);
-	}
+	cap_put_counts(&j, m, stamps_read, be->caps.kernel_counter);
 	if (k->has_xdp) {
 		/* What the backend's own XDP program saw: the "delivered" stage. */
 		cb_json_u64(&j, "delivered", k->xdp_capbench);
@@ -308,10 +172,8 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	if (!be->caps.kernel_counter && cfg->load.kind != APP_LOAD_NONE) {
 		/* A backend without a per-packet time from the kernel (afxdp)
 		 * times each batch when its read loop takes it. */
-		cb_json_str(&j, "rx_clock", be->caps.clock == CAP_CLOCK_READ ? "read" : "kernel");
-		cap_rx_stats_json(&m->rx, &j, cfg->group_size, cfg->groups);
-		if (cfg->workers == 1)
-			put_streams(&j, &ctx[0].w.seq);
+		cap_put_rx(&j, cfg, m, cfg->workers == 1 ? &ctx[0].w.seq : NULL,
+			   be->caps.clock == CAP_CLOCK_READ ? "read" : "kernel");
 	}
 	if (ctx[0].w.writer) {
 		const struct cap_writer *wr = ctx[0].w.writer;
@@ -371,8 +233,9 @@ int main(int argc, char **argv)
 	const struct cap_backend *be;
 	struct worker_ctx *ctx;
 	struct cb_seqmerge *merge = NULL;
-	struct published prev = { 0 }, now_pub;
-	struct merged m;
+	const struct cap_worker *ws[CAP_MAX_WORKERS];
+	struct cap_published prev = { 0 }, now_pub;
+	struct cap_totals m;
 	struct cap_kstats k;
 	struct cb_json j;
 	struct cap_writer writer;
@@ -385,6 +248,8 @@ int main(int argc, char **argv)
 
 	cb_set_progname(argv[0]);
 	be = cap_configure(argc, argv, &cfg, &check);
+	if (cfg.read_path) /* no capture: decode a file (cap_read.c) */
+		return cap_read_file(&cfg, stdout);
 	if (check) {
 		cb_json_begin(&j, "check");
 		cb_json_str(&j, "backend", be->name);
@@ -482,7 +347,7 @@ int main(int argc, char **argv)
 			next_stats = now + CAP_STATS_EVERY_NS;
 		}
 		if (now >= next_tick) {
-			print_interval((double)(now - start) / 1e9, (double)(now - prev_tick) / 1e9,
+			cap_print_interval(stdout, (double)(now - start) / 1e9, (double)(now - prev_tick) / 1e9,
 				       &now_pub, &prev);
 			prev_tick = now;
 			next_tick += (uint64_t)(cfg.interval_s * 1e9);
@@ -507,7 +372,9 @@ int main(int argc, char **argv)
 	be->stats(state, &k);
 	if (ctx[0].w.writer && cap_writer_close(&writer) && !ctx[0].w.err)
 		ctx[0].w.err = writer.err;
-	merge_workers(&cfg, ctx, n, merge, &m);
+	for (unsigned int i = 0; i < n; i++)
+		ws[i] = &ctx[i].w;
+	cap_totals_merge(&cfg, ws, n, merge, &m);
 	print_summary(&cfg, be, state, ctx, &m, &k, (double)(cb_now_ns() - start) / 1e9);
 	be->close(state);
 	for (unsigned int i = 0; i < n; i++) {
@@ -516,7 +383,7 @@ int main(int argc, char **argv)
 		app_load_free(&ctx[i].w.load);
 		free(ctx[i].w.stage);
 	}
-	cap_rx_stats_free(&m.rx);
+	cap_totals_free(&m);
 	if (merge) {
 		cb_seqmerge_free(merge);
 		free(merge);

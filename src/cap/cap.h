@@ -9,6 +9,7 @@
 #define CAPBENCH_CAP_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -53,6 +54,7 @@ struct cap_cfg {
 	int busy_poll;           /* SO_PREFER_BUSY_POLL + SO_BUSY_POLL + SO_BUSY_POLL_BUDGET */
 	int promisc;
 	const char *write_path;  /* --write FILE.pcap|.pcapng; NULL = write nothing */
+	const char *read_path;   /* --read FILE: decode a capture file instead (cap_read.c) */
 	uint64_t group_size;     /* frames per group (--group-size); 0 = no groups */
 	uint64_t groups;         /* groups the generator sends (--groups); 0 = unknown */
 	int64_t rx_clock_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, for kernel timestamps */
@@ -201,6 +203,46 @@ struct cap_backend {
 	const char *ring_options;
 };
 
+/* The counts the main thread takes from the workers (or the --read loop)
+ * for an interval line. */
+struct cap_published {
+	uint64_t packets, bytes, received;
+	int any_done;
+};
+
+/* The workers' final counts merged into one (summary.c): sums, and the
+ * sequence numbers over the union of what they saw (seqmerge.h) when there
+ * are several. */
+struct cap_totals {
+	uint64_t packets, bytes, foreign, received, trailers, alloc_failures;
+	struct cb_seqtotals seq;
+	struct cap_rx_stats rx;   /* owned: cap_totals_free() */
+	int err;
+	int drain_cut;            /* a worker's drain ended on its budget (cap.h) */
+};
+
+/* summary.c: what a live capture and --read print alike. */
+void cap_totals_merge(const struct cap_cfg *cfg, const struct cap_worker *const *w, unsigned int n,
+		      const struct cb_seqmerge *merge, struct cap_totals *m);
+void cap_totals_free(struct cap_totals *m);
+/* One interval line: t_s since the start, rates over dt_s since *prev. */
+void cap_print_interval(FILE *out, double t_s, double dt_s, const struct cap_published *now,
+			struct cap_published *prev);
+/* "packets" .. "streams": the counts, the tracker's fields unless no
+ * stamps were read or the backend counts in the kernel (which has only
+ * trailer.seen). */
+void cap_put_counts(struct cb_json *j, const struct cap_totals *m, int stamps_read,
+		    int kernel_counter);
+/* "rx_clock", the rx_stats fields and, with one worker's set `one` (NULL:
+ * several), "per_stream". */
+void cap_put_rx(struct cb_json *j, const struct cap_cfg *cfg, const struct cap_totals *m,
+		const struct cb_seqset *one, const char *rx_clock);
+
+/* cap_read.c: capbench-cap --read FILE. Decode the file through
+ * cap_packet() and print the summary on `out` (docs/programs.md); returns
+ * the exit status (bad input: one line on stderr, CB_EXIT_USAGE). */
+int cap_read_file(const struct cap_cfg *cfg, FILE *out);
+
 /* capbench-cap --describe: the registry as one JSON document
  * (docs/programs.md); returns 0 or -EIO. The version goes up when a field
  * changes meaning or goes away. */
@@ -209,7 +251,8 @@ int cap_describe(FILE *out);
 
 /* cap_config.c: the command line as a checked configuration and its
  * backend; every problem ends the program with one line and exit status 2.
- * *check: --check was given (print the check line, capture nothing). */
+ * *check: --check was given (print the check line, capture nothing).
+ * With --read it returns NULL: no backend, cfg->read_path names the file. */
 const struct cap_backend *cap_configure(int argc, char **argv, struct cap_cfg *cfg, int *check);
 
 /* NULL-terminated registry (backends.c). */
@@ -324,7 +367,11 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 			if (w->rx.last_rx_ns && rx_ns >= w->rx.last_rx_ns)
 				cap_hist_add(&w->rx.iat, rx_ns - w->rx.last_rx_ns);
 			w->rx.last_rx_ns = rx_ns;
-			if (rx_ns >= tx_ns)
+			/* A receipt time below CLOCK_MONOTONIC's zero (a --read
+			 * file written before this boot, shifted by the clock
+			 * offset) wrapped to above 2^63: like a stamp later
+			 * than its receipt, it gives no latency. */
+			if (rx_ns >= tx_ns && rx_ns <= (uint64_t)INT64_MAX)
 				cap_hist_add(&w->rx.latency, rx_ns - tx_ns);
 			else
 				w->rx.early++;

@@ -29,7 +29,7 @@ static double duration_s(const char *flag, const char *s)
  * configure() (cb_opt_value). */
 static const struct cb_opt common_options[] = {
 	{ .name = "iface", .short_name = 'i', .type = CB_OPT_STRING, .arg = "IF",
-	  .help = "interface to capture on (required)", CB_OPT_AT(struct cap_cfg, iface) },
+	  .help = "interface to capture on (required, unless --read)", CB_OPT_AT(struct cap_cfg, iface) },
 	{ .name = "backend", .short_name = 'b', .type = CB_OPT_STRING, .arg = "NAME",
 	  .has_default = 1, .def_text = DEFAULT_BACKEND, .help = "the capture backend (below)" },
 	{ .name = "app-load", .type = CB_OPT_STRING, .arg = "LOAD", .has_default = 1,
@@ -62,9 +62,17 @@ static const struct cb_opt common_options[] = {
 	  "out (no root needed)" },
 	{ .name = "describe", .type = CB_OPT_FLAG, .help = "print the backends, their options and "
 	  "capabilities as one JSON document and exit" },
+	{ .name = "read", .short_name = 'r', .type = CB_OPT_STRING, .arg = "FILE",
+	  .help = "capture nothing: decode FILE, a pcap or pcapng capture of Ethernet frames "
+	  "(tcpdump, dumpcap, tshark, netsniff-ng), through the same counting and print its "
+	  "summary; no root; takes only --group-size, --groups and --interval (interval lines by "
+	  "the file's time)", CB_OPT_AT(struct cap_cfg, read_path) },
 	{ .name = "help", .short_name = 'h', .type = CB_OPT_FLAG, .help = "this help" },
 	CB_OPT_END,
 };
+
+/* The options --read takes: those of the counting, none of a capture. */
+static const char *const read_options[] = { "read", "group-size", "groups", "interval", NULL };
 
 static void usage(FILE *out)
 {
@@ -77,6 +85,8 @@ static void usage(FILE *out)
 "count and discard it. Prints JSON Lines: one \"ready\" line once capturing,\n"
 "one \"interval\" line per --interval, one \"summary\" line at exit (after\n"
 "--duration, --count, SIGINT or SIGTERM). Needs root.\n"
+"\n"
+"   or: capbench-cap --read FILE [--group-size N [--groups N]] [--interval S]\n"
 "\n");
 	cb_opt_help(out, common_options);
 	app_load_grammar(loads, sizeof(loads));
@@ -331,6 +341,12 @@ int cap_describe(FILE *out)
 	return cb_json_end(&j, out);
 }
 
+static void check_groups(const struct cap_cfg *cfg)
+{
+	if (cfg->groups && !cfg->group_size)
+		cb_usage_error("--groups needs --group-size (frames per group)");
+}
+
 static void configure(const struct cb_opt_set *s, const struct cap_backend *be, struct cap_cfg *cfg)
 {
 	struct cap_args a = { cb_opt_value(s, "worker-cpus"), cb_opt_value(s, "queue") };
@@ -346,12 +362,12 @@ static void configure(const struct cb_opt_set *s, const struct cap_backend *be, 
 	cfg->promisc = 1;
 	cfg->need_wakeup = 1;
 	if (!cb_opt_value(s, "iface") && !check)
-		cb_usage_error("no interface given: use --iface IF (see --help)");
+		cb_usage_error("no interface given: use --iface IF, or --read FILE to decode a capture "
+			       "(see --help)");
 	cb_opt_check_owner(s, be->options, be->name);
 	cb_opt_apply(s, common_options, cfg);
 	cb_opt_apply(s, be->options, cfg);
-	if (cfg->groups && !cfg->group_size)
-		cb_usage_error("--groups needs --group-size (frames per group)");
+	check_groups(cfg);
 	cfg->rx_clock_offset_ns = cap_rx_clock_offset_ns();
 	if (cfg->write_path && be->caps.kernel_counter)
 		cb_usage_error("--write does not apply to --backend %s: no application sees the packets",
@@ -386,6 +402,44 @@ static void configure(const struct cb_opt_set *s, const struct cap_backend *be, 
 	check_ring_memory(be, cfg);
 }
 
+static int is_read_option(const char *name)
+{
+	for (const char *const *r = read_options; *r; r++)
+		if (!strcmp(*r, name))
+			return 1;
+	return 0;
+}
+
+/* --read FILE: no capture, so none of a capture's options (an interface, a
+ * backend, where and how long to run); refused in one line naming them. */
+static void configure_read(const struct cb_opt_set *s, struct cap_cfg *cfg)
+{
+	char bad[512] = "";
+	unsigned int nbad = 0;
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		if (!s->given[i] || is_read_option(s->row[i]->name))
+			continue;
+		strncat(bad, nbad++ ? ", --" : "--", sizeof(bad) - strlen(bad) - 1);
+		strncat(bad, s->row[i]->name, sizeof(bad) - strlen(bad) - 1);
+	}
+	if (nbad)
+		cb_usage_error("--read decodes a file and captures nothing: %s %s not apply (it takes "
+			       "only --group-size, --groups and --interval)", bad, nbad > 1 ? "do" : "does");
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->cpu = -1;
+	cfg->workers = 1;
+	cfg->worker_cpus[0] = -1;
+	cfg->interval_s = 0; /* no interval lines unless --interval is given */
+	cb_opt_apply(s, common_options, cfg);
+	check_groups(cfg);
+	/* Read once, as a live capture does when it opens: the file's times
+	 * are CLOCK_REALTIME, the stamps CLOCK_MONOTONIC (cap_read.c). */
+	cfg->rx_clock_offset_ns = cap_rx_clock_offset_ns();
+	if (app_load_parse(APP_LOAD_DEFAULT, &cfg->load))
+		cb_fatal("the default --app-load '%s' does not parse", APP_LOAD_DEFAULT);
+}
+
 const struct cap_backend *cap_configure(int argc, char **argv, struct cap_cfg *cfg, int *check)
 {
 	static struct cb_opt_set s;
@@ -400,6 +454,11 @@ const struct cap_backend *cap_configure(int argc, char **argv, struct cap_cfg *c
 	}
 	if (cb_opt_value(&s, "describe"))
 		exit(cap_describe(stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK);
+	*check = 0;
+	if (cb_opt_value(&s, "read")) {
+		configure_read(&s, cfg);
+		return NULL;
+	}
 	name = cb_opt_value(&s, "backend");
 	be = find_backend(name ? name : DEFAULT_BACKEND);
 	configure(&s, be, cfg);

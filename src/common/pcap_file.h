@@ -13,15 +13,25 @@
  * a length distribution. */
 #define CB_PCAP_FILE_MAX (4ull << 30)
 
+/* capbench-cap --read streams its file (one record in memory at a time),
+ * so it takes larger captures: 1 TiB, a bound only against a file whose
+ * size says nothing. */
+#define CB_PCAP_READ_MAX (1ull << 40)
+
 /* Open a pcap or pcapng file of Ethernet frames with nanosecond timestamps
  * (libpcap scales microsecond files). The path must name a regular file of
- * at most CB_PCAP_FILE_MAX bytes (cb_open_regular). On failure returns NULL
- * with one line in err that starts with `what` (e.g. "--replay FILE"). */
+ * at most max_bytes (cb_open_regular). On failure returns NULL with one line
+ * in err that starts with `what` (e.g. "--replay FILE") and names the fix. */
+pcap_t *cb_pcap_open_file(const char *path, const char *what, uint64_t max_bytes, char *err,
+			  size_t errlen);
+/* The same, of at most CB_PCAP_FILE_MAX bytes. */
 pcap_t *cb_pcap_open_ethernet(const char *path, const char *what, char *err, size_t errlen);
 
 /* The next record: 1 with *h and *data set, 0 at the end of the file, or
- * -EINVAL with one line in err naming `what` and the record's number
- * (`frame`, counted from 1). libpcap checks the file's structure (block
+ * a negative errno with one line in err naming `what` and the record's
+ * number (`frame`, counted from 1): -ENODATA for a last record cut short by
+ * the end of the file (what a capture program killed mid-write leaves),
+ * -EINVAL for a damaged one, -EIO for a read error. libpcap checks the file's structure (block
  * lengths, a captured length above the file's snapshot length or the link
  * type's maximum, a record cut short) and we check what it hands over as
  * read: a record that claims more captured bytes than its frame had. */
