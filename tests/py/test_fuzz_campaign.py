@@ -99,6 +99,10 @@ RIGHT = {
     "procs": st.lists(st.integers(1, 4), min_size=1, max_size=2, unique=True),
     "ring": st.lists(st.sampled_from(["4M", "64k", "1G"]), min_size=1, max_size=2, unique=True),
     "repeat": st.integers(1, 3), "backend_args": st.just({"fanout": "--workers 2"}),
+    "apps": st.dictionaries(st.sampled_from(["mydump", "tcpdump", "pcap"]),
+                            st.sampled_from(["tcpdump -i {iface} -w {out}", "tcpdump -w {out}", "nosuchdump -i {iface}",
+                                             "{bogus} -i {iface}", ""]), max_size=2),
+    "apps_files": st.lists(st.sampled_from(["/dev/zero", "/nonexistent.toml", "/tmp"]), min_size=1, max_size=2),
 }
 
 

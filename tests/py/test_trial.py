@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from capbench import declared
 from capbench.testbed import veth_pair as tbmod
 from capbench.binaries import find_binaries
 from capbench.testbed.procs import ChildError
@@ -247,7 +248,7 @@ def test_frames_the_counter_never_read_are_the_application_layer(fake_build, mon
 def test_application_drops_of_each_backend(backend, cap, drops):
     from capbench.trial.measure import application_drops
 
-    assert application_drops(backend, cap) == drops
+    assert application_drops(declared.backend(backend), cap) == drops
 
 
 def test_the_interfaces_drop_counters_are_read_around_the_trial(fake_build, monkeypatch):

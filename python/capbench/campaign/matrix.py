@@ -54,6 +54,8 @@ from capbench.errors import UsageError
 from capbench.methods import registry
 from capbench.methods.registry import METHODS
 from capbench.methods.method import DEFAULT_PAUSE_S, DEFAULT_PRECISION_PCT, DEFAULT_STEPS
+from capbench.trial import apps
+from capbench.trial.apps import Adapter
 from capbench.trial.measure import TrialSetup
 from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name,
                             parse_duration, parse_link, parse_rate, parse_sizes)
@@ -154,6 +156,20 @@ class Campaign:
     groups: int = _key(0, "groups")
     group_size: int = _key(0, "group_size")
     group_gap_s: float = _key(0.0, "group_gap")
+    # Capture programs under test (trial/apps.py): (name, command template) of each --app, and
+    # the user's adapter files (--apps-file); their names, and the built-in adapters', are backends.
+    apps: tuple[tuple[str, str], ...] = _key((), "apps")
+    apps_files: tuple[str, ...] = _key((), "apps_files")
+
+    @functools.cached_property
+    def programs(self) -> dict[str, Adapter]:
+        """The capture programs this campaign may name as backends: the built-in adapters, those of
+        its adapter files and its --app specs (trial.apps.registry, read again from the fields)."""
+        return program_registry(self.apps_files, self.apps)
+
+    def program(self, backend: str) -> Adapter | None:
+        """The adapter of a backend that is a capture program; None for capbench-cap's backends."""
+        return None if backend in declared.backend_names() else self.programs.get(backend)
 
     @functools.cached_property
     def load(self) -> Rate:
@@ -257,7 +273,7 @@ def check_pin(pin: str) -> str:
 
 
 def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Sequence[str],
-                name_of: Callable[[str], str] = str) -> Matrix:
+                name_of: Callable[[str], str] = str, cap_backends: Sequence[str] | None = None) -> Matrix:
     """A matrix: `base` with the keys of `d` replaced (values checked, `where` names the table,
     or is empty for the flags of `capbench run`)."""
     pre = f"{where}: " if where else ""
@@ -292,8 +308,8 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
     if "ring" in d:
         m = dataclasses.replace(m, rings=tuple(parse_ring(str(r)) for r in _tuple(d["ring"], f"{pre}{name_of('ring')}")))
     if "backend_args" in d:
-        m = dataclasses.replace(m, backend_args=parse_backend_args(d["backend_args"], where, backends_known,
-                                                                   name_of))
+        m = dataclasses.replace(m, backend_args=parse_backend_args(
+            d["backend_args"], where, backends_known if cap_backends is None else cap_backends, name_of))
     if "repeat" in d:
         if (isinstance(d["repeat"], bool) or not isinstance(d["repeat"], int)
                 or not 1 <= d["repeat"] <= MAX_REPEAT):
@@ -405,16 +421,44 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
         raise UsageError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
 
 
+def program_registry(files: Sequence[str], specs: Sequence[tuple[str, str]]) -> dict[str, Adapter]:
+    """The capture programs' adapters: built-in, then the files', then the specs' (apps.registry);
+    none may take a name of capbench-cap's backends."""
+    return apps.registry([Path(f) for f in files], [f"{n}={t}" for n, t in specs],
+                         reserved=declared.backend_names())
+
+
+def _apps(value: Any, what: str) -> tuple[tuple[str, str], ...]:
+    """[campaign] apps = {NAME = "COMMAND TEMPLATE"} (or --app NAME=TEMPLATE, gathered so)."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise UsageError(f"{what} must map program names to command templates, e.g. "
+                         f"{{ mytcpdump = \"tcpdump -i {{iface}} -w {{out}}\" }}")
+    return tuple(sorted(value.items()))
+
+
+def _strs(value: Any, what: str) -> tuple[str, ...]:
+    values = _tuple(value, what)
+    if not all(isinstance(v, str) and v for v in values):
+        raise UsageError(f"{what} must be file names, got {list(values)}")
+    return values
+
+
 def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_known: Sequence[str],
           name: str = Campaign.name, where: str = "", custom_cpus: tuple | None = None,
           name_of: Callable[[str], str] = str) -> Campaign:
     """A checked campaign from its [campaign] keys and [[matrix]] tables: what a campaign file
     holds, and what `capbench run`'s flags say (cli/run.py). Every problem is one UsageError that
-    names the key as the user wrote it (`name_of`: the key itself, or its --flag)."""
+    names the key as the user wrote it (`name_of`: the key itself, or its --flag). Besides
+    `backends_known` (capbench-cap's), the capture programs of its adapters are backends too."""
+    app_specs = _apps(top["apps"], name_of("apps")) if "apps" in top else ()
+    app_files = _strs(top["apps_files"], name_of("apps_files")) if "apps_files" in top else ()
+    programs = program_registry(app_files, app_specs)
+    cap_backends = tuple(backends_known)
+    backends_known = cap_backends + tuple(n for n in programs if n not in cap_backends)
     try:
         base = matrix_from(top, Matrix(), f"{where}[campaign]" if where else "",
-                           backends_known, name_of)
-        built = tuple(matrix_from(t, base, f"{where}[[matrix]] #{i + 1}", backends_known, name_of)
+                           backends_known, name_of, cap_backends)
+        built = tuple(matrix_from(t, base, f"{where}[[matrix]] #{i + 1}", backends_known, name_of, cap_backends)
                       for i, t in enumerate(matrices)) or (base,)
         def value_of(key: str, read: Callable[[Any], Any]) -> Any:
             """The key's value read by `read`, or its default (Campaign's field) when not given."""
@@ -438,11 +482,17 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
             group_size=value_of("group_size", lambda v: _whole(v, name_of("group_size"), MAX_FRAMES)),
             group_gap_s=value_of("group_gap", lambda v: parse_duration(str(v), what=name_of("group_gap"),
                                                                    allow_zero=True)),
+            apps=app_specs,
+            apps_files=app_files,
             given=tuple(sorted(top)),
         )
     except (TypeError, ValueError) as e:
         raise UsageError(f"{where}a value has the wrong type: {e}") from None
     check(c, name_of)
+    for backend in sorted({b for m in c.matrices for b in m.backends}):
+        program = c.program(backend)
+        if program is not None:
+            program.check()  # installed, a template with {iface}: before anything starts
     return c
 
 
@@ -506,7 +556,7 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
             raise UsageError(f"the search methods run at fixed frame lengths: give lengths in {name_of('sizes')}, "
                              f"not profiles (profiles work with the iperf method)")
         # Backends that attach an XDP program: an interface holds one, so one process.
-        xdp = [b for b in m.backends if declared.backend(b).own_xdp]
+        xdp = [b for b in m.backends if c.program(b) is None and declared.backend(b).own_xdp]
         if xdp and any(n > 1 for n in m.procs):
             raise UsageError(f"{name_of('procs')} {max(m.procs)} with {', '.join(xdp)}: an interface holds one XDP "
                              f"program, so one such capture process at a time: use procs 1 for them, or "

@@ -33,6 +33,7 @@ from capbench.campaign import resume as resume_mod
 from capbench.campaign.plan import Plan, plan_of
 from capbench.campaign.results import RunWriter
 from capbench.methods.verdict import measured
+from capbench.trial import program_probe
 from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 
 
@@ -114,6 +115,10 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
         if opts.tune:
             writer.meta["system"]["tuned_interface"] = {tb.cap_if: tuned_if}
         note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
+        for backend in dict.fromkeys(step.backend for step in plan.todo):
+            program = c.program(backend)
+            if program is not None:  # before the first trial: it starts, stops and its counts read
+                program_probe.probe(program, tb.cap_ns, tb.cap_if, plan.placement(steps[0]).cap_cpu)
         steered = {"cpu": first_rx}
 
         def make_measurer(step: cmod.Step) -> Measurer:
@@ -129,7 +134,8 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                cap_args=tuple(shlex.split(step.backend_args)) + c.group_args()[1],
                                gen_args=c.group_args()[0],
                                proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
-                                          tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))))
+                                          tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))),
+                               app=c.program(step.backend))
             return Measurer(binaries, dataclasses.replace(tb, rx_cpu=p.rx_cpu), setup)
 
         def record(r: TrialResult) -> None:

@@ -4,6 +4,7 @@ what a finished run (or two) recorded, read back from its results folder."""
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from capbench.campaign.runner import note
 from capbench.errors import UsageError
 from capbench.report import tables
 from capbench.testbed import preflight
+from capbench.trial import apps
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
@@ -20,6 +22,14 @@ def cmd_backends(args: argparse.Namespace) -> int:
     for name in declared.backend_names():
         ok, why = preflight.backend_status(name)
         print(f"{name:<8} {'works here' if ok else 'does not work here'}: {why}")
+    print("capture programs (the thing under test: `capbench run --backends NAME`, docs/apps.md):")
+    for name, app in apps.builtin().items():
+        try:
+            app.check()
+            ok, why = True, f"{shutil.which(app.program)}; {app.summary}"
+        except UsageError as e:
+            ok, why = False, str(e)
+        print(f"{name:<11} {'works here' if ok else 'does not work here'}: {why}")
     return 0
 
 

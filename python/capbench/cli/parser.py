@@ -18,6 +18,7 @@ from capbench.methods import registry as methods
 from capbench.rates import LINKS_BPS, RFC2544_SIZES, SEED_SIZES
 from capbench.report.keys import IDENTITY_TEXT
 from capbench.testbed import rxmode
+from capbench.trial import apps
 from capbench.trial.measure import TrialSetup
 
 
@@ -190,8 +191,19 @@ def build_parser() -> Parser:
                           + "; ".join(f"{m.name}: {m.help}" for m in methods.REGISTRY.values()).replace("%", "%%"))
     run.add_argument("--backends", metavar="LIST",
                      help=f"capture backends, comma-separated, of: "
-                          f"{from_declarations(lambda: ', '.join(backend_names()))} "
+                          f"{from_declarations(lambda: ', '.join(backend_names()))}; or capture programs "
+                          f"under test: {', '.join(apps.builtin())} and those of --app and --apps-file "
                           f"{_default('backends')}")
+    run.add_argument("--app", metavar="NAME=COMMAND", action="append",
+                     help="a capture program under test, measured as backend NAME (add NAME to --backends): "
+                          "its command template with {iface} (required), {out} (a capture file capbench "
+                          "decodes and removes), {outdir}, {cpu}, {duration}; NAME or the command's program "
+                          "picks the adapter that says how to stop it and read its counts, e.g. "
+                          "--app 'tcpdump-B=tcpdump -i {iface} -B 65536 -w {out}' (repeat for several; "
+                          "docs/apps.md)")
+    run.add_argument("--apps-file", metavar="FILE.toml", action="append",
+                     help="adapters for capture programs: how to start, stop and read each (docs/apps.md); "
+                          "their names become backends")
     run.add_argument("--sizes", metavar="LIST",
                      help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
                           f"(the seed's {len(SEED_SIZES)}: {SEED_SIZES[0]},{SEED_SIZES[1]},...,{SEED_SIZES[-1]}), "

@@ -24,7 +24,7 @@ from capbench.testbed import host_sysctl, preflight
 
 MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
                 "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring",
-                "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap")
+                "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap", "app", "apps_file")
 # The placement of the CPU flags when none is given: the seed's "#1" on two cores.
 DEFAULT_CPUS = (0, 1, 1)
 
@@ -61,6 +61,18 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
             if backend.strip() in top["backend_args"]:
                 raise UsageError(f"--backend-args gives {backend.strip()} twice: put all its options in one")
             top["backend_args"][backend.strip()] = opts
+    if args.app:
+        top["apps"] = {}
+        for item in args.app:
+            name, eq, template = item.partition("=")
+            if not eq or not name.strip() or not template.strip():
+                raise UsageError(f"cannot read --app {item!r}: give NAME=COMMAND, e.g. "
+                                 f"'mytcpdump=tcpdump -i {{iface}} -w {{out}}'")
+            if name.strip() in top["apps"]:
+                raise UsageError(f"--app gives {name.strip()} twice: give each program once")
+            top["apps"][name.strip()] = template.strip()
+    if args.apps_file:
+        top["apps_files"] = list(args.apps_file)
     if args.proc_cpus is not None:
         try:
             top["proc_cpus"] = [int(x) for x in _list(args.proc_cpus, "--proc-cpus")]
@@ -81,7 +93,7 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
         custom = tuple(d if v is None else v for v, d in zip(cpus, DEFAULT_CPUS))
         top["pin"] = [campaign.CUSTOM_PIN]
     return campaign.build(top, [], backends_known=declared.backend_names(), custom_cpus=custom,
-                          name_of=lambda key: {"methods": "--method"}.get(
+                          name_of=lambda key: {"methods": "--method", "apps": "--app", "apps_files": "--apps-file"}.get(
                               key, "--" + key.replace("_", "-")))
 
 

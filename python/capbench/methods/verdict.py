@@ -9,7 +9,8 @@ target rate) or by a trial that sent nothing. Together they give each trial one
 verdict at its target (`tolerance`: the frames, or the share of them, a search
 lets a trial lose and still pass; 0 by default):
 
-- LOSSY: more than the tolerance lost, whether or not the generator held its
+- LOSSY: more than the tolerance lost, or the capture program under test failed the
+  trial (`failure`), whether or not the generator held its
   target. A lossy trial whose generator fell short failed at the load it was
   asked for (a search must go lower); its loss is capture loss at the rate the
   generator achieved.
@@ -74,9 +75,18 @@ def rule(lost_too_much: bool, short: bool) -> str:
     return LOWER_BOUND if short else LOSSLESS
 
 
+def failed(trial: Counts) -> bool:
+    """The capture program under test failed the trial (ended early, hung at the stop, or its
+    counts could not be read: the record's `failure`)."""
+    return bool(getattr(trial, "failure", ""))
+
+
 def verdict(trial: Counts, tolerance_frames: int = 0, *, max_loss_ratio: float | None = None) -> str:
     """LOSSLESS, LOSSY or LOWER_BOUND (module doc). The tolerance is `tolerance_frames` frames, or
-    with `max_loss_ratio` (an MLR goal's) a loss ratio."""
+    with `max_loss_ratio` (an MLR goal's) a loss ratio. A failed trial is LOSSY whatever it lost:
+    a program that did not run to the stop says nothing of the frames it might have missed."""
+    if failed(trial):
+        return LOSSY
     if max_loss_ratio is not None:
         lost_too_much = loss_ratio(trial) > max_loss_ratio
     else:

@@ -37,6 +37,8 @@ def trial_line(n: int, r: TrialResult) -> str:
             f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
     if r.unexplained:
         line += f"  UNEXPLAINED {r.unexplained:,}"
+    if r.failure:
+        line += f"  FAILED: {r.failure}"
     if verdict(r) == LOWER_BOUND:
         line += "  (generator short, nothing lost: a lower bound)"
     return line

@@ -169,3 +169,81 @@ def read_thread_cpus(pid: int) -> tuple[int, ...]:
         except (OSError, IndexError, ValueError):
             continue  # the thread ended between the listing and the read
     return tuple(sorted(cpus))
+
+
+def parse_pid_stat_times(text: str) -> tuple[int, int, int, int]:
+    """(utime, stime, cutime, cstime) in clock ticks from the text of /proc/PID/stat (fields 14-17:
+    the task's own user and system time, and those of its children it has waited for)."""
+    fields = _stat_fields(text)
+    return int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14])
+
+
+def parse_pid_stat_ppid(text: str) -> int:
+    """The parent's pid (field 4 of /proc/PID/stat)."""
+    return int(_stat_fields(text)[1])
+
+
+def process_tree(root: int, proc: str = "/proc") -> tuple[int, ...]:
+    """`root` and every process descended from it that is alive now, root first. A capture program
+    may fork (dumpcap under tshark, a supervisor and its workers): the whole tree is the thing
+    under test."""
+    parents: dict[int, int] = {}
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{name}/stat") as f:
+                parents[int(name)] = parse_pid_stat_ppid(f.read())
+        except (OSError, IndexError, ValueError):
+            continue  # it ended between the listing and the read
+    tree, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, ppid in parents.items() if ppid in frontier and pid not in tree]
+        tree += frontier
+    return tuple(tree)
+
+
+@dataclass(frozen=True)
+class TreeTimes:
+    """The user and system CPU time (clock ticks) of a process tree at one moment, and its processes."""
+
+    user: int
+    system: int
+    pids: tuple[int, ...]
+
+
+def read_tree_times(root: int, proc: str = "/proc") -> TreeTimes:
+    """CPU time of `root`'s process tree: every live process's own time, plus the root's waited-for
+    children's (cutime, cstime: a child that ended and was reaped during the window keeps its time
+    there). A child that ended but is not reaped yet is still in the tree. FileNotFoundError if
+    `root` is gone."""
+    user = system = 0
+    pids = process_tree(root, proc)
+    for pid in pids:
+        try:
+            with open(f"{proc}/{pid}/stat") as f:
+                ut, st, cut, cst = parse_pid_stat_times(f.read())
+        except (OSError, IndexError, ValueError):
+            if pid == root:
+                raise FileNotFoundError(f"{proc}/{pid}/stat") from None
+            continue
+        user += ut + (cut if pid == root else 0)
+        system += st + (cst if pid == root else 0)
+    return TreeTimes(user, system, pids)
+
+
+def read_tree_cpus(pids: tuple[int, ...], proc: str = "/proc") -> tuple[int, ...]:
+    """The CPUs every thread of the processes `pids` last ran on, sorted and distinct."""
+    cpus = set()
+    for pid in pids:
+        try:
+            tids = os.listdir(f"{proc}/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"{proc}/{pid}/task/{tid}/stat") as f:
+                    cpus.add(parse_pid_stat_last_cpu(f.read()))
+            except (OSError, IndexError, ValueError):
+                continue
+    return tuple(sorted(cpus))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shlex
 import shutil
 import signal
@@ -47,6 +48,7 @@ class Child:
             raise ChildError(f"cannot start {name}: {argv[0] if argv else '(no program)'} is not an executable file")
         self.argv = _pdeathsig_prefix() + netns.exec_argv(netns_name, argv)
         self.messages: list[dict] = []  # every JSON object read so far, in order
+        self.stdout_lines: list[str] = []  # every stdout line as printed (a program that prints no JSON)
         self.stderr_lines: list[str] = []
         self.killed_after_s: float | None = None  # set when stop() had to SIGKILL it
         self._queue: queue.Queue = queue.Queue()
@@ -75,6 +77,7 @@ class Child:
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            self.stdout_lines.append(line.rstrip("\n"))
             line = line.strip()
             if not line:
                 continue
@@ -135,6 +138,25 @@ class Child:
                 raise self.failure(f"ended before its {msg_type!r} line")
             if msg.get("type") == msg_type:
                 return msg
+
+    def wait_for_line(self, pattern: re.Pattern[str], stream: str, timeout_s: float) -> str | None:
+        """The first line of `stream` ("stdout" or "stderr") that `pattern` finds, waiting up to
+        `timeout_s`; None if the child ends or the time runs out first (the caller says which)."""
+        lines = self.stdout_lines if stream == "stdout" else self.stderr_lines
+        deadline = time.monotonic() + timeout_s
+        seen = 0
+        while True:
+            for line in lines[seen:]:
+                seen += 1
+                if pattern.search(line):
+                    return line
+            if self.proc.poll() is not None:
+                for t in self._threads:  # the rest of its output, then one last look
+                    t.join(timeout=1.0)
+                return next((line for line in lines[seen:] if pattern.search(line)), None)
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
 
     def wait(self, timeout_s: float) -> int:
         """Wait for the child to exit and its output to be read; its exit status.

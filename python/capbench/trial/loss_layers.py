@@ -104,7 +104,10 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
             out.append(("backlog", r.backlog_drops, f"{cap_iface(r)} rx_dropped {r.iface_rx_dropped:,} − rx ring "
                                                     f"{r.ring_drops or 0:,}: the RPS backlog queue was full"))
     if r.socket_drops:
-        if r.backend == "pcap":
+        if r.app_command:
+            out.append(("socket", r.socket_drops, f"{r.backend}'s own report of the kernel's drops (its 'dropped' "
+                                                  f"count; for libpcap programs ps_drop, PACKET_STATISTICS tp_drops)"))
+        elif r.backend == "pcap":
             out.append(("socket", r.socket_drops, "libpcap's ps_drop (pcap_stats)"))
         else:
             # tp_freeze_q_cnt counts how often the ring froze (every block was owned by user
@@ -125,9 +128,45 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
             out.append(("AF_XDP queues", other_queues,
                         f"on receive queues without a socket (bound: {bound}), passed to the stack: "
                         f"the XDP program's not_redirected; --queue all binds every queue"))
-    if r.app_drops:
+    if r.app_drops and r.app_command:
+        out.append(("application", r.app_drops,
+                    f"{r.backend} says it captured {r.app_counts.get('captured', 0):,}, its capture file holds "
+                    f"{r.file_frames or 0:,}"))
+    elif r.app_drops:
         out.append(("application", r.app_drops,
                     "taken by the socket, never read by the counter (kernel packets − kernel drops − frames read)"))
+    return out
+
+
+def program_remarks(r: TrialResult) -> list[str]:
+    """A capture program's trial has two witnesses: the program's own counts and capbench's (the
+    kernel's counters, and the frames in the program's capture file by their sequence numbers).
+    Where they disagree, and what the program's figures leave out."""
+    if not r.app_command:
+        return []
+    out = [f"FAILED: {r.failure}"] if r.failure else []
+    counts = r.app_counts
+    if r.file_frames is None:
+        out.append(f"received is {r.backend}'s own count: it wrote no capture file capbench could decode")
+    elif "captured" in counts and counts["captured"] < r.file_frames:
+        out.append(f"{r.backend} says it captured {counts['captured']:,}, fewer than the {r.file_frames:,} frames "
+                   f"its capture file holds")
+    if "dropped" in counts:
+        # Frames that passed the interface and the backlog but are not in the file: the socket's
+        # and the program's share, as the kernel's side sees them.
+        missing = r.delivered - r.backlog_drops - r.received
+        if r.file_frames is not None and counts["dropped"] != missing - r.app_drops:
+            diff = missing - r.app_drops - counts["dropped"]
+            out.append(f"{r.backend} reports {counts['dropped']:,} dropped; delivered − backlog − its file leave "
+                       f"{missing - r.app_drops:,} missing after the stack: it reports {abs(diff):,} "
+                       f"{'fewer' if diff > 0 else 'more'} than the kernel's side shows")
+    else:
+        out.append(f"{r.backend} reports no drop count: the socket layer's losses are in 'no counter explains'")
+    if "seen" in counts and "captured" in counts and "dropped" in counts:
+        rest = counts["seen"] - counts["captured"] - counts["dropped"]
+        if rest:
+            out.append(f"{r.backend}'s 'seen' {counts['seen']:,} − captured − dropped = {rest:,} "
+                       f"({'frames still unread at the stop' if rest > 0 else 'it counts drops apart'})")
     return out
 
 
@@ -234,6 +273,7 @@ def remarks(r: TrialResult) -> list[str]:
                    f"{r.catchup_burst_frames:,} frames; it sends at most {catch_up:,} of them faster than the link "
                    f"(--catch-up), the rest at the link's wire rate")
     out += _interface_remarks(r)
+    out += program_remarks(r)
     if r.unexplained > 0:
         out.append(f"{r.unexplained:,} lost packets no counter explains")
     elif r.unexplained < 0:

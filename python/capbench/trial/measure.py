@@ -25,12 +25,16 @@ A trial:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shlex
+import shutil
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +49,11 @@ from capbench.options import option_value
 from capbench.testbed.procs import ChildError, ChildSet
 from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
 from capbench.testbed.veth_pair import Testbed, others_in_use, veth_queues
+from capbench.trial.apps import Adapter
+from capbench.trial.program_run import ProgramRun
 from capbench.trial.record import TrialResult
 
+DECODE_TIMEOUT_S = 60.0  # capbench-cap --read of a program's file: ~1 s for 10 million frames here
 STOP_TIMEOUT_S = 10.0  # how long a trial's programs have to stop after SIGTERM
 # A trial whose generator sent less than this share of the offered rate did not
 # offer the load it names: its loss figures are not a capture result at that load.
@@ -79,6 +86,8 @@ class TrialSetup:
     procs: int = 1  # independent capture processes on the interface, each sees every frame (seed 001)
     ring_bytes: int = 0  # the backend's kernel buffer (declared.Backend.ring_args); 0 = its default
     proc_cpus: tuple[int | None, ...] | None = None  # CPU of each; None: all on cap_cpu
+    # A capture program under test instead of capbench-cap (trial/apps.py): `backend` is its name.
+    app: Adapter | None = None
 
     @property
     def size(self) -> str:
@@ -110,15 +119,44 @@ def offered_share(gen: dict, achieved_pps: float, offered_pps: float) -> float:
     return achieved_pps / offered_pps if offered_pps else 0.0
 
 
-def application_drops(backend: str, cap: dict) -> int:
+def application_drops(backend: declared.Backend, cap: dict) -> int:
     """Frames the socket queued that the counter did not read: kernel packets − kernel drops −
     frames read (capbench-cap's summary). 0 where the backend's kernel count does not cover that
     (libpcap, AF_XDP, the ceiling). Never below 0: a counter that read more than the kernel
     says it queued leaves the difference in `unexplained`, where a disagreement belongs."""
     kernel = cap.get("kernel") or {}
-    if not declared.backend(backend).queue_count or "packets" not in kernel or "packets" not in cap:
+    if not backend.queue_count or "packets" not in kernel or "packets" not in cap:
         return 0
     return max(0, int(kernel["packets"]) - int(kernel.get("drops", 0)) - int(cap["packets"]))
+
+
+def program_drops(program: dict[str, Any], cap: dict[str, Any]) -> int:
+    """The application layer of a capture program: frames it says it captured that its capture
+    file does not hold (its own count − the file's records). 0 where either is missing. Never below
+    0: a file with more frames than the program counted leaves the difference in `unexplained`."""
+    captured = program["counts"].get("captured")
+    if captured is None or "file_frames" not in cap:
+        return 0
+    return max(0, int(captured) - int(cap["file_frames"]))
+
+
+@contextlib.contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A folder for one trial's files (a program's {out} and {outdir}), removed when the trial ends."""
+    path = Path(tempfile.mkdtemp(prefix="capbench-trial-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def program_backend(app: Adapter) -> declared.Backend:
+    """A capture program seen as a backend: no XDP program of its own, no kernel counter capbench
+    reads directly, no ring capbench sizes (its template does), one process per --procs."""
+    return declared.Backend(name=app.name, summary=app.summary, seed="the user's own capture program",
+                            options=(), own_xdp=False, kernel_counter=False, xsk_stats=False, queue_count=False,
+                            kernel_stats="program", clock="file", writes_pcap=app.file_format is not None,
+                            workers=False, queues=False, needs=(), ring=None)
 
 
 def read_link_drops(netns_name: str | None, iface: str) -> tuple[int, int] | None:
@@ -240,7 +278,9 @@ class Measurer:
 
     @property
     def backend(self) -> declared.Backend:
-        """The setup's backend as capbench-cap declares it (--describe)."""
+        """The setup's backend as capbench-cap declares it (--describe), or its capture program's view."""
+        if self.setup.app is not None:
+            return program_backend(self.setup.app)
         return declared.backend(self.setup.backend)
 
     @property
@@ -266,7 +306,9 @@ class Measurer:
 
     @property
     def app_load(self) -> str | None:
-        return None if self.backend.kernel_counter else self.setup.app_load
+        """capbench-cap's work per packet; None where no capbench-cap reads the packets (a kernel
+        counter, a capture program under test)."""
+        return None if self.backend.kernel_counter or self.setup.app is not None else self.setup.app_load
 
     def gen_argv(self, duration_s: float, load: Rate) -> list[str]:
         s, tb = self.setup, self.testbed
@@ -364,16 +406,25 @@ class Measurer:
         started_at = _utc_now()
         # A counter drains its ring after SIGTERM: on a vCPU that stalls for a while that
         # can take seconds, and waiting costs nothing when it stops at once.
-        with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids:
+        with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir() as workdir:
             xdp = None
             if not own_xdp:
                 xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],
                                  netns_name=tb.cap_ns)
                 xdp.wait_for("ready", s.ready_timeout_s)
-            caps = [kids.start("capbench-cap" if s.procs == 1 else f"capbench-cap #{i + 1}", self.cap_argv(c),
-                               netns_name=tb.cap_ns) for i, c in enumerate(self.proc_cpus)]
-            for cap in caps:
-                cap.wait_for("ready", s.ready_timeout_s)
+            caps, progs = [], []
+            if s.app is None:
+                caps = [kids.start("capbench-cap" if s.procs == 1 else f"capbench-cap #{i + 1}", self.cap_argv(c),
+                                   netns_name=tb.cap_ns) for i, c in enumerate(self.proc_cpus)]
+                for cap in caps:
+                    cap.wait_for("ready", s.ready_timeout_s)
+            else:
+                progs = [ProgramRun(s.app, tb.cap_ns, tb.cap_if, c, duration_s, workdir, i)
+                         for i, c in enumerate(self.proc_cpus)]
+                for prog in progs:
+                    prog.start(kids)
+                for prog in progs:
+                    prog.wait_ready()
 
             # The NAPI thread exists once the XDP programs above are attached (rxmode).
             napi = rxmode.place_testbed(tb)
@@ -383,6 +434,8 @@ class Measurer:
             softnet = SoftnetDrops(None if self.kernel_rx_cpu is None else {self.kernel_rx_cpu})
             stat0 = cpu.read_proc_stat()
             ticks0 = [cpu.read_pid_ticks(cap.pid) for cap in caps]
+            for prog in progs:
+                prog.sample_start()
             napi0 = napi.ticks() if napi else {}
             t0 = time.monotonic()
 
@@ -398,13 +451,18 @@ class Measurer:
                     ticks1.append(cpu.read_pid_ticks(cap.pid))
                 except FileNotFoundError:
                     raise cap.failure("ended during the trial") from None
+            for prog in progs:
+                prog.sample_end()
             # Where the read loops ran at the end of the load: what an unpinned counter
-            # (--pin auto) was given by the scheduler.
-            cap_cpus_seen = tuple(sorted({c for cap in caps for c in cpu.read_thread_cpus(cap.pid)}))
+            # (--pin auto) was given by the scheduler; every thread of a program's processes.
+            cap_cpus_seen = tuple(sorted({c for cap in caps for c in cpu.read_thread_cpus(cap.pid)}
+                                         | {c for prog in progs for c in prog.cpus_seen}))
             napi_cpus_seen = napi.cpus_seen(napi0, napi1) if napi else ()
             gen_summary = gen.summary()
 
-            sleep_sampling(s.settle_s, softnet.sample)
+            # A program may hold frames it has not read yet for a while (libpcap's buffer
+            # timeout): its adapter's settle time lets them out before the stop.
+            sleep_sampling(s.settle_s + (s.app.settle_s if s.app is not None else 0.0), softnet.sample)
             softnet.sample()
             others |= set(others_in_use(tb.id))
             links1 = self.interface_drop_counters()
@@ -412,8 +470,13 @@ class Measurer:
             for child in (*caps, xdp):
                 if child is not None and not child.running:
                     raise child.failure("ended during the trial")
+            for prog in progs:
+                prog.check_running()
+            # The programs first, each with its own signal and grace time (all signalled at once).
+            for prog, at in [(prog, prog.signal_stop()) for prog in progs]:
+                prog.wait_stopped(at)
             kids.stop_all()
-            cap_summaries = [cap.summary() for cap in caps]
+            cap_summaries = [cap.summary() for cap in caps] + [self.program_summary(prog) for prog in progs]
             xdp_summary = xdp.summary() if xdp is not None else None
 
         window_s = t1 - t0
@@ -427,7 +490,9 @@ class Measurer:
             # softnet_stat counts every packet of the host: only the receive CPU's backlog
             # holds this trial's packets (RPS queues them there); a cross-check only.
             host_softnet_drops=softnet.total,
-            app_cpu_pcts=[cpu.process_cpu_pct(a, b, window_s) for a, b in zip(ticks0, ticks1)],
+            app_cpu_pcts=[cpu.process_cpu_pct(a, b, window_s) for a, b in zip(ticks0, ticks1)]
+            + [sum(prog.cpu_pct(window_s) or (0.0, 0.0)) for prog in progs],
+            programs=[prog.witness(window_s) for prog in progs],
             cap_cpus_seen=cap_cpus_seen,
             napi_cpus_seen=napi_cpus_seen,
             other_testbeds=tuple(sorted(others)),
@@ -442,6 +507,42 @@ class Measurer:
         return dataclasses.replace(result, loss_layers=tuple(tuple(x) for x in loss_layers.layers(result)),
                                    loss_remarks=tuple(loss_layers.remarks(result)))
 
+    def program_summary(self, prog: ProgramRun) -> dict[str, Any]:
+        """A program's trial counts in the shape of capbench-cap's summary: capbench's own decode of
+        the capture file the program wrote (`capbench-cap --read`: sequence numbers, duplicates,
+        reordering, latency, lengths, groups, exactly as for its own counter), `received` from that
+        file (else the program's own captured count) and `kernel_drops` from the program's own
+        report of the kernel's drops (libpcap's ps_drop = PACKET_STATISTICS tp_drops)."""
+        decoded: dict[str, Any] = {}
+        if prog.file_written:
+            decoded = self.decode_file(prog)
+        elif prog.adapter.file_format is not None and not prog.failure:
+            prog.failure = f"{prog.name} wrote no capture file at {{out}} ({prog.out})"
+        counts = prog.counts
+        received = decoded["received"] if "received" in decoded else counts.get("captured", 0)
+        return {**decoded, "iface": self.testbed.cap_if, "received": int(received),
+                "kernel_drops": int(counts.get("dropped", 0))}
+
+    def decode_file(self, prog: ProgramRun) -> dict[str, Any]:
+        """`capbench-cap --read FILE`'s summary of the program's capture file; {} (and the trial's
+        failure) where it cannot be read."""
+        groups = [x for o in ("--group-size", "--groups") if (v := option_value(list(self.setup.cap_args), o))
+                  for x in (o, v)]
+        argv = [str(self.binaries.cap), "--read", str(prog.out), *groups]
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=DECODE_TIMEOUT_S, check=False,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            prog.failure = prog.failure or f"decoding {prog.name}'s file took over {DECODE_TIMEOUT_S:g} s"
+            return {}
+        summary = next((m for line in reversed(p.stdout.splitlines()) if line.startswith("{")
+                        for m in [json.loads(line)] if m.get("type") == "summary"), None)
+        if p.returncode != 0 or summary is None:
+            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+            prog.failure = prog.failure or f"capbench cannot read {prog.name}'s capture file: {why}"
+            return {}
+        return summary
+
     def interface_drop_counters(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
         """The drop counters (rx_dropped, tx_dropped) of the capture and the generator interface."""
         tb = self.testbed
@@ -449,7 +550,7 @@ class Measurer:
 
     def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, caps: list[dict],
                 xdp: dict | None, host_softnet_drops: int, app_cpu_pcts: list[float], kernel_cpu_pct: float,
-                window_s: float, iface_rx_dropped: int | None = None,
+                window_s: float, programs: list[dict[str, Any]] = (), iface_rx_dropped: int | None = None,
                 gen_tx_dropped: int | None = None, cap_cpus_seen: tuple[int, ...] = (),
                 napi_cpus_seen: tuple[int, ...] = (), other_testbeds: tuple[str, ...] = (),
                 ring_drops: int | None = None) -> TrialResult:
@@ -471,6 +572,9 @@ class Measurer:
         raw = {"gen": gen, "cap": cap}
         if len(caps) > 1:
             raw["caps"] = caps
+        program = programs[worst] if programs else None
+        if programs:
+            raw["programs"] = list(programs)
         if xdp is not None:
             delivered = int(need(xdp, "capbench", "capbench-xdpcount"))
             raw["xdpcount"] = xdp
@@ -487,7 +591,7 @@ class Measurer:
             backlog_drops=backlog_drops,
             socket_drops=0 if xsk else kernel_drops,
             xsk_drops=kernel_drops if xsk else 0,
-            app_drops=application_drops(s.backend, cap),
+            app_drops=application_drops(self.backend, cap) if program is None else program_drops(program, cap),
             received=received[worst],
         )
         rx_pps = acc.received / send_s if send_s > 0 else 0.0
@@ -584,5 +688,11 @@ class Measurer:
             proc_received=tuple(received),
             proc_socket_drops=tuple(int(c.get("kernel_drops", 0)) for c in caps),
             proc_app_cpu_pct=tuple(app_cpu_pcts),
+            app_command=shlex.join(program["argv"]) if program else "",
+            app_counts=dict(program["counts"]) if program else {},
+            app_user_cpu_pct=sum(p["cpu_user_pct"] or 0.0 for p in programs) if programs else None,
+            app_system_cpu_pct=sum(p["cpu_system_pct"] or 0.0 for p in programs) if programs else None,
+            file_frames=int(cap["file_frames"]) if program and "file_frames" in cap else None,
+            failure="; ".join(p["failure"] for p in programs if p["failure"]),
             raw=raw,
         )

@@ -131,6 +131,20 @@ class TrialResult:
     # Other capbench test beds in use during the trial: softnet_stat and /proc/stat count
     # per CPU for the whole host, so their traffic on the same CPUs is in this trial's figures.
     other_testbeds: tuple[str, ...] = ()
+    # A capture program under test (trial/apps.py, `backend` is its adapter's name): its command
+    # line ("" for capbench's own counter), the counts it reported itself ({"captured", "dropped",
+    # "seen", ...}, its own witness; capbench's is `received` from its capture file), the user and
+    # system time of its whole process tree (% of one CPU over the load window; app_cpu_pct is
+    # their sum) and the frames its capture file holds, capbench frames or not (None: no file).
+    app_command: str = ""
+    app_counts: dict[str, int] = field(default_factory=dict)
+    app_user_cpu_pct: float | None = None
+    app_system_cpu_pct: float | None = None
+    file_frames: int | None = None
+    # Why the trial failed ("" when it did not): the program under test ended before the stop,
+    # did not stop within its grace time and was killed, or its counts could not be read. Its
+    # loss counts as measured; a failed trial is never lossless (methods/verdict.py).
+    failure: str = ""
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
