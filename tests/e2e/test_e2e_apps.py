@@ -186,3 +186,35 @@ def test_adapter_whose_pattern_finds_nothing_is_refused_at_its_dry_start(tmp_pat
     assert p.returncode == 2, p.stderr
     assert "dry start" in p.stderr and "captured" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert capbench_namespaces() == before
+
+
+def test_rfc2544_search_and_several_processes_measure_a_program(tmp_path):
+    # 1518 B at 1 GbE is 81,274 pps: tcpdump keeps up, so the search ends at the wire rate; two
+    # tcpdump processes each see every frame of an iperf trial. A host stall reruns (at most twice).
+    for attempt in range(1 + HOST_STALL_RERUNS):
+        results = tmp_path / str(attempt)
+        p = run_capbench("run", "--method", "rfc2544", "--backends", "tcpdump", "--sizes", "1518", "--trial", "1s",
+                         "--precision", "10", "--pause", "0", "--results", str(results), "--no-report",
+                         "--backlog", "10000", timeout=400)
+        assert p.returncode == 0, p.stderr
+        (d,) = [x for x in results.iterdir() if x.is_dir()]
+        trials = [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
+        lossy = [t for t in trials if t["lost"]]
+        if attempt == HOST_STALL_RERUNS or not lossy or not all(
+                t["lost"] == t["link_drops"] + t["backlog_drops"] for t in lossy):
+            break
+        warnings.warn(f"rerun {attempt + 1} of the RFC 2544 search of tcpdump: the host stalled a trial", stacklevel=1)
+    (o,) = [json.loads(x) for x in (d / "searches.jsonl").read_text().splitlines()]
+    assert o["method"] == "rfc2544" and o["backend"] == "tcpdump" and o["verified"], o
+    assert o["throughput_pps"] == pytest.approx(81_274, rel=0.001)
+    assert all(t["app_command"].startswith("tcpdump ") and not t["failure"] for t in trials)
+
+    p = run_capbench("run", "--backends", "tcpdump", "--procs", "2", "--sizes", "64", "--rate", "20kpps",
+                     "--duration", "1", "--link", "10g", "--results", str(tmp_path / "procs"), "--no-report",
+                     "--backlog", "10000", timeout=200)
+    assert p.returncode == 0, p.stderr
+    (d,) = [x for x in (tmp_path / "procs").iterdir() if x.is_dir()]
+    (t,) = [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
+    assert t["procs"] == 2 and len(t["raw"]["programs"]) == 2
+    assert t["proc_received"] == [20_000, 20_000] or t["lost"] > 0 and t["lost"] == t["link_drops"], t["proc_received"]
+    assert len({prog["argv"][-1] for prog in t["raw"]["programs"]}) == 2  # each process its own {out}

@@ -87,9 +87,11 @@ def test_argv_substitutes_per_word():
 
 
 def one_count(command: str, source: str, how: str) -> apps.Adapter:
-    """An adapter `p` with one count `c` (`how`: its pattern or json_path line)."""
-    return apps.parse(f'[p]\ncommand = "{command}"\n[p.counts.c]\nsource = "{source}"\n{how}\nmeaning = "m"\n',
-                      "t.toml")["p"]
+    """An adapter `p` with one count `c` (`how`: its pattern or json_path line) beside the captured
+    count every adapter without a capture file needs."""
+    return apps.parse(f'[p]\ncommand = "{command}"\n[p.counts.c]\nsource = "{source}"\n{how}\nmeaning = "m"\n'
+                      f'[p.counts.captured]\nsource = "stderr"\npattern = \'(\\d+) captured\'\nrequired = false\n'
+                      f'meaning = "m"\n', "t.toml")["p"]
 
 
 def test_counts_take_the_last_match_and_commas():
@@ -240,13 +242,13 @@ def test_docs_suricata_example(tmp_path):
     a = apps.load_file(f)["suricata"]
     eve = "\n".join([
         '{"timestamp":"2025-01-01T00:00:01","event_type":"stats","stats":{"uptime":1,"capture":'
-        '{"kernel_packets":1000,"kernel_drops":0}}}',
+        '{"kernel_packets":1000,"kernel_drops":0},"decoder":{"pkts":1000}}}',
         '{"timestamp":"2025-01-01T00:00:01","event_type":"flow","flow":{"pkts_toserver":3}}',
         '{"timestamp":"2025-01-01T00:00:02","event_type":"stats","stats":{"uptime":2,"capture":'
-        '{"kernel_packets":250000,"kernel_drops":1234}}}',
+        '{"kernel_packets":250000,"kernel_drops":1234},"decoder":{"pkts":248766}}}',
     ])
     files = {t: eve for t in a.file_paths(iface="i", out="o", cpu=1, duration_s=2, outdir="/d")}
-    assert a.read_counts("", "", files) == {"seen": 250000, "dropped": 1234}
+    assert a.read_counts("", "", files) == {"captured": 248766, "seen": 250000, "dropped": 1234}
 
 
 def test_docs_zeek_example(tmp_path):
@@ -255,3 +257,11 @@ def test_docs_zeek_example(tmp_path):
     a = apps.load_file(f)["zeek"]
     stderr = "listening on cb1c\n\n1488095 packets received on interface cb1c, 12345 (0.82%) dropped\n"
     assert a.read_counts("", stderr, {}) == {"captured": 1488095, "dropped": 12345}
+
+
+def test_an_adapter_must_say_what_it_captured(tmp_path):
+    f = tmp_path / "blind.toml"
+    f.write_text('[blind]\ncommand = "tcpdump -i {iface}"\n[blind.counts.dropped]\nsource = "stderr"\n'
+                 'pattern = \'(\\d+) dropped\'\nmeaning = "drops"\n')
+    with pytest.raises(apps.AdapterError, match="a count named 'captured' or file_format"):
+        apps.load_file(f)

@@ -98,6 +98,8 @@ AXES: tuple[Axis, ...] = (
     Axis("groups", "", "groups", get=lambda t: _step_part(str(value(t, "step", "") or ""), "groups")),
     Axis("sizes", "", "sizes", get=_profile),  # a mix of frame lengths (its mean is the frame length)
 )
+# The app load of a capture program's trial: the work it does is its own, not capbench-cap's --app-load.
+PROGRAM_APP_LOAD = "its own"
 # What the key is made of, in words (error messages and help).
 IDENTITY_TEXT = ("method, backend, frame length, rate, link, engine, app load, placement, "
                  + ", ".join(a.title for a in AXES))
@@ -190,7 +192,7 @@ def series_key(t: AnyTrial) -> SeriesKey:
         if v != axis.default:
             extra.append((axis.title, axis.text(v)))
     return SeriesKey(method=t.method, backend=r.backend, link=link_name(r.link_bps), engine=r.gen_engine,
-                     app_load=r.app_load or "touch", placement=f"{pin_of(t)} ({placement_of(t)})",
+                     app_load=r.app_load or (PROGRAM_APP_LOAD if r.app_command else "touch"), placement=f"{pin_of(t)} ({placement_of(t)})",
                      extra=tuple(extra))
 
 

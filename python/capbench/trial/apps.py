@@ -225,6 +225,10 @@ class Adapter:
             if c.name in seen:
                 raise AdapterError(f"{what}: count {c.name!r} twice")
             seen.add(c.name)
+        # A trial's `received` is the frames of the capture file, else the program's captured count.
+        if self.file_format is None and "captured" not in seen:
+            raise AdapterError(f"{what}: capbench cannot tell what it captured: give a count named 'captured' or "
+                               f"file_format = \"pcap\" with {{out}} in the command")
 
     @property
     def program(self) -> str:
