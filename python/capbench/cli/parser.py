@@ -86,6 +86,8 @@ examples:
   sudo capbench run --pin A:A,A:B --repeat 3             the seed's "#1" and "#2", 3 times each
   sudo capbench run --app-load touch,spin:500             a counter slowed by 500 ns per packet
   sudo capbench run --procs 1,2,4 --backends afp-v3       several capture processes (seed 001)
+  sudo capbench run --backends pcap,tcpdump,dumpcap       real capture programs beside the counter
+  sudo capbench run --app 'td8M=tcpdump -i {iface} -B 8192 -w {out}' --backends tcpdump,td8M
   sudo capbench run --method rfc2544 --sizes 64,1518 --trial 10s
   sudo capbench run --method mlr --sizes 64
   sudo capbench run --campaign campaigns/seed2008-quick.toml
