@@ -9,7 +9,8 @@ A trial:
     veth it also gives the receive side the NAPI instance XDP-redirected frames
     need), wait for its `ready` line. Not for a backend that declares own_xdp:
     an interface holds one XDP program, theirs, which counts "delivered" itself;
- 2. start capbench-cap (the counter) with the backend, wait for `ready`;
+ 2. start capbench-cap (the counter) with the backend, wait for `ready`; or the capture
+    program under test (trial/program_run.py), wait until it captures;
  3. snapshot the interfaces' drop counters (`ip -s link`: the capture interface's
     rx_dropped, the generator interface's tx_dropped), softnet_stat, /proc/stat and
     the counter's CPU time;
@@ -18,9 +19,13 @@ A trial:
  5. snapshot the CPU times again: steps 3-5 are the load window;
  6. wait `settle_s` for the rings and backlog queues to drain, snapshot softnet_stat
     and the interfaces' drop counters;
- 7. SIGTERM the counter and xdpcount, read their summaries;
+ 7. stop a program with its own signal (it must exit within its grace time), SIGTERM the
+    counter and xdpcount, read their summaries;
  8. account for every packet (accounting.account) and return a frozen TrialResult
     (its record and loader: capbench.trial.record).
+
+Steps 1-3 and 5-8 are a CaptureSide's (trial/trial_run.py), step 4 the trial's: several
+capture sides (sensors behind a tap) can share one generator.
 """
 
 from __future__ import annotations
@@ -46,9 +51,9 @@ from capbench.testbed import rxmode
 from capbench.binaries import Binaries
 from capbench.errors import RunError, UsageError
 from capbench.options import option_value
-from capbench.testbed.procs import ChildError, ChildSet
+from capbench.testbed.procs import ChildError
 from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
-from capbench.testbed.veth_pair import Testbed, others_in_use, veth_queues
+from capbench.testbed.veth_pair import Testbed, veth_queues
 from capbench.trial.apps import Adapter
 from capbench.trial.program_run import ProgramRun
 from capbench.trial.record import TrialResult
@@ -390,122 +395,28 @@ class Measurer:
             return ("--queue", "all")
         return ("--queue", str(s.gen_cpu % veth_queues()))
 
-    def measure(self, duration_s: float, load: Rate | float) -> TrialResult:
-        """Run one trial of `duration_s` at `load` (a Rate, or frames per second)."""
-        s, tb = self.setup, self.testbed
-        if not isinstance(load, Rate):
-            load = Rate.from_pps(load)
+    def check(self, load: Rate) -> None:
+        """What this setup cannot run, before anything starts (UsageError)."""
+        s = self.setup
         if s.size_profile is None:  # capbench-gen checks a profile's mean wire rate itself
             load.check(s.frame_len, s.link_bps)
-        own_xdp = self.backend.own_xdp
         if s.procs < 1 or len(self.proc_cpus) != s.procs:
             raise UsageError(f"--procs {s.procs} needs one CPU per process, got {list(self.proc_cpus)}")
-        if own_xdp and s.procs > 1:
+        if self.backend.own_xdp and s.procs > 1:
             raise UsageError(f"--procs {s.procs} with {s.backend}: an interface holds one XDP program, so one "
                              f"{s.backend} process at a time (use fanout or packet-socket backends)")
-        started_at = _utc_now()
-        # A counter drains its ring after SIGTERM: on a vCPU that stalls for a while that
-        # can take seconds, and waiting costs nothing when it stops at once.
-        with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir() as workdir:
-            xdp = None
-            if not own_xdp:
-                xdp = kids.start("capbench-xdpcount", [str(self.binaries.xdpcount), "--iface", tb.cap_if],
-                                 netns_name=tb.cap_ns)
-                xdp.wait_for("ready", s.ready_timeout_s)
-            caps, progs = [], []
-            if s.app is None:
-                caps = [kids.start("capbench-cap" if s.procs == 1 else f"capbench-cap #{i + 1}", self.cap_argv(c),
-                                   netns_name=tb.cap_ns) for i, c in enumerate(self.proc_cpus)]
-                for cap in caps:
-                    cap.wait_for("ready", s.ready_timeout_s)
-            else:
-                progs = [ProgramRun(s.app, tb.cap_ns, tb.cap_if, c, duration_s, workdir, i)
-                         for i, c in enumerate(self.proc_cpus)]
-                for prog in progs:
-                    prog.start(kids)
-                for prog in progs:
-                    prog.wait_ready()
 
-            # The NAPI thread exists once the XDP programs above are attached (rxmode).
-            napi = rxmode.place_testbed(tb)
-            links0 = self.interface_drop_counters()
-            ring0 = read_ring_drops(tb.gen_ns, tb.gen_if)
-            others = set(others_in_use(tb.id))
-            softnet = SoftnetDrops(None if self.kernel_rx_cpu is None else {self.kernel_rx_cpu})
-            stat0 = cpu.read_proc_stat()
-            ticks0 = [cpu.read_pid_ticks(cap.pid) for cap in caps]
-            for prog in progs:
-                prog.sample_start()
-            napi0 = napi.ticks() if napi else {}
-            t0 = time.monotonic()
+    def measure(self, duration_s: float, load: Rate | float) -> TrialResult:
+        """Run one trial of `duration_s` at `load` (a Rate, or frames per second)."""
+        from capbench.trial.trial_run import run_trial  # it drives Measurers: imported here, not at the top
 
-            gen = kids.start("capbench-gen", self.gen_argv(duration_s, load), netns_name=tb.gen_ns)
-            wait_sampling(gen, duration_s + 10.0 + s.ready_timeout_s, softnet.sample)
+        (result,) = run_trial(self, [self], duration_s, load)
+        return result
 
-            t1 = time.monotonic()
-            stat1 = cpu.read_proc_stat()
-            napi1 = napi.ticks() if napi else {}
-            ticks1 = []
-            for cap in caps:
-                try:
-                    ticks1.append(cpu.read_pid_ticks(cap.pid))
-                except FileNotFoundError:
-                    raise cap.failure("ended during the trial") from None
-            for prog in progs:
-                prog.sample_end()
-            # Where the read loops ran at the end of the load: what an unpinned counter
-            # (--pin auto) was given by the scheduler; every thread of a program's processes.
-            cap_cpus_seen = tuple(sorted({c for cap in caps for c in cpu.read_thread_cpus(cap.pid)}
-                                         | {c for prog in progs for c in prog.cpus_seen}))
-            napi_cpus_seen = napi.cpus_seen(napi0, napi1) if napi else ()
-            gen_summary = gen.summary()
-
-            # A program may hold frames it has not read yet for a while (libpcap's buffer
-            # timeout): its adapter's settle time lets them out before the stop.
-            sleep_sampling(s.settle_s + (s.app.settle_s if s.app is not None else 0.0), softnet.sample)
-            softnet.sample()
-            others |= set(others_in_use(tb.id))
-            links1 = self.interface_drop_counters()
-            ring1 = read_ring_drops(tb.gen_ns, tb.gen_if)
-            for child in (*caps, xdp):
-                if child is not None and not child.running:
-                    raise child.failure("ended during the trial")
-            for prog in progs:
-                prog.check_running()
-            # The programs first, each with its own signal and grace time (all signalled at once).
-            for prog, at in [(prog, prog.signal_stop()) for prog in progs]:
-                prog.wait_stopped(at)
-            kids.stop_all()
-            cap_summaries = [cap.summary() for cap in caps] + [self.program_summary(prog) for prog in progs]
-            xdp_summary = xdp.summary() if xdp is not None else None
-
-        window_s = t1 - t0
-        kernel_cpu_pct = (cpu.kernel_rx_pct(stat0, stat1, self.kernel_rx_cpu)
-                          if self.kernel_rx_cpu is not None else 0.0)
-        if napi:  # the NAPI thread's receive work is its own system time, not softirq time
-            kernel_cpu_pct += cpu.process_cpu_pct(sum(napi0.values()), sum(napi1.values()), window_s)
-        result = self._result(
-            started_at=started_at, duration_s=duration_s, load=load,
-            gen=gen_summary, caps=cap_summaries, xdp=xdp_summary,
-            # softnet_stat counts every packet of the host: only the receive CPU's backlog
-            # holds this trial's packets (RPS queues them there); a cross-check only.
-            host_softnet_drops=softnet.total,
-            app_cpu_pcts=[cpu.process_cpu_pct(a, b, window_s) for a, b in zip(ticks0, ticks1)]
-            + [sum(prog.cpu_pct(window_s) or (0.0, 0.0)) for prog in progs],
-            programs=[prog.witness(window_s) for prog in progs],
-            cap_cpus_seen=cap_cpus_seen,
-            napi_cpus_seen=napi_cpus_seen,
-            other_testbeds=tuple(sorted(others)),
-            kernel_cpu_pct=kernel_cpu_pct,
-            window_s=window_s,
-            iface_rx_dropped=_delta(links0[0], links1[0], 0),
-            gen_tx_dropped=_delta(links0[1], links1[1], 1),
-            ring_drops=None if ring0 is None or ring1 is None else ring1 - ring0,
-        )
-        from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
-
-        return dataclasses.replace(result, loss_layers=tuple(tuple(x) for x in loss_layers.layers(result)),
-                                   loss_remarks=tuple(loss_layers.remarks(result)))
+    def settle_s(self) -> float:
+        """How long after the load its counters wait: the setup's settle time, and a program's own
+        (libpcap's buffer timeout holds frames a while before a read returns them)."""
+        return self.setup.settle_s + (self.setup.app.settle_s if self.setup.app is not None else 0.0)
 
     def program_summary(self, prog: ProgramRun) -> dict[str, Any]:
         """A program's trial counts in the shape of capbench-cap's summary: capbench's own decode of
@@ -696,3 +607,4 @@ class Measurer:
             failure="; ".join(p["failure"] for p in programs if p["failure"]),
             raw=raw,
         )
+

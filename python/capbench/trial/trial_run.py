@@ -1,0 +1,174 @@
+"""One trial around one generator: each capture side (CaptureSide: the delivered counter, the
+capture processes, every counter of that side) is started, read before and after the load, and
+turned into its own record. Measurer.measure runs it for its one side; several sides (sensors
+behind a tap) share one generator and see the same frames."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+from capbench.testbed import cpu
+from capbench.testbed import rxmode
+from capbench.rates import Rate
+from capbench.testbed.procs import ChildSet
+from capbench.testbed.veth_pair import others_in_use
+from capbench.trial.measure import (STOP_TIMEOUT_S, Measurer, SoftnetDrops, _delta, _utc_now, read_ring_drops,
+                                    scratch_dir, sleep_sampling, wait_sampling)
+from capbench.trial.program_run import ProgramRun
+from capbench.trial.record import TrialResult
+
+
+def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: Rate | float) -> list[TrialResult]:
+    """One trial: the generator of `sender`'s test bed sends `load` for `duration_s`, and each of
+    `sides` captures on its own interface at the same time (one side: the test bed's capture veth;
+    several: the sensors behind a tap, each seeing every frame). Each side gets its own record."""
+    if not isinstance(load, Rate):
+        load = Rate.from_pps(load)
+    for m in {id(m): m for m in (sender, *sides)}.values():
+        m.check(load)
+    started_at = _utc_now()
+    # A counter drains its ring after SIGTERM: on a vCPU that stalls for a while that
+    # can take seconds, and waiting costs nothing when it stops at once.
+    with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir() as workdir:
+        parts = [CaptureSide(m, kids, workdir / str(i), duration_s) for i, m in enumerate(sides)]
+        for part in parts:
+            part.start()
+        for part in parts:
+            part.before_load()
+
+        def sample() -> None:
+            for part in parts:
+                part.softnet.sample()
+
+        t0 = time.monotonic()
+        gen = kids.start("capbench-gen", sender.gen_argv(duration_s, load), netns_name=sender.testbed.gen_ns)
+        wait_sampling(gen, duration_s + 10.0 + sender.setup.ready_timeout_s, sample)
+        t1 = time.monotonic()
+        for part in parts:
+            part.after_load(t1 - t0)
+        gen_summary = gen.summary()
+
+        sleep_sampling(max(m.settle_s() for m in sides), sample)
+        for part in parts:
+            part.after_settle()
+        # The programs first, each with its own signal and grace time (all signalled at once).
+        for prog, at in [(prog, prog.signal_stop()) for part in parts for prog in part.progs]:
+            prog.wait_stopped(at)
+        kids.stop_all()
+        results = [part.result(started_at, duration_s, load, gen_summary) for part in parts]
+    from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
+
+    return [dataclasses.replace(r, loss_layers=tuple(tuple(x) for x in loss_layers.layers(r)),
+                                loss_remarks=tuple(loss_layers.remarks(r))) for r in results]
+
+
+class CaptureSide:
+    """The capture side of one trial: the delivered counter (capbench-xdpcount, unless the backend
+    attaches its own XDP program), the capture processes (capbench-cap, or a capture program) and
+    every counter of that side, read before and after the load (steps 1-3 and 5-8 of the module
+    doc). run_trial drives one or several of them around one generator."""
+
+    def __init__(self, measurer: Measurer, kids: ChildSet, workdir: Path, duration_s: float):
+        self.m, self.kids, self.workdir, self.duration_s = measurer, kids, workdir, duration_s
+        self.xdp = None
+        self.caps: list[Any] = []
+        self.progs: list[ProgramRun] = []
+
+    def start(self) -> None:
+        """The counters, started and ready."""
+        m, s, tb, kids = self.m, self.m.setup, self.m.testbed, self.kids
+        if not m.backend.own_xdp:
+            self.xdp = kids.start("capbench-xdpcount", [str(m.binaries.xdpcount), "--iface", tb.cap_if],
+                                  netns_name=tb.cap_ns)
+            self.xdp.wait_for("ready", s.ready_timeout_s)
+        if s.app is None:
+            self.caps = [kids.start("capbench-cap" if s.procs == 1 else f"capbench-cap #{i + 1}", m.cap_argv(c),
+                                    netns_name=tb.cap_ns) for i, c in enumerate(m.proc_cpus)]
+            for cap in self.caps:
+                cap.wait_for("ready", s.ready_timeout_s)
+        else:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self.progs = [ProgramRun(s.app, tb.cap_ns, tb.cap_if, c, self.duration_s, self.workdir, i)
+                          for i, c in enumerate(m.proc_cpus)]
+            for prog in self.progs:
+                prog.start(kids)
+            for prog in self.progs:
+                prog.wait_ready()
+
+    def before_load(self) -> None:
+        """Place the NAPI thread, then every counter's first reading."""
+        m, tb = self.m, self.m.testbed
+        # The NAPI thread exists once the XDP programs above are attached (rxmode).
+        self.napi = rxmode.place_testbed(tb)
+        self.links0 = m.interface_drop_counters()
+        self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        self.others = set(others_in_use(tb.id))
+        self.softnet = SoftnetDrops(None if m.kernel_rx_cpu is None else {m.kernel_rx_cpu})
+        self.stat0 = cpu.read_proc_stat()
+        self.ticks0 = [cpu.read_pid_ticks(cap.pid) for cap in self.caps]
+        for prog in self.progs:
+            prog.sample_start()
+        self.napi0 = self.napi.ticks() if self.napi else {}
+
+    def after_load(self, window_s: float) -> None:
+        """The CPU times at the end of the load window, and where everything ran."""
+        self.window_s = window_s
+        self.stat1 = cpu.read_proc_stat()
+        self.napi1 = self.napi.ticks() if self.napi else {}
+        self.ticks1 = []
+        for cap in self.caps:
+            try:
+                self.ticks1.append(cpu.read_pid_ticks(cap.pid))
+            except FileNotFoundError:
+                raise cap.failure("ended during the trial") from None
+        for prog in self.progs:
+            prog.sample_end()
+        # Where the read loops ran at the end of the load: what an unpinned counter
+        # (--pin auto) was given by the scheduler; every thread of a program's processes.
+        self.cap_cpus_seen = tuple(sorted({c for cap in self.caps for c in cpu.read_thread_cpus(cap.pid)}
+                                          | {c for prog in self.progs for c in prog.cpus_seen}))
+        self.napi_cpus_seen = self.napi.cpus_seen(self.napi0, self.napi1) if self.napi else ()
+
+    def after_settle(self) -> None:
+        """The counters' last readings, once the rings and queues have drained; the counters must
+        still be running (a program that is not has failed the trial)."""
+        m, tb = self.m, self.m.testbed
+        self.softnet.sample()
+        self.others |= set(others_in_use(tb.id))
+        self.links1 = m.interface_drop_counters()
+        self.ring1 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        for child in (*self.caps, self.xdp):
+            if child is not None and not child.running:
+                raise child.failure("ended during the trial")
+        for prog in self.progs:
+            prog.check_running()
+
+    def result(self, started_at: str, duration_s: float, load: Rate, gen_summary: dict) -> TrialResult:
+        """This side's record, once every program has stopped."""
+        m, window_s = self.m, self.window_s
+        summaries = [cap.summary() for cap in self.caps] + [m.program_summary(prog) for prog in self.progs]
+        kernel_cpu_pct = (cpu.kernel_rx_pct(self.stat0, self.stat1, m.kernel_rx_cpu)
+                          if m.kernel_rx_cpu is not None else 0.0)
+        if self.napi:  # the NAPI thread's receive work is its own system time, not softirq time
+            kernel_cpu_pct += cpu.process_cpu_pct(sum(self.napi0.values()), sum(self.napi1.values()), window_s)
+        return m._result(
+            started_at=started_at, duration_s=duration_s, load=load,
+            gen=gen_summary, caps=summaries, xdp=self.xdp.summary() if self.xdp is not None else None,
+            # softnet_stat counts every packet of the host: only the receive CPU's backlog
+            # holds this trial's packets (RPS queues them there); a cross-check only.
+            host_softnet_drops=self.softnet.total,
+            app_cpu_pcts=[cpu.process_cpu_pct(a, b, window_s) for a, b in zip(self.ticks0, self.ticks1)]
+            + [sum(prog.cpu_pct(window_s) or (0.0, 0.0)) for prog in self.progs],
+            programs=[prog.witness(window_s) for prog in self.progs],
+            cap_cpus_seen=self.cap_cpus_seen,
+            napi_cpus_seen=self.napi_cpus_seen,
+            other_testbeds=tuple(sorted(self.others)),
+            kernel_cpu_pct=kernel_cpu_pct,
+            window_s=window_s,
+            iface_rx_dropped=_delta(self.links0[0], self.links1[0], 0),
+            gen_tx_dropped=_delta(self.links0[1], self.links1[1], 1),
+            ring_drops=None if self.ring0 is None or self.ring1 is None else self.ring1 - self.ring0,
+        )
