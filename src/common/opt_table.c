@@ -419,6 +419,7 @@ void cb_opt_describe_begin(struct cb_json *j, const char *program, unsigned int 
 	cb_json_begin(j, NULL);
 	cb_json_str(j, "program", program);
 	cb_json_u64(j, "describe_version", version);
+	cb_json_str(j, "version", CAPBENCH_VERSION);
 }
 
 void cb_opt_describe_variant(struct cb_json *j, const char *name, const char *summary,

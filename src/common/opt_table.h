@@ -125,7 +125,8 @@ const char *cb_opt_choice_name(const struct cb_opt_choice *c, int value);
 void cb_opt_help(FILE *out, const struct cb_opt *table);
 /* --describe: the table as a JSON array under `key`. */
 void cb_opt_describe(struct cb_json *j, const char *key, const struct cb_opt *table);
-/* --describe: begin the document ({"program", "describe_version"}), and
+/* --describe: begin the document ({"program", "describe_version", "version":
+ * capbench's release, meson's project version}), and
  * begin one variant's object in an array ({"name", "summary", "seed",
  * "options"}; the caller adds its capabilities and ends it). */
 void cb_opt_describe_begin(struct cb_json *j, const char *program, unsigned int version);

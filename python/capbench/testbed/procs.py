@@ -42,6 +42,10 @@ def _pdeathsig_prefix() -> list[str]:
 class Child:
     """One running program. `name` is used in error messages."""
 
+    # Its stdin: nothing (a remote child, capbench.remote.ssh.RemoteChild, takes a pipe that
+    # carries its heartbeat).
+    STDIN: int = subprocess.DEVNULL
+
     def __init__(self, name: str, argv: Sequence[str], *, netns_name: str | None = None):
         self.name = name
         if not argv or ("/" in argv[0] and not os.access(argv[0], os.X_OK)):
@@ -55,7 +59,7 @@ class Child:
         try:
             self.proc = subprocess.Popen(
                 self.argv,
-                stdin=subprocess.DEVNULL,
+                stdin=self.STDIN,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
