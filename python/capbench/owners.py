@@ -23,6 +23,14 @@ testbed down`). A setting is put back to `original` only when its last holder is
 released or found dead, and only if it still reads `set` (a value someone changed
 by hand since stands); until then nobody lowers it. Dead holders are dropped at
 every access, so a holder that never cleaned up holds nothing past its own life.
+
+Most settings are files (kind "file"). A setting of another kind (a NIC's ring size,
+channels or coalescing: kind "ethtool", testbed.nic) names how it is read and written
+through an accessor registered under that kind (`register_accessor`); its registry entry
+records the kind, so whoever finds its holders dead puts it back the same way. A setting
+whose object is gone (an interface that went with its namespace) has nothing to put back
+(`SettingGone`). Two living holders never want different exact values of one setting: the
+second is refused.
 """
 
 from __future__ import annotations
@@ -142,6 +150,7 @@ class Setting:
     value: str
     at_least: bool  # an integer needed at `value` or more (a sysctl raised); else exactly `value`
     key: str | None = None  # the sysctl's name, for the records
+    kind: str = "file"  # how `path` is read and written: the accessor registered under this kind
 
     def met_by(self, current: str) -> bool:
         if self.at_least:
@@ -191,6 +200,41 @@ def write_value(path: str, value: str) -> None:
         Path(path).write_text(value + "\n")
     except OSError as e:
         raise RunError(f"cannot set {path} to {value}: {e.strerror}") from None
+
+
+class SettingGone(Exception):
+    """Raised by an accessor when what a setting was on no longer exists (an interface removed
+    with its namespace): there is nothing to read or put back."""
+
+
+@dataclass(frozen=True)
+class Accessor:
+    """How settings of one kind are read and written: `read(path) -> value`, `write(path, value)`;
+    both raise RunError on failure, SettingGone when the object is gone."""
+
+    read: Callable[[str], str]
+    write: Callable[[str, str], None]
+
+
+ACCESSORS: dict[str, Accessor] = {"file": Accessor(read_value, write_value)}
+
+
+def register_accessor(kind: str, read: Callable[[str], str], write: Callable[[str, str], None]) -> None:
+    """Make settings of `kind` readable and restorable in this process (a test bed module does
+    this when it is imported)."""
+    ACCESSORS[kind] = Accessor(read, write)
+
+
+def _accessor_error(kind: str) -> RunError:
+    return RunError(f"a host setting of kind {kind!r} cannot be read or put back by this capbench "
+                    f"(known: {', '.join(sorted(ACCESSORS))}): run `capbench testbed down` with the "
+                    f"capbench that set it")
+
+
+def accessor(kind: str) -> Accessor:
+    if kind not in ACCESSORS:
+        raise _accessor_error(kind)
+    return ACCESSORS[kind]
 
 
 class HostSettings:
@@ -245,10 +289,17 @@ class HostSettings:
             entry["holders"] = {k: h for k, h in entry.get("holders", {}).items() if holder_alive(h)}
             if entry["holders"]:
                 continue
+            kind = entry.get("kind") or "file"
+            if kind not in ACCESSORS:  # kept for a capbench that knows how to put it back
+                errors.append(str(_accessor_error(kind)))
+                continue
             del reg["settings"][path]
+            how = ACCESSORS[kind]
             try:
-                if read_value(path) == entry["set"]:
-                    write_value(path, entry["original"])
+                if how.read(path) == entry["set"]:
+                    how.write(path, entry["original"])
+            except SettingGone:
+                pass  # what it was on is gone, and its setting with it
             except RunError as e:
                 errors.append(str(e))
         return errors
@@ -257,15 +308,27 @@ class HostSettings:
         """Make `setting` hold for `holder` until it is released; the record of what it found and
         what it set (Setting.record), or None when the host already met it and no run holds it
         (then there is nothing to put back)."""
+        how = accessor(setting.kind)
         with self._locked() as reg:
             errors = self._prune(reg)
-            found = read_value(setting.path)
+            try:
+                found = how.read(setting.path)
+            except SettingGone:
+                raise RunError(f"cannot read {setting.key or setting.path}: it does not exist") from None
             entry = reg["settings"].get(setting.path)
             record = None
+            if entry is not None and not setting.at_least and entry["set"] != setting.value:
+                others = ", ".join(f"{k} (pid {h.get('pid')})" for k, h in sorted(entry["holders"].items())
+                                   if k != holder.id)
+                if others:
+                    raise UsageError(f"{setting.key or setting.path} is held at {entry['set']} by {others}: "
+                                     f"one value at a time; let that run end, or ask for {entry['set']}")
             if entry is not None or not setting.met_by(found):
                 if entry is None:
                     entry = reg["settings"][setting.path] = {"key": setting.key, "original": found, "set": found,
                                                              "holders": {}}
+                    if setting.kind != "file":
+                        entry["kind"] = setting.kind
                 change = not setting.met_by(found)
                 entry["holders"][holder.id] = asdict(holder) | {"found": found, "wants": setting.value}
                 if change:
@@ -274,8 +337,8 @@ class HostSettings:
                     # file does not read, and such a value is never "put back" (the file's stands).
                     self._save(reg)
                     try:
-                        write_value(setting.path, setting.value)
-                    except RunError:
+                        how.write(setting.path, setting.value)
+                    except (RunError, SettingGone):
                         del entry["holders"][holder.id]
                         if not entry["holders"]:
                             del reg["settings"][setting.path]

@@ -87,6 +87,9 @@ def _down(args: argparse.Namespace) -> int:
         print(f"removed test bed {args.id}")
         return 0
     removed, kept = testbed.destroy_stale()
+    # Settings held without a test bed (a real interface's --nic-set, testbed.nic) by a run that
+    # died: put back here too (dead holders are dropped, and their settings restored, at every access).
+    owners.HostSettings().held()
     for tb_id in removed:
         print(f"removed test bed {tb_id}")
     for info in kept:

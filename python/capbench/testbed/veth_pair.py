@@ -33,6 +33,7 @@ from capbench import held_signals
 from capbench.testbed import cpu
 from capbench.testbed import host_sysctl
 from capbench.testbed import netns
+from capbench.testbed import nic  # noqa: F401 - registers the "ethtool" kind of host setting (put back by destroy)
 from capbench.testbed import rxmode
 from capbench.errors import RunError, Terminated
 from capbench.owners import RUN_DIR, HostSettings, Holder, owned, process_alive, process_start_ticks

@@ -1,0 +1,782 @@
+"""Real interfaces (`--gen-iface`, `--cap-iface`): what a NIC is, its own drop counters, the
+settings a run changes on it (`--nic-set`), and the checks before capbench sends on it.
+
+describe(ns, ifname)  the driver, firmware, rings, channels, coalescing, offloads, link, queues and
+                      each queue's IRQ with its CPU affinity, for every trial's record. What the
+                      driver does not support is recorded as the reason ("not supported by veth"),
+                      never a value.
+counters(ns, ifname)  the NIC-layer counters as one flat {name: int}: rtnl_link_stats64
+                      ("link." + name), the driver's `ethtool -S` ("nic." + the driver's own name,
+                      per-queue ones included: per_queue() groups them) and ethtool's standard
+                      statistics ("std.GROUP." + name); counter_deltas(before, after) per trial.
+NicSetting            one `--nic-set` item (ring `ethtool -G`, channels `-L`, coalescing `-C`),
+                      held through owners.HostSettings like a sysctl: put back when its last holder
+                      ends, and by whoever finds that holder dead (`capbench testbed down` after a
+                      crash); the accessor of kind "ethtool" below is how it is read and written.
+check_exists, check_safe_to_send, check_bounded_send, learn_mac: before sending on a real port.
+
+Everything runs inside the interface's namespace (`ns`; None: capbench's own) through
+netns. ethtool 6.1 (Debian 12) prints JSON (`--json`) only for some subcommands (`-k`,
+`-S --groups` here; not `-i -g -l -c -S` or the plain one): each reader asks for JSON first and
+parses the text when this ethtool refuses (newer ones print JSON for -g/-l/-c too, with the
+keys of the text: "rx-max", "rx", ...).
+
+The generator's destination MAC on a real cable: the sensor's, never a broadcast or flood by
+default. When both ports are on this host (two ports cabled together, or a port and a tap), it
+is learned from the capture interface (`learn_mac(cap_ns, cap_if)`); when the sensor is another
+host, the user gives it (`--dst-mac`), as no ARP or LLDP is done on a capture link.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capbench import owners
+from capbench.errors import RunError, UsageError
+from capbench.owners import Holder, HostSettings, Setting, SettingGone
+from capbench.testbed import netns
+
+ETHTOOL = "ethtool"
+KIND = "ethtool"  # the kind of owners.Setting a NicSetting holds
+
+# --- running ethtool and ip -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ran:
+    ok: bool
+    out: str
+    err: str
+
+    @property
+    def why(self) -> str:
+        """The program's last error line."""
+        return (self.err.strip().splitlines() or ["exit status non-zero"])[-1]
+
+
+def _run(ns: str | None, argv: list[str]) -> Ran:
+    try:
+        p = subprocess.run(netns.exec_argv(ns, argv), capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=30)
+    except FileNotFoundError:
+        package = netns.PACKAGES.get(argv[0], argv[0])
+        raise RunError(f"{argv[0]} not found: install {package} (apt-get install {package})") from None
+    return Ran(p.returncode == 0, p.stdout, p.stderr)
+
+
+def _ip_json(ns: str | None, *args: str) -> Any:
+    """`ip -j ARGS` in `ns`, parsed; RunError with ip's own line when it fails."""
+    out = netns.ip(*(["-n", ns] if ns else []), "-j", *args)
+    try:
+        return json.loads(out or "[]")
+    except ValueError:
+        raise RunError(f"`ip -j {' '.join(args)}` printed no JSON") from None
+
+
+# ethtool's words when the driver lacks an operation (netlink: EOPNOTSUPP; ioctl: the same text).
+UNSUPPORTED = ("Operation not supported", "not supported")
+JSON_REFUSED = "bad command line argument"  # an ethtool that has no --json for this subcommand
+
+
+def unsupported(ran: Ran) -> bool:
+    return not ran.ok and any(u in ran.err for u in UNSUPPORTED)
+
+
+def ethtool(ns: str | None, *args: str, json_first: bool = False) -> tuple[Ran, bool]:
+    """`ethtool ARGS` in `ns`; with json_first, `ethtool --json ARGS` first and the text form where
+    this ethtool has no JSON for it. (what ran, whether it is JSON)."""
+    if json_first:
+        ran = _run(ns, [ETHTOOL, "--json", *args])
+        if ran.ok or JSON_REFUSED not in ran.err:
+            return ran, ran.ok
+    return _run(ns, [ETHTOOL, *args]), False
+
+
+# --- parsing ethtool's output (text and JSON) ---------------------------------------------
+
+
+def _key(label: str) -> str:
+    """A text label as ethtool's own parameter name: "RX Mini" -> "rx-mini", "Combined" -> "combined"."""
+    return re.sub(r"\s+", "-", label.strip().lower())
+
+
+def _value(text: str) -> int | str | None:
+    """An ethtool value: an int, None for "n/a" (the driver does not have it), else the text."""
+    text = text.strip()
+    if text.lower() == "n/a" or text == "":
+        return None
+    if re.fullmatch(r"\d+", text):
+        return int(text)
+    if isinstance(text, str) and text in ("true", "false"):
+        return "on" if text == "true" else "off"
+    return text
+
+
+def _json_value(v: Any) -> int | str | None:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, int):
+        return v
+    return None if v is None else str(v)
+
+
+def parse_info(text: str) -> dict[str, str]:
+    """`ethtool -i`: driver, version, firmware-version, bus-info, ... (empty values kept as "")."""
+    info = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            info[key.strip()] = value.strip()
+    return info
+
+
+def parse_max_current(text: str) -> dict[str, dict[str, int | str | None]]:
+    """`ethtool -g` or `-l` text: {"max": {param: v}, "current": {param: v}}; None for n/a. Lines
+    after the two sections (rx-buf-len, tx-push, ... of -g) are current settings without a maximum."""
+    found: dict[str, dict[str, int | str | None]] = {"max": {}, "current": {}}
+    section = None
+    for line in text.splitlines():
+        if line.startswith("Pre-set maximums"):
+            section = "max"
+        elif line.startswith("Current hardware settings"):
+            section = "current"
+        elif section and ":" in line:
+            label, _, value = line.rpartition(":")
+            found[section][_key(label)] = _value(value)
+    return found
+
+
+def parse_max_current_json(data: Any) -> dict[str, dict[str, int | str | None]]:
+    """The JSON of `ethtool --json -g/-l` (newer ethtool): "rx-max" is a maximum, "rx" current."""
+    obj = data[0] if isinstance(data, list) and data else data
+    found: dict[str, dict[str, int | str | None]] = {"max": {}, "current": {}}
+    for k, v in (obj or {}).items():
+        if k == "ifname":
+            continue
+        if k.endswith("-max"):
+            found["max"][k[:-4]] = _json_value(v)
+        else:
+            found["current"][k] = _json_value(v)
+    return found
+
+
+# ethtool -c prints some names other than the ones -C takes.
+COALESCE_ALIASES = {"rx-frame-low": "rx-frames-low", "rx-frame-high": "rx-frames-high",
+                    "tx-frame-low": "tx-frames-low", "tx-frame-high": "tx-frames-high"}
+
+
+def parse_coalesce(text: str) -> dict[str, int | str | None]:
+    """`ethtool -c` text: {param: value}, None for n/a; the two-valued lines ("Adaptive RX: off  TX:
+    n/a", "CQE mode RX: n/a  TX: n/a") as adaptive-rx/-tx and cqe-mode-rx/-tx."""
+    found: dict[str, int | str | None] = {}
+    for line in text.splitlines()[1:]:
+        m = re.match(r"^(Adaptive|CQE mode) RX:\s*(\S+)\s+TX:\s*(\S+)", line.strip())
+        if m:
+            base = "adaptive" if m.group(1) == "Adaptive" else "cqe-mode"
+            found[f"{base}-rx"], found[f"{base}-tx"] = _value(m.group(2)), _value(m.group(3))
+            continue
+        label, sep, value = line.partition(":")
+        if sep and label.strip():
+            key = _key(label)
+            found[COALESCE_ALIASES.get(key, key)] = _value(value)
+    return found
+
+
+def parse_coalesce_json(data: Any) -> dict[str, int | str | None]:
+    obj = data[0] if isinstance(data, list) and data else data
+    return {COALESCE_ALIASES.get(k, k): _json_value(v) for k, v in (obj or {}).items() if k != "ifname"}
+
+
+def parse_features(text: str) -> dict[str, str]:
+    """`ethtool -k` text: {feature: "on" | "off" (+ " [fixed]" where the driver does not let it change)}."""
+    found = {}
+    for line in text.splitlines()[1:]:
+        label, sep, value = line.partition(":")
+        state = value.strip()
+        if sep and (state.startswith("on") or state.startswith("off")):
+            found[label.strip()] = state
+    return found
+
+
+def parse_features_json(data: Any) -> dict[str, str]:
+    """`ethtool --json -k`: {"feature": {"active": bool, "fixed": bool|null, "requested": bool}}."""
+    obj = data[0] if isinstance(data, list) and data else data
+    found = {}
+    for name, f in (obj or {}).items():
+        if isinstance(f, dict) and isinstance(f.get("active"), bool):
+            found[name] = ("on" if f["active"] else "off") + (" [fixed]" if f.get("fixed") else "")
+    return found
+
+
+LINK_FIELDS = {"Speed": "speed", "Duplex": "duplex", "Auto-negotiation": "auto-negotiation", "Port": "port",
+               "Link detected": "link-detected"}
+
+
+def parse_link(text: str) -> dict[str, str]:
+    """Plain `ethtool IF`: speed, duplex, auto-negotiation, port, link detected; what the driver
+    does not report ("Unknown!") as "unknown (not reported by the driver)"."""
+    found = {}
+    for line in text.splitlines():
+        label, sep, value = line.strip().partition(":")
+        if sep and label in LINK_FIELDS:
+            value = value.strip()
+            found[LINK_FIELDS[label]] = ("unknown (not reported by the driver)" if value.startswith("Unknown")
+                                         else value)
+    return found
+
+
+def parse_stats(text: str) -> dict[str, int]:
+    """`ethtool -S` text: every counter under its driver's name. A name the driver prints twice
+    (some do, per port or per ring) keeps each value: the second as NAME#2."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        # rsplit: some drivers put a colon in the name ("rxq0: rx_bytes: 17", "[0]: rx_bytes: 9")
+        label, sep, value = line.strip().rpartition(":")
+        value = value.strip()
+        if not sep or not re.fullmatch(r"-?\d+", value):
+            continue
+        name, n = label.strip(), 2
+        key = name
+        while key in found:
+            key, n = f"{name}#{n}", n + 1
+        found[key] = int(value)
+    return found
+
+
+def parse_std_stats_json(data: Any) -> dict[str, int]:
+    """`ethtool --json -S IF --groups ...`: {"GROUP.Name": n}; rmon histograms ("rx-pktsNtoM": [{"low",
+    "high", "val"}]) as "rmon.rx-pktsNtoM.LOW-HIGH"."""
+    found: dict[str, int] = {}
+
+    def walk(prefix: str, v: Any) -> None:
+        if isinstance(v, bool):
+            return
+        if isinstance(v, int):
+            found[prefix] = v
+        elif isinstance(v, dict):
+            if {"low", "high", "val"} <= v.keys():
+                found[f"{prefix}.{v['low']}-{v['high']}"] = int(v["val"])
+            else:
+                for k, sub in v.items():
+                    walk(f"{prefix}.{k}" if prefix else k, sub)
+        elif isinstance(v, list):
+            for sub in v:
+                walk(prefix, sub)
+
+    for obj in data if isinstance(data, list) else [data]:
+        if isinstance(obj, dict):
+            walk("", {k: v for k, v in obj.items() if k != "ifname"})
+    return found
+
+
+def parse_link_stats(data: Any) -> dict[str, int]:
+    """`ip -s -s -j link show dev IF`: rtnl_link_stats64 under its kernel names (rx_dropped,
+    rx_missed_errors, ..., multicast, collisions); carrier_changes is IFLA_CARRIER_CHANGES."""
+    obj = data[0] if isinstance(data, list) and data else {}
+    stats = obj.get("stats64") or obj.get("stats") or {}
+    found = {}
+    for direction in ("rx", "tx"):
+        for k, v in (stats.get(direction) or {}).items():
+            if isinstance(v, int) and not isinstance(v, bool):
+                name = k if k in ("multicast", "collisions", "carrier_changes") else f"{direction}_{k}"
+                found[name] = v
+    return found
+
+
+# --- what a NIC is ------------------------------------------------------------------------
+
+
+def _reason(ran: Ran, driver: str | None, what: str) -> str:
+    if unsupported(ran):
+        return f"not supported by {driver}" if driver else f"not supported by this interface ({ran.why})"
+    return f"{what} failed: {ran.why}"
+
+
+def _max_current(ns: str | None, ifname: str, flag: str, driver: str | None) -> dict | str:
+    ran, is_json = ethtool(ns, flag, ifname, json_first=True)
+    if not ran.ok:
+        return _reason(ran, driver, f"ethtool {flag}")
+    try:
+        return parse_max_current_json(json.loads(ran.out)) if is_json else parse_max_current(ran.out)
+    except ValueError:
+        return f"ethtool {flag} printed what capbench cannot read"
+
+
+def _sysfs(ns: str | None, ifname: str) -> dict[str, Any]:
+    """From /sys/class/net/IF as the namespace sees it: queues, the device's sysfs path, its MSI IRQs."""
+    q = shlex.quote(ifname)
+    script = (f"d=/sys/class/net/{q}; ls $d/queues; echo ::; readlink -f $d/device 2>/dev/null; echo ::; "
+              f"ls $d/device/msi_irqs 2>/dev/null || ls $d/device/../msi_irqs 2>/dev/null; echo ::; "
+              f"cat $d/address $d/mtu 2>/dev/null")
+    try:
+        queues, device, msi, addr = (netns.sh(ns, script).split("::\n") + ["", "", "", ""])[:4]
+    except RunError:
+        return {}
+    names = queues.split()
+    return {"rx_queues": sum(n.startswith("rx-") for n in names), "tx_queues": sum(n.startswith("tx-") for n in names),
+            "device": device.strip() or None, "msi_irqs": {int(i) for i in msi.split() if i.isdigit()},
+            "address": (addr.split() or [None])[0]}
+
+
+QUEUE_IN_IRQ_NAME = re.compile(r"(?i)(txrx|rx|tx|input|output|comp|fp|queue)[-._]?(\d+)(?:@.*)?$")
+
+
+def parse_interrupts(text: str) -> dict[int, str]:
+    """/proc/interrupts: {irq: its name (the last column)} for the numbered IRQs."""
+    found = {}
+    for line in text.splitlines()[1:]:
+        head, sep, rest = line.partition(":")
+        if sep and head.strip().isdigit():
+            parts = rest.split()
+            found[int(head)] = parts[-1] if parts else ""
+    return found
+
+
+def match_irqs(ifname: str, irq_names: Mapping[int, str], msi_irqs: Iterable[int] = (),
+               device: str | None = None) -> dict[int, str]:
+    """The IRQs of `ifname`: those named after it (igb "eth1-TxRx-0", ixgbe, i40e, mlx5 ...); where
+    none is, those of its device's MSI vectors (virtio_net's are named after the virtio device,
+    "virtio2-input.0", not the interface), its config vector left out."""
+    named = {i: n for i, n in irq_names.items() if re.search(rf"(^|[^\w]){re.escape(ifname)}($|[^\w])", n)}
+    if named:
+        return named
+    msi = set(msi_irqs)
+    dev = os.path.basename(device) if device else ""
+    found = {i: n for i, n in irq_names.items() if i in msi}
+    if dev.startswith("virtio"):
+        found = {i: n for i, n in found.items() if n.startswith(dev + "-")}
+    return {i: n for i, n in found.items() if not n.endswith("-config")}
+
+
+def irqs(ifname: str, sysfs: Mapping[str, Any], driver: str | None,
+         proc: Path = Path("/proc")) -> list[dict[str, Any]] | str:
+    """Each queue's IRQ and its CPU affinity (smp_affinity_list; effective_affinity_list where the
+    kernel has it), or why there is none."""
+    if driver in ("veth", None) or not sysfs.get("device"):
+        what = driver or "this interface"
+        return (f"none: a {what} has no IRQ (its receive work runs in the sender's softirq, a NAPI thread, "
+                f"or where RPS steers it)" if driver == "veth" else f"none: {what} has no device with IRQs")
+    try:
+        names = parse_interrupts((proc / "interrupts").read_text())
+    except OSError as e:
+        return f"cannot read /proc/interrupts: {e.strerror}"
+    found = []
+    for irq, name in sorted(match_irqs(ifname, names, sysfs.get("msi_irqs") or (), sysfs.get("device")).items()):
+        m = QUEUE_IN_IRQ_NAME.search(name)
+        entry: dict[str, Any] = {"irq": irq, "name": name, "queue": int(m.group(2)) if m else None}
+        for key, file in (("affinity", "smp_affinity_list"), ("effective_affinity", "effective_affinity_list")):
+            try:
+                entry[key] = (proc / "irq" / str(irq) / file).read_text().strip()
+            except OSError:
+                entry[key] = None
+        found.append(entry)
+    return found or f"none found: no IRQ in /proc/interrupts is named after {ifname} or is its device's"
+
+
+def describe(ns: str | None, ifname: str) -> dict[str, Any]:
+    """What a trial records of the interface: driver, version, firmware, bus-info; ring sizes and
+    channels (max and current); coalescing; offloads; MTU, MAC, speed and duplex; rx/tx queues;
+    each queue's IRQ and its CPU affinity. An item the driver does not support is its reason."""
+    check_exists(ns, ifname)
+    desc: dict[str, Any] = {"name": ifname, "namespace": ns}
+    ran, _ = ethtool(ns, "-i", ifname)
+    info = parse_info(ran.out) if ran.ok else {}
+    driver = info.get("driver") or None
+    desc["driver"] = driver or _reason(ran, None, "ethtool -i")
+    for key in ("version", "firmware-version", "bus-info"):
+        desc[key] = (info.get(key) or "none reported by the driver") if ran.ok else desc["driver"]
+    desc["rings"] = _max_current(ns, ifname, "-g", driver)
+    desc["channels"] = _max_current(ns, ifname, "-l", driver)
+    ran, is_json = ethtool(ns, "-c", ifname, json_first=True)
+    if ran.ok:
+        coal = parse_coalesce_json(json.loads(ran.out)) if is_json else parse_coalesce(ran.out)
+        desc["coalescing"] = {k: v for k, v in coal.items() if v is not None}  # n/a: the driver has no such knob
+    else:
+        desc["coalescing"] = _reason(ran, driver, "ethtool -c")
+    ran, is_json = ethtool(ns, "-k", ifname, json_first=True)
+    desc["offloads"] = ((parse_features_json(json.loads(ran.out)) if is_json else parse_features(ran.out))
+                        if ran.ok else _reason(ran, driver, "ethtool -k"))
+    ran, _ = ethtool(ns, ifname)
+    desc["link"] = parse_link(ran.out) if ran.ok else _reason(ran, driver, "ethtool")
+    link = (_ip_json(ns, "link", "show", "dev", ifname) or [{}])[0]
+    desc["mtu"] = link.get("mtu")
+    desc["mac"] = link.get("address")
+    desc["operstate"] = link.get("operstate")
+    sysfs = _sysfs(ns, ifname)
+    desc["queues"] = {"rx": sysfs.get("rx_queues"), "tx": sysfs.get("tx_queues")} if sysfs else \
+        "cannot read /sys/class/net/IF/queues"
+    desc["irqs"] = irqs(ifname, sysfs, driver)
+    return desc
+
+
+# --- the NIC's own counters ---------------------------------------------------------------
+
+# What each rtnl_link_stats64 counter means (include/uapi/linux/if_link.h, the source of
+# Documentation/networking/statistics.rst), in one line each. All are __u64 in the ABI; a driver
+# that fills one from a 32-bit hardware register accumulates it into 64 bits itself (igb, ixgbe
+# read clear-on-read registers into u64 sums). They start at 0 when the device is created and
+# are never reset by the kernel while it exists; a driver may lose its software part on a reset
+# (some rebuild their rings and per-ring sums on `ethtool -G/-L`), so counter_deltas treats a
+# counter that went down as reset.
+COUNTER_MEANINGS: dict[str, str] = {
+    "rx_packets": "good packets received (the device handed them to the host)",
+    "rx_bytes": "bytes of the good packets received, FCS excluded",
+    "rx_errors": "bad packets received: length, CRC, frame and other errors together",
+    "rx_dropped": "received but not processed by the stack (no resources, unknown protocol, L2 filter); "
+                  "not the device's buffer exhaustion, which is rx_missed_errors",
+    "rx_missed_errors": "dropped by the device for lack of buffer space: the host did not keep up "
+                        "(hardware only; /proc/net/dev folds it into 'drop')",
+    "rx_fifo_errors": "receiver FIFO overflow events (may not be one per packet; used interchangeably with "
+                      "rx_over_errors; software devices count queue overflows here)",
+    "rx_over_errors": "receiver FIFO overflow events; on fast NICs: packets that did not fit the host's "
+                      "buffers (larger than MTU, no next ring buffer for a scatter)",
+    "rx_crc_errors": "packets received with a bad FCS (802.3 aFrameCheckSequenceErrors)",
+    "rx_length_errors": "packets dropped for an invalid length (too short, too long, length field wrong)",
+    "rx_frame_errors": "frame alignment errors (802.3 aAlignmentErrors)",
+    "rx_nohandler": "received but dropped because the device is not meant to receive (a bond's backup)",
+    "rx_otherhost_dropped": "dropped because the destination MAC was not this host's",
+    "multicast": "multicast packets received, often counted by the device (may include ones never delivered)",
+    "tx_packets": "packets transmitted",
+    "tx_bytes": "bytes transmitted, FCS excluded",
+    "tx_errors": "transmit problems: aborted, carrier, FIFO, heartbeat, window errors together",
+    "tx_dropped": "dropped on their way to transmission, e.g. for lack of resources",
+    "tx_fifo_errors": "transmit FIFO underruns: the frame did not reach the transmitter in time",
+    "tx_aborted_errors": "aborted transmissions (fast NICs: any device discard on transmit)",
+    "tx_carrier_errors": "transmissions lost to loss of carrier",
+    "collisions": "collisions during transmission",
+}
+
+# The ethtool standard statistics groups (IEEE 802.3 MAC and MAC-control counters, RMON's
+# histograms): the same names on every driver that has them, u64 by the netlink ABI.
+STD_GROUPS = ("eth-mac", "eth-ctrl", "rmon")
+
+
+def counters(ns: str | None, ifname: str) -> dict[str, int]:
+    """The NIC-layer counters of `ifname`, all 64-bit: "link.NAME" (rtnl_link_stats64, see
+    COUNTER_MEANINGS), "nic.NAME" (every `ethtool -S` counter under the driver's own name, the
+    per-queue ones included: per_queue()), "std.GROUP.NAME" (ethtool's standard statistics, where
+    the driver has them). A part this driver does not have is absent."""
+    found = {f"link.{k}": v for k, v in parse_link_stats(_ip_json(ns, "-s", "-s", "link", "show", "dev", ifname)).items()}
+    ran, _ = ethtool(ns, "-S", ifname)
+    if ran.ok:
+        found |= {f"nic.{k}": v for k, v in parse_stats(ran.out).items()}
+    ran, is_json = ethtool(ns, "-S", ifname, "--groups", *STD_GROUPS, json_first=True)
+    if ran.ok:
+        std = parse_std_stats_json(json.loads(ran.out)) if is_json else \
+            {f"{g}": v for g, v in parse_stats(ran.out).items()}
+        found |= {f"std.{k}": v for k, v in std.items()}
+    return found
+
+
+# Per-queue counter names: veth, igb, ixgbe, ice "rx_queue_0_drops"; i40e "rx-0.packets";
+# mlx5, virtio_net "rx0_packets"; be2net "rxq0: rx_bytes"; bnx2x "[0]: rx_bytes" (no direction).
+QUEUE_NAMES = (
+    re.compile(r"^(?P<dir>rx|tx)_queue_(?P<q>\d+)_(?P<name>.+)$"),
+    re.compile(r"^(?P<dir>rx|tx)-(?P<q>\d+)\.(?P<name>.+)$"),
+    re.compile(r"^(?P<dir>rx|tx)q?(?P<q>\d+)(?:_|: )(?P<name>.+)$"),
+    re.compile(r"^\[(?P<q>\d+)\]: (?P<name>.+)$"),
+)
+
+
+def queue_of(name: str) -> tuple[str, int, str] | None:
+    """("rx" | "tx" | "queue", N, counter) of a per-queue `ethtool -S` name; None for a device-wide one."""
+    for rx in QUEUE_NAMES:
+        m = rx.match(name)
+        if m:
+            return m.groupdict().get("dir") or "queue", int(m.group("q")), m.group("name")
+    return None
+
+
+def per_queue(found: Mapping[str, int]) -> dict[str, dict[int, dict[str, int]]]:
+    """The per-queue driver counters of counters() (or of their deltas), grouped:
+    {"rx": {0: {"drops": 3, ...}, 1: {...}}, "tx": {...}}."""
+    grouped: dict[str, dict[int, dict[str, int]]] = {}
+    for key, v in found.items():
+        if key.startswith("nic."):
+            q = queue_of(key[4:])
+            if q:
+                grouped.setdefault(q[0], {}).setdefault(q[1], {})[q[2]] = v
+    return grouped
+
+
+def counter_deltas(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """after − before for each counter read both times. A counter that went down was reset
+    between the two (a driver reset, the device re-created): its delta is its `after` value, what
+    is known to have counted since (counter_resets names them). A counter only one side has (a
+    queue added or removed by `ethtool -L`) is left out."""
+    return {k: (after[k] - before[k] if after[k] >= before[k] else after[k]) for k in before if k in after}
+
+
+def counter_resets(before: Mapping[str, int], after: Mapping[str, int]) -> list[str]:
+    return sorted(k for k in before if k in after and after[k] < before[k])
+
+
+# --- settings a run changes: --nic-set ------------------------------------------------------
+
+# group -> (the ethtool option that shows it, the one that sets it, what it is called)
+GROUPS = {"ring": ("-g", "-G", "ring sizes"), "channels": ("-l", "-L", "channels"),
+          "coalesce": ("-c", "-C", "coalescing")}
+RING_KEYS = ("rx", "tx", "rx-mini", "rx-jumbo")
+CHANNEL_KEYS = ("rx", "tx", "other", "combined")
+COALESCE_ON_OFF = ("adaptive-rx", "adaptive-tx", "cqe-mode-rx", "cqe-mode-tx")
+COALESCE_NUMBERS = ("rx-usecs", "rx-frames", "rx-usecs-irq", "rx-frames-irq", "tx-usecs", "tx-frames",
+                    "tx-usecs-irq", "tx-frames-irq", "stats-block-usecs", "pkt-rate-low", "pkt-rate-high",
+                    "sample-interval", "rx-usecs-low", "rx-frames-low", "tx-usecs-low", "tx-frames-low",
+                    "rx-usecs-high", "rx-frames-high", "tx-usecs-high", "tx-frames-high")
+# The --nic-set names: ethtool's own, except that ring and channels both have rx and tx:
+# rx=/tx= are ring sizes (the issue's `rx=4096,tx=4096`), rx-channels=/tx-channels= channels.
+# "ring.rx", "channels.rx", "coalesce.rx-usecs" name the group outright.
+SHORT_NAMES: dict[str, tuple[str, str]] = (
+    {k: ("ring", k) for k in RING_KEYS}
+    | {"combined": ("channels", "combined"), "other": ("channels", "other"),
+       "rx-channels": ("channels", "rx"), "tx-channels": ("channels", "tx")}
+    | {k: ("coalesce", k) for k in COALESCE_ON_OFF + COALESCE_NUMBERS})
+U32_MAX = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class NicSetting:
+    """One `--nic-set` item: `param` of `group` (ring, channels, coalesce) at `value` ("on"/"off"
+    or a number, as text: ethtool's)."""
+
+    group: str
+    param: str
+    value: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.group}.{self.param}={self.value}"
+
+    def setting(self, ns: str | None, ifname: str) -> Setting:
+        """This item on `ifname` in `ns`, as a host setting to hold (owners.HostSettings)."""
+        return Setting(path=setting_path(ns, ifname, self.group, self.param), value=self.value, at_least=False,
+                       key=f"{ifname} {GROUPS[self.group][2]} {self.param}", kind=KIND)
+
+
+def _names() -> str:
+    return "rx, tx (ring sizes), combined, rx-channels, tx-channels, other (channels), rx-usecs, adaptive-rx, ... " \
+           "(coalescing, ethtool -C's names)"
+
+
+def parse_nic_set(text: str) -> list[NicSetting]:
+    """`--nic-set` text, e.g. "rx=4096,tx=4096", "combined=2", "rx-usecs=50,adaptive-rx=off": the
+    items in order. UsageError naming the bad item (unknown key, bad value, twice)."""
+    items: list[NicSetting] = []
+    for raw in (p.strip() for p in text.split(",")):
+        if not raw:
+            raise UsageError(f"--nic-set {text!r} has an empty item: give KEY=VALUE items joined by commas, "
+                             f"e.g. rx=4096,tx=4096")
+        key, sep, value = raw.partition("=")
+        key, value = key.strip().lower(), value.strip().lower()
+        if not sep or not value:
+            raise UsageError(f"--nic-set item {raw!r} has no value: write KEY=VALUE, e.g. rx=4096")
+        group, _, param = key.rpartition(".")
+        if group:
+            known = {"ring": RING_KEYS, "channels": CHANNEL_KEYS, "coalesce": COALESCE_ON_OFF + COALESCE_NUMBERS}
+            if group not in known or param not in known[group]:
+                raise UsageError(f"--nic-set item {raw!r}: unknown key {key!r}: give one of {_names()}, "
+                                 f"or ring.rx, channels.rx, coalesce.rx-usecs")
+        elif key in SHORT_NAMES:
+            group, param = SHORT_NAMES[key]
+        else:
+            raise UsageError(f"--nic-set item {raw!r}: unknown key {key!r}: give one of {_names()}")
+        if param in COALESCE_ON_OFF:
+            if value not in ("on", "off"):
+                raise UsageError(f"--nic-set item {raw!r}: {param} is on or off")
+        elif not re.fullmatch(r"\d+", value) or int(value) > U32_MAX:
+            raise UsageError(f"--nic-set item {raw!r}: {param} takes a whole number from 0 to {U32_MAX}")
+        else:
+            value = str(int(value))
+        item = NicSetting(group, param, value)
+        if any((i.group, i.param) == (group, param) for i in items):
+            raise UsageError(f"--nic-set names {group} {param} twice: give each setting once")
+        items.append(item)
+    return items
+
+
+def check_nic_set(items: Iterable[NicSetting], desc: Mapping[str, Any], ifname: str) -> None:
+    """Each item against what the driver says (describe()): UsageError naming the first item the
+    driver does not support or whose value is above the driver's maximum (`ethtool -g`/`-l`)."""
+    driver = desc.get("driver") if isinstance(desc.get("driver"), str) else "its driver"
+    for item in items:
+        shown = desc.get({"ring": "rings", "channels": "channels", "coalesce": "coalescing"}[item.group])
+        what = GROUPS[item.group][2]
+        if isinstance(shown, str):
+            raise UsageError(f"--nic-set {item.text}: {ifname} cannot change its {what} ({shown}): leave it out")
+        if item.group == "coalesce":
+            if item.param not in shown:
+                raise UsageError(f"--nic-set {item.text}: {driver} on {ifname} has no {item.param} (ethtool -c "
+                                 f"reads n/a): leave it out, or give one of {', '.join(sorted(shown)) or 'none'}")
+            continue
+        top = shown["max"].get(item.param)
+        if top is None or shown["current"].get(item.param) is None:
+            others = [k for k, v in shown["max"].items() if isinstance(v, int) and v > 0]
+            raise UsageError(f"--nic-set {item.text}: {driver} on {ifname} has no {item.param} {what} (its maximum "
+                             f"reads n/a): leave it out" + (f", or set {', '.join(others)}" if others else ""))
+        if isinstance(top, int) and int(item.value) > top:
+            raise UsageError(f"--nic-set {item.text}: {ifname}'s maximum is {top} ({driver}, ethtool "
+                             f"{GROUPS[item.group][0]}): give {top} or less")
+        if item.group == "channels" and int(item.value) == 0 and item.param != "other":
+            raise UsageError(f"--nic-set {item.text}: {ifname} needs at least one {item.param} channel")
+
+
+def setting_path(ns: str | None, ifname: str, group: str, param: str) -> str:
+    """The registry key of a NIC setting: ethtool/NS/IF/GROUP/PARAM (NS empty: capbench's own
+    namespace). Neither a namespace name (a file name) nor an interface name can hold a '/'."""
+    return f"{KIND}/{ns or ''}/{ifname}/{group}/{param}"
+
+
+def _split_path(path: str) -> tuple[str | None, str, str, str]:
+    kind, ns, ifname, group, param = path.split("/")
+    if kind != KIND or group not in GROUPS:
+        raise RunError(f"{path!r} is not a NIC setting")
+    return ns or None, ifname, group, param
+
+
+def _gone(ns: str | None, ifname: str) -> bool:
+    if ns and ns not in netns.list_netns():
+        return True
+    return not netns.link_exists(ifname, ns)
+
+
+def read_setting(path: str) -> str:
+    """The current value of a NIC setting, as ethtool prints it (the "ethtool" accessor's read)."""
+    ns, ifname, group, param = _split_path(path)
+    if _gone(ns, ifname):
+        raise SettingGone(path)
+    flag = GROUPS[group][0]
+    ran, is_json = ethtool(ns, flag, ifname, json_first=True)
+    if not ran.ok:
+        raise RunError(f"cannot read {ifname}'s {GROUPS[group][2]} (ethtool {flag}): {ran.why}")
+    if group == "coalesce":
+        values = parse_coalesce_json(json.loads(ran.out)) if is_json else parse_coalesce(ran.out)
+    else:
+        values = (parse_max_current_json(json.loads(ran.out)) if is_json else parse_max_current(ran.out))["current"]
+    value = values.get(param)
+    if value is None:
+        raise RunError(f"{ifname} has no {param} {GROUPS[group][2]} (ethtool {flag} reads n/a)")
+    return str(value)
+
+
+def write_setting(path: str, value: str) -> None:
+    """Set a NIC setting (`ethtool -G/-L/-C IF PARAM VALUE`; the "ethtool" accessor's write)."""
+    ns, ifname, group, param = _split_path(path)
+    if _gone(ns, ifname):
+        raise SettingGone(path)
+    flag = GROUPS[group][1]
+    ran = _run(ns, [ETHTOOL, flag, ifname, param, value])
+    if not ran.ok:
+        raise RunError(f"cannot set {ifname}'s {param} {GROUPS[group][2]} to {value} (ethtool {flag}): {ran.why}")
+
+
+owners.register_accessor(KIND, read_setting, write_setting)
+
+
+def hold(holder: Holder, ns: str | None, ifname: str, items: Iterable[NicSetting],
+         registry: HostSettings | None = None) -> list[dict[str, str]]:
+    """Apply each item for `holder`, in order, each held in the registry before it is changed: put
+    back when the holder is released (`registry.release(holder.id)`) or found dead. The records of
+    what changed (owners.Setting.record). On a failure the items already held stay held: the caller
+    releases the holder, as for any host setting."""
+    registry = registry or HostSettings()
+    records = []
+    for item in items:
+        record = registry.hold(holder, item.setting(ns, ifname))
+        if record:
+            records.append(record)
+    return records
+
+
+# --- before sending on a real interface ----------------------------------------------------
+
+
+def interfaces(ns: str | None) -> list[str]:
+    return [link.get("ifname", "?") for link in _ip_json(ns, "link", "show")]
+
+
+def check_exists(ns: str | None, ifname: str) -> None:
+    """UsageError naming the namespace's interfaces when `ifname` is not one of them."""
+    if ns and ns not in netns.list_netns():
+        raise UsageError(f"no network namespace {ns!r}: see `ip netns list`")
+    if not netns.link_exists(ifname, ns):
+        where = f"namespace {ns}" if ns else "this namespace"
+        raise UsageError(f"no interface {ifname!r} in {where}: give one of {', '.join(interfaces(ns))}")
+
+
+IpJson = Callable[..., Any]  # (ns, *ip args) -> parsed `ip -j` output
+
+
+def default_route_interfaces(ns: str | None, ip_json: IpJson = _ip_json) -> set[str]:
+    """The interfaces of the namespace's default routes, IPv4 and IPv6 (multipath ones too)."""
+    found = set()
+    for family in ("-4", "-6"):
+        try:
+            routes = ip_json(ns, family, "route", "show", "default")
+        except RunError:
+            continue
+        for r in routes or []:
+            found |= {h["dev"] for h in [r, *(r.get("nexthops") or [])] if h.get("dev")}
+    return found
+
+
+def ssh_interfaces(ssh_connection: str | None, ip_json: IpJson = _ip_json) -> set[str]:
+    """The interfaces this SSH session uses (SSH_CONNECTION "client port server port"): the one
+    holding the server address, and the one the route back to the client leaves by."""
+    parts = (ssh_connection or "").split()
+    if len(parts) != 4:
+        return set()
+    client, server = parts[0], parts[2]
+    found = set()
+    try:
+        for link in ip_json(None, "addr", "show") or []:
+            if any(a.get("local") == server for a in link.get("addr_info") or []):
+                found.add(link["ifname"])
+    except RunError:
+        pass
+    try:
+        found |= {r["dev"] for r in ip_json(None, "route", "get", client) or [] if r.get("dev")}
+    except RunError:
+        pass
+    return found - {"lo"}
+
+
+def check_safe_to_send(ns: str | None, ifname: str, *, force: bool, env: Mapping[str, str] | None = None,
+                       ip_json: IpJson = _ip_json) -> None:
+    """Refuse (UsageError) to send on the interface of the namespace's default route, or (in
+    capbench's own namespace) the one this SSH session came in on, unless `force` (--force-iface)."""
+    if force:
+        return
+    env = os.environ if env is None else env
+    if ifname in default_route_interfaces(ns, ip_json):
+        where = f" of namespace {ns}" if ns else ""
+        raise UsageError(f"{ifname} carries the default route{where}: capbench would flood this host's own network; "
+                         f"give another interface, or add --force-iface if it is a test port")
+    if ns is None and ifname in ssh_interfaces(env.get("SSH_CONNECTION"), ip_json):
+        raise UsageError(f"{ifname} carries this SSH session: sending on it could cut you off; give another "
+                         f"interface, or add --force-iface if you mean it")
+
+
+def check_bounded_send(ifname: str, *, rate: Any, duration_s: float | None, count: int | None) -> None:
+    """Sending on a real interface needs an explicit rate and a bounded duration or count."""
+    if rate is None:
+        raise UsageError(f"sending on {ifname} needs an explicit --rate (a real link has no default rate)")
+    if not (duration_s and duration_s > 0) and not (count and count > 0):
+        raise UsageError(f"sending on {ifname} needs a bounded --duration or --count")
+
+
+def learn_mac(ns: str | None, ifname: str) -> str:
+    """The interface's own MAC (/sys/class/net/IF/address, as ip shows it): the destination a
+    generator on this host sends to when `ifname` is the capture port."""
+    check_exists(ns, ifname)
+    mac = ((_ip_json(ns, "link", "show", "dev", ifname) or [{}])[0].get("address") or "").lower()
+    if not re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", mac) or mac == "00:00:00:00:00:00":
+        raise UsageError(f"{ifname} has no Ethernet MAC address ({mac or 'none'}): give the sensor's with --dst-mac")
+    return mac
