@@ -25,6 +25,7 @@ from capbench.campaign import execute as campaign_run
 from capbench.testbed import cpu
 from capbench.testbed import hygiene
 from capbench.campaign import results
+from capbench.testbed import ports
 from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed
 from capbench.binaries import Binaries
@@ -81,6 +82,7 @@ class RunOptions:
     rx_mode: str = rxmode.DEFAULT_RX_MODE  # the test bed's receive model (rxmode)
     napi_sched: str = rxmode.DEFAULT_NAPI_SCHED
     callbacks: RunCallbacks = field(default_factory=RunCallbacks)
+    ports: ports.Ports | None = None  # real interfaces instead of a veth test bed (testbed.ports)
 
 
 def note(text: str) -> None:
@@ -103,9 +105,13 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
         writer.meta["notes"] = plan.shared_notes()
     first_rx = plan.placement(steps[0]).rx_cpu if steps else None
     status = 0
-    with testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune, rx_mode=opts.rx_mode,
-                         napi_sched=opts.napi_sched) as tb:
+    bed = (ports.ports_testbed(opts.ports) if opts.ports is not None else
+           testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune, rx_mode=opts.rx_mode,
+                           napi_sched=opts.napi_sched))
+    with bed as tb:
         writer.meta["testbed"] = dataclasses.asdict(tb)
+        if tb.ports:
+            writer.meta["ports"] = ports.describe(tb)
         state = testbed.read_state(tb.id) or {}
         tuned_if = hygiene.tune_interface(tb.cap_ns, tb.cap_if) if opts.tune else {}
         writer.meta["system"] = hygiene.snapshot(tb.cap_ns, tb.cap_if) | {
@@ -123,7 +129,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
 
         def make_measurer(step: cmod.Step) -> Measurer:
             p = plan.placement(step)
-            if p.rx_cpu != steered["cpu"]:  # steer the receive work of this step's placement
+            if p.rx_cpu != steered["cpu"] and not tb.ports:  # steer the receive work of this step's placement
                 testbed.steer(tb, p.rx_cpu)
                 steered["cpu"] = p.rx_cpu
             size = step.size
@@ -136,7 +142,8 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
                                           tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))),
                                app=c.program(step.backend))
-            return Measurer(binaries, dataclasses.replace(tb, rx_cpu=p.rx_cpu), setup)
+            # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
+            return Measurer(binaries, tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu), setup)
 
         def record(r: TrialResult) -> None:
             writer.append(r)

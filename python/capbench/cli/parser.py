@@ -203,6 +203,20 @@ def build_parser() -> Parser:
                           "picks the adapter that says how to stop it and read its counts, e.g. "
                           "--app 'tcpdump-B=tcpdump -i {iface} -B 65536 -w {out}' (repeat for several; "
                           "docs/apps.md)")
+    ports = run.add_argument_group(
+        "real interfaces", "instead of the veth test bed: two ports cabled together, or a port and a tap "
+        "(README, \"On real hardware\"); a run on ports needs an explicit --rate (iperf) or --link (searches)")
+    ports.add_argument("--gen-iface", metavar="IF", help="the port capbench-gen sends on")
+    ports.add_argument("--cap-iface", metavar="IF", help="the port the capture listens on")
+    ports.add_argument("--gen-netns", metavar="NS", help="the namespace of --gen-iface (default: capbench's own)")
+    ports.add_argument("--cap-netns", metavar="NS", help="the namespace of --cap-iface (default: capbench's own)")
+    ports.add_argument("--dst-mac", metavar="MAC", help="the destination of every frame (default: the MAC of "
+                       "--cap-iface, never a broadcast)")
+    ports.add_argument("--force-iface", action="store_true",
+                       help="send even on the interface of a default route or of this SSH session")
+    ports.add_argument("--nic-set", metavar="LIST",
+                       help="change --cap-iface for the run and put it back after: ring sizes (rx=4096,tx=4096), "
+                            "channels (combined=2, rx-channels=1) or coalescing (rx-usecs=50,adaptive-rx=off)")
     run.add_argument("--apps-file", metavar="FILE.toml", action="append",
                      help="adapters for capture programs: how to start, stop and read each (docs/apps.md); "
                           "their names become backends")

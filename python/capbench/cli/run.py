@@ -19,7 +19,7 @@ from capbench.cli.testbed import rx_mode_of
 from capbench.errors import CapbenchError, UsageError
 from capbench.rates import parse_duration
 from capbench.report import console, tables
-from capbench.testbed import host_sysctl, preflight
+from capbench.testbed import host_sysctl, ports, preflight
 
 
 MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
@@ -167,10 +167,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     for proc_cpu in c.proc_cpus or ():
         preflight.check_cpus(proc_cpus=proc_cpu)
     rx_mode, napi_sched = rx_mode_of(args, resume)
+    on_ports = ports_of(args, resume)
+    if on_ports is not None:
+        methods = {x for m in c.matrices for x in m.methods}
+        on_ports.check(iperf="iperf" in methods, searches=bool(methods - {"iperf"}), rate_given="rate" in c.given,
+                       link_given="link" in c.given)
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune,
-                             rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks())
+                             rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(), ports=on_ports)
     return runner.execute(c, opts, binaries, resume=resume)
+
+
+def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | None:
+    """The real interfaces of a run (--gen-iface/--cap-iface ...), a resumed run's own from the
+    command that started it; None: the veth test bed."""
+    if resume is not None:
+        command = (read_run(resume) or {}).get("command") or []
+        try:
+            args = build_parser().parse_args(command[1:])
+        except (UsageError, SystemExit):
+            return None
+    return ports.ports_from_args(args.gen_iface, args.cap_iface, gen_ns=args.gen_netns, cap_ns=args.cap_netns,
+                                 dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set)
 
 
 def callbacks() -> runner.RunCallbacks:

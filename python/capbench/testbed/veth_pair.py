@@ -75,6 +75,9 @@ class Testbed:
     # leaves its NAPI alone and steers at most its RPS mask.
     rx_mode: str = "rps"
     napi_sched: str = ""  # napi mode: the NAPI thread's scheduling (rxmode.NapiSched)
+    # The user's own ports (testbed.ports: --gen-iface/--cap-iface), not a veth test bed capbench
+    # built: nothing to steer or remove, and every trial reads and records the NIC (testbed.nic).
+    ports: bool = False
 
     @classmethod
     def named(cls, tb_id: str, rx_cpu: int | None = None) -> Testbed:

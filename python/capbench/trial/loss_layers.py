@@ -33,6 +33,7 @@ interfaces' own drop counters that disagree with the link layer.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from capbench.trial import accounting
@@ -170,10 +171,33 @@ def program_remarks(r: TrialResult) -> list[str]:
     return out
 
 
+# A real NIC's own drops before the stack (rtnl_link_stats64, kernel Documentation/networking/
+# statistics.rst): no room in the host's receive buffers (missed), the receiver's FIFO (fifo, over).
+NIC_DROP_COUNTERS = ("link.rx_missed_errors", "link.rx_fifo_errors", "link.rx_over_errors")
+
+
+def nic_layers(r: TrialResult) -> list[tuple[str, int, str]]:
+    """A run on ports: the capture NIC's own drop counters, each at most what the link layer has
+    left (a NIC may count one event in two of them)."""
+    out, left = [], r.link_drops
+    for name in NIC_DROP_COUNTERS:
+        n = min(left, int(r.nic_counters.get(name, 0)))
+        if n > 0:
+            out.append(("NIC", n, f"{cap_iface(r)} {name.removeprefix('link.')} (ip -s -s link): the NIC had no "
+                                  f"room for them"))
+            left -= n
+    return out
+
+
 def _link_layers(r: TrialResult) -> list[tuple[str, int, str]]:
-    """The link layer (sent − delivered): the receive ring's overflow by the sender's own
-    counter, and the rest, which no counter saw; records without the ring counter are split
-    by the capture interface's rx_dropped."""
+    """The link layer (sent − delivered): a real NIC's own drop counters, the receive ring's
+    overflow by the sender's own counter, and the rest, which no counter saw; records without the
+    ring counter are split by the capture interface's rx_dropped."""
+    nic = nic_layers(r)
+    if nic:
+        left = r.link_drops - sum(n for _, n, _ in nic)
+        rest = _link_layers(dataclasses.replace(r, link_drops=left, nic_counters={})) if left else []
+        return nic + rest
     counter = ("capbench-xdpcount on the capture veth" if "xdpcount" in r.raw
                else f"{r.backend}'s XDP program")
     base = f"sent − delivered ({counter})"

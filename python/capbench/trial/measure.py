@@ -464,7 +464,8 @@ class Measurer:
                 window_s: float, programs: list[dict[str, Any]] = (), iface_rx_dropped: int | None = None,
                 gen_tx_dropped: int | None = None, cap_cpus_seen: tuple[int, ...] = (),
                 napi_cpus_seen: tuple[int, ...] = (), other_testbeds: tuple[str, ...] = (),
-                ring_drops: int | None = None) -> TrialResult:
+                ring_drops: int | None = None, nic_desc: dict[str, Any] | None = None,
+                nic_counters: dict[str, int] | None = None) -> TrialResult:
         s = self.setup
 
         def need(summary: dict, key: str, program: str) -> Any:
@@ -605,6 +606,9 @@ class Measurer:
             app_system_cpu_pct=sum(p["cpu_system_pct"] or 0.0 for p in programs) if programs else None,
             file_frames=int(cap["file_frames"]) if program and "file_frames" in cap else None,
             failure="; ".join(p["failure"] for p in programs if p["failure"]),
+            ports=self.testbed.ports,
+            nic=dict(nic_desc or {}),
+            nic_counters=dict(nic_counters or {}),
             raw=raw,
         )
 

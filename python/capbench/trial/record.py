@@ -145,6 +145,14 @@ class TrialResult:
     # did not stop within its grace time and was killed, or its counts could not be read. Its
     # loss counts as measured; a failed trial is never lossless (methods/verdict.py).
     failure: str = ""
+    # A run on the user's own ports (testbed.ports, --gen-iface/--cap-iface): the capture port as
+    # testbed.nic.describe saw it at the trial's end (driver, firmware, rings, channels, coalescing,
+    # offloads, each queue's IRQ and its CPUs) and the increase of each of its NIC counters that
+    # changed ("link.rx_missed_errors", "nic.<driver's name>", "std.GROUP.<name>"). Empty on the
+    # veth test bed.
+    ports: bool = False
+    nic: dict[str, Any] = field(default_factory=dict)
+    nic_counters: dict[str, int] = field(default_factory=dict)
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
@@ -172,6 +180,9 @@ SIGNED_FIELDS = frozenset({"unexplained", "link_drops"})
 # Fields whose numbers are not counts, rates or times, so may be below zero: the per-layer
 # account (loss_layers.py splits the link layer with a signed remainder) and the programs' raw summaries.
 UNSIGNED_EXEMPT = frozenset({"loss_layers", "raw"})
+# Fields that hold what another program said (the C programs' summaries, a NIC's description):
+# type-checked as a whole, their inner numbers not judged as counts.
+FREE_FORM = frozenset({"raw", "nic"})
 # The account's inputs (accounting.account's parameters, absent ones 0) and what it derives from them.
 _ACCOUNT_INPUTS = tuple(inspect.signature(accounting.account).parameters)
 _ACCOUNT_DERIVED = tuple(f.name for f in dataclasses.fields(accounting.LossAccount) if f.name not in _ACCOUNT_INPUTS)
@@ -187,7 +198,7 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
             continue
         value = record[name]
         problem = type_problem(name, value, tp) or (
-            None if name == "raw" else number_problem(name, value, signed=name in SIGNED_FIELDS | UNSIGNED_EXEMPT))
+            None if name in FREE_FORM else number_problem(name, value, signed=name in SIGNED_FIELDS | UNSIGNED_EXEMPT))
         if problem:
             return problem
     text = control_text(dict(record))

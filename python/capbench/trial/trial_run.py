@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from capbench.testbed import cpu
+from capbench.testbed import nic
 from capbench.testbed import rxmode
 from capbench.rates import Rate
 from capbench.testbed.procs import ChildSet
@@ -105,6 +106,8 @@ class CaptureSide:
         self.napi = rxmode.place_testbed(tb)
         self.links0 = m.interface_drop_counters()
         self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        # On ports, the NIC's own counters (rtnl_link_stats64, ethtool -S and its standard groups).
+        self.nic0 = nic.counters(tb.cap_ns, tb.cap_if) if tb.ports else {}
         self.others = set(others_in_use(tb.id))
         self.softnet = SoftnetDrops(None if m.kernel_rx_cpu is None else {m.kernel_rx_cpu})
         self.stat0 = cpu.read_proc_stat()
@@ -140,6 +143,7 @@ class CaptureSide:
         self.others |= set(others_in_use(tb.id))
         self.links1 = m.interface_drop_counters()
         self.ring1 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        self.nic1 = nic.counters(tb.cap_ns, tb.cap_if) if tb.ports else {}
         for child in (*self.caps, self.xdp):
             if child is not None and not child.running:
                 raise child.failure("ended during the trial")
@@ -149,6 +153,7 @@ class CaptureSide:
     def result(self, started_at: str, duration_s: float, load: Rate, gen_summary: dict) -> TrialResult:
         """This side's record, once every program has stopped."""
         m, window_s = self.m, self.window_s
+        tb = m.testbed
         summaries = [cap.summary() for cap in self.caps] + [m.program_summary(prog) for prog in self.progs]
         kernel_cpu_pct = (cpu.kernel_rx_pct(self.stat0, self.stat1, m.kernel_rx_cpu)
                           if m.kernel_rx_cpu is not None else 0.0)
@@ -171,4 +176,6 @@ class CaptureSide:
             iface_rx_dropped=_delta(self.links0[0], self.links1[0], 0),
             gen_tx_dropped=_delta(self.links0[1], self.links1[1], 1),
             ring_drops=None if self.ring0 is None or self.ring1 is None else self.ring1 - self.ring0,
+            nic_desc=nic.describe(tb.cap_ns, tb.cap_if) if tb.ports else {},
+            nic_counters={k: v for k, v in nic.counter_deltas(self.nic0, self.nic1).items() if v},
         )
