@@ -18,6 +18,9 @@ struct cb_xdp_counts {
 	unsigned long long trailer;        /* trailer frames (stamp.h): not capbench frames */
 };
 
+/* The tap (xdp_count.bpf.c, cb_tap): the most interfaces one frame is cloned to. */
+#define CB_TAP_MAX_TARGETS 64
+
 /* The ceiling program's per-stream view (stream id = one byte, stamp.h). */
 #define CB_XDP_STREAMS 256
 

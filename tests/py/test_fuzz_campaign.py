@@ -102,6 +102,8 @@ RIGHT = {
     "apps": st.dictionaries(st.sampled_from(["mydump", "tcpdump", "pcap"]),
                             st.sampled_from(["tcpdump -i {iface} -w {out}", "tcpdump -w {out}", "nosuchdump -i {iface}",
                                              "{bogus} -i {iface}", ""]), max_size=2),
+    "sensors": st.lists(st.sampled_from([*BACKENDS, "tcpdump", "nope"]), min_size=1, max_size=3, unique=True),
+    "tap_cpu": st.integers(-1, 3),
     "apps_files": st.lists(st.sampled_from(["/dev/zero", "/nonexistent.toml", "/tmp"]), min_size=1, max_size=2),
 }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from capbench.campaign.resume import ReplayMeasurer
 from capbench.methods import dispatch
 from capbench.methods.method import Context
 from capbench.trial.measure import TrialResult
+from capbench.trial.sensors import worst
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,14 @@ class StepRun:
     on_trial: Callable[[int, int, float], None] | None = None
 
 
+def judged(recorded: Sequence[TrialResult]) -> list[TrialResult]:
+    """The recorded trials a resumed step's method saw: with several sensors, one per trial (the
+    sensors of one trial share its start), the one it judged (sensors.worst)."""
+    trials: dict[Any, list[TrialResult]] = {}  # in the order they ran
+    for t in recorded:
+        trials.setdefault(t.started_at if t.sensors else id(t), []).append(t)
+    return [worst(ts) for ts in trials.values()]
+
 def execute(plan: Plan, run: StepRun) -> int:
     """Run every step of the plan not yet done; return how many ran."""
     c, steps, todo, progress = plan.campaign, plan.steps, plan.todo, plan.progress
@@ -46,11 +55,14 @@ def execute(plan: Plan, run: StepRun) -> int:
     count = {"run": 0, "total": plan.estimated_trials(todo)}
     began = time.monotonic()
     for step in todo:
-        measurer = ReplayMeasurer(run.make_measurer(step), progress.trials.get(step.key, ()))
+        measurer = ReplayMeasurer(run.make_measurer(step), judged(progress.trials.get(step.key, ())))
 
         def record(trial: TrialResult, step: Step = step, measurer: ReplayMeasurer = measurer) -> None:
             if not measurer.last_was_replay:  # a replayed trial is in trials.jsonl already
-                run.record(dataclasses.replace(trial, step=step.key, repeat=step.repeat))
+                # Several sensors on one stream: the method judged one record, every sensor has one.
+                siblings = getattr(measurer.measurer, "siblings", None)
+                for t in siblings(trial) if siblings is not None else (trial,):
+                    run.record(dataclasses.replace(t, step=step.key, repeat=step.repeat))
                 count["run"] += 1
                 if run.on_trial is not None:
                     n, total = count["run"], max(count["total"], count["run"])

@@ -57,11 +57,13 @@ from capbench.methods.method import DEFAULT_PAUSE_S, DEFAULT_PRECISION_PCT, DEFA
 from capbench.trial import apps
 from capbench.trial.apps import Adapter
 from capbench.trial.measure import TrialSetup
+from capbench.trial.sensors import sensor_backends, step_backend
 from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name,
                             parse_duration, parse_link, parse_rate, parse_sizes)
 
 PINS = ("A:A", "A:B", "auto")
 CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
+MAX_SENSORS = 64  # the tap's devmap (CB_TAP_MAX_TARGETS)
 MAX_REPEAT = 1000  # repetitions of a step: far beyond any noise estimate, and the step list stays small
 MAX_SWEEP_STEPS = 10_000  # a sweep's offered rates: 0.01 % of the wire rate apart
 # Options capbench sets itself in every trial: not for --backend-args.
@@ -160,6 +162,11 @@ class Campaign:
     # the user's adapter files (--apps-file); their names, and the built-in adapters', are backends.
     apps: tuple[tuple[str, str], ...] = _key((), "apps")
     apps_files: tuple[str, ...] = _key((), "apps_files")
+    # Several sensors on one stream (seed 004, trial/sensors.py): the backend or capture program of
+    # each, in order; every step then measures all of them at once. The tap's receive work runs on
+    # tap_cpu (None: in the generator's softirq, on its CPU).
+    sensors: tuple[str, ...] = _key((), "sensors")
+    tap_cpu: int | None = _key(None, "tap_cpu")
 
     @functools.cached_property
     def programs(self) -> dict[str, Adapter]:
@@ -450,6 +457,10 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
     holds, and what `capbench run`'s flags say (cli/run.py). Every problem is one UsageError that
     names the key as the user wrote it (`name_of`: the key itself, or its --flag). Besides
     `backends_known` (capbench-cap's), the capture programs of its adapters are backends too."""
+    sensors = _tuple(top["sensors"], name_of("sensors")) if "sensors" in top else ()
+    if sensors and ("backends" in top or any("backends" in t for t in matrices)):
+        raise UsageError(f"{name_of('sensors')} names the backend of each sensor: give it instead of "
+                         f"{name_of('backends')}, not with it")
     app_specs = _apps(top["apps"], name_of("apps")) if "apps" in top else ()
     app_files = _strs(top["apps_files"], name_of("apps_files")) if "apps_files" in top else ()
     programs = program_registry(app_files, app_specs)
@@ -460,6 +471,9 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
                            backends_known, name_of, cap_backends)
         built = tuple(matrix_from(t, base, f"{where}[[matrix]] #{i + 1}", backends_known, name_of, cap_backends)
                       for i, t in enumerate(matrices)) or (base,)
+        if sensors:
+            known_sensors = matrix_from({"backends": list(sensors)}, Matrix(), "", backends_known, name_of).backends
+            built = tuple(dataclasses.replace(m, backends=(step_backend(known_sensors),)) for m in built)
         def value_of(key: str, read: Callable[[Any], Any]) -> Any:
             """The key's value read by `read`, or its default (Campaign's field) when not given."""
             return read(top[key]) if key in top else default_of(key)
@@ -484,12 +498,14 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
                                                                    allow_zero=True)),
             apps=app_specs,
             apps_files=app_files,
+            sensors=sensors,
+            tap_cpu=_proc_cpus(top["tap_cpu"], lambda _: name_of("tap_cpu"))[0] if "tap_cpu" in top else None,
             given=tuple(sorted(top)),
         )
     except (TypeError, ValueError) as e:
         raise UsageError(f"{where}a value has the wrong type: {e}") from None
     check(c, name_of)
-    for backend in sorted({b for m in c.matrices for b in m.backends}):
+    for backend in sorted({b for m in c.matrices for s in m.backends for b in sensor_backends(s)}):
         program = c.program(backend)
         if program is not None:
             program.check()  # installed, a template with {iface}: before anything starts
@@ -556,7 +572,7 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
             raise UsageError(f"the search methods run at fixed frame lengths: give lengths in {name_of('sizes')}, "
                              f"not profiles (profiles work with the iperf method)")
         # Backends that attach an XDP program: an interface holds one, so one process.
-        xdp = [b for b in m.backends if c.program(b) is None and declared.backend(b).own_xdp]
+        xdp = [b for s in m.backends for b in sensor_backends(s) if c.program(b) is None and declared.backend(b).own_xdp]
         if xdp and any(n > 1 for n in m.procs):
             raise UsageError(f"{name_of('procs')} {max(m.procs)} with {', '.join(xdp)}: an interface holds one XDP "
                              f"program, so one such capture process at a time: use procs 1 for them, or "
@@ -566,6 +582,19 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
             if least and c.trial_s is not None and c.trial_s < least:
                 raise UsageError(f"{name_of('trial')} {c.trial_s:g} s: {method} trials last at least {least:g} s "
                                  f"(RFC 2544 asks for 60 s)")
+    if c.sensors:
+        if len(c.sensors) < 2:
+            raise UsageError(f"{name_of('sensors')} {','.join(c.sensors)}: give two or more sensors (one is "
+                             f"{name_of('backends')})")
+        if len(c.sensors) > MAX_SENSORS:
+            raise UsageError(f"{name_of('sensors')}: at most {MAX_SENSORS} sensors")
+        alone = sorted(x for x in methods if not registry.get(x).takes_sensors)
+        if alone:
+            raise UsageError(f"{name_of('methods')} {', '.join(alone)} measures one capture at a time: with "
+                             f"{name_of('sensors')} use "
+                             f"{', '.join(n for n, m in registry.REGISTRY.items() if m.takes_sensors)}")
+    elif c.tap_cpu is not None:
+        raise UsageError(f"{name_of('tap_cpu')} places the tap of {name_of('sensors')}: give both")
     if not 0 < c.precision_pct < 100:
         raise UsageError(f"{name_of('precision')} {c.precision_pct:g}: give a share of the wire rate above 0 and "
                          f"below 100 %")

@@ -34,7 +34,9 @@ from capbench.campaign import resume as resume_mod
 from capbench.campaign.plan import Plan, plan_of
 from capbench.campaign.results import RunWriter
 from capbench.methods.verdict import measured
+from capbench import declared
 from capbench.trial import program_probe
+from capbench.trial.sensors import SensorsMeasurer, sensor_backends
 from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 
 
@@ -96,6 +98,14 @@ def run_status(trials: Sequence[TrialResult]) -> int:
     return 0 if any(measured(r) for r in trials) else NOTHING_MEASURED_STATUS
 
 
+def sensor_queue_args(backend: str, c: cmod.Campaign) -> tuple[str, ...]:
+    """A sensor's frames come from the tap, which sends them on the receive queue of the CPU its
+    work runs on: the generator's (the default, Measurer.xsk_queue_args), or --tap-cpu's."""
+    if c.tap_cpu is None or c.program(backend) is not None or not declared.backend(backend).queues:
+        return ()
+    return ("--queue", str(c.tap_cpu % testbed.veth_queues()))
+
+
 def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWriter,
                  trials: list[TrialResult]) -> int:
     """Run every step of the plan not yet done on a new test bed, appending its trials; the exit status."""
@@ -107,7 +117,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
     status = 0
     bed = (ports.ports_testbed(opts.ports) if opts.ports is not None else
            testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune, rx_mode=opts.rx_mode,
-                           napi_sched=opts.napi_sched))
+                           napi_sched=opts.napi_sched, sensors=len(c.sensors)))
     with bed as tb:
         writer.meta["testbed"] = dataclasses.asdict(tb)
         if tb.ports:
@@ -121,29 +131,43 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
         if opts.tune:
             writer.meta["system"]["tuned_interface"] = {tb.cap_if: tuned_if}
         note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
-        for backend in dict.fromkeys(step.backend for step in plan.todo):
-            program = c.program(backend)
-            if program is not None:  # before the first trial: it starts, stops and its counts read
-                program_probe.probe(program, tb.cap_ns, tb.cap_if, plan.placement(steps[0]).cap_cpu)
+        for step_backend in dict.fromkeys(step.backend for step in plan.todo):
+            for i, backend in enumerate(sensor_backends(step_backend)):
+                program = c.program(backend)
+                if program is not None:  # before the first trial: it starts, stops and its counts read
+                    bed = tb.sensor(i + 1, first_rx) if c.sensors else tb
+                    program_probe.probe(program, bed.cap_ns, bed.cap_if, plan.placement(steps[0]).cap_cpu)
         steered = {"cpu": first_rx}
 
-        def make_measurer(step: cmod.Step) -> Measurer:
+        def make_measurer(step: cmod.Step) -> Measurer | SensorsMeasurer:
             p = plan.placement(step)
             if p.rx_cpu != steered["cpu"] and not tb.ports:  # steer the receive work of this step's placement
-                testbed.steer(tb, p.rx_cpu)
+                for bed in (tb, *(tb.sensor(i + 1, None) for i in range(tb.sensors))):
+                    testbed.steer(bed, p.rx_cpu)
                 steered["cpu"] = p.rx_cpu
+            if c.sensors:
+                # Each sensor captures with its own backend behind the tap; the sender is the step's
+                # generator into the tap (its first sensor's setup: the generator's options are shared).
+                sides = [make_side(step, p, backend, tb.sensor(i + 1, p.rx_cpu))
+                         for i, backend in enumerate(sensor_backends(step.backend))]
+                return SensorsMeasurer(Measurer(binaries, tb, sides[0].setup), sides, c.tap_cpu)
+            return make_side(step, p, step.backend, tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu))
+
+        def make_side(step: cmod.Step, p: Any, backend: str, bed: Any) -> Measurer:
+            """The Measurer of one capture of a step: its backend (or program) on test bed `bed`."""
             size = step.size
-            setup = TrialSetup(backend=step.backend, frame_len=size if isinstance(size, int) else 0,
+            setup = TrialSetup(backend=backend, frame_len=size if isinstance(size, int) else 0,
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
                                engine=c.engine, gen_cpu=p.gen_cpu, cap_cpu=p.cap_cpu, app_load=step.app_load,
                                settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring,
-                               cap_args=tuple(shlex.split(step.backend_args)) + c.group_args()[1],
+                               cap_args=tuple(shlex.split(step.backend_args)) + c.group_args()[1]
+                               + sensor_queue_args(backend, c),
                                gen_args=c.group_args()[0],
                                proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
                                           tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))),
-                               app=c.program(step.backend))
+                               app=c.program(backend))
             # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
-            return Measurer(binaries, tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu), setup)
+            return Measurer(binaries, bed, setup)
 
         def record(r: TrialResult) -> None:
             writer.append(r)

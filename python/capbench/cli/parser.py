@@ -196,6 +196,14 @@ def build_parser() -> Parser:
                           f"{from_declarations(lambda: ', '.join(backend_names()))}; or capture programs "
                           f"under test: {', '.join(apps.builtin())} and those of --app and --apps-file "
                           f"{_default('backends')}")
+    run.add_argument("--sensors", metavar="LIST",
+                     help="several sensors on one stream (seed 004's tap), comma-separated: the backend or "
+                          "capture program of each, e.g. pcap,afp-v3,afxdp; every trial sends one stream that "
+                          "each sensor captures in its own namespace, and each gets its own loss account "
+                          "(instead of --backends)")
+    run.add_argument("--tap-cpu", type=int, metavar="CPU",
+                     help="with --sensors: the CPU of the tap's receive work (default: the generator's, in its "
+                          "softirq)")
     run.add_argument("--app", metavar="NAME=COMMAND", action="append",
                      help="a capture program under test, measured as backend NAME (add NAME to --backends): "
                           "its command template with {iface} (required), {out} (a capture file capbench "

@@ -24,7 +24,8 @@ from capbench.testbed import host_sysctl, ports, preflight
 
 MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
                 "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring",
-                "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap", "app", "apps_file")
+                "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap", "app", "apps_file",
+                "sensors", "tap_cpu")
 # The placement of the CPU flags when none is given: the seed's "#1" on two cores.
 DEFAULT_CPUS = (0, 1, 1)
 
@@ -41,7 +42,7 @@ def _list(text: str, flag: str) -> list[str]:
 def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
     """The campaign the flags describe, checked by the same code as a campaign file's."""
     top: dict = {"name": "capbench run"}
-    for flag, key in (("method", "methods"), ("backends", "backends"), ("app_load", "app_load"),
+    for flag, key in (("method", "methods"), ("backends", "backends"), ("sensors", "sensors"), ("app_load", "app_load"),
                       ("procs", "procs"), ("ring", "ring"), ("pin", "pin")):
         value = getattr(args, flag)
         if value is not None:
@@ -79,7 +80,7 @@ def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
         except ValueError:
             raise UsageError(f"cannot read --proc-cpus {args.proc_cpus!r}: give CPU numbers, e.g. 1,0") from None
     for flag in ("sizes", "link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance",
-                 "steps", "repeat", "groups", "group_size", "group_gap"):
+                 "steps", "repeat", "groups", "group_size", "group_gap", "tap_cpu"):
         if getattr(args, flag) is not None:
             top[flag] = getattr(args, flag)
     cpus = (args.gen_cpu, args.rx_cpu, args.cap_cpu)
@@ -168,6 +169,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         preflight.check_cpus(proc_cpus=proc_cpu)
     rx_mode, napi_sched = rx_mode_of(args, resume)
     on_ports = ports_of(args, resume)
+    if on_ports is not None and c.sensors:
+        raise UsageError("--sensors builds its tap on capbench's veth test bed: leave out --gen-iface/--cap-iface")
+    if c.tap_cpu is not None:
+        preflight.check_cpus(tap_cpu=c.tap_cpu)
     if on_ports is not None:
         methods = {x for m in c.matrices for x in m.methods}
         on_ports.check(iperf="iperf" in methods, searches=bool(methods - {"iperf"}), rate_given="rate" in c.given,

@@ -235,6 +235,7 @@ class BackToBack(Method):
     metrics = (METRIC,)
     table = "bursts"
     table_title = "Back-to-back (longest lossless burst at wire rate)"
+    takes_sensors = False  # a burst's Measurer is built from one capture's setup (burst_measurer)
 
     def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> BackToBackAnswer:
         assert isinstance(size, int)

@@ -244,6 +244,9 @@ class Method:
     min_trial_s: ClassVar[float | None] = None  # the shortest trial the campaign accepts
     takes_profiles: ClassVar[bool] = False  # runs at size profiles (imix:...), not only fixed lengths
     sets_own_load: ClassVar[bool] = True  # chooses its loads (False: runs at --rate)
+    # Its trials go through Measurer.measure only, so it runs with several sensors on one stream
+    # (trial/sensors.py); False: it builds Measurers of one capture itself (back-to-back's bursts).
+    takes_sensors: ClassVar[bool] = True
     # The report's words (capbench.report formats them):
     report_answer: ClassVar[bool] = True  # the report tabulates its answers (with answer_type)
     title: ClassVar[str] = ""  # the answer's name in the summary ("RFC 2544 throughput")

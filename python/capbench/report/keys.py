@@ -75,6 +75,12 @@ def _profile(t: Trial) -> str:
     return size if size and not size.isdigit() else ""
 
 
+def _sensor(t: Trial) -> tuple[int, int] | int:
+    """(this sensor, of how many) for a sensor behind the tap; 0 for a trial of one capture."""
+    n = int(value(t, "sensors", 0) or 0)
+    return (int(value(t, "sensor", 0) or 0), n) if n else 0
+
+
 @dataclass(frozen=True)
 class Axis:
     """A setting of a measurement beyond the SeriesKey's own fields."""
@@ -97,6 +103,8 @@ AXES: tuple[Axis, ...] = (
     Axis("napi_sched", "", "NAPI thread"),  # its scheduling ("other", "fifo:50"); "" with rps
     Axis("groups", "", "groups", get=lambda t: _step_part(str(value(t, "step", "") or ""), "groups")),
     Axis("sizes", "", "sizes", get=_profile),  # a mix of frame lengths (its mean is the frame length)
+    # Several sensors on one stream: which one, of how many (each its own series and table).
+    Axis("sensor", 0, "sensor", get=lambda t: _sensor(t), text=lambda v: f"{v[0]} of {v[1]}"),
 )
 # The app load of a capture program's trial: the work it does is its own, not capbench-cap's --app-load.
 PROGRAM_APP_LOAD = "its own"

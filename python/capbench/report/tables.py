@@ -310,6 +310,8 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
             if line:
                 rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
+    if any(r.sensors for r in trials):
+        _print_sensor_tables(console, records)
     found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)
     for t in answer_tables.tables(found):
         _print_answer_table(console, t)
@@ -331,3 +333,19 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
         console.print(f"No iperf-like trial and no search answer among the {len(trials)} trials "
                       f"(methods: {', '.join(sorted({r.method for r in trials}))}).")
 
+
+
+def _print_sensor_tables(console: Console, records: list[Trial]) -> None:
+    """Several sensors on one stream: seed 004's total loss per sensor and its loss bins, side by side."""
+    from capbench.report import tables_md  # it builds on this module
+
+    for title, headers, rows in (("Total loss per sensor (one stream, the same frames)", tables_md.LOSS_TOTAL_HEADERS,
+                                  tables_md.loss_totals(records)),
+                                 ("Groups by frames lost (seed 004's loss bins)", tables_md.LOSS_BIN_HEADERS,
+                                  tables_md.loss_bins(records))):
+        if rows:
+            t = _table(title, headers)
+            for row in rows:
+                t.add_row(*row)
+            console.print(t)
+    console.print(Text(tables_md.sensors_note(records)))

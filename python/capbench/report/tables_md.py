@@ -157,8 +157,48 @@ def loss_totals(trials: list[Trial]) -> list[list[str]]:
         valid = [t.result for t in ts if measured(t.result)]
         sent, lost = sum(r.sent for r in valid), sum(r.lost for r in valid)
         pct = format_pct(100.0 * lost / sent, exact_zero=(lost == 0)) if sent else "—"
-        rows.append([labels[k], str(len(valid)), f"{sent:,}", f"{lost:,}", pct, str(len(ts) - len(valid))])
+        rows.append([_label(ts, labels[k]), str(len(valid)), f"{sent:,}", f"{lost:,}", pct, str(len(ts) - len(valid))])
     return rows
+
+
+# Seed 004's loss bins: how many frames each group lost, in decades.
+LOSS_BINS = ((0, 0), (1, 10), (11, 100), (101, 1_000), (1_001, 10_000), (10_001, None))
+LOSS_BIN_HEADERS = ("Backend", "Groups", *(f"{lo:,}" if hi == lo else f"{lo:,}–{hi:,}" if hi else f"> {lo - 1:,}"
+                                             for lo, hi in LOSS_BINS))
+
+
+def loss_bins(trials: list[Trial]) -> list[list[str]]:
+    """Seed 004's loss bins per series of iperf-like trials with groups (capbench run --groups): how
+    many groups lost 0 frames, 1–10, 11–100, ... (group size − frames received of the group)."""
+    groups = by_series(t for t in trials if registry.constant_load(t.method) and t.result.group_size)
+    labels = series_labels(groups)
+    rows = []
+    for k, ts in groups.items():
+        lost = [t.result.group_size - int(n) for t in ts for n in t.result.group_received]
+        counts = [sum(1 for x in lost if lo <= x and (hi is None or x <= hi)) for lo, hi in LOSS_BINS]
+        rows.append([_label(ts, labels[k]), f"{len(lost):,}", *(f"{n:,}" for n in counts)])
+    return rows
+
+
+def _label(ts: Sequence[Trial], label: str) -> str:
+    """A series' row name: "sensor 2: afp-v3" for a sensor on one stream (its other settings are the
+    run's, shared by every sensor), else the series label."""
+    r = ts[0].result
+    return f"sensor {r.sensor}: {r.backend}" if r.sensors else label
+
+
+def sensors_note(trials: Iterable[Trial]) -> str:
+    """With several sensors on one stream: what they share on this machine (the report says so)."""
+    rs = [t.result for t in trials if t.result.sensors]
+    if not rs:
+        return ""
+    cpus = sorted({c for r in rs for c in (r.kernel_rx_cpu, r.cap_cpu) if c is not None})
+    tap = {r.tap_cpu for r in rs}
+    tap_text = "the generator's CPU (its softirq)" if tap == {None} else f"CPU {', '.join(map(str, sorted(tap - {None})))}"
+    return (f"{rs[0].sensors} sensors captured one stream through the tap (its receive work on {tap_text}); their "
+            f"receive work and capture processes share CPU {', '.join(map(str, cpus))} on this machine, so each "
+            f"sensor's figures include the others' load: the mechanism, not this machine's CPUs, is what the "
+            f"comparison shows.")
 
 
 def answer_tables(trials: list[Trial], answers: Sequence[Answer] | None = None) -> list[AnswerTable]:
@@ -183,6 +223,11 @@ def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> st
     totals = loss_totals(trials)
     if totals:
         parts.append(f"### Total loss per backend (iperf-like trials)\n\n{md_table(LOSS_TOTAL_HEADERS, totals)}\n")
+    bins = loss_bins(trials)
+    if bins:
+        parts.append(f"### Groups by frames lost (seed 004's loss bins)\n\n{md_table(LOSS_BIN_HEADERS, bins)}\n")
+    if sensors_note(trials):
+        parts.append(sensors_note(trials) + "\n")
     note = short_note(t.result for t in trials if registry.swept(t.method))
     if note:
         parts.append(f"Offered marked `{SHORT_MARK}`: {note}\n")

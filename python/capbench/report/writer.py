@@ -133,6 +133,12 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
         table_html += "\n" + html.table_html(html.Table(
             "Total loss per backend (iperf-like trials measured: lower bounds counted apart)",
             list(tables_md.LOSS_TOTAL_HEADERS), totals))
+    bins = tables_md.loss_bins(run.trials)
+    if bins:
+        table_html += "\n" + html.table_html(html.Table("Groups by frames lost (seed 004's loss bins)",
+                                                       list(tables_md.LOSS_BIN_HEADERS), bins))
+    if tables_md.sensors_note(run.trials):
+        table_html += f'<p class="note">{html.esc(tables_md.sensors_note(run.trials))}</p>'
     fig_html = "\n".join(
         html.figure_html(f.title, f.svg.read_text(encoding="utf-8") if f.svg else None, f.caption, f.skipped, f.name)
         for f in figures)

@@ -35,12 +35,14 @@ from capbench.testbed import host_sysctl
 from capbench.testbed import netns
 from capbench.testbed import nic  # noqa: F401 - registers the "ethtool" kind of host setting (put back by destroy)
 from capbench.testbed import rxmode
-from capbench.errors import RunError, Terminated
+from capbench.errors import RunError, Terminated, UsageError
 from capbench.owners import RUN_DIR, HostSettings, Holder, owned, process_alive, process_start_ticks
 
 STATE_DIR_ENV = "CAPBENCH_STATE_DIR"
 DEFAULT_STATE_DIR = RUN_DIR / "testbeds"
-NS_RE = re.compile(r"^capbench-([0-9a-f]{6})-(gen|cap)$")
+NS_RE = re.compile(r"^capbench-([0-9a-f]{6})-(gen|cap|s[0-9]+)$")
+# The most sensors on one stream (the tap's devmap, CB_TAP_MAX_TARGETS in xdp_counts.h).
+MAX_SENSORS = 64
 GEN_MAC = "02:cb:00:00:01:01"
 CAP_MAC = "02:cb:00:00:01:02"
 # Where the generator sends: a MAC no interface has, so the capture side sees the
@@ -78,6 +80,23 @@ class Testbed:
     # The user's own ports (testbed.ports: --gen-iface/--cap-iface), not a veth test bed capbench
     # built: nothing to steer or remove, and every trial reads and records the NIC (testbed.nic).
     ports: bool = False
+    # Sensors on one stream (seed 004's tap): the capture veth is then the tap's input, and each
+    # sensor i has its own namespace capbench-<id>-s<i> and veth pair cb<id>t<i> (in the capture
+    # namespace, the tap's side) == cb<id>s<i> (the sensor's); sensor(i) is its view.
+    sensors: int = 0
+
+    def sensor(self, i: int, rx_cpu: int | None) -> Testbed:
+        """Sensor i (1-based) as a test bed of its own: the tap's veth cb<id>t<i> is its sender,
+        cb<id>s<i> its capture interface, `rx_cpu` its receive CPU."""
+        return dataclasses.replace(self, gen_ns=self.cap_ns, gen_if=f"cb{self.id}t{i}",
+                                   cap_ns=f"capbench-{self.id}-s{i}", cap_if=f"cb{self.id}s{i}",
+                                   gen_mac=f"02:cb:00:00:{i:02x}:01", cap_mac=f"02:cb:00:00:{i:02x}:02",
+                                   rx_cpu=rx_cpu, sensors=0)
+
+    @property
+    def tap_targets(self) -> tuple[str, ...]:
+        """The tap's side of every sensor's veth pair, in sensor order."""
+        return tuple(f"cb{self.id}t{i}" for i in range(1, self.sensors + 1))
 
     @classmethod
     def named(cls, tb_id: str, rx_cpu: int | None = None) -> Testbed:
@@ -194,7 +213,7 @@ def holder(tb: Testbed) -> Holder:
 
 def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
            backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
-           napi_sched: str = rxmode.DEFAULT_NAPI_SCHED) -> Testbed:
+           napi_sched: str = rxmode.DEFAULT_NAPI_SCHED, sensors: int = 0) -> Testbed:
     """Build a new test bed owned by this process; on failure remove what was built and raise.
 
     SIGINT and SIGTERM are held back meanwhile: they are delivered when this returns (the
@@ -207,11 +226,13 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
     """
     rxmode.check_mode(rx_mode)
     rxmode.check_available(rx_mode)
+    if not 0 <= sensors <= MAX_SENSORS:
+        raise UsageError(f"{sensors} sensors: give 1 to {MAX_SENSORS}")
     sched = rxmode.NapiSched.parse(napi_sched).text if rx_mode == "napi" else ""
 
     def named() -> Testbed:
         return dataclasses.replace(Testbed.named(secrets.token_hex(3), rx_cpu), backlog=backlog,
-                                   rx_mode=rx_mode, napi_sched=sched)
+                                   rx_mode=rx_mode, napi_sched=sched, sensors=sensors)
 
     release = held_signals.hold()
     try:
@@ -225,15 +246,14 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
                 netns.add_netns(ns)
                 for scope in ("all", "default"):
                     netns.set_sysctl(ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
-            queues = str(veth_queues())
-            netns.ip(
-                "link", "add", tb.gen_if, "netns", tb.gen_ns, "address", tb.gen_mac, "mtu", str(mtu),
-                "numtxqueues", queues, "numrxqueues", queues, "type", "veth",
-                "peer", "name", tb.cap_if, "netns", tb.cap_ns, "address", tb.cap_mac, "mtu", str(mtu),
-                "numtxqueues", queues, "numrxqueues", queues,
-            )
-            for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
-                netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
+            _veth(tb, mtu)
+            for i in range(1, sensors + 1):
+                sensor = tb.sensor(i, rx_cpu)
+                netns.add_netns(sensor.cap_ns)
+                for scope in ("all", "default"):
+                    netns.set_sysctl(sensor.cap_ns, f"net.ipv6.conf.{scope}.disable_ipv6", "1")
+                _veth(sensor, mtu)
+                steer(sensor, rx_cpu)
             steer(tb, rx_cpu)
             wanted = [host_sysctl.setting(host_sysctl.BACKLOG, backlog)] if backlog is not None else []
             if tune:
@@ -248,7 +268,8 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
                 if record:
                     records.append(record)
                     _write_state(tb, os.getpid(), purpose, records)
-            wait_until_up(tb)
+            for bed in (tb, *(tb.sensor(i, rx_cpu) for i in range(1, sensors + 1))):
+                wait_until_up(bed)
             # A signal that came meanwhile is raised here, where the test bed is still undone
             # below (unless the caller holds signals too: then in the caller's own `try`).
             release()
@@ -258,6 +279,19 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
     finally:
         release()
     return tb
+
+
+def _veth(tb: Testbed, mtu: int) -> None:
+    """The veth pair gen_if (in gen_ns) == cap_if (in cap_ns), one queue pair per CPU, up."""
+    queues = str(veth_queues())
+    netns.ip(
+        "link", "add", tb.gen_if, "netns", tb.gen_ns, "address", tb.gen_mac, "mtu", str(mtu),
+        "numtxqueues", queues, "numrxqueues", queues, "type", "veth",
+        "peer", "name", tb.cap_if, "netns", tb.cap_ns, "address", tb.cap_mac, "mtu", str(mtu),
+        "numtxqueues", queues, "numrxqueues", queues,
+    )
+    for ns, ifname in ((tb.gen_ns, tb.gen_if), (tb.cap_ns, tb.cap_if)):
+        netns.ip("-n", ns, "link", "set", "dev", ifname, "up")
 
 
 def destroy(tb_id: str) -> bool:
@@ -273,7 +307,9 @@ def destroy(tb_id: str) -> bool:
     with held_signals.held():
         removed = False
         errors = []
-        for ns in (tb.gen_ns, tb.cap_ns):
+        sensors = sorted(ns for ns in netns.list_netns() if (m := NS_RE.match(ns)) and m.group(1) == tb_id
+                         and m.group(2).startswith("s"))
+        for ns in (*sensors, tb.gen_ns, tb.cap_ns):
             try:
                 removed |= netns.delete_netns(ns)
             except RunError as e:
@@ -370,10 +406,10 @@ def sigterm_raises() -> Iterator[None]:
 @contextlib.contextmanager
 def testbed(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
             backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
-            napi_sched: str = rxmode.DEFAULT_NAPI_SCHED) -> Iterator[Testbed]:
+            napi_sched: str = rxmode.DEFAULT_NAPI_SCHED, sensors: int = 0) -> Iterator[Testbed]:
     """A test bed for the duration of a `with` block, removed on exit, exceptions,
     KeyboardInterrupt and SIGTERM, whenever it comes (owners.owned)."""
     with sigterm_raises(), owned(lambda: create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog, tune=tune,
-                                                rx_mode=rx_mode, napi_sched=napi_sched),
+                                                rx_mode=rx_mode, napi_sched=napi_sched, sensors=sensors),
                                  lambda tb: destroy(tb.id)) as tb:
         yield tb

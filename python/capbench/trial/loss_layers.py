@@ -189,10 +189,35 @@ def nic_layers(r: TrialResult) -> list[tuple[str, int, str]]:
     return out
 
 
+def tap_layers(r: TrialResult) -> list[tuple[str, int, str]]:
+    """A sensor behind the tap: its link layer (sent − delivered) split at the tap. Before it, the
+    tap's own 256-frame ring (the generator veth's xdp_xmit_errors, lost for every sensor alike) and
+    what no counter saw; after it, this sensor's ring (the tap's veth to it: xdp_xmit_errors) and
+    what the tap saw but never put into that ring (a failed clone or a skipped target)."""
+    tap_ring = max(0, min(r.link_drops, r.tap_ring_drops or 0))
+    before = max(0, r.sent - r.tap_seen - tap_ring)
+    ring = max(0, min(r.tap_seen - r.delivered, r.ring_drops or 0))
+    clone = max(0, r.tap_seen - r.delivered - ring)
+    rest = r.link_drops - tap_ring - before - ring - clone
+    parts = [
+        ("tap ring", tap_ring, f"{gen_iface(r)}'s peer, the tap's input: no room in its "
+                               f"{rxmode.VETH_RING_FRAMES}-frame ring (the sender's tx_queue_N_xdp_xmit_errors); "
+                               f"lost for every sensor"),
+        ("link", before + rest, "sent − seen by the tap − the tap's ring: in no counter"),
+        ("sensor ring", ring, f"the tap's veth to sensor {r.sensor}: tx_queue_N_xdp_xmit_errors (ethtool -S), no room "
+                              f"in {cap_iface(r)}'s ring"),
+        ("tap clone", clone, f"seen by the tap ({r.tap_seen:,}) but not delivered to sensor {r.sensor} nor counted by "
+                             f"its ring: the clone failed or the target was skipped"),
+    ]
+    return [p for p in parts if p[1]]
+
+
 def _link_layers(r: TrialResult) -> list[tuple[str, int, str]]:
     """The link layer (sent − delivered): a real NIC's own drop counters, the receive ring's
     overflow by the sender's own counter, and the rest, which no counter saw; records without the
     ring counter are split by the capture interface's rx_dropped."""
+    if r.tap_seen is not None:
+        return tap_layers(r)
     nic = nic_layers(r)
     if nic:
         left = r.link_drops - sum(n for _, n, _ in nic)

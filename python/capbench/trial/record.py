@@ -153,6 +153,16 @@ class TrialResult:
     ports: bool = False
     nic: dict[str, Any] = field(default_factory=dict)
     nic_counters: dict[str, int] = field(default_factory=dict)
+    # Sensors on one stream (seed 004's tap, trial_run.Tap): which sensor this record is (1-based;
+    # 0: no tap) of how many, the capbench frames the tap saw, the frames its receive ring had no
+    # room for (lost for every sensor alike), and the CPU of its receive work. The link layer of a
+    # sensor splits into the tap's ring, the tap's clone to this sensor (seen − delivered − this
+    # sensor's ring), this sensor's ring (ring_drops: the tap's veth to it) and the rest.
+    sensor: int = 0
+    sensors: int = 0
+    tap_seen: int | None = None
+    tap_ring_drops: int | None = None
+    tap_cpu: int | None = None
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()

@@ -22,10 +22,12 @@ from capbench.trial.program_run import ProgramRun
 from capbench.trial.record import TrialResult
 
 
-def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: Rate | float) -> list[TrialResult]:
+def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: Rate | float,
+              tap_cpu: int | None = None) -> list[TrialResult]:
     """One trial: the generator of `sender`'s test bed sends `load` for `duration_s`, and each of
     `sides` captures on its own interface at the same time (one side: the test bed's capture veth;
-    several: the sensors behind a tap, each seeing every frame). Each side gets its own record."""
+    several: the sensors behind the test bed's tap, each seeing every frame, the tap's receive work
+    on `tap_cpu`). Each side gets its own record."""
     if not isinstance(load, Rate):
         load = Rate.from_pps(load)
     for m in {id(m): m for m in (sender, *sides)}.values():
@@ -37,8 +39,14 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
         parts = [CaptureSide(m, kids, workdir / str(i), duration_s) for i, m in enumerate(sides)]
         for part in parts:
             part.start()
+        # After the sensors' XDP programs: a veth takes the tap's frames only while its peer has one.
+        tap = Tap(sender, kids, tap_cpu) if sender.testbed.sensors else None
+        if tap is not None:
+            tap.start()
         for part in parts:
             part.before_load()
+        if tap is not None:
+            tap.before_load()
 
         def sample() -> None:
             for part in parts:
@@ -55,11 +63,15 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
         sleep_sampling(max(m.settle_s() for m in sides), sample)
         for part in parts:
             part.after_settle()
+        if tap is not None:
+            tap.after_settle()
         # The programs first, each with its own signal and grace time (all signalled at once).
         for prog, at in [(prog, prog.signal_stop()) for part in parts for prog in part.progs]:
             prog.wait_stopped(at)
         kids.stop_all()
         results = [part.result(started_at, duration_s, load, gen_summary) for part in parts]
+        if tap is not None:
+            results = [tap.mark(r, i + 1) for i, r in enumerate(results)]
     from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
 
     return [dataclasses.replace(r, loss_layers=tuple(tuple(x) for x in loss_layers.layers(r)),
@@ -179,3 +191,41 @@ class CaptureSide:
             nic_desc=nic.describe(tb.cap_ns, tb.cap_if) if tb.ports else {},
             nic_counters={k: v for k, v in nic.counter_deltas(self.nic0, self.nic1).items() if v},
         )
+
+
+class Tap:
+    """The tap of several sensors (seed 004's regeneration tap): capbench-xdpcount --clone-to on the
+    test bed's capture veth counts every frame that reaches it ("seen by the tap") and sends a copy
+    to each sensor's veth (cb_tap in xdp_count.bpf.c). Its receive work runs in the veth's NAPI
+    thread on the tap's CPU; frames its 256-frame ring had no room for are the generator veth's
+    xdp_xmit_errors, lost for every sensor alike."""
+
+    def __init__(self, sender: Measurer, kids: ChildSet, cpu_: int | None):
+        self.m, self.kids, self.cpu = sender, kids, cpu_
+
+    def start(self) -> None:
+        tb = self.m.testbed
+        self.child = self.kids.start("the tap (capbench-xdpcount --clone-to)",
+                                     [str(self.m.binaries.xdpcount), "--iface", tb.cap_if, "--clone-to",
+                                      ",".join(tb.tap_targets)], netns_name=tb.cap_ns)
+        self.child.wait_for("ready", self.m.setup.ready_timeout_s)
+
+    def before_load(self) -> None:
+        tb = self.m.testbed
+        if tb.rx_mode == "napi" and self.cpu is not None:
+            rxmode.place(tb.cap_ns, tb.cap_if, self.cpu, rxmode.NapiSched.parse(tb.napi_sched))
+        self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if)
+
+    def after_settle(self) -> None:
+        tb = self.m.testbed
+        self.ring1 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        if not self.child.running:
+            raise self.child.failure("ended during the trial")
+
+    def mark(self, r: TrialResult, sensor: int) -> TrialResult:
+        """A sensor's record with what the tap counted: the frames it saw and those its ring lost."""
+        summary = self.child.summary()
+        ring = None if self.ring0 is None or self.ring1 is None else self.ring1 - self.ring0
+        return dataclasses.replace(r, sensor=sensor, sensors=self.m.testbed.sensors,
+                                   tap_seen=int(summary["capbench"]), tap_ring_drops=ring,
+                                   tap_cpu=self.cpu, raw={**r.raw, "tap": summary})
