@@ -186,7 +186,7 @@ def trials_table(run: Run, duration_s: float) -> Table:
     t.add_column(Text("app (user+sys) /\nkernel CPU [%]"), justify="right")
     t.add_column(Text("libpcap\nps_drop"), justify="right")
     t.add_column(Text("lost beyond\nps_drop"), justify="right")
-    t.add_column(Text("tcpdump: captured / received\nby filter / dropped by kernel"), justify="right")
+    t.add_column(Text("tcpdump's own:\ncaptured / seen / dropped"), justify="right")
     multi = max((row.repeat for row in run.rows), default=1) > 1
     for row in run.rows:
         size = f"{row.size}" + (f" #{row.repeat}" if multi else "")
@@ -242,7 +242,7 @@ def comparison(run: Run) -> list[str]:
         clean = [p for p in more if p[PCAP].result.lost == 0]
         out.append(f"tcpdump lost more than pcap in {len(more)} of {len(both)} frame-length pairs; in {len(clean)} "
                    f"of them pcap lost nothing "
-                   f"({', '.join(f'{p[TCPDUMP].size} B' for p in clean) or 'none'}).")
+                   f"({', '.join(f'{p[TCPDUMP].size} B #{p[TCPDUMP].repeat}' for p in clean) or 'none'}).")
     for c in CAPTURES:
         rows = [row for row in run.rows if row.capture == c and row.result is not None]
         lost = sum(row.result.lost for row in rows)
@@ -283,7 +283,8 @@ def print_report(run: Run, duration_s: float) -> None:
               "file, decoded by capbench). where lost: the loss by layer, from the kernel's counters. libpcap "
               "ps_drop: the socket's drops as libpcap counts them (pcap_stats; tcpdump's \"dropped by kernel\"); "
               "lost beyond ps_drop: lost frames that count does not include (rx ring, backlog, and what no counter "
-              "explains).")
+              "explains). tcpdump's own counts: \"packets captured\", \"received by filter\" (seen), \"dropped by "
+              "kernel\".")
     for line in comparison(run):
         con.print(line)
     rem = remarks(run)
