@@ -37,7 +37,7 @@ help:
 	@echo "            harnesses with their fuzz profile"
 	@echo "make bench  receive models, generator, capture-backend, capture-program and traffic"
 	@echo "            benchmarks against trafgen, tcpdump, dumpcap, tshark, netsniff-ng and"
-	@echo "            tcpreplay (about 25 minutes)"
+	@echo "            tcpreplay (about 20 minutes)"
 	@echo "make clean  remove the builds (build, build-san); make distclean also removes .venv"
 
 # Install only the packages that are missing, so a set-up machine is quick.
