@@ -1,4 +1,4 @@
-"""What the benchmark scripts in bench/ share: the run harness and the peers' output parsers.
+"""What the benchmark scripts in bench/ share: the run harness, peers that must be installed, the load note.
 
 The per-measurement helpers (the xdpcount "delivered" counter, trafgen, tcpdump's
 exit report) live in bench_generator_capture.py and are imported from there.
@@ -7,10 +7,8 @@ exit report) live in bench_generator_capture.py and are imported from there.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -41,17 +39,6 @@ def child_text(child: Child) -> list[str]:
     return [m.get("text", "") for m in child.messages if m.get("type") == "text"] + list(child.stderr_lines)
 
 
-def wait_for_text(child: Child, needle: str, timeout_s: float) -> None:
-    """Wait until `needle` appears in a peer program's output (stdout or stderr)."""
-    deadline = time.monotonic() + timeout_s
-    while not any(needle in line for line in child_text(child)):
-        if not child.running:
-            raise child.failure(f"ended before printing {needle!r}")
-        if time.monotonic() > deadline:
-            raise child.failure(f"printed no {needle!r} within {timeout_s:g} s")
-        time.sleep(0.02)
-
-
 def find_peers(packages: dict[str, str], skip: bool) -> dict[str, bool]:
     """Which peer programs are installed; UsageError for a missing one unless `skip`."""
     peers = {}
@@ -77,8 +64,10 @@ def load_note() -> str | None:
 
 
 def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
-              body: Callable[[Binaries, Testbed, dict[str, bool]], object]) -> tuple[int, object, str]:
-    """Root check, binaries, peers, one test bed (RPS to RX_CPU), `body(binaries, tb, peers)`.
+              body: Callable[[Binaries, Testbed, dict[str, bool]], object],
+              rx_mode: str | None = None) -> tuple[int, object, str]:
+    """Root check, binaries, peers, one test bed (receive work on RX_CPU; `rx_mode`: the test bed's
+    receive model, None for capbench's default), `body(binaries, tb, peers)`.
 
     Returns (exit status, body's result or None, test bed id)."""
     if os.geteuid() != 0:
@@ -94,7 +83,8 @@ def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
     if busy:
         note(f"note: {busy}: the figures may be disturbed")
     try:
-        with testbed.testbed(rx_cpu=RX_CPU, purpose="bench") as tb:
+        with testbed.testbed(rx_cpu=RX_CPU, purpose="bench",
+                             **({} if rx_mode is None else {"rx_mode": rx_mode})) as tb:
             note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, receive work on CPU {RX_CPU} ({tb.rx_mode})")
             return 0, body(binaries, tb, peers), tb.id
     except KeyboardInterrupt:
@@ -111,7 +101,3 @@ def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
 def console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=180)
 
-
-def first_int(pattern: str, lines: list[str]) -> int | None:
-    m = re.search(pattern, "\n".join(lines))
-    return int(m.group(1)) if m else None
