@@ -505,7 +505,12 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
     except (TypeError, ValueError) as e:
         raise UsageError(f"{where}a value has the wrong type: {e}") from None
     check(c, name_of)
-    for backend in sorted({b for m in c.matrices for s in m.backends for b in sensor_backends(s)}):
+    measured = {b for m in c.matrices for s in m.backends for b in sensor_backends(s)}
+    for name, _ in app_specs:
+        if name not in measured:
+            raise UsageError(f"{name_of('apps')} {name}: add {name} to {name_of('backends')} (or "
+                             f"{name_of('sensors')}): it is not measured otherwise")
+    for backend in sorted(measured):
         program = c.program(backend)
         if program is not None:
             program.check()  # installed, a template with {iface}: before anything starts

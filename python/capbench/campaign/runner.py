@@ -160,8 +160,8 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
                                engine=c.engine, gen_cpu=p.gen_cpu, cap_cpu=p.cap_cpu, app_load=step.app_load,
                                settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring,
-                               cap_args=tuple(shlex.split(step.backend_args)) + c.group_args()[1]
-                               + sensor_queue_args(backend, c),
+                               cap_args=tuple(shlex.split(step.backend_args)) + sensor_queue_args(backend, c),
+                               group_args=c.group_args()[1],
                                gen_args=c.group_args()[0],
                                proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
                                           tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))),

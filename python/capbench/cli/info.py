@@ -23,7 +23,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
         ok, why = preflight.backend_status(name)
         print(f"{name:<8} {'works here' if ok else 'does not work here'}: {why}")
     print("capture programs (the thing under test: `capbench run --backends NAME`, docs/apps.md):")
-    for name, app in apps.builtin().items():
+    programs = apps.registry(getattr(args, "apps_file", None) or (), reserved=declared.backend_names())
+    for name, app in programs.items():
         try:
             app.check()
             ok, why = True, f"{shutil.which(app.program)}; {app.summary}"

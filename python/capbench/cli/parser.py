@@ -216,12 +216,14 @@ def build_parser() -> Parser:
         "(README, \"On real hardware\"); a run on ports needs an explicit --rate (iperf) or --link (searches)")
     ports.add_argument("--gen-iface", metavar="IF", help="the port capbench-gen sends on")
     ports.add_argument("--cap-iface", metavar="IF", help="the port the capture listens on")
-    ports.add_argument("--gen-netns", metavar="NS", help="the namespace of --gen-iface (default: capbench's own)")
-    ports.add_argument("--cap-netns", metavar="NS", help="the namespace of --cap-iface (default: capbench's own)")
+    ports.add_argument("--gen-netns", metavar="NS", help="the named network namespace of --gen-iface (`ip netns "
+                       "list`; default: the one capbench runs in)")
+    ports.add_argument("--cap-netns", metavar="NS", help="the named network namespace of --cap-iface (default: the "
+                       "one capbench runs in)")
     ports.add_argument("--dst-mac", metavar="MAC", help="the destination of every frame (default: the MAC of "
                        "--cap-iface, never a broadcast)")
     ports.add_argument("--force-iface", action="store_true",
-                       help="send even on the interface of a default route or of this SSH session")
+                       help="use a port even when it carries a default route or this SSH session")
     ports.add_argument("--nic-set", metavar="LIST",
                        help="change --cap-iface for the run and put it back after: ring sizes (rx=4096,tx=4096), "
                             "channels (combined=2, rx-channels=1) or coalescing (rx-usecs=50,adaptive-rx=off)")
@@ -323,7 +325,9 @@ def build_parser() -> Parser:
         # Dispatched before argparse (see main); listed here for `capbench --help`.
         sub.add_parser(name, help=text + " (see `capbench " + name + " --help`)", add_help=False)
 
-    sub.add_parser("backends", help="list the capture backends and whether they work here")
+    backends = sub.add_parser("backends", help="list the capture backends and programs, and whether they work here")
+    backends.add_argument("--apps-file", metavar="FILE.toml", action="append",
+                          help="also list the capture programs of these adapter files (docs/apps.md)")
 
     rep = sub.add_parser("report", help="print the tables of a finished run and write its report "
                                         "(tables, figures, report.html) into DIR/report/",

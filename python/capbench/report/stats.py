@@ -256,13 +256,14 @@ def cpu_load(g: Group) -> float:
 def best_per_size(groups: Iterable[Group]) -> list[tuple[int, Group | None]]:
     """Per frame length: the valid group with the highest median captured rate (less loss breaks
     ties); of those that captured as much (same_capture), the one with the least CPU. None when
-    every trial at that length was a lower bound (generator short, nothing lost)."""
+    every trial at that length was a lower bound (generator short, nothing lost) or failed."""
     by_size: dict[int, list[Group]] = {}
     for g in groups:
         by_size.setdefault(g.frame_len, []).append(g)
     out = []
     for size in sorted(by_size):
-        valid = [g for g in by_size[size] if not g.short]
+        # A group whose trials failed (a capture program that did not run to the stop) is no best.
+        valid = [g for g in by_size[size] if not g.short and not any(t.result.failure for t in g.trials)]
         top = max(valid, key=lambda g: (g.stat("rx_pps").median, -g.stat("loss_pct").median), default=None)
         tied = [g for g in valid if top is not None and same_capture(g, top)]
         out.append((size, min(tied, key=cpu_load) if tied else None))

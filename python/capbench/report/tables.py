@@ -268,6 +268,16 @@ def _with_b(size_label: str) -> str:
     return f"{size_label}{' B' if size_label.isdigit() else ''}"
 
 
+def program_witness(r: TrialResult) -> list[str]:
+    """A capture program's own counts beside capbench's (its file, the kernel's counters), and
+    where they disagree (trial.loss_layers.program_remarks)."""
+    if not r.app_command:
+        return []
+    counts = ", ".join(f"{k} {v:,}" for k, v in r.app_counts.items()) or "nothing"
+    file = f"; its file holds {r.file_frames:,} frames" if r.file_frames is not None else ""
+    return [f"{r.backend} says: {counts}{file}"] + [x for x in loss_layers.program_remarks(r) if not x.startswith("FAILED")]
+
+
 def short_note(shown: Iterable[TrialResult]) -> str:
     """What `*` says under tables with rows the generator fell short in: what it sent (verdict's
     words), and that such a row is a lower bound where it lost nothing while what it lost is
@@ -307,9 +317,11 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
         for t in rows:
             r = t.result
             line = loss_layers.explain(r)
+            rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
             if line:
-                rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
+            if r.app_command:  # the program's own witness beside capbench's
+                console.print(Text(f"  {_with_b(r.size_label)}{rep}: {program_witness(r)[0]}"))
     if any(r.sensors for r in trials):
         _print_sensor_tables(console, records)
     found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)

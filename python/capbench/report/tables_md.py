@@ -30,8 +30,7 @@ from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import iperf_groups
 from capbench.report.tables import HEADERS as TABLE_HEADERS
-from capbench.report.tables import SHORT_MARK, row_cells, row_class, short_note, sweep_tables
-from capbench.trial.loss_layers import program_remarks
+from capbench.report.tables import SHORT_MARK, program_witness, row_cells, row_class, short_note, sweep_tables
 from capbench.trial.measure import TrialResult
 
 HEADERS = (*TABLE_HEADERS, "Note")
@@ -64,16 +63,6 @@ def note_of(r: TrialResult) -> str:
         notes.append(f"counters disagree by {r.unexplained:,} packets")
     notes += program_witness(r)
     return "; ".join(notes)
-
-
-def program_witness(r: TrialResult) -> list[str]:
-    """A capture program's own counts beside capbench's (its file, the kernel's counters), and
-    where they disagree (trial.loss_layers.program_remarks)."""
-    if not r.app_command:
-        return []
-    counts = ", ".join(f"{k} {v:,}" for k, v in r.app_counts.items()) or "nothing"
-    file = f"; its file holds {r.file_frames:,} frames" if r.file_frames is not None else ""
-    return [f"{r.backend} says: {counts}{file}"] + [x for x in program_remarks(r) if not x.startswith("FAILED")]
 
 
 def group_note(rs: Sequence[TrialResult]) -> str:

@@ -42,7 +42,9 @@ class Ports:
         if (self.gen_ns, self.gen_if) == (self.cap_ns, self.cap_if):
             raise UsageError(f"--gen-iface and --cap-iface are both {self.gen_if}: give two ports, cabled together "
                              f"(or a port and a tap)")
-        nic.check_safe_to_send(self.gen_ns, self.gen_if, force=self.force)
+        # The capture port gets an XDP program and the --nic-set changes: the same rule as the sender's.
+        for ns, ifname in ((self.gen_ns, self.gen_if), (self.cap_ns, self.cap_if)):
+            nic.check_safe_to_send(ns, ifname, force=self.force)
         if iperf and not rate_given:
             raise UsageError(f"sending on {self.gen_if} needs an explicit --rate (a real link has no default "
                              f"load), e.g. --rate 10%")

@@ -281,7 +281,7 @@ class Adapter:
                 elif c.required:
                     lines = [ln.strip() for ln in text.replace("\r", "\n").splitlines() if ln.strip()]
                     last = lines[-1][:LAST_LINE_CHARS] if lines else "(nothing)"
-                    how = f"pattern {c.pattern!r}" if c.pattern is not None else f"json_path {c.json_path}"
+                    how = f"pattern /{c.pattern}/" if c.pattern is not None else f"json_path {c.json_path}"
                     raise CountError(f"{self.name}: count {c.name!r} ({how}) found nothing in its {c.source}; "
                                      f"its last line: {last!r}")
                 continue

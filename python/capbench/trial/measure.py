@@ -85,7 +85,10 @@ class TrialSetup:
     app_load: str | None = None  # capbench-cap --app-load: touch | none | spin:NS
     settle_s: float = 0.3
     ready_timeout_s: float = 5.0
-    cap_args: tuple[str, ...] = ()  # further capbench-cap options (ring sizes, --pcap-api ...)
+    cap_args: tuple[str, ...] = ()  # the backend's own capbench-cap options (--backend-args: --pcap-api ...)
+    # capbench-cap's options of the run's groups (--group-size, --groups): every counter takes them,
+    # a capture program's file decode too; not the backend's own options (the record's backend_args).
+    group_args: tuple[str, ...] = ()
     gen_args: tuple[str, ...] = ()  # further capbench-gen options
     size_profile: str | None = None  # capbench-gen --size profile (imix:seed, random:64-1518, ...)
     procs: int = 1  # independent capture processes on the interface, each sees every frame (seed 001)
@@ -303,6 +306,8 @@ class Measurer:
         own XDP program, which the sender's CPU runs (RPS steers only frames that XDP
         passes on to the stack; theirs are redirected into the AF_XDP socket, copy
         included, or dropped)."""
+        if self.testbed.ports:
+            return None  # the NIC's IRQ affinity places it (the record's nic says where)
         if self.napi_mode:
             return self.testbed.rx_cpu  # None: left to the scheduler (napi_cpus_seen says where it ran)
         if self.backend.own_xdp or self.testbed.rx_cpu is None:
@@ -350,6 +355,7 @@ class Measurer:
             *self.xsk_queue_args(),
             *self.worker_cpu_args(),
             *s.cap_args,
+            *s.group_args,
         ]
 
     @property
@@ -437,9 +443,7 @@ class Measurer:
     def decode_file(self, prog: ProgramRun) -> dict[str, Any]:
         """`capbench-cap --read FILE`'s summary of the program's capture file; {} (and the trial's
         failure) where it cannot be read."""
-        groups = [x for o in ("--group-size", "--groups") if (v := option_value(list(self.setup.cap_args), o))
-                  for x in (o, v)]
-        argv = [str(self.binaries.cap), "--read", str(prog.out), *groups]
+        argv = [str(self.binaries.cap), "--read", str(prog.out), *self.setup.group_args]
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=DECODE_TIMEOUT_S, check=False,
                                stdin=subprocess.DEVNULL)
