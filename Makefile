@@ -18,11 +18,12 @@ ARGS   ?=
 # Debian packages the build, the tests and the benchmarks need (chromium: the
 # end-to-end test of the HTML report opens it headless; libclang-rt-14-dev:
 # clang's sanitizer and libFuzzer runtimes, for the sanitizer build; openssh-server and
-# openssh-client: the SSH tests run an sshd per network namespace as remote hosts).
+# openssh-client: the SSH tests run an sshd per network namespace as remote hosts; argus-server
+# and argus-client: the argus capture-program adapter and its racount).
 APT_PACKAGES := clang libclang-rt-14-dev llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
                 libelf-dev meson ninja-build pkg-config bpftool iproute2 \
                 python3-venv tcpdump tshark netsniff-ng ethtool tcpreplay chromium \
-                openssh-server openssh-client
+                openssh-server openssh-client argus-server argus-client
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -32,6 +32,7 @@ from capbench.errors import RunError, UsageError
 
 FIELDS = ("iface", "out", "cpu", "duration", "outdir")  # what a template may name
 STREAMS = ("stderr", "stdout")
+POST = "post"  # a count's source: the stdout of the adapter's post command, run after the stop
 FILE_FORMATS = ("pcap",)  # pcap or pcapng: capbench counts the frames in it
 GRACE_S = (0.1, 60.0)
 DELAY_S = (0.0, 60.0)
@@ -110,7 +111,7 @@ class Count:
     """One counter the program reports (docs/apps.md, "Counts")."""
 
     name: str  # captured, dropped, seen, ifdropped, or any other name
-    source: str  # stderr | stdout | file:TEMPLATE
+    source: str  # stderr | stdout | post | file:TEMPLATE
     pattern: str | None  # a regex with one group capturing the number; the last match counts
     json_path: str | None  # or a dotted path into JSON Lines; the last line that has it counts
     meaning: str  # one line: what it counts and what it misses
@@ -121,9 +122,9 @@ class Count:
         what = f"count {self.name!r}"
         if not NAME_RE.fullmatch(self.name):
             raise AdapterError(f"{what}: a count's name is letters, digits, _ . + - (at most 40)")
-        if self.source not in STREAMS:
+        if self.source not in (*STREAMS, POST):
             if not self.source.startswith("file:"):
-                raise AdapterError(f"{what}: source {self.source!r}: use stderr, stdout or file:TEMPLATE")
+                raise AdapterError(f"{what}: source {self.source!r}: use stderr, stdout, post or file:TEMPLATE")
             _template_fields(self.file_template, f"{what}: source")
         if (self.pattern is None) == (self.json_path is None):
             raise AdapterError(f"{what}: give pattern or json_path (one of them)")
@@ -198,6 +199,10 @@ class Adapter:
     counts: tuple[Count, ...]
     file_format: str | None
     notes: str
+    # A command run after the program has stopped (same fields as the command), whose stdout the
+    # counts with source "post" read: for a program that writes no count of its own but a file
+    # another tool sums (argus writes flow records; argus-client's racount sums their packets).
+    post: str | None = None
 
     def __post_init__(self) -> None:
         what = f"adapter {self.name!r}"
@@ -220,6 +225,10 @@ class Adapter:
         _in_range(self.stop_grace_s, GRACE_S, f"{what}: stop grace_s")
         _in_range(self.ready_delay_s, DELAY_S, f"{what}: ready delay_s")
         _in_range(self.settle_s, DELAY_S, f"{what}: settle_s")
+        if self.post is not None:
+            _template_fields(self.post, f"{what}: post")
+        if any(c.source == POST for c in self.counts) and self.post is None:
+            raise AdapterError(f"{what}: a count reads the post command's output, but there is no post command")
         seen = set()
         for c in self.counts:
             if c.name in seen:
@@ -256,11 +265,12 @@ class Adapter:
     def check(self) -> None:
         """AdapterError unless the template is sound and the program is there."""
         _check_command(self.command, f"adapter {self.name!r}: command")
-        program = self.program
-        found = (os.path.isfile(program) and os.access(program, os.X_OK)) if "/" in program else shutil.which(program)
-        if not found:
-            raise AdapterError(f"{program} is not installed: apt-get install {self.package}, or give its path in the "
-                               "command")
+        for program in (self.program, *([shlex.split(self.post)[0]] if self.post else [])):
+            found = (os.path.isfile(program) and os.access(program, os.X_OK)) if "/" in program else \
+                shutil.which(program)
+            if not found:
+                raise AdapterError(f"{program} is not installed: apt-get install {self.package}, or give its path "
+                                   "in the command")
 
     def read_counts(self, stdout: str, stderr: str, files: Mapping[str, str]) -> dict[str, int]:
         """{count name: number} from what the program printed and wrote (files: {file template: text});
@@ -272,6 +282,8 @@ class Adapter:
                 if text is None:
                     raise CountError(f"{self.name}: count {c.name!r} reads {c.file_template}, which was not read "
                                      "(the program did not write it?)")
+            elif c.source == POST:
+                text = files.get(POST, "")
             else:
                 text = stdout if c.source == "stdout" else stderr
             value = c.find(text)
@@ -293,6 +305,15 @@ class Adapter:
         return replace(self, command=command)
 
 
+def post_argv(adapter: Adapter, *, iface: str, out: str, cpu: int | None, duration_s: float,
+              outdir: str) -> list[str] | None:
+    """The adapter's post command with its fields, None without one."""
+    if adapter.post is None:
+        return None
+    values = _values(iface=iface, out=out, cpu=cpu, duration_s=duration_s, outdir=outdir)
+    return _substitute(shlex.split(adapter.post), values, f"adapter {adapter.name!r}: post")
+
+
 def _in_range(value: float, bounds: tuple[float, float], what: str) -> None:
     if not bounds[0] <= value <= bounds[1]:
         raise AdapterError(f"{what} is {value:g}: give {bounds[0]:g} to {bounds[1]:g} seconds")
@@ -300,7 +321,8 @@ def _in_range(value: float, bounds: tuple[float, float], what: str) -> None:
 
 # --- the TOML schema -------------------------------------------------------------------
 
-_ADAPTER_KEYS = ("command", "summary", "package", "stop", "ready", "settle_s", "file_format", "notes", "counts")
+_ADAPTER_KEYS = ("command", "summary", "package", "stop", "ready", "settle_s", "file_format", "notes", "counts",
+                 "post")
 _STOP_KEYS = ("signal", "grace_s")
 _READY_KEYS = ("pattern", "stream", "delay_s")
 _COUNT_KEYS = ("source", "pattern", "json_path", "meaning", "required", "absent_means_zero")
@@ -381,7 +403,7 @@ def _adapter(t: _Table, name: str) -> Adapter:
                        ready_stream=ready.get("stream", str, "stderr or stdout", "stderr"),
                        ready_delay_s=ready.seconds("delay_s", 0.0), settle_s=t.seconds("settle_s", 0.0),
                        counts=counts, file_format=t.get("file_format", str, "pcap"),
-                       notes=t.get("notes", str, "text", "").strip())
+                       notes=t.get("notes", str, "text", "").strip(), post=t.get("post", str, "a command template"))
     except AdapterError as e:
         raise t.fail(None, str(e)) from None
 

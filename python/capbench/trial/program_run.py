@@ -25,10 +25,11 @@ from typing import Any
 
 from capbench.testbed import cpu
 from capbench.testbed.procs import Child, ChildSet
-from capbench.trial.apps import Adapter, CountError
+from capbench.trial.apps import POST, Adapter, CountError, post_argv
 
 READY_TIMEOUT_S = 10.0  # how long a program has to say it captures (or to live through its ready delay)
 TAIL_LINES = 5  # lines of each stream kept in the record
+POST_TIMEOUT_S = 60.0  # an adapter's post command (racount of argus's flows: ~1 s for a million frames)
 
 
 def _taskset(cpu_: int | None) -> list[str]:
@@ -159,10 +160,28 @@ class ProgramRun:
                 files[template] = Path(path).read_text(errors="replace")
             except OSError:
                 files[template] = ""  # a file it did not write: the count that needs it says so
+        post = post_argv(self.adapter, iface=self.iface, out=str(self.out), cpu=self.cpu, duration_s=self.duration_s,
+                         outdir=str(self.outdir))
+        if post is not None:
+            files[POST] = self._run_post(post)
         try:
             self.counts = self.adapter.read_counts("\n".join(child.stdout_lines), "\n".join(child.stderr_lines), files)
         except CountError as e:
             self.failure = self.failure or str(e)
+
+    def _run_post(self, argv: list[str]) -> str:
+        """The stdout of the adapter's post command (it reads what the program wrote); "" and the
+        trial's failure when it fails."""
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=POST_TIMEOUT_S, check=False,
+                               stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            self.failure = self.failure or f"{self.name}'s post command {argv[0]} failed: {e}"
+            return ""
+        if p.returncode != 0:
+            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+            self.failure = self.failure or f"{self.name}'s post command {argv[0]} failed: {why}"
+        return p.stdout
 
     def _status(self) -> str:
         rc = self.child.proc.poll() if self.child is not None else None
