@@ -67,6 +67,16 @@ def test_defaults_and_unused_hosts():
     assert t.clock_sync is None
 
 
+def test_tap_and_host_commands():
+    t = topology.parse(sub('ssh = "capture@10.0.0.2"', 'ssh = "capture@10.0.0.2"\nssh_config = "/etc/lab_ssh"\n'
+                                                        'capbench = "env A=1 /opt/venv/bin/python -m capbench"')
+                       + '[tap]\niface = "t0"\nclone_to = ["t1", "t2"]\n')
+    assert t.tap == topology.TapSpec("t0", ("t1", "t2"))
+    assert t.hosts["sensor1"].ssh_config == "/etc/lab_ssh"
+    assert t.hosts["sensor1"].capbench == ("env", "A=1", "/opt/venv/bin/python", "-m", "capbench")
+    assert t.hosts["gen1"].capbench == ("capbench",) and topology.parse(FULL).tap is None
+
+
 def test_docs_example_parses():
     text = (REPO / "docs" / "topology.md").read_text()
     block = re.search(r"```toml\n(.*?)```", text, re.S).group(1)
@@ -139,6 +149,14 @@ BAD = [
     ("clock word", sub('"ptp"', '"ntp"'), [r"line 28 \[clocks\]: synchronized: 'ntp': give \"ptp\""]),
     ("clock true", sub('"ptp"', 'true'), [r"synchronized: True"]),
     ("clock key", sub('synchronized = "ptp"', 'sync = "ptp"'), [r"line 28 \[clocks\]: sync: unknown key"]),
+    ("relative ssh_config", sub('ssh = "capture@10.0.0.2"', 'ssh = "capture@10.0.0.2"\nssh_config = "cfg"'),
+     [r"line 8 \[hosts.sensor1\]: ssh_config: 'cfg': give the absolute path"]),
+    ("empty capbench", sub('ssh = "capture@10.0.0.2"', 'ssh = "capture@10.0.0.2"\ncapbench = ""'),
+     [r"\[hosts.sensor1\]: capbench: '': give the command"]),
+    ("tap no clone_to", FULL + '[tap]\niface = "t0"\n', [r"\[tap\]: clone_to: give the generator host's"]),
+    ("tap count", FULL + '[tap]\niface = "t0"\nclone_to = ["t1"]\n', [r"\[tap\]: clone_to: 1 interfaces for 2 sensors"]),
+    ("tap same", FULL + '[tap]\niface = "t0"\nclone_to = ["t1", "t0"]\n', [r"must be different interfaces"]),
+    ("tap key", FULL + '[tap]\niface = "t0"\nclone_to = ["t1", "t2"]\nx = 1\n', [r"\[tap\]: x: unknown key"]),
     ("clocks not table", FULL.replace('[clocks]\nsynchronized = "ptp"\n', '').replace(
         "[hosts.gen1]", "clocks = 1\n[hosts.gen1]"), [r"\[clocks\]: must be a table"]),
 ]

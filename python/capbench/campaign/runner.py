@@ -10,8 +10,10 @@ layer draws, called through RunCallbacks: this layer imports no presentation.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import secrets
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -32,6 +34,8 @@ from capbench.binaries import Binaries
 from capbench.errors import CapbenchError, Terminated
 from capbench.campaign import resume as resume_mod
 from capbench.campaign.plan import Plan, plan_of
+from capbench.remote import topology
+from capbench.remote.ssh import Host
 from capbench.campaign.results import RunWriter
 from capbench.methods.verdict import measured
 from capbench import declared
@@ -85,6 +89,28 @@ class RunOptions:
     napi_sched: str = rxmode.DEFAULT_NAPI_SCHED
     callbacks: RunCallbacks = field(default_factory=RunCallbacks)
     ports: ports.Ports | None = None  # real interfaces instead of a veth test bed (testbed.ports)
+    topology: TopologyRun | None = None  # several hosts (docs/topology.md), their connections open
+
+
+@dataclass(frozen=True)
+class TopologyRun:
+    """A run on the hosts of a topology file: the file, one open Host per host (checked), what
+    run.json records of each (remote.hosts.describe), and the frames' destination MAC."""
+
+    topology: topology.Topology
+    hosts: dict[str, Host]
+    meta: dict[str, dict]
+    dst_mac: str = testbed.DST_MAC
+    gen_clock_ns: int | None = None  # clocks synchronised: the generator host's realtime − monotonic
+
+    def testbed(self) -> testbed.Testbed:
+        """The generator's side as a test bed: its interface, the tap's input and targets (ports:
+        nothing to build or steer)."""
+        t = self.topology
+        return testbed.Testbed(id="h" + secrets.token_hex(3)[1:], gen_ns=None, cap_ns=None, gen_if=t.generator.iface,
+                               cap_if=t.tap.iface if t.tap else "", gen_mac="", cap_mac="", rx_cpu=None,
+                               dst_mac=self.dst_mac, rx_mode="rps", ports=True,
+                               sensors=len(t.sensors) if t.tap else 0, tap_to=t.tap.clone_to if t.tap else ())
 
 
 def note(text: str) -> None:
@@ -115,23 +141,36 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
         writer.meta["notes"] = plan.shared_notes()
     first_rx = plan.placement(steps[0]).rx_cpu if steps else None
     status = 0
-    bed = (ports.ports_testbed(opts.ports) if opts.ports is not None else
+    topo = opts.topology
+    bed = (contextlib.nullcontext(topo.testbed()) if topo is not None else
+           ports.ports_testbed(opts.ports) if opts.ports is not None else
            testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune, rx_mode=opts.rx_mode,
                            napi_sched=opts.napi_sched, sensors=len(c.sensors)))
     with bed as tb:
         writer.meta["testbed"] = dataclasses.asdict(tb)
-        if tb.ports:
+        if topo is not None:
+            writer.meta["topology"] = topo.topology.path
+            writer.meta["hosts"] = topo.meta
+            writer.meta["clocks"] = {"synchronized": topo.topology.clock_sync or False,
+                                     "latency_across_hosts": "reported" if topo.topology.latency_valid else
+                                     "left out: the clocks are not known to agree ([clocks] synchronized)"}
+        elif tb.ports:
             writer.meta["ports"] = ports.describe(tb)
         state = testbed.read_state(tb.id) or {}
         tuned_if = hygiene.tune_interface(tb.cap_ns, tb.cap_if) if opts.tune else {}
-        writer.meta["system"] = hygiene.snapshot(tb.cap_ns, tb.cap_if) | {
+        writer.meta["system"] = hygiene.snapshot(*((None, None) if topo else (tb.cap_ns, tb.cap_if))) | {
             # What the test bed holds (--backlog, --tune): the value it found, set, and that goes back.
             "host_settings": state.get("host_settings", []),
             "tuned": state.get("host_settings", []) if opts.tune else "no (--tune sets and restores)"}
         if opts.tune:
             writer.meta["system"]["tuned_interface"] = {tb.cap_if: tuned_if}
-        note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
-        for step_backend in dict.fromkeys(step.backend for step in plan.todo):
+        if topo is not None:
+            t = topo.topology
+            note(f"topology {t.path}: {t.generator.host}/{t.generator.iface} -> "
+                 f"{', '.join(f'{s.host}/{s.iface}' for s in t.sensors)}, results in {writer.path}")
+        else:
+            note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, results in {writer.path}")
+        for step_backend in dict.fromkeys(step.backend for step in plan.todo if topo is None):
             for i, backend in enumerate(sensor_backends(step_backend)):
                 program = c.program(backend)
                 if program is not None:  # before the first trial: it starts, stops and its counts read
@@ -139,7 +178,26 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                     program_probe.probe(program, bed.cap_ns, bed.cap_if, plan.placement(steps[0]).cap_cpu)
         steered = {"cpu": first_rx}
 
+        def topology_measurer(step: cmod.Step) -> SensorsMeasurer:
+            """The topology's generator (and tap) on its host, each sensor on its own: a sensor on
+            another host than the generator's has its latency left out unless the clocks are
+            synchronised; its setup names no generator CPU (that CPU is another machine's)."""
+            t, g = topo.topology, topo.topology.generator
+            sides = []
+            for s, backend in zip(t.sensors, sensor_backends(step.backend)):
+                bed = testbed.Testbed(id=tb.id, gen_ns=None, cap_ns=None, gen_if="", cap_if=s.iface, gen_mac="",
+                                      cap_mac="", rx_cpu=s.rx_cpu, rx_mode="rps", ports=True)
+                same = s.host == g.host
+                sides.append(Measurer(binaries, bed, make_setup(step, backend, g.cpu if same else None, s.cpu),
+                                      cap_host=topo.hosts[s.host], latency_valid=same or t.latency_valid,
+                                      gen_clock_ns=None if same else topo.gen_clock_ns))
+            sender = Measurer(binaries, tb, make_setup(step, sides[0].setup.backend, g.cpu, None),
+                              gen_host=topo.hosts[g.host])
+            return SensorsMeasurer(sender, sides, None)
+
         def make_measurer(step: cmod.Step) -> Measurer | SensorsMeasurer:
+            if topo is not None:
+                return topology_measurer(step)
             p = plan.placement(step)
             if p.rx_cpu != steered["cpu"] and not tb.ports:  # steer the receive work of this step's placement
                 for bed in (tb, *(tb.sensor(i + 1, None) for i in range(tb.sensors))):
@@ -155,10 +213,14 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
 
         def make_side(step: cmod.Step, p: Any, backend: str, bed: Any) -> Measurer:
             """The Measurer of one capture of a step: its backend (or program) on test bed `bed`."""
+            # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
+            return Measurer(binaries, bed, make_setup(step, backend, p.gen_cpu, p.cap_cpu))
+
+        def make_setup(step: cmod.Step, backend: str, gen_cpu: int | None, cap_cpu: int | None) -> TrialSetup:
             size = step.size
-            setup = TrialSetup(backend=backend, frame_len=size if isinstance(size, int) else 0,
+            return TrialSetup(backend=backend, frame_len=size if isinstance(size, int) else 0,
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
-                               engine=c.engine, gen_cpu=p.gen_cpu, cap_cpu=p.cap_cpu, app_load=step.app_load,
+                               engine=c.engine, gen_cpu=gen_cpu, cap_cpu=cap_cpu, app_load=step.app_load,
                                settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring,
                                cap_args=tuple(shlex.split(step.backend_args)) + sensor_queue_args(backend, c),
                                group_args=c.group_args()[1],
@@ -166,8 +228,6 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
                                           tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))),
                                app=c.program(backend))
-            # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
-            return Measurer(binaries, bed, setup)
 
         def record(r: TrialResult) -> None:
             writer.append(r)

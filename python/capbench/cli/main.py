@@ -15,6 +15,7 @@ from capbench.cli.info import cmd_backends, cmd_compare, cmd_report
 from capbench.cli.parser import build_parser
 from capbench.cli.passthrough import PASSTHROUGH, cmd_passthrough
 from capbench.cli.run import cmd_run
+from capbench.cli.side import cmd_side
 from capbench.cli.testbed import cmd_testbed
 from capbench.errors import CapbenchError, Terminated
 from capbench.testbed import veth_pair as testbed
@@ -25,7 +26,7 @@ def _main(argv: list[str]) -> int:
         return cmd_passthrough(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     handler = {"run": cmd_run, "testbed": cmd_testbed, "backends": cmd_backends, "report": cmd_report,
-               "compare": cmd_compare}
+               "compare": cmd_compare, "side": cmd_side}
     return handler[args.command](args)
 
 

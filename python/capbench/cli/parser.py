@@ -214,6 +214,9 @@ def build_parser() -> Parser:
     ports = run.add_argument_group(
         "real interfaces", "instead of the veth test bed: two ports cabled together, or a port and a tap "
         "(README, \"On real hardware\"); a run on ports needs an explicit --rate (iperf) or --link (searches)")
+    run.add_argument("--topology", metavar="FILE.toml",
+                     help="several hosts: the generator and the sensors of FILE (docs/topology.md), reached with "
+                          "ssh; each sensor's backend is the file's (instead of --backends/--sensors)")
     ports.add_argument("--gen-iface", metavar="IF", help="the port capbench-gen sends on")
     ports.add_argument("--cap-iface", metavar="IF", help="the port the capture listens on")
     ports.add_argument("--gen-netns", metavar="NS", help="the named network namespace of --gen-iface (`ip netns "
@@ -328,6 +331,11 @@ def build_parser() -> Parser:
     backends = sub.add_parser("backends", help="list the capture backends and programs, and whether they work here")
     backends.add_argument("--apps-file", metavar="FILE.toml", action="append",
                           help="also list the capture programs of these adapter files (docs/apps.md)")
+
+    side = sub.add_parser("side", help="internal: one capture side of a topology's run on this host, "
+                                       "started over ssh by capbench run --topology (docs/topology.md)")
+    side.add_argument("--spec", help="what to run (JSON, written by capbench)")
+    side.add_argument("--clock", action="store_true", help="print this host's CLOCK_REALTIME - CLOCK_MONOTONIC")
 
     rep = sub.add_parser("report", help="print the tables of a finished run and write its report "
                                         "(tables, figures, report.html) into DIR/report/",

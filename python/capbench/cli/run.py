@@ -5,10 +5,11 @@ then run by capbench.campaign.runner, which tells what happens through the callb
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
-from capbench import declared
+from capbench import declared, inputs
 from capbench.binaries import find_binaries
 from capbench.campaign import matrix as campaign
 from capbench.campaign import runner
@@ -19,6 +20,9 @@ from capbench.cli.testbed import rx_mode_of
 from capbench.errors import CapbenchError, UsageError
 from capbench.rates import parse_duration
 from capbench.report import console, tables
+from capbench.remote import hosts as hosts_mod
+from capbench.trial import remote_side
+from capbench.remote import topology
 from capbench.testbed import host_sysctl, ports, preflight
 
 
@@ -39,9 +43,12 @@ def _list(text: str, flag: str) -> list[str]:
     return items
 
 
-def campaign_from_args(args: argparse.Namespace) -> campaign.Campaign:
-    """The campaign the flags describe, checked by the same code as a campaign file's."""
+def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = None) -> campaign.Campaign:
+    """The campaign the flags describe, checked by the same code as a campaign file's; `sensors`:
+    a topology's sensors' backends (the same one may capture on several hosts)."""
     top: dict = {"name": "capbench run"}
+    if sensors is not None:
+        top["sensors" if len(sensors) > 1 else "backends"] = list(sensors)
     for flag, key in (("method", "methods"), ("backends", "backends"), ("sensors", "sensors"), ("app_load", "app_load"),
                       ("procs", "procs"), ("ring", "ring"), ("pin", "pin")):
         value = getattr(args, flag)
@@ -143,6 +150,9 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
             old = None
         if old is None or old.command != "run" or old.resume:
             raise UsageError(f"{d}/run.json does not hold the `capbench run` command that made it")
+        if old.topology:
+            raise UsageError(f"{d} is a run on several hosts (--topology): --resume does not continue those yet; "
+                             f"start it again")
         return campaign_from_args(old), None, d
     if args.campaign is not None:
         if given:
@@ -152,8 +162,67 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
     return campaign_from_args(args), None, None
 
 
+TOPOLOGY_EXCLUDES = (("backends", "--backends"), ("sensors", "--sensors"), ("tap_cpu", "--tap-cpu"),
+                     ("gen_iface", "--gen-iface"), ("cap_iface", "--cap-iface"), ("gen_netns", "--gen-netns"),
+                     ("cap_netns", "--cap-netns"), ("nic_set", "--nic-set"), ("campaign", "--campaign"),
+                     ("resume", "--resume"), ("pin", "--pin"), ("gen_cpu", "--gen-cpu"), ("rx_cpu", "--rx-cpu"),
+                     ("cap_cpu", "--cap-cpu"), ("procs", "--procs"), ("proc_cpus", "--proc-cpus"))
+
+
+def topology_of(args: argparse.Namespace) -> topology.Topology:
+    """The topology of --topology, and what goes with it; one UsageError otherwise."""
+    given = [flag for key, flag in TOPOLOGY_EXCLUDES if getattr(args, key, None)]
+    if given:
+        raise UsageError(f"--topology says where everything runs and each sensor's backend and CPUs: give it no "
+                         f"{', '.join(given)}")
+    t = topology.read(args.topology)
+    for i, s in enumerate(t.sensors):
+        if len(s.backends) > 1:
+            raise UsageError(f"{inputs.shown(t.path)} [[sensor]] #{i + 1}: backends {', '.join(s.backends)}: a run "
+                             f"on several hosts takes one backend per sensor (backend = \"{s.backends[0]}\"); "
+                             f"run again for the others")
+    if args.dst_mac is not None and not ports._mac_ok(args.dst_mac):
+        raise UsageError(f"--dst-mac {args.dst_mac!r}: give a unicast MAC such as 02:00:00:00:00:01")
+    return t
+
+
+def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
+    """`capbench run --topology FILE`: the hosts opened and checked before anything starts, then
+    the campaign on them (runner.TopologyRun)."""
+    t = topology_of(args)
+    c = campaign_from_args(args, sensors=[s.backends[0] for s in t.sensors])
+    settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
+    if any(h.local for h in t.hosts.values()):
+        preflight.require_root("capbench run with a local role")
+    preflight.check_engine(c.engine)
+    preflight.check_profiles(c, str(binaries.gen))
+    preflight.check_backend_args(c, str(binaries.cap))
+    methods = {x for m in c.matrices for x in m.methods}
+    if "iperf" in methods and "rate" not in c.given:
+        raise UsageError("a run on several hosts sends on real links: give an explicit --rate for iperf, e.g. --rate 10%")
+    if methods - {"iperf"} and "link" not in c.given:
+        raise UsageError(f"the searches send up to the link's wire rate: give --link, the speed of "
+                         f"{t.generator.iface}'s link on {t.generator.host} (1g, 10g, ...)")
+    programs = {s.name: [shlex.split(c.program(s.backends[0]).command)[0]] for s in t.sensors
+                if c.program(s.backends[0]) is not None}
+    with hosts_mod.opened(t) as hosts:
+        hosts_mod.check(t, hosts, programs)
+        meta = hosts_mod.describe(hosts)
+        gen_host = hosts[t.generator.host]
+        # PTP synchronises CLOCK_REALTIME; the stamps are CLOCK_MONOTONIC: the generator host's
+        # difference of the two carries its stamps over (trial_run.assemble).
+        gen_clock = remote_side.host_clock_ns(gen_host) if t.latency_valid else None
+        run = runner.TopologyRun(t, hosts, meta, gen_clock_ns=gen_clock,
+                                 **({"dst_mac": args.dst_mac.lower()} if args.dst_mac else {}))
+        opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
+                                 command=["capbench", *sys.argv[1:]], callbacks=callbacks(), topology=run)
+        return runner.execute(c, opts, binaries)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     binaries = find_binaries()  # first: a campaign is read with the backends and engines they declare
+    if args.topology is not None:
+        return cmd_run_topology(args, binaries)
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)

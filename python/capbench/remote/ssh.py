@@ -124,8 +124,10 @@ class Host:
     def __init__(self, name: str, destination: str | None = None, *, build_dir: str | None = None,
                  ssh_options: Sequence[str] = (), ssh_config: str | os.PathLike[str] | None = None,
                  connect_timeout_s: int = 10, alive_interval_s: int = 5, alive_count: int = 3,
-                 alive_timeout_s: int = 15):
+                 alive_timeout_s: int = 15, capbench: Sequence[str] = ("capbench",)):
         self.name = name
+        # How capbench itself runs there (its `capbench side` agent runs a remote capture side).
+        self.capbench = tuple(capbench)
         self.destination = None if destination is None else check_destination(destination, f"host {name!r}: ssh")
         self.build_dir = build_dir
         self.ssh_options = tuple(check_ssh_option(o, f"host {name!r}: ssh option") for o in ssh_options)

@@ -28,6 +28,7 @@ table and the key, and what to write instead.
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,8 +43,9 @@ TOPOLOGY_MAX_BYTES = 1 << 20
 MAX_CPU = 4095
 IFNAMSIZ = 16  # the kernel's limit, with its NUL
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
-TABLES = ("hosts", "generator", "sensor", "clocks")
-HOST_KEYS = ("ssh", "local", "build_dir", "ssh_options")
+TABLES = ("hosts", "generator", "sensor", "clocks", "tap")
+HOST_KEYS = ("ssh", "local", "build_dir", "ssh_options", "ssh_config", "capbench")
+TAP_KEYS = ("iface", "clone_to")
 GENERATOR_KEYS = ("host", "iface", "cpu")
 SENSOR_KEYS = ("name", "host", "iface", "rx_cpu", "cpu", "backend", "backends")
 CLOCK_KEYS = ("synchronized",)
@@ -56,6 +58,8 @@ class HostSpec:
     ssh: str | None  # the SSH destination; None: this machine
     build_dir: str | None = None  # where capbench's programs are there; None: its PATH
     ssh_options: tuple[str, ...] = ()  # Key=Value, each given to ssh as -o
+    ssh_config: str | None = None  # an ssh_config file for this host (ssh -F) instead of ~/.ssh/config
+    capbench: tuple[str, ...] = ("capbench",)  # how capbench runs there (its `capbench side` agent)
 
     @property
     def local(self) -> bool:
@@ -80,12 +84,22 @@ class SensorSpec:
 
 
 @dataclass(frozen=True)
+class TapSpec:
+    """The tap on the generator's host: capbench-xdpcount on `iface` (the generator's frames arrive
+    there) sends a copy of each to every interface of `clone_to`, each joined to one sensor's."""
+
+    iface: str
+    clone_to: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Topology:
     path: str
     hosts: dict[str, HostSpec]  # every host the roles name, `local` included when named
     generator: GeneratorSpec
     sensors: tuple[SensorSpec, ...]
     clock_sync: str | None  # "ptp", or None: the clocks are not known to be synchronised
+    tap: TapSpec | None = None  # [tap]: one stream to several sensors
 
     @property
     def latency_valid(self) -> bool:
@@ -152,7 +166,7 @@ def parse(text: str, path: Path | str = "<topology>", *, backends_known: Sequenc
     unknown = sorted(set(doc) - set(TABLES))
     if unknown:
         raise UsageError(f"{inputs.shown(path)}: unknown table or key {unknown[0]!r}: use [hosts.NAME], "
-                         f"[generator], [[sensor]] and [clocks]")
+                         f"[generator], [[sensor]], [tap] and [clocks]")
 
     hosts_doc = doc.get("hosts", {})
     if not isinstance(hosts_doc, dict):
@@ -181,9 +195,32 @@ def parse(text: str, path: Path | str = "<topology>", *, backends_known: Sequenc
                       f"false (latency across hosts is marked invalid)",
                       line=w.line_of(_header("clocks"), "synchronized"))
 
+    tap = _tap(w, doc["tap"], generator, sensors) if "tap" in doc else None
     used = {generator.host, *(s.host for s in sensors)}
     return Topology(str(path), {n: h for n, h in hosts.items() if n in used}, generator, sensors,
-                    sync if sync else None)
+                    sync if sync else None, tap)
+
+
+def _tap(w: _Where, t: Any, g: GeneratorSpec, sensors: Sequence[SensorSpec]) -> TapSpec:
+    table, header = "[tap]", _header("tap")
+    if not isinstance(t, dict):
+        raise w.error(table, None, "must be a table with iface and clone_to")
+    _unknown_keys(w, table, header, 0, t, TAP_KEYS)
+    iface = _iface(w, table, header, 0, t)
+    clone_to = t.get("clone_to")
+    line = w.line_of(header, "clone_to")
+    if not isinstance(clone_to, list) or not clone_to:
+        raise w.error(table, "clone_to", "give the generator host's interfaces the tap copies the frames to, one "
+                                         "per sensor, in sensor order, e.g. [\"t1\", \"t2\"]", line=line)
+    for c in clone_to:
+        _iface(w, table, header, 0, {"iface": c})
+    if len(clone_to) != len(sensors):
+        raise w.error(table, "clone_to", f"{len(clone_to)} interfaces for {len(sensors)} sensors: give one per "
+                                         f"sensor, in sensor order", line=line)
+    if len(set(clone_to)) != len(clone_to) or iface in clone_to or g.iface in (iface, *clone_to):
+        raise w.error(table, "clone_to", "the generator's interface, the tap's and each target must be "
+                                         "different interfaces", line=line)
+    return TapSpec(iface, tuple(clone_to))
 
 
 def _unknown_keys(w: _Where, table: str, header: re.Pattern[str], nth: int, d: dict, keys: Sequence[str]) -> None:
@@ -241,7 +278,20 @@ def _host(w: _Where, name: str, t: Any) -> HostSpec:
             check_ssh_option(o, "the option")
         except UsageError as e:
             raise w.error(table, "ssh_options", str(e), line=at("ssh_options")) from None
-    return HostSpec(name, ssh, build_dir, tuple(options))
+    ssh_config = t.get("ssh_config")
+    if ssh_config is not None and (local or not isinstance(ssh_config, str) or not ssh_config.startswith("/")):
+        raise w.error(table, "ssh_config", f"{ssh_config!r}: give the absolute path of an ssh_config file for "
+                                           f"this host (ssh -F), or leave it out", line=at("ssh_config"))
+    command = t.get("capbench", "capbench")
+    try:
+        words = shlex.split(command) if isinstance(command, str) else []
+    except ValueError:
+        words = []
+    if not words:
+        raise w.error(table, "capbench", f"{command!r}: give the command that runs capbench there, e.g. "
+                                         f"\"capbench\" or \"/opt/capbench/venv/bin/python -m capbench\"",
+                      line=at("capbench"))
+    return HostSpec(name, ssh, build_dir, tuple(options), ssh_config, tuple(words))
 
 
 def _role_host(w: _Where, table: str, header: re.Pattern[str], nth: int, t: dict, hosts: dict[str, HostSpec]) -> str:

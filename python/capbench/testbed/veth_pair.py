@@ -84,6 +84,8 @@ class Testbed:
     # sensor i has its own namespace capbench-<id>-s<i> and veth pair cb<id>t<i> (in the capture
     # namespace, the tap's side) == cb<id>s<i> (the sensor's); sensor(i) is its view.
     sensors: int = 0
+    # The tap's targets when the user wired them (a topology's [tap] clone_to); () : capbench's own.
+    tap_to: tuple[str, ...] = ()
 
     def sensor(self, i: int, rx_cpu: int | None) -> Testbed:
         """Sensor i (1-based) as a test bed of its own: the tap's veth cb<id>t<i> is its sender,
@@ -96,6 +98,8 @@ class Testbed:
     @property
     def tap_targets(self) -> tuple[str, ...]:
         """The tap's side of every sensor's veth pair, in sensor order."""
+        if self.tap_to:
+            return self.tap_to
         return tuple(f"cb{self.id}t{i}" for i in range(1, self.sensors + 1))
 
     @classmethod

@@ -53,6 +53,7 @@ from capbench.errors import RunError, UsageError
 from capbench.options import option_value
 from capbench.testbed.procs import ChildError
 from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
+from capbench.remote.ssh import Host
 from capbench.testbed.veth_pair import Testbed, veth_queues
 from capbench.trial.apps import Adapter
 from capbench.trial.program_run import ProgramRun
@@ -243,13 +244,20 @@ def sleep_sampling(seconds: float, sample: Callable[[], None], every_s: float = 
     time.sleep(max(0.0, deadline - time.monotonic()))
 
 
-def read_ring_drops(netns_name: str | None, iface: str) -> int | None:
+def read_ring_drops(netns_name: str | None, iface: str, host: Host | None = None) -> int | None:
     """The frames XDP redirects from `iface` could not put into its veth peer's receive ring:
     the sum of `ethtool -S` tx_queue_N_xdp_xmit_errors (drivers/net/veth.c counts each frame
-    veth_xdp_xmit finds no room for). None where the counters cannot be read (not a veth)."""
+    veth_xdp_xmit finds no room for). None where the counters cannot be read (not a veth).
+    `host`: another host's interface, read over its SSH connection."""
     try:
-        out = netns.run_in(netns_name, ["ethtool", "-S", iface])
-    except RunError:
+        if host is not None and not host.local:
+            p = host.run(["ethtool", "-S", iface], timeout_s=10)
+            if p.returncode != 0:
+                return None
+            out = p.stdout
+        else:
+            out = netns.run_in(netns_name, ["ethtool", "-S", iface])
+    except (RunError, UsageError):
         return None
     found = [int(v) for k, v in (line.strip().split(":", 1) for line in out.splitlines() if ":" in line)
              if k.startswith("tx_queue_") and k.endswith("_xdp_xmit_errors") and v.strip().isdigit()]
@@ -279,10 +287,21 @@ def _utc_now() -> str:
 class Measurer:
     """Runs trials of one TrialSetup on one test bed."""
 
-    def __init__(self, binaries: Binaries, testbed: Testbed, setup: TrialSetup):
+    def __init__(self, binaries: Binaries, testbed: Testbed, setup: TrialSetup, *, cap_host: Host | None = None,
+                 gen_host: Host | None = None, latency_valid: bool = True, gen_clock_ns: int | None = None):
         self.binaries = binaries
         self.testbed = testbed
         self.setup = setup
+        # Several hosts (a topology, docs/topology.md): where the capture side runs (another host:
+        # a `capbench side` agent there, trial.remote_side) and where the generator and the tap
+        # run; None: this machine. `latency_valid` False: the generator's stamps and the capture's
+        # clock are not known to agree (other hosts, no PTP), so the record leaves latency out.
+        self.cap_host = cap_host
+        self.gen_host = gen_host
+        self.latency_valid = latency_valid
+        # A capture on another host than the generator's, clocks synchronised: the generator's
+        # host's CLOCK_REALTIME − CLOCK_MONOTONIC (trial_run.assemble moves the latencies by it).
+        self.gen_clock_ns = gen_clock_ns
 
     @property
     def backend(self) -> declared.Backend:
@@ -322,8 +341,9 @@ class Measurer:
 
     def gen_argv(self, duration_s: float, load: Rate) -> list[str]:
         s, tb = self.setup, self.testbed
+        remote = self.gen_host is not None and not self.gen_host.local
         return [
-            str(self.binaries.gen),
+            "capbench-gen" if remote else str(self.binaries.gen),  # another host's: Host.program finds it
             "--iface", tb.gen_if,
             "--engine", s.engine,
             "--size", s.size,
@@ -461,7 +481,8 @@ class Measurer:
     def interface_drop_counters(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
         """The drop counters (rx_dropped, tx_dropped) of the capture and the generator interface."""
         tb = self.testbed
-        return read_link_drops(tb.cap_ns, tb.cap_if), read_link_drops(tb.gen_ns, tb.gen_if)
+        # A sensor of a topology has no sender interface on its host (gen_if ""): unknown.
+        return read_link_drops(tb.cap_ns, tb.cap_if), read_link_drops(tb.gen_ns, tb.gen_if) if tb.gen_if else None
 
     def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, caps: list[dict],
                 xdp: dict | None, host_softnet_drops: int, app_cpu_pcts: list[float], kernel_cpu_pct: float,

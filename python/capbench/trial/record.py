@@ -116,6 +116,10 @@ class TrialResult:
     # "p99.9_ns", "max_ns"}; which clock timed the receipt ("kernel", "read"); and with
     # groups, the frames received of each group.
     latency: dict[str, int] = field(default_factory=dict)
+    # False: the generator ran on another host and the clocks are not known to agree (a topology
+    # without [clocks] synchronized = "ptp"): latency is left out, being meaningless.
+    latency_valid: bool = True
+    host: str = ""  # a topology's run: the host the capture ran on (docs/topology.md); "": this machine
     iat: dict[str, int] = field(default_factory=dict)
     rx_clock: str = ""
     group_size: int = 0

@@ -6,6 +6,7 @@ behind a tap) share one generator and see the same frames."""
 from __future__ import annotations
 
 import dataclasses
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,14 @@ from capbench.testbed import cpu
 from capbench.testbed import nic
 from capbench.testbed import rxmode
 from capbench.rates import Rate
-from capbench.testbed.procs import ChildSet
+from capbench.remote.ssh import Host
+from capbench.testbed.procs import Child, ChildSet
 from capbench.testbed.veth_pair import others_in_use
 from capbench.trial.measure import (STOP_TIMEOUT_S, Measurer, SoftnetDrops, _delta, _utc_now, read_ring_drops,
                                     scratch_dir, sleep_sampling, wait_sampling)
 from capbench.trial.program_run import ProgramRun
 from capbench.trial.record import TrialResult
+from capbench.trial.remote_side import RemoteSide
 
 
 def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: Rate | float,
@@ -36,13 +39,16 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
     # A counter drains its ring after SIGTERM: on a vCPU that stalls for a while that
     # can take seconds, and waiting costs nothing when it stops at once.
     with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir() as workdir:
-        parts = [CaptureSide(m, kids, workdir / str(i), duration_s) for i, m in enumerate(sides)]
+        parts = [RemoteSide(m, kids, duration_s) if m.cap_host is not None and not m.cap_host.local
+                 else CaptureSide(m, kids, workdir / str(i), duration_s) for i, m in enumerate(sides)]
+        ahead(parts, None)  # every remote side's agent starts at once
         for part in parts:
             part.start()
         # After the sensors' XDP programs: a veth takes the tap's frames only while its peer has one.
         tap = Tap(sender, kids, tap_cpu) if sender.testbed.sensors else None
         if tap is not None:
             tap.start()
+        ahead(parts, signal.SIGUSR1)
         for part in parts:
             part.before_load()
         if tap is not None:
@@ -50,17 +56,19 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
 
         def sample() -> None:
             for part in parts:
-                part.softnet.sample()
+                part.sample()
 
         t0 = time.monotonic()
-        gen = kids.start("capbench-gen", sender.gen_argv(duration_s, load), netns_name=sender.testbed.gen_ns)
+        gen = start_on(sender.gen_host, kids, "capbench-gen", sender.gen_argv(duration_s, load), sender.testbed.gen_ns)
         wait_sampling(gen, duration_s + 10.0 + sender.setup.ready_timeout_s, sample)
         t1 = time.monotonic()
+        ahead(parts, signal.SIGUSR2)
         for part in parts:
             part.after_load(t1 - t0)
         gen_summary = gen.summary()
 
         sleep_sampling(max(m.settle_s() for m in sides), sample)
+        ahead(parts, signal.SIGTERM)
         for part in parts:
             part.after_settle()
         if tap is not None:
@@ -76,6 +84,24 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
 
     return [dataclasses.replace(r, loss_layers=tuple(tuple(x) for x in loss_layers.layers(r)),
                                 loss_remarks=tuple(loss_layers.remarks(r))) for r in results]
+
+
+def ahead(parts: list[Any], signum: int | None) -> None:
+    """Every remote side asked first (its agent started, or its next phase signalled), so that their
+    round trips overlap; each side's phase method then waits for its answer."""
+    for part in parts:
+        if isinstance(part, RemoteSide):
+            part.launch() if signum is None else part.signal(signum)
+
+
+def start_on(host: Host | None, kids: ChildSet, name: str, argv: list[str], netns_name: str | None) -> Child:
+    """`argv` started where it runs: here (in `netns_name`), or on another host over its SSH
+    connection (a RemoteChild: its output, waits and stop as a local child's), kept in `kids`."""
+    if host is None or host.local:
+        return kids.start(name, argv, netns_name=netns_name)
+    child = host.start(name, argv)
+    kids.children.append(child)
+    return child
 
 
 class CaptureSide:
@@ -117,7 +143,7 @@ class CaptureSide:
         # The NAPI thread exists once the XDP programs above are attached (rxmode).
         self.napi = rxmode.place_testbed(tb)
         self.links0 = m.interface_drop_counters()
-        self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if) if tb.gen_if else None
         # On ports, the NIC's own counters (rtnl_link_stats64, ethtool -S and its standard groups).
         self.nic0 = nic.counters(tb.cap_ns, tb.cap_if) if tb.ports else {}
         self.others = set(others_in_use(tb.id))
@@ -154,7 +180,7 @@ class CaptureSide:
         self.softnet.sample()
         self.others |= set(others_in_use(tb.id))
         self.links1 = m.interface_drop_counters()
-        self.ring1 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        self.ring1 = read_ring_drops(tb.gen_ns, tb.gen_if) if tb.gen_if else None
         self.nic1 = nic.counters(tb.cap_ns, tb.cap_if) if tb.ports else {}
         for child in (*self.caps, self.xdp):
             if child is not None and not child.running:
@@ -162,27 +188,33 @@ class CaptureSide:
         for prog in self.progs:
             prog.check_running()
 
-    def result(self, started_at: str, duration_s: float, load: Rate, gen_summary: dict) -> TrialResult:
-        """This side's record, once every program has stopped."""
+    def sample(self) -> None:
+        """A softnet_stat reading during the trial (its 32-bit counters: SOFTNET_SAMPLE_S)."""
+        self.softnet.sample()
+
+    def readings(self) -> dict[str, Any]:
+        """Everything this side measured on its host, once every program has stopped: the keyword
+        arguments of Measurer._result but the trial's own (start, duration, load, the generator's
+        summary), as plain JSON data, so that a side on another host (`capbench side`, RemoteSide)
+        sends the same readings that `assemble` turns into a record here."""
         m, window_s = self.m, self.window_s
         tb = m.testbed
-        summaries = [cap.summary() for cap in self.caps] + [m.program_summary(prog) for prog in self.progs]
         kernel_cpu_pct = (cpu.kernel_rx_pct(self.stat0, self.stat1, m.kernel_rx_cpu)
                           if m.kernel_rx_cpu is not None else 0.0)
         if self.napi:  # the NAPI thread's receive work is its own system time, not softirq time
             kernel_cpu_pct += cpu.process_cpu_pct(sum(self.napi0.values()), sum(self.napi1.values()), window_s)
-        return m._result(
-            started_at=started_at, duration_s=duration_s, load=load,
-            gen=gen_summary, caps=summaries, xdp=self.xdp.summary() if self.xdp is not None else None,
+        return dict(
+            caps=[cap.summary() for cap in self.caps] + [m.program_summary(prog) for prog in self.progs],
+            xdp=self.xdp.summary() if self.xdp is not None else None,
             # softnet_stat counts every packet of the host: only the receive CPU's backlog
             # holds this trial's packets (RPS queues them there); a cross-check only.
             host_softnet_drops=self.softnet.total,
             app_cpu_pcts=[cpu.process_cpu_pct(a, b, window_s) for a, b in zip(self.ticks0, self.ticks1)]
             + [sum(prog.cpu_pct(window_s) or (0.0, 0.0)) for prog in self.progs],
             programs=[prog.witness(window_s) for prog in self.progs],
-            cap_cpus_seen=self.cap_cpus_seen,
-            napi_cpus_seen=self.napi_cpus_seen,
-            other_testbeds=tuple(sorted(self.others)),
+            cap_cpus_seen=list(self.cap_cpus_seen),
+            napi_cpus_seen=list(self.napi_cpus_seen),
+            other_testbeds=sorted(self.others),
             kernel_cpu_pct=kernel_cpu_pct,
             window_s=window_s,
             iface_rx_dropped=_delta(self.links0[0], self.links1[0], 0),
@@ -191,6 +223,39 @@ class CaptureSide:
             nic_desc=nic.describe(tb.cap_ns, tb.cap_if) if tb.ports else {},
             nic_counters={k: v for k, v in nic.counter_deltas(self.nic0, self.nic1).items() if v},
         )
+
+    def result(self, started_at: str, duration_s: float, load: Rate, gen_summary: dict) -> TrialResult:
+        """This side's record, once every program has stopped."""
+        from capbench.trial.remote_side import realtime_minus_monotonic_ns
+
+        clock = realtime_minus_monotonic_ns() if self.m.gen_clock_ns is not None else None
+        return assemble(self.m, self.readings(), gen_summary, started_at, duration_s, load, cap_clock_ns=clock)
+
+
+def assemble(m: Measurer, readings: dict[str, Any], gen_summary: dict, started_at: str, duration_s: float,
+             load: Rate, *, cap_clock_ns: int | None = None) -> TrialResult:
+    """The record of one capture side from its host's readings (CaptureSide.readings, here or in
+    a `capbench side` agent on another host) and the trial's own facts. Pure: it reads nothing.
+
+    Latency across hosts (m.gen_clock_ns set: the generator's host's CLOCK_REALTIME − CLOCK_MONOTONIC;
+    `cap_clock_ns` the capture host's): the stamps are each host's CLOCK_MONOTONIC, which PTP does
+    not synchronise, so the latencies are moved onto the synchronised realtime clocks, by
+    cap_clock_ns − gen_clock_ns (one constant: every percentile moves by it)."""
+    r = dict(readings)
+    for key in ("cap_cpus_seen", "napi_cpus_seen", "other_testbeds"):
+        r[key] = tuple(r.get(key) or ())
+    result = m._result(started_at=started_at, duration_s=duration_s, load=load, gen=gen_summary, **r)
+    if m.cap_host is not None:
+        result = dataclasses.replace(result, host=m.cap_host.name)
+    if not m.latency_valid:
+        result = dataclasses.replace(result, latency={}, latency_valid=False)
+    elif m.gen_clock_ns is not None and result.latency:
+        if cap_clock_ns is None:
+            result = dataclasses.replace(result, latency={}, latency_valid=False)
+        else:
+            shift = cap_clock_ns - m.gen_clock_ns
+            result = dataclasses.replace(result, latency={k: v + shift for k, v in result.latency.items()})
+    return result
 
 
 class Tap:
@@ -204,21 +269,21 @@ class Tap:
         self.m, self.kids, self.cpu = sender, kids, cpu_
 
     def start(self) -> None:
-        tb = self.m.testbed
-        self.child = self.kids.start("the tap (capbench-xdpcount --clone-to)",
-                                     [str(self.m.binaries.xdpcount), "--iface", tb.cap_if, "--clone-to",
-                                      ",".join(tb.tap_targets)], netns_name=tb.cap_ns)
+        tb, host = self.m.testbed, self.m.gen_host
+        program = "capbench-xdpcount" if host is not None and not host.local else str(self.m.binaries.xdpcount)
+        self.child = start_on(host, self.kids, "the tap (capbench-xdpcount --clone-to)",
+                              [program, "--iface", tb.cap_if, "--clone-to", ",".join(tb.tap_targets)], tb.cap_ns)
         self.child.wait_for("ready", self.m.setup.ready_timeout_s)
 
     def before_load(self) -> None:
         tb = self.m.testbed
         if tb.rx_mode == "napi" and self.cpu is not None:
             rxmode.place(tb.cap_ns, tb.cap_if, self.cpu, rxmode.NapiSched.parse(tb.napi_sched))
-        self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if, self.m.gen_host)
 
     def after_settle(self) -> None:
         tb = self.m.testbed
-        self.ring1 = read_ring_drops(tb.gen_ns, tb.gen_if)
+        self.ring1 = read_ring_drops(tb.gen_ns, tb.gen_if, self.m.gen_host)
         if not self.child.running:
             raise self.child.failure("ended during the trial")
 

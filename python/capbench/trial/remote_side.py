@@ -1,0 +1,212 @@
+"""A capture side on another host: a `capbench side` agent there runs one CaptureSide for one trial,
+and RemoteSide drives it from here with CaptureSide's own interface (start, before_load,
+after_load, after_settle, result), so run_trial takes local and remote sides alike.
+
+A side reads many things of its own host (/proc/stat, /proc/PID/stat, `ip -s link`, `ethtool -S`,
+its programs' output and files): the agent reads them there with the same code as a local trial
+(CaptureSide) and sends them back as one JSON line; `trial_run.assemble` makes the record here.
+
+The agent's protocol (JSON Lines on its stdout; its stdin carries the SSH wrapper's heartbeat, so
+the phases are signals, sent to its process group: its programs run in groups of their own):
+
+    start:            the counters and the capture program start          -> {"type": "ready"}
+    SIGUSR1:          the before-load readings                            -> {"type": "loading"}
+    SIGUSR2:          the after-load readings (its own load window)       -> {"type": "loaded"}
+    SIGTERM:          the after-settle readings, the programs stopped     -> {"type": "readings", ...}
+
+A SIGTERM (or SIGINT, SIGHUP) before `loaded` stops everything and ends the agent (exit 143):
+that is how an interrupted capbench, or the wrapper's watchdog of a dropped connection, removes
+what the agent started.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from capbench.binaries import PROGRAMS, Binaries, find_binaries
+from capbench.errors import RunError, Terminated, UsageError
+from capbench.rates import Rate
+from capbench.remote.ssh import Host
+from capbench.testbed.procs import ChildSet
+from capbench.testbed.veth_pair import Testbed
+from capbench.trial import apps
+from capbench.trial.measure import DECODE_TIMEOUT_S, STOP_TIMEOUT_S, Measurer, TrialSetup, scratch_dir
+from capbench.trial.record import TrialResult
+
+SPEC_VERSION = 1
+STARTUP_S = 20.0  # ssh, Python and capbench's imports on the host, before the counters start
+PHASE_TIMEOUT_S = 15.0  # one reading phase (a signal over the master, the readings, the answer)
+STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def setup_to_json(s: TrialSetup) -> dict[str, Any]:
+    d = dataclasses.asdict(s)
+    d["app"] = None if s.app is None else dataclasses.asdict(s.app)
+    return d
+
+
+def setup_from_json(d: dict[str, Any]) -> TrialSetup:
+    d = dict(d)
+    app = d.pop("app", None)
+    if app is not None:
+        app = apps.Adapter(**{**app, "counts": tuple(apps.Count(**c) for c in app["counts"])})
+    for key in ("cap_args", "gen_args"):
+        d[key] = tuple(d.get(key) or ())
+    if d.get("proc_cpus") is not None:
+        d["proc_cpus"] = tuple(d["proc_cpus"])
+    return TrialSetup(**d, app=app)
+
+
+def agent_spec(m: Measurer, duration_s: float, build_dir: str | None) -> dict[str, Any]:
+    """What the agent needs to run `m`'s capture side on its host."""
+    tb = m.testbed
+    return {"spec": SPEC_VERSION, "iface": tb.cap_if, "netns": tb.cap_ns, "rx_cpu": tb.rx_cpu,
+            "duration_s": duration_s, "build_dir": build_dir, "setup": setup_to_json(m.setup)}
+
+
+def agent_measurer(spec: dict[str, Any]) -> Measurer:
+    """The Measurer of an agent's side: its interface as a port of this host (nothing to build or
+    steer; no sender interface here: its counters are the generator host's)."""
+    if spec.get("spec") != SPEC_VERSION:
+        raise UsageError(f"capbench side: spec version {spec.get('spec')!r}, this capbench reads {SPEC_VERSION}: "
+                         f"run the same capbench on both hosts")
+    build_dir = spec.get("build_dir")
+    binaries = Binaries(*(Path(build_dir) / p for p in PROGRAMS)) if build_dir else find_binaries()
+    tb = Testbed(id="side", gen_ns=None, cap_ns=spec.get("netns"), gen_if="", cap_if=spec["iface"], gen_mac="",
+                 cap_mac="", rx_cpu=spec.get("rx_cpu"), rx_mode="rps", ports=True)
+    return Measurer(binaries, tb, setup_from_json(spec["setup"]))
+
+
+def realtime_minus_monotonic_ns() -> int:
+    """CLOCK_REALTIME − CLOCK_MONOTONIC on this host, now: what turns a capbench stamp (monotonic)
+    into the time PTP synchronises across hosts."""
+    a = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    r = time.clock_gettime_ns(time.CLOCK_REALTIME)
+    b = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    return r - (a + (b - a) // 2)
+
+
+def host_clock_ns(host: Host) -> int:
+    """realtime_minus_monotonic_ns() of `host` (its capbench: `capbench side --clock`)."""
+    if host.local:
+        return realtime_minus_monotonic_ns()
+    argv = [*host.capbench, "side", "--clock"]
+    p = host.run(argv, timeout_s=30)
+    try:
+        return int(json.loads(p.stdout)["realtime_minus_monotonic_ns"])
+    except (ValueError, KeyError, TypeError):
+        raise RunError(f"host {host.where}: `{' '.join(argv)}` did not say its clocks "
+                       f"({(p.stderr.strip().splitlines() or ['exit status ' + str(p.returncode)])[-1][:200]})") from None
+
+
+def run_agent(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    """`capbench side`: one CaptureSide of one trial on this host, driven by signals (module doc)."""
+    from capbench.trial.trial_run import CaptureSide  # it imports this module's callers
+
+    m = agent_measurer(spec)
+    duration_s = float(spec["duration_s"])
+    waited = (signal.SIGUSR1, signal.SIGUSR2, *STOPS)
+    with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir() as workdir:
+        side = CaptureSide(m, kids, workdir, duration_s)
+        side.start()
+        # Blocked only now: a program started after this would inherit the mask.
+        signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+        try:
+            emit({"type": "ready"})
+
+            def wait(want: int, sampling: bool) -> None:
+                while True:
+                    info = signal.sigtimedwait(waited, 1.0)
+                    if info is None:
+                        if sampling:
+                            side.sample()
+                        continue
+                    if info.si_signo == want:
+                        return
+                    if info.si_signo in STOPS:
+                        raise Terminated()
+
+            wait(signal.SIGUSR1, False)
+            side.before_load()
+            t0 = time.monotonic()
+            emit({"type": "loading"})
+            wait(signal.SIGUSR2, True)
+            side.after_load(time.monotonic() - t0)
+            emit({"type": "loaded"})
+            wait(signal.SIGTERM, True)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, waited)
+        side.after_settle()
+        for prog, at in [(prog, prog.signal_stop()) for prog in side.progs]:
+            prog.wait_stopped(at)
+        kids.stop_all()
+        emit({"type": "readings", "readings": side.readings(), "realtime_minus_monotonic_ns":
+              realtime_minus_monotonic_ns()})
+    return 0
+
+
+class RemoteSide:
+    """CaptureSide's interface for a side on `m.cap_host`: a `capbench side` agent there."""
+
+    def __init__(self, measurer: Measurer, kids: ChildSet, duration_s: float):
+        self.m, self.kids, self.duration_s = measurer, kids, duration_s
+        self.host: Host = measurer.cap_host
+        self.progs: list[Any] = []  # the agent stops its own programs
+        self.child = None
+        self.sent: set[int] = set()  # the phases asked for
+        self.got: dict[str, Any] | None = None
+        self.clock_ns: int | None = None  # its host's realtime_minus_monotonic_ns, with its readings
+
+    def launch(self) -> None:
+        """Start the agent without waiting for it (run_trial starts every side's agent at once)."""
+        if self.child is None:
+            spec = agent_spec(self.m, self.duration_s, self.host.build_dir)
+            argv = [*self.host.capbench, "side", "--spec", json.dumps(spec, separators=(",", ":"))]
+            self.child = self.host.start(f"capbench side ({self.m.testbed.cap_if})", argv)
+            self.kids.children.append(self.child)
+
+    def start(self) -> None:
+        self.launch()
+        self.child.wait_for("ready", STARTUP_S + self.m.setup.ready_timeout_s)
+
+    def signal(self, signum: int) -> None:
+        """Ask for the phase of `signum` (its answer is waited for by the phase's method), so that
+        run_trial can ask every side first and then wait for all."""
+        if signum not in self.sent:
+            self.sent.add(signum)
+            self.child.signal(signum)
+
+    def _phase(self, signum: int, answer: str, timeout_s: float = PHASE_TIMEOUT_S) -> dict[str, Any]:
+        self.signal(signum)
+        return self.child.wait_for(answer, timeout_s)
+
+    def sample(self) -> None:
+        return None  # the agent samples softnet_stat on its host
+
+    def before_load(self) -> None:
+        self._phase(signal.SIGUSR1, "loading")
+
+    def after_load(self, window_s: float) -> None:
+        self._phase(signal.SIGUSR2, "loaded")
+
+    def after_settle(self) -> None:
+        msg = self._phase(signal.SIGTERM, "readings", STOP_TIMEOUT_S + DECODE_TIMEOUT_S + PHASE_TIMEOUT_S)
+        if not isinstance(msg.get("readings"), dict):
+            raise RunError(f"{self.child.name} on {self.host.name} sent no readings")
+        self.got = msg["readings"]
+        self.clock_ns = msg.get("realtime_minus_monotonic_ns")
+
+    def readings(self) -> dict[str, Any]:
+        assert self.got is not None
+        return self.got
+
+    def result(self, started_at: str, duration_s: float, load: Rate, gen_summary: dict) -> TrialResult:
+        from capbench.trial.trial_run import assemble
+
+        return assemble(self.m, self.readings(), gen_summary, started_at, duration_s, load, cap_clock_ns=self.clock_ns)

@@ -1,0 +1,68 @@
+"""A capture side on another host (trial.remote_side): what the agent is told survives JSON, and its
+readings become the same record a local side's do (trial_run.assemble), latency included or left
+out as the clocks allow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from capbench.binaries import Binaries
+from capbench.rates import Rate
+from capbench.remote.ssh import Host
+from capbench.testbed.veth_pair import Testbed as Bed
+from capbench.trial import apps
+from capbench.trial.measure import Measurer, TrialSetup
+from capbench.trial.remote_side import agent_measurer, agent_spec, setup_from_json, setup_to_json
+from capbench.trial.trial_run import assemble
+
+TB = Bed(id="side", gen_ns=None, cap_ns=None, gen_if="", cap_if="eth1", gen_mac="", cap_mac="", rx_cpu=1,
+             rx_mode="rps", ports=True)
+BIN = Binaries(*(Path("/b") / p for p in ("capbench-gen", "capbench-cap", "capbench-xdpcount")))
+
+
+def test_a_setup_survives_json():
+    s = TrialSetup(backend="tcpdump", frame_len=64, gen_cpu=None, cap_cpu=3, cap_args=("--x", "1"), proc_cpus=(1, 2),
+                   procs=2, app=apps.builtin()["tcpdump"])
+    assert setup_from_json(json.loads(json.dumps(setup_to_json(s)))) == s
+    plain = TrialSetup(backend="pcap", frame_len=1518)
+    assert setup_from_json(json.loads(json.dumps(setup_to_json(plain)))) == plain
+
+
+def test_the_agent_sees_its_interface_as_a_port_with_no_sender():
+    spec = json.loads(json.dumps(agent_spec(Measurer(BIN, TB, TrialSetup(backend="pcap", frame_len=64)), 1.0,
+                                            "/opt/capbench/build")))
+    m = agent_measurer(spec)
+    assert (m.testbed.cap_if, m.testbed.gen_if, m.testbed.ports, m.testbed.rx_cpu) == ("eth1", "", True, 1)
+    assert str(m.binaries.cap) == "/opt/capbench/build/capbench-cap"
+
+
+READINGS = {"caps": [{"received": 100, "kernel_drops": 0, "latency_ns": {"n": 100, "min": 1000, "p50": 2000,
+                                                                             "max": 9000}}],
+            "xdp": {"capbench": 100}, "host_softnet_drops": 0, "app_cpu_pcts": [1.0], "programs": [],
+            "cap_cpus_seen": [3], "napi_cpus_seen": [], "other_testbeds": [], "kernel_cpu_pct": 0.5,
+            "window_s": 1.2, "iface_rx_dropped": 0, "gen_tx_dropped": None, "ring_drops": None, "nic_desc": {},
+            "nic_counters": {}}
+GEN = {"sent": 100, "duration_s": 1.0, "achieved_pps": 100.0}
+
+
+def record(**kw):
+    m = Measurer(BIN, TB, TrialSetup(backend="pcap", frame_len=64, gen_cpu=None, cap_cpu=3), **kw)
+    return assemble(m, json.loads(json.dumps(READINGS)), GEN, "t", 1.0, Rate.from_pps(100), cap_clock_ns=5_000)
+
+
+def test_readings_become_a_record_with_its_host():
+    r = record(cap_host=Host("s1", "root@s1"))
+    assert (r.host, r.received, r.lost, r.cap_cpus_seen, r.latency_valid) == ("s1", 100, 0, (3,), True)
+    assert r.latency["p50_ns"] == 2000
+
+
+def test_latency_across_hosts_without_ptp_is_left_out():
+    r = record(cap_host=Host("s1", "root@s1"), latency_valid=False)
+    assert (r.latency, r.latency_valid) == ({}, False)
+
+
+def test_latency_across_hosts_with_ptp_moves_onto_the_realtime_clocks():
+    # the generator's host: realtime − monotonic 4,000 ns; the sensor's 5,000: its stamps are 1 µs later
+    r = record(cap_host=Host("s1", "root@s1"), gen_clock_ns=4_000)
+    assert r.latency == {"min_ns": 2000, "p50_ns": 3000, "max_ns": 10000} and r.latency_valid
