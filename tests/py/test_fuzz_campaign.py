@@ -7,6 +7,7 @@ from pathlib import Path
 
 from capbench import rates
 from capbench.campaign import matrix as campaign
+from capbench.trial.sensors import sensor_backends
 from capbench.declared import backend_names
 from capbench.errors import UsageError
 from fuzzing import NUMBERS, clean, scratch_dir
@@ -34,7 +35,9 @@ def assert_checked(c) -> None:
     assert c.duration_s > 0 and 0 < c.precision_pct < 100 and 2 <= c.steps_per_sweep <= campaign.MAX_SWEEP_STEPS
     assert 0 <= c.loss_tolerance_frames <= rates.MAX_FRAMES and c.groups * c.group_size <= rates.MAX_FRAMES
     for m in c.matrices:
-        assert 1 <= m.repeat <= campaign.MAX_REPEAT and m.backends and set(m.backends) <= set(BACKENDS)
+        # capbench-cap's backends, capture programs, or several sensors' ("pcap + raw")
+        assert 1 <= m.repeat <= campaign.MAX_REPEAT and m.backends
+        assert all(set(sensor_backends(b)) <= set(BACKENDS) | set(c.programs) for b in m.backends)
         assert all(1 <= p <= 64 for p in m.procs)
     assert c.steps()
     for size in {s for m in c.matrices for s in m.sizes}:
