@@ -56,10 +56,10 @@ def setup_from_json(d: dict[str, Any]) -> TrialSetup:
     app = d.pop("app", None)
     if app is not None:
         app = apps.Adapter(**{**app, "counts": tuple(apps.Count(**c) for c in app["counts"])})
-    for key in ("cap_args", "gen_args"):
-        d[key] = tuple(d.get(key) or ())
-    if d.get("proc_cpus") is not None:
-        d["proc_cpus"] = tuple(d["proc_cpus"])
+    # JSON has lists where TrialSetup has tuples: every tuple field (its declared type) back to one.
+    for f in dataclasses.fields(TrialSetup):
+        if str(f.type).startswith("tuple") and d.get(f.name) is not None:
+            d[f.name] = tuple(d[f.name])
     return TrialSetup(**d, app=app)
 
 
