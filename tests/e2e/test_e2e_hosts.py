@@ -148,14 +148,17 @@ def test_rfc2544_search_on_three_hosts(lab, tmp_path):
     assert not wait_clean(lab, 5)
 
 
-def test_killed_capbench_leaves_nothing_on_any_host(lab, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
+def test_stopped_capbench_leaves_nothing_on_any_host(lab, tmp_path, sig):
     path = topology(lab, tmp_path)
     masters = set(Path(tempfile.gettempdir()).glob("capbench-ssh-*"))
+    # SIGINT as a terminal's Ctrl-C sends it (a background job may have inherited it ignored).
     proc = subprocess.Popen(capbench_cmd("run", "--topology", str(path), "--sizes", "64", "--rate", "20kpps",
                                          "--link", "10g", "--duration", "30", "--results", str(tmp_path / "r"),
                                          "--no-report"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=capbench_env(),
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # until the generator sends: every part runs on its host
@@ -165,8 +168,13 @@ def test_killed_capbench_leaves_nothing_on_any_host(lab, tmp_path):
         else:
             pytest.fail("the run never started its generator")
         assert any("xdp on" in x for x in leftovers(lab))
-        os.killpg(proc.pid, signal.SIGKILL)  # capbench, with no chance to clean up
-        proc.wait()
+        if sig == signal.SIGKILL:
+            os.killpg(proc.pid, signal.SIGKILL)  # capbench, with no chance to clean up
+            proc.wait()
+        else:
+            proc.send_signal(signal.SIGINT)  # capbench alone, as Ctrl-C: it stops every host's part
+            assert proc.wait(timeout=60) == 130, proc.stderr.read()
+            assert "interrupted" in proc.stderr.read()
         left = wait_clean(lab, 10)
         assert not left, left
     finally:
