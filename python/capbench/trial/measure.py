@@ -150,8 +150,12 @@ def program_drops(program: dict[str, Any], cap: dict[str, Any]) -> int:
 
 
 @contextlib.contextmanager
-def scratch_dir() -> Iterator[Path]:
-    """A folder for one trial's files (a program's {out} and {outdir}), removed when the trial ends."""
+def scratch_dir(needed: bool = True) -> Iterator[Path | None]:
+    """A folder for one trial's files (a program's {out} and {outdir}), removed when the trial ends;
+    None when no program of the trial needs one (nothing made, nothing a SIGKILL could leave)."""
+    if not needed:
+        yield None
+        return
     path = Path(tempfile.mkdtemp(prefix="capbench-trial-"))
     try:
         yield path

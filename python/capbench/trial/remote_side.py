@@ -112,7 +112,7 @@ def run_agent(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> i
     m = agent_measurer(spec)
     duration_s = float(spec["duration_s"])
     waited = (signal.SIGUSR1, signal.SIGUSR2, *STOPS)
-    with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir() as workdir:
+    with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir(m.setup.app is not None) as workdir:
         side = CaptureSide(m, kids, workdir, duration_s)
         side.start()
         # Blocked only now: a program started after this would inherit the mask.

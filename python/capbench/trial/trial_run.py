@@ -38,9 +38,10 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
     started_at = _utc_now()
     # A counter drains its ring after SIGTERM: on a vCPU that stalls for a while that
     # can take seconds, and waiting costs nothing when it stops at once.
-    with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir() as workdir:
+    with (ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids,
+          scratch_dir(any(m.setup.app is not None for m in sides)) as workdir):
         parts = [RemoteSide(m, kids, duration_s) if m.cap_host is not None and not m.cap_host.local
-                 else CaptureSide(m, kids, workdir / str(i), duration_s) for i, m in enumerate(sides)]
+                 else CaptureSide(m, kids, workdir and workdir / str(i), duration_s) for i, m in enumerate(sides)]
         ahead(parts, None)  # every remote side's agent starts at once
         for part in parts:
             part.start()
@@ -110,7 +111,7 @@ class CaptureSide:
     every counter of that side, read before and after the load (steps 1-3 and 5-8 of the module
     doc). run_trial drives one or several of them around one generator."""
 
-    def __init__(self, measurer: Measurer, kids: ChildSet, workdir: Path, duration_s: float):
+    def __init__(self, measurer: Measurer, kids: ChildSet, workdir: Path | None, duration_s: float):
         self.m, self.kids, self.workdir, self.duration_s = measurer, kids, workdir, duration_s
         self.xdp = None
         self.caps: list[Any] = []
@@ -129,6 +130,7 @@ class CaptureSide:
             for cap in self.caps:
                 cap.wait_for("ready", s.ready_timeout_s)
         else:
+            assert self.workdir is not None  # run_trial makes one for every trial with a program
             self.workdir.mkdir(parents=True, exist_ok=True)
             self.progs = [ProgramRun(s.app, tb.cap_ns, tb.cap_if, c, self.duration_s, self.workdir, i)
                           for i, c in enumerate(m.proc_cpus)]
