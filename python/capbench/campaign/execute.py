@@ -44,6 +44,7 @@ def judged(recorded: Sequence[TrialResult]) -> list[TrialResult]:
         trials.setdefault(t.started_at if t.sensors else id(t), []).append(t)
     return [worst(ts) for ts in trials.values()]
 
+
 def execute(plan: Plan, run: StepRun) -> int:
     """Run every step of the plan not yet done; return how many ran."""
     c, steps, todo, progress = plan.campaign, plan.steps, plan.todo, plan.progress

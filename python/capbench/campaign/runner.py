@@ -209,11 +209,11 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                 sides = [make_side(step, p, backend, tb.sensor(i + 1, p.rx_cpu))
                          for i, backend in enumerate(sensor_backends(step.backend))]
                 return SensorsMeasurer(Measurer(binaries, tb, sides[0].setup), sides, c.tap_cpu)
+            # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
             return make_side(step, p, step.backend, tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu))
 
         def make_side(step: cmod.Step, p: Any, backend: str, bed: Any) -> Measurer:
             """The Measurer of one capture of a step: its backend (or program) on test bed `bed`."""
-            # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
             return Measurer(binaries, bed, make_setup(step, backend, p.gen_cpu, p.cap_cpu))
 
         def make_setup(step: cmod.Step, backend: str, gen_cpu: int | None, cap_cpu: int | None) -> TrialSetup:

@@ -215,8 +215,8 @@ def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> st
     bins = loss_bins(trials)
     if bins:
         parts.append(f"### Groups by frames lost (seed 004's loss bins)\n\n{md_table(LOSS_BIN_HEADERS, bins)}\n")
-    if sensors_note(trials):
-        parts.append(sensors_note(trials) + "\n")
+    if note := sensors_note(trials):
+        parts.append(note + "\n")
     note = short_note(t.result for t in trials if registry.swept(t.method))
     if note:
         parts.append(f"Offered marked `{SHORT_MARK}`: {note}\n")

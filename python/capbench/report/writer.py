@@ -137,8 +137,8 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
     if bins:
         table_html += "\n" + html.table_html(html.Table("Groups by frames lost (seed 004's loss bins)",
                                                        list(tables_md.LOSS_BIN_HEADERS), bins))
-    if tables_md.sensors_note(run.trials):
-        table_html += f'<p class="note">{html.esc(tables_md.sensors_note(run.trials))}</p>'
+    if sensors := tables_md.sensors_note(run.trials):
+        table_html += f'<p class="note">{html.esc(sensors)}</p>'
     fig_html = "\n".join(
         html.figure_html(f.title, f.svg.read_text(encoding="utf-8") if f.svg else None, f.caption, f.skipped, f.name)
         for f in figures)

@@ -157,18 +157,24 @@ def read_thread_cpus(pid: int) -> tuple[int, ...]:
     """The CPUs the threads of `pid` other than its main thread last ran on, sorted and
     distinct: for capbench-cap, where its read loops (the workers) are running. Empty if
     the process has no other thread or is gone."""
+    return tuple(sorted(_task_cpus(pid, skip_main=True)))
+
+
+def _task_cpus(pid: int, *, skip_main: bool = False, proc: str = "/proc") -> set[int]:
+    """The CPUs the threads of `pid` last ran on (without its main thread: `skip_main`); empty
+    if the process is gone."""
     cpus = set()
     try:
-        tids = [t for t in os.listdir(f"/proc/{pid}/task") if t != str(pid)]
+        tids = [t for t in os.listdir(f"{proc}/{pid}/task") if not (skip_main and t == str(pid))]
     except OSError:
-        return ()
+        return cpus
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            with open(f"{proc}/{pid}/task/{tid}/stat") as f:
                 cpus.add(parse_pid_stat_last_cpu(f.read()))
         except (OSError, IndexError, ValueError):
             continue  # the thread ended between the listing and the read
-    return tuple(sorted(cpus))
+    return cpus
 
 
 def parse_pid_stat_times(text: str) -> tuple[int, int, int, int]:
@@ -234,16 +240,4 @@ def read_tree_times(root: int, proc: str = "/proc") -> TreeTimes:
 
 def read_tree_cpus(pids: tuple[int, ...], proc: str = "/proc") -> tuple[int, ...]:
     """The CPUs every thread of the processes `pids` last ran on, sorted and distinct."""
-    cpus = set()
-    for pid in pids:
-        try:
-            tids = os.listdir(f"{proc}/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"{proc}/{pid}/task/{tid}/stat") as f:
-                    cpus.add(parse_pid_stat_last_cpu(f.read()))
-            except (OSError, IndexError, ValueError):
-                continue
-    return tuple(sorted(cpus))
+    return tuple(sorted({c for pid in pids for c in _task_cpus(pid, proc=proc)}))

@@ -47,6 +47,7 @@ from capbench import declared
 from capbench.trial import accounting
 from capbench.testbed import cpu
 from capbench.testbed import netns
+from capbench.testbed import nic
 from capbench.testbed import rxmode
 from capbench.binaries import Binaries
 from capbench.errors import RunError, UsageError
@@ -263,13 +264,18 @@ def read_ring_drops(netns_name: str | None, iface: str, host: Host | None = None
             out = netns.run_in(netns_name, ["ethtool", "-S", iface])
     except (RunError, UsageError):
         return None
-    found = [int(v) for k, v in (line.strip().split(":", 1) for line in out.splitlines() if ":" in line)
-             if k.startswith("tx_queue_") and k.endswith("_xdp_xmit_errors") and v.strip().isdigit()]
+    found = [v for k, v in nic.parse_stats(out).items()
+             if k.startswith("tx_queue_") and k.endswith("_xdp_xmit_errors") and v >= 0]
     return sum(found) if found else None
 
 
+def increase(before: int | None, after: int | None) -> int | None:
+    """after − before of a counter read twice; None where either reading failed."""
+    return None if before is None or after is None else after - before
+
+
 def _delta(before: tuple[int, int] | None, after: tuple[int, int] | None, i: int) -> int | None:
-    return None if before is None or after is None else after[i] - before[i]
+    return increase(None if before is None else before[i], None if after is None else after[i])
 
 
 def _percentiles(h: dict | None) -> dict[str, int]:

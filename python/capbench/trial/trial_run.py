@@ -18,8 +18,8 @@ from capbench.rates import Rate
 from capbench.remote.ssh import Host
 from capbench.testbed.procs import Child, ChildSet
 from capbench.testbed.veth_pair import others_in_use
-from capbench.trial.measure import (STOP_TIMEOUT_S, Measurer, SoftnetDrops, _delta, _utc_now, read_ring_drops,
-                                    scratch_dir, sleep_sampling, wait_sampling)
+from capbench.trial.measure import (STOP_TIMEOUT_S, Measurer, SoftnetDrops, _delta, _utc_now, increase,
+                                    read_ring_drops, scratch_dir, sleep_sampling, wait_sampling)
 from capbench.trial.program_run import ProgramRun
 from capbench.trial.record import TrialResult
 from capbench.trial.remote_side import RemoteSide
@@ -80,7 +80,7 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
         kids.stop_all()
         results = [part.result(started_at, duration_s, load, gen_summary) for part in parts]
         if tap is not None:
-            results = [tap.mark(r, i + 1) for i, r in enumerate(results)]
+            results = tap.mark(results)
     from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
 
     return [dataclasses.replace(r, loss_layers=tuple(tuple(x) for x in loss_layers.layers(r)),
@@ -221,7 +221,7 @@ class CaptureSide:
             window_s=window_s,
             iface_rx_dropped=_delta(self.links0[0], self.links1[0], 0),
             gen_tx_dropped=_delta(self.links0[1], self.links1[1], 1),
-            ring_drops=None if self.ring0 is None or self.ring1 is None else self.ring1 - self.ring0,
+            ring_drops=increase(self.ring0, self.ring1),
             nic_desc=nic.describe(tb.cap_ns, tb.cap_if) if tb.ports else {},
             nic_counters={k: v for k, v in nic.counter_deltas(self.nic0, self.nic1).items() if v},
         )
@@ -289,10 +289,11 @@ class Tap:
         if not self.child.running:
             raise self.child.failure("ended during the trial")
 
-    def mark(self, r: TrialResult, sensor: int) -> TrialResult:
-        """A sensor's record with what the tap counted: the frames it saw and those its ring lost."""
+    def mark(self, results: list[TrialResult]) -> list[TrialResult]:
+        """The sensors' records (in sensor order) with what the tap counted: the frames it saw and
+        those its ring lost."""
         summary = self.child.summary()
-        ring = None if self.ring0 is None or self.ring1 is None else self.ring1 - self.ring0
-        return dataclasses.replace(r, sensor=sensor, sensors=self.m.testbed.sensors,
-                                   tap_seen=int(summary["capbench"]), tap_ring_drops=ring,
-                                   tap_cpu=self.cpu, raw={**r.raw, "tap": summary})
+        ring = increase(self.ring0, self.ring1)
+        return [dataclasses.replace(r, sensor=i + 1, sensors=self.m.testbed.sensors, tap_seen=int(summary["capbench"]),
+                                    tap_ring_drops=ring, tap_cpu=self.cpu, raw={**r.raw, "tap": summary})
+                for i, r in enumerate(results)]
