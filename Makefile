@@ -19,11 +19,12 @@ ARGS   ?=
 # end-to-end test of the HTML report opens it headless; libclang-rt-14-dev:
 # clang's sanitizer and libFuzzer runtimes, for the sanitizer build; openssh-server and
 # openssh-client: the SSH tests run an sshd per network namespace as remote hosts; argus-server
-# and argus-client: the argus capture-program adapter and its racount).
+# and argus-client: the argus capture-program adapter and its racount; linux-perf: `--profile`
+# samples every CPU with perf record).
 APT_PACKAGES := clang libclang-rt-14-dev llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
                 libelf-dev meson ninja-build pkg-config bpftool iproute2 \
                 python3-venv tcpdump tshark netsniff-ng ethtool tcpreplay chromium \
-                openssh-server openssh-client argus-server argus-client
+                openssh-server openssh-client argus-server argus-client linux-perf
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

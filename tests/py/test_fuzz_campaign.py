@@ -107,6 +107,7 @@ RIGHT = {
                                              "{bogus} -i {iface}", ""]), max_size=2),
     "sensors": st.lists(st.sampled_from([*BACKENDS, "tcpdump", "nope"]), min_size=1, max_size=3, unique=True),
     "tap_cpu": st.integers(-1, 3),
+    "profile": st.booleans(), "profile_hz": st.integers(0, 30000),
     "apps_files": st.lists(st.sampled_from(["/dev/zero", "/nonexistent.toml", "/tmp"]), min_size=1, max_size=2),
 }
 

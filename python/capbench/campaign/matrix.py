@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from capbench import declared, inputs
+from capbench.profile.perf_record import DEFAULT_HZ, HZ_RANGE
 from capbench.errors import UsageError
 from capbench.methods import registry
 from capbench.methods.registry import METHODS
@@ -167,6 +168,10 @@ class Campaign:
     # tap_cpu (None: in the generator's softirq, on its CPU).
     sensors: tuple[str, ...] = _key((), "sensors")
     tap_cpu: int | None = _key(None, "tap_cpu")
+    # Per-trial CPU profiles (capbench.profile): perf samples every CPU profile_hz times a second
+    # over each trial's load window; the records get the profile of each role, profiles/ the stacks.
+    profile: bool = _key(False, "profile")
+    profile_hz: int = _key(DEFAULT_HZ, "profile_hz")
 
     @functools.cached_property
     def programs(self) -> dict[str, Adapter]:
@@ -500,6 +505,8 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
             apps_files=app_files,
             sensors=sensors,
             tap_cpu=_proc_cpus(top["tap_cpu"], lambda _: name_of("tap_cpu"))[0] if "tap_cpu" in top else None,
+            profile=value_of("profile", lambda v: _yes_no(v, name_of("profile"))),
+            profile_hz=value_of("profile_hz", lambda v: _within(v, name_of("profile_hz"), *HZ_RANGE)),
             given=tuple(sorted(top)),
         )
     except (TypeError, ValueError) as e:
@@ -530,6 +537,20 @@ def _whole(value: Any, what: str, most: int) -> int:
         raise UsageError(f"{what} must be a whole number, got {str(value)[:40]!r}")
     if value > most:
         raise UsageError(f"{what} is above {most:,}, the most capbench takes")
+    return value
+
+
+def _yes_no(value: Any, what: str) -> bool:
+    """true or false (a TOML boolean, or a flag's)."""
+    if not isinstance(value, bool):
+        raise UsageError(f"{what} must be true or false, got {str(value)[:40]!r}")
+    return value
+
+
+def _within(value: Any, what: str, least: int, most: int) -> int:
+    """A whole number from `least` to `most`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise UsageError(f"{what} must be a whole number from {least:,} to {most:,}, got {str(value)[:40]!r}")
     return value
 
 
@@ -600,6 +621,8 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
                              f"{', '.join(n for n, m in registry.REGISTRY.items() if m.takes_sensors)}")
     elif c.tap_cpu is not None:
         raise UsageError(f"{name_of('tap_cpu')} places the tap of {name_of('sensors')}: give both")
+    if "profile_hz" in c.given and not c.profile:
+        raise UsageError(f"{name_of('profile_hz')} sets the sampling rate of {name_of('profile')}: give both")
     if not 0 < c.precision_pct < 100:
         raise UsageError(f"{name_of('precision')} {c.precision_pct:g}: give a share of the wire rate above 0 and "
                          f"below 100 %")

@@ -33,6 +33,7 @@ from capbench.records import (COUNTER_LIMIT, RecordError, conforms, control_text
 from capbench.trial.record import TrialResult, load_trial
 
 TRIALS_FILE = "trials.jsonl"
+PROFILES_DIR = "profiles"  # --profile: each profiled trial's folded stacks (its flame graph's input)
 RUN_FILE = "run.json"
 SEARCHES_FILE = "searches.jsonl"  # one line per method answer (rfc2544, mlr, sweep, back2back)
 

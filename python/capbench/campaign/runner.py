@@ -36,10 +36,11 @@ from capbench.campaign import resume as resume_mod
 from capbench.campaign.plan import Plan, plan_of
 from capbench.remote import topology
 from capbench.remote.ssh import Host
-from capbench.campaign.results import RunWriter
+from capbench.campaign.results import PROFILES_DIR, RunWriter
 from capbench.methods.verdict import measured
 from capbench import declared
 from capbench.trial import program_probe
+from capbench.profile.perf_record import Profiling
 from capbench.trial.sensors import SensorsMeasurer, sensor_backends
 from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 
@@ -90,6 +91,7 @@ class RunOptions:
     callbacks: RunCallbacks = field(default_factory=RunCallbacks)
     ports: ports.Ports | None = None  # real interfaces instead of a veth test bed (testbed.ports)
     topology: TopologyRun | None = None  # several hosts (docs/topology.md), their connections open
+    perf: str | None = None  # --profile: the version of perf, checked to sample here (perf_record.check)
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,12 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             """The Measurer of one capture of a step: its backend (or program) on test bed `bed`."""
             return Measurer(binaries, bed, make_setup(step, backend, p.gen_cpu, p.cap_cpu))
 
+        profiling = (Profiling(hz=c.profile_hz, folder=writer.path / PROFILES_DIR, tool=opts.perf or "perf")
+                     if c.profile else None)
+        if profiling is not None:
+            writer.meta["profile"] = {"tool": profiling.tool, "event": "cpu-clock", "hz": profiling.hz,
+                                      "period_ns": profiling.period_ns, "folder": PROFILES_DIR}
+
         def make_setup(step: cmod.Step, backend: str, gen_cpu: int | None, cap_cpu: int | None) -> TrialSetup:
             size = step.size
             return TrialSetup(backend=backend, frame_len=size if isinstance(size, int) else 0,
@@ -227,7 +235,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                gen_args=c.group_args()[0],
                                proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
                                           tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))),
-                               app=c.program(backend))
+                               app=c.program(backend), profile=profiling)
 
         def record(r: TrialResult) -> None:
             writer.append(r)

@@ -204,6 +204,14 @@ def build_parser() -> Parser:
     run.add_argument("--tap-cpu", type=int, metavar="CPU",
                      help="with --sensors: the CPU of the tap's receive work (default: the generator's, in its "
                           "softirq)")
+    run.add_argument("--profile", action="store_true", default=None,
+                     help="where the CPU time goes: sample every CPU with perf (cpu-clock, kernel and user stacks) "
+                          "over each trial's load window; each record gets, per role (generator, receive, counter), "
+                          "its NET_RX, kernel, user and idle shares, its groups of receive work, top functions and "
+                          "CPU time per captured packet, and the report a stacked bar per trial and a flame graph "
+                          "(needs perf: linux-perf)")
+    run.add_argument("--profile-hz", type=int, metavar="N",
+                     help=f"with --profile: samples per second on each CPU {_default('profile_hz')}")
     run.add_argument("--app", metavar="NAME=COMMAND", action="append",
                      help="a capture program under test, measured as backend NAME (add NAME to --backends): "
                           "its command template with {iface} (required), {out} (a capture file capbench "

@@ -18,6 +18,7 @@ from capbench.campaign.runner import note
 from capbench.cli.parser import build_parser
 from capbench.cli.testbed import rx_mode_of
 from capbench.errors import CapbenchError, UsageError
+from capbench.profile import perf_record
 from capbench.rates import parse_duration
 from capbench.report import console, tables
 from capbench.remote import hosts as hosts_mod
@@ -29,7 +30,7 @@ from capbench.testbed import host_sysctl, ports, preflight
 MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
                 "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring",
                 "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap", "app", "apps_file",
-                "sensors", "tap_cpu")
+                "sensors", "tap_cpu", "profile", "profile_hz")
 # The placement of the CPU flags when none is given: the seed's "#1" on two cores.
 DEFAULT_CPUS = (0, 1, 1)
 
@@ -87,7 +88,7 @@ def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = Non
         except ValueError:
             raise UsageError(f"cannot read --proc-cpus {args.proc_cpus!r}: give CPU numbers, e.g. 1,0") from None
     for flag in ("sizes", "link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance",
-                 "steps", "repeat", "groups", "group_size", "group_gap", "tap_cpu"):
+                 "steps", "repeat", "groups", "group_size", "group_gap", "tap_cpu", "profile", "profile_hz"):
         if getattr(args, flag) is not None:
             top[flag] = getattr(args, flag)
     cpus = (args.gen_cpu, args.rx_cpu, args.cap_cpu)
@@ -191,6 +192,9 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
     the campaign on them (runner.TopologyRun)."""
     t = topology_of(args)
     c = campaign_from_args(args, sensors=[s.backends[0] for s in t.sensors])
+    if c.profile:
+        raise UsageError("--profile samples this machine's CPUs only: profile each host's capture with a run on "
+                         "that host (--gen-iface/--cap-iface), or leave out --profile with --topology")
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     if any(h.local for h in t.hosts.values()):
         preflight.require_root("capbench run with a local role")
@@ -246,9 +250,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         methods = {x for m in c.matrices for x in m.methods}
         on_ports.check(iperf="iperf" in methods, searches=bool(methods - {"iperf"}), rate_given="rate" in c.given,
                        link_given="link" in c.given)
+    perf = perf_record.check() if c.profile else None  # perf here, and the kernel lets it sample
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune,
-                             rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(), ports=on_ports)
+                             rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(), ports=on_ports,
+                             perf=perf)
     return runner.execute(c, opts, binaries, resume=resume)
 
 

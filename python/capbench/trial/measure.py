@@ -56,6 +56,7 @@ from capbench.testbed.procs import ChildError
 from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
 from capbench.remote.ssh import Host
 from capbench.testbed.veth_pair import Testbed, veth_queues
+from capbench.profile.perf_record import Profiling
 from capbench.trial.apps import Adapter
 from capbench.trial.program_run import ProgramRun
 from capbench.trial.record import TrialResult
@@ -98,6 +99,8 @@ class TrialSetup:
     proc_cpus: tuple[int | None, ...] | None = None  # CPU of each; None: all on cap_cpu
     # A capture program under test instead of capbench-cap (trial/apps.py): `backend` is its name.
     app: Adapter | None = None
+    # --profile: every CPU sampled over the load window (capbench.profile); None: not profiled.
+    profile: Profiling | None = None
 
     @property
     def size(self) -> str:

@@ -194,6 +194,13 @@ class ProgramRun:
     def file_written(self) -> bool:
         return self.adapter.file_format is not None and self.out.is_file()
 
+    @property
+    def pids(self) -> frozenset[int]:
+        """The processes of the program's tree at the end of the load (its own when not read)."""
+        if self.times1 is not None:
+            return frozenset(self.times1.pids)
+        return frozenset({self.child.pid}) if self.child is not None else frozenset()
+
     def cpu_pct(self, window_s: float) -> tuple[float, float] | None:
         """(user, system) time of the program's process tree over the load window, % of one CPU."""
         if self.times0 is None or self.times1 is None:

@@ -167,6 +167,12 @@ class TrialResult:
     tap_seen: int | None = None
     tap_ring_drops: int | None = None
     tap_cpu: int | None = None
+    # --profile (capbench.profile.analysis): how the load window was sampled (perf's cpu-clock,
+    # period_ns, samples, unresolved frames, the folded stacks' file under the results folder)
+    # and, for each role (generator, receive, tap, counter) its CPUs' shares of time (NET_RX,
+    # kernel, user, idle), the groups of groups.toml, its top functions and its CPU time per
+    # captured packet. Empty: not profiled.
+    profile: dict[str, Any] = field(default_factory=dict)
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()

@@ -48,6 +48,7 @@ STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 def setup_to_json(s: TrialSetup) -> dict[str, Any]:
     d = dataclasses.asdict(s)
     d["app"] = None if s.app is None else dataclasses.asdict(s.app)
+    d["profile"] = None  # the sampling is this machine's: a side on another host is never profiled
     return d
 
 

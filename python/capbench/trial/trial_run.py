@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from capbench.profile.analysis import Role
+from capbench.profile.trial_profile import TrialProfile
 from capbench.testbed import cpu
 from capbench.testbed import nic
 from capbench.testbed import rxmode
@@ -36,10 +38,18 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
     for m in {id(m): m for m in (sender, *sides)}.values():
         m.check(load)
     started_at = _utc_now()
+    profiling = sender.setup.profile
     # A counter drains its ring after SIGTERM: on a vCPU that stalls for a while that
     # can take seconds, and waiting costs nothing when it stops at once.
     with (ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids,
-          scratch_dir(any(m.setup.app is not None for m in sides)) as workdir):
+          scratch_dir(any(m.setup.app is not None for m in sides) or profiling is not None) as workdir):
+        # --profile: perf first, so that its start (it reads every process's maps) is over
+        # before the load; it follows the processes started after it while its events are off.
+        prof = None
+        if profiling is not None:
+            assert workdir is not None
+            prof = TrialProfile(profiling, kids, workdir)
+            prof.start()
         parts = [RemoteSide(m, kids, duration_s) if m.cap_host is not None and not m.cap_host.local
                  else CaptureSide(m, kids, workdir and workdir / str(i), duration_s) for i, m in enumerate(sides)]
         ahead(parts, None)  # every remote side's agent starts at once
@@ -59,10 +69,14 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
             for part in parts:
                 part.sample()
 
+        if prof is not None:
+            prof.enable()
         t0 = time.monotonic()
         gen = start_on(sender.gen_host, kids, "capbench-gen", sender.gen_argv(duration_s, load), sender.testbed.gen_ns)
         wait_sampling(gen, duration_s + 10.0 + sender.setup.ready_timeout_s, sample)
         t1 = time.monotonic()
+        if prof is not None:
+            prof.disable()
         ahead(parts, signal.SIGUSR2)
         for part in parts:
             part.after_load(t1 - t0)
@@ -74,6 +88,8 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
             part.after_settle()
         if tap is not None:
             tap.after_settle()
+        if prof is not None:
+            prof.stop()  # it writes its file's end: after the counters' last readings
         # The programs first, each with its own signal and grace time (all signalled at once).
         for prog, at in [(prog, prog.signal_stop()) for part in parts for prog in part.progs]:
             prog.wait_stopped(at)
@@ -81,10 +97,30 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
         results = [part.result(started_at, duration_s, load, gen_summary) for part in parts]
         if tap is not None:
             results = tap.mark(results)
+        if prof is not None:
+            results = prof.records(results, [roles(sender, part, r, tap_cpu if tap else None)
+                                             for part, r in zip(parts, results)])
     from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
 
     return [dataclasses.replace(r, loss_layers=tuple(tuple(x) for x in loss_layers.layers(r)),
                                 loss_remarks=tuple(loss_layers.remarks(r))) for r in results]
+
+
+def roles(sender: Measurer, part: CaptureSide, r: TrialResult, tap_cpu: int | None) -> dict[str, Role]:
+    """Each role of one capture side's trial (--profile), as the trial placed it or saw it run: the
+    generator's CPU, the receive work's (its NAPI thread or RPS CPU; where the NAPI thread ran when
+    not placed), the tap's, and the counters' or the capture program's processes (their pids, on
+    the CPUs they were pinned to or ran on). A role with no known CPU is left out."""
+    side = part.m
+    counter_cpus = tuple(r.cap_cpus_seen) or tuple(c for c in side.proc_cpus if c is not None)
+    pids = frozenset({cap.pid for cap in part.caps} | {p for prog in part.progs for p in prog.pids})
+    found = {
+        "generator": Role(cpus=() if sender.setup.gen_cpu is None else (sender.setup.gen_cpu,)),
+        "receive": Role(cpus=(side.kernel_rx_cpu,) if side.kernel_rx_cpu is not None else tuple(r.napi_cpus_seen)),
+        "tap": Role(cpus=() if tap_cpu is None else (tap_cpu,)),
+        "counter": Role(cpus=counter_cpus, pids=pids),
+    }
+    return {name: role for name, role in found.items() if role.cpus}
 
 
 def ahead(parts: list[Any], signum: int | None) -> None:

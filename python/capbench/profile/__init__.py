@@ -1,0 +1,1 @@
+"""Per-trial CPU profiles (--profile): perf samples, the grouping table, the analysis."""
