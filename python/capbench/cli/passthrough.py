@@ -9,7 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 from capbench import declared
 from capbench.binaries import find_program
@@ -17,7 +19,10 @@ from capbench.campaign.runner import note
 from capbench.cli.described import from_declarations, own_xdp_names
 from capbench.errors import RunError, UsageError
 from capbench.options import option_value
+from capbench.profile import analysis, perf_record
+from capbench.profile.analysis import Role
 from capbench.testbed import netns, preflight
+from capbench.testbed.procs import ChildSet
 
 
 PASSTHROUGH = {
@@ -49,12 +54,19 @@ PASSTHROUGH_EXAMPLES = {
         "  --procs N          run N counters on the interface, each seeing every frame\n"
         "                     (packet-socket backends; 1 to 64; default 1)\n"
         "  --proc-cpus LIST   pin counter i to the i-th CPU of LIST (one per process)\n"
+        "  --profile          sample every CPU with perf from the counters' ready line to\n"
+        "                     their summary, then print a \"profile\" line: each CPU's and\n"
+        "                     the counters' NET_RX/kernel/user/idle shares, groups of\n"
+        "                     receive work, top functions and ns per received packet\n"
+        "  --profile-hz N     samples per second on each CPU (default {hz})\n"
+        "  --profile-out FILE with --profile: write the folded stacks (a flame graph's input)\n"
         "\n"
         "On a capbench test bed, frames of the generator's xdp engine reach the capture\n"
         "veth only while an XDP program is attached there: capture with --backend\n"
         "{own_xdp}, run capbench-xdpcount there, or send with --engine afpacket.",
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1\n"
         "  sudo capbench capture --netns capbench-1a2b3c-cap --iface cb1a2b3cc --backend pcap --duration 10\n"
+        "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1 --duration 10 --profile\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --procs 3 --proc-cpus 1,2,3\n"
         "      three counters on one interface, each seeing every frame (their lines carry \"proc\")",
     ),
@@ -92,7 +104,8 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     if want_help:
         extra, examples = PASSTHROUGH_EXAMPLES[cmd]
         extra = extra.format(own_xdp=from_declarations(lambda: " or ".join(own_xdp_names()),
-                                                    "NAME (a backend with its own XDP program)"))
+                                                    "NAME (a backend with its own XDP program)"),
+                             hz=perf_record.DEFAULT_HZ)
         sys.stdout.write(PASSTHROUGH_HELP.format(cmd=cmd, prog=prog_name, extra=extra, examples=examples))
         sys.stdout.flush()
         try:
@@ -106,15 +119,98 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
             print(f"  ({prog} --help did not answer)")
         return 0
     procs, rest = _split_procs(cmd, rest)
+    profiling, out, rest = _split_profile(rest) if cmd == "capture" else (None, None, rest)
     prog = find_program(prog_name)
     if ns is not None:
         preflight.require_root(f"capbench {cmd} --netns")
         if ns not in netns.list_netns():
             raise UsageError(f"no network namespace {ns!r}: see `ip netns list` or `capbench testbed status`")
     argvs = [netns.exec_argv(ns, [str(prog), *rest, *extra]) for extra in procs]
-    if len(argvs) > 1:
-        _check_each(argvs)
-    return run_forwarding_signals(*argvs, on_summary=capture_loss_line if cmd == "capture" else None)
+    if len(argvs) > 1 or profiling is not None:
+        _check_each(argvs)  # a bad option is refused before perf starts
+    if profiling is None:
+        return run_forwarding_signals(*argvs, on_summary=capture_loss_line if cmd == "capture" else None)
+    return capture_profiled(argvs, profiling, out)
+
+
+def _split_profile(argv: list[str]) -> tuple[perf_record.Profiling | None, Path | None, list[str]]:
+    """`capture --profile [--profile-hz N] [--profile-out FILE]`: the sampling, where the folded
+    stacks go, the counter's own options."""
+    profile, hz, out, rest = False, None, None, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--profile":
+            profile = True
+        elif a in ("--profile-hz", "--profile-out"):
+            if i + 1 >= len(argv):
+                raise UsageError(f"{a} needs a value: --profile-hz N ({perf_record.HZ_RANGE[0]} to "
+                                 f"{perf_record.HZ_RANGE[1]}), --profile-out FILE")
+            if a == "--profile-hz":
+                hz = argv[i + 1]
+            else:
+                out = Path(argv[i + 1])
+            i += 1
+        else:
+            rest.append(a)
+        i += 1
+    if not profile:
+        if hz is not None or out is not None:
+            raise UsageError("--profile-hz and --profile-out go with --profile: add --profile")
+        return None, None, rest
+    low, high = perf_record.HZ_RANGE
+    if hz is not None and (not hz.isdigit() or not low <= int(hz) <= high):
+        raise UsageError(f"--profile-hz {hz}: give a whole number of samples per second from {low} to {high}")
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        raise UsageError(f"--profile-out {out}: give a file name in an existing folder")
+    tool = perf_record.check()
+    return perf_record.Profiling(hz=int(hz) if hz else perf_record.DEFAULT_HZ, tool=tool), out, rest
+
+
+def capture_profiled(argvs: list[list[str]], profiling: perf_record.Profiling, out: Path | None) -> int:
+    """The counters run as without --profile, perf sampling every CPU from the first one's ready
+    line until they have all ended; then one "profile" line on stdout: a role per CPU sampled and
+    the counters' processes (capbench.profile.analysis), per packet of what they received."""
+    summaries: list[dict] = []
+    pids: set[int] = set()
+    with tempfile.TemporaryDirectory(prefix="capbench-profile-") as tmp, ChildSet() as kids:
+        sampler = perf_record.Sampler(profiling, Path(tmp))
+        sampler.start(kids)
+        lock = threading.Lock()  # each counter's lines are read by a thread of their own
+
+        def on_message(proc: subprocess.Popen, msg: dict) -> None:
+            with lock:
+                pids.add(proc.pid)
+                if msg.get("type") == "ready" and not sampler.enabled:
+                    sampler.enable()
+                elif msg.get("type") == "summary":
+                    summaries.append(msg)
+
+        status = run_forwarding_signals(*argvs, on_summary=capture_loss_line, on_message=on_message)
+        if not sampler.enabled:
+            return status  # no counter got ready: it said why
+        sampler.disable()
+        sampler.stop()
+        parsed, warnings = sampler.samples()
+    received = sum(int(s.get("received", 0)) for s in summaries)
+    cpus = sorted({s.cpu for s in parsed.samples})
+    roles = {f"cpu{c}": Role(cpus=(c,)) for c in cpus}
+    roles["counter"] = Role(pids=frozenset(pids))  # wherever they ran
+    facts: dict = {"tool": profiling.tool, "event": "cpu-clock", "warnings": warnings,
+                   "skipped_lines": parsed.skipped_lines}
+    if out is not None:
+        analysis.write_folded(out, analysis.folded(parsed.samples, {}))
+        facts["folded"] = str(out)
+    record = analysis.profile_record(parsed.samples, roles, packets=received, period_ns=profiling.period_ns,
+                                     hz=profiling.hz, window_s=sampler.window_s, profiler_pid=sampler.pid, facts=facts)
+    print(json.dumps({"type": "profile", **record}, separators=(",", ":")), flush=True)
+    rx = max((r for name, r in record["roles"].items() if name != "counter"),
+             key=lambda r: r["shares_pct"]["net_rx"], default=None)
+    if rx is not None:
+        ns = f"{rx['ns_per_packet']:,.0f} ns per received packet" if rx["ns_per_packet"] else "no packet received"
+        note(f"capbench: profile: CPU {rx['cpus'][0]} did most NET_RX work ({rx['shares_pct']['net_rx']:.1f} % of "
+             f"its time; {ns}); the counters spent {record['roles']['counter']['busy_ms']:,.0f} ms of CPU")
+    return status
 
 
 def capture_loss_line(summary: dict) -> str | None:
@@ -185,7 +281,7 @@ def _check_each(argvs: list[list[str]]) -> None:
             raise UsageError(why)
 
 
-def run_forwarding_signals(*argvs: list[str], on_summary=None) -> int:
+def run_forwarding_signals(*argvs: list[str], on_summary=None, on_message=None) -> int:
     """Run programs with our stdin/stderr, each in its own process group, forwarding SIGINT
     and SIGTERM to them once each, so a Ctrl-C reaches each exactly once and it can print its
     summary; returns the highest exit status (128 + signal if a signal killed one).
@@ -193,9 +289,10 @@ def run_forwarding_signals(*argvs: list[str], on_summary=None) -> int:
     One program writes to our stdout; several write through a pipe each, and every JSON line
     they print gets a "proc" field (1, 2, ...) saying whose it is. With `on_summary`, each
     program's lines pass through a pipe too, and the line on_summary(summary) makes of its
-    summary line goes to stderr ("capbench: ...", with "proc N: " when several)."""
+    summary line goes to stderr ("capbench: ...", with "proc N: " when several). With `on_message`,
+    on_message(program, message) is called for every JSON object a program prints."""
     several = len(argvs) > 1
-    piped = several or on_summary is not None
+    piped = several or on_summary is not None or on_message is not None
     procs = []
     try:
         for argv in argvs:
@@ -212,6 +309,8 @@ def run_forwarding_signals(*argvs: list[str], on_summary=None) -> int:
             said = None
             try:
                 obj = json.loads(line)
+                if on_message is not None and isinstance(obj, dict):
+                    on_message(p, obj)
                 if several:
                     line = json.dumps({"proc": n, **obj}, separators=(",", ":")) + "\n"
                 if on_summary is not None and isinstance(obj, dict) and obj.get("type") == "summary":

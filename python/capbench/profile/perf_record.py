@@ -117,6 +117,7 @@ class Sampler:
         self.child: Child | None = None
         self.ctl_fd = self.ack_fd = -1
         self.window_s = 0.0
+        self.enabled = False  # enable() was called (a window began)
 
     def start(self, kids: ChildSet) -> None:
         os.mkfifo(self.ctl)
@@ -157,6 +158,7 @@ class Sampler:
     def enable(self) -> None:
         self._command("enable")
         self.enabled_at = time.monotonic()
+        self.enabled = True
 
     def disable(self) -> None:
         self._command("disable")

@@ -1,0 +1,187 @@
+"""--profile's analysis (capbench.profile): perf script's output read, samples grouped by the one
+table (groups.toml), and the record's per-role figures, from real perf output of an afp-v3 trial at
+64 B (fixtures/perf-script: `perf script -F comm,pid,tid,cpu,period,ip,sym,dso` of a perf record -g
+of every CPU, trimmed to 169 samples)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from capbench.profile import analysis, groups, perf_script
+from capbench.profile.analysis import Role
+from capbench.profile.perf_script import Frame, Sample
+from capbench.trial.record import load_trial
+from records import make_result
+
+FIXTURE = Path(__file__).parent / "fixtures" / "perf-script" / "afp-v3-64.txt"
+K = 0xFFFFFFFF81000000  # a kernel address
+U = 0x401000  # a user-space one
+
+
+def parsed() -> perf_script.Parsed:
+    return perf_script.parse(FIXTURE.read_text().splitlines())
+
+
+def sample(*frames: str, cpu: int = 1, pid: int = 100, comm: str = "x", user: tuple[str, ...] = ()) -> Sample:
+    """A sample of kernel frames `frames` (leaf first) over user frames `user`."""
+    return Sample(cpu=cpu, pid=pid, tid=pid, comm=comm, period=1_000_000,
+                  frames=tuple(Frame(f, "[kernel.kallsyms]", True) for f in frames)
+                  + tuple(Frame(f, "/usr/bin/app", False) for f in user))
+
+
+def test_parse_reads_every_sample_of_real_perf_output():
+    text = FIXTURE.read_text()
+    p = parsed()
+    headers = [line for line in text.splitlines() if line and line[0] not in " \t"]
+    assert len(p.samples) == len(headers) == 169
+    assert p.skipped_lines == 0
+    napi = next(s for s in p.samples if any(f.symbol == "napi_threaded_poll" for f in s.frames))
+    assert napi.frames[-1].symbol == "ret_from_fork_asm"  # leaf first, root last
+    assert all(f.kernel for f in napi.frames)
+    cap = [s for s in p.samples if s.comm == "capbench-cap"]
+    assert cap and any(not f.kernel and f.symbol == "v3_ring_run" for s in cap for f in s.frames)
+    # An object's name may hold parentheses: "/memfd:sealed-... (deleted)".
+    assert any(f.dso.endswith("(deleted)") for s in p.samples for f in s.frames)
+    assert {s.cpu for s in p.samples} == {0, 1}
+    assert all(s.period == 1_000_000 for s in p.samples)
+
+
+def test_parse_keeps_names_with_spaces_and_counts_what_it_cannot_read():
+    text = ("Web Content 12/13 [000]    1000000 \n"
+            "\tffffffff81000010 tpacket_rcv ([kernel.kallsyms])\n"
+            "\t401000 operator new(unsigned long) (/usr/lib/libstdc++.so.6)\n"
+            "\n"
+            "not a sample line\n"
+            "\tffffffff81000010 a frame with no sample ([kernel.kallsyms])\n"
+            "ev\x1bil 5/5 [001]    1000000 \n"
+            "\t401000 main\x07 (/tmp/a)\n")
+    p = perf_script.parse(text.splitlines())
+    assert [s.comm for s in p.samples] == ["Web Content", "ev?il"]
+    assert p.samples[0].frames[1].symbol == "operator new(unsigned long)"
+    assert p.samples[0].frames[0].kernel and not p.samples[0].frames[1].kernel
+    assert p.samples[1].frames[0].name == "main? [a]"
+    assert p.skipped_lines == 2
+
+
+def test_group_table_is_complete_and_unambiguous():
+    t = groups.table()
+    names = t.names()
+    assert len(names) == len(set(names))
+    assert [g.kind for g in t.groups].count(groups.USER) == 1
+    assert [g.kind for g in t.groups].count(groups.REST) == 1
+    assert [g.kind for g in t.groups].count(groups.IDLE) == 1
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", g.color) for g in t.groups)
+    assert all(g.functions for g in t.groups if g.kind == "functions")
+    assert len({g.color for g in t.groups}) == len(t.groups)
+
+
+@pytest.mark.parametrize("frames,user,pid,group", [
+    # a helper is charged to its caller: the spin lock of the page pool's recycling
+    (("__pv_queued_spin_lock_slowpath", "_raw_spin_lock", "page_pool_put_unrefed_netmem", "napi_pp_put_page",
+      "skb_release_data", "ip_rcv_core"), (), 9, "buffers"),
+    (("__pi_memcpy", "skb_copy_bits", "tpacket_rcv", "__netif_receive_skb_core.constprop.0"), (), 9, "socket"),
+    (("read_tsc", "ktime_get_real_ts64", "tpacket_rcv"), (), 9, "socket"),
+    (("eth_type_trans", "veth_xdp_rcv_one"), (), 9, "stack"),
+    (("bpf_prog_a8e3d8d508804e5d_cb_count", "veth_xdp_rcv_one"), (), 9, "bpf"),
+    (("veth_xdp_rcv_bulk_skb.isra.0", "veth_poll"), (), 9, "driver"),
+    # a name written out in full beats a glob: packet_poll is a wake-up though "socket" names packet_*
+    (("_raw_spin_lock_irqsave", "packet_poll", "do_sys_poll"), (), 9, "wakeup"),
+    # a system call no group names is the application's; kernel work nobody names is "other"
+    (("posix_cpu_clock_get", "do_syscall_64"), ("clock_gettime", "main"), 9, "app"),
+    ((), ("v3_ring_run",), 9, "app"),
+    (("run_timer_softirq", "handle_softirqs"), (), 9, "other"),
+    (("pv_native_safe_halt", "default_idle", "do_idle", "cpu_startup_entry"), (), 0, "idle"),
+    # the same idle frames outside the idle task are no idle time
+    (("pv_native_safe_halt", "default_idle"), (), 9, "other"),
+])
+def test_group_of_a_stack(frames, user, pid, group):
+    s = sample(*frames, user=user, pid=pid)
+    assert analysis.classify(s)[1] == group
+
+
+def test_shares_say_where_the_sample_ran():
+    assert analysis.classify(sample("tpacket_rcv", "veth_poll", "napi_threaded_poll"))[0] == "net_rx"
+    assert analysis.classify(sample("veth_poll", "net_rx_action", "handle_softirqs", "do_idle", pid=0))[0] == "net_rx"
+    assert analysis.classify(sample(user=("main",)))[0] == "user"
+    assert analysis.classify(sample("pv_native_safe_halt", "do_idle", pid=0))[0] == "idle"
+    assert analysis.classify(sample("do_syscall_64", user=("main",)))[0] == "kernel"
+
+
+def test_base_name_drops_compiler_suffixes():
+    assert groups.base_name("veth_xdp_rcv_bulk_skb.isra.0") == "veth_xdp_rcv_bulk_skb"
+    assert groups.base_name("foo.constprop.0.isra.0") == "foo"
+    assert groups.base_name("bar.cold") == "bar"
+    assert groups.base_name("baz") == "baz"
+
+
+def test_role_figures_of_real_samples():
+    p = parsed()
+    roles = {"generator": Role(cpus=(0,)), "receive": Role(cpus=(1,)),
+             "counter": Role(cpus=(1,), pids=frozenset({21405}))}
+    rec = analysis.profile_record(p.samples, roles, packets=1_000, period_ns=1_000_000, hz=1000.0, window_s=0.1,
+                                  profiler_pid=None, facts={"tool": "perf"})
+    rx, counter = rec["roles"]["receive"], rec["roles"]["counter"]
+    on_cpu1 = [s for s in p.samples if s.cpu == 1]
+    assert rx["samples"] == len(on_cpu1) and rx["cpus"] == [1] and rx["expected_samples"] == 100
+    assert sum(rx["shares_pct"].values()) == pytest.approx(100, abs=0.01)
+    assert sum(rx["groups_pct"].values()) == pytest.approx(100, abs=0.01)
+    assert list(rx["groups_pct"]) == groups.table().names()
+    idle = sum(1 for s in on_cpu1 if analysis.classify(s)[1] == "idle")
+    assert rx["ns_per_packet"] == pytest.approx((len(on_cpu1) - idle) * 1_000_000 / 1_000)
+    assert sum(rx["groups_ns_per_packet"].values()) == pytest.approx(rx["ns_per_packet"], rel=1e-6)
+    # The NAPI thread's receive path and the packet socket's copy are on the receive CPU.
+    assert rx["shares_pct"]["net_rx"] > 50
+    assert "tpacket_rcv" in [name for name, _ in rx["top_total"]] or rx["groups_pct"]["socket"] > 0
+    # The counter's role is its own process only, its read loop its top function.
+    assert counter["processes"] and counter["expected_samples"] is None
+    assert counter["samples"] == sum(1 for s in p.samples if s.pid == 21405)
+    assert counter["top_self"][0][0] == "v3_ring_run [capbench-cap]"
+    assert rec["unresolved_frames"] == sum(1 for s in p.samples for f in s.frames if f.symbol == "[unknown]") > 0
+    assert rec["frames"] == sum(len(s.frames) for s in p.samples)
+
+
+def test_no_packets_gives_no_time_per_packet():
+    rec = analysis.profile_record([sample("veth_poll")], {"receive": Role(cpus=(1,))}, packets=0, period_ns=10,
+                                  hz=100.0, window_s=1.0, profiler_pid=None, facts={})
+    assert rec["roles"]["receive"]["ns_per_packet"] is None
+    assert rec["roles"]["receive"]["groups_ns_per_packet"] == {}
+
+
+def test_profiler_share_counts_perfs_own_samples():
+    samples = [sample("veth_poll"), sample("perf_mmap__push", pid=77, comm="perf")]
+    rec = analysis.profile_record(samples, {"receive": Role(cpus=(1,))}, packets=1, period_ns=10, hz=100.0,
+                                  window_s=1.0, profiler_pid=77, facts={})
+    assert rec["roles"]["receive"]["profiler_pct"] == 50.0
+
+
+def test_folded_stacks_hold_every_sample_root_first():
+    p = parsed()
+    roles = {"generator": Role(cpus=(0,)), "receive": Role(cpus=(1,)), "counter": Role(cpus=(1,), pids=frozenset())}
+    stacks = analysis.folded(p.samples, roles)
+    assert sum(stacks.values()) == len(p.samples)
+    assert all(";" not in part for stack in stacks for part in stack.split(";")[0:1])
+    roots = {stack.split(";")[0] for stack in stacks}
+    assert roots == {"CPU 0 (generator)", "CPU 1 (receive, counter)"}
+    napi = next(stack for stack in stacks if "napi_threaded_poll_[k]" in stack)
+    frames = napi.split(";")
+    assert frames.index("ret_from_fork_asm_[k]") < frames.index("napi_threaded_poll_[k]")  # root first
+
+
+def test_folded_file_round_trip(tmp_path):
+    stacks = {"CPU 1;a b;f_[k]": 3, "CPU 1;c;g": 1}
+    path = tmp_path / "t.folded"
+    analysis.write_folded(path, stacks)
+    lines = path.read_text().splitlines()
+    assert {line.rsplit(" ", 1)[0]: int(line.rsplit(" ", 1)[1]) for line in lines} == stacks
+
+
+def test_a_profiled_record_loads():
+    p = parsed()
+    prof = analysis.profile_record(p.samples, {"receive": Role(cpus=(1,)), "counter": Role(cpus=(1,), pids=frozenset())},
+                                   packets=0, period_ns=1_003_009, hz=997.0, window_s=2.0, profiler_pid=None,
+                                   facts={"tool": "perf version 6.1", "warnings": [], "folded": "profiles/x.folded"})
+    record = make_result(profile=prof).to_record()
+    assert load_trial(record).profile == prof
