@@ -153,7 +153,7 @@ def test_no_packets_gives_no_time_per_packet():
 def test_profiler_share_counts_perfs_own_samples():
     samples = [sample("veth_poll"), sample("perf_mmap__push", pid=77, comm="perf")]
     rec = analysis.profile_record(samples, {"receive": Role(cpus=(1,))}, packets=1, period_ns=10, hz=100.0,
-                                  window_s=1.0, profiler_pid=77, facts={})
+                                  window_s=20e-9, profiler_pid=77, facts={})
     assert rec["roles"]["receive"]["profiler_pct"] == 50.0
 
 
@@ -185,3 +185,22 @@ def test_a_profiled_record_loads():
                                    facts={"tool": "perf version 6.1", "warnings": [], "folded": "profiles/x.folded"})
     record = make_result(profile=prof).to_record()
     assert load_trial(record).profile == prof
+
+
+def test_time_no_sample_fell_in_is_unsampled_beside_proc_stat():
+    """A CPU role's shares are of the window's time: 10 samples of 1 ms in a 40 ms window leave
+    75 % unsampled (this VM's halted idle vCPU takes no timer sample), and /proc/stat's idle and
+    steal over the same window stand beside it."""
+    from capbench.testbed.cpu import CpuJiffies
+    before = {1: CpuJiffies(user=0, nice=0, system=0, idle=0, iowait=0, irq=0, softirq=0, steal=0)}
+    after = {1: CpuJiffies(user=0, nice=0, system=1, idle=2, iowait=0, irq=0, softirq=0, steal=1)}
+    samples = [sample("tpacket_rcv", "veth_poll", "napi_threaded_poll")] * 10
+    rec = analysis.profile_record(samples, {"receive": Role(cpus=(1,))}, packets=100, period_ns=1_000_000,
+                                  hz=1000.0, window_s=0.04, profiler_pid=None, facts={}, proc_stat=(before, after))
+    rx = rec["roles"]["receive"]
+    assert rx["expected_samples"] == 40
+    assert rx["shares_pct"] == {"net_rx": 25.0, "kernel": 0.0, "user": 0.0, "idle": 0.0, "unsampled": 75.0}
+    assert rx["groups_pct"]["socket"] == 25.0 and rx["groups_pct"]["unsampled"] == 75.0
+    assert rx["stat_idle_pct"] == 50.0 and rx["stat_steal_pct"] == 25.0
+    assert rx["ns_per_packet"] == 100_000.0  # 10 ms of busy time over 100 packets
+    assert "unsampled" not in rx["groups_ns_per_packet"]

@@ -202,7 +202,8 @@ def capture_profiled(argvs: list[list[str]], profiling: perf_record.Profiling, o
         analysis.write_folded(out, analysis.folded(parsed.samples, {}))
         facts["folded"] = str(out)
     record = analysis.profile_record(parsed.samples, roles, packets=received, period_ns=profiling.period_ns,
-                                     hz=profiling.hz, window_s=sampler.window_s, profiler_pid=sampler.pid, facts=facts)
+                                     hz=profiling.hz, window_s=sampler.window_s, profiler_pid=sampler.pid, facts=facts,
+                                     proc_stat=sampler.proc_stat)
     print(json.dumps({"type": "profile", **record}, separators=(",", ":")), flush=True)
     rx = max((r for name, r in record["roles"].items() if name != "counter"),
              key=lambda r: r["shares_pct"]["net_rx"], default=None)

@@ -4,8 +4,12 @@ generator's CPU, the receive CPU, the counters' or programs' CPUs), where its CP
 (groups.toml), its top functions, and its CPU time per captured packet; and the folded stacks
 its flame graph is drawn from.
 
-Every figure is a count of samples of the cpu-clock event, one every `period_ns` of a CPU's time
-(busy or idle), so a share is samples / samples and a time is samples x period_ns.
+Every figure is a count of samples of the cpu-clock event, one every `period_ns` of a CPU's time,
+so a time is samples x period_ns. A role of whole CPUs has window_s of each CPU's time, and its
+shares are of that: the time no sample fell in is "unsampled" (on this VM a halted idle vCPU
+takes no samples; a vCPU the hypervisor did not run neither), and /proc/stat's idle and steal
+shares over the same window are kept beside it as the kernel's own account. A role of processes
+(the counters) has the time of its samples.
 """
 
 from __future__ import annotations
@@ -16,15 +20,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from capbench.profile import groups
+from capbench.testbed import cpu
 from capbench.profile.perf_script import UNKNOWN, Sample
 
 TOP_FUNCTIONS = 10  # each role's top functions by self and by total time
 # The shares of a CPU's time by where its samples ran: NET_RX receive work (softirq or NAPI
-# thread), the kernel's other work, user space, the idle task. They add up to 100 %.
-SHARES = ("net_rx", "kernel", "user", "idle")
+# thread), the kernel's other work, user space, the idle task, and the time without a sample.
+# They add up to 100 %.
+SHARES = ("net_rx", "kernel", "user", "idle", "unsampled")
 
 
-def _pct(n: int, total: int) -> float:
+def _pct(n: float, total: float) -> float:
     return round(100.0 * n / total, 3) if total else 0.0
 
 
@@ -57,13 +63,22 @@ class Role:
 
 
 def role_profile(samples: Sequence[Sample], kinds: Sequence[tuple[str, str]], role: Role, *,
-                 packets: int, period_ns: int, window_s: float, hz: float, profiler_pid: int | None) -> dict[str, Any]:
-    """One role's block of the record, from its samples (`kinds[i]`: classify(samples[i]))."""
+                 packets: int, period_ns: int, window_s: float, profiler_pid: int | None,
+                 proc_stat: tuple[Mapping[int, cpu.CpuJiffies], Mapping[int, cpu.CpuJiffies]] | None = None
+                 ) -> dict[str, Any]:
+    """One role's block of the record, from its samples (`kinds[i]`: classify(samples[i])) and,
+    for a role of whole CPUs, /proc/stat read at the window's ends (`proc_stat`)."""
     mine = [i for i, s in enumerate(samples) if role.holds(s)]
     n = len(mine)
     cpus = sorted({samples[i].cpu for i in mine}) if role.pids is not None else sorted(role.cpus)
+    # The time the shares are of, in periods: the window on each CPU, or the processes' samples.
+    whole = role.pids is None
+    span = max(float(n), window_s * 1e9 / period_ns * len(cpus)) if whole else float(n)
     shares = Counter(kinds[i][0] for i in mine)
-    grouped = Counter(kinds[i][1] for i in mine)
+    shares["unsampled"] = span - n
+    grouped: Counter[Any] = Counter(kinds[i][1] for i in mine)
+    unsampled = groups.table().by_kind(groups.UNSAMPLED).name
+    grouped[unsampled] = span - n
     self_time: Counter[str] = Counter()
     total_time: Counter[str] = Counter()
     for i in mine:
@@ -74,29 +89,41 @@ def role_profile(samples: Sequence[Sample], kinds: Sequence[tuple[str, str]], ro
     idle_name = groups.table().by_kind(groups.IDLE).name
     busy = n - grouped[idle_name]
     names = groups.table().names()
+    stat = {}
+    if whole and proc_stat is not None:
+        # The kernel's own account of the same CPUs over the window (a cross-check of "unsampled").
+        stat = {"stat_idle_pct": cpu.time_pct(*proc_stat, cpus, "idle", "iowait"),
+                "stat_steal_pct": cpu.time_pct(*proc_stat, cpus, "steal")}
     return {
         "cpus": cpus,  # a process role's: where its samples ran
-        "processes": role.pids is not None,
+        "processes": not whole,
         "samples": n,
-        # A CPU gives one sample per period, busy or idle: fewer than this were lost or throttled.
-        # (A process role's CPUs are shared: no such figure.)
-        "expected_samples": round(window_s * hz) * len(cpus) if role.pids is None else None,
+        # The periods of the window on these CPUs: a CPU that took a sample every period, busy or
+        # idle, has this many. (A process role's CPUs are shared: no such figure.)
+        "expected_samples": round(window_s * 1e9 / period_ns) * len(cpus) if whole else None,
         "busy_ms": round(busy * period_ns / 1e6, 3),
-        "shares_pct": {k: _pct(shares[k], n) for k in SHARES},
-        "groups_pct": {g: _pct(grouped[g], n) for g in names},
+        "shares_pct": {k: _pct(shares[k], span) for k in SHARES},
+        "groups_pct": {g: _pct(grouped[g], span) for g in names},
+        **stat,
         # The CPU time of these CPUs per captured packet: the busy samples' time / packets.
         "ns_per_packet": round(busy * period_ns / packets, 3) if packets else None,
-        "groups_ns_per_packet": ({g: round(grouped[g] * period_ns / packets, 3) for g in names if g != idle_name}
-                                 if packets else {}),
-        "top_self": [[name, _pct(c, n)] for name, c in self_time.most_common(TOP_FUNCTIONS)],
-        "top_total": [[name, _pct(c, n)] for name, c in total_time.most_common(TOP_FUNCTIONS)],
-        "profiler_pct": _pct(sum(1 for i in mine if samples[i].pid == profiler_pid), n),
+        "groups_ns_per_packet": ({g: round(grouped[g] * period_ns / packets, 3) for g in names
+                                  if g not in (idle_name, unsampled)} if packets else {}),
+        # Who ran there: the processes (their comm) of the samples, the trial's and any other.
+        "top_processes": [[name, _pct(c, span)] for name, c in
+                          Counter(samples[i].comm for i in mine).most_common(TOP_FUNCTIONS)],
+        # The functions by the time in them (self) and under them (total), % of the role's time.
+        "top_self": [[name, _pct(c, span)] for name, c in self_time.most_common(TOP_FUNCTIONS)],
+        "top_total": [[name, _pct(c, span)] for name, c in total_time.most_common(TOP_FUNCTIONS)],
+        "profiler_pct": _pct(sum(1 for i in mine if samples[i].pid == profiler_pid), span),
     }
 
 
 def profile_record(samples: Sequence[Sample], roles: Mapping[str, Role], *, packets: int,
                    period_ns: int, hz: float, window_s: float, profiler_pid: int | None,
-                   facts: Mapping[str, Any]) -> dict[str, Any]:
+                   facts: Mapping[str, Any],
+                   proc_stat: tuple[Mapping[int, cpu.CpuJiffies], Mapping[int, cpu.CpuJiffies]] | None = None
+                   ) -> dict[str, Any]:
     """The record's `profile`: `facts` (how it was sampled, where its files are) and one block per
     role whose CPUs are known; the unresolved frames counted, not hidden."""
     kinds = [classify(s) for s in samples]
@@ -113,7 +140,7 @@ def profile_record(samples: Sequence[Sample], roles: Mapping[str, Role], *, pack
         "unresolved_frames": unresolved,
         "unresolved_leaf_samples": sum(1 for s in samples if s.frames and s.frames[0].symbol == UNKNOWN),
         "roles": {name: role_profile(samples, kinds, role, packets=packets, period_ns=period_ns, window_s=window_s,
-                                     hz=hz, profiler_pid=profiler_pid)
+                                     profiler_pid=profiler_pid, proc_stat=proc_stat)
                   for name, role in roles.items()},
     }
 

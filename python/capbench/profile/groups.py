@@ -19,8 +19,9 @@ TABLE = Path(__file__).with_name("groups.toml")
 # The compiler's suffixes on a local copy of a function (GCC's interprocedural optimisations):
 # `tpacket_rcv.constprop.0`, `veth_xdp_rcv_bulk_skb.isra.0`, `foo.part.0`, `foo.cold`.
 _SUFFIX = re.compile(r"(\.(constprop|isra|part|cold|llvm)(\.\d+)?)+$")
-# Samples of these kinds: no function names them (groups.toml's last three groups).
-USER, REST, IDLE = "user", "rest", "idle"
+# Samples of these kinds: no function names them (groups.toml's last groups); UNSAMPLED is the time
+# of a CPU no sample fell in.
+USER, REST, IDLE, UNSAMPLED = "user", "rest", "idle", "unsampled"
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Group:
     name: str
     label: str
     color: str
-    kind: str = "functions"  # or USER, REST, IDLE
+    kind: str = "functions"  # or USER, REST, IDLE, UNSAMPLED
     functions: tuple[str, ...] = ()
 
 

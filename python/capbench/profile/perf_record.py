@@ -29,6 +29,7 @@ from pathlib import Path
 
 from capbench.errors import RunError, UsageError
 from capbench.profile import perf_script
+from capbench.testbed import cpu
 from capbench.testbed.procs import Child, ChildSet
 
 # A prime near 1 kHz: the samples do not fall in step with the kernel's periodic tick (CONFIG_HZ
@@ -158,11 +159,18 @@ class Sampler:
     def enable(self) -> None:
         self._command("enable")
         self.enabled_at = time.monotonic()
+        self.stat0 = cpu.read_proc_stat()
         self.enabled = True
 
     def disable(self) -> None:
         self._command("disable")
         self.window_s = time.monotonic() - self.enabled_at
+        self.stat1 = cpu.read_proc_stat()
+
+    @property
+    def proc_stat(self) -> tuple[dict[int, cpu.CpuJiffies], dict[int, cpu.CpuJiffies]] | None:
+        """/proc/stat at the window's ends: the kernel's account of the same time (idle, steal)."""
+        return (self.stat0, self.stat1) if self.enabled and self.window_s else None
 
     @property
     def pid(self) -> int | None:

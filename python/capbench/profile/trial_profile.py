@@ -60,5 +60,6 @@ class TrialProfile:
             facts["folded"] = f"{p.folder.name}/{path.name}"
         return [dataclasses.replace(r, profile=analysis.profile_record(
             parsed.samples, role, packets=r.received, period_ns=p.period_ns, hz=p.hz,
-            window_s=self.sampler.window_s, profiler_pid=self.sampler.pid, facts=facts))
+            window_s=self.sampler.window_s, profiler_pid=self.sampler.pid, facts=facts,
+            proc_stat=self.sampler.proc_stat))
             for r, role in zip(results, roles)]

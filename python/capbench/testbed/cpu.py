@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -62,6 +63,20 @@ def kernel_rx_pct(before: dict[int, CpuJiffies], after: dict[int, CpuJiffies], c
     if total <= 0:
         return 0.0
     return 100.0 * (after[cpu].kernel_rx - before[cpu].kernel_rx) / total
+
+
+def time_pct(before: dict[int, CpuJiffies], after: dict[int, CpuJiffies], cpus: Iterable[int],
+             *fields: str) -> float | None:
+    """The share (%) of the time of `cpus` between two snapshots that /proc/stat accounts to
+    `fields` (idle, iowait, steal, ...); None where a CPU is missing or no time passed."""
+    cpus = list(cpus)
+    if not cpus or any(c not in before or c not in after for c in cpus):
+        return None
+    total = sum(after[c].total - before[c].total for c in cpus)
+    if total <= 0:
+        return None
+    part = sum(getattr(after[c], f) - getattr(before[c], f) for c in cpus for f in fields)
+    return round(100.0 * part / total, 3)
 
 
 def _stat_fields(text: str) -> list[str]:
