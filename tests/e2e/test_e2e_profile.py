@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import glob
 import json
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from capbench.profile.perf_script import printable
 
-from e2e_env import assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, run_capbench
+from e2e_env import assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
 
 SOCKET_FUNCTIONS = ("tpacket_", "packet_rcv", "packet_recvmsg", "xsk_", "__xsk_", "sock_queue_rcv", "skb_copy_datagram")
 
@@ -101,11 +105,6 @@ def test_app_load_spin_moves_the_counters_time_into_its_spin(plain, tmp_path):
     assert spin["ns_per_packet"] > touch["ns_per_packet"]
 
 
-def test_no_perf_process_outlives_a_profiled_run(plain):
-    left = subprocess.run(["pgrep", "-x", "perf"], capture_output=True, text=True)
-    assert left.stdout.strip() == "", f"perf still running: {left.stdout}"
-
-
 def refuse_perf_events() -> None:
     """In the child before exec: a seccomp filter (libseccomp) that fails perf_event_open with
     EACCES, as a container's default profile does; the filter is inherited by capbench's children."""
@@ -176,3 +175,40 @@ def test_bad_profile_options_are_one_line_and_exit_2(argv, says):
     p = run_capbench(*argv)
     assert p.returncode == 2, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and says in p.stderr, p.stderr
+
+
+def perf_pids(capbench_pid: int) -> list[int]:
+    """The perf processes of one capbench (their data go to its trial folder: its pid in the name),
+    not those of any other capbench running beside the tests."""
+    out = subprocess.run(["pgrep", "-f", f"perf record .*capbench-trial-{capbench_pid}-"], capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)],
+                         ids=["ctrl-c", "killed"])
+def test_a_profiled_run_stopped_mid_trial_leaves_no_perf_behind(tmp_path, signum, status):
+    """Ctrl-C (the whole foreground group, as a terminal sends it) or SIGKILL in the middle of a
+    profiled trial: perf stops with the trial's other children (SIGKILL: the kernel kills it, its
+    parent death signal), and its FIFOs and data go with the trial's scratch folder."""
+    proc, tb_id = start_run(tmp_path, "--profile", "--backends", "afp-v3", "--sizes", "64", "--duration", "4")
+    deadline = time.monotonic() + 20
+    while not perf_pids(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert perf_pids(proc.pid), "perf should be sampling"
+    time.sleep(1.0)
+    os.killpg(proc.pid, signum)
+    proc.communicate(timeout=60)
+    assert proc.returncode == status
+    deadline = time.monotonic() + 5
+    while perf_pids(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert perf_pids(proc.pid) == []
+    if signum == signal.SIGKILL:  # nobody cleaned up: the test bed and the trial's folder are testbed down's
+        assert glob.glob(f"/tmp/capbench-trial-{proc.pid}-*"), "the killed run's trial folder"
+        down = run_capbench("testbed", "down", tb_id)
+        assert down.returncode == 0, down.stderr
+        down = run_capbench("testbed", "down")
+        assert down.returncode == 0 and "removed the trial folder" in down.stdout, down.stdout
+    assert glob.glob(f"/tmp/capbench-trial-{proc.pid}-*") == []
+    assert not {f"capbench-{tb_id}-gen", f"capbench-{tb_id}-cap"} & capbench_namespaces()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 from pathlib import Path
 
 from capbench import owners
@@ -13,6 +14,7 @@ from capbench.cli.described import from_declarations, own_xdp_names
 from capbench.errors import UsageError
 from capbench.testbed import host_sysctl, preflight, rxmode
 from capbench.testbed import veth_pair as testbed
+from capbench.trial import measure
 
 
 def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]:
@@ -96,6 +98,10 @@ def _down(args: argparse.Namespace) -> int:
         print(f"kept test bed {info.id}: in use by pid {info.state['owner_pid']}")
     if not removed and not kept:
         print("no test beds")
+    # The trial folders of a killed run (a program's capture file, --profile's perf data).
+    for path in measure.stale_scratch_dirs():
+        shutil.rmtree(path, ignore_errors=True)
+        print(f"removed the trial folder {path} of a capbench that no longer runs")
     return 0
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -153,18 +154,39 @@ def program_drops(program: dict[str, Any], cap: dict[str, Any]) -> int:
     return max(0, int(captured) - int(cap["file_frames"]))
 
 
+SCRATCH_PREFIX = "capbench-trial-"  # + the pid of the capbench that made it + "-" + a random part
+
+
 @contextlib.contextmanager
 def scratch_dir(needed: bool = True) -> Iterator[Path | None]:
-    """A folder for one trial's files (a program's {out} and {outdir}), removed when the trial ends;
-    None when no program of the trial needs one (nothing made, nothing a SIGKILL could leave)."""
+    """A folder for one trial's files (a program's {out} and {outdir}, --profile's perf data),
+    removed when the trial ends; None when nothing of the trial needs one (nothing made, nothing
+    a SIGKILL could leave). Its name carries capbench's pid: `testbed down` removes the folders
+    of a capbench that was killed (stale_scratch_dirs)."""
     if not needed:
         yield None
         return
-    path = Path(tempfile.mkdtemp(prefix="capbench-trial-"))
+    path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def stale_scratch_dirs() -> list[Path]:
+    """The trial folders (scratch_dir) of capbench processes that no longer run."""
+    stale = []
+    for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = path.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not path.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            stale.append(path)
+        except PermissionError:
+            pass  # alive, another user's
+    return stale
 
 
 def program_backend(app: Adapter) -> declared.Backend:
