@@ -38,8 +38,8 @@ there too, so its user time and system calls are in the receive CPU's groups ("a
     .venv/bin/python bench/bench_profile.py [--repeat 5] [--duration 3] [--only pcap,afp-v3,afxdp,xdp]
                                             [--hz 997] [--rx-mode napi|rps] [--json FILE]
 
-Tables on stdout, progress on stderr; about 2 x backends x repeat x (duration + 3.5) s: 6 min
-with the defaults. The test bed is removed at the end, on errors and on Ctrl-C. Exit status 0
+Tables on stdout, progress on stderr; about 2 x backends x repeat x (duration + 1.5) s: under 4 min
+with the defaults (a trial's set-up, its settle time and, profiled, perf script's reading). The test bed is removed at the end, on errors and on Ctrl-C. Exit status 0
 when every trial ran, 1 if one could not (or an unprofiled trial had a perf process of its own),
 2 for bad input, no root, or a perf that is missing or refused by the kernel.
 """
@@ -168,9 +168,10 @@ class Watch:
 def command_line(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            text = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
-        return "?"
+        text = ""
+    return text or f"{PERF_COMM} (pid {pid}, ended before its command line was read)"
 
 
 @dataclass
@@ -282,11 +283,12 @@ def stats(values: list[float | None]) -> dict[str, Any] | None:
             "min": min(v), "max": max(v), "n": len(v)}
 
 
-def cell(s: dict[str, Any] | None, fmt: str = ",.0f", signed: bool = False) -> str:
+def cell(s: dict[str, Any] | None, fmt: str = ",.0f", signed: bool = False, scale: float = 1.0) -> str:
+    """mean ± sd (the mean alone for one value) of stats() / `scale`."""
     if s is None:
         return "—"
-    mean = format(s["mean"], ("+" if signed else "") + fmt)
-    return mean if s["n"] < 2 else f"{mean} ± {format(s['sd'], fmt)}"
+    mean = format(s["mean"] / scale, ("+" if signed else "") + fmt)
+    return mean if s["n"] < 2 else f"{mean} ± {format(s['sd'] / scale, fmt)}"
 
 
 def pairs(trials: list[Trial]) -> list[tuple[Trial, Trial]]:
@@ -361,7 +363,6 @@ def summary(trials: list[Trial]) -> dict[str, Any]:
         # trials in which a perf process of this bench's was seen: none of those without, all with
         "own_perf_seen": {"without": sum(1 for t in trials if not t.profiled and t.own_perf),
                           "with": sum(1 for t in trials if t.profiled and t.own_perf)},
-        "other_perf": sorted({c for t in trials for c in t.other_perf}),
     }
 
 
@@ -401,17 +402,16 @@ def overhead_table(s: dict[str, Any]) -> Table:
         d, base = diff[key], off[key]
         return "" if d is None or base is None or not base["mean"] else f" ({100 * d['mean'] / base['mean']:+.2f} %)"
 
-    t.add_row("sent [pps]", cell(off["achieved_pps"]), cell(on["achieved_pps"]),
-              cell(diff["achieved_pps"], signed=True) + rel("achieved_pps"))
-    t.add_row("received [pps]", cell(off["rx_pps"]), cell(on["rx_pps"]),
-              cell(diff["rx_pps"], signed=True) + rel("rx_pps"))
+    for what, key in (("sent", "achieved_pps"), ("received", "rx_pps")):
+        t.add_row(f"{what} \\[kpps]", cell(off[key], ",.1f", scale=1e3), cell(on[key], ",.1f", scale=1e3),
+                  cell(diff[key], ",.1f", signed=True, scale=1e3) + rel(key))
     t.add_row("loss [%]", cell(off["loss_pct"], ".3f"), cell(on["loss_pct"], ".3f"),
               cell(diff["loss_pct"], ".3f", signed=True))
     t.add_row("generator short (trials)", f"{off['invalid_offered_load']}", f"{on['invalid_offered_load']}", "",
               end_section=True)
     t.add_row(f"perf's share, receive CPU {CAP_CPU} [%]", "—", cell(s["profiler_pct"]["receive"], ".2f"), "")
     t.add_row(f"perf's share, generator CPU {GEN_CPU} [%]", "—", cell(s["profiler_pct"]["generator"], ".2f"), "")
-    for what, (got, want) in ((f"receive CPU {CAP_CPU}", s["receive_samples"]), ("all CPUs", s["all_samples"])):
+    for what, (got, want) in ((f"CPU {CAP_CPU}", s["receive_samples"]), ("all CPUs", s["all_samples"])):
         t.add_row(f"samples got / expected, {what}", "—",
                   f"{got:,} / {want:,}" + (f" ({100 * got / want:.1f} %)" if want else ""), "")
     seen = s["own_perf_seen"]
@@ -436,8 +436,12 @@ def print_report(run: Run, sums: dict[str, dict[str, Any]], duration_s: float, p
         con.print(grid)
         for w in dict.fromkeys(s["warnings"]):
             con.print(f"  perf script warned: {w}")
-        for c in s["other_perf"]:
-            con.print(f"  [yellow]a perf process not started by this bench ran during its trials[/yellow]: {c}")
+    others = sorted({c for t in run.trials for c in t.other_perf})
+    if others:
+        con.print("[yellow]perf processes not started by this bench ran during its trials[/yellow] (their sampling "
+                  "disturbs both arms):")
+        for c in others:
+            con.print(f"  {c}")
     for text in run.skipped:
         con.print(text)
     failed = [t for t in run.trials if t.error]
