@@ -41,7 +41,7 @@ help:
 	@echo "            harnesses with their fuzz profile"
 	@echo "make bench  receive models, generator, capture-backend, capture-program, traffic and"
 	@echo "            profiling benchmarks against trafgen, tcpdump, dumpcap, tshark, netsniff-ng"
-	@echo "            and tcpreplay (about 26 minutes)"
+	@echo "            and tcpreplay (about 24 minutes)"
 	@echo "make clean  remove the builds (build, build-san); make distclean also removes .venv"
 
 # Install only the packages that are missing, so a set-up machine is quick.
