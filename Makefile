@@ -39,9 +39,9 @@ help:
 	@echo "            ASan+UBSan, each fuzz harness $(FUZZ_TEST_SECONDS) s)"
 	@echo "make fuzz   run each fuzz harness FUZZ_SECONDS=$(FUZZ_SECONDS) s, then the hypothesis"
 	@echo "            harnesses with their fuzz profile"
-	@echo "make bench  receive models, generator, capture-backend, capture-program and traffic"
-	@echo "            benchmarks against trafgen, tcpdump, dumpcap, tshark, netsniff-ng and"
-	@echo "            tcpreplay (about 20 minutes)"
+	@echo "make bench  receive models, generator, capture-backend, capture-program, traffic and"
+	@echo "            profiling benchmarks against trafgen, tcpdump, dumpcap, tshark, netsniff-ng"
+	@echo "            and tcpreplay (about 24 minutes)"
 	@echo "make clean  remove the builds (build, build-san); make distclean also removes .venv"
 
 # Install only the packages that are missing, so a set-up machine is quick.
@@ -106,6 +106,7 @@ bench: venv build
 	$(VENV)/bin/python bench/bench_backends.py
 	$(VENV)/bin/python bench/bench_apps.py
 	$(VENV)/bin/python bench/bench_traffic.py
+	$(VENV)/bin/python bench/bench_profile.py
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN)

@@ -138,13 +138,7 @@ def run_all(binaries: Binaries, tb: Testbed, peers: dict[str, bool], sizes: tupl
 
 
 def progress(row: Row) -> str:
-    head = f"  #{row.repeat} {row.size} B {row.capture}:"
-    r = row.result
-    if r is None:
-        return f"{head} FAILED: {row.error}"
-    failed = f" FAILED: {r.failure}" if r.failure else ""
-    return (f"{head} sent {r.sent:,} ({r.achieved_pps:,.0f} pps), received {r.received:,}, "
-            f"loss {format_pct(r.loss_pct, exact_zero=not r.lost)} %{failed}")
+    return bc.trial_text(f"  #{row.repeat} {row.size} B {row.capture}:", row.result, row.error)
 
 
 def where_lost(r: TrialResult) -> str:

@@ -6,6 +6,7 @@ exit report) live in bench_generator_capture.py and are imported from there.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -21,6 +22,9 @@ from capbench.binaries import Binaries, find_binaries  # noqa: E402
 from capbench.errors import CapbenchError, Terminated, UsageError  # noqa: E402
 from capbench.testbed.procs import Child  # noqa: E402
 from capbench.testbed.veth_pair import Testbed  # noqa: E402
+from capbench.rates import parse_duration  # noqa: E402
+from capbench.trial.accounting import format_pct  # noqa: E402
+from capbench.trial.record import TrialResult  # noqa: E402
 
 RX_CPU = 1  # the capture veth's RPS target
 
@@ -32,6 +36,23 @@ def note(text: str) -> None:
 
 def verdict(ok: bool) -> str:
     return "[green]PASS[/green]" if ok else "[red]MISS[/red]"
+
+
+def trial_text(head: str, r: TrialResult | None, error: str) -> str:
+    """A trial's progress line after `head`: what the generator sent, what the capture received,
+    the loss, and the program's failure; `error` when the trial did not run (r is None)."""
+    if r is None:
+        return f"{head} FAILED: {error}"
+    return (f"{head} sent {r.sent:,} ({r.achieved_pps:,.0f} pps), received {r.received:,} ({r.rx_pps:,.0f} pps), "
+            f"loss {format_pct(r.loss_pct, exact_zero=not r.lost)} %" + (f" FAILED: {r.failure}" if r.failure else ""))
+
+
+def seconds(text: str) -> float:
+    """An argparse `type` for a duration option (`3`, `2.5s`, `500ms`)."""
+    try:
+        return parse_duration(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def child_text(child: Child) -> list[str]:
