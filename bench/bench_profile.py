@@ -27,8 +27,8 @@ in use, somebody else's perf ran, or other user processes took more than 5 % of 
 figures of a shared machine: the receive CPU's "app" group and the rates show it).
 
 Two tables side by side per backend: the receive CPU's ns per packet by group (profiled trials:
-mean ± sd over the repetitions) beside its NET_RX share (of its samples, and its NET_RX time beside
-the kernel's own count of it) and the counter's ns per packet; and the profiling overhead: sent and
+mean ± sd over the repetitions) beside its NET_RX share of its time (beside the kernel's own count
+of it), its time without samples (beside /proc/stat's idle) and the counter's ns per packet; and the profiling overhead: sent and
 received rate and loss, without and with, the mean of the paired differences (with − without, each
 repetition's pair) ± their sd, perf's share of each CPU, the samples that arrived of those
 expected, and what else ran. The receive CPU is CPU 1 as a whole: the counter runs
@@ -308,19 +308,12 @@ def all_cpus_samples(t: Trial) -> tuple[int, int] | None:
     return prof["samples"], round(prof["window_s"] * prof["hz"]) * len(cpu.online_cpus())
 
 
-def net_rx_window_pct(t: Trial) -> float | None:
-    """The receive CPU's NET_RX samples × the period, % of the load window."""
-    rx, prof = t.role("receive"), t.result.profile if t.result else {}
-    if not rx or not prof.get("window_s"):
-        return None
-    return 100.0 * rx["samples"] * rx["shares_pct"]["net_rx"] / 100.0 * prof["period_ns"] / 1e9 / prof["window_s"]
-
-
 def summary(trials: list[Trial]) -> dict[str, Any]:
     """One backend's figures over its repetitions."""
     on = [t for t in trials if t.ok and t.profiled]
     off = [t for t in trials if t.ok and not t.profiled]
-    names = [g for g in groups.table().names() if g != groups.table().by_kind(groups.IDLE).name]
+    names = [g for g in groups.table().names()
+             if g not in (groups.table().by_kind(groups.IDLE).name, groups.table().by_kind(groups.UNSAMPLED).name)]
 
     def rx(t: Trial, key: str) -> Any:
         return t.role("receive").get(key)
@@ -342,12 +335,14 @@ def summary(trials: list[Trial]) -> dict[str, Any]:
         "groups_ns_per_packet": {g: stats([(rx(t, "groups_ns_per_packet") or {}).get(g) for t in on])
                                  for g in names},
         "receive_ns_per_packet": stats([rx(t, "ns_per_packet") for t in on]),
-        "receive_net_rx_pct": stats([(rx(t, "shares_pct") or {}).get("net_rx") for t in on]),
         "counter_ns_per_packet": stats([t.role("counter").get("ns_per_packet") for t in on]),
-        # The receive CPU's NET_RX time as the samples count it and as the kernel's CPU counters do
-        # (the record's kernel_cpu_pct: softirq time, or the NAPI thread's), % of the load window.
-        "net_rx_window_pct": {"profile": stats([net_rx_window_pct(t) for t in on]),
+        # The receive CPU's NET_RX time as the samples count it (shares_pct: % of the load window)
+        # and as the kernel's CPU counters do (the record's kernel_cpu_pct: softirq time, or the
+        # NAPI thread's); its time without samples beside /proc/stat's idle.
+        "net_rx_window_pct": {"profile": stats([(rx(t, "shares_pct") or {}).get("net_rx") for t in on]),
                               "kernel": stats([t.result.kernel_cpu_pct for t in on])},
+        "unsampled_pct": stats([(rx(t, "shares_pct") or {}).get("unsampled") for t in on]),
+        "stat_idle_pct": stats([rx(t, "stat_idle_pct") for t in on]),
         "counter_cpus": sorted({c for t in on for c in t.role("counter").get("cpus", [])}),
         "without": arm(off),
         "with": arm(on),
@@ -381,10 +376,11 @@ def groups_table(s: dict[str, Any]) -> Table:
         t.add_row(groups.table().label(g), cell(st, ",.1f"), share)
     t.add_row("[b]receive CPU busy[/b]", f"[b]{cell(total, ',.1f')}[/b]", "100" if total else "—",
               end_section=True)
-    t.add_row("NET_RX share of its samples [%]", cell(s["receive_net_rx_pct"], ".1f"), "")
     nr = s["net_rx_window_pct"]
-    t.add_row("NET_RX time [% of window]: samples", cell(nr["profile"], ".1f"), "")
+    t.add_row("NET_RX [% of its time]: samples", cell(nr["profile"], ".1f"), "")
     t.add_row("  the kernel's CPU counters", cell(nr["kernel"], ".1f"), "")
+    t.add_row("no sample [% of its time]", cell(s["unsampled_pct"], ".1f"), "")
+    t.add_row("  idle, /proc/stat", cell(s["stat_idle_pct"], ".1f"), "")
     cpus = ",".join(map(str, s["counter_cpus"])) or "?"
     t.add_row(f"counter's own process, CPU {cpus}", cell(s["counter_ns_per_packet"], ",.1f"), "")
     return t
@@ -453,15 +449,15 @@ def print_report(run: Run, sums: dict[str, dict[str, Any]], duration_s: float, p
               "the group of the first frame from its leaf that the table names); the counter shares CPU "
               f"{CAP_CPU} with the receive work, so its time is in these groups too (app: its user space; its "
               "system calls under socket and wakeup). NET_RX share: the receive CPU's samples under net_rx_action "
-              "or a NAPI thread, of all its samples. counter's own process: its samples wherever they ran / "
+              "or a NAPI thread × the period, % of the load window, beside the kernel's own count of that time "
+              "(softirq or NAPI-thread time, /proc); no sample: the window's time on the receive CPU that took no "
+              "sample (this VM's halted idle vCPU takes none), beside /proc/stat's idle time. counter's own process: its samples wherever they ran / "
               "frames captured. received: frames captured / the generator's sending time. with − without: the "
               "mean of each repetition's pair's difference (relative to the mean without). perf's share: the "
               "CPU's samples of perf itself (its process only: the sampling interrupts' own time is charged to "
               "the code they interrupt, so the rates' difference is the overhead, this share a part of it). "
-              "samples expected: one per period per CPU over the load window; fewer arrived where samples were "
-              "lost (a share of samples is then a share of those that arrived, not of the CPU's time). NET_RX "
-              "time: the receive CPU's NET_RX samples × the period / the window, beside the kernel's own count "
-              "of that time (softirq or NAPI-thread time, /proc). others' processes' CPU: the user processes not "
+              "samples expected: one per period per CPU over the load window; fewer arrived where a CPU was "
+              "idle (on this VM) or samples were lost. others' processes' CPU: the user processes not "
               "this bench's (kernel threads left out), while the trial ran. disturbed: another capbench test bed "
               f"in use, a perf process not ours, or others' processes above {DISTURBED_CPU_PCT:g} % of a CPU.")
     info = machine_info()
@@ -484,10 +480,9 @@ def trial_record(t: Trial) -> dict[str, Any]:
             "loss_layers": [list(x) for x in r.loss_layers]}
     if r.profile:
         keep = ("cpus", "samples", "expected_samples", "busy_ms", "ns_per_packet", "groups_ns_per_packet",
-                "shares_pct", "profiler_pct", "top_self")
+                "shares_pct", "stat_idle_pct", "stat_steal_pct", "profiler_pct", "top_self", "top_processes")
         out["profile"] = {k: r.profile.get(k) for k in ("window_s", "hz", "period_ns", "samples", "packets",
                                                          "unresolved_leaf_samples", "warnings")}
-        out["profile"]["net_rx_window_pct"] = net_rx_window_pct(t)
         out["profile"]["roles"] = {name: {k: role.get(k) for k in keep}
                                    for name, role in r.profile.get("roles", {}).items()}
     return out
