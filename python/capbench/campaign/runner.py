@@ -69,6 +69,11 @@ class RunCallbacks:
     # The run's trials and method answers, at its end (or after an error, when trials finished).
     show_results: Callable[[Sequence[TrialResult], Sequence[dict[str, Any]]], None] = _quiet
     write_report: Callable[[Path], None] = _quiet  # the results folder of a run that ended normally
+    # Once a second while a trial sends: its step and how it is going (trial_run.Progress); None:
+    # nobody watches (no live view), and the trials read nothing for it.
+    on_second: Callable[[cmod.Step, Any], None] | None = None
+    on_answer: Callable[[dict[str, Any]], None] = _quiet  # each method answer, as searches.jsonl gets it
+    on_end: Callable[[Path, int], None] = _quiet  # (the results folder, the exit status) at the run's end
     # (what, value of each repetition) of the measurements repeated (report.tables.repeated_rates):
     # run.json warns where they scatter (hygiene.noisy).
     repeated: Callable[[Sequence[TrialResult], Sequence[dict[str, Any]]], list[tuple[str, list[float]]]] = (
@@ -195,6 +200,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                       gen_clock_ns=None if same else topo.gen_clock_ns))
             sender = Measurer(binaries, tb, make_setup(step, sides[0].setup.backend, g.cpu, None),
                               gen_host=topo.hosts[g.host])
+            sender.on_second = watcher(step)
             return SensorsMeasurer(sender, sides, None)
 
         def make_measurer(step: cmod.Step) -> Measurer | SensorsMeasurer:
@@ -210,13 +216,20 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                 # generator into the tap (its first sensor's setup: the generator's options are shared).
                 sides = [make_side(step, p, backend, tb.sensor(i + 1, p.rx_cpu))
                          for i, backend in enumerate(sensor_backends(step.backend))]
-                return SensorsMeasurer(Measurer(binaries, tb, sides[0].setup), sides, c.tap_cpu)
+                return SensorsMeasurer(Measurer(binaries, tb, sides[0].setup, on_second=watcher(step)), sides,
+                                       c.tap_cpu)
             # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
-            return make_side(step, p, step.backend, tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu))
+            bed = tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu)
+            return Measurer(binaries, bed, make_setup(step, step.backend, p.gen_cpu, p.cap_cpu),
+                            on_second=watcher(step))
 
         def make_side(step: cmod.Step, p: Any, backend: str, bed: Any) -> Measurer:
             """The Measurer of one capture of a step: its backend (or program) on test bed `bed`."""
             return Measurer(binaries, bed, make_setup(step, backend, p.gen_cpu, p.cap_cpu))
+
+        def watcher(step: cmod.Step) -> Callable[[Any], None] | None:
+            on_second = opts.callbacks.on_second
+            return None if on_second is None else (lambda progress: on_second(step, progress))
 
         profiling = (Profiling(hz=c.profile_hz, folder=writer.path / PROFILES_DIR, tool=opts.perf or "perf")
                      if c.profile else None)
@@ -247,6 +260,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
 
         def record_outcome(o: dict[str, Any]) -> None:
             writer.append_outcome(o)
+            opts.callbacks.on_answer(o)
 
         try:
             campaign_run.execute(plan, campaign_run.StepRun(make_measurer, record, record_outcome,
@@ -373,6 +387,7 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
         status = run_status(trials)
         if status == NOTHING_MEASURED_STATUS:
             note(f"nothing valid was measured (every trial a lower bound): exit status {status}")
+    opts.callbacks.on_end(writer.path, status)
     return status
 
 

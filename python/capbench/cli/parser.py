@@ -313,6 +313,12 @@ def build_parser() -> Parser:
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
     run.add_argument("--settle", default=f"{TrialSetup.settle_s:g}", metavar="S",
                      help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
+    run.add_argument("--json", action="store_true",
+                     help="JSON Lines on stdout for scripts (docs/json.md): a \"trial\" line per trial (its record), an "
+                          "\"answer\" line per method answer, an \"end\" line with the results folder and the exit "
+                          "status; the tables and progress lines go to stderr")
+    run.add_argument("--quiet", action="store_true",
+                     help="no live line while a trial sends (it is shown only when stdout and stderr are a terminal)")
     run.add_argument("--no-report", action="store_true",
                      help="do not write the report (tables, figures, report.html) into the results directory "
                           "at the end; `capbench report DIR` writes it later")

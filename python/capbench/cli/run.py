@@ -5,9 +5,12 @@ then run by capbench.campaign.runner, which tells what happens through the callb
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from pathlib import Path
+
+from rich.console import Console
 
 from capbench import declared, inputs
 from capbench.binaries import find_binaries
@@ -18,6 +21,7 @@ from capbench.campaign.runner import note
 from capbench.cli.parser import build_parser
 from capbench.cli.testbed import rx_mode_of
 from capbench.errors import CapbenchError, UsageError
+from capbench.trial.record import TrialResult
 from capbench.profile import perf_record
 from capbench.rates import parse_duration
 from capbench.report import console, tables
@@ -219,7 +223,7 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
         run = runner.TopologyRun(t, hosts, meta, gen_clock_ns=gen_clock,
                                  **({"dst_mac": args.dst_mac.lower()} if args.dst_mac else {}))
         opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
-                                 command=["capbench", *sys.argv[1:]], callbacks=callbacks(), topology=run)
+                                 command=["capbench", *sys.argv[1:]], callbacks=callbacks(args), topology=run)
         return runner.execute(c, opts, binaries)
 
 
@@ -253,7 +257,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     perf = perf_record.check() if c.profile else None  # perf here, and the kernel lets it sample
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune,
-                             rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(), ports=on_ports,
+                             rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(args), ports=on_ports,
                              perf=perf)
     return runner.execute(c, opts, binaries, resume=resume)
 
@@ -271,18 +275,54 @@ def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | Non
                                  dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set)
 
 
-def callbacks() -> runner.RunCallbacks:
+def callbacks(args: argparse.Namespace | None = None) -> runner.RunCallbacks:
     """What the runner shows while and after it runs: a line per trial and per step, the tables,
-    the report; the repetitions whose scatter run.json warns about."""
+    the report; the repetitions whose scatter run.json warns about. With --json, stdout gets JSON
+    Lines (docs/json.md: a "trial" line per trial, an "answer" line per method answer, an "end"
+    line) and every human line and table goes to stderr. The live line (once a second while a
+    trial sends) only on a terminal, and not with --quiet."""
+    as_json = bool(getattr(args, "json", False))
+    live = console.LiveLine(enabled=not getattr(args, "quiet", False) and sys.stdout.isatty() and sys.stderr.isatty())
+
+    def say(line: str) -> None:
+        live.clear()
+        note(line)
 
     def on_step(done: int, total: int, step: campaign.Step, left_s: float) -> None:
         line = console.step_progress(done, total, step, left_s)
         if line is not None:
-            note(line)
+            say(line)
 
-    return runner.RunCallbacks(on_trial=lambda *trial: note(console.trial_progress(*trial)), on_step=on_step,
-                               show_results=console.print_results, write_report=write_run_report,
-                               repeated=tables.repeated_rates)
+    def on_trial(n: int, total: int, left_s: float, number: int, r: TrialResult) -> None:
+        say(console.trial_progress(n, total, left_s, number, r))
+        if as_json:
+            json_line({"type": "trial", **r.to_record()})
+
+    def on_answer(outcome: dict) -> None:
+        if as_json:
+            json_line({"type": "answer", **outcome})
+
+    def on_end(path: Path, status: int) -> None:
+        live.clear()
+        if as_json:
+            report = path / "report" / "report.html"
+            json_line({"type": "end", "results": str(path), "status": status,
+                       "report": str(report) if report.exists() else None})
+
+    def show_results(trials, outcomes) -> None:
+        live.clear()
+        console.print_results(trials, outcomes, Console(stderr=True) if as_json else None)
+
+    return runner.RunCallbacks(on_trial=on_trial, on_step=on_step, show_results=show_results,
+                               write_report=write_run_report, repeated=tables.repeated_rates,
+                               on_second=(lambda step, p: live.update(console.live_line(step, p))) if live.enabled
+                               else None, on_answer=on_answer, on_end=on_end)
+
+
+def json_line(obj: dict) -> None:
+    """One line of --json's output on stdout, written at once."""
+    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
 
 
 def write_run_report(path: Path) -> None:

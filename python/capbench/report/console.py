@@ -5,6 +5,7 @@ campaign layer draws nothing itself."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +21,7 @@ from capbench.methods.verdict import LOWER_BOUND, measured, verdict, way_forward
 from capbench.report import tables
 from capbench.trial.accounting import format_pct
 from capbench.trial.measure import TrialResult
+from capbench.trial.trial_run import Progress
 
 
 def progress_bar(done: int, total: int, width: int = 24) -> str:
@@ -97,6 +99,45 @@ def trial_progress(n: int, total: int, left_s: float, number: int, r: TrialResul
     """The line after each trial (RunCallbacks.on_trial): the bar of this invocation's trials, the
     time left, and the trial (`number`: its place in the run, a resumed run's earlier ones counted)."""
     return f"{progress_bar(n, total, 12)} {n}/~{total} ~{left_s / 60:.1f} min left {trial_line(number, r)}"
+
+
+def live_line(step: Step, p: Progress) -> str:
+    """The line of a trial while it sends (the live view): its step, its time, the generator's and
+    the counter's running counts, the frames not (yet) captured, the receive CPU's busy share."""
+    parts = [f"{step.method} {step.backend} {step.size} B at {p.load}: {p.elapsed_s:4.1f}/{p.duration_s:g} s"]
+    if p.sent is not None:
+        parts.append(f"sent {p.sent:,} ({(p.sent_pps or 0) / 1e6:.3f} Mpps)")
+    if p.captured is not None:
+        parts.append(f"captured {p.captured:,}")
+        if p.sent is not None:
+            behind = p.sent - p.captured
+            parts.append(f"not captured so far {behind:,} ({100 * behind / p.sent if p.sent else 0:.2f} %)")
+    if p.rx_cpu_busy_pct is not None:
+        parts.append(f"receive CPU {p.rx_cpu} {p.rx_cpu_busy_pct:.0f} % busy")
+    return "  ".join(parts)
+
+
+class LiveLine:
+    """One line on stderr that a trial rewrites once a second (\r, erase to the end of the line),
+    cleared before any other line is written; nothing at all when `enabled` is false (--quiet, or
+    not a terminal: a log gets the trial lines only)."""
+
+    def __init__(self, enabled: bool, stream: Any = None):
+        self.enabled, self.stream, self.shown = enabled, stream or sys.stderr, False
+
+    def update(self, text: str) -> None:
+        if not self.enabled:
+            return
+        width = shutil.get_terminal_size((120, 20)).columns
+        self.stream.write("\r\033[K" + text[:max(10, width - 1)])
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.shown = False
 
 
 def step_progress(done: int, total: int, step: Step, left_s: float) -> str | None:

@@ -323,10 +323,13 @@ class Measurer:
     """Runs trials of one TrialSetup on one test bed."""
 
     def __init__(self, binaries: Binaries, testbed: Testbed, setup: TrialSetup, *, cap_host: Host | None = None,
-                 gen_host: Host | None = None, latency_valid: bool = True, gen_clock_ns: int | None = None):
+                 gen_host: Host | None = None, latency_valid: bool = True, gen_clock_ns: int | None = None,
+                 on_second: Callable[[Any], None] | None = None):
         self.binaries = binaries
         self.testbed = testbed
         self.setup = setup
+        # Told a trial_run.Progress once a second while the generator sends (the live view).
+        self.on_second = on_second
         # Several hosts (a topology, docs/topology.md): where the capture side runs (another host:
         # a `capbench side` agent there, trial.remote_side) and where the generator and the tap
         # run; None: this machine. `latency_valid` False: the generator's stamps and the capture's

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,14 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
             prof.enable()
         t0 = time.monotonic()
         gen = start_on(sender.gen_host, kids, "capbench-gen", sender.gen_argv(duration_s, load), sender.testbed.gen_ns)
-        wait_sampling(gen, duration_s + 10.0 + sender.setup.ready_timeout_s, sample)
+        watch = Watch(sender, parts, gen, load, duration_s) if sender.on_second is not None else None
+
+        def sample_and_tell() -> None:
+            sample()
+            if watch is not None:
+                sender.on_second(watch.progress())
+
+        wait_sampling(gen, duration_s + 10.0 + sender.setup.ready_timeout_s, sample_and_tell)
         t1 = time.monotonic()
         if prof is not None:
             prof.disable()
@@ -121,6 +129,51 @@ def roles(sender: Measurer, part: CaptureSide, r: TrialResult, tap_cpu: int | No
         "counter": Role(cpus=counter_cpus, pids=pids),
     }
     return {name: role for name, role in found.items() if role.cpus}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How a trial is going, once a second while it sends (Measurer.on_second: the live view): the
+    programs' own running counts (their `interval` lines), and the receive CPU's busy share over
+    the last second (/proc/stat)."""
+
+    load: str  # the offered load as given to the generator
+    elapsed_s: float
+    duration_s: float
+    sent: int | None  # capbench-gen's frames so far; None before its first interval line
+    sent_pps: float | None
+    captured: int | None  # the counter's capbench frames so far (of the side that has fewest)
+    rx_cpu: int | None
+    rx_cpu_busy_pct: float | None
+
+
+def _last_interval(child: Any) -> dict | None:
+    return next((m for m in reversed(child.messages) if m.get("type") == "interval"), None)
+
+
+class Watch:
+    """Reads a running trial's progress from what its programs print and from /proc/stat."""
+
+    def __init__(self, sender: Measurer, parts: list[Any], gen: Child, load: Rate, duration_s: float):
+        self.parts, self.gen, self.load, self.duration_s = parts, gen, load, duration_s
+        self.t0 = time.monotonic()
+        side = parts[0].m if parts else sender
+        self.rx_cpu = side.kernel_rx_cpu
+        self.stat = cpu.read_proc_stat() if self.rx_cpu is not None else None
+
+    def progress(self) -> Progress:
+        g = _last_interval(self.gen)
+        counts = [int(m["received"]) for part in self.parts for c in getattr(part, "caps", ())
+                  for m in [_last_interval(c)] if m is not None and "received" in m]
+        busy = None
+        if self.stat is not None and self.rx_cpu is not None:
+            now = cpu.read_proc_stat()
+            idle = cpu.time_pct(self.stat, now, [self.rx_cpu], "idle", "iowait")
+            busy = None if idle is None else round(100.0 - idle, 1)
+            self.stat = now
+        return Progress(load=self.load.text, elapsed_s=time.monotonic() - self.t0, duration_s=self.duration_s,
+                        sent=int(g["sent"]) if g else None, sent_pps=float(g["pps"]) if g else None,
+                        captured=min(counts) if counts else None, rx_cpu=self.rx_cpu, rx_cpu_busy_pct=busy)
 
 
 def ahead(parts: list[Any], signum: int | None) -> None:

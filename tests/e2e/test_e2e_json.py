@@ -1,0 +1,62 @@
+"""`capbench run --json` (docs/json.md) and the live view, end to end on the command's own test bed:
+stdout holds only JSON Lines of the documented types, each trial line a record capbench's own
+reader loads, the end line names the results folder and the exit status; the live line appears on
+a terminal only, and not with --quiet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from capbench.campaign.results import TRIALS_FILE
+from capbench.trial.record import load_trial
+
+from e2e_env import capbench_cmd, capbench_env, run_capbench
+
+DOCUMENTED = {"trial", "answer", "end"}
+LIVE = "\x1b[K"
+
+
+def test_run_json_is_json_lines_of_the_documented_types(tmp_path):
+    p = run_capbench("run", "--json", "--backends", "afp-v3", "--sizes", "64", "--duration", "1", "--method",
+                     "iperf,rfc2544", "--trial", "1", "--precision", "10", "--pause", "0", "--no-report",
+                     "--results", str(tmp_path), timeout=300)
+    assert p.returncode in (0, 3), p.stderr
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    assert lines and {m["type"] for m in lines} <= DOCUMENTED
+    trials = [m for m in lines if m["type"] == "trial"]
+    answers = [m for m in lines if m["type"] == "answer"]
+    end = lines[-1]
+    assert end["type"] == "end" and end["status"] == p.returncode and end["report"] is None
+    results = Path(end["results"])
+    on_disk = (results / TRIALS_FILE).read_text().splitlines()
+    assert len(trials) == len(on_disk) >= 2
+    for line, disk in zip(trials, on_disk):
+        record = {k: v for k, v in line.items() if k != "type"}
+        assert load_trial(record) == load_trial(json.loads(disk))
+    assert len(answers) == 1 and answers[0]["method"] == "rfc2544"
+    # The human view is on stderr: its tables and the results line.
+    assert f"results: {results}" in p.stderr
+    assert LIVE not in p.stderr  # not a terminal: no live line
+
+
+def run_on_terminal(tmp_path: Path, *extra: str) -> str:
+    """capbench run with a pseudo-terminal as its stdout and stderr (util-linux `script`)."""
+    cmd = " ".join(capbench_cmd("run", "--backends", "afp-v3", "--sizes", "64", "--duration", "3", "--no-report",
+                                "--results", str(tmp_path), *extra))
+    # Bytes, not text: text mode would turn the live line's carriage returns into line ends.
+    p = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True,
+                       env={**capbench_env(), "COLUMNS": "200"}, timeout=120, stdin=subprocess.DEVNULL)
+    out = p.stdout.decode(errors="replace")
+    assert p.returncode in (0, 3), out
+    return out
+
+
+def test_live_line_on_a_terminal_and_not_with_quiet(tmp_path):
+    shown = run_on_terminal(tmp_path / "a")
+    updates = [u for u in shown.split("\r") if u.startswith(LIVE) and "iperf afp-v3 64 B at 100%" in u]
+    assert len(updates) >= 2, shown[-2000:]
+    assert any("captured" in u and "% busy" in u for u in updates), updates
+    quiet = run_on_terminal(tmp_path / "b", "--quiet")
+    assert "iperf afp-v3 64 B at 100%:" not in quiet
