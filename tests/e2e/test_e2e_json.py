@@ -60,3 +60,16 @@ def test_live_line_on_a_terminal_and_not_with_quiet(tmp_path):
     assert any("captured" in u and "% busy" in u for u in updates), updates
     quiet = run_on_terminal(tmp_path / "b", "--quiet")
     assert "iperf afp-v3 64 B at 100%:" not in quiet
+
+
+def test_backends_json_lists_every_declared_backend_and_program():
+    from capbench import declared
+    from capbench.trial import apps
+
+    p = run_capbench("backends", "--json")
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [m["name"] for m in lines if m["type"] == "backend"] == list(declared.backend_names())
+    assert {m["name"] for m in lines if m["type"] == "program"} == set(apps.builtin())
+    assert all(set(m) == {"type", "name", "works", "why"} and isinstance(m["works"], bool) for m in lines)
+    assert all(m["works"] for m in lines if m["name"] in ("afp-v3", "pcap", "tcpdump")), lines

@@ -4,6 +4,7 @@ what a finished run (or two) recorded, read back from its results folder."""
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -18,11 +19,21 @@ from capbench.trial import apps
 
 def cmd_backends(args: argparse.Namespace) -> int:
     """Every backend capbench-cap declares, and whether it works here (a capbench-cap that is
-    missing or cannot describe itself is one line: the backends are what it says they are)."""
+    missing or cannot describe itself is one line: the backends are what it says they are); with
+    --json, one JSON line each (docs/json.md)."""
+    as_json = bool(getattr(args, "json", False))
+
+    def show(kind: str, name: str, ok: bool, why: str, width: int) -> None:
+        if as_json:
+            print(json.dumps({"type": kind, "name": name, "works": ok, "why": why}, separators=(",", ":")))
+        else:
+            print(f"{name:<{width}} {'works here' if ok else 'does not work here'}: {why}")
+
     for name in declared.backend_names():
         ok, why = preflight.backend_status(name)
-        print(f"{name:<8} {'works here' if ok else 'does not work here'}: {why}")
-    print("capture programs (the thing under test: `capbench run --backends NAME`, docs/apps.md):")
+        show("backend", name, ok, why, 8)
+    if not as_json:
+        print("capture programs (the thing under test: `capbench run --backends NAME`, docs/apps.md):")
     programs = apps.registry(getattr(args, "apps_file", None) or (), reserved=declared.backend_names())
     for name, app in programs.items():
         try:
@@ -30,7 +41,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
             ok, why = True, f"{shutil.which(app.program)}; {app.summary}"
         except UsageError as e:
             ok, why = False, str(e)
-        print(f"{name:<11} {'works here' if ok else 'does not work here'}: {why}")
+        show("program", name, ok, why, 11)
     return 0
 
 

@@ -345,6 +345,9 @@ def build_parser() -> Parser:
     backends = sub.add_parser("backends", help="list the capture backends and programs, and whether they work here")
     backends.add_argument("--apps-file", metavar="FILE.toml", action="append",
                           help="also list the capture programs of these adapter files (docs/apps.md)")
+    backends.add_argument("--json", action="store_true",
+                          help="one JSON line per backend and program on stdout: type (backend or program), name, "
+                               "works (true or false), why (docs/json.md)")
 
     side = sub.add_parser("side", help="internal: one capture side of a topology's run on this host, "
                                        "started over ssh by capbench run --topology (docs/topology.md)")
