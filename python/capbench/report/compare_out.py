@@ -19,23 +19,12 @@ from capbench.trial.accounting import format_pct
 from capbench.report import html, plots
 from capbench.report.answers import metric
 from capbench.report.compare import WATCHED, Change, Comparison
-from capbench.report.keys import SettingsKey, series_labels
+from capbench.report.keys import SettingsKey, key_labels
 from capbench.report.stats import fmt_loss
 from capbench.report.tables_md import md_table
 
 HEADERS = ("Measurement", "Figure", "A", "B", "Change", "Verdict")
 COLORS = {"worse": "#d62728", "better": "#2ca02c", "": "#9e9e9e"}
-
-
-def key_labels(keys: list[SettingsKey]) -> dict[SettingsKey, str]:
-    """Short names: the series label (backend and what differs), frame length, and the rate where two
-    measurements differ by it alone (a search's answer has no rate of its own)."""
-    labels = series_labels(k.series for k in keys)
-    rates: dict[tuple, set[str]] = {}
-    for k in keys:
-        rates.setdefault((k.series, k.frame_len), set()).add(k.rate)
-    return {k: f"{labels[k.series]} {k.frame_len} B"
-            + (f" at {k.rate}" if k.rate and len(rates[k.series, k.frame_len]) > 1 else "") for k in keys}
 
 
 def _counted(c: Change) -> bool:

@@ -532,9 +532,17 @@ FIGURES: tuple[FigureSpec, ...] = (
 def save(fig: Figure, stem: Path) -> tuple[Path, Path]:
     """stem.png and stem.svg; SVG text stays text (searchable, and the legends name the series)."""
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": stem.name}):
-        for path, kw in ((png, {"dpi": 110, "metadata": {"Software": None}}), (svg, {"metadata": {"Date": None}})):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=path.suffix[1:], **kw)
-            inputs.write_own(path, buf.getvalue())
+    write_figure(fig, png)
+    write_figure(fig, svg)
     return png, svg
+
+
+def write_figure(fig: Figure, path: Path) -> Path:
+    """One file of a figure, its format by its suffix (.png or .svg), the same bytes for the same
+    figure (no date, no random ids)."""
+    kw = {"dpi": 110, "metadata": {"Software": None}} if path.suffix == ".png" else {"metadata": {"Date": None}}
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": path.stem}):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=path.suffix[1:], **kw)
+        inputs.write_own(path, buf.getvalue())
+    return path
