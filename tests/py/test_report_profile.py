@@ -1,6 +1,6 @@
 """The report of a profiled run (--profile): the figure of where the receive CPU's time goes, the flame
-graph of each trial, the section of report.html, tables.md and tables.txt; drawn from a real run
-(tests/py/fixtures/make_profile_runs.py says how it was made)."""
+graph of each trial, the section of report.html, tables.md and tables.txt, and compare; drawn from
+two real runs (tests/py/fixtures/make_profile_runs.py says how they were made)."""
 
 import dataclasses
 import json
@@ -12,14 +12,15 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from capbench.errors import UsageError
 from capbench.profile import groups
-from capbench.report import flamegraph, plots
+from capbench.report import compare, compare_out, flamegraph, plots
 from capbench.report.load import Trial, load_run
 from capbench.report.writer import write_report
 from report_files import FIXTURE as UNPROFILED
 from report_files import assert_png, svg_texts
+from test_cli import capbench
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-PLAIN = FIXTURES / "run-profile"
+PLAIN, SPIN = FIXTURES / "run-profile", FIXTURES / "run-profile-spin"
 FOLDED = {p.name: p for p in (PLAIN / "profiles").glob("*.folded")}
 
 
@@ -257,3 +258,79 @@ def test_a_run_without_profiles_says_so(tmp_path):
     assert "No trial of this run was profiled" in part and "--profile" in part
     assert not list(rep.dir.glob("flame-*")) and rep.flame_graphs == {}
     assert "Where the CPU time goes" not in rep.markdown.read_text()
+
+
+# --- compare -------------------------------------------------------------------------------
+
+
+def test_compare_shows_how_each_group_of_the_receive_cpu_changed(tmp_path):
+    cmp = compare.compare(load_run(PLAIN), load_run(SPIN))
+    keys = {pc.key for pc in cmp.profile}
+    assert {(k.series.backend, k.frame_len) for k in keys} == {("pcap", 1518), ("afp-v3", 1518)}
+    a, b = records(PLAIN)["pcap", 1518]["profile"], records(SPIN)["pcap", 1518]["profile"]
+    rows = {pc.group: pc for pc in cmp.profile if pc.key.series.backend == "pcap"}
+    assert list(rows) == [compare.TOTAL, *groups.table().names()]
+    total = rows[compare.TOTAL]
+    rx_a, rx_b = a["roles"]["receive"], b["roles"]["receive"]
+    assert total.ns.delta == pytest.approx(rx_b["ns_per_packet"] - rx_a["ns_per_packet"])
+    app = rows["app"]
+    assert app.share.delta > 20 and app.ns.delta > 3000  # the counter's spin, on the receive CPU
+    assert app.ns.delta == pytest.approx(rx_b["groups_ns_per_packet"]["app"] - rx_a["groups_ns_per_packet"]["app"])
+    assert rows["idle"].ns is None
+    assert not any(c.judged for pc in cmp.profile for c in (pc.share, pc.ns) if c is not None)
+    assert cmp.regressions(0) == []  # and never a regression
+    text = compare_out.terminal_text(cmp)
+    assert compare_out.PROFILE_TITLE in text and "shown, not judged" in text
+    line = next(x for x in text.splitlines() if "the application" in x and "pcap" not in x)
+    assert "+3,486 (×32.4)" in text and line
+    out = tmp_path / "cmp"
+    p = capbench("compare", str(PLAIN), str(SPIN), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    md = (out / "compare.md").read_text()
+    assert f"## {compare_out.PROFILE_TITLE}" in md and "| pcap 1518 B | receive CPU, busy |" in md
+    assert "Verdict" not in md.split(compare_out.PROFILE_TITLE)[1]  # nothing to judge: no such column
+    page = (out / "compare.html").read_text()
+    assert "Each group of receive work, B against A" in page and "buffer and skb alloc/free" in page
+
+
+def repeated(src: Path, dest: Path, scale: float) -> Path:
+    """`src`'s pcap 1518 B trial three times over, its receive CPU's figures scaled by 1, scale, scale²
+    (each repetition a little off the others)."""
+    r = records(src)["pcap", 1518]
+    lines = []
+    for k in range(3):
+        x = json.loads(json.dumps(r))
+        rx = x["profile"]["roles"]["receive"]
+        f = scale ** k
+        rx["groups_pct"] = {g: v * f for g, v in rx["groups_pct"].items()}
+        rx["groups_ns_per_packet"] = {g: v * f for g, v in rx["groups_ns_per_packet"].items()}
+        rx["ns_per_packet"] *= f
+        x["repeat"], x["step"] = k + 1, x["step"].replace("rep=1", f"rep={k + 1}")
+        lines.append(json.dumps(x))
+    dest.mkdir()
+    shutil.copy(src / "run.json", dest / "run.json")
+    (dest / "trials.jsonl").write_text("\n".join(lines) + "\n")
+    return dest
+
+
+def test_with_repetitions_a_profile_s_change_is_judged(tmp_path):
+    cmp = compare.compare(load_run(repeated(PLAIN, tmp_path / "a", 1.01)),
+                          load_run(repeated(SPIN, tmp_path / "b", 0.99)))
+    rows = {pc.group: pc for pc in cmp.profile}
+    assert rows["app"].share.by_repetitions and rows["app"].share.significant and rows["app"].share.p is not None
+    assert compare_out.profile_verdict(rows["app"].share) == "more"
+    assert compare_out.profile_verdict(rows[compare.TOTAL].ns) == "more"
+    assert {c.metric.name for c in cmp.regressions(0)} <= set(compare.WATCHED)  # the app load's, not a profile's
+    text = compare_out.terminal_text(cmp)
+    assert "Verdict" in text.split(compare_out.PROFILE_TITLE)[1] and "Holm" in text
+
+
+def test_a_measurement_profiled_in_one_run_only_is_named(tmp_path):
+    bare = copy(SPIN, tmp_path / "bare")
+    rewrite(bare, lambda r: r | {"profile": {}})
+    cmp = compare.compare(load_run(PLAIN), load_run(bare))
+    assert cmp.profile == [] and {w for _k, w in cmp.profiled_once} == {"A"}
+    assert "Profiled in one run only" in compare_out.terminal_text(cmp)
+    plain = compare.compare(load_run(UNPROFILED), load_run(UNPROFILED))
+    assert plain.profile == [] and plain.profiled_once == []
+    assert compare_out.PROFILE_TITLE not in compare_out.markdown(plain)
