@@ -48,8 +48,9 @@ def test_loss_layers_show_a_short_generator_s_loss_and_no_bar_for_a_lower_bound(
 
 def test_figures_without_records_are_skipped_with_a_reason(report):
     skipped = {f.name: f.skipped for f in report.figures if f.skipped is not None}
-    assert set(skipped) == {"rfc2544", "sweep", "repetitions", "loss_groups", "latency"}
+    assert set(skipped) == {"rfc2544", "sweep", "repetitions", "loss_groups", "latency", "cpu_time"}
     assert "--method rfc2544" in skipped["rfc2544"]
+    assert "--profile" in skipped["cpu_time"]
     assert "--repeat" in skipped["repetitions"]
     page = report.html.read_text()
     for reason in skipped.values():

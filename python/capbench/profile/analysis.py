@@ -155,6 +155,10 @@ def cpu_labels(roles: Mapping[str, Role], cpus: Iterable[int]) -> dict[int, str]
     return labels
 
 
+# The folded stacks' mark of a kernel frame (stackcollapse-perf.pl --kernel's): `veth_poll_[k]`.
+KERNEL_MARK = "_[k]"
+
+
 def _folded_name(text: str) -> str:
     # The folded format separates frames with ";" and ends a line with " COUNT".
     return text.replace(";", ":")
@@ -167,7 +171,7 @@ def folded(samples: Sequence[Sample], roles: Mapping[str, Role]) -> dict[str, in
     labels = cpu_labels(roles, (s.cpu for s in samples))
     stacks: Counter[str] = Counter()
     for s in samples:
-        names = [_folded_name(f.symbol + ("_[k]" if f.kernel else "")) for f in reversed(s.frames)]
+        names = [_folded_name(f.symbol + (KERNEL_MARK if f.kernel else "")) for f in reversed(s.frames)]
         stacks[";".join([labels[s.cpu], _folded_name(s.comm or "?"), *names])] += 1
     return dict(stacks)
 

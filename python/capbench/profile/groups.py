@@ -112,6 +112,16 @@ def group_of(kernel_frames: Sequence[str], reaches_user: bool, idle_task: bool, 
     return t.by_kind(USER).name if reaches_user else t.by_kind(REST).name
 
 
+def frame_group(symbol: str, path: Path = TABLE) -> str | None:
+    """The group one kernel frame's function belongs to (a flame graph's colour): the group that
+    names it, the idle group for a frame of the idle loop, None when no group names it."""
+    funcs, _, idle = _matchers(path)
+    found = funcs.match(symbol)
+    if found is None and idle.match(symbol):
+        return table(path).by_kind(IDLE).name
+    return found
+
+
 def is_net_rx(kernel_frames: Iterable[str], path: Path = TABLE) -> bool:
     """The sample ran NET_RX receive work (the softirq, a NAPI thread, busy polling)."""
     net_rx = _matchers(path)[1]

@@ -22,6 +22,14 @@ measurement that is a lower bound in either run (capbench.methods.verdict: the g
 fell short of the offered load and nothing was lost) is shown but never judged and never a
 regression: it did not measure the capture method at that load. One whose generator fell
 short but that lost frames is judged: its loss is capture loss at the rate sent.
+
+Profiles (--profile), where both runs profiled a measurement: how each group of receive work
+(capbench/profile/groups.toml) changed its share of the receive CPU's time (points) and its
+CPU time per captured packet, and the receive CPU's busy time per packet in all. A profile is
+one sample per trial: with repetitions in both runs the t-test judges these figures too (Holm
+over the profile's figures, apart from the others); without, the change is shown and not
+judged (--threshold does not apply: one profile's shares move with its sampling). They are
+never regressions: a share that grows is not worse by itself.
 """
 
 from __future__ import annotations
@@ -31,12 +39,15 @@ import math
 from dataclasses import dataclass, field
 
 from capbench.errors import UsageError
+from capbench.profile import groups as cpu_groups
 from capbench.report import answers as answers_mod
+from capbench.report import profiles
 from capbench.report.answers import AnswerGroup
 from capbench.report.keys import IDENTITY_TEXT, SettingsKey
 from capbench.report.load import RunData
 from capbench.report.stats import (CPU_LEAST_CHANGE_PTS, METRICS, SIGNIFICANCE, SIGNIFICANCE_LEVEL, Group, Metric,
-                                   Stat, iperf_groups, p_value)
+                                   Stat, iperf_groups, p_value, stat_of)
+from capbench.trial.record import TrialResult
 COMPARED = ("rx_pps", "loss_pct", "link_pct", "backlog_pct", "socket_pct", "unexplained_pct", "app_cpu_pct",
             "kernel_cpu_pct")
 # The figures --fail-on-regression watches; the loss layers are the loss split up.
@@ -95,6 +106,21 @@ class Change:
         return rel is None or abs(rel) > pct
 
 
+TOTAL = "all"  # a profile's row of the receive CPU's busy time, every group together
+TOTAL_LABEL = "receive CPU, busy"
+NS_PER_PACKET = "ns/packet"
+
+
+@dataclass(frozen=True)
+class ProfileChange:
+    """How one group's part of the receive CPU changed between two runs' profiles of a measurement."""
+
+    key: SettingsKey
+    group: str  # a group of groups.toml, or TOTAL
+    share: Change  # its share of the receive CPU's time over the load window, in % (points)
+    ns: Change | None  # its CPU time per captured packet (None: idle, or a run captured nothing)
+
+
 @dataclass(frozen=True)
 class Comparison:
     a: RunData
@@ -104,6 +130,8 @@ class Comparison:
     only_b: list[SettingsKey]
     threshold_pct: float | None
     unanswered: list[tuple[SettingsKey, str, str]] = field(default_factory=list)  # (key, figure, "A"/"B"/"A and B")
+    profile: list[ProfileChange] = field(default_factory=list)  # measurements both runs profiled
+    profiled_once: list[tuple[SettingsKey, str]] = field(default_factory=list)  # (key, the run, "A" or "B")
 
     @property
     def by_repetitions(self) -> bool:
@@ -208,6 +236,59 @@ def answer_changes(ga: AnswerGroup, gb: AnswerGroup, threshold_pct: float | None
     return changes, unanswered
 
 
+def _receive_value(group: str, ns: bool, role: profiles.RoleTime) -> float | None:
+    if ns:
+        return role.ns_per_packet if group == TOTAL else role.groups_ns.get(group)
+    return role.busy_window_pct if group == TOTAL else role.window_pct(group)
+
+
+def _profile_metric(group: str, ns: bool) -> Metric:
+    """A figure of a trial's receive CPU (NaN where the trial's profile has none): a group's share
+    of its time over the window (or all its busy time's: TOTAL), or its CPU ns per captured packet."""
+    def get(r: TrialResult) -> float:
+        p = profiles.profile_of(r)
+        v = _receive_value(group, ns, p.receive) if p is not None and p.receive is not None else None
+        return math.nan if v is None else v
+
+    label = TOTAL_LABEL if group == TOTAL else cpu_groups.table().label(group)
+    if ns:
+        return Metric(f"rx_ns:{group}", label, NS_PER_PACKET, False, get)
+    return Metric(f"rx_share:{group}", label, "% of the receive CPU", False, get, least_change=CPU_LEAST_CHANGE_PTS)
+
+
+def _profile_stat(metric: Metric, g: Group) -> Stat | None:
+    """The figure over the repetitions that count and were profiled; None when none was."""
+    values = [v for t in g.used if not math.isnan(v := metric.get(t.result))]
+    return stat_of(values) if values else None
+
+
+def profile_changes(keys: list[SettingsKey], groups_a: dict[SettingsKey, Group], groups_b: dict[SettingsKey, Group]
+                    ) -> tuple[list[ProfileChange], list[tuple[SettingsKey, str]]]:
+    """Of the measurements both runs hold: the changes of those both profiled (judged by their
+    repetitions only, Holm over these figures alone), and those one run profiled."""
+    table = cpu_groups.table()
+    idle = table.by_kind(cpu_groups.IDLE).name
+    out: list[ProfileChange] = []
+    once = []
+    for key in keys:
+        ga, gb = groups_a[key], groups_b[key]
+        total = _profile_metric(TOTAL, False)
+        profiled = [name for name, g in (("A", ga), ("B", gb)) if _profile_stat(total, g) is not None]
+        if len(profiled) < 2:
+            once += [(key, name) for name in profiled]
+            continue
+        for group in [TOTAL, *table.names()]:
+            found = []
+            for metric in (_profile_metric(group, False), _profile_metric(group, True) if group != idle else None):
+                sa, sb = (_profile_stat(metric, ga), _profile_stat(metric, gb)) if metric else (None, None)
+                found.append(judge(key, metric, sa, sb, None) if metric and sa and sb else None)
+            assert found[0] is not None
+            out.append(ProfileChange(key, group, found[0], found[1]))
+    judged = iter(holm([c for pc in out for c in (pc.share, pc.ns) if c is not None]))
+    return [dataclasses.replace(pc, share=next(judged), ns=next(judged) if pc.ns is not None else None)
+            for pc in out], once
+
+
 def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Comparison:
     """B against A; `threshold_pct` (--threshold): the relative change that counts where a
     measurement was not repeated in both runs (None: such changes are not judged)."""
@@ -236,7 +317,8 @@ def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Compa
     changes = holm(changes)
     only_a = [k for k in groups_a if k not in groups_b] + [k for k in answers_a if k not in answers_b]
     only_b = [k for k in groups_b if k not in groups_a] + [k for k in answers_b if k not in answers_a]
-    return Comparison(a, b, changes, only_a, only_b, threshold_pct, unanswered)
+    profile, once = profile_changes(common, groups_a, groups_b)
+    return Comparison(a, b, changes, only_a, only_b, threshold_pct, unanswered, profile, once)
 
 
 def _some(keys: list[SettingsKey]) -> str:

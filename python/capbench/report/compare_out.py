@@ -18,29 +18,19 @@ from capbench import inputs
 from capbench.trial.accounting import format_pct
 from capbench.report import html, plots
 from capbench.report.answers import metric
-from capbench.report.compare import WATCHED, Change, Comparison
-from capbench.report.keys import SettingsKey, series_labels
-from capbench.report.stats import fmt_loss
+from capbench.report.compare import NS_PER_PACKET, TOTAL_LABEL, WATCHED, Change, Comparison
+from capbench.report.keys import SettingsKey, key_labels
+from capbench.report.stats import CPU_LEAST_CHANGE_PTS, SIGNIFICANCE, fmt_loss
 from capbench.report.tables_md import md_table
 
 HEADERS = ("Measurement", "Figure", "A", "B", "Change", "Verdict")
 COLORS = {"worse": "#d62728", "better": "#2ca02c", "": "#9e9e9e"}
 
 
-def key_labels(keys: list[SettingsKey]) -> dict[SettingsKey, str]:
-    """Short names: the series label (backend and what differs), frame length, and the rate where two
-    measurements differ by it alone (a search's answer has no rate of its own)."""
-    labels = series_labels(k.series for k in keys)
-    rates: dict[tuple, set[str]] = {}
-    for k in keys:
-        rates.setdefault((k.series, k.frame_len), set()).add(k.rate)
-    return {k: f"{labels[k.series]} {k.frame_len} B"
-            + (f" at {k.rate}" if k.rate and len(rates[k.series, k.frame_len]) > 1 else "") for k in keys}
-
-
 def _counted(c: Change) -> bool:
-    """A figure counted in packets or frames (a rate, a burst), not a share."""
-    return c.metric.name == "rx_pps" or (c.answer and c.metric.unit in ("pps", "frames"))
+    """A figure counted in packets, frames or ns (a rate, a burst, CPU time per packet), not a share."""
+    return (c.metric.name == "rx_pps" or (c.answer and c.metric.unit in ("pps", "frames"))
+            or c.metric.unit == NS_PER_PACKET)
 
 
 def fmt_value(c: Change, which: str) -> str:
@@ -124,6 +114,77 @@ def rows(cmp: Comparison) -> list[list[str]]:
     return out
 
 
+PROFILE_TITLE = "Where the receive CPU's time goes (--profile), B against A"
+PROFILE_HEADERS = ("Measurement", "Receive CPU", "A [%]", "B [%]", "Change [pts]", "A [ns/packet]", "B [ns/packet]",
+                   "Change [ns/packet]", "Verdict")
+
+
+def profile_verdict(c: Change) -> str:
+    """A profile's figure has no better or worse: a change beyond the noise is "more" or "less"."""
+    v = verdict(c)
+    return ("more" if c.delta > 0 else "less") if v in ("worse", "better") else v
+
+
+def _signed(value: float, fmt: str) -> str:
+    text = format(value, fmt)
+    return "0" if float(text.replace(",", "")) == 0 else text
+
+
+def profile_judged(cmp: Comparison) -> bool:
+    return any(c.judged for pc in cmp.profile for c in (pc.share, pc.ns) if c is not None)
+
+
+def profile_headers(cmp: Comparison) -> tuple[str, ...]:
+    """PROFILE_HEADERS; without the verdict where nothing could be judged (the headline says why)."""
+    return PROFILE_HEADERS if profile_judged(cmp) else PROFILE_HEADERS[:-1]
+
+
+def profile_rows(cmp: Comparison) -> list[list[str]]:
+    """A row per group of each measurement both runs profiled (the receive CPU's busy time first):
+    its share of the receive CPU's time, its ns per captured packet, and where anything could be
+    judged the verdict; a group that is 0 in both runs is left out."""
+    labels = key_labels([pc.key for pc in cmp.profile])
+    judged = profile_judged(cmp)
+    out, last = [], None
+    for pc in cmp.profile:
+        if all(c is None or (c.a.exact_zero and c.b.exact_zero) for c in (pc.share, pc.ns)):
+            continue
+        name = labels[pc.key] if pc.key != last else ""
+        last = pc.key
+        ns = ([fmt_value(pc.ns, "a"), fmt_value(pc.ns, "b"),
+               _signed(pc.ns.delta, "+,.0f") + (f" ({fmt_relative(pc.ns)})" if pc.ns.delta else "")]
+              if pc.ns else ["—"] * 3)
+        row = [name, pc.share.metric.label, fmt_value(pc.share, "a"), fmt_value(pc.share, "b"),
+               _signed(pc.share.delta, "+.1f"), *ns]
+        if judged:
+            verdicts = list(dict.fromkeys(profile_verdict(c) for c in (pc.share, pc.ns) if c is not None))
+            row.append(verdicts[0] if len(verdicts) == 1 else f"share {verdicts[0]}; ns/packet {verdicts[1]}")
+        out.append(row)
+    return out
+
+
+def profile_headline(cmp: Comparison) -> list[str]:
+    """What the profiles' table shows and how it is judged; [] when no measurement was profiled in a run."""
+    lines = []
+    keys = list(dict.fromkeys(pc.key for pc in cmp.profile))
+    if keys:
+        judged = profile_judged(cmp)
+        lines.append(
+            f"Where the receive CPU's time goes: {_plural(len(keys), 'measurement')} profiled in both runs. Each "
+            f"group's share of the receive CPU's time over the load window (%, its change in points), and its CPU "
+            f"time per captured packet; \"{TOTAL_LABEL}\" is all of its busy time. A profile is one sample per "
+            f"trial: " + (f"where both runs repeated a measurement, a change counts when {SIGNIFICANCE} finds it "
+                          f"(Holm over the profiles' figures), and a share must also change by more than "
+                          f"{CPU_LEAST_CHANGE_PTS:g} points" if judged else
+                          "no measurement was repeated in both runs, so these changes are shown, not judged "
+                          "(run both with --repeat N)") + "; a profile's figure is never a regression.")
+    if cmp.profiled_once:
+        labels = key_labels([k for k, _w in cmp.profiled_once])
+        lines.append("Profiled in one run only (not compared): "
+                     + "; ".join(f"{labels[k]} in {w}" for k, w in cmp.profiled_once) + ".")
+    return lines
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
@@ -169,15 +230,24 @@ def metric_label(name: str) -> str:
     return metric(name).label
 
 
-def terminal(cmp: Comparison, console: Console) -> None:
-    table = Table(title="capbench compare: B against A", box=box.SIMPLE_HEAD, title_justify="left")
-    for h in HEADERS:
-        table.add_column(Text(h), justify="left" if h in ("Measurement", "Figure", "Verdict") else "right")
+def _terminal_table(title: str, headers: tuple[str, ...], rows_: list[list[str]]) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    for i, h in enumerate(headers):
+        left = h in ("Measurement", "Figure", "Receive CPU", "Verdict")
+        table.add_column(Text(h), justify="left" if left else "right", no_wrap=i == 1)
     styles = {"worse": "red", "better": "green"}
-    for row in rows(cmp):
+    for row in rows_:
         table.add_row(*(Text(cell) for cell in row), style=styles.get(row[-1]))  # Text: "[pps]" is not markup
-    console.print(table)
+    return table
+
+
+def terminal(cmp: Comparison, console: Console) -> None:
+    console.print(_terminal_table("capbench compare: B against A", HEADERS, rows(cmp)))
     for line in headline(cmp):
+        console.print(Text(line))
+    if cmp.profile:
+        console.print(_terminal_table(PROFILE_TITLE, profile_headers(cmp), profile_rows(cmp)))
+    for line in profile_headline(cmp):
         console.print(Text(line))
 
 
@@ -190,6 +260,9 @@ def terminal_text(cmp: Comparison, width: int = 140) -> str:
 def markdown(cmp: Comparison) -> str:
     parts = ["# capbench compare\n", *[f"- {line}" for line in headline(cmp)], "",
              md_table(HEADERS, rows(cmp)), ""]
+    if cmp.profile or cmp.profiled_once:
+        parts += [f"## {PROFILE_TITLE}\n", *[f"- {line}" for line in profile_headline(cmp)], ""]
+        parts += [md_table(profile_headers(cmp), profile_rows(cmp)), ""] if cmp.profile else []
     for name, keys in (("Only in A", cmp.only_a), ("Only in B", cmp.only_b)):
         if keys:
             parts += [f"## {name}\n", *[f"- {k.text()}" for k in keys], ""]
@@ -283,6 +356,11 @@ def page(cmp: Comparison, svg_text: str) -> str:
         ("Figure", html.figure_html("Changes", svg_text, "Captured rate in % of A; loss and CPU in points. "
                                     "Coloured: beyond the noise.", None, "compare")),
     ]
+    if cmp.profile or cmp.profiled_once:
+        sections.append((PROFILE_TITLE, html.bullet_list(profile_headline(cmp)) + (html.table_html(html.Table(
+            "Each group of receive work, B against A", list(profile_headers(cmp)), profile_rows(cmp),
+            text_last=profile_judged(cmp), text_columns=(0, 1), wide=True))
+            if cmp.profile else "")))
     for name, keys in (("Only in A", cmp.only_a), ("Only in B", cmp.only_b)):
         if keys:
             sections.append((name, html.bullet_list(k.text() for k in keys)))

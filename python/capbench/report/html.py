@@ -26,6 +26,7 @@ p.note { font-size: .85em; color: #444; margin: -1em 0 1em; max-width: 60em; }
 .skipped { color: #666; } figure { margin: 1em 0 2em; } figure svg { max-width: 100%; height: auto; }
 .kv { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; } .kv table { font-size: .85em; }
 figcaption { font-size: .9em; color: #444; max-width: 60em; } code { background: #f3f3f3; padding: 0 .2em; }
+div.wide { overflow-x: auto; } div.wide table { font-size: .8em; } div.wide th, div.wide td { padding: .2em .4em; }
 """
 
 
@@ -36,6 +37,9 @@ class Table:
     rows: list[list[str]]
     row_classes: list[str] | None = None  # one CSS class per row ("short", "lossy", ...) or ""
     text_last: bool = True  # the last column is text (a note, a verdict): left-aligned
+    text_columns: tuple[int, ...] = ()  # other columns of text, left-aligned
+    links: list[str | None] | None = None  # per row, what its last cell links to (a file beside the page)
+    wide: bool = False  # many columns: smaller text, scrolled sideways where the page is too narrow
 
 
 def esc(value: Any) -> str:
@@ -55,17 +59,27 @@ def inline_svg(svg_text: str, prefix: str) -> str:
 
 
 def table_html(t: Table) -> str:
-    last = len(t.headers) - 1 if t.text_last else -1
-    head = "".join(f'<th class="text">{esc(h)}</th>' if i == last else f"<th>{esc(h)}</th>"
-                   for i, h in enumerate(t.headers))
+    last = len(t.headers) - 1
+    text = set(t.text_columns) | ({last} if t.text_last else set())
+
+    def cell(tag: str, j: int, content: str) -> str:
+        return f'<{tag} class="text">{content}</{tag}>' if j in text else f"<{tag}>{content}</{tag}>"
+
+    head = "".join(cell("th", i, esc(h)) for i, h in enumerate(t.headers))
     body = []
     for i, row in enumerate(t.rows):
         cls = (t.row_classes or [""] * len(t.rows))[i]
-        cells = "".join(f'<td class="text">{esc(c)}</td>' if j == last else f"<td>{esc(c)}</td>"
+        href = t.links[i] if t.links else None
+        cells = "".join(cell("td", j, f'<a href="{esc(href)}">{esc(c)}</a>' if href and j == last else _lines(c))
                         for j, c in enumerate(row))
         body.append(f'<tr class="{esc(cls)}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
-    return (f'<h3>{esc(t.title)}</h3>\n<table class="data"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")
+    table = f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return f'<h3>{esc(t.title)}</h3>\n' + (f'<div class="wide">{table}</div>' if t.wide else table)
+
+
+def _lines(text: str) -> str:
+    """A cell's text, escaped, its lines kept."""
+    return esc(text).replace("\n", "<br>")
 
 
 def kv_table(items: Iterable[tuple[str, Any]]) -> str:

@@ -264,6 +264,17 @@ def series_labels(keys: Iterable[SeriesKey]) -> dict[SeriesKey, str]:
     return labels
 
 
+def key_labels(keys: list[SettingsKey]) -> dict[SettingsKey, str]:
+    """Short names: the series label (backend and what differs), frame length, and the rate where two
+    measurements differ by it alone (a search's answer has no rate of its own)."""
+    labels = series_labels(k.series for k in keys)
+    rates: dict[tuple, set[str]] = {}
+    for k in keys:
+        rates.setdefault((k.series, k.frame_len), set()).add(k.rate)
+    return {k: f"{labels[k.series]} {k.frame_len} B"
+            + (f" at {k.rate}" if k.rate and len(rates[k.series, k.frame_len]) > 1 else "") for k in keys}
+
+
 def _pins_differ(keys: list[SeriesKey]) -> bool:
     """Whether the short pin names (A:A, A:B, auto) alone tell the placements apart."""
     full = {k.placement for k in keys}

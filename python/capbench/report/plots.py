@@ -27,12 +27,16 @@ from capbench.trial.accounting import format_pct  # noqa: E402
 from capbench.methods.verdict import measured  # noqa: E402
 from capbench.rates import link_name, wire_pps  # noqa: E402
 from capbench.report import answers as answers_mod  # noqa: E402
-from capbench.report import latency, stats  # noqa: E402
+from capbench.profile import groups as cpu_groups  # noqa: E402
+from capbench.report import latency, profiles, stats  # noqa: E402
 from capbench.report.answers import Answer  # noqa: E402
-from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels  # noqa: E402
+from capbench.report.keys import SeriesKey, cpus_used, key_labels, pin_of, series_key, series_labels  # noqa: E402
 from capbench.report.load import Trial  # noqa: E402
 from capbench.report.stats import Group, iperf_groups  # noqa: E402
 
+# The part of a CPU's time no sample covers (profiles.RoleTime.sampled): perf's cpu-clock does not
+# fire while a CPU idles without its tick (NO_HZ), and perf may lose samples (the record says so).
+UNSAMPLED_TEXT = "no sample: idle without a tick, or lost"
 # How a lower bound (verdict.LOWER_BOUND: the generator fell short, nothing was lost) is drawn and named.
 LOWER_BOUND_TEXT = "lower bound (generator short, nothing lost)"
 SHORT_NOTE = f"open marker: {LOWER_BOUND_TEXT}, not a capture result"
@@ -53,12 +57,18 @@ class Drawn:
     caption: str
 
 
+# The sections of report.html that show figures: most in "Figures", the profiles' in their own.
+FIGURES_SECTION = "Figures"
+PROFILE_SECTION = "Where the CPU time goes"
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     name: str  # file stem
     title: str
     # (the trials, the searches' answers: None derives them from the trials) -> the figure
     draw: Callable[[list[Trial], Sequence[Answer] | None], Drawn | Skipped]
+    section: str = FIGURES_SECTION  # the section of report.html that shows it
 
 
 # --- helpers -----------------------------------------------------------------------
@@ -517,6 +527,67 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     return Drawn(fig, caption)
 
 
+def cpu_time(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
+    """Where the receive CPU's time goes (--profile): a stacked bar per measurement of the groups of
+    profile/groups.toml, in % of that CPU's time over the load window and in its CPU time per
+    captured packet; the mean of the repetitions."""
+    found = profiles.receive_by_settings(trials)
+    if not found:
+        return Skipped(profiles.NOT_PROFILED if not profiles.profiled(trials) else
+                       "no trial's profile names the CPU of its receive work (it was not known)")
+    table = cpu_groups.table()
+    idle = table.by_kind(cpu_groups.IDLE).name
+    keys = list(found)
+    labels = key_labels(keys)
+    # Left: each group's share of the window (its share of the samples times the share of the
+    # window they cover), and the time no sample covers; right: CPU ns per captured packet.
+    pct = {k: {g: profiles.mean([r.window_pct(g) for _t, r in found[k]]) for g in table.names()} for k in keys}
+    unsampled = {k: profiles.mean([100.0 * (1.0 - r.sampled) for _t, r in found[k]]) for k in keys}
+    ns = {k: {g: profiles.mean([r.groups_ns[g] for r in rs]) for g in table.names() if g != idle}
+          for k in keys if (rs := [r for _t, r in found[k] if r.ns_per_packet is not None])}
+    fig = Figure(figsize=(12, 2.3 + 0.34 * len(keys)), layout="constrained")
+    ax_pct, ax_ns = fig.subplots(1, 2, sharey=True)
+    ys = list(range(len(keys)))
+    at_pct, at_ns = [0.0] * len(keys), [0.0] * len(keys)
+    style = {"edgecolor": "white", "linewidth": 0.5, "height": 0.7}
+    for g in table.names():
+        widths = [pct[k][g] for k in keys]
+        ax_pct.barh(ys, widths, left=at_pct, label=table.label(g), color=table.color(g), **style)
+        at_pct = [a + w for a, w in zip(at_pct, widths)]
+        if g != idle:
+            widths = [ns[k][g] if k in ns else 0.0 for k in keys]
+            ax_ns.barh(ys, widths, left=at_ns, color=table.color(g), **style)
+            at_ns = [a + w for a, w in zip(at_ns, widths)]
+    ax_pct.barh(ys, [unsampled[k] for k in keys], left=at_pct, label=UNSAMPLED_TEXT, color="white", hatch="///",
+                **style | {"edgecolor": table.color(idle)})
+    for i, k in enumerate(keys):
+        ax_ns.text(at_ns[i], i, f" {at_ns[i]:,.0f}" if k in ns else " no packet captured", va="center",
+                   fontsize="small", color="#333")
+    ax_ns.set_xlim(0, max(at_ns + [1.0]) * 1.15)  # room for the totals
+    ax_pct.set_xlim(0, 100)
+    ax_pct.set_yticks(ys, [labels[k] + (f" (mean of {len(found[k])})" if len(found[k]) > 1 else "") for k in keys])
+    ax_pct.invert_yaxis()
+    ax_pct.set_xlabel("share of the receive CPU's time over the load window [%]")
+    ax_ns.set_xlabel("receive CPU's busy time per captured packet [ns]")
+    for ax in (ax_pct, ax_ns):
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+    fig.legend(*ax_pct.get_legend_handles_labels(), loc="outside lower center", ncols=5, fontsize="small")
+    fig.suptitle("Where the receive CPU's time goes")
+    caption = ("Each bar: the CPU that did the kernel's receive work in the trial, its samples given to the groups "
+               "of capbench/profile/groups.toml (walked from the leaf: a helper counts for the group of the "
+               "function that called it). Left: each group's share of that CPU's time over the load window; "
+               f"hatched, the time no sample covers ({UNSAMPLED_TEXT}). Right: its busy time per captured packet, "
+               "in ns, the total at the bar's end.")
+    if any(pin_of(t) == "A:A" for rs in found.values() for t, _r in rs):
+        caption += (f" Where the capture process was placed on the receive CPU (A:A), its own time is in "
+                    f"\"{table.label(table.by_kind(cpu_groups.USER).name)}\".")
+    n = max(len(v) for v in found.values())
+    if n > 1:
+        caption += f" Bars are means of up to {n} repetitions."
+    return Drawn(fig, caption)
+
+
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("throughput", "Throughput vs frame length", throughput),
     FigureSpec("load", "Application and kernel load vs frame length", load),
@@ -526,15 +597,24 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("repetitions", "Repetitions: run-to-run spread", repetitions),
     FigureSpec("loss_groups", "Loss per group", loss_groups),
     FigureSpec("latency", "Latency percentiles vs load", latency_fig),
+    FigureSpec("cpu_time", "Where the receive CPU's time goes", cpu_time, PROFILE_SECTION),
 )
 
 
 def save(fig: Figure, stem: Path) -> tuple[Path, Path]:
     """stem.png and stem.svg; SVG text stays text (searchable, and the legends name the series)."""
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": stem.name}):
-        for path, kw in ((png, {"dpi": 110, "metadata": {"Software": None}}), (svg, {"metadata": {"Date": None}})):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=path.suffix[1:], **kw)
-            inputs.write_own(path, buf.getvalue())
+    write_figure(fig, png)
+    write_figure(fig, svg)
     return png, svg
+
+
+def write_figure(fig: Figure, path: Path) -> Path:
+    """One file of a figure, its format by its suffix (.png or .svg), the same bytes for the same
+    figure (no date, no random ids)."""
+    kw = {"dpi": 110, "metadata": {"Software": None}} if path.suffix == ".png" else {"metadata": {"Date": None}}
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": path.stem}):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=path.suffix[1:], **kw)
+        inputs.write_own(path, buf.getvalue())
+    return path

@@ -28,7 +28,7 @@ from capbench.trial.accounting import format_pct
 from capbench.methods.verdict import (CAPTURE_AT_SENT_RATE, SET_BY_GENERATOR, generator_short, generator_short_text,
                                       measured)
 from capbench.methods import registry
-from capbench.report import answer_tables
+from capbench.report import answer_tables, profiles
 from capbench.report import answers as answers_mod
 from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, pin_of, series_key,
                                   series_labels, settings_key)
@@ -330,6 +330,7 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
     sweeps = sweep_tables(records, found, sep="\n")
     for t in sweeps:
         _print_answer_table(console, t, TERMINAL_SWEEP_HEADERS)
+    _print_profile_table(console, records)
     shown = [t.result for t in iperf] + [t.result for t in records if registry.swept(t.method)
                                           and not registry.constant_load(t.method) and sweeps]
     note = short_note(shown)
@@ -345,6 +346,20 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
         console.print(f"No iperf-like trial and no search answer among the {len(trials)} trials "
                       f"(methods: {', '.join(sorted({r.method for r in trials}))}).")
 
+
+
+def _print_profile_table(console: Console, records: list[Trial]) -> None:
+    """--profile: the receive CPU's time per captured packet, its shares and top function, and the
+    counter's time, a row per profiled trial (report.html has the rest, and the flame graphs)."""
+    rows = profiles.rows(records, top=1)
+    if not rows:
+        return
+    table = _table("Where the CPU time goes (--profile)",
+                   [profiles.HEADERS[i].replace(" [", "\n[") for i in profiles.COMPACT])
+    for row in rows:
+        table.add_row(*(Text(c) for c in row.compact()))
+    console.print(table)
+    console.print(Text(f"  {profiles.sampling_text({}, records)}"))
 
 
 def _print_sensor_tables(console: Console, records: list[Trial]) -> None:

@@ -5,7 +5,8 @@
     trials.csv     one row per trial: the fields of trials.jsonl under the same names (a list or
                    an object as its JSON text), numbers at full precision, and the tables' Note
     <figure>.png / .svg   every figure this run has the records for
-    report.html    one self-contained page: metadata, summary, tables, figures
+    flame-<trial>.svg     the flame graph of each profiled trial (--profile), linked from report.html
+    report.html    one self-contained page: metadata, summary, tables, figures, where the CPU time goes
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from capbench import inputs
 from capbench.methods import registry
 from capbench.report import tables
 from capbench.errors import UsageError
-from capbench.report import answers, html, plots, summary, tables_md
-from capbench.report.load import RunData, load_run
+from capbench.report import answers, flamegraph, html, plots, profiles, summary, tables_md
+from capbench.report.flamegraph import FlameFile
+from capbench.report.load import RunData, Trial, load_run
 
 REPORT_DIR = "report"
 
@@ -35,6 +37,7 @@ class FigureFile:
     png: Path | None
     svg: Path | None
     skipped: str | None  # why it was not drawn
+    section: str = plots.FIGURES_SECTION  # the section of report.html that shows it
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Report:
     csv: Path
     text: Path
     figures: list[FigureFile]
+    flame_graphs: dict[str, FlameFile]  # by the folded file the records name
 
     @property
     def notes(self) -> list[str]:
@@ -64,10 +68,40 @@ def draw_figures(run: RunData, out: Path) -> list[FigureFile]:
     for spec in plots.FIGURES:
         drawn = spec.draw(run.trials, found)
         if isinstance(drawn, plots.Skipped):
-            files.append(FigureFile(spec.name, spec.title, "", None, None, drawn.reason))
+            files.append(FigureFile(spec.name, spec.title, "", None, None, drawn.reason, spec.section))
             continue
         png, svg = plots.save(drawn.figure, out / spec.name)
-        files.append(FigureFile(spec.name, spec.title, drawn.caption, png, svg, None))
+        files.append(FigureFile(spec.name, spec.title, drawn.caption, png, svg, None, spec.section))
+    return files
+
+
+def draw_flame_graphs(run: RunData, out: Path) -> dict[str, FlameFile]:
+    """A flame graph per folded file the profiled trials name (the sensors of one trial share
+    theirs), or why there is none (a file missing, unreadable or empty)."""
+    by_file: dict[str, list[Trial]] = {}
+    for t, p in profiles.profiled(run.trials):
+        if p.folded:
+            by_file.setdefault(p.folded, []).append(t)
+    files, taken = {}, set()
+    for folded_name, trials in by_file.items():
+        p = profiles.profile_of(trials[0])
+        assert p is not None
+        try:
+            folded = flamegraph.read(flamegraph.folded_path(run.path, folded_name))
+        except UsageError as e:
+            files[folded_name] = FlameFile(folded_name, None, str(e))
+            continue
+        if not folded.stacks:
+            files[folded_name] = FlameFile(folded_name, None, f"{folded_name} holds no stack"
+                                           + (f" ({folded.skipped:,} lines unreadable)" if folded.skipped else ""))
+            continue
+        r = trials[0].result
+        what = (f"{' + '.join(dict.fromkeys(t.result.backend for t in trials))}, {r.size_label} B, rate "
+                f"{r.rate or '—'} (trial of {r.started_at})")
+        lay = flamegraph.layout(folded)
+        fig = flamegraph.draw(lay, flamegraph.title(what, lay, folded, p.period_ns, p.hz))
+        files[folded_name] = FlameFile(folded_name, plots.write_figure(fig, out / flamegraph.file_name(folded_name,
+                                                                                                          taken)))
     return files
 
 
@@ -108,7 +142,43 @@ def metadata_groups(run: RunData) -> list[tuple[str, list[tuple[str, Any]]]]:
         if m.get(key)]
 
 
-def report_html(run: RunData, figures: list[FigureFile]) -> str:
+def flame_cell(profile: profiles.Profile, flames: dict[str, FlameFile] | None) -> tuple[str, str | None]:
+    """A profiled trial's flame graph in a table: (text, the file it links to, or None)."""
+    flame = flames.get(profile.folded) if flames is not None and profile.folded else None
+    if flame is not None and flame.svg is not None:
+        return "flame graph", flame.svg.name
+    if flame is not None:
+        return f"not drawn: {flame.problem}", None
+    return ("no folded stacks recorded" if not profile.folded else "—"), None
+
+
+PROFILE_TABLE = "Per trial: the receive CPU and the counter"
+NO_PROFILE = "No trial of this run was profiled: `capbench run --profile` samples every CPU with perf over each " \
+             "trial's load window and says here where the receive CPU's time went."
+
+
+def profile_html(run: RunData, figures: list[FigureFile], flames: dict[str, FlameFile] | None) -> str:
+    """The section of the profiles: how they were sampled, the figure, a row per profiled trial with
+    its flame graph, what perf warned of."""
+    rows = profiles.rows(run.trials)
+    parts = [f"<p>{html.esc(profiles.sampling_text(run.meta, run.trials) if rows else NO_PROFILE)}</p>"]
+    parts += [_figure_html(f) for f in figures if f.section == plots.PROFILE_SECTION]
+    if rows:
+        cells = [flame_cell(r.profile, flames) for r in rows]
+        parts.append(html.table_html(html.Table(PROFILE_TABLE, [*profiles.HEADERS, "Flame graph"],
+                                                [r.cells + [text] for r, (text, _href) in zip(rows, cells)],
+                                                text_columns=profiles.TEXT_COLUMNS,
+                                                links=[href for _text, href in cells], wide=True)))
+        parts += [f'<p class="note">{html.esc(n)}</p>' for n in profiles.notes(run.trials)]
+    return "\n".join(parts)
+
+
+def _figure_html(f: FigureFile) -> str:
+    return html.figure_html(f.title, f.svg.read_text(encoding="utf-8") if f.svg else None, f.caption, f.skipped,
+                            f.name)
+
+
+def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, FlameFile] | None = None) -> str:
     found = answers.run_answers(run)
     best, losses = summary.summary(run.trials, found)
     summary_html = ""
@@ -139,20 +209,19 @@ def report_html(run: RunData, figures: list[FigureFile]) -> str:
                                                        list(tables_md.LOSS_BIN_HEADERS), bins))
     if sensors := tables_md.sensors_note(run.trials):
         table_html += f'<p class="note">{html.esc(sensors)}</p>'
-    fig_html = "\n".join(
-        html.figure_html(f.title, f.svg.read_text(encoding="utf-8") if f.svg else None, f.caption, f.skipped, f.name)
-        for f in figures)
+    fig_html = "\n".join(_figure_html(f) for f in figures if f.section == plots.FIGURES_SECTION)
     sections = [
         ("Summary", summary_html or "<p>Neither iperf-like trials nor search answers to summarize: see the tables "
                                     "and figures below.</p>"),
         ("Run", html.kv_groups(metadata_groups(run))),
         ("Tables", table_html),
-        ("Figures", fig_html),
+        (plots.FIGURES_SECTION, fig_html),
+        (plots.PROFILE_SECTION, profile_html(run, figures, flames)),
     ]
     return html.page(f"capbench report: {run.name}", sections, run.notes)
 
 
-def markdown_report(run: RunData) -> str:
+def markdown_report(run: RunData, flames: dict[str, FlameFile] | None = None) -> str:
     found = answers.run_answers(run)
     best, losses = summary.summary(run.trials, found)
     parts = [f"# capbench report: {run.name}\n"]
@@ -163,6 +232,14 @@ def markdown_report(run: RunData) -> str:
     if losses:
         parts.append("## Where each backend starts to lose packets\n\n" + "\n".join(f"- {x}" for x in losses) + "\n")
     parts.append("## Tables\n\n" + tables_md.markdown(run.trials, found))
+    rows = profiles.rows(run.trials, top=1)
+    if rows:
+        cells = [flame_cell(r.profile, flames) for r in rows]
+        table = tables_md.md_table([*(profiles.HEADERS[i] for i in profiles.COMPACT), "Flame graph"],
+                                   [r.compact() + [f"[{text}]({href})" if href else text]
+                                    for r, (text, href) in zip(rows, cells)])
+        parts.append(f"## {plots.PROFILE_SECTION}\n\n{profiles.sampling_text(run.meta, run.trials)}\n\n{table}\n"
+                     + "".join(f"\n{n}\n" for n in profiles.notes(run.trials)))
     return "\n".join(parts)
 
 
@@ -174,16 +251,17 @@ def write_report(path: Path | str, out: Path | str | None = None) -> Report:
         out.mkdir(parents=True, exist_ok=True)
         text = out / "tables.txt"
         inputs.write_own(text, terminal_tables(run))
+        flames = draw_flame_graphs(run, out)
         md = out / "tables.md"
-        inputs.write_own(md, markdown_report(run))
+        inputs.write_own(md, markdown_report(run, flames))
         csv = out / "trials.csv"
         inputs.write_own(csv, tables_md.csv_text(run.trials))
         figures = draw_figures(run, out)
         page = out / "report.html"
-        inputs.write_own(page, report_html(run, figures))
+        inputs.write_own(page, report_html(run, figures, flames))
     except OSError as e:
         raise UsageError(f"cannot write the report into {out}: {e.strerror}: choose another folder with --out DIR") from None
-    return Report(run=run, dir=out, html=page, markdown=md, csv=csv, text=text, figures=figures)
+    return Report(run=run, dir=out, html=page, markdown=md, csv=csv, text=text, figures=figures, flame_graphs=flames)
 
 
 def outcome_line(report: Report) -> str:
