@@ -57,27 +57,28 @@ def test_the_figure_stacks_the_receive_cpu_s_groups_in_the_table_s_order(tmp_pat
     ax_pct, ax_ns = drawn.figure.axes
     table = groups.table()
     # one stacked bar segment per group, in groups.toml's order, then the time no sample covers
-    expected = [table.label(g) for g in table.names()] + [plots.UNSAMPLED_TEXT]
+    unsampled = table.by_kind(groups.UNSAMPLED).name
+    expected = [table.label(g) for g in table.names() if g != unsampled] + [table.label(unsampled)]
     assert [c.get_label() for c in ax_pct.containers] == expected
     labels = [t.get_text() for t in ax_pct.get_yticklabels()]
     assert labels == ["pcap 1518 B", "afp-v3 1518 B", "afxdp 1518 B", "xdp 64 B"]  # the order the trials ran
     rec = records(PLAIN)["pcap", 1518]["profile"]["roles"]["receive"]
-    covered = rec["samples"] / rec["expected_samples"]  # the receive CPU idled: few samples
-    assert covered < 0.2
-    for i, g in enumerate(table.names()):
+    # The receive CPU idled, and this VM's idle vCPU takes no sample: most of its time is unsampled.
+    assert rec["groups_pct"][unsampled] > 80
+    for i, g in enumerate(g for g in table.names() if g != unsampled):
         bar = ax_pct.containers[i][0]
-        assert bar.get_width() == pytest.approx(rec["groups_pct"][g] * covered), g
+        assert bar.get_width() == pytest.approx(rec["groups_pct"][g]), g
         assert bar.get_facecolor() == pytest.approx(plots.matplotlib.colors.to_rgba(table.color(g)))
-    assert ax_pct.containers[-1][0].get_width() == pytest.approx(100 * (1 - covered))
-    # ns per captured packet: the groups but idle add up to the receive CPU's busy time per packet
-    assert len(ax_ns.containers) == len(table.names()) - 1
+    assert ax_pct.containers[-1][0].get_width() == pytest.approx(rec["groups_pct"][unsampled])
+    # ns per captured packet: the groups but idle and unsampled add up to its busy time per packet
+    assert len(ax_ns.containers) == len(table.names()) - 2
     total = sum(c[0].get_width() for c in ax_ns.containers)
     assert total == pytest.approx(rec["ns_per_packet"], rel=1e-3)
     png, svg = plots.save(drawn.figure, tmp_path / "cpu_time")
     assert_png(png)
     texts = " ".join(svg_texts(svg))
     for text in ("Where the receive CPU's time goes", "[%]", "[ns]", "xdp 64 B", table.label("buffers"),
-                 plots.UNSAMPLED_TEXT, f"{rec['ns_per_packet']:,.0f}"):
+                 groups.table().label(groups.table().by_kind(groups.UNSAMPLED).name), f"{rec['ns_per_packet']:,.0f}"):
         assert text in texts, text
     assert "A:A" in drawn.caption and "groups.toml" in drawn.caption
 
@@ -88,16 +89,15 @@ def test_with_repetitions_a_bar_is_their_mean():
     rec = first.result.profile
     other = json.loads(json.dumps(rec))
     receive = other["roles"]["receive"]
-    receive["groups_pct"] = {g: 0.0 for g in receive["groups_pct"]} | {"app": 100.0}
+    receive["groups_pct"] = {g: 0.0 for g in receive["groups_pct"]} | {"app": 100.0}  # all sampled, all app
     receive["groups_ns_per_packet"] = {g: 0.0 for g in receive["groups_ns_per_packet"]} | {"app": 1000.0}
     again = Trial(dataclasses.replace(first.result, profile=other, repeat=2), first.record, first.method)
     drawn = plots.cpu_time([first, again])
     ax_pct, ax_ns = drawn.figure.axes
     assert [t.get_text() for t in ax_pct.get_yticklabels()] == ["pcap 1518 B (mean of 2)"]
     app = groups.table().names().index("app")
-    covered = rec["roles"]["receive"]["samples"] / rec["roles"]["receive"]["expected_samples"]
     assert ax_pct.containers[app][0].get_width() == pytest.approx(
-        (rec["roles"]["receive"]["groups_pct"]["app"] + 100.0) / 2 * covered)
+        (rec["roles"]["receive"]["groups_pct"]["app"] + 100.0) / 2)
     assert ax_ns.containers[app][0].get_width() == pytest.approx(
         (rec["roles"]["receive"]["groups_ns_per_packet"]["app"] + 1000.0) / 2)
     assert "means of up to 2 repetitions" in drawn.caption

@@ -107,8 +107,8 @@ def role_profile(samples: Sequence[Sample], kinds: Sequence[tuple[str, str]], ro
         **stat,
         # The CPU time of these CPUs per captured packet: the busy samples' time / packets.
         "ns_per_packet": round(busy * period_ns / packets, 3) if packets else None,
-        "groups_ns_per_packet": ({g: round(grouped[g] * period_ns / packets, 3) for g in names
-                                  if g not in (idle_name, unsampled)} if packets else {}),
+        "groups_ns_per_packet": ({g: round(grouped[g] * period_ns / packets, 3)
+                                  for g in groups.table().busy_names()} if packets else {}),
         # Who ran there: the processes (their comm) of the samples, the trial's and any other.
         "top_processes": [[name, _pct(c, span)] for name, c in
                           Counter(samples[i].comm for i in mine).most_common(TOP_FUNCTIONS)],

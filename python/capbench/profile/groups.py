@@ -42,6 +42,10 @@ class Table:
     def names(self) -> list[str]:
         return [g.name for g in self.groups]
 
+    def busy_names(self) -> list[str]:
+        """The groups of a CPU's busy time: all but the idle task's and the unsampled time."""
+        return [g.name for g in self.groups if g.kind not in (IDLE, UNSAMPLED)]
+
     def by_kind(self, kind: str) -> Group:
         return next(g for g in self.groups if g.kind == kind)
 

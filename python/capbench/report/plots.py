@@ -34,9 +34,6 @@ from capbench.report.keys import SeriesKey, cpus_used, key_labels, pin_of, serie
 from capbench.report.load import Trial  # noqa: E402
 from capbench.report.stats import Group, iperf_groups  # noqa: E402
 
-# The part of a CPU's time no sample covers (profiles.RoleTime.sampled): perf's cpu-clock does not
-# fire while a CPU idles without its tick (NO_HZ), and perf may lose samples (the record says so).
-UNSAMPLED_TEXT = "no sample: idle without a tick, or lost"
 # How a lower bound (verdict.LOWER_BOUND: the generator fell short, nothing was lost) is drawn and named.
 LOWER_BOUND_TEXT = "lower bound (generator short, nothing lost)"
 SHORT_NOTE = f"open marker: {LOWER_BOUND_TEXT}, not a capture result"
@@ -536,14 +533,14 @@ def cpu_time(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Dr
         return Skipped(profiles.NOT_PROFILED if not profiles.profiled(trials) else
                        "no trial's profile names the CPU of its receive work (it was not known)")
     table = cpu_groups.table()
-    idle = table.by_kind(cpu_groups.IDLE).name
+    idle, unsampled_group = table.by_kind(cpu_groups.IDLE).name, table.by_kind(cpu_groups.UNSAMPLED).name
     keys = list(found)
     labels = key_labels(keys)
     # Left: each group's share of the window (its share of the samples times the share of the
     # window they cover), and the time no sample covers; right: CPU ns per captured packet.
     pct = {k: {g: profiles.mean([r.window_pct(g) for _t, r in found[k]]) for g in table.names()} for k in keys}
     unsampled = {k: profiles.mean([100.0 * (1.0 - r.sampled) for _t, r in found[k]]) for k in keys}
-    ns = {k: {g: profiles.mean([r.groups_ns[g] for r in rs]) for g in table.names() if g != idle}
+    ns = {k: {g: profiles.mean([r.groups_ns[g] for r in rs]) for g in table.busy_names()}
           for k in keys if (rs := [r for _t, r in found[k] if r.ns_per_packet is not None])}
     fig = Figure(figsize=(12, 2.3 + 0.34 * len(keys)), layout="constrained")
     ax_pct, ax_ns = fig.subplots(1, 2, sharey=True)
@@ -551,14 +548,17 @@ def cpu_time(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Dr
     at_pct, at_ns = [0.0] * len(keys), [0.0] * len(keys)
     style = {"edgecolor": "white", "linewidth": 0.5, "height": 0.7}
     for g in table.names():
+        if g == unsampled_group:
+            continue  # drawn last, hatched
         widths = [pct[k][g] for k in keys]
         ax_pct.barh(ys, widths, left=at_pct, label=table.label(g), color=table.color(g), **style)
         at_pct = [a + w for a, w in zip(at_pct, widths)]
-        if g != idle:
+        if g in table.busy_names():
             widths = [ns[k][g] if k in ns else 0.0 for k in keys]
             ax_ns.barh(ys, widths, left=at_ns, color=table.color(g), **style)
             at_ns = [a + w for a, w in zip(at_ns, widths)]
-    ax_pct.barh(ys, [unsampled[k] for k in keys], left=at_pct, label=UNSAMPLED_TEXT, color="white", hatch="///",
+    ax_pct.barh(ys, [unsampled[k] for k in keys], left=at_pct, label=table.label(unsampled_group), color="white",
+                hatch="///",
                 **style | {"edgecolor": table.color(idle)})
     for i, k in enumerate(keys):
         ax_ns.text(at_ns[i], i, f" {at_ns[i]:,.0f}" if k in ns else " no packet captured", va="center",
@@ -577,7 +577,7 @@ def cpu_time(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Dr
     caption = ("Each bar: the CPU that did the kernel's receive work in the trial, its samples given to the groups "
                "of capbench/profile/groups.toml (walked from the leaf: a helper counts for the group of the "
                "function that called it). Left: each group's share of that CPU's time over the load window; "
-               f"hatched, the time no sample covers ({UNSAMPLED_TEXT}). Right: its busy time per captured packet, "
+               f"hatched, the time no sample covers ({table.label(unsampled_group)}). Right: its busy time per captured packet, "
                "in ns, the total at the bar's end.")
     if any(pin_of(t) == "A:A" for rs in found.values() for t, _r in rs):
         caption += (f" Where the capture process was placed on the receive CPU (A:A), its own time is in "

@@ -68,30 +68,28 @@ class RoleTime:
 
     @property
     def sampled(self) -> float:
-        """The share of the window its samples cover (1 for a role of processes, or where the record
-        does not say): a whole CPU gives one sample a period, but none while it idles without a
-        tick (NO_HZ), or where perf lost them."""
-        if not self.expected_samples:
-            return 1.0
-        return min(1.0, self.samples / self.expected_samples)
+        """The share of the window its samples cover (1 for a role of processes): a role of whole
+        CPUs has the window's time, and the part no sample fell in is its "unsampled" group (this
+        VM's halted idle vCPU takes no cpu-clock sample; lost samples neither)."""
+        unsampled = groups.table().by_kind(groups.UNSAMPLED).name
+        return max(0.0, 1.0 - self.groups_pct.get(unsampled, 0.0) / 100.0)
 
     def window_pct(self, group: str) -> float:
-        """A group's share of the role's time over the load window (of its samples, times the share
-        of the window they cover)."""
-        return self.groups_pct.get(group, 0.0) * self.sampled
+        """A group's share of the role's time over the load window (the records' groups_pct)."""
+        return self.groups_pct.get(group, 0.0)
 
     @property
     def busy_window_pct(self) -> float:
         """The share of the window the role's CPUs were sampled busy (every group but idle)."""
-        idle = groups.table().by_kind(groups.IDLE).name
-        return sum(self.window_pct(g) for g in self.groups_pct if g != idle)
+        t = groups.table()
+        quiet = (t.by_kind(groups.IDLE).name, t.by_kind(groups.UNSAMPLED).name)
+        return sum(self.window_pct(g) for g in self.groups_pct if g not in quiet)
 
 
 def _role(block: Any) -> RoleTime | None:
     if not isinstance(block, dict):
         return None
     names = groups.table().names()
-    idle = groups.table().by_kind(groups.IDLE).name
     pct, ns = _dict(block.get("groups_pct")), _dict(block.get("groups_ns_per_packet"))
     shares = _dict(block.get("shares_pct"))
     cpus = block.get("cpus")
@@ -106,7 +104,8 @@ def _role(block: Any) -> RoleTime | None:
         expected_samples=_count(block.get("expected_samples")),
         shares_pct={k: _number(shares.get(k)) or 0.0 for k in SHARES},
         groups_pct={g: _number(pct.get(g)) or 0.0 for g in names},
-        groups_ns=({g: _number(ns.get(g)) or 0.0 for g in names if g != idle} if ns_per_packet is not None else {}),
+        groups_ns=({g: _number(ns.get(g)) or 0.0 for g in groups.table().busy_names()}
+                   if ns_per_packet is not None else {}),
         ns_per_packet=ns_per_packet,
         top_self=top_self)
 
@@ -204,8 +203,8 @@ def _top(role: RoleTime | None, n: int) -> str:
 # The section's table: a row per profiled trial (each has its flame graph). COMPACT: the columns
 # of the Markdown and terminal tables.
 HEADERS = ("Backend", "Frame [B]", "Rate", "Receive CPU [ns/packet]",
-           "NET_RX / kernel / user / idle [% of its samples]", "Its top functions [% of its samples, self]",
-           "Counter [ns/packet]", "Counter's top function [% of its samples, self]",
+           "NET_RX / kernel / user / idle / no sample [% of its time]", "Its top functions [% of its time, self]",
+           "Counter [ns/packet]", "Counter's top function [% of its time, self]",
            "Receive CPU's samples [of expected]", "Unresolved frames [of all]")
 COMPACT = (0, 1, 2, 3, 4, 5, 6)
 TEXT_COLUMNS = (0, 5, 7)  # left-aligned: names
