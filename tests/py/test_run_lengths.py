@@ -179,3 +179,18 @@ def test_resume_of_a_run_of_two_durations_skips_what_it_holds():
     first, second = run_args("--backends", "pcap", "--sizes", "64", "--duration", "1,2").steps()
     progress = progress_of([make_result(step=first.key)], [])
     assert progress.done(first) and not progress.done(second)
+
+
+def test_resume_of_an_interrupted_run_of_two_durations_runs_only_the_other(tmp_path):
+    """`capbench run --resume DIR` of a run cut short after its 1 s trial: the command it started
+    with (run.json) gives the same keys, and only the 2 s step is left."""
+    from capbench.cli import run as cli_run
+
+    command = ["capbench", "run", "--backends", "pcap", "--sizes", "64", "--duration", "1,2"]
+    first, second = campaign_from_args(build_parser().parse_args(command[1:])).steps()
+    w = results.RunWriter.create(tmp_path, {}, command=command)
+    w.append(make_result(step=first.key, requested_duration_s=1.0))
+    w.finish("interrupted")
+    c, _, resumed = cli_run._campaign_of(build_parser().parse_args(["run", "--resume", str(w.path)]))
+    p = plan_mod.plan_of(c, progress_of(results.scan_trials(resumed).trials, []), [0, 1])
+    assert [s.key for s in p.todo] == [second.key] and second.duration_s == 2.0
