@@ -208,34 +208,66 @@ def parse_profile(item: str) -> str | None:
     return None
 
 
+# The most frame lengths (and profiles) one --sizes makes: every length of a 9000 B jumbo MTU
+# (64..9018/1 is 8,955), and a typo such as 64..1518/0.1 is refused rather than run for days.
+MAX_SIZES = 10_000
+_RANGE_RE = re.compile(r"^(\d{1,9})\.\.(\d{1,9})(?:/(\d{1,9}))?$")
+
+
+def parse_size_range(item: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> tuple[int, ...] | None:
+    """`MIN..MAX/STEP` (STEP 1 when left out): MIN, MIN+STEP, ... up to MAX, and MAX itself even
+    where the steps do not land on it (64..1518/64 ends 1472, 1518); None if `item` is no range."""
+    if ".." not in item:
+        return None
+    m = _RANGE_RE.match(item.lower().replace("b", ""))
+    if not m:
+        raise UsageError(f"cannot read frame length range {_cut(item)}: use MIN..MAX/STEP in bytes, e.g. 64..1518/64 "
+                         f"(every length: 64..1518/1)")
+    low, high, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
+    if low > high:
+        raise UsageError(f"frame length range {_cut(item)}: MIN {low} is above MAX {high}")
+    if step == 0:
+        raise UsageError(f"frame length range {_cut(item)}: the step must be 1 B or more")
+    check_frame_len(low, max_len=max_len)
+    check_frame_len(high, max_len=max_len)
+    values = tuple(range(low, high + 1, step))
+    return values if values[-1] == high else (*values, high)
+
+
 def parse_sizes(text: str, *, max_len: int = DEFAULT_MTU_B + ETH_OVERHEAD_B) -> tuple[int | str, ...]:
-    """Parse `64,128`, `seed`, `rfc2544`, profiles (`imix:seed`, ...) or a mix (`seed,1500,imix:seed`)
-    into one item per trial: a frame length, or a profile's text; duplicates dropped."""
-    sizes: list[int | str] = []
+    """Parse `64,128`, `seed`, `rfc2544`, ranges (`64..1518/64`), profiles (`imix:seed`, ...) or a
+    mix (`seed,1500,imix:seed`) into one item per trial: a frame length, or a profile's text;
+    duplicates dropped."""
+    sizes: dict[int | str, None] = {}  # in order, each once
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or any(not t for t in items):
-        raise UsageError(f"cannot read frame sizes {_cut(text)}: use e.g. 64,128,1518, seed, rfc2544 or {PROFILE_HELP}")
+        raise UsageError(f"cannot read frame sizes {_cut(text)}: use e.g. 64,128,1518, 64..1518/64, seed, rfc2544 "
+                         f"or {PROFILE_HELP}")
     for item in items:
         named = NAMED_SIZES.get(item.lower())
         profile = parse_profile(item)
+        ranged = parse_size_range(item, max_len=max_len) if profile is None else None
+        values: tuple[int, ...] = ()
         if profile is not None:
-            if profile not in sizes:
-                sizes.append(profile)
-            continue
-        if named is not None:
-            values: tuple[int, ...] = named
+            sizes.setdefault(profile)
+        elif named is not None:
+            values = named
+        elif ranged is not None:
+            values = ranged
         else:
             try:
                 values = (int(item.lower().removesuffix("b")),)
             except ValueError:
                 raise UsageError(
-                    f"cannot read frame size {_cut(item)}: use numbers in bytes (64,128,1518), "
-                    f"{', '.join(NAMED_SIZES)}, or a profile: {PROFILE_HELP}"
+                    f"cannot read frame size {_cut(item)}: use numbers in bytes (64,128,1518), a range "
+                    f"(64..1518/64), {', '.join(NAMED_SIZES)}, or a profile: {PROFILE_HELP}"
                 ) from None
         for size in values:
             check_frame_len(size, max_len=max_len)
-            if size not in sizes:
-                sizes.append(size)
+            sizes.setdefault(size)
+        if len(sizes) > MAX_SIZES:
+            raise UsageError(f"frame sizes {_cut(text)} make more than {MAX_SIZES:,} lengths, the most capbench "
+                             f"takes in one list: give a larger step")
     return tuple(sizes)
 
 

@@ -35,8 +35,10 @@ def test_the_seed_replication_has_every_combination(tmp_path):
     steps = c.steps()
     assert len(steps) == 2 * 2 * 3 * 13
     assert len({s.key for s in steps}) == len(steps)
-    assert c.duration_s == 5 and c.trial_s == 60 and c.link_bps == 1e9
-    assert steps[0] == cmod.Step("iperf", "pcap", 64, "A:A", None, 1, 1)
+    assert c.matrices[0].durations == (5,) and c.trial_s == 60 and c.link_bps == 1e9
+    assert steps[0] == cmod.Step("iperf", "pcap", 64, "A:A", None, 1, 1, duration_s=5.0)
+    # One duration: the keys name no run length, as before durations were an axis (--resume).
+    assert steps[0].key == "iperf|pcap|64|pin=A:A|load=touch|procs=1|rep=1"
 
 
 def test_matrices_override_and_repeat(tmp_path):
@@ -232,7 +234,7 @@ pcap = "--pcap-api   dispatch"
     assert gen == ("--groups", "4", "--group-size", "50000", "--group-gap", "0.1")
     assert cap == ("--group-size", "50000", "--groups", "4")
     # 200,000 frames at 100 kpps and three 0.1 s pauses: 2.3 s, more than --duration 2.
-    assert c.trial_duration_s(64) == pytest.approx(1.05 * 2.3 + 1.0)
+    assert c.trial_duration_s(steps[("afp-v3", 1)]) == pytest.approx(1.05 * 2.3 + 1.0)
 
 
 def test_a_rate_for_methods_that_choose_their_own_is_refused():

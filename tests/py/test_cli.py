@@ -95,7 +95,7 @@ def assert_usage_error(p: subprocess.CompletedProcess, *words: str) -> None:
         (["run", "--backends", "pcap", "--backend-args", "pcap=--frobnicate"], ["pcap", "unknown option --frobnicate"]),
         (["run", "--proc-cpus", "a"], ["--proc-cpus"]),
         # Options for a backend the run does not measure would be silently dropped.
-        (["run", "--backend-args", "fanout=--workers 2"], ["fanout", "does not measure", "--backends"]),
+        (["run", "--backend-args", "fanout=--workers 2"], ["fanout", "no matrix measures", "--backends"]),
         (["run", "--backends", "pcap", "--procs", "2", "--backend-args", "pcap=--write /tmp/cb-x.pcap"],
          ["--write", "--procs 2", "same file"]),
         (["run", "--backends", "afxdp", "--backend-args", "afxdp=--xdp-bind zerocopy"], ["zerocopy", "veth"]),
@@ -211,7 +211,7 @@ def test_run_defaults_are_the_seeds():
     (m,) = c.matrices
     assert m.backends == ("pcap", "afp-v3") and m.methods == ("iperf",)
     assert m.sizes == (64, 73, 128, 207, 256, 313, 512, 726, 1024, 1174, 1280, 1319, 1518)
-    assert (c.link_bps, c.rate, c.duration_s, c.engine) == (1e9, "100%", 5.0, "xdp")
+    assert (c.link_bps, c.rate, m.durations, m.counts, c.engine) == (1e9, "100%", (5.0,), (), "xdp")
     # A:A on two cores: generator on CPU 0, receive work and counter on CPU 1 (the seed's "#1").
     assert m.pins == ("A:A",) and plan.placement("A:A", [0, 1]) == plan.Placement(0, 1, 1, False)
     # The default run must fit in 3 minutes here.

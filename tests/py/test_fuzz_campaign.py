@@ -30,18 +30,21 @@ def assert_checked(c) -> None:
     """What an accepted campaign holds: every value within its bounds."""
     if isinstance(c, UsageError):
         return
-    for s in (c.duration_s, c.pause_s, c.group_gap_s, *([c.trial_s] if c.trial_s is not None else [])):
+    durations = [d for m in c.matrices for d in m.durations]
+    for s in (*durations, c.pause_s, c.group_gap_s, *([c.trial_s] if c.trial_s is not None else [])):
         assert math.isfinite(s) and 0 <= s <= rates.MAX_DURATION_S
-    assert c.duration_s > 0 and 0 < c.precision_pct < 100 and 2 <= c.steps_per_sweep <= campaign.MAX_SWEEP_STEPS
+    assert all(d > 0 for d in durations) and all(1 <= n <= rates.MAX_FRAMES for m in c.matrices for n in m.counts)
+    assert 0 < c.precision_pct < 100 and 2 <= c.steps_per_sweep <= campaign.MAX_SWEEP_STEPS
     assert 0 <= c.loss_tolerance_frames <= rates.MAX_FRAMES and c.groups * c.group_size <= rates.MAX_FRAMES
     for m in c.matrices:
         # capbench-cap's backends, capture programs, or several sensors' ("pcap + raw")
         assert 1 <= m.repeat <= campaign.MAX_REPEAT and m.backends
         assert all(set(sensor_backends(b)) <= set(BACKENDS) | set(c.programs) for b in m.backends)
         assert all(1 <= p <= 64 for p in m.procs)
-    assert c.steps()
-    for size in {s for m in c.matrices for s in m.sizes}:
-        assert c.trial_duration_s(size) <= rates.MAX_DURATION_S
+    steps = c.steps()
+    assert steps and len(steps) <= campaign.MAX_STEPS
+    for step in steps:
+        assert c.trial_duration_s(step) <= rates.MAX_DURATION_S
 
 
 @given(st.binary(max_size=400))
@@ -87,7 +90,10 @@ VALUE = st.one_of(WORDS, NUMBERS.filter(lambda x: not isinstance(x, bool)), st.b
 RIGHT = {
     "name": st.text(max_size=10), "link": st.sampled_from(["1g", "10g", "100g"]),
     "rate": st.sampled_from(["100%", "50%", "1Mpps", "max", "1g", "0.5%", "1000pps"]),
-    "duration": st.sampled_from(["5", "1", "0.1", "86400", "2m"]), "trial": st.sampled_from(["1", "60", "10s"]),
+    "duration": st.one_of(st.sampled_from(["5", "1", "0.1", "86400", "2m", "1,5", "1,,2"]),
+                          st.lists(st.sampled_from(["1s", "10", 2, 0.5, "0"]), min_size=1, max_size=3)),
+    "count": st.one_of(st.integers(-1, 10 ** 15), st.lists(st.integers(0, 10 ** 7), min_size=1, max_size=3),
+                       st.sampled_from(["1000,2000", "1_000", "x"])), "trial": st.sampled_from(["1", "60", "10s"]),
     "pause": st.sampled_from(["0", "2"]), "precision": st.floats(0.01, 99), "loss_tolerance": st.integers(0, 100),
     "steps": st.integers(2, 50), "engine": st.sampled_from(["xdp", "afpacket"]), "proc_cpus": st.lists(
         st.integers(0, 3), min_size=1, max_size=3), "groups": st.integers(0, 10), "group_size": st.integers(0, 10),
@@ -95,7 +101,8 @@ RIGHT = {
     "methods": st.lists(st.sampled_from(["iperf", "rfc2544", "mlr", "sweep", "back2back"]), min_size=1, max_size=2,
                         unique=True),
     "backends": st.lists(st.sampled_from(BACKENDS), min_size=1, max_size=3, unique=True),
-    "sizes": st.one_of(st.sampled_from(["seed", "64", "64,1518", "imix:seed"]),
+    "sizes": st.one_of(st.sampled_from(["seed", "64", "64,1518", "imix:seed", "64..1518/1", "64..1518/64", "64..63",
+                                        "64..1518/0", "1..99", "64..9999/1", "64..", "seed,64..128/8"]),
                        st.lists(st.integers(60, 1600), min_size=1, max_size=3, unique=True)),
     "pin": st.lists(st.sampled_from(["A:A", "A:B", "auto"]), min_size=1, max_size=2, unique=True),
     "app_load": st.lists(st.sampled_from(["touch", "none", "spin:500", "zlib:3"]), min_size=1, max_size=2, unique=True),
@@ -125,6 +132,9 @@ MATRIX = table(campaign.MATRIX_KEYS)
 @example({"loss_tolerance": 10 ** 30}, [])
 @example({"groups": 1_000_000, "group_size": 100_000_000, "rate": "1000pps", "sizes": "64"}, [])
 @example({"duration": "604801"}, [])
+@example({"sizes": "64..1518/1", "duration": ["1", "2"], "pin": ["A:A", "A:B", "auto"], "procs": [1, 2],
+          "ring": ["4M", "64k"], "repeat": 3, "backends": ["pcap", "afp-v3"]}, [])  # 104,760 steps: refused
+@example({"count": 10 ** 14, "rate": "1000pps"}, [])
 @example({"precision": math.nan}, [])
 def test_fuzz_campaign_keys(top, matrices):
     text = "[campaign]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in top.items())

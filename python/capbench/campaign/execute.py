@@ -63,7 +63,7 @@ def execute(plan: Plan, run: StepRun) -> int:
                 # Several sensors on one stream: the method judged one record, every sensor has one.
                 siblings = getattr(measurer.measurer, "siblings", None)
                 for t in siblings(trial) if siblings is not None else (trial,):
-                    run.record(dataclasses.replace(t, step=step.key, repeat=step.repeat))
+                    run.record(dataclasses.replace(t, step=step.key, repeat=step.repeat, requested_frames=step.count))
                 count["run"] += 1
                 if run.on_trial is not None:
                     n, total = count["run"], max(count["total"], count["run"])
@@ -73,7 +73,7 @@ def execute(plan: Plan, run: StepRun) -> int:
         context = Context(dataclasses.replace(settings, method=step.method), c.link_bps, record, run.pause)
         started = time.monotonic()
         answer = dispatch.run_step(step.method, measurer, step.backend, step.size, context, rate=c.load,
-                                   duration_s=c.trial_duration_s(step.size))
+                                   duration_s=c.trial_duration_s(step))
         if answer is not None:  # tagged with its step, then recorded as its searches.jsonl line
             run.record_outcome(answer.tagged(step=step.key, repeat=step.repeat, pin=step.pin, app_load=step.app_load,
                                              procs=step.procs, size=str(step.size)).to_json())

@@ -3,25 +3,24 @@
 A campaign is a matrix (or several) of settings: methods x placements x
 application loads x capture processes x backends x frame lengths x repetitions.
 `capbench run` with flags is a campaign of one matrix; `capbench run --campaign
-FILE.toml` reads one:
+FILE.toml` reads one (docs/campaigns.md lists every key, its type, default and an example):
 
-    [campaign]                    # defaults for every matrix
-    name = "seed2008-quick"
-    link = "1g"
-    duration = "5"                # iperf trial length
-    trial = "10s"                 # search (rfc2544, mlr) and sweep trial length
-    methods = ["iperf", "rfc2544"]
-    backends = ["pcap", "afp-v3"]
-    sizes = "seed"                # or [64, 128, ...], or "64,imix:seed"
-    pin = ["A:A", "A:B"]
-    repeat = 1
+    [campaign]                    # shared, and the defaults of every matrix
+    name = "buffers"
+    methods = ["iperf"]
+    sizes = "64..1518/512"        # 64, 576, 1088, 1518
+    duration = ["1s", "5s"]       # run lengths: an axis like the others
     proc_cpus = [1, 0]            # with procs > 1: process i on the i-th CPU, cycled
 
     [campaign.backend_args]       # a backend's own capbench-cap options
     fanout = "--workers 2 --fanout-mode lb"
 
     [[matrix]]                    # optional: each matrix overrides the defaults
-    backends = ["afxdp"]
+    backends = ["pcap", "afp-v3"]
+    ring = ["256k", "4M"]
+
+    [[matrix]]
+    backends = ["fanout"]
 
 A key left out has the default of `capbench run`'s flag of that name (`sizes`: the seed's 13
 lengths; `capbench run --help` lists them): both come from the fields of Matrix and Campaign.
@@ -60,13 +59,15 @@ from capbench.trial.apps import Adapter
 from capbench.trial.measure import TrialSetup
 from capbench.trial.sensors import sensor_backends, step_backend
 from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name,
-                            parse_duration, parse_link, parse_rate, parse_sizes)
+                            max_frame_len, parse_duration, parse_link, parse_rate, parse_sizes)
 
 PINS = ("A:A", "A:B", "auto")
 CUSTOM_PIN = "cpus"  # the placement given CPU by CPU (--gen-cpu, --rx-cpu, --cap-cpu)
 MAX_SENSORS = 64  # the tap's devmap (CB_TAP_MAX_TARGETS)
 MAX_REPEAT = 1000  # repetitions of a step: far beyond any noise estimate, and the step list stays small
 MAX_SWEEP_STEPS = 10_000  # a sweep's offered rates: 0.01 % of the wire rate apart
+MAX_STEPS = 100_000  # a campaign's steps: every length of 64..1518/1 at 4 settings x 17 run lengths
+JUMBO_MTU_B = 9000  # the longest frames a profile's mix may hold, for a count's time bound
 # Options capbench sets itself in every trial: not for --backend-args.
 OWN_CAP_OPTIONS = ("--iface", "-i", "--backend", "-b", "--cpu", "--app-load", "--count", "-c", "--duration", "-d",
                    "--interval", "--procs", "--proc-cpus")
@@ -86,6 +87,11 @@ class Step:
     ring: int = 0  # kernel buffer bytes (declared.Backend.ring_args); 0 = the backend's default
     backend_args: str = ""  # the backend's own capbench-cap options (--backend-args), as given
     groups: str = ""  # "N x SIZE + GAP s" when the campaign sends groups (Campaign.groups)
+    # The run length of an iperf trial: `duration_s` seconds, or exactly `count` frames (0: by
+    # duration). The searches choose their own trial lengths: 0.0 and 0 for them.
+    duration_s: float = 0.0
+    count: int = 0
+    dur: str = ""  # duration_s as the key names it ("10s"), only in a campaign of several durations
 
     @property
     def key(self) -> str:
@@ -106,7 +112,8 @@ class Step:
 # recorded before it existed still name their steps (--resume). One line per setting; the
 # report reads pin= and groups= back (report.keys).
 STEP_KEY_PARTS = (("pin", "pin", True), ("load", "app_load", True), ("procs", "procs", True),
-                  ("ring", "ring", False), ("args", "backend_args", False), ("groups", "groups", False))
+                  ("ring", "ring", False), ("args", "backend_args", False), ("groups", "groups", False),
+                  ("dur", "dur", False), ("count", "count", False))
 
 
 def _key(default: Any, key: str) -> Any:
@@ -129,13 +136,32 @@ class Matrix:
     rings: tuple[int, ...] = _key((0,), "ring")  # 0: each backend's own buffer
     repeat: int = _key(1, "repeat")
     backend_args: tuple[tuple[str, str], ...] = _key((), "backend_args")  # (backend, its options), sorted
+    # The run length of an iperf trial, an axis like the others (seed 001: large buffers hide loss
+    # only in short runs): each duration's sending time, or with counts each count's frames.
+    durations: tuple[float, ...] = _key((5.0,), "duration")
+    counts: tuple[int, ...] = _key((), "count")  # (): by duration
+
+    @property
+    def lengths(self) -> tuple[tuple[float, int], ...]:
+        """The run lengths of its iperf trials: (duration_s, 0) each, or (0.0, count) each."""
+        return tuple((0.0, n) for n in self.counts) or tuple((d, 0) for d in self.durations)
+
+    @property
+    def size(self) -> int:
+        """How many steps it makes (before two matrices' shared steps are merged): a search's
+        steps do not vary with the run length."""
+        per_length = sum(1 if registry.get(m).sets_own_load else len(self.lengths) for m in self.methods)
+        return per_length * math.prod(len(x) for x in (self.pins, self.app_loads, self.procs, self.rings,
+                                                       self.backends, self.sizes)) * self.repeat
 
     def steps(self) -> list[Step]:
         args = dict(self.backend_args)
-        return [Step(m, b, s, p, a, n, r, ring, args.get(b, ""))
-                for m, p, a, n, ring, b, s, r in itertools.product(
-                    self.methods, self.pins, self.app_loads, self.procs, self.rings, self.backends, self.sizes,
-                    range(1, self.repeat + 1))]
+        own_load = {m: registry.get(m).sets_own_load for m in self.methods}
+        return [Step(m, b, s, p, a, n, r, ring, args.get(b, ""),
+                     **({} if own_load[m] else {"duration_s": d, "count": count}))
+                for m, p, a, n, ring, (d, count), b, s, r in itertools.product(
+                    self.methods, self.pins, self.app_loads, self.procs, self.rings, self.lengths, self.backends,
+                    self.sizes, range(1, self.repeat + 1))]
 
 
 @dataclass(frozen=True)
@@ -143,7 +169,6 @@ class Campaign:
     name: str = _key("campaign", "name")  # a file's: its stem
     link_bps: float = _key(TrialSetup.link_bps, "link")  # a trial's own default
     rate: str = _key("100%", "rate")  # of the iperf method
-    duration_s: float = _key(5.0, "duration")  # an iperf trial's sending time
     trial_s: float | None = _key(None, "trial")  # None: each method's own (Method.trial_s)
     precision_pct: float = _key(DEFAULT_PRECISION_PCT, "precision")
     loss_tolerance_frames: int = _key(0, "loss_tolerance")
@@ -195,23 +220,35 @@ class Campaign:
         return (("--groups", str(self.groups), "--group-size", str(self.group_size), "--group-gap",
                  f"{self.group_gap_s:g}"), ("--group-size", str(self.group_size), "--groups", str(self.groups)))
 
-    def trial_duration_s(self, size: int | str) -> float:
-        """An iperf trial's --duration: --duration, or with groups at least the time they take
-        at the campaign's rate (the generator stops after the last group)."""
-        if not self.groups or not isinstance(size, int):
-            return self.duration_s
-        pps = self.load.pps(size, self.link_bps)
+    def trial_duration_s(self, step: Step) -> float:
+        """An iperf trial's --duration: the step's, or with groups at least the time they take at
+        the campaign's rate (the generator stops after the last group); with a count, the time
+        its frames take at the rate and more (the generator stops at the count)."""
+        if step.count:
+            return min(MAX_DURATION_S, 1.05 * step.count / self.count_pps(step.size) + 1.0)
+        if not self.groups or not isinstance(step.size, int):
+            return step.duration_s
+        pps = self.load.pps(step.size, self.link_bps)
         needed = self.groups * self.group_size / pps + (self.groups - 1) * self.group_gap_s
-        return max(self.duration_s, 1.05 * needed + 1.0)
+        return max(step.duration_s, 1.05 * needed + 1.0)
+
+    def count_pps(self, size: int | str) -> float:
+        """The slowest a count's frames go out at the rate: at a mix of lengths, as if all were the
+        longest an interface carries (a paced rate: check() refuses max with a count)."""
+        return self.load.pps(size if isinstance(size, int) else max_frame_len(JUMBO_MTU_B), self.link_bps) or 1.0
     given: tuple[str, ...] = ()  # the [campaign] keys (or flags) that were set, for the checks
 
     def steps(self) -> list[Step]:
         """Every step of every matrix, in order, each once (a step two matrices share runs once)."""
         seen: dict[str, Step] = {}
         groups = f"{self.groups}x{self.group_size}+{self.group_gap_s:g}s" if self.groups else ""
+        # The duration is in the key only where the campaign has several: the keys of a run of one
+        # (and of the runs before it was an axis) stay as they were, and --resume finds them.
+        durations = {d for m in self.matrices if not m.counts for d in m.durations}
         for m in self.matrices:
             for step in m.steps():
-                step = dataclasses.replace(step, groups=groups)
+                step = dataclasses.replace(step, groups=groups, dur=(f"{step.duration_s:g}s" if len(durations) > 1
+                                                                     and step.duration_s else ""))
                 seen.setdefault(step.key, step)
         return list(seen.values())
 
@@ -240,7 +277,11 @@ def default_text(key: str) -> str:
     if key == "app_load":
         return ",".join(a or "touch" for a in value)
     if isinstance(value, tuple):
-        return ",".join(map(str, value))
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) or "none"
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as TOML writes it
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -322,6 +363,14 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
     if "backend_args" in d:
         m = dataclasses.replace(m, backend_args=parse_backend_args(
             d["backend_args"], where, backends_known if cap_backends is None else cap_backends, name_of))
+    if "duration" in d and "count" in d:
+        raise UsageError(f"{pre}give {name_of('duration')} or {name_of('count')}, not both: a trial runs for a time "
+                         f"or sends a number of frames")
+    if "duration" in d:
+        m = dataclasses.replace(m, durations=_listed(d["duration"], f"{pre}{name_of('duration')}",
+                                                     lambda v, what: parse_duration(str(v), what=what)), counts=())
+    if "count" in d:
+        m = dataclasses.replace(m, counts=_listed(d["count"], f"{pre}{name_of('count')}", _frames))
     if "repeat" in d:
         if (isinstance(d["repeat"], bool) or not isinstance(d["repeat"], int)
                 or not 1 <= d["repeat"] <= MAX_REPEAT):
@@ -329,6 +378,26 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
                              f"got {d['repeat']!r}")
         m = dataclasses.replace(m, repeat=d["repeat"])
     return m
+
+
+def _listed(value: Any, what: str, read: Callable[[Any, str], Any]) -> tuple:
+    """A list of values (a TOML array, or text separated by commas: a flag's "5,10"), each read by
+    `read(value, what)`, in order and each once."""
+    items = [t.strip() for t in value.split(",")] if isinstance(value, str) else list(_tuple(value, what))
+    if any(isinstance(x, str) and not x for x in items):
+        raise UsageError(f"cannot read {what} {str(value)[:40]!r}: give values separated by commas")
+    return tuple(dict.fromkeys(read(x, what) for x in items))
+
+
+def _frames(value: Any, what: str) -> int:
+    """A frame count from 1 to MAX_FRAMES (a TOML integer, or digits)."""
+    if isinstance(value, str) and value.replace("_", "").isdigit() and len(value) <= 20:
+        value = int(value.replace("_", ""))
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{what} must be whole numbers of frames, 1 or more, got {str(value)[:40]!r}")
+    if value > MAX_FRAMES:
+        raise UsageError(f"{what} {value:.4g} is above {MAX_FRAMES:,} frames, the most a trial sends")
+    return value
 
 
 def parse_backend_args(value: Any, where: str, backends_known: Sequence[str],
@@ -487,7 +556,6 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
             name=str(top.get("name", name)),
             link_bps=value_of("link", lambda v: parse_link(str(v))),
             rate=value_of("rate", lambda v: parse_rate(str(v)).text),
-            duration_s=value_of("duration", lambda v: parse_duration(str(v), what=name_of("duration"))),
             trial_s=value_of("trial", lambda v: parse_duration(str(v), what=name_of("trial"))),
             precision_pct=value_of("precision", lambda v: _number(v, name_of("precision"))),
             loss_tolerance_frames=value_of("loss_tolerance", lambda v: _whole(v, name_of("loss_tolerance"), MAX_FRAMES)),
@@ -587,9 +655,34 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
         raise UsageError(f"{name_of('groups')} x {name_of('group_size')} is {c.groups * c.group_size:.4g} frames, "
                          f"more than {MAX_FRAMES:,}, the most a trial sends")
     for size in {s for m in c.matrices for s in m.sizes} if c.groups else ():
-        if c.trial_duration_s(size) > MAX_DURATION_S:
-            raise UsageError(f"{name_of('groups')}: the groups take {c.trial_duration_s(size):,.0f} s at {size} B, "
+        took_s = c.trial_duration_s(Step("iperf", "", size, "", None, 1, 1, duration_s=0.0))
+        if took_s > MAX_DURATION_S:
+            raise UsageError(f"{name_of('groups')}: the groups take {took_s:,.0f} s at {size} B, "
                              f"longer than {MAX_DURATION_TEXT}, the most a trial lasts")
+    steps = sum(m.size for m in c.matrices)
+    if steps > MAX_STEPS:
+        raise UsageError(f"the campaign makes {steps:,} steps, more than {MAX_STEPS:,}: give fewer "
+                         f"{name_of('sizes')} (a larger step in a range), run lengths or settings")
+    counted = [m for m in c.matrices if m.counts]
+    if counted and not at_rate:
+        raise UsageError(f"{name_of('count')} sets the frames of an iperf trial: add iperf to "
+                         f"{name_of('methods')}, or leave it out (the searches choose their own trial lengths)")
+    if counted and c.groups:
+        raise UsageError(f"{name_of('count')} and {name_of('groups')}: the groups say how many frames a trial "
+                         f"sends: give one of them")
+    if counted and rate.pps(64, c.link_bps) is None:
+        raise UsageError(f"{name_of('count')} needs a paced {name_of('rate')}, not max: the trial's time is bounded "
+                         f"by the rate")
+    for m in counted:
+        for size in m.sizes:
+            longest = max(m.counts) / c.count_pps(size)
+            if longest > MAX_DURATION_S:
+                raise UsageError(f"{name_of('count')} {max(m.counts):,} takes {longest:,.0f} s at {c.rate} and "
+                                 f"{size} B, longer than {MAX_DURATION_TEXT}, the most a trial lasts")
+    measured = {b for m in c.matrices for b in m.backends}
+    for backend in sorted({b for m in c.matrices for b, _ in m.backend_args} - measured):
+        raise UsageError(f"{name_of('backend_args')} names {backend}, which no matrix measures (backends "
+                         f"{', '.join(sorted(measured))}): add it to {name_of('backends')} or leave its options out")
     for m in c.matrices:
         for size in m.sizes:
             if isinstance(size, int):

@@ -83,7 +83,7 @@ def method_settings(c: Campaign) -> MethodSettings:
 
 def estimate_step(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> Estimate:
     """Rough trials and time of a step (its method's estimate), for the progress bar and the time left."""
-    return registry.get(step.method).estimate(method_settings(c), c.trial_duration_s(step.size), overhead_s)
+    return registry.get(step.method).estimate(method_settings(c), c.trial_duration_s(step), overhead_s)
 
 
 def plan_of(c: Campaign, progress: Progress, cpus: Sequence[int]) -> Plan:

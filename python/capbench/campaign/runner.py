@@ -245,7 +245,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring,
                                cap_args=tuple(shlex.split(step.backend_args)) + sensor_queue_args(backend, c),
                                group_args=c.group_args()[1],
-                               gen_args=c.group_args()[0],
+                               gen_args=c.group_args()[0] + (("--count", str(step.count)) if step.count else ()),
                                proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
                                           tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))),
                                app=c.program(backend), profile=profiling)

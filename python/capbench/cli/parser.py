@@ -244,7 +244,8 @@ def build_parser() -> Parser:
     run.add_argument("--sizes", metavar="LIST",
                      help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
                           f"(the seed's {len(SEED_SIZES)}: {SEED_SIZES[0]},{SEED_SIZES[1]},...,{SEED_SIZES[-1]}), "
-                          f"`rfc2544` ({','.join(map(str, RFC2544_SIZES))}), or a "
+                          f"`rfc2544` ({','.join(map(str, RFC2544_SIZES))}), a range MIN..MAX/STEP (64..1518/64; "
+                          "64..1518/1 is every length; MAX is always one), or a "
                           "mix of lengths in one trial: imix:seed (57/7/16/20 %% of 64/570/594/1518 B), "
                           "imix:simple, random:MIN-MAX, dist:FILE.csv (length,weight rows), trace:FILE.pcap "
                           f"{_default('sizes')}. An item given twice runs once: use --repeat N for repetitions")
@@ -252,8 +253,12 @@ def build_parser() -> Parser:
     run.add_argument("--rate",
                      help="offered load of the iperf method: 100%% (of --link), 1.2Mpps, 800kpps, 5000pps, 950m "
                           f"or 1g (bits/s on the wire, 20 B preamble+gap included), max (unpaced) {_default('rate')}")
-    run.add_argument("--duration", metavar="S",
-                     help=f"sending time of each iperf trial in seconds {_default('duration')}")
+    run.add_argument("--duration", metavar="LIST",
+                     help=f"sending time of each iperf trial in seconds (5, 250ms, 2m); several, comma-separated, "
+                          f"are an axis: one trial at each {_default('duration')}")
+    run.add_argument("--count", metavar="LIST",
+                     help="instead of --duration: each iperf trial sends exactly N frames at --rate; several, "
+                          "comma-separated, are an axis (default: by --duration)")
     run.add_argument("--trial", metavar="S",
                      help=f"trial length of the searches and sweeps: {methods.trial_help()}")
     run.add_argument("--precision", type=float, metavar="PCT",
@@ -299,7 +304,8 @@ def build_parser() -> Parser:
                      help=f"kernel buffer sizes, comma-separated (256k, 4M, 64M), B bytes given to each backend "
                           f"as {from_declarations(rings_help)} (default: each backend's own)")
     run.add_argument("--repeat", type=int, metavar="N", help=f"run every step N times {_default('repeat')}")
-    run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (see campaigns/)")
+    run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (docs/campaigns.md: every key, its type and "
+                          "default; examples in campaigns/)")
     run.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
     add_rx_mode_args(run)
     run.add_argument("--backlog", type=int, metavar="N",

@@ -31,7 +31,7 @@ from capbench.remote import topology
 from capbench.testbed import host_sysctl, ports, preflight
 
 
-MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "trial", "precision", "loss_tolerance",
+MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "count", "trial", "precision", "loss_tolerance",
                 "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring",
                 "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap", "app", "apps_file",
                 "sensors", "tap_cpu", "profile", "profile_hz")
@@ -91,7 +91,7 @@ def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = Non
             top["proc_cpus"] = [int(x) for x in _list(args.proc_cpus, "--proc-cpus")]
         except ValueError:
             raise UsageError(f"cannot read --proc-cpus {args.proc_cpus!r}: give CPU numbers, e.g. 1,0") from None
-    for flag in ("sizes", "link", "rate", "duration", "trial", "pause", "engine", "precision", "loss_tolerance",
+    for flag in ("sizes", "link", "rate", "duration", "count", "trial", "pause", "engine", "precision", "loss_tolerance",
                  "steps", "repeat", "groups", "group_size", "group_gap", "tap_cpu", "profile", "profile_hz"):
         if getattr(args, flag) is not None:
             top[flag] = getattr(args, flag)

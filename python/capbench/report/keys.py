@@ -68,6 +68,15 @@ def _step_part(step: str, name: str) -> str:
     return ""
 
 
+def _run_length(step: str) -> str:
+    """`10 s` or `1,000,000 frames` from a step key's dur= or count= part; "" without either."""
+    count = _step_part(step, "count")
+    if count.isdigit():
+        return f"{int(count):,} frames"
+    dur = _step_part(step, "dur")
+    return f"{dur[:-1]} s" if dur.endswith("s") else dur
+
+
 def _profile(t: Trial) -> str:
     # A mix of lengths (imix:seed, random:64-960, ...) records its mean as frame_len: the
     # profile keeps it apart from a fixed length of that size, in a series of its own.
@@ -102,6 +111,8 @@ AXES: tuple[Axis, ...] = (
     Axis("rx_mode", "rps", "rx mode"),  # napi: the capture veth's NAPI thread does the receive work; rps: RPS
     Axis("napi_sched", "", "NAPI thread"),  # its scheduling ("other", "fifo:50"); "" with rps
     Axis("groups", "", "groups", get=lambda t: _step_part(str(value(t, "step", "") or ""), "groups")),
+    # The run length where a campaign varies it (--duration LIST) or counts frames (--count).
+    Axis("run", "", "run", get=lambda t: _run_length(str(value(t, "step", "") or ""))),
     Axis("sizes", "", "sizes", get=_profile),  # a mix of frame lengths (its mean is the frame length)
     # Several sensors on one stream: which one, of how many (each its own series and table).
     Axis("sensor", 0, "sensor", get=lambda t: _sensor(t), text=lambda v: f"{v[0]} of {v[1]}"),

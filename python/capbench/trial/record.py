@@ -104,6 +104,7 @@ class TrialResult:
     purpose: str = ""  # why it ran: "constant load", "search", "verify", "phase 2/3", "step 4/26", "burst"
     step: str = ""  # the campaign step it belongs to (campaign.Step.key)
     repeat: int = 1  # which repetition of its step
+    requested_frames: int = 0  # the frames the trial was to send (capbench run --count); 0: by requested_duration_s
     # With several capture processes (procs > 1) the fields above are those of the one that
     # received least (app_cpu_pct: of all together); each one's figures are in these lists.
     procs: int = 1
