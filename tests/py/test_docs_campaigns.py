@@ -151,8 +151,20 @@ def command_lines() -> list[tuple[str, list[str]]]:
             for line in block.splitlines():
                 m = re.match(r"^\s*(?:\$ )?(?:sudo )?capbench (?!=)(.*)$", line)
                 if m:
-                    lines.append((p.name, shlex.split(re.split(r"\s{2,}[#(]", m.group(1))[0])))
+                    lines.append((p.name, shell_words(re.split(r"\s{2,}[#(]", m.group(1))[0])))
     return lines
+
+
+def shell_words(text: str) -> list[str]:
+    """The words of a command line up to its first shell operator (`> run.jsonl`, `| jq ...`)."""
+    lex = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    words = []
+    for word in lex:
+        if word and set(word) <= set("();<>|&"):
+            break
+        words.append(word)
+    return words
 
 
 def test_the_docs_hold_the_command_lines_this_test_reads():
