@@ -55,9 +55,14 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+# The development venv: pyproject.toml's dependencies (and its test extra and build
+# requirements), this checkout's python/ on its path and the `capbench` command, the C programs
+# those of ./build. Not `pip install -e .`: meson-python's editable install would rebuild on
+# every import and win over PYTHONPATH (tools/dev_venv.py says more). `pip install .` builds a
+# wheel with the programs in it (README, "Installing").
+$(VENV)/.installed: pyproject.toml tools/dev_venv.py
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]'
+	$(VENV)/bin/python tools/dev_venv.py test
 	touch $@
 
 venv: deps $(VENV)/.installed
