@@ -1,6 +1,7 @@
 """The package without the Makefile: a wheel of this checkout (meson-python compiles the C
-programs into it, ~20 s), installed into a fresh venv, gives a `capbench` that finds its own
-programs and runs a trial.
+programs into it), installed into a fresh venv, gives a `capbench` that finds its own programs
+and runs a trial; `meson install` under a prefix likewise. Each compiles the programs once
+(about 25 s on 2 CPUs).
 
 The wheel is built without build isolation (the build requirements are in the Makefile's venv,
 tools/dev_venv.py) and installed without its index; the fresh venv reads rich and matplotlib
@@ -121,3 +122,25 @@ def test_installed_capbench_runs_a_trial(wheel, tmp_path):
     # the installed capbench-gen sent, capbench-xdpcount and capbench-cap counted
     assert trial["backend"] == "pcap" and trial["sent"] > 0 and trial["delivered"] > 0 and trial["received"] > 0
     assert trial["raw"].keys() >= {"gen", "cap", "xdpcount"}
+
+
+def test_meson_install_under_a_prefix(tmp_path):
+    """README's `meson install`: the programs in PREFIX/bin, the package in the Python directory
+    under PREFIX, where the installed capbench finds them (not the checkout's)."""
+    prefix, build = tmp_path / "prefix", tmp_path / "build"
+    for argv in (["meson", "setup", "--prefix", str(prefix), str(build), str(REPO)], ["ninja", "-C", str(build)],
+                 ["meson", "install", "-C", str(build), "--quiet"]):
+        p = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+        assert p.returncode == 0, f"{argv}: {p.stdout[-3000:]}{p.stderr[-3000:]}"
+    (package,) = prefix.glob("lib/python3*/*-packages/capbench")
+    env = dict(installed_env(), PYTHONPATH=str(package.parent))
+    p = subprocess.run([sys.executable, "-c", "import json, capbench, capbench.binaries as b; "
+                        "print(json.dumps([capbench.__file__, [str(b.find_program(n)) for n in b.PROGRAMS]]))"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    module, programs = json.loads(p.stdout)
+    assert Path(module).is_relative_to(package)
+    assert programs == [str(prefix / "bin" / name) for name in PROGRAMS]
+    p = subprocess.run([sys.executable, "-m", "capbench", "backends"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("pcap "), p.stderr
