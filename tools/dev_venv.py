@@ -13,6 +13,7 @@ comes after PYTHONPATH, as setuptools' editable install did, and the C programs 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -30,8 +31,10 @@ def main(extras: list[str]) -> None:
     for extra in extras:
         requirements += project["optional-dependencies"][extra]
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    # An older venv of this checkout had capbench installed (setuptools' editable): its
-    # metadata and command go, the source tree stays.
+    # An older venv of this checkout had capbench installed with setuptools' editable install:
+    # its metadata in the venv and the egg-info it wrote into python/ (on sys.path here, where
+    # pip would take it for an installed capbench) go; the sources stay.
+    shutil.rmtree(REPO / "python" / f"{project['name']}.egg-info", ignore_errors=True)
     if subprocess.run([*pip, "show", project["name"]], capture_output=True).returncode == 0:
         subprocess.run([*pip, "uninstall", "-y", project["name"]], check=True)
     subprocess.run([*pip, "install", *requirements], check=True)
