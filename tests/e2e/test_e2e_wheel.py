@@ -99,14 +99,16 @@ def test_installed_capbench_finds_its_programs(wheel, tmp_path):
         assert lines[0].startswith("pcap     works here"), p.stdout
 
 
-def test_installed_capbench_without_its_programs(wheel, tmp_path):
-    """A venv whose capbench-cap went: one line naming where it looked and the fix, exit 2."""
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_installed_capbench_without_its_programs(wheel, tmp_path, program):
+    """A venv with one of the programs gone: `backends` says so in one line naming where it looked
+    and the fix, exit 2 (not "works here" for a run that cannot start)."""
     bin_dir = install(wheel, tmp_path / "venv")
-    (bin_dir / "capbench-cap").unlink()
+    (bin_dir / program).unlink()
     p = run(bin_dir, "capbench", "backends", cwd=tmp_path)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.splitlines() == [
-        f"capbench: capbench-cap not found in {bin_dir.resolve()} nor on PATH: reinstall capbench (`pip install` "
+        f"capbench: {program} not found in {bin_dir.resolve()} nor on PATH: reinstall capbench (`pip install` "
         f"builds the programs into {bin_dir.resolve()}; it needs the build packages of README.md, \"Installing\"), "
         f"or set CAPBENCH_BUILD_DIR to a build directory"]
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from capbench import declared
+from capbench.binaries import find_binaries
 from capbench.campaign.runner import note
 from capbench.errors import UsageError
 from capbench.report import tables
@@ -18,7 +19,9 @@ from capbench.trial import apps
 
 def cmd_backends(args: argparse.Namespace) -> int:
     """Every backend capbench-cap declares, and whether it works here (a capbench-cap that is
-    missing or cannot describe itself is one line: the backends are what it says they are)."""
+    missing or cannot describe itself is one line: the backends are what it says they are).
+    Any of the three programs missing is that line too (exit 2): a run needs them all."""
+    find_binaries()
     for name in declared.backend_names():
         ok, why = preflight.backend_status(name)
         print(f"{name:<8} {'works here' if ok else 'does not work here'}: {why}")
