@@ -15,20 +15,23 @@ FUZZ_SECONDS ?= 120
 # Extra arguments for `make run`, e.g. make run ARGS="--sizes 64,1518"
 ARGS   ?=
 
-# Debian packages the build, the tests and the benchmarks need (chromium: the
-# end-to-end test of the HTML report opens it headless; libclang-rt-14-dev:
-# clang's sanitizer and libFuzzer runtimes, for the sanitizer build; openssh-server and
-# openssh-client: the SSH tests run an sshd per network namespace as remote hosts; argus-server
-# and argus-client: the argus capture-program adapter and its racount; linux-perf: `--profile`
-# samples every CPU with perf record).
-APT_PACKAGES := clang libclang-rt-14-dev llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
-                libelf-dev meson ninja-build pkg-config bpftool iproute2 \
-                python3-venv tcpdump tshark netsniff-ng ethtool tcpreplay chromium \
+# Debian packages a build of the C programs needs, `pip install .`'s too (`make build-deps`
+# installs only these; clang is also the C compiler `cc` when gcc is absent; pip brings meson
+# and meson-python, `make build` uses Debian's meson).
+BUILD_PACKAGES := clang libbpf-dev libxdp-dev libpcap-dev zlib1g-dev libelf-dev meson ninja-build \
+                  pkg-config bpftool python3-venv
+# And those the tests and the benchmarks need (chromium: the end-to-end test of the HTML
+# report opens it headless; libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes, for
+# the sanitizer build; openssh-server and openssh-client: the SSH tests run an sshd per network
+# namespace as remote hosts; argus-server and argus-client: the argus capture-program adapter
+# and its racount; linux-perf: `--profile` samples every CPU with perf record).
+APT_PACKAGES := $(BUILD_PACKAGES) libclang-rt-14-dev llvm libcmocka-dev iproute2 \
+                tcpdump tshark netsniff-ng ethtool tcpreplay chromium \
                 openssh-server openssh-client argus-server argus-client linux-perf
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build build-san run test test-c test-san fuzz-smoke test-py fuzz bench \
+.PHONY: all deps build-deps venv build build-san run test test-c test-san fuzz-smoke test-py fuzz bench \
         clean distclean help
 
 all: build
@@ -43,10 +46,13 @@ help:
 	@echo "            profiling benchmarks against trafgen, tcpdump, dumpcap, tshark, netsniff-ng"
 	@echo "            and tcpreplay (about 24 minutes)"
 	@echo "make clean  remove the builds (build, build-san); make distclean also removes .venv"
+	@echo "make build-deps  only the Debian packages \`pip install .\` needs to build capbench"
 
 # Install only the packages that are missing, so a set-up machine is quick.
-deps:
-	@missing=$$(for p in $(APT_PACKAGES); do \
+deps: PACKAGES := $(APT_PACKAGES)
+build-deps: PACKAGES := $(BUILD_PACKAGES)
+deps build-deps:
+	@missing=$$(for p in $(PACKAGES); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	  done); \
 	if [ -n "$$missing" ]; then \
@@ -55,9 +61,14 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+# The development venv: pyproject.toml's dependencies (and its test extra and build
+# requirements), this checkout's python/ on its path and the `capbench` command, the C programs
+# those of ./build. Not `pip install -e .`: meson-python's editable install would rebuild on
+# every import and win over PYTHONPATH (tools/dev_venv.py says more). `pip install .` builds a
+# wheel with the programs in it (README, "Installing").
+$(VENV)/.installed: pyproject.toml tools/dev_venv.py
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]'
+	$(VENV)/bin/python tools/dev_venv.py test
 	touch $@
 
 venv: deps $(VENV)/.installed

@@ -1,7 +1,9 @@
 """Find the C programs capbench drives: capbench-gen, capbench-cap, capbench-xdpcount.
 
-Search order: the directory in $CAPBENCH_BUILD_DIR, else `<repo>/build` (the
-meson build directory of the source tree this package lives in), else $PATH.
+Search order: the directory in $CAPBENCH_BUILD_DIR; else, for an installed capbench (a wheel:
+`pip install`, pipx; or `meson install`), the bin directory of the prefix it was installed
+into (a venv's bin/, where the wheel's scripts go); for the source tree, `<repo>/build` (its
+meson build directory); then $PATH.
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ def repo_dir() -> Path:
     return Path(__file__).resolve().parent.parent.parent
 
 
+def installed_bin_dir() -> Path | None:
+    """PREFIX/bin when this package is installed as PREFIX/lib/pythonX.Y/site-packages/capbench
+    (a venv, pipx, pip --user or --prefix, `meson install --prefix`): where the programs were
+    installed beside it. None in a source tree."""
+    package = Path(__file__).resolve().parent
+    if package.parent.name not in ("site-packages", "dist-packages"):
+        return None
+    return package.parents[3] / "bin"
+
+
 @dataclass(frozen=True)
 class Binaries:
     gen: Path
@@ -30,7 +42,7 @@ class Binaries:
 
 
 def find_program(name: str) -> Path:
-    """The path of one program, or UsageError naming how to build it."""
+    """The path of one program, or UsageError naming where it was looked for and the fix."""
     env = os.environ.get(BUILD_DIR_ENV)
     if env:
         path = Path(env) / name
@@ -40,17 +52,21 @@ def find_program(name: str) -> Path:
             f"{name} not found in ${BUILD_DIR_ENV}={env}: build it with `make` "
             f"(or `meson setup build && ninja -C build`), or unset {BUILD_DIR_ENV}"
         )
-    build = repo_dir() / "build"
-    path = build / name
+    installed = installed_bin_dir()
+    where = installed if installed is not None else repo_dir() / "build"
+    path = where / name
     if os.access(path, os.X_OK):
         return path
     found = shutil.which(name)
     if found:
         return Path(found)
-    raise UsageError(
-        f"{name} not found in {build} nor on PATH: build it with `make` in {repo_dir()} "
-        f"(or `meson setup build && ninja -C build`), or set {BUILD_DIR_ENV}"
-    )
+    if installed is not None:
+        fix = (f"reinstall capbench (`pip install` builds the programs into {installed}; it needs the "
+               f"build packages of README.md, \"Installing\"), or set {BUILD_DIR_ENV} to a build directory")
+    else:
+        fix = (f"build it with `make` in {repo_dir()} (or `meson setup build && ninja -C build`), "
+               f"or set {BUILD_DIR_ENV}")
+    raise UsageError(f"{name} not found in {where} nor on PATH: {fix}")
 
 
 def find_binaries() -> Binaries:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from capbench import declared
+from capbench.binaries import find_binaries
 from capbench.campaign.runner import note
 from capbench.errors import UsageError
 from capbench.report import tables
@@ -19,8 +20,10 @@ from capbench.trial import apps
 
 def cmd_backends(args: argparse.Namespace) -> int:
     """Every backend capbench-cap declares, and whether it works here (a capbench-cap that is
-    missing or cannot describe itself is one line: the backends are what it says they are); with
+    missing or cannot describe itself is one line: the backends are what it says they are).
+    Any of the three programs missing is that line too (exit 2): a run needs them all. With
     --json, one JSON line each (docs/json.md)."""
+    find_binaries()
     as_json = bool(getattr(args, "json", False))
 
     def show(kind: str, name: str, ok: bool, why: str, width: int) -> None:
