@@ -81,8 +81,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         files = compare_out.write(result, out)
     except OSError as e:
         raise UsageError(f"cannot write the comparison to {out}: {e.strerror}: choose another with --out DIR") from None
-    console = Console() if sys.stdout.isatty() else Console(width=140)
+    as_json = bool(getattr(args, "json", False))
+    # With --json the document is stdout's, the human tables stderr's (docs/json.md).
+    console = Console(stderr=True) if as_json else Console() if sys.stdout.isatty() else Console(width=140)
     compare_out.terminal(result, console)
+    if as_json:
+        print(json.dumps(compare_out.to_json(result, args.fail_on_regression), allow_nan=False), flush=True)
     note(f"comparison: {files.html}")
     if args.fail_on_regression is not None:
         worse = result.regressions(args.fail_on_regression)

@@ -376,6 +376,8 @@ def build_parser() -> Parser:
     cmp.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
                      help="exit status 1 when a judged change (beyond the noise) of the captured rate, loss, app or "
                           "kernel load, or a search's answer, is worse by more than PCT %%")
+    cmp.add_argument("--json", action="store_true",
+                     help="print the comparison as one JSON document on stdout (docs/json.md), the tables on stderr")
     cmp.add_argument("--out", metavar="DIR",
                      help="write compare.{txt,md,png,svg,html} to DIR (default: B/report/compare-<name of A>/)")
     return p

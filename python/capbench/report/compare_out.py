@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -20,7 +22,7 @@ from capbench.report import html, plots
 from capbench.report.answers import metric
 from capbench.report.compare import NS_PER_PACKET, TOTAL_LABEL, WATCHED, Change, Comparison
 from capbench.report.keys import SettingsKey, key_labels
-from capbench.report.stats import CPU_LEAST_CHANGE_PTS, SIGNIFICANCE, fmt_loss
+from capbench.report.stats import CPU_LEAST_CHANGE_PTS, SIGNIFICANCE, Stat, fmt_loss
 from capbench.report.tables_md import md_table
 
 HEADERS = ("Measurement", "Figure", "A", "B", "Change", "Verdict")
@@ -387,3 +389,34 @@ def write(cmp: Comparison, out: Path) -> CompareFiles:
     page_path = out / "compare.html"
     inputs.write_own(page_path, page(cmp, svg.read_text(encoding="utf-8")))
     return CompareFiles(out, page_path, md, text, png, svg)
+
+
+def _num(x: float | None) -> float | None:
+    """A number JSON can hold: NaN and infinities (an unknown figure) are null."""
+    return x if x is None or math.isfinite(x) else None
+
+
+def _stat(s: Stat) -> dict[str, Any]:
+    return {"median": _num(s.median), "min": _num(s.lo), "max": _num(s.hi), "n": s.n, "sd": _num(s.sd)}
+
+
+def _change(c: Change) -> dict[str, Any]:
+    return {"figure": c.metric.name, "label": c.metric.label, "unit": c.metric.unit, "a": _stat(c.a), "b": _stat(c.b),
+            "delta": _num(c.delta), "rel_pct": _num(c.rel_pct), "judged": c.judged, "significant": c.significant,
+            "worse": c.worse, "by_repetitions": c.by_repetitions, "p": _num(c.p), "answer": c.answer,
+            "lower_bound_in": c.short or None}
+
+
+def to_json(result: Comparison, regressions_pct: float | None = None) -> dict[str, Any]:
+    """The comparison as `capbench compare --json` prints it (docs/json.md): every change of every
+    measurement both runs hold, the profiles' changes, the measurements only one run holds."""
+    doc: dict[str, Any] = {
+        "type": "comparison", "a": str(result.a.path), "b": str(result.b.path), "noise": result.noise_rule(),
+        "changes": [{"measurement": c.key.text(), **_change(c)} for c in result.changes],
+        "profile": [{"measurement": p.key.text(), "group": p.group, "share_pct": _change(p.share),
+                     "ns_per_packet": _change(p.ns) if p.ns is not None else None} for p in result.profile],
+        "only_a": [k.text() for k in result.only_a], "only_b": [k.text() for k in result.only_b],
+    }
+    if regressions_pct is not None:
+        doc["regressions"] = [{"measurement": c.key.text(), **_change(c)} for c in result.regressions(regressions_pct)]
+    return doc
