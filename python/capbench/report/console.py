@@ -101,9 +101,10 @@ def trial_progress(n: int, total: int, left_s: float, number: int, r: TrialResul
     return f"{progress_bar(n, total, 12)} {n}/~{total} ~{left_s / 60:.1f} min left {trial_line(number, r)}"
 
 
-def live_line(step: Step, p: Progress) -> str:
+def live_line(step: Step, p: Progress, left_s: float | None = None) -> str:
     """The line of a trial while it sends (the live view): its step, its time, the generator's and
-    the counter's running counts, the frames not (yet) captured, the receive CPU's busy share."""
+    the counter's running counts, the frames not (yet) captured, the receive CPU's busy share, and
+    the run's time left as estimated after the last trial."""
     parts = [f"{step.method} {step.backend} {step.size} B at {p.load}: {p.elapsed_s:4.1f}/{p.duration_s:g} s"]
     if p.sent is not None:
         parts.append(f"sent {p.sent:,} ({(p.sent_pps or 0) / 1e6:.3f} Mpps)")
@@ -114,6 +115,8 @@ def live_line(step: Step, p: Progress) -> str:
             parts.append(f"not captured so far {behind:,} ({100 * behind / p.sent if p.sent else 0:.2f} %)")
     if p.rx_cpu_busy_pct is not None:
         parts.append(f"receive CPU {p.rx_cpu} {p.rx_cpu_busy_pct:.0f} % busy")
+    if left_s is not None:
+        parts.append(f"run: ~{left_s / 60:.1f} min left")
     return "  ".join(parts)
 
 
