@@ -65,6 +65,7 @@ class RoleTime:
     groups_ns: dict[str, float]  # CPU ns per captured packet of each group but idle; {} when unknown
     ns_per_packet: float | None  # the role's busy time per captured packet; None when nothing was captured
     top_self: tuple[tuple[str, float], ...]
+    top_processes: tuple[tuple[str, float], ...] = ()  # who ran there (comm), the trial's and others'
 
     @property
     def sampled(self) -> float:
@@ -93,10 +94,7 @@ def _role(block: Any) -> RoleTime | None:
     pct, ns = _dict(block.get("groups_pct")), _dict(block.get("groups_ns_per_packet"))
     shares = _dict(block.get("shares_pct"))
     cpus = block.get("cpus")
-    top = block.get("top_self")
-    top_self = tuple((_text(x[0]), v) for x in (top if isinstance(top, list) else [])
-                     if isinstance(x, list) and len(x) == 2 and isinstance(x[0], str)
-                     and (v := _number(x[1])) is not None)
+    top_self, top_processes = _pairs(block.get("top_self")), _pairs(block.get("top_processes"))
     ns_per_packet = _number(block.get("ns_per_packet"))
     return RoleTime(
         cpus=tuple(c for c in (cpus if isinstance(cpus, list) else []) if _count(c) is not None),
@@ -107,7 +105,13 @@ def _role(block: Any) -> RoleTime | None:
         groups_ns=({g: _number(ns.get(g)) or 0.0 for g in groups.table().busy_names()}
                    if ns_per_packet is not None else {}),
         ns_per_packet=ns_per_packet,
-        top_self=top_self)
+        top_self=top_self, top_processes=top_processes)
+
+
+def _pairs(value: Any) -> tuple[tuple[str, float], ...]:
+    """[[name, pct], ...] of a record, as far as it is readable."""
+    return tuple((_text(x[0]), v) for x in (value if isinstance(value, list) else [])
+                 if isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and (v := _number(x[1])) is not None)
 
 
 @dataclass(frozen=True)
@@ -194,20 +198,21 @@ def _ns(v: float | None) -> str:
     return "—" if v is None else f"{v:,.0f}"
 
 
-def _top(role: RoleTime | None, n: int) -> str:
-    if role is None or not role.top_self:
+def _top(role: RoleTime | None, n: int, processes: bool = False) -> str:
+    pairs = () if role is None else role.top_processes if processes else role.top_self
+    if not pairs:
         return "—"
-    return "\n".join(f"{pct:.1f} % {name}" for name, pct in role.top_self[:n])
+    return "\n".join(f"{pct:.1f} % {name}" for name, pct in pairs[:n])
 
 
 # The section's table: a row per profiled trial (each has its flame graph). COMPACT: the columns
 # of the Markdown and terminal tables.
 HEADERS = ("Backend", "Frame [B]", "Rate", "Receive CPU [ns/packet]",
            "NET_RX / kernel / user / idle / no sample [% of its time]", "Its top functions [% of its time, self]",
-           "Counter [ns/packet]", "Counter's top function [% of its time, self]",
+           "Who ran there [% of its time]", "Counter [ns/packet]", "Counter's top function [% of its time, self]",
            "Receive CPU's samples [of expected]", "Unresolved frames [of all]")
-COMPACT = (0, 1, 2, 3, 4, 5, 6)
-TEXT_COLUMNS = (0, 5, 7)  # left-aligned: names
+COMPACT = (0, 1, 2, 3, 4, 5, 7)
+TEXT_COLUMNS = (0, 5, 6, 8)  # left-aligned: names
 
 
 @dataclass(frozen=True)
@@ -237,7 +242,8 @@ def rows(trials: Iterable[Trial], top: int = TOP_SHOWN) -> list[Row]:
         out.append(Row(t, p, [
             backend, r.size_label, r.rate or "—", _ns(rx.ns_per_packet if rx else None),
             " / ".join(_pct(rx.shares_pct[k]) for k in SHARES) if rx else "—", _top(rx, top),
-            _ns(counter.ns_per_packet if counter else None), _top(counter, 1), samples, unresolved]))
+            _top(rx, top, processes=True), _ns(counter.ns_per_packet if counter else None), _top(counter, 1),
+            samples, unresolved]))
     return out
 
 
