@@ -20,11 +20,11 @@ ARGS   ?=
 # clang's sanitizer and libFuzzer runtimes, for the sanitizer build; openssh-server and
 # openssh-client: the SSH tests run an sshd per network namespace as remote hosts; argus-server
 # and argus-client: the argus capture-program adapter and its racount; linux-perf: `--profile`
-# samples every CPU with perf record).
+# samples every CPU with perf record; help2man: the programs' man pages from their --help).
 APT_PACKAGES := clang libclang-rt-14-dev llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
                 libelf-dev meson ninja-build pkg-config bpftool iproute2 \
                 python3-venv tcpdump tshark netsniff-ng ethtool tcpreplay chromium \
-                openssh-server openssh-client argus-server argus-client linux-perf
+                openssh-server openssh-client argus-server argus-client linux-perf help2man
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -57,15 +57,20 @@ deps:
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]'
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test,manuals]'
 	touch $@
 
 venv: deps $(VENV)/.installed
 
-$(BUILD)/build.ninja:
-	meson setup $(BUILD)
+# The venv's Python makes capbench's man page and the shell completions (docs/meson.build).
+MANUALS_PYTHON := $(CURDIR)/$(VENV)/bin/python
 
-build: deps $(BUILD)/build.ninja
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) -Dmanuals_python=$(MANUALS_PYTHON)
+
+build: deps venv $(BUILD)/build.ninja
+	@meson configure $(BUILD) -Dmanuals_python=$(MANUALS_PYTHON) 2>/dev/null || \
+	  meson setup --reconfigure $(BUILD) -Dmanuals_python=$(MANUALS_PYTHON) >/dev/null
 	ninja -C $(BUILD)
 
 run: venv build
