@@ -126,8 +126,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m capbench.cli.manuals OUTDIR", file=sys.stderr)
         return 2
-    for path in write_all(Path(argv[0])):
-        print(path)
+    write_all(Path(argv[0]))
     return 0
 
 
