@@ -129,6 +129,7 @@ def test_bash_completes_commands_options_and_choices():
         next(o for b in declared.cap().backends for o in b.options if o.name == "--fanout-mode").choices)
     assert bash_completes("capbench-gen", "--eng") == {"--engine"}
     assert bash_completes("capbench-xdpcount", "--cl") == {"--clone-to"}
+    assert bash_completes("capbench-xdpcount", "--mode", "") == {"native", "generic"}
 
 
 def run_capbench(*args: str) -> subprocess.CompletedProcess:

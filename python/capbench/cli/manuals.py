@@ -55,19 +55,32 @@ def _declared_options(program: str) -> list[declared.Option]:
     return [*d.common_options, *(o for e in d.engines for o in e.options)]
 
 
+def _help_text(program: str) -> str:
+    return subprocess.run([str(find_program(program)), "--help"], capture_output=True, text=True,
+                          timeout=10, check=True).stdout
+
+
 def _help_options(program: str) -> list[str]:
     """The long options a program's --help names (capbench-xdpcount: no option table)."""
-    text = subprocess.run([str(find_program(program)), "--help"], capture_output=True, text=True,
-                          timeout=10, check=True).stdout
-    return list(dict.fromkeys(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text)))
+    return list(dict.fromkeys(re.findall(r"(?<![\w-])--[a-z][a-z-]*", _help_text(program))))
+
+
+def _help_choices(program: str) -> dict[str, list[str]]:
+    """The choices its --help writes as `--mode native|generic`."""
+    return {flag: words.split("|") for flag, words in
+            re.findall(r"(?<![\w-])(--[a-z][a-z-]*) ([a-z]+(?:\|[a-z]+)+)\b", _help_text(program))}
 
 
 def program_parser(program: str) -> argparse.ArgumentParser:
     """An argparse parser of a C program, for its completion only (the program parses its own)."""
     p = argparse.ArgumentParser(prog=program, add_help=False)
     if program == "capbench-xdpcount":
+        choices = _help_choices(program)
         for flag in _help_options(program):
-            p.add_argument(flag, action="store_true" if flag in ("--help", "--version") else "store")
+            if flag in ("--help", "--version"):
+                p.add_argument(flag, action="store_true")
+            else:
+                p.add_argument(flag, choices=choices.get(flag))
         return p
     _add_declared(p, _declared_options(program))
     return p
