@@ -348,7 +348,7 @@ def run_forwarding_signals(*argvs: list[str], on_summary=None, on_message=None) 
     One program writes to our stdout; several write through a pipe each, and every JSON line
     they print gets a "proc" field (1, 2, ...) saying whose it is. With `on_summary`, each
     program's lines pass through a pipe too, and the lines on_summary(summary) makes of its
-    summary line (a list, or one string) go to stderr ("capbench: ...", with "proc N: " when several). With `on_message`,
+    summary line (a list) go to stderr ("capbench: ...", with "proc N: " when several). With `on_message`,
     on_message(program, message) is called for every JSON object a program prints."""
     several = len(argvs) > 1
     piped = several or on_summary is not None or on_message is not None
@@ -374,7 +374,6 @@ def run_forwarding_signals(*argvs: list[str], on_summary=None, on_message=None) 
                     line = json.dumps({"proc": n, **obj}, separators=(",", ":")) + "\n"
                 if on_summary is not None and isinstance(obj, dict) and obj.get("type") == "summary":
                     said = on_summary(obj)
-                    said = [said] if isinstance(said, str) else said
             except ValueError:
                 pass
             with lock:
