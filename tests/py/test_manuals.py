@@ -143,3 +143,12 @@ def test_version_of_every_program(program):
     for flag in ("-V", "--version"):
         p = subprocess.run([str(find_program(program)), flag], capture_output=True, text=True, timeout=10)
         assert (p.returncode, p.stdout, p.stderr) == (0, f"{program} {__version__}\n", "")
+
+
+def test_meson_install_installs_the_pages_and_completions(tmp_path):
+    p = subprocess.run(["meson", "install", "-C", str(build_dir()), "--no-rebuild", "--quiet",
+                        "--destdir", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    installed = {f.relative_to(tmp_path).as_posix().split("/share/", 1)[-1] for f in tmp_path.rglob("*") if f.is_file()}
+    for name in ("capbench", *PROGRAMS):
+        assert {f"man/man1/{name}.1", f"bash-completion/completions/{name}", f"zsh/site-functions/_{name}"} <= installed
