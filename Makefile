@@ -20,11 +20,12 @@ ARGS   ?=
 # clang's sanitizer and libFuzzer runtimes, for the sanitizer build; openssh-server and
 # openssh-client: the SSH tests run an sshd per network namespace as remote hosts; argus-server
 # and argus-client: the argus capture-program adapter and its racount; linux-perf: `--profile`
-# samples every CPU with perf record; help2man: the programs' man pages from their --help).
+# samples every CPU with perf record; help2man: the programs' man pages from their --help; zsh:
+# the test that it reads the completions).
 APT_PACKAGES := clang libclang-rt-14-dev llvm libbpf-dev libxdp-dev libpcap-dev libcmocka-dev zlib1g-dev \
                 libelf-dev meson ninja-build pkg-config bpftool iproute2 \
                 python3-venv tcpdump tshark netsniff-ng ethtool tcpreplay chromium \
-                openssh-server openssh-client argus-server argus-client linux-perf help2man
+                openssh-server openssh-client argus-server argus-client linux-perf help2man zsh
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

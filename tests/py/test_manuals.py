@@ -152,3 +152,10 @@ def test_meson_install_installs_the_pages_and_completions(tmp_path):
     installed = {f.relative_to(tmp_path).as_posix().split("/share/", 1)[-1] for f in tmp_path.rglob("*") if f.is_file()}
     for name in ("capbench", *PROGRAMS):
         assert {f"man/man1/{name}.1", f"bash-completion/completions/{name}", f"zsh/site-functions/_{name}"} <= installed
+
+
+def test_zsh_reads_every_zsh_completion():
+    """zsh parses each completion file (-n: read, run nothing)."""
+    for name in ("capbench", *PROGRAMS):
+        p = subprocess.run(["zsh", "-n", str(built_docs() / f"_{name}")], capture_output=True, text=True, timeout=30)
+        assert (p.returncode, p.stderr) == (0, ""), name
