@@ -24,10 +24,11 @@ BUILD_PACKAGES := clang libbpf-dev libxdp-dev libpcap-dev zlib1g-dev libelf-dev 
 # report opens it headless; libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes, for
 # the sanitizer build; openssh-server and openssh-client: the SSH tests run an sshd per network
 # namespace as remote hosts; argus-server and argus-client: the argus capture-program adapter
-# and its racount; linux-perf: `--profile` samples every CPU with perf record).
+# and its racount; linux-perf: `--profile` samples every CPU with perf record; help2man: the
+# programs' man pages from their --help; zsh: the test that it reads the completions).
 APT_PACKAGES := $(BUILD_PACKAGES) libclang-rt-14-dev llvm libcmocka-dev iproute2 \
                 tcpdump tshark netsniff-ng ethtool tcpreplay chromium \
-                openssh-server openssh-client argus-server argus-client linux-perf
+                openssh-server openssh-client argus-server argus-client linux-perf help2man zsh
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -68,15 +69,20 @@ deps build-deps:
 # wheel with the programs in it (README, "Installing").
 $(VENV)/.installed: pyproject.toml tools/dev_venv.py
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python tools/dev_venv.py test
+	$(VENV)/bin/python tools/dev_venv.py test manuals
 	touch $@
 
 venv: deps $(VENV)/.installed
 
-$(BUILD)/build.ninja:
-	meson setup $(BUILD)
+# The venv's Python makes capbench's man page and the shell completions (docs/meson.build).
+MANUALS_PYTHON := $(CURDIR)/$(VENV)/bin/python
 
-build: deps $(BUILD)/build.ninja
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) -Dmanuals_python=$(MANUALS_PYTHON)
+
+build: deps venv $(BUILD)/build.ninja
+	@meson configure $(BUILD) -Dmanuals_python=$(MANUALS_PYTHON) 2>/dev/null || \
+	  meson setup --reconfigure $(BUILD) -Dmanuals_python=$(MANUALS_PYTHON) >/dev/null
 	ninja -C $(BUILD)
 
 run: venv build

@@ -108,6 +108,7 @@ class Option:
     max: int | None = None
     default: bool | int | float | str | None = None  # a number, a flag's false, a text ("the page size"), None
     choices: tuple[str, ...] = ()  # type choice only
+    short: str | None = None  # "-i", or None
 
     @classmethod
     def read(cls, r: _Reader) -> Option:
@@ -116,7 +117,7 @@ class Option:
             raise r.fail(f"{r.where}.default is not a number, a flag, a string or null")
         return cls(name=r.str("name"), type=r.str("type"), help=r.str("help", optional=True, default=""),
                    min=r.int("min", optional=True), max=r.int("max", optional=True), default=default,
-                   choices=r.strs("choices", optional=True))
+                   choices=r.strs("choices", optional=True), short=r.str("short", optional=True, default=None))
 
 
 def _options(r: _Reader, key: str) -> tuple[Option, ...]:

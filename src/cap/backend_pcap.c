@@ -30,7 +30,6 @@
 #include "cap.h"
 #include "util.h"
 
-#define DEFAULT_SNAPLEN   262144
 #define READ_TIMEOUT_MS   10      /* libpcap's poll timeout and block retire timeout */
 #define STATS_EVERY_NS    200000000ull
 #define STATS_CHECK_MASK  4095    /* look at the clock every 4096 packets */
@@ -65,7 +64,7 @@ static int pcap_be_open(const struct cap_cfg *cfg, void **state)
 		err = -ENOMEM;
 		goto err_free;
 	}
-	pcap_set_snaplen(st->p, (int)(cfg->snaplen ? cfg->snaplen : DEFAULT_SNAPLEN));
+	pcap_set_snaplen(st->p, (int)(cfg->snaplen ? cfg->snaplen : CAP_SNAPLEN_MAX));
 	pcap_set_promisc(st->p, cfg->promisc);
 	pcap_set_timeout(st->p, READ_TIMEOUT_MS);
 	if (cfg->immediate)
@@ -286,9 +285,6 @@ static const struct cb_opt pcap_options[] = {
 	{ .name = "buffer-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 1, .max = (1ull << 31) - 1,
 	  .has_default = 1, .def = 2u << 20, .help = "kernel buffer, e.g. 4M or 64M (libpcap's default)",
 	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", CB_OPT_AT(struct cap_cfg, buffer_size) },
-	{ .name = "snaplen", .type = CB_OPT_COUNT, .arg = "N", .min = 60, .max = DEFAULT_SNAPLEN,
-	  .has_default = 1, .def = DEFAULT_SNAPLEN, .help = "bytes kept per packet",
-	  .fix = "give 60..262144 bytes (the stamp needs 60)", CB_OPT_AT(struct cap_cfg, snaplen) },
 	CB_OPT_END,
 };
 

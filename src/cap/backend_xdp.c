@@ -96,7 +96,7 @@ static int xdp_run(void *state, struct cap_worker *w)
 		w->foreign = c.packets - c.capbench - c.trailer;
 		w->trailers = c.trailer;
 		cap_publish(w);
-		if (stop || (w->cfg->count && w->received >= w->cfg->count))
+		if (stop || (w->cfg->count && w->packets >= w->cfg->count))
 			return 0;
 		poll(NULL, 0, READ_MS);
 	}

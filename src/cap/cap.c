@@ -298,7 +298,7 @@ int main(int argc, char **argv)
 		/* Opened before the backend, so a path that cannot be written is
 		 * refused before anything is attached; an existing file keeps its
 		 * contents until the capture has opened (cap_writer_begin). */
-		err = cap_writer_open(&writer, cfg.write_path, cfg.snaplen ? (uint32_t)cfg.snaplen : 262144);
+		err = cap_writer_open(&writer, cfg.write_path, cfg.snaplen ? (uint32_t)cfg.snaplen : CAP_SNAPLEN_MAX);
 		if (err)
 			return CB_EXIT_USAGE;
 		ctx[0].w.writer = &writer;
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
 		read_published(ctx, n, &now_pub);
 		/* A worker that is done reached --count or failed: stop them all.
 		 * Several workers reach --count together, seen here. */
-		if (now >= end || now_pub.any_done || (cfg.count && now_pub.received >= cfg.count))
+		if (now >= end || now_pub.any_done || (cfg.count && now_pub.packets >= cfg.count))
 			break;
 		if (now >= next_stats) {
 			be->stats(state, &k);

@@ -24,6 +24,7 @@
 
 #define CAP_MAX_WORKERS 256 /* a fanout group holds at most 256 sockets by default */
 #define CAP_MAX_QUEUE 4095  /* the highest receive queue number --queue takes */
+#define CAP_SNAPLEN_MAX 262144 /* --snaplen's default and largest, tcpdump's */
 
 struct cap_cfg {
 	const char *iface;
@@ -31,7 +32,7 @@ struct cap_cfg {
 	/* pcap */
 	int pcap_dispatch;       /* 0: pcap_next (the seed's counter), 1: pcap_dispatch */
 	int immediate;           /* pcap_set_immediate_mode */
-	uint64_t snaplen;        /* 0 = the backend's default */
+	uint64_t snaplen;        /* --snaplen; 0 = CAP_SNAPLEN_MAX */
 	uint64_t buffer_size;    /* pcap_set_buffer_size, raw: SO_RCVBUF; 0 = the default */
 	/* raw (buffer_size: SO_RCVBUF) */
 	unsigned int batch;      /* raw: packets per recvmmsg, afxdp: descriptors per peek; 0 = default */
@@ -339,6 +340,10 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 	uint64_t seq, tx_ns;
 	unsigned int stream, magic;
 
+	/* --count reached: the frames a batch or a drain still holds are left
+	 * alone, so one worker counts and writes exactly N, as tcpdump -c. */
+	if (w->cfg->count && w->packets >= w->cfg->count)
+		return 1;
 	w->packets++;
 	w->bytes += wirelen;
 	if (w->writer)
@@ -388,7 +393,8 @@ static inline int cap_packet(struct cap_worker *w, const uint8_t *data, uint32_t
 	}
 	app_load_apply(&w->cfg->load, &w->load, data, caplen);
 out:
-	return w->cfg->count && w->received >= w->cfg->count;
+	/* --count counts every frame, as tcpdump's -c. */
+	return w->cfg->count && w->packets >= w->cfg->count;
 }
 
 /* Make the counts so far visible to the main thread, and add the batch's

@@ -20,6 +20,12 @@
 
 #define DEFAULT_BACKEND "pcap"
 
+/* --snaplen: 0 (the default) or at least the 60 bytes a stamp needs. */
+static int snaplen_invalid(uint64_t v)
+{
+	return v != 0 && v < CB_STAMP_OFF + CB_STAMP_LEN;
+}
+
 static double duration_s(const char *flag, const char *s)
 {
 	return cb_opt_seconds(flag, s, 0, CB_SECONDS_MAX);
@@ -35,9 +41,15 @@ static const struct cb_opt common_options[] = {
 	{ .name = "app-load", .type = CB_OPT_STRING, .arg = "LOAD", .has_default = 1,
 	  .def_text = APP_LOAD_DEFAULT, .help = "work per packet, in every worker (not with a "
 	  "backend that counts in the kernel): the forms below" },
-	{ .name = "write", .type = CB_OPT_STRING, .arg = "FILE",
+	{ .name = "write", .short_name = 'w', .type = CB_OPT_STRING, .arg = "FILE",
 	  .help = "write the captured frames to FILE, pcap or, if the name ends in .pcapng, "
 		  "pcapng (one worker only)", CB_OPT_AT(struct cap_cfg, write_path) },
+	{ .name = "snaplen", .short_name = 's', .type = CB_OPT_COUNT, .arg = "N", .max = CAP_SNAPLEN_MAX,
+	  .has_default = 1, .def = CAP_SNAPLEN_MAX, .valid = snaplen_invalid,
+	  .help = "bytes kept per packet: what --write writes and, with --backend pcap, what the "
+	  "kernel copies (0: the default, as tcpdump's -s 0)",
+	  .fix = "give 60..262144 bytes (the stamp needs 60), or 0 for the default",
+	  CB_OPT_AT(struct cap_cfg, snaplen) },
 	{ .name = "group-size", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = CB_COUNT_MAX,
 	  .what = "frames", .help = "number the frames in groups of N by sequence number "
 	  "(capbench-gen --group-size) and count each group", CB_OPT_AT(struct cap_cfg, group_size) },
@@ -47,8 +59,9 @@ static const struct cb_opt common_options[] = {
 	{ .name = "no-promisc", .type = CB_OPT_FLAG, .flag_value = 0,
 	  .help = "do not put IF into promiscuous mode", CB_OPT_AT(struct cap_cfg, promisc) },
 	{ .name = "count", .short_name = 'c', .type = CB_OPT_COUNT, .arg = "N", .min = 1,
-	  .max = CB_COUNT_MAX, .what = "capbench frames", .help = "stop after N capbench frames "
-	  "(several workers: all together, checked every 50 ms)", CB_OPT_AT(struct cap_cfg, count) },
+	  .max = CB_COUNT_MAX, .what = "frames", .help = "stop after N frames, every frame counted as "
+	  "tcpdump's -c does (the summary counts capbench's own apart: received, foreign); several "
+	  "workers: all together, checked every 50 ms", CB_OPT_AT(struct cap_cfg, count) },
 	{ .name = "duration", .short_name = 'd', .type = CB_OPT_SECONDS, .arg = "S",
 	  .max = (uint64_t)CB_SECONDS_MAX, .seconds = duration_s,
 	  .help = "stop after S seconds (5, 5s, 250ms, 2m)", CB_OPT_AT(struct cap_cfg, duration_s) },
@@ -67,6 +80,7 @@ static const struct cb_opt common_options[] = {
 	  "(tcpdump, dumpcap, tshark, netsniff-ng), through the same counting and print its "
 	  "summary; no root; takes only --group-size, --groups and --interval (interval lines by "
 	  "the file's time)", CB_OPT_AT(struct cap_cfg, read_path) },
+	{ .name = "version", .short_name = 'V', .type = CB_OPT_FLAG, .help = "print the version and exit" },
 	{ .name = "help", .short_name = 'h', .type = CB_OPT_FLAG, .help = "this help" },
 	CB_OPT_END,
 };
@@ -375,6 +389,9 @@ static void configure(const struct cb_opt_set *s, const struct cap_backend *be, 
 	/* A real run opens the file (cap_writer_open) and says the same. */
 	if (cfg->write_path && check && cap_writer_probe(cfg->write_path, errbuf, sizeof(errbuf)))
 		cb_usage_error("%s", errbuf);
+	if (cb_opt_value(s, "snaplen") && be->caps.kernel_counter)
+		cb_usage_error("--snaplen does not apply to --backend %s: no application sees the packets",
+			       be->name);
 	if (app_load && be->caps.kernel_counter)
 		cb_usage_error("--app-load does not apply to --backend %s: it counts in the kernel, "
 			       "no application sees the packets", be->name);
@@ -452,6 +469,8 @@ const struct cap_backend *cap_configure(int argc, char **argv, struct cap_cfg *c
 		usage(stdout);
 		exit(CB_EXIT_OK);
 	}
+	if (cb_opt_value(&s, "version"))
+		cb_print_version();
 	if (cb_opt_value(&s, "describe"))
 		exit(cap_describe(stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK);
 	*check = 0;

@@ -385,6 +385,11 @@ void cb_opt_describe(struct cb_json *j, const char *key, const struct cb_opt *ta
 		cb_json_elem_begin(j);
 		snprintf(name, sizeof(name), "--%s", o->name);
 		cb_json_str(j, "name", name);
+		if (o->short_name) {
+			char short_name[3] = { '-', o->short_name, 0 };
+
+			cb_json_str(j, "short", short_name);
+		}
 		cb_json_str(j, "type", type_names[o->type]);
 		if (o->type == CB_OPT_COUNT || o->type == CB_OPT_BYTES || o->type == CB_OPT_MS ||
 		    (o->type == CB_OPT_SECONDS && o->max)) {

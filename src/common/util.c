@@ -28,6 +28,12 @@ void cb_set_progname(const char *name)
 	progname = slash ? slash + 1 : name;
 }
 
+void cb_print_version(void)
+{
+	printf("%s %s\n", progname, CAPBENCH_VERSION);
+	exit(CB_EXIT_OK);
+}
+
 void cb_printable(char *s)
 {
 	for (; *s; s++)

@@ -34,6 +34,9 @@ int cb_fault_status(void);
 /* End the program with a usage error unless it runs as root; `needs` says
  * what needs root, e.g. "packet capture needs CAP_NET_RAW". */
 void cb_require_root(const char *needs);
+/* -V/--version: print "PROGRAM VERSION" (capbench's release, meson's project
+ * version) on stdout and exit 0. */
+void cb_print_version(void) __attribute__((noreturn));
 /* Set the program name used as prefix of error lines. */
 void cb_set_progname(const char *name);
 /* Replace every terminal control byte of `s` (below 0x20, and DEL) with '?',

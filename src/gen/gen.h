@@ -56,7 +56,7 @@ struct gen_args {
 	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
 	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
 	const char *replay, *loop, *mtu, *trailer, *catchup;
-	int check, describe, help;
+	int check, describe, help, version;
 };
 
 /* What an engine does, for --describe. */

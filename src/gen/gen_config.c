@@ -96,6 +96,8 @@ static const struct cb_opt common_options[] = {
 	  .def_text = "--iface's", .help = "with --check: the MTU to check --size against", AT(mtu) },
 	{ .name = "describe", .type = CB_OPT_FLAG, .help = "print the engines, size profiles and "
 	  "options as one JSON document and exit", AT(describe) },
+	{ .name = "version", .short_name = 'V', .type = CB_OPT_FLAG, .help = "print the version and exit",
+	  AT(version) },
 	{ .name = "help", .short_name = 'h', .type = CB_OPT_FLAG, .help = "this help", AT(help) },
 	CB_OPT_END,
 };
@@ -213,6 +215,8 @@ static void parse_args(int argc, char **argv, struct gen_args *a, struct cb_opt_
 		usage(stdout);
 		exit(CB_EXIT_OK);
 	}
+	if (a->version)
+		cb_print_version();
 	if (a->describe)
 		exit(gen_describe(stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK);
 	if (a->mtu && !a->check)

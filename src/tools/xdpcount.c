@@ -69,6 +69,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: capbench-xdpcount --iface IF [--mode native|generic] [--clone-to IF,IF,...]\n"
+"       capbench-xdpcount --help | --version\n"
 "\n"
 "Count the frames that reach IF with an XDP program that passes them on;\n"
 "with --clone-to, count them and send a copy of each to every interface of\n"
@@ -85,6 +86,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "clone-to", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *iface = NULL, *mode = "native", *clone_to = NULL;
@@ -100,12 +102,13 @@ int main(int argc, char **argv)
 
 	cb_set_progname(argv[0]);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:m:t:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:m:t:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i': iface = optarg; break;
 		case 'm': mode = optarg; break;
 		case 't': clone_to = optarg; break;
 		case 'h': usage(stdout); return CB_EXIT_OK;
+		case 'V': cb_print_version();
 		default: cb_opt_fail(c, argv);
 		}
 	}

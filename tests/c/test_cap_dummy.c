@@ -44,8 +44,8 @@ static void test_its_option_parses_with_its_range(void **state)
 	run_cap((const char *[]){ "--check", "--backend", "pcap", "--batch", "3", NULL }, &r);
 	assert_string_equal(r.err, "capbench-cap: --batch is an option of --backend raw, afxdp and "
 			    "dummy, not of pcap\n");
-	run_cap((const char *[]){ "--check", "--backend", "dummy", "--snaplen", "100", NULL }, &r);
-	assert_string_equal(r.err, "capbench-cap: --pcap-api, --immediate and --snaplen are options "
+	run_cap((const char *[]){ "--check", "--backend", "dummy", "--immediate", "--pcap-api", "next", NULL }, &r);
+	assert_string_equal(r.err, "capbench-cap: --pcap-api and --immediate are options "
 			    "of --backend pcap, not of dummy\n");
 }
 

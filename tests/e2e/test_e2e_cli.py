@@ -183,9 +183,10 @@ def _down_in_use(tb: testbed.Testbed) -> None:
 
 
 def test_gen_and_capture_pass_through(tb):
-    """`capbench capture` and `capbench gen` by hand in the test bed's namespaces."""
+    """`capbench capture` and `capbench gen` by hand in the test bed's namespaces. --count counts
+    every frame: the 5,000 and the generator's 3 trailer frames."""
     cap = subprocess.Popen(capbench_cmd("capture", "--netns", tb.cap_ns, "--iface", tb.cap_if, "--backend",
-                                        "afp-v3", "--count", "5000", "--duration", "20"),
+                                        "afp-v3", "--count", "5003", "--duration", "20"),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=capbench_env())
     assert cap.stdout is not None
     assert json.loads(cap.stdout.readline())["type"] == "ready"
@@ -200,6 +201,7 @@ def test_gen_and_capture_pass_through(tb):
     csum = [json.loads(line) for line in out.splitlines()][-1]
     assert csum["type"] == "summary"
     assert (csum["received"], csum["lost"], csum["duplicates"], csum["reordered"]) == (5000, 0, 0, 0)
+    assert csum["packets"] == 5003 and csum["trailer"]["seen"] == 3 and csum["foreign"] == 0
     assert csum["kernel_drops"] == 0 and csum["kernel"]["freeze_q"] == 0
 
 

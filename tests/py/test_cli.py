@@ -200,8 +200,11 @@ def test_passthrough_exit_status(fake_build):
 
 def test_split_passthrough():
     assert _split_passthrough(["--netns", "ns1", "--iface", "x", "--netns=ns2", "-h"]) == (
-        "ns2", True, ["--iface", "x"])
-    assert _split_passthrough(["--iface", "x", "--", "--netns", "y"]) == (None, False, ["--iface", "x", "--netns", "y"])
+        "ns2", True, False, ["--iface", "x"])
+    assert _split_passthrough(["--iface", "x", "--", "--netns", "y"]) == (None, False, False,
+                                                                          ["--iface", "x", "--netns", "y"])
+    assert _split_passthrough(["-i", "x", "-V"]) == (None, False, True, ["-i", "x"])
+    assert _split_passthrough(["-i", "x", "--", "--version"]) == (None, False, False, ["-i", "x", "--version"])
 
 
 def test_run_defaults_are_the_seeds():

@@ -182,7 +182,7 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 
 def build_parser() -> Parser:
     p = Parser(prog="capbench", description=MAIN_HELP, formatter_class=_formatter, allow_abbrev=False)
-    p.add_argument("--version", action="version", version=f"capbench {__version__}")
+
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
 
@@ -380,4 +380,17 @@ def build_parser() -> Parser:
                      help="print the comparison as one JSON document on stdout (docs/json.md), the tables on stderr")
     cmp.add_argument("--out", metavar="DIR",
                      help="write compare.{txt,md,png,svg,html} to DIR (default: B/report/compare-<name of A>/)")
+    _add_version(p)
     return p
+
+
+def _add_version(p: argparse.ArgumentParser) -> None:
+    """-V/--version on `capbench` and every command under it (gen and capture, which argparse
+    does not parse, answer it in capbench.cli.passthrough)."""
+    if p.add_help:
+        p.add_argument("-V", "--version", action="version", version=f"capbench {__version__}",
+                       help="print capbench's version and exit")
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _add_version(child)

@@ -10,10 +10,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 from pathlib import Path
 
-from capbench import declared
+from capbench import __version__, declared
 from capbench.binaries import find_program
 from capbench.campaign.runner import note
 from capbench.cli.described import from_declarations, own_xdp_names
@@ -50,20 +51,16 @@ PASSTHROUGH_EXAMPLES = {
     ),
     "capture": (
         "Ctrl-C ends the capture with its summary line.\n\n"
+        "tcpdump's -i IF, -w FILE, -c N (every frame counts) and -s SNAPLEN are the\n"
+        "counter's own; its summary tells capbench's frames apart from the others.\n\n"
         "capbench's own options (the rest go to the counter):\n"
-        "  --procs N          run N counters on the interface, each seeing every frame\n"
-        "                     (packet-socket backends; 1 to 64; default 1)\n"
-        "  --proc-cpus LIST   pin counter i to the i-th CPU of LIST (one per process)\n"
-        "  --profile          sample every CPU with perf from the counters' ready line to\n"
-        "                     their summary, then print a \"profile\" line: each CPU's and\n"
-        "                     the counters' NET_RX/kernel/user/idle shares, groups of\n"
-        "                     receive work, top functions and ns per received packet\n"
-        "  --profile-hz N     samples per second on each CPU (default {hz})\n"
-        "  --profile-out FILE with --profile: write the folded stacks (a flame graph's input)\n"
+        "{own}\n"
         "\n"
         "On a capbench test bed, frames of the generator's xdp engine reach the capture\n"
         "veth only while an XDP program is attached there: capture with --backend\n"
         "{own_xdp}, run capbench-xdpcount there, or send with --engine afpacket.",
+        "  sudo capbench capture -i eth1 -w out.pcap -c 1000 -s 128\n"
+        "      tcpdump's flags: the first 1,000 frames of any kind, 128 B of each, into out.pcap\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1\n"
         "  sudo capbench capture --netns capbench-1a2b3c-cap --iface cb1a2b3cc --backend pcap --duration 10\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1 --duration 10 --profile\n"
@@ -73,9 +70,45 @@ PASSTHROUGH_EXAMPLES = {
 }
 
 
-def _split_passthrough(argv: list[str]) -> tuple[str | None, bool, list[str]]:
-    """(netns, wants help, the rest unchanged) from the arguments after `gen`/`capture`."""
-    ns, want_help, rest = None, False, []
+VERSION_FLAGS = ("-V", "--version")
+
+# The options capbench takes itself (flag, its value's name or None, help), for the help text,
+# the man page and the completion (capbench.cli.manuals); the rest go to the program.
+OWN_OPTIONS = {
+    "gen": (("--netns", "NS", "run the program inside network namespace NS"),),
+    "capture": (
+        ("--netns", "NS", "run the counters inside network namespace NS"),
+        ("--procs", "N", "run N counters on the interface, each seeing every frame (packet-socket backends; "
+                         "1 to 64; default 1)"),
+        ("--proc-cpus", "LIST", "pin counter i to the i-th CPU of LIST (one per process)"),
+        ("--profile", None, "sample every CPU with perf from the counters' ready line to their summary, then "
+                            "print a \"profile\" line: each CPU's and the counters' NET_RX/kernel/user/idle "
+                            "shares, groups of receive work, top functions and ns per received packet"),
+        ("--profile-hz", "N", "samples per second on each CPU (default {hz})"),
+        ("--profile-out", "FILE", "with --profile: write the folded stacks (a flame graph's input)"),
+    ),
+}
+
+
+def own_options(cmd: str) -> list[tuple[str, str | None, str]]:
+    return [(flag, metavar, text.format(hz=perf_record.DEFAULT_HZ)) for flag, metavar, text in OWN_OPTIONS[cmd]]
+
+
+def _own_help(cmd: str) -> str:
+    """capbench's own options of `cmd` but --netns (in the usage line), as --help lists them."""
+    lines = []
+    for flag, metavar, text in own_options(cmd):
+        if flag != "--netns":
+            head = f"  {flag}{' ' + metavar if metavar else ''}"
+            lines.append(textwrap.fill(text, width=80, initial_indent=f"{head:<20} ",
+                                       subsequent_indent=" " * 21))
+    return "\n".join(lines)
+
+
+def _split_passthrough(argv: list[str]) -> tuple[str | None, bool, bool, list[str]]:
+    """(netns, wants help, wants the version, the rest unchanged) from the arguments after
+    `gen`/`capture`."""
+    ns, want_help, want_version, rest = None, False, False, []
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -92,20 +125,32 @@ def _split_passthrough(argv: list[str]) -> tuple[str | None, bool, list[str]]:
             ns = a.split("=", 1)[1]
         elif a in ("-h", "--help"):
             want_help = True
+        elif a in VERSION_FLAGS:
+            want_version = True
         else:
             rest.append(a)
         i += 1
-    return ns, want_help, rest
+    return ns, want_help, want_version, rest
 
 
 def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     prog_name = PASSTHROUGH[cmd][0]
-    ns, want_help, rest = _split_passthrough(argv)
+    ns, want_help, want_version, rest = _split_passthrough(argv)
+    if want_version and not want_help:
+        # capbench's release, then the program's own line (the same number, from meson.build)
+        print(f"capbench {__version__}", flush=True)
+        try:
+            prog = find_program(prog_name)
+        except UsageError as e:
+            print(f"{prog_name}: not available: {e}")
+            return 0
+        subprocess.run([str(prog), "--version"], stdin=subprocess.DEVNULL, timeout=10)
+        return 0
     if want_help:
         extra, examples = PASSTHROUGH_EXAMPLES[cmd]
         extra = extra.format(own_xdp=from_declarations(lambda: " or ".join(own_xdp_names()),
                                                     "NAME (a backend with its own XDP program)"),
-                             hz=perf_record.DEFAULT_HZ)
+                             own=_own_help(cmd) if cmd == "capture" else "")
         sys.stdout.write(PASSTHROUGH_HELP.format(cmd=cmd, prog=prog_name, extra=extra, examples=examples))
         sys.stdout.flush()
         try:
@@ -129,7 +174,7 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     if len(argvs) > 1 or profiling is not None:
         _check_each(argvs)  # a bad option is refused before perf starts
     if profiling is None:
-        return run_forwarding_signals(*argvs, on_summary=capture_loss_line if cmd == "capture" else None)
+        return run_forwarding_signals(*argvs, on_summary=capture_summary_notes if cmd == "capture" else None)
     return capture_profiled(argvs, profiling, out)
 
 
@@ -186,7 +231,7 @@ def capture_profiled(argvs: list[list[str]], profiling: perf_record.Profiling, o
                 elif msg.get("type") == "summary":
                     summaries.append(msg)
 
-        status = run_forwarding_signals(*argvs, on_summary=capture_loss_line, on_message=on_message)
+        status = run_forwarding_signals(*argvs, on_summary=capture_summary_notes, on_message=on_message)
         if not sampler.enabled:
             return status  # no counter got ready: it said why
         sampler.disable()
@@ -212,6 +257,19 @@ def capture_profiled(argvs: list[list[str]], profiling: perf_record.Profiling, o
         note(f"capbench: profile: CPU {rx['cpus'][0]} did most NET_RX work ({rx['shares_pct']['net_rx']:.1f} % of "
              f"its time; {ns}); the counters spent {record['roles']['counter']['busy_ms']:,.0f} ms of CPU")
     return status
+
+
+def capture_summary_notes(summary: dict) -> list[str]:
+    """What capbench says on stderr after a capbench-cap summary: every frame captured, capbench's
+    own told apart from the others (as tcpdump's -c counts them all), then the loss in words."""
+    notes = []
+    if "foreign" in summary:
+        trailers = int((summary.get("trailer") or {}).get("seen", 0))
+        notes.append(f"captured {int(summary.get('packets', 0)):,} frames: {int(summary.get('received', 0)):,} "
+                     f"capbench frames (each sequence number once), {trailers:,} capbench trailers, "
+                     f"{int(summary['foreign']):,} others")
+    loss = capture_loss_line(summary)
+    return notes + ([loss] if loss else [])
 
 
 def capture_loss_line(summary: dict) -> str | None:
@@ -289,8 +347,8 @@ def run_forwarding_signals(*argvs: list[str], on_summary=None, on_message=None) 
 
     One program writes to our stdout; several write through a pipe each, and every JSON line
     they print gets a "proc" field (1, 2, ...) saying whose it is. With `on_summary`, each
-    program's lines pass through a pipe too, and the line on_summary(summary) makes of its
-    summary line goes to stderr ("capbench: ...", with "proc N: " when several). With `on_message`,
+    program's lines pass through a pipe too, and the lines on_summary(summary) makes of its
+    summary line (a list) go to stderr ("capbench: ...", with "proc N: " when several). With `on_message`,
     on_message(program, message) is called for every JSON object a program prints."""
     several = len(argvs) > 1
     piped = several or on_summary is not None or on_message is not None
@@ -321,8 +379,8 @@ def run_forwarding_signals(*argvs: list[str], on_summary=None, on_message=None) 
             with lock:
                 sys.stdout.write(line)
                 sys.stdout.flush()
-                if said:
-                    note(f"capbench: {f'proc {n}: ' if several else ''}{said}")
+                for words in said or ():
+                    note(f"capbench: {f'proc {n}: ' if several else ''}{words}")
 
     readers = [threading.Thread(target=tag, args=(n, p), daemon=True) for n, p in enumerate(procs, 1)
                if piped]
