@@ -195,7 +195,7 @@ def test_every_command_line_in_the_docs_parses_and_its_campaign_builds(argv, tmp
 def assert_program_takes(cmd: str, argv: list[str]) -> None:
     """The options of `capbench gen`/`capture`, split as the command splits them, judged by the
     program itself (`--check`, which opens nothing); the docs' interface is the user's: lo here."""
-    _, _, rest = passthrough._split_passthrough(argv)
+    _, _, _, rest = passthrough._split_passthrough(argv)
     procs, rest = passthrough._split_procs(cmd, rest)
     if cmd == "capture":
         _, _, rest = passthrough._split_profile(rest)
