@@ -227,6 +227,25 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_end(&j, stdout);
 }
 
+/* The capabilities a backend needs: CAP_NET_RAW for a packet or AF_XDP
+ * socket; CAP_NET_ADMIN, CAP_BPF and CAP_PERFMON to load and attach its own
+ * XDP program (the verifier refuses its packet accesses without
+ * CAP_PERFMON, measured on 6.18); an AF_XDP
+ * UMEM is locked memory, beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK
+ * (net/xdp/xdp_umem.c). */
+static uint64_t backend_caps(const struct cap_backend *be)
+{
+	uint64_t caps = CB_CAP_NET_RAW;
+	const char *const *need;
+
+	if (be->caps.own_xdp)
+		caps |= CB_CAP_NET_ADMIN | CB_CAP_BPF | CB_CAP_PERFMON;
+	for (need = be->caps.needs; *need; need++)
+		if (!strcmp(*need, "af_xdp"))
+			caps |= CB_CAP_IPC_LOCK;
+	return caps;
+}
+
 int main(int argc, char **argv)
 {
 	struct cap_cfg cfg;
@@ -258,7 +277,7 @@ int main(int argc, char **argv)
 		cb_json_u64(&j, "workers", cfg.workers);
 		return cb_json_end(&j, stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK;
 	}
-	cb_require_root("packet capture needs CAP_NET_RAW");
+	cb_require_caps(backend_caps(be), "packet capture");
 	note_shared_cpus(be, &cfg);
 
 	/* Pin the whole process before any thread exists: the workers inherit

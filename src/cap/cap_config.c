@@ -84,7 +84,9 @@ static void usage(FILE *out)
 "Capture on IF, read each frame's capbench stamp (sequence number, TX time),\n"
 "count and discard it. Prints JSON Lines: one \"ready\" line once capturing,\n"
 "one \"interval\" line per --interval, one \"summary\" line at exit (after\n"
-"--duration, --count, SIGINT or SIGTERM). Needs root.\n"
+"--duration, --count, SIGINT or SIGTERM). Needs CAP_NET_RAW (and CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON for\n"
+"a backend with its own XDP program, CAP_IPC_LOCK for afxdp), as root or granted\n"
+"(docs/capabilities.md).\n"
 "\n"
 "   or: capbench-cap --read FILE [--group-size N [--groups N]] [--interval S]\n"
 "\n");

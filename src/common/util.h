@@ -31,9 +31,17 @@ void cb_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 int cb_user_fault(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* CB_EXIT_USAGE once cb_user_fault() was called, else CB_EXIT_RUNTIME. */
 int cb_fault_status(void);
-/* End the program with a usage error unless it runs as root; `needs` says
- * what needs root, e.g. "packet capture needs CAP_NET_RAW". */
-void cb_require_root(const char *needs);
+/* Capabilities (linux/capability.h numbers) as bits of a mask. */
+#define CB_CAP_NET_ADMIN (1ull << 12)
+#define CB_CAP_NET_RAW   (1ull << 13)
+#define CB_CAP_IPC_LOCK  (1ull << 14)
+#define CB_CAP_PERFMON   (1ull << 38)
+#define CB_CAP_BPF       (1ull << 39)
+/* End the program with a usage error unless the effective capability set
+ * holds every capability of `caps` (CB_CAP_* bits), whatever the user id;
+ * the line names the missing ones, says what needs them (`what`, e.g.
+ * "packet capture") and how to grant them. */
+void cb_require_caps(uint64_t caps, const char *what);
 /* Set the program name used as prefix of error lines. */
 void cb_set_progname(const char *name);
 /* Replace every terminal control byte of `s` (below 0x20, and DEL) with '?',

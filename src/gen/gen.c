@@ -103,7 +103,12 @@ int main(int argc, char **argv)
 		gen_plan_free(&plan);
 		return CB_EXIT_OK;
 	}
-	cb_require_root("sending raw frames and BPF_PROG_RUN need CAP_NET_ADMIN and CAP_BPF");
+	/* A packet socket sends (afpacket); BPF_PROG_RUN with live frames
+	 * loads an XDP program (xdp, kernel/bpf/syscall.c: bpf_capable and
+	 * CAP_NET_ADMIN for networking program types). */
+	cb_require_caps(CB_CAP_NET_RAW | (strcmp(plan.engine->caps.pacing, "kernel") ? 0 :
+						 CB_CAP_NET_ADMIN | CB_CAP_BPF),
+			"sending");
 
 	/* This thread only keeps time; it runs beside the first lane. */
 	if (plan.lanes[0].cpu >= 0 && (err = cb_pin_cpu(plan.lanes[0].cpu)))

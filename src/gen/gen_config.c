@@ -107,7 +107,8 @@ static void usage(FILE *out)
 "\n"
 "Send Ethernet/IPv4/UDP test frames, each stamped with a sequence number and\n"
 "a TX timestamp, at a precise rate. Prints JSON Lines: one \"interval\" line\n"
-"per --interval and one \"summary\" line at exit. Needs root.\n"
+"per --interval and one \"summary\" line at exit. Needs CAP_NET_RAW (and CAP_NET_ADMIN and\n"
+"CAP_BPF for the xdp engine), as root or granted (docs/capabilities.md).\n"
 "\n");
 	cb_opt_help(out, common_options);
 	fprintf(out, "\n--size SIZE:\n");

@@ -74,7 +74,8 @@ static void usage(FILE *out)
 "with --clone-to, count them and send a copy of each to every interface of\n"
 "the list instead (a tap: each target veth's peer must run an XDP program).\n"
 "Prints {\"type\":\"ready\"} once attached and one {\"type\":\"summary\"} line\n"
-"with packets, bytes and capbench frames at SIGINT/SIGTERM. Needs root.\n"
+"with packets, bytes and capbench frames at SIGINT/SIGTERM. Needs\n"
+"CAP_NET_ADMIN, CAP_BPF and CAP_PERFMON, as root or granted (docs/capabilities.md).\n"
 "The program is detached when this process exits.\n");
 }
 
@@ -113,7 +114,9 @@ int main(int argc, char **argv)
 		cb_usage_error("no interface given: use --iface IF");
 	if (strcmp(mode, "native") && strcmp(mode, "generic"))
 		cb_usage_error("bad --mode '%s': use native or generic", mode);
-	cb_require_root("attaching XDP needs CAP_NET_ADMIN and CAP_BPF");
+	/* The verifier refuses the counter's packet accesses without
+	 * CAP_PERFMON (measured on 6.18). */
+	cb_require_caps(CB_CAP_NET_ADMIN | CB_CAP_BPF | CB_CAP_PERFMON, "attaching XDP");
 	ifindex = cb_ifindex(iface);
 	if (ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)", iface);
