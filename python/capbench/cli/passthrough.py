@@ -122,7 +122,7 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     profiling, out, rest = _split_profile(rest) if cmd == "capture" else (None, None, rest)
     prog = find_program(prog_name)
     if ns is not None:
-        preflight.require_root(f"capbench {cmd} --netns")
+        preflight.require_caps(f"capbench {cmd} --netns", preflight.NETNS_CAPS)
         if ns not in netns.list_netns():
             raise UsageError(f"no network namespace {ns!r}: see `ip netns list` or `capbench testbed status`")
     argvs = [netns.exec_argv(ns, [str(prog), *rest, *extra]) for extra in procs]

@@ -33,7 +33,8 @@ def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]
 def cmd_testbed(args: argparse.Namespace) -> int:
     if getattr(args, "backlog", None) is not None:
         host_sysctl.check_backlog(args.backlog)
-    preflight.require_root(f"capbench testbed {args.action}")
+    if args.action != "status":  # listing needs no capabilities
+        preflight.require_caps(f"capbench testbed {args.action}", preflight.TESTBED_CAPS)
     preflight.require_ip()
     return {"up": _up, "down": _down, "status": _status}[args.action](args)
 
