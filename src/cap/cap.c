@@ -230,20 +230,12 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 /* The capabilities a backend needs: CAP_NET_RAW for a packet or AF_XDP
  * socket; CAP_NET_ADMIN, CAP_BPF and CAP_PERFMON to load and attach its own
  * XDP program (the verifier refuses its packet accesses without
- * CAP_PERFMON, measured on 6.18); an AF_XDP
- * UMEM is locked memory, beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK
- * (net/xdp/xdp_umem.c). */
+ * CAP_PERFMON, measured on 6.18). An AF_XDP UMEM is locked memory: without
+ * CAP_IPC_LOCK it must fit RLIMIT_MEMLOCK (net/xdp/xdp_umem.c), which the
+ * kernel decides at registration and open() reports. */
 static uint64_t backend_caps(const struct cap_backend *be)
 {
-	uint64_t caps = CB_CAP_NET_RAW;
-	const char *const *need;
-
-	if (be->caps.own_xdp)
-		caps |= CB_CAP_NET_ADMIN | CB_CAP_BPF | CB_CAP_PERFMON;
-	for (need = be->caps.needs; *need; need++)
-		if (!strcmp(*need, "af_xdp"))
-			caps |= CB_CAP_IPC_LOCK;
-	return caps;
+	return CB_CAP_NET_RAW | (be->caps.own_xdp ? CB_CAP_NET_ADMIN | CB_CAP_BPF | CB_CAP_PERFMON : 0);
 }
 
 int main(int argc, char **argv)

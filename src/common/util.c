@@ -93,7 +93,6 @@ static const struct {
 } cap_names[] = {
 	{ CB_CAP_NET_ADMIN, "net_admin" },
 	{ CB_CAP_NET_RAW, "net_raw" },
-	{ CB_CAP_IPC_LOCK, "ipc_lock" },
 	{ CB_CAP_PERFMON, "perfmon" },
 	{ CB_CAP_BPF, "bpf" },
 };

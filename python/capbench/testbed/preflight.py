@@ -8,6 +8,7 @@ import errno
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 from collections.abc import Callable
@@ -41,14 +42,14 @@ CAPABILITIES: dict[str, tuple[int, str]] = {
     "dac_override": (1, "to write root's /run/netns, /run/capbench, sysctls and sysfs files"),
     "net_admin": (12, "veth pairs, XDP programs, the namespaces' mounts"),
     "net_raw": (13, "packet sockets"),
-    "ipc_lock": (14, "an AF_XDP UMEM beyond RLIMIT_MEMLOCK"),
+    "ipc_lock": (14, "an AF_XDP UMEM beyond the locked-memory limit, or ulimit -l unlimited"),
     "sys_admin": (21, "network namespaces: ip netns add and exec"),
     "sys_nice": (23, "placing the NAPI kernel thread on the receive CPU"),
     "perfmon": (38, "the XDP programs' packet access, perf"),
     "bpf": (39, "BPF programs and maps"),
 }
 # What a command that builds a test bed and measures on it needs; a run measuring an AF_XDP backend
-# also ipc_lock (run_caps).
+# may also need ipc_lock (run_caps).
 RUN_CAPS = ("net_admin", "net_raw", "bpf", "perfmon", "sys_admin", "dac_override", "sys_nice")
 # Building or removing a test bed (testbed up/down), entering a namespace (gen/capture --netns).
 TESTBED_CAPS = ("net_admin", "sys_admin", "dac_override")
@@ -71,10 +72,12 @@ def missing_caps(needs: tuple[str, ...] | list[str], effective: int | None = Non
 
 def run_caps(c) -> tuple[str, ...]:
     """What campaign `c` needs: RUN_CAPS, and ipc_lock when one of its backends opens an AF_XDP
-    socket (its UMEM)."""
+    socket and the locked-memory limit is not unlimited (its UMEM, tens of MiB, is locked memory:
+    without ipc_lock the kernel charges it to RLIMIT_MEMLOCK, 8 MiB by default)."""
     backends = {b for m in c.matrices for b in m.backends}
     af_xdp = any("af_xdp" in declared.backend(b).needs for b in backends if b in declared.backend_names())
-    return RUN_CAPS + (("ipc_lock",) if af_xdp else ())
+    limited = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0] != resource.RLIM_INFINITY
+    return RUN_CAPS + (("ipc_lock",) if af_xdp and limited else ())
 
 
 def require_caps(what: str, needs: tuple[str, ...] | list[str], effective: int | None = None) -> None:
