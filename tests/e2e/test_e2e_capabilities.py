@@ -116,3 +116,15 @@ def test_testbed_up_down_name_their_capabilities(nobodys_dir, action):
     for cap in preflight.TESTBED_CAPS:
         assert f"CAP_{cap.upper()}" in p.stderr
     assert beds_of(pid) == []
+
+
+def test_capture_in_a_namespace_as_nobody(nobodys_dir, tb):
+    args = ("capture", "--netns", tb.cap_ns, "--iface", tb.cap_if, "--backend", "afp-v3", "--duration", "1")
+    p, _ = as_nobody(nobodys_dir, (*preflight.NETNS_CAPS, "net_raw"), *args)
+    assert p.returncode == 0 and json.loads(p.stdout.splitlines()[-1])["type"] == "summary", p.stderr
+    for missing in preflight.NETNS_CAPS:
+        p, _ = as_nobody(nobodys_dir, tuple(c for c in (*preflight.NETNS_CAPS, "net_raw") if c != missing), *args)
+        assert p.returncode == 2 and p.stderr.splitlines() == [p.stderr.strip()], p.stderr
+        assert p.stderr.startswith(f"capbench: capbench capture --netns needs CAP_{missing.upper()} ("), p.stderr
+    p, _ = as_nobody(nobodys_dir, preflight.NETNS_CAPS, *args)  # the counter names its own
+    assert p.returncode == 2 and "capbench-cap: packet capture needs CAP_NET_RAW" in p.stderr, p.stderr

@@ -37,7 +37,8 @@ examples:
                                            print a run's tables again, write its report
   capbench compare results/A results/B     what changed between two runs
 
-Run `capbench COMMAND --help` for the options of each command.
+Run `capbench COMMAND --help` for the options of each command. Without root,
+grant the capabilities a command names (docs/capabilities.md).
 """
 
 RUN_HELP = """\

@@ -40,7 +40,7 @@ _PACKET_FANOUT_FLAG_UNIQUEID = 0x2000
 # (docs/capabilities.md). Measured as user nobody on Linux 6.18, each left out in turn.
 CAPABILITIES: dict[str, tuple[int, str]] = {
     "dac_override": (1, "to write root's /run/netns, /run/capbench, sysctls and sysfs files"),
-    "net_admin": (12, "veth pairs, XDP programs, the namespaces' mounts"),
+    "net_admin": (12, "veth pairs, XDP programs, entering the namespaces and their mounts"),
     "net_raw": (13, "packet sockets"),
     "ipc_lock": (14, "an AF_XDP UMEM beyond the locked-memory limit, or ulimit -l unlimited"),
     "sys_admin": (21, "network namespaces: ip netns add and exec"),
@@ -53,7 +53,7 @@ CAPABILITIES: dict[str, tuple[int, str]] = {
 RUN_CAPS = ("net_admin", "net_raw", "bpf", "perfmon", "sys_admin", "dac_override", "sys_nice")
 # Building or removing a test bed (testbed up/down), entering a namespace (gen/capture --netns).
 TESTBED_CAPS = ("net_admin", "sys_admin", "dac_override")
-NETNS_CAPS = ("sys_admin",)
+NETNS_CAPS = ("net_admin", "sys_admin")  # setns() into a named namespace fails without net_admin (measured)
 
 
 def effective_caps(status: str = "/proc/self/status") -> int:
