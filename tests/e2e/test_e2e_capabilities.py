@@ -128,3 +128,16 @@ def test_capture_in_a_namespace_as_nobody(nobodys_dir, tb):
         assert p.stderr.startswith(f"capbench: capbench capture --netns needs CAP_{missing.upper()} ("), p.stderr
     p, _ = as_nobody(nobodys_dir, preflight.NETNS_CAPS, *args)  # the counter names its own
     assert p.returncode == 2 and "capbench-cap: packet capture needs CAP_NET_RAW" in p.stderr, p.stderr
+
+
+def test_testbed_up_and_down_as_nobody_with_their_capabilities(nobodys_dir):
+    p, _ = as_nobody(nobodys_dir, preflight.TESTBED_CAPS, "testbed", "up")
+    assert p.returncode == 0, p.stderr
+    tb_id = re.search(r"^test bed ([0-9a-f]{6})$", p.stdout, re.M).group(1)
+    try:
+        assert {f"capbench-{tb_id}-gen", f"capbench-{tb_id}-cap"} <= capbench_namespaces()
+    finally:
+        p, _ = as_nobody(nobodys_dir, preflight.TESTBED_CAPS, "testbed", "down", tb_id)
+    assert p.returncode == 0 and f"removed test bed {tb_id}" in p.stdout, p.stderr
+    assert not {f"capbench-{tb_id}-gen", f"capbench-{tb_id}-cap"} & capbench_namespaces()
+    assert testbed.read_state(tb_id) is None
