@@ -193,3 +193,17 @@ def test_xdpcount_is_a_capbench_command(tb):
     assert proc.returncode == 0, err
     summary = json.loads(out.splitlines()[-1])
     assert summary["type"] == "summary" and summary["capbench"] == 20
+
+
+def test_a_namespace_named_like_a_testbed_is_not_one():
+    # Only a test bed capbench built (its state file) exempts the generator from the safe defaults.
+    tag = secrets.token_hex(3)
+    ns = f"capbench-{tag}-gen"
+    netns.add_netns(ns)
+    try:
+        netns.ip("-n", ns, "link", "add", "v" + tag, "type", "veth", "peer", "name", "w" + tag, "netns", "1")
+        p = run_capbench("gen", "--netns", ns, "--iface", "v" + tag, "--count", "1")
+        assert_one_line_usage_error(p, "capbench", f"capbench gen on v{tag} in {ns} (not a capbench test bed)")
+    finally:
+        netns.delete_netns(ns)
+        netns.ip("link", "del", "w" + tag, check=False)

@@ -165,7 +165,8 @@ def gen_safe(ns: str | None, argv: list[str]) -> list[str]:
     dst_ip = option_value(argv, "--dst-ip")
     argv = _without(argv, "--dst-ip")
     m = veth_pair.NS_RE.match(ns or "")
-    if (m and m.group(2) == "gen") or "--check" in argv:
+    in_testbed = m is not None and m.group(2) == "gen" and veth_pair.read_state(m.group(1)) is not None
+    if in_testbed or "--check" in argv:
         if dst_ip is not None:
             raise UsageError("--dst-ip is for a link outside a capbench test bed: there the frames go to "
                              "the capture side's test-bed MAC")
