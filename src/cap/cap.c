@@ -227,17 +227,6 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_end(&j, stdout);
 }
 
-/* The capabilities a backend needs: CAP_NET_RAW for a packet or AF_XDP
- * socket; CAP_NET_ADMIN, CAP_BPF and CAP_PERFMON to load and attach its own
- * XDP program (the verifier refuses its packet accesses without
- * CAP_PERFMON, measured on 6.18). An AF_XDP UMEM is locked memory: without
- * CAP_IPC_LOCK it must fit RLIMIT_MEMLOCK (net/xdp/xdp_umem.c), which the
- * kernel decides at registration and open() reports. */
-static uint64_t backend_caps(const struct cap_backend *be)
-{
-	return CB_CAP_NET_RAW | (be->caps.own_xdp ? CB_CAP_NET_ADMIN | CB_CAP_BPF | CB_CAP_PERFMON : 0);
-}
-
 int main(int argc, char **argv)
 {
 	struct cap_cfg cfg;
@@ -269,7 +258,7 @@ int main(int argc, char **argv)
 		cb_json_u64(&j, "workers", cfg.workers);
 		return cb_json_end(&j, stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK;
 	}
-	cb_require_caps(backend_caps(be), "packet capture");
+	cb_require_caps(cap_backend_caps(be), "packet capture");
 	note_shared_cpus(be, &cfg);
 
 	/* Pin the whole process before any thread exists: the workers inherit

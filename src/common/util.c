@@ -97,15 +97,34 @@ static const struct {
 	{ CB_CAP_BPF, "bpf" },
 };
 
+void cb_caps_text(uint64_t caps, char *buf, size_t n, int setpriv)
+{
+	size_t i, len;
+
+	if (n)
+		*buf = 0;
+	for (i = 0; i < sizeof(cap_names) / sizeof(cap_names[0]); i++) {
+		if (!(caps & cap_names[i].bit))
+			continue;
+		len = strlen(buf);
+		if (setpriv)
+			snprintf(buf + len, n - len, "%s+%s", len ? "," : "", cap_names[i].name);
+		else
+			snprintf(buf + len, n - len, "%sCAP_%s", len ? ", " : "", cap_names[i].name);
+	}
+	if (!setpriv)
+		for (i = 0; buf[i]; i++)
+			buf[i] = (char)toupper((unsigned char)buf[i]);
+}
+
 void cb_require_caps(uint64_t caps, const char *what)
 {
 	/* The kernel checks capabilities, not the user id: root has them all,
 	 * another user may be granted them (setpriv --ambient-caps, setcap). */
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
-	char upper[160] = "", lower[80] = "";
+	char names[160], grant[80];
 	uint64_t eff, missing;
-	size_t i;
 
 	if (syscall(SYS_capget, &hdr, data))
 		cb_fatal("capget: %s", strerror(errno));
@@ -113,19 +132,11 @@ void cb_require_caps(uint64_t caps, const char *what)
 	missing = caps & ~eff;
 	if (!missing)
 		return;
-	for (i = 0; i < sizeof(cap_names) / sizeof(cap_names[0]); i++) {
-		if (!(missing & cap_names[i].bit))
-			continue;
-		snprintf(upper + strlen(upper), sizeof(upper) - strlen(upper), "%sCAP_%s",
-			 *upper ? ", " : "", cap_names[i].name);
-		snprintf(lower + strlen(lower), sizeof(lower) - strlen(lower), "%s+%s",
-			 *lower ? "," : "", cap_names[i].name);
-	}
-	for (i = 0; upper[i]; i++)
-		upper[i] = (char)toupper((unsigned char)upper[i]);
+	cb_caps_text(missing, names, sizeof(names), 0);
+	cb_caps_text(missing, grant, sizeof(grant), 1);
 	cb_usage_error("%s needs %s: run as root, or grant %s with "
 		       "`setpriv --inh-caps %s --ambient-caps %s` (docs/capabilities.md)",
-		       what, upper, missing & (missing - 1) ? "them" : "it", lower, lower);
+		       what, names, missing & (missing - 1) ? "them" : "it", grant, grant);
 }
 
 int cb_pin_cpu(int cpu)

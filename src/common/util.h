@@ -5,6 +5,7 @@
 #define CAPBENCH_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -41,6 +42,9 @@ int cb_fault_status(void);
  * the line names the missing ones, says what needs them (`what`, e.g.
  * "packet capture") and how to grant them. */
 void cb_require_caps(uint64_t caps, const char *what);
+/* The capabilities of `caps` as text for --help and errors: "CAP_NET_ADMIN,
+ * CAP_BPF", or with `setpriv` "+net_admin,+bpf" (setpriv's form). */
+void cb_caps_text(uint64_t caps, char *buf, size_t n, int setpriv);
 /* Set the program name used as prefix of error lines. */
 void cb_set_progname(const char *name);
 /* Replace every terminal control byte of `s` (below 0x20, and DEL) with '?',

@@ -103,12 +103,7 @@ int main(int argc, char **argv)
 		gen_plan_free(&plan);
 		return CB_EXIT_OK;
 	}
-	/* A packet socket sends (afpacket); BPF_PROG_RUN with live frames
-	 * loads an XDP program (xdp, kernel/bpf/syscall.c: bpf_capable and
-	 * CAP_NET_ADMIN for networking program types). */
-	cb_require_caps(CB_CAP_NET_RAW | (strcmp(plan.engine->caps.pacing, "kernel") ? 0 :
-						 CB_CAP_NET_ADMIN | CB_CAP_BPF),
-			"sending");
+	cb_require_caps(gen_engine_caps(plan.engine), "sending");
 
 	/* This thread only keeps time; it runs beside the first lane. */
 	if (plan.lanes[0].cpu >= 0 && (err = cb_pin_cpu(plan.lanes[0].cpu)))
