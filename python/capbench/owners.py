@@ -358,6 +358,17 @@ class HostSettings:
         if errors:
             raise RunError("; ".join(errors))
 
+    def listed(self) -> dict[str, dict]:
+        """The settings held now by living holders, {path: entry}, read without the lock and
+        changing nothing (the registry is replaced whole, never written in place), so that a
+        listing needs no privileges; held() puts back what dead holders left."""
+        listed = {}
+        for path, entry in self._load()["settings"].items():
+            holders = {k: h for k, h in entry.get("holders", {}).items() if holder_alive(h)}
+            if holders:
+                listed[path] = entry | {"holders": holders}
+        return listed
+
     def held(self) -> dict[str, dict]:
         """The settings held now (dead holders dropped first): {path: entry}."""
         with self._locked() as reg:

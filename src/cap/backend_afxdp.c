@@ -330,7 +330,7 @@ static int open_queue(const struct cap_cfg *cfg, const struct afxdp *st, struct 
 			fprintf(stderr, "capbench-cap: the kernel cannot register a UMEM of %u frames of "
 				"%u B (%s): use a smaller --frame-count%s\n", st->frame_count, FRAME_SIZE,
 				strerror(-err), err == -ENOBUFS ? ", or raise the locked-memory limit "
-				"(ulimit -l)" : "");
+				"(ulimit -l) or grant CAP_IPC_LOCK" : "");
 			return err;
 		}
 		err = create_socket(cfg, st, q, tries < BIND_BUSY_TRIES);

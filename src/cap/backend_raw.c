@@ -106,7 +106,7 @@ static int raw_open(const struct cap_cfg *cfg, void **state)
 		err = -errno;
 		/* SO_RCVBUFFORCE needs CAP_NET_ADMIN: EPERM is the user's to fix. */
 		if (err == -EPERM)
-			cb_user_fault(err, "cannot set the socket buffer to %d B (%s): run as root",
+			cb_user_fault(err, "cannot set the socket buffer to %d B (%s): SO_RCVBUFFORCE needs CAP_NET_ADMIN",
 				      rcvbuf * 2, strerror(-err));
 		else
 			fprintf(stderr, "capbench-cap: cannot set the socket buffer to %d B: %s\n",

@@ -258,7 +258,7 @@ int main(int argc, char **argv)
 		cb_json_u64(&j, "workers", cfg.workers);
 		return cb_json_end(&j, stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK;
 	}
-	cb_require_root("packet capture needs CAP_NET_RAW");
+	cb_require_caps(cap_backend_caps(be), "packet capture");
 	note_shared_cpus(be, &cfg);
 
 	/* Pin the whole process before any thread exists: the workers inherit

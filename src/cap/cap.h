@@ -258,6 +258,8 @@ const struct cap_backend *cap_configure(int argc, char **argv, struct cap_cfg *c
 
 /* NULL-terminated registry (backends.c). */
 extern const struct cap_backend *const cap_backends[];
+/* The capabilities a backend needs (CB_CAP_* bits, cap_config.c). */
+uint64_t cap_backend_caps(const struct cap_backend *be);
 const struct cap_backend *cap_backend_find(const char *name);
 
 /*

@@ -88,6 +88,17 @@ static const struct cb_opt common_options[] = {
 /* The options --read takes: those of the counting, none of a capture. */
 static const char *const read_options[] = { "read", "group-size", "groups", "interval", NULL };
 
+/* CAP_NET_RAW for a packet or AF_XDP socket; CAP_NET_ADMIN, CAP_BPF and
+ * CAP_PERFMON to load and attach its own XDP program (the verifier refuses
+ * its packet accesses without CAP_PERFMON, measured on 6.18). An AF_XDP UMEM
+ * is locked memory: without CAP_IPC_LOCK it must fit RLIMIT_MEMLOCK
+ * (net/xdp/xdp_umem.c), which the kernel decides at registration and open()
+ * reports. */
+uint64_t cap_backend_caps(const struct cap_backend *be)
+{
+	return CB_CAP_NET_RAW | (be->caps.own_xdp ? CB_CAP_NET_ADMIN | CB_CAP_BPF | CB_CAP_PERFMON : 0);
+}
+
 static void usage(FILE *out)
 {
 	char loads[256];
@@ -98,7 +109,9 @@ static void usage(FILE *out)
 "Capture on IF, read each frame's capbench stamp (sequence number, TX time),\n"
 "count and discard it. Prints JSON Lines: one \"ready\" line once capturing,\n"
 "one \"interval\" line per --interval, one \"summary\" line at exit (after\n"
-"--duration, --count, SIGINT or SIGTERM). Needs root.\n"
+"--duration, --count, SIGINT or SIGTERM). Needs its backend's capabilities\n"
+"(below), as root or granted (docs/capabilities.md); an AF_XDP UMEM also\n"
+"CAP_IPC_LOCK unless it fits the locked-memory limit (ulimit -l).\n"
 "\n"
 "   or: capbench-cap --read FILE [--group-size N [--groups N]] [--interval S]\n"
 "\n");
@@ -114,9 +127,11 @@ static void usage(FILE *out)
 	}
 	for (int i = 0; cap_backends[i]; i++) {
 		const struct cap_backend *b = cap_backends[i];
+		char caps[160];
 
-		fprintf(out, "\n--backend %s%s: %s\n", b->name,
-			strcmp(b->name, DEFAULT_BACKEND) ? "" : " (default)", b->describe);
+		cb_caps_text(cap_backend_caps(b), caps, sizeof(caps), 0);
+		fprintf(out, "\n--backend %s%s: %s\n  needs %s\n", b->name,
+			strcmp(b->name, DEFAULT_BACKEND) ? "" : " (default)", b->describe, caps);
 		cb_opt_help(out, b->options);
 	}
 	fprintf(out,

@@ -4,7 +4,9 @@
 #endif
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
@@ -18,6 +20,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *progname = "capbench";
@@ -90,13 +93,56 @@ int cb_fault_status(void)
 	return user_fault ? CB_EXIT_USAGE : CB_EXIT_RUNTIME;
 }
 
-void cb_require_root(const char *needs)
+static const struct {
+	uint64_t bit;
+	const char *name;
+} cap_names[] = {
+	{ CB_CAP_NET_ADMIN, "net_admin" },
+	{ CB_CAP_NET_RAW, "net_raw" },
+	{ CB_CAP_PERFMON, "perfmon" },
+	{ CB_CAP_BPF, "bpf" },
+};
+
+void cb_caps_text(uint64_t caps, char *buf, size_t n, int setpriv)
 {
-	/* The effective uid, not single capabilities: each program needs
-	 * several of them (CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF), and root is
-	 * how they are meant to run. */
-	if (geteuid() != 0)
-		cb_usage_error("must run as root (%s): run it with sudo", needs);
+	size_t i, len;
+
+	if (n)
+		*buf = 0;
+	for (i = 0; i < sizeof(cap_names) / sizeof(cap_names[0]); i++) {
+		if (!(caps & cap_names[i].bit))
+			continue;
+		len = strlen(buf);
+		if (setpriv)
+			snprintf(buf + len, n - len, "%s+%s", len ? "," : "", cap_names[i].name);
+		else
+			snprintf(buf + len, n - len, "%sCAP_%s", len ? ", " : "", cap_names[i].name);
+	}
+	if (!setpriv)
+		for (i = 0; buf[i]; i++)
+			buf[i] = (char)toupper((unsigned char)buf[i]);
+}
+
+void cb_require_caps(uint64_t caps, const char *what)
+{
+	/* The kernel checks capabilities, not the user id: root has them all,
+	 * another user may be granted them (setpriv --ambient-caps, setcap). */
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
+	char names[160], grant[80];
+	uint64_t eff, missing;
+
+	if (syscall(SYS_capget, &hdr, data))
+		cb_fatal("capget: %s", strerror(errno));
+	eff = (uint64_t)data[0].effective | (uint64_t)data[1].effective << 32;
+	missing = caps & ~eff;
+	if (!missing)
+		return;
+	cb_caps_text(missing, names, sizeof(names), 0);
+	cb_caps_text(missing, grant, sizeof(grant), 1);
+	cb_usage_error("%s needs %s: run as root, or grant %s with "
+		       "`setpriv --inh-caps %s --ambient-caps %s` (docs/capabilities.md)",
+		       what, names, missing & (missing - 1) ? "them" : "it", grant, grant);
 }
 
 int cb_pin_cpu(int cpu)

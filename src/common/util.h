@@ -5,6 +5,7 @@
 #define CAPBENCH_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -31,9 +32,19 @@ void cb_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 int cb_user_fault(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* CB_EXIT_USAGE once cb_user_fault() was called, else CB_EXIT_RUNTIME. */
 int cb_fault_status(void);
-/* End the program with a usage error unless it runs as root; `needs` says
- * what needs root, e.g. "packet capture needs CAP_NET_RAW". */
-void cb_require_root(const char *needs);
+/* Capabilities (linux/capability.h numbers) as bits of a mask. */
+#define CB_CAP_NET_ADMIN (1ull << 12)
+#define CB_CAP_NET_RAW   (1ull << 13)
+#define CB_CAP_PERFMON   (1ull << 38)
+#define CB_CAP_BPF       (1ull << 39)
+/* End the program with a usage error unless the effective capability set
+ * holds every capability of `caps` (CB_CAP_* bits), whatever the user id;
+ * the line names the missing ones, says what needs them (`what`, e.g.
+ * "packet capture") and how to grant them. */
+void cb_require_caps(uint64_t caps, const char *what);
+/* The capabilities of `caps` as text for --help and errors: "CAP_NET_ADMIN,
+ * CAP_BPF", or with `setpriv` "+net_admin,+bpf" (setpriv's form). */
+void cb_caps_text(uint64_t caps, char *buf, size_t n, int setpriv);
 /* -V/--version: print "PROGRAM VERSION" (capbench's release, meson's project
  * version) on stdout and exit 0. */
 void cb_print_version(void) __attribute__((noreturn));

@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 		gen_plan_free(&plan);
 		return CB_EXIT_OK;
 	}
-	cb_require_root("sending raw frames and BPF_PROG_RUN need CAP_NET_ADMIN and CAP_BPF");
+	cb_require_caps(gen_engine_caps(plan.engine), "sending");
 
 	/* This thread only keeps time; it runs beside the first lane. */
 	if (plan.lanes[0].cpu >= 0 && (err = cb_pin_cpu(plan.lanes[0].cpu)))

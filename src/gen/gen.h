@@ -87,6 +87,11 @@ struct gen_engine {
 	void (*close)(void *state);
 };
 
+/* The capabilities an engine needs (CB_CAP_* bits): CAP_NET_RAW for its
+ * packet socket, and CAP_NET_ADMIN and CAP_BPF when a BPF program paces
+ * (BPF_PROG_RUN with live frames loads an XDP program). */
+uint64_t gen_engine_caps(const struct gen_engine *e);
+
 /* The registry of engines, NULL-terminated (gen_config.c). */
 extern const struct gen_engine *const gen_engines[];
 

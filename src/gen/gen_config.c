@@ -102,6 +102,11 @@ static const struct cb_opt common_options[] = {
 	CB_OPT_END,
 };
 
+uint64_t gen_engine_caps(const struct gen_engine *e)
+{
+	return CB_CAP_NET_RAW | (strcmp(e->caps.pacing, "kernel") ? 0 : CB_CAP_NET_ADMIN | CB_CAP_BPF);
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -109,7 +114,8 @@ static void usage(FILE *out)
 "\n"
 "Send Ethernet/IPv4/UDP test frames, each stamped with a sequence number and\n"
 "a TX timestamp, at a precise rate. Prints JSON Lines: one \"interval\" line\n"
-"per --interval and one \"summary\" line at exit. Needs root.\n"
+"per --interval and one \"summary\" line at exit. Needs its engine's capabilities\n"
+"(below), as root or granted (docs/capabilities.md).\n"
 "\n");
 	cb_opt_help(out, common_options);
 	fprintf(out, "\n--size SIZE:\n");
@@ -122,9 +128,12 @@ static void usage(FILE *out)
 		fprintf(out, "  %-26s %s\n", forms, f->help);
 	}
 	for (int i = 0; gen_engines[i]; i++) {
-		fprintf(out, "\n--engine %s%s: %s\n", gen_engines[i]->name,
+		char caps[160];
+
+		cb_caps_text(gen_engine_caps(gen_engines[i]), caps, sizeof(caps), 0);
+		fprintf(out, "\n--engine %s%s: %s\n  needs %s\n", gen_engines[i]->name,
 			strcmp(gen_engines[i]->name, DEFAULT_ENGINE) ? "" : " (default)",
-			gen_engines[i]->describe);
+			gen_engines[i]->describe, caps);
 		cb_opt_help(out, gen_engines[i]->options);
 	}
 	fprintf(out,

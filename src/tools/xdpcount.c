@@ -65,8 +65,14 @@ static unsigned int parse_targets(const char *list, const char *iface, int *out)
 	return n;
 }
 
+/* The verifier refuses the counter's packet accesses without CAP_PERFMON
+ * (measured on 6.18). */
+#define XDPCOUNT_CAPS (CB_CAP_NET_ADMIN | CB_CAP_BPF | CB_CAP_PERFMON)
+
 static void usage(FILE *out)
 {
+	char caps[160];
+
 	fprintf(out,
 "Usage: capbench-xdpcount --iface IF [--mode native|generic] [--clone-to IF,IF,...]\n"
 "       capbench-xdpcount --help | --version\n"
@@ -75,8 +81,10 @@ static void usage(FILE *out)
 "with --clone-to, count them and send a copy of each to every interface of\n"
 "the list instead (a tap: each target veth's peer must run an XDP program).\n"
 "Prints {\"type\":\"ready\"} once attached and one {\"type\":\"summary\"} line\n"
-"with packets, bytes and capbench frames at SIGINT/SIGTERM. Needs root.\n"
+"with packets, bytes and capbench frames at SIGINT/SIGTERM.\n"
 "The program is detached when this process exits.\n");
+	cb_caps_text(XDPCOUNT_CAPS, caps, sizeof(caps), 0);
+	fprintf(out, "Needs %s, as root or granted (docs/capabilities.md).\n", caps);
 }
 
 int main(int argc, char **argv)
@@ -116,7 +124,7 @@ int main(int argc, char **argv)
 		cb_usage_error("no interface given: use --iface IF");
 	if (strcmp(mode, "native") && strcmp(mode, "generic"))
 		cb_usage_error("bad --mode '%s': use native or generic", mode);
-	cb_require_root("attaching XDP needs CAP_NET_ADMIN and CAP_BPF");
+	cb_require_caps(XDPCOUNT_CAPS, "attaching XDP");
 	ifindex = cb_ifindex(iface);
 	if (ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)", iface);

@@ -72,9 +72,18 @@ def xdp_attached(ns: str | None = None) -> list[str]:
     return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if " xdp" in line]
 
 
-def run_in(ns: str | None, argv: list[str], *, as_nobody: bool = False) -> subprocess.CompletedProcess:
+def as_nobody_argv(argv: list[str], caps: tuple[str, ...] = ()) -> list[str]:
+    """`argv` run as user nobody, with the capabilities `caps` (net_raw, bpf, ...) and no others:
+    inherited and ambient, so that they survive exec as a granted user's would."""
+    granted = ",".join(f"+{c}" for c in caps)
+    keep = [f"--inh-caps=-all,{granted}", f"--ambient-caps={granted}"] if caps else []
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *keep, *argv]
+
+
+def run_in(ns: str | None, argv: list[str], *, as_nobody: bool = False,
+           caps: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     if as_nobody:
-        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        argv = as_nobody_argv(argv, caps)
     return subprocess.run(netns.exec_argv(ns, argv), capture_output=True, text=True, timeout=30,
                           stdin=subprocess.DEVNULL)
 

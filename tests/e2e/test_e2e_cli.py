@@ -16,7 +16,7 @@ import pytest
 from capbench.testbed import host_sysctl
 from capbench.testbed import netns
 from capbench.testbed import veth_pair as testbed
-from e2e_env import (assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces,
+from e2e_env import (as_nobody_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces,
                      missing_prerequisite, run_capbench, run_in, start_run, xdp_attached)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
@@ -279,18 +279,53 @@ def test_unknown_interface(binaries, prog):
     assert_one_line_usage_error(p, "capbench-" + prog, "nosuchif0", "ip link")
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
-@pytest.mark.parametrize("prog", ["gen", "cap", "xdpcount"])
-def test_programs_not_root(binaries, prog):
-    p = run_in(None, [str(getattr(binaries, prog)), "--iface", "lo"], as_nobody=True)
-    assert_one_line_usage_error(p, "capbench-" + prog, "root")
+# What each program needs, by its options: the capabilities it checks, in the order its line names them.
+PROGRAM_CAPS = [
+    pytest.param("gen", [], ("net_admin", "net_raw", "bpf"), id="gen-xdp-engine"),
+    pytest.param("gen", ["--engine", "afpacket"], ("net_raw",), id="gen-afpacket"),
+    pytest.param("cap", ["--backend", "afp-v3"], ("net_raw",), id="cap-afp-v3"),
+    pytest.param("cap", ["--backend", "xdp"], ("net_admin", "net_raw", "perfmon", "bpf"), id="cap-xdp"),
+    # A UMEM beyond RLIMIT_MEMLOCK also needs ipc_lock: the kernel decides (test_e2e_exit_status).
+    pytest.param("cap", ["--backend", "afxdp", "--frame-count", "2048"], ("net_admin", "net_raw", "perfmon", "bpf"),
+                 id="cap-afxdp"),
+    pytest.param("xdpcount", [], ("net_admin", "perfmon", "bpf"), id="xdpcount"),
+]
+
+
+# Each program with options that make it end by itself once it got past the capability check.
+UNTIL_DONE = {"gen": ["--iface", "lo", "--count", "1", "--rate", "1000"], "cap": ["--iface", "lo", "--duration", "1"],
+              "xdpcount": ["--iface", "lo", "--mode", "generic"]}
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
-@pytest.mark.parametrize("prog", ["gen", "cap", "xdpcount"])
-def test_programs_not_root_say_how_to_run_them(binaries, prog):
-    p = run_in(None, [str(getattr(binaries, prog)), "--iface", "lo"], as_nobody=True)
-    assert_one_line_usage_error(p, "capbench-" + prog, "must run as root", "run it with sudo")
+@pytest.mark.parametrize("prog, args, caps", PROGRAM_CAPS)
+def test_programs_without_capabilities_name_them(binaries, prog, args, caps):
+    # The user id does not matter, the capabilities do: nobody without any is told every one it needs
+    # and how to grant them.
+    p = run_in(None, [str(getattr(binaries, prog)), *UNTIL_DONE[prog], *args], as_nobody=True)
+    names = ", ".join(f"CAP_{c.upper()}" for c in caps)
+    assert_one_line_usage_error(p, "capbench-" + prog, f"needs {names}:", "run as root",
+                                f"--ambient-caps {','.join('+' + c for c in caps)}")
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
+@pytest.mark.parametrize("prog, args, caps", PROGRAM_CAPS)
+def test_programs_with_capabilities_but_one(binaries, prog, args, caps):
+    # Granted all it needs but one: that one is named. Granted all, it works as nobody.
+    argv = [str(getattr(binaries, prog)), *UNTIL_DONE[prog], *args]
+    for missing in caps:
+        p = run_in(None, argv, as_nobody=True, caps=tuple(c for c in caps if c != missing))
+        assert_one_line_usage_error(p, "capbench-" + prog, f"needs CAP_{missing.upper()}:")
+    if prog != "xdpcount":
+        p = run_in(None, argv, as_nobody=True, caps=caps)
+        assert p.returncode == 0 and '"type":"summary"' in p.stdout, p.stderr
+        return
+    with subprocess.Popen(as_nobody_argv(argv, caps), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          stdin=subprocess.DEVNULL) as proc:
+        ready = proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert '"type":"ready"' in ready and proc.returncode == 0 and '"type":"summary"' in out, err
 
 
 def half_the_memory() -> int:
@@ -321,8 +356,8 @@ def rings_above_half_the_memory() -> list:
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root")
 @pytest.mark.parametrize("args, words", rings_above_half_the_memory())
 def test_counter_refuses_rings_above_half_the_memory(binaries, args, words):
-    # The check comes with the other options, before the root check: run as nobody, so that
-    # were it ever missing, the counter would stop at "must run as root" instead of mapping GiBs.
+    # The check comes with the other options, before the capability check: run as nobody, so that
+    # were it ever missing, the counter would stop at "needs CAP_NET_RAW" instead of mapping GiBs.
     p = run_in(None, [str(binaries.cap), "--iface", "lo", *args], as_nobody=True)
     limit = f"more than {half_the_memory() / GIB:.1f} GiB (half of this machine's memory)"
     assert_one_line_usage_error(p, "capbench-cap", *words, limit)
@@ -336,5 +371,5 @@ def test_capbench_not_root(args):
                         *capbench_cmd(*args)], capture_output=True, text=True, env=env, timeout=60,
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 2, p.stderr
-    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "needs root" in p.stderr
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "needs CAP_" in p.stderr
     assert "Traceback" not in p.stderr

@@ -65,19 +65,18 @@ needs_setpriv = pytest.mark.skipif(shutil.which("setpriv") is None, reason="setp
 
 @needs_setpriv
 @pytest.mark.parametrize("prog", ["cap", "gen"])
-def test_an_unprivileged_user_is_told_to_run_as_root(binaries, tb, prog):
+def test_an_unprivileged_user_is_told_the_capabilities(binaries, tb, prog):
     p = run_in(tb.cap_ns, [str(getattr(binaries, prog)), "--iface", tb.cap_if, "--duration", "1"], as_nobody=True)
-    one_line(p, 2, "root")
+    one_line(p, 2, "needs CAP_NET_", "run as root", "--ambient-caps")
 
 
 @needs_setpriv
 @pytest.mark.parametrize("backend", ["pcap", "raw", "afp-v2", "afp-v3", "fanout", "afxdp", "xdp"])
 def test_a_capture_without_cap_net_raw_is_the_users_to_fix(binaries, tb, backend):
-    """Past the root check, each backend's open() meets the kernel's EPERM (a packet socket, or
-    the one that keeps the interface promiscuous for the XDP backends) and says it is the user's."""
+    """Root without CAP_NET_RAW: the counter's capability check names it before any backend opens."""
     p = run_in(tb.cap_ns, without_cap("net_raw", str(binaries.cap), "--iface", tb.cap_if, "--backend", backend,
                                       "--duration", "1"))
-    one_line(p, 2, "run as root")
+    one_line(p, 2, "needs CAP_NET_RAW", "run as root")
     assert xdp_attached(tb.cap_ns) == []
 
 

@@ -131,21 +131,21 @@ def test_missing_programs_for_passthrough(tmp_path):
     assert_usage_error(p, "capbench-cap", "make")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="checks the message non-root users get")
+@pytest.mark.skipif(os.geteuid() == 0, reason="checks the message users without capabilities get")
 def test_not_root(fake_build):
-    assert_usage_error(capbench("run", "--sizes", "64"), "root", "sudo")
-    assert_usage_error(capbench("testbed", "status"), "root", "sudo")
+    assert_usage_error(capbench("run", "--sizes", "64"), "needs CAP_", "setpriv")
+    assert_usage_error(capbench("testbed", "up"), "needs CAP_", "setpriv")
 
 
 def test_unknown_cpu(fake_build):
     if os.geteuid() != 0:
-        pytest.skip("the CPU check comes after the root check")
+        pytest.skip("the CPU check comes after the capability check")
     assert_usage_error(capbench("run", "--cap-cpu", "4096"), "--cap-cpu 4096", "usable CPUs")
 
 
 def test_unknown_netns(fake_build):
     if os.geteuid() != 0:
-        pytest.skip("--netns needs root before the namespace is looked up")
+        pytest.skip("--netns needs CAP_SYS_ADMIN before the namespace is looked up")
     assert_usage_error(capbench("gen", "--netns", "no-such-ns-here", "--iface", "x"), "no-such-ns-here")
 
 
@@ -164,14 +164,42 @@ def test_passthrough_help_shows_program_help(fake_build):
 
 
 def test_passthrough_passes_options_and_output_unchanged(fake_build):
-    p = capbench("gen", "--iface", "lo", "--size", "64", "--duration", "0.1", "--rate", "100%")
+    p = capbench("gen", "--iface", "lo", "--size", "64", "--duration", "0.1", "--rate", "100%", "--dst-mac",
+                 "02:00:00:00:00:01")
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[-1].startswith('{"type": "summary"')
     from calls import read_calls
 
     assert read_calls(fake_build)[-1] == ["capbench-gen", "--iface", "lo", "--size", "64", "--duration", "0.1",
-                                          "--rate", "100%"]
+                                          "--rate", "100%", "--dst-mac", "02:00:00:00:00:01"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--iface", "lo", "--dst-mac", "02:00:00:00:00:01"], ["capbench gen on lo (not a capbench test bed)", "--rate"]),
+    (["--iface", "lo", "--rate", "1kpps"], ["sends only to a MAC it is given or learns", "--dst-mac", "--dst-ip"]),
+    (["--iface", "lo", "--rate", "1kpps", "--dst-ip", "not-an-ip"], ["--dst-ip 'not-an-ip'", "address"]),
+    (["--iface", "lo", "--rate", "1kpps", "--dst-ip"], ["--dst-ip needs an address"]),
+    (["--iface", "lo", "--rate", "1kpps", "--dst-ip", "127.0.0.9", "--dst-mac", "02:00:00:00:00:01"],
+     ["--dst-mac or --dst-ip, not both"]),
+])
+def test_gen_outside_a_testbed_is_refused_without_rate_or_mac(fake_build, args, words):
+    from calls import read_calls
+
+    assert_usage_error(capbench("gen", *args), *words)
+    assert read_calls(fake_build) == []  # nothing started
+
+
+def test_gen_outside_a_testbed_stops_after_ten_seconds_by_default(fake_build):
+    from calls import read_calls
+
+    p = capbench("gen", "--iface", "lo", "--size", "64", "--rate", "1kpps", "--dst-mac", "02:00:00:00:00:01")
+    assert p.returncode == 0, p.stderr
+    assert "sending for 10 s" in p.stderr
+    assert read_calls(fake_build)[-1][-2:] == ["--duration", "10"]
+    for bound in (["--count", "5"], ["-c", "5"], ["--duration=2"], ["--groups", "2", "--group-size", "3"]):
+        capbench("gen", "--iface", "lo", "--size", "64", "--rate", "1kpps", "--dst-mac", "02:00:00:00:00:01", *bound)
+        assert read_calls(fake_build)[-1][-len(bound):] == bound
 
 
 def test_capture_procs_runs_several_counters_and_tags_their_lines(fake_build):

@@ -307,3 +307,24 @@ def test_a_program_started_during_a_hold_can_be_stopped_with_sigterm():
     finally:
         child.kill()
         child.wait()
+
+
+def test_listed_shows_living_holders_and_changes_nothing(backlog):
+    # `testbed status` lists without the lock and without privileges: a killed holder is left out
+    # but its setting is not put back (that is held()'s, under the lock).
+    f, reg = backlog
+    (run_a, a), (run_b, b) = sleeper(), sleeper()
+    try:
+        reg.hold(a, at_least(f, 10_000))
+        reg.hold(b, at_least(f, 20_000))
+        kill(run_a)
+        before = reg.path.read_bytes()
+        assert set(reg.listed()[str(f)]["holders"]) == {b.id}
+        assert reg.path.read_bytes() == before and f.read_text() == "20000\n"
+        kill(run_b)
+        assert reg.listed() == {}
+        assert f.read_text() == "20000\n"  # still: nothing was put back
+        assert reg.held() == {} and f.read_text() == "1000\n"
+    finally:
+        kill(run_a)
+        kill(run_b)

@@ -91,3 +91,51 @@ def test_a_need_this_capbench_cannot_check_says_so(monkeypatch):
     monkeypatch.setattr(declared, "backend", lambda name: newer)
     assert preflight.backend_status("raw") == (False, "it needs dpdk, which this capbench cannot check: "
                                                       "rebuild with make")
+
+
+def mask(*caps: str) -> int:
+    return sum(1 << preflight.CAPABILITIES[c][0] for c in caps)
+
+
+def test_capability_numbers_are_the_kernels():
+    # linux/capability.h: CAP_DAC_OVERRIDE 1, CAP_NET_ADMIN 12, CAP_NET_RAW 13, CAP_IPC_LOCK 14,
+    # CAP_SYS_ADMIN 21, CAP_SYS_NICE 23, CAP_PERFMON 38, CAP_BPF 39
+    assert {c: n for c, (n, _) in preflight.CAPABILITIES.items()} == {
+        "dac_override": 1, "net_admin": 12, "net_raw": 13, "ipc_lock": 14, "sys_admin": 21, "sys_nice": 23,
+        "perfmon": 38, "bpf": 39}
+
+
+def test_effective_caps_reads_cap_eff(tmp_path):
+    status = tmp_path / "status"
+    status.write_text("Name:\tx\nCapInh:\t0000000000000000\nCapPrm:\t000000c000203000\n"
+                      "CapEff:\t000000c000003000\nCapBnd:\t000001ffffffffff\n")
+    assert preflight.effective_caps(str(status)) == mask("net_admin", "net_raw", "perfmon", "bpf")
+
+
+def test_this_process_has_what_its_status_file_says():
+    with open("/proc/self/status") as f:
+        eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+    assert preflight.effective_caps() == eff
+
+
+def test_all_capabilities_pass():
+    preflight.require_caps("capbench run", preflight.RUN_CAPS, mask(*preflight.CAPABILITIES))
+
+
+def test_missing_capabilities_are_named_with_why_and_how_to_grant():
+    have = mask(*(c for c in preflight.RUN_CAPS if c not in ("sys_nice", "bpf")))
+    with pytest.raises(UsageError) as e:
+        preflight.require_caps("capbench run", preflight.RUN_CAPS, have)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith("capbench run needs CAP_SYS_NICE (placing the NAPI kernel thread on the receive CPU), "
+                          "CAP_BPF (BPF programs and maps): run it as root")
+    grant = ",".join("+" + c for c in preflight.RUN_CAPS)
+    assert f"--inh-caps {grant} --ambient-caps {grant} capbench run" in msg
+    assert "CAP_NET_RAW" not in msg
+
+
+def test_root_without_capabilities_is_refused():
+    # The user id is not asked: a root whose capabilities were dropped (a container) is refused too.
+    with pytest.raises(UsageError, match="CAP_NET_ADMIN"):
+        preflight.require_caps("capbench testbed up", preflight.TESTBED_CAPS, mask("sys_admin", "dac_override"))

@@ -37,7 +37,8 @@ examples:
                                            print a run's tables again, write its report
   capbench compare results/A results/B     what changed between two runs
 
-Run `capbench COMMAND --help` for the options of each command.
+Run `capbench COMMAND --help` for the options of each command. Without root,
+grant the capabilities a command names (docs/capabilities.md).
 """
 
 RUN_HELP = """\
@@ -338,7 +339,8 @@ def build_parser() -> Parser:
                     help="CPU for the capture veth's receive work (RPS); default: no steering")
     up.add_argument("--backlog", type=int, metavar="N", help=BACKLOG_HELP + " until `down`")
     add_rx_mode_args(up)
-    down = tbsub.add_parser("down", help="remove test bed ID, or all that no running capbench owns")
+    down = tbsub.add_parser("down", help="remove test bed ID, or all that crashed runs left (not those of "
+                                         "`testbed up`)")
     down.add_argument("id", nargs="?", metavar="ID", help="the 6 hex digits of a test bed (see status)")
     down.add_argument("--force", action="store_true",
                       help="remove test bed ID even while a running capbench uses it (its trials then fail)")

@@ -1,9 +1,11 @@
-"""`capbench gen` and `capbench capture`: capbench-gen and capbench-cap run with their options
+"""`capbench gen`, `capbench capture` and `capbench xdpcount`: capbench-gen, capbench-cap and
+capbench-xdpcount run with their options
 unchanged (in a network namespace with --netns), their JSON Lines passed through, Ctrl-C and
 SIGTERM forwarded to each once so that it prints its summary; `capture --procs N` runs N counters."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -22,13 +24,15 @@ from capbench.errors import RunError, UsageError
 from capbench.options import option_value
 from capbench.profile import analysis, perf_record
 from capbench.profile.analysis import Role
-from capbench.testbed import netns, preflight
+from capbench.testbed import netns, preflight, veth_pair
 from capbench.testbed.procs import ChildSet
 
 
 PASSTHROUGH = {
     "gen": ("capbench-gen", "run the traffic generator capbench-gen on any interface"),
     "capture": ("capbench-cap", "run the counter capbench-cap on any interface"),
+    "xdpcount": ("capbench-xdpcount", "count the frames reaching an interface with capbench's XDP program "
+                                      "(what a test bed's capture veth needs for the xdp engine's frames)"),
 }
 
 PASSTHROUGH_HELP = """\
@@ -45,8 +49,13 @@ The options of {prog}:
 
 PASSTHROUGH_EXAMPLES = {
     "gen": (
-        "Ctrl-C stops it with its summary line.",
-        "  sudo capbench gen --iface eth1 --size 64 --rate 100% --link 1g --duration 10\n"
+        "Ctrl-C stops it with its summary line.\n\n"
+        "Outside a capbench test bed (anywhere but --netns capbench-ID-gen) it needs --rate,\n"
+        "sends for {gen_s} s unless --duration, --count or --groups say otherwise, and sends\n"
+        "to a MAC it is given or learns: --dst-mac MAC; --dst-ip IP (capbench's option) takes\n"
+        "IP's MAC from the neighbour table (`ip neigh`); on a veth whose peer is in the same\n"
+        "namespace, the peer's. --replay sends the capture's frames as they are.",
+        "  sudo capbench gen --iface eth1 --size 64 --rate 100% --link 1g --dst-ip 192.0.2.7\n"
         "  sudo capbench gen --netns capbench-1a2b3c-gen --iface cb1a2b3cg --rate 800kpps --count 100000",
     ),
     "capture": (
@@ -58,7 +67,7 @@ PASSTHROUGH_EXAMPLES = {
         "\n"
         "On a capbench test bed, frames of the generator's xdp engine reach the capture\n"
         "veth only while an XDP program is attached there: capture with --backend\n"
-        "{own_xdp}, run capbench-xdpcount there, or send with --engine afpacket.",
+        "{own_xdp}, run `capbench xdpcount` there, or send with --engine afpacket.",
         "  sudo capbench capture -i eth1 -w out.pcap -c 1000 -s 128\n"
         "      tcpdump's flags: the first 1,000 frames of any kind, 128 B of each, into out.pcap\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1\n"
@@ -66,6 +75,11 @@ PASSTHROUGH_EXAMPLES = {
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1 --duration 10 --profile\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --procs 3 --proc-cpus 1,2,3\n"
         "      three counters on one interface, each seeing every frame (their lines carry \"proc\")",
+    ),
+    "xdpcount": (
+        "Ctrl-C detaches the program with its summary line.",
+        "  sudo capbench xdpcount --netns capbench-1a2b3c-cap --iface cb1a2b3cc\n"
+        "  sudo capbench xdpcount --iface eth1 --mode generic",
     ),
 }
 
@@ -75,7 +89,9 @@ VERSION_FLAGS = ("-V", "--version")
 # The options capbench takes itself (flag, its value's name or None, help), for the help text,
 # the man page and the completion (capbench.cli.manuals); the rest go to the program.
 OWN_OPTIONS = {
-    "gen": (("--netns", "NS", "run the program inside network namespace NS"),),
+    "gen": (("--netns", "NS", "run the program inside network namespace NS"),
+            ("--dst-ip", "IP", "send to the MAC the neighbour table has for IP (`ip neigh`)")),
+    "xdpcount": (("--netns", "NS", "run the program inside network namespace NS"),),
     "capture": (
         ("--netns", "NS", "run the counters inside network namespace NS"),
         ("--procs", "N", "run N counters on the interface, each seeing every frame (packet-socket backends; "
@@ -150,7 +166,7 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
         extra, examples = PASSTHROUGH_EXAMPLES[cmd]
         extra = extra.format(own_xdp=from_declarations(lambda: " or ".join(own_xdp_names()),
                                                     "NAME (a backend with its own XDP program)"),
-                             own=_own_help(cmd) if cmd == "capture" else "")
+                             own=_own_help(cmd) if cmd == "capture" else "", gen_s=GEN_DEFAULT_DURATION_S)
         sys.stdout.write(PASSTHROUGH_HELP.format(cmd=cmd, prog=prog_name, extra=extra, examples=examples))
         sys.stdout.flush()
         try:
@@ -167,15 +183,92 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     profiling, out, rest = _split_profile(rest) if cmd == "capture" else (None, None, rest)
     prog = find_program(prog_name)
     if ns is not None:
-        preflight.require_root(f"capbench {cmd} --netns")
+        preflight.require_caps(f"capbench {cmd} --netns", preflight.NETNS_CAPS)
         if ns not in netns.list_netns():
             raise UsageError(f"no network namespace {ns!r}: see `ip netns list` or `capbench testbed status`")
+    if cmd == "gen":
+        rest = gen_safe(ns, rest)
     argvs = [netns.exec_argv(ns, [str(prog), *rest, *extra]) for extra in procs]
     if len(argvs) > 1 or profiling is not None:
         _check_each(argvs)  # a bad option is refused before perf starts
     if profiling is None:
         return run_forwarding_signals(*argvs, on_summary=capture_summary_notes if cmd == "capture" else None)
     return capture_profiled(argvs, profiling, out)
+
+
+# How long `capbench gen` sends outside a capbench test bed without --duration or --count (iperf3's -t).
+GEN_DEFAULT_DURATION_S = 10
+
+
+def gen_safe(ns: str | None, argv: list[str]) -> list[str]:
+    """`capbench gen`'s options made safe where its frames leave on a real link (anywhere but the
+    generator side of a capbench test bed, whose peer only capbench sees): an explicit --rate, a
+    bounded run (--duration GEN_DEFAULT_DURATION_S unless --duration, --count or --groups), and a
+    destination MAC given (--dst-mac) or learned: --dst-ip IP (capbench's option) takes IP's from
+    the neighbour table, and a veth whose peer is in the same namespace sends to that peer. A
+    --replay sends the capture's own frames, MACs and all."""
+    if argv[-1:] == ["--dst-ip"]:
+        raise UsageError("--dst-ip needs an address: the neighbour table's MAC for it is the destination")
+    dst_ip = option_value(argv, "--dst-ip")
+    argv = _without(argv, "--dst-ip")
+    m = veth_pair.NS_RE.match(ns or "")
+    in_testbed = m is not None and m.group(2) == "gen" and veth_pair.read_state(m.group(1)) is not None
+    if in_testbed or "--check" in argv:
+        if dst_ip is not None:
+            raise UsageError("--dst-ip is for a link outside a capbench test bed: there the frames go to "
+                             "the capture side's test-bed MAC")
+        return argv
+    where = f"{option_value(argv, '--iface', '-i') or 'an interface'}" + (f" in {ns}" if ns else "")
+    if option_value(argv, "--rate", "-r") is None:
+        raise UsageError(f"capbench gen on {where} (not a capbench test bed) sends on a real link: give the rate "
+                         f"with --rate, e.g. --rate 10kpps or --rate 10% --link 1g")
+    if "--replay" not in argv and not any(a.startswith("--replay=") for a in argv):
+        argv = _with_dst_mac(ns, argv, dst_ip, where)
+    if all(option_value(argv, *names) is None for names in (("--duration", "-d"), ("--count", "-c"), ("--groups",))):
+        note(f"capbench gen: sending for {GEN_DEFAULT_DURATION_S} s (outside a capbench test bed): give "
+             f"--duration S or --count N for another length")
+        argv = [*argv, "--duration", str(GEN_DEFAULT_DURATION_S)]
+    return argv
+
+
+def _with_dst_mac(ns: str | None, argv: list[str], dst_ip: str | None, where: str) -> list[str]:
+    if option_value(argv, "--dst-mac") is not None:
+        if dst_ip is not None:
+            raise UsageError("give --dst-mac or --dst-ip, not both")
+        return argv
+    iface = option_value(argv, "--iface", "-i")
+    if iface is None:
+        return argv  # capbench-gen asks for the interface
+    if dst_ip is not None:
+        try:
+            ipaddress.ip_address(dst_ip)
+        except ValueError:
+            raise UsageError(f"--dst-ip {dst_ip!r}: give an IPv4 or IPv6 address") from None
+        mac = netns.neighbour_mac(dst_ip, iface, ns)
+        if mac is None:
+            raise UsageError(f"--dst-ip {dst_ip}: the neighbour table has no MAC for it on {where}: reach it once "
+                             f"(ping -c 1 -I {iface} {dst_ip}) or give --dst-mac")
+        note(f"capbench gen: sending to {mac} ({dst_ip} in the neighbour table of {iface})")
+        return [*argv, "--dst-mac", mac]
+    mac = netns.veth_peer_mac(iface, ns)
+    if mac is None:
+        raise UsageError(f"capbench gen on {where} (not a capbench test bed) sends only to a MAC it is given or "
+                         f"learns: give --dst-mac MAC, or --dst-ip IP to take it from the neighbour table")
+    note(f"capbench gen: sending to {mac} ({iface}'s veth peer)")
+    return [*argv, "--dst-mac", mac]
+
+
+def _without(argv: list[str], name: str) -> list[str]:
+    """argv without `--name VALUE` and `--name=VALUE`."""
+    out, skip = [], False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+        elif a == name:
+            skip = i + 1 < len(argv)
+        elif not a.startswith(name + "="):
+            out.append(a)
+    return out
 
 
 def _split_profile(argv: list[str]) -> tuple[perf_record.Profiling | None, Path | None, list[str]]:

@@ -201,7 +201,7 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
                          "that host (--gen-iface/--cap-iface), or leave out --profile with --topology")
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     if any(h.local for h in t.hosts.values()):
-        preflight.require_root("capbench run with a local role")
+        preflight.require_caps("capbench run", preflight.run_caps(c))
     preflight.check_engine(c.engine)
     preflight.check_profiles(c, str(binaries.gen))
     preflight.check_backend_args(c, str(binaries.cap))
@@ -234,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
-    preflight.require_root("capbench run")
+    preflight.require_caps("capbench run", preflight.run_caps(c))
     preflight.require_ip()
     preflight.check_engine(c.engine)
     preflight.check_profiles(c, str(binaries.gen))

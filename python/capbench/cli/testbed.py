@@ -33,7 +33,8 @@ def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]
 def cmd_testbed(args: argparse.Namespace) -> int:
     if getattr(args, "backlog", None) is not None:
         host_sysctl.check_backlog(args.backlog)
-    preflight.require_root(f"capbench testbed {args.action}")
+    if args.action != "status":  # listing needs no capabilities
+        preflight.require_caps(f"capbench testbed {args.action}", preflight.TESTBED_CAPS)
     preflight.require_ip()
     return {"up": _up, "down": _down, "status": _status}[args.action](args)
 
@@ -46,7 +47,7 @@ def _up(args: argparse.Namespace) -> int:
     with testbed.sigterm_raises():
         # The owner is this short-lived process: the test bed stays until `testbed down`.
         tb = testbed.create(args.rx_cpu, purpose="testbed up", backlog=args.backlog, rx_mode=rx_mode,
-                            napi_sched=napi_sched)
+                            napi_sched=napi_sched, keep=True)
     print(f"test bed {tb.id}")
     print(f"  generator side: namespace {tb.gen_ns}  interface {tb.gen_if}  MAC {tb.gen_mac}")
     print(f"  capture side:   namespace {tb.cap_ns}  interface {tb.cap_if}  MAC {tb.cap_mac}")
@@ -63,7 +64,7 @@ def _up(args: argparse.Namespace) -> int:
     if args.backlog is not None:
         print(f"  net.core.netdev_max_backlog: at least {args.backlog} until `down`")
     print(f"  note: frames of the xdp engine reach {tb.cap_if} only while an XDP program is attached")
-    print(f"  there (veth needs it for NAPI): run `capbench-xdpcount --iface {tb.cap_if}` in {tb.cap_ns},")
+    print(f"  there (veth needs it for NAPI): run `capbench xdpcount --netns {tb.cap_ns} --iface {tb.cap_if}`,")
     own_xdp = from_declarations(lambda: " or ".join(own_xdp_names()), "NAME of one with its own XDP program")
     print(f"  capture with --backend {own_xdp} (they attach their own), or send with --engine afpacket")
     print(f"remove it with: capbench testbed down {tb.id}")
@@ -71,8 +72,8 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    """Remove test bed ID (not under a running owner without --force), or every one no running
-    capbench owns."""
+    """Remove test bed ID (not under a running owner without --force), or every one a crashed run
+    left: no running capbench owns it and `testbed up` did not build it to be kept."""
     if args.force and args.id is None:
         raise UsageError("--force needs the ID of the test bed to remove: see `capbench testbed status`")
     if args.id is not None:
@@ -95,7 +96,11 @@ def _down(args: argparse.Namespace) -> int:
     for tb_id in removed:
         print(f"removed test bed {tb_id}")
     for info in kept:
-        print(f"kept test bed {info.id}: in use by pid {info.state['owner_pid']}")
+        if info.in_use:
+            print(f"kept test bed {info.id}: in use by pid {info.state['owner_pid']}")
+        else:
+            print(f"kept test bed {info.id}: built by `testbed up` for work by hand: remove it with "
+                  f"`capbench testbed down {info.id}`")
     if not removed and not kept:
         print("no test beds")
     # The trial folders of a killed run (a program's capture file, --profile's perf data).
@@ -115,6 +120,8 @@ def _status(args: argparse.Namespace) -> int:  # noqa: ARG001
         st = info.state or {}
         if info.in_use:
             owner = f"in use by pid {st.get('owner_pid')} ({st.get('purpose', 'run')})"
+        elif info.kept:
+            owner = f"kept by `{st.get('purpose', 'testbed up')}` (`down {info.id}` removes it)"
         elif info.state is None:
             owner = "leftover without state file (`down` removes it)"
         else:
@@ -125,7 +132,7 @@ def _status(args: argparse.Namespace) -> int:  # noqa: ARG001
         else:
             where = " ".join(info.namespaces) or "(namespaces gone)"
         print(f"{info.id}  {where}  created {st.get('created_at', '?')}  {owner}")
-    for path, entry in owners.HostSettings().held().items():
+    for path, entry in owners.HostSettings().listed().items():
         beds = ", ".join(sorted(entry["holders"]))
         print(f"{entry.get('key') or path} = {entry['set']}, held by test bed(s) {beds}: "
               f"back to {entry['original']} when the last of them is removed")

@@ -102,7 +102,7 @@ def check() -> str:
             raise UsageError("--profile: `perf record` did not finish a 0 s check within 60 s") from None
         if p.returncode != 0:
             raise UsageError(f"--profile: the kernel refuses perf events here ({refusal(p.stderr)}): sampling every "
-                             f"CPU needs root (CAP_PERFMON or CAP_SYS_ADMIN) and the perf_event_open system call "
+                             f"CPU needs CAP_PERFMON (or root: docs/capabilities.md) and the perf_event_open system call "
                              f"(allow it in the container or seccomp profile), or run without --profile")
     return perf_version()
 

@@ -145,3 +145,34 @@ def operstate(ifname: str, netns_name: str | None = None) -> str | None:
 def link_exists(ifname: str, netns: str | None = None) -> bool:
     args = (["-n", netns] if netns else []) + ["link", "show", "dev", ifname]
     return _run([IP, *args], check=False).returncode == 0
+
+
+def _ip_json(netns_name: str | None, *args: str) -> list:
+    proc = _run([IP, *(["-n", netns_name] if netns_name else []), "-j", *args], check=False)
+    try:
+        found = json.loads(proc.stdout) if proc.returncode == 0 else []
+    except ValueError:
+        return []
+    return found if isinstance(found, list) else []
+
+
+# Neighbour states whose link-layer address the kernel confirmed or is still using (ip-neighbour(8)).
+_NEIGH_USABLE = {"REACHABLE", "STALE", "DELAY", "PROBE", "PERMANENT", "NOARP"}
+
+
+def neighbour_mac(ip_addr: str, ifname: str, netns_name: str | None = None) -> str | None:
+    """The MAC the kernel's neighbour table holds for `ip_addr` on `ifname` (None if it has none)."""
+    for entry in _ip_json(netns_name, "neigh", "show", "to", ip_addr, "dev", ifname):
+        if entry.get("lladdr") and _NEIGH_USABLE & set(entry.get("state") or []):
+            return str(entry["lladdr"]).lower()
+    return None
+
+
+def veth_peer_mac(ifname: str, netns_name: str | None = None) -> str | None:
+    """The MAC of `ifname`'s veth peer when the peer is in the same namespace (None otherwise)."""
+    link = _ip_json(netns_name, "-d", "link", "show", "dev", ifname)
+    if not link or (link[0].get("linkinfo") or {}).get("info_kind") != "veth" or "link_netnsid" in link[0]:
+        return None
+    peer = link[0].get("link")
+    found = _ip_json(netns_name, "link", "show", "dev", peer) if peer else []
+    return str(found[0]["address"]).lower() if found and found[0].get("address") else None

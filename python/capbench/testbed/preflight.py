@@ -8,6 +8,7 @@ import errno
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 from collections.abc import Callable
@@ -34,9 +35,61 @@ _PACKET_FANOUT_LB = 1
 _PACKET_FANOUT_FLAG_UNIQUEID = 0x2000
 
 
-def require_root(what: str) -> None:
-    if os.geteuid() != 0:
-        raise UsageError(f"{what} needs root (network namespaces, XDP and BPF): run it with sudo")
+# The capabilities capbench asks for (linux/capability.h numbers) and what it needs each for. The
+# kernel checks these, not the user id: root has them all; another user can be granted them
+# (docs/capabilities.md). Measured as user nobody on Linux 6.18, each left out in turn.
+CAPABILITIES: dict[str, tuple[int, str]] = {
+    "dac_override": (1, "to write root's /run/netns, /run/capbench, sysctls and sysfs files"),
+    "net_admin": (12, "veth pairs, XDP programs, entering the namespaces and their mounts"),
+    "net_raw": (13, "packet sockets"),
+    "ipc_lock": (14, "an AF_XDP UMEM beyond the locked-memory limit, or ulimit -l unlimited"),
+    "sys_admin": (21, "network namespaces: ip netns add and exec"),
+    "sys_nice": (23, "placing the NAPI kernel thread on the receive CPU"),
+    "perfmon": (38, "the XDP programs' packet access, perf"),
+    "bpf": (39, "BPF programs and maps"),
+}
+# What a command that builds a test bed and measures on it needs; a run measuring an AF_XDP backend
+# may also need ipc_lock (run_caps).
+RUN_CAPS = ("net_admin", "net_raw", "bpf", "perfmon", "sys_admin", "dac_override", "sys_nice")
+# Building or removing a test bed (testbed up/down), entering a namespace (gen/capture --netns).
+TESTBED_CAPS = ("net_admin", "sys_admin", "dac_override")
+NETNS_CAPS = ("net_admin", "sys_admin")  # setns() into a named namespace fails without net_admin (measured)
+
+
+def effective_caps(status: str = "/proc/self/status") -> int:
+    """This process's effective capability set (CapEff), as a mask of capability numbers."""
+    with open(status) as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return 0
+
+
+def missing_caps(needs: tuple[str, ...] | list[str], effective: int | None = None) -> list[str]:
+    have = effective_caps() if effective is None else effective
+    return [c for c in CAPABILITIES if c in needs and not have >> CAPABILITIES[c][0] & 1]
+
+
+def run_caps(c) -> tuple[str, ...]:
+    """What campaign `c` needs: RUN_CAPS, and ipc_lock when one of its backends opens an AF_XDP
+    socket and the locked-memory limit is not unlimited (its UMEM, tens of MiB, is locked memory:
+    without ipc_lock the kernel charges it to RLIMIT_MEMLOCK, 8 MiB by default)."""
+    backends = {b for m in c.matrices for b in m.backends}
+    af_xdp = any("af_xdp" in declared.backend(b).needs for b in backends if b in declared.backend_names())
+    limited = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0] != resource.RLIM_INFINITY
+    return RUN_CAPS + (("ipc_lock",) if af_xdp and limited else ())
+
+
+def require_caps(what: str, needs: tuple[str, ...] | list[str], effective: int | None = None) -> None:
+    """UsageError naming the capabilities of `needs` this process lacks, what for, and how to grant them."""
+    missing = missing_caps(needs, effective)
+    if not missing:
+        return
+    named = ", ".join(f"CAP_{c.upper()} ({CAPABILITIES[c][1]})" for c in missing)
+    grant = ",".join(f"+{c}" for c in needs)
+    raise UsageError(f"{what} needs {named}: run it as root, or grant it these as ambient capabilities: "
+                     f"sudo setpriv --reuid=$(id -u) --regid=$(id -g) --init-groups --inh-caps {grant} "
+                     f"--ambient-caps {grant} {what} ... (docs/capabilities.md)")
 
 
 def require_ip() -> None:
@@ -165,7 +218,7 @@ def _af_xdp_status() -> tuple[bool, str]:
     try:
         socket.socket(AF_XDP, socket.SOCK_RAW, 0).close()
     except PermissionError:
-        return False, "AF_XDP sockets need root (CAP_NET_RAW): run with sudo"
+        return False, "AF_XDP sockets need CAP_NET_RAW: run as root or grant it (docs/capabilities.md)"
     except OSError as e:
         if e.errno == errno.EAFNOSUPPORT:
             return False, "this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)"
@@ -179,7 +232,7 @@ def _packet_socket_status(*, tpacket: int | None = None) -> tuple[bool, str]:
     try:
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
     except PermissionError:
-        return False, "AF_PACKET sockets need root (CAP_NET_RAW): run with sudo"
+        return False, "AF_PACKET sockets need CAP_NET_RAW: run as root or grant it (docs/capabilities.md)"
     except OSError as e:
         return False, f"cannot create an AF_PACKET socket: {e.strerror}"
     with s:
@@ -205,7 +258,7 @@ def _fanout_status() -> tuple[bool, str]:
 
 
 # One check per requirement a backend can declare (capabilities.needs), in the order they run:
-# libraries first, then what needs root (so an unprivileged run names a missing library).
+# libraries first, then what needs capabilities (so an unprivileged run names a missing library).
 NEED_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
     "libpcap": _libpcap_status,
     "libxdp": _libxdp_status,

@@ -11,8 +11,10 @@ the capture side's receive work runs is the test bed's receive model
 (napi), or the sender's softirq with RPS to the receive CPU (rps).
 
 A state file /run/capbench/testbeds/<id>.json records the owner's pid (and its
-start time, against pid reuse). `destroy_stale()` removes every capbench-*
-namespace whose owner is gone: the leftovers of crashed runs.
+start time, against pid reuse), and `kept` once a test bed built to be kept
+(`testbed up`, whose owner ends at once) is complete. `destroy_stale()` removes
+every capbench-* namespace whose owner is gone and that was not kept: the
+leftovers of crashed runs.
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ def read_state(tb_id: str) -> dict | None:
         return None
 
 
-def _write_state(tb: Testbed, owner_pid: int, purpose: str, host_settings: list[dict] = ()) -> None:
+def _write_state(tb: Testbed, owner_pid: int, purpose: str, host_settings: list[dict] = (), *,
+                 kept: bool = False) -> None:
     d = state_dir()
     d.mkdir(parents=True, exist_ok=True)
     state = asdict(tb) | {
@@ -140,6 +143,8 @@ def _write_state(tb: Testbed, owner_pid: int, purpose: str, host_settings: list[
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         # The host settings it holds: what it found and set (put back through owners.HostSettings).
         "host_settings": list(host_settings),
+        # Built complete to be kept for work by hand: only `testbed down ID` removes it.
+        "kept": kept,
     }
     tmp = d / f".{tb.id}.json.tmp"
     tmp.write_text(json.dumps(state, indent=1) + "\n")
@@ -217,8 +222,10 @@ def holder(tb: Testbed) -> Holder:
 
 def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
            backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
-           napi_sched: str = rxmode.DEFAULT_NAPI_SCHED, sensors: int = 0) -> Testbed:
+           napi_sched: str = rxmode.DEFAULT_NAPI_SCHED, sensors: int = 0, keep: bool = False) -> Testbed:
     """Build a new test bed owned by this process; on failure remove what was built and raise.
+    With `keep`, once it is complete its state says so: `destroy_stale` leaves it after this process
+    ends (a half-built one is a leftover).
 
     SIGINT and SIGTERM are held back meanwhile: they are delivered when this returns (the
     caller's `try` that destroys the test bed must be open by then: see `testbed()`), or
@@ -274,6 +281,8 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
                     _write_state(tb, os.getpid(), purpose, records)
             for bed in (tb, *(tb.sensor(i, rx_cpu) for i in range(1, sensors + 1))):
                 wait_until_up(bed)
+            if keep:
+                _write_state(tb, os.getpid(), purpose, records, kept=True)
             # A signal that came meanwhile is raised here, where the test bed is still undone
             # below (unless the caller holds signals too: then in the caller's own `try`).
             release()
@@ -343,6 +352,11 @@ class TestbedInfo:
     def in_use(self) -> bool:
         return self.state is not None and owner_alive(self.state)
 
+    @property
+    def kept(self) -> bool:
+        """Built complete by `testbed up` and still there: someone may be using it by hand."""
+        return self.state is not None and bool(self.state.get("kept")) and bool(self.namespaces)
+
 
 def others_in_use(own_id: str) -> tuple[str, ...]:
     """The ids of the other test beds a running process owns (from their state files, without
@@ -375,10 +389,11 @@ def list_testbeds() -> list[TestbedInfo]:
 
 
 def destroy_stale() -> tuple[list[str], list[TestbedInfo]]:
-    """Remove every test bed not owned by a running process; return (removed ids, kept)."""
+    """Remove every test bed that a crashed run left (not owned by a running process, not kept);
+    return (removed ids, kept)."""
     removed, kept = [], []
     for info in list_testbeds():
-        if info.in_use:
+        if info.in_use or info.kept:
             kept.append(info)
         else:
             destroy(info.id)
