@@ -39,6 +39,11 @@ examples:
 
 Run `capbench COMMAND --help` for the options of each command. Without root,
 grant the capabilities a command names (docs/capabilities.md).
+
+Exit status: 0 success; 1 an error while running; 2 bad input (one line says
+what to fix; nothing was started); 3 a run that measured nothing valid; 130 and
+143 stopped by Ctrl-C and SIGTERM. `--json` (run, backends, compare) and the
+programs' JSON Lines are for scripts: docs/json.md.
 """
 
 RUN_HELP = """\
@@ -136,6 +141,9 @@ examples:
   capbench run --repeat 5 ...   twice (before and after), then:
   capbench compare results/2025-11-23T07-30-05Z results/2025-11-24T09-12-00Z
   capbench compare base/ patched/ --fail-on-regression 10      in CI
+
+Exit status: 0 when compared; 1 with --fail-on-regression when a figure got
+worse by more than PCT %; 2 for bad input (a folder that holds no run).
 """
 
 BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS and the receive work; "
@@ -350,7 +358,9 @@ def build_parser() -> Parser:
         # Dispatched before argparse (see main); listed here for `capbench --help`.
         sub.add_parser(name, help=text + " (see `capbench " + name + " --help`)", add_help=False)
 
-    backends = sub.add_parser("backends", help="list the capture backends and programs, and whether they work here")
+    backends = sub.add_parser("backends", help="list the capture backends and programs, and whether they work here",
+                              epilog="Exit status: 0 when listed (each line says whether it works here); 2 when a "
+                                     "program of capbench's own is missing (the line says how to get it).")
     backends.add_argument("--apps-file", metavar="FILE.toml", action="append",
                           help="also list the capture programs of these adapter files (docs/apps.md)")
     backends.add_argument("--json", action="store_true",
