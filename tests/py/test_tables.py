@@ -227,3 +227,21 @@ def test_a_sweep_has_a_table_of_offered_against_captured_and_cpu():
     assert [r[0] for r in rows] == ["400,000", "800,000", "1,200,000"]
     assert rows[2][1:4] == ["1,188,000", "/", "0.798"] and rows[2][4] == "1.00"
     assert "Iperf-like" not in text
+
+
+def test_live_line_of_a_search_says_its_bounds_so_far():
+    from capbench.campaign.matrix import Step
+    from capbench.report import console
+    from capbench.trial.trial_run import Progress
+    from records import make_result
+
+    step = Step("rfc2544", "afp-v3", 64, "A:A", None, 1, 1, 0, "")
+    lossless = make_result(offered_pps=800_000.0)
+    lossy = make_result(offered_pps=1_200_000.0, received=7_000_000)
+    p = Progress(load="1Mpps", elapsed_s=1.0, duration_s=5.0, sent=1_000_000, sent_pps=1e6, captured=990_000,
+                 rx_cpu=1, rx_cpu_busy_pct=97.0)
+    line = console.live_line(step, p, 120.0, [lossless, lossy])
+    assert "trial 3, lossless up to 0.800 Mpps, lossy from 1.200 Mpps" in line
+    assert "captured 990,000" in line and "97 % busy" in line and "~2.0 min left" in line
+    iperf = Step("iperf", "afp-v3", 64, "A:A", None, 1, 1, 0, "")
+    assert "lossless up to" not in console.live_line(iperf, p, None, [lossless, lossy])

@@ -294,9 +294,11 @@ def callbacks(args: argparse.Namespace | None = None) -> runner.RunCallbacks:
             say(line)
 
     left = {"s": None}  # the run's time left as of the last trial (its estimate)
+    steps: dict[str, list[TrialResult]] = {}  # each step's trials so far: a search's bounds
 
     def on_trial(n: int, total: int, left_s: float, number: int, r: TrialResult) -> None:
         left["s"] = left_s
+        steps.setdefault(r.step, []).append(r)
         say(console.trial_progress(n, total, left_s, number, r))
         if as_json:
             json_line({"type": "trial", **r.to_record()})
@@ -318,8 +320,8 @@ def callbacks(args: argparse.Namespace | None = None) -> runner.RunCallbacks:
 
     return runner.RunCallbacks(on_trial=on_trial, on_step=on_step, show_results=show_results,
                                write_report=write_run_report, repeated=tables.repeated_rates,
-                               on_second=(lambda step, p: live.update(console.live_line(step, p, left["s"])))
-                               if live.enabled
+                               on_second=(lambda step, p: live.update(console.live_line(
+                                   step, p, left["s"], steps.get(step.key, ())))) if live.enabled
                                else None, on_answer=on_answer, on_end=on_end)
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 from capbench.campaign.matrix import Step
 from capbench.errors import CapbenchError
 from capbench.methods import registry
-from capbench.methods.verdict import LOWER_BOUND, measured, verdict, way_forward
+from capbench.methods.verdict import LOSSLESS, LOSSY, LOWER_BOUND, measured, verdict, way_forward
 from capbench.report import tables
 from capbench.trial.accounting import format_pct
 from capbench.trial.measure import TrialResult
@@ -101,11 +101,27 @@ def trial_progress(n: int, total: int, left_s: float, number: int, r: TrialResul
     return f"{progress_bar(n, total, 12)} {n}/~{total} ~{left_s / 60:.1f} min left {trial_line(number, r)}"
 
 
-def live_line(step: Step, p: Progress, left_s: float | None = None) -> str:
-    """The line of a trial while it sends (the live view): its step, its time, the generator's and
-    the counter's running counts, the frames not (yet) captured, the receive CPU's busy share, and
-    the run's time left as estimated after the last trial."""
+def search_bounds(trials: Sequence[TrialResult]) -> str | None:
+    """Where a step of several trials stands, from its trials so far: the highest offered rate it
+    captured without loss and the lowest it lost at (a search's bounds); None before any."""
+    lossless = [r.offered_pps for r in trials if r.offered_pps and verdict(r) == LOSSLESS]
+    lossy = [r.offered_pps for r in trials if r.offered_pps and verdict(r) == LOSSY]
+    if not lossless and not lossy:
+        return None
+    low = f"{max(lossless) / 1e6:.3f}" if lossless else "?"
+    high = f"{min(lossy) / 1e6:.3f}" if lossy else "?"
+    return f"trial {len(trials) + 1}, lossless up to {low} Mpps, lossy from {high} Mpps"
+
+
+def live_line(step: Step, p: Progress, left_s: float | None = None, trials: Sequence[TrialResult] = ()) -> str:
+    """The line of a trial while it sends (the live view): its step (a search's trial and bounds so
+    far), its time, the generator's and the counter's running counts, the frames not (yet)
+    captured, the receive CPU's busy share, and the run's time left as estimated after the last
+    trial."""
     parts = [f"{step.method} {step.backend} {step.size} B at {p.load}: {p.elapsed_s:4.1f}/{p.duration_s:g} s"]
+    bounds = search_bounds(trials) if registry.get(step.method).answer_type is not None else None
+    if bounds:
+        parts.insert(1, f"({bounds})")
     if p.sent is not None:
         parts.append(f"sent {p.sent:,} ({(p.sent_pps or 0) / 1e6:.3f} Mpps)")
     if p.captured is not None:
