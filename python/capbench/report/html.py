@@ -18,14 +18,16 @@ h1 { font-size: 1.5em; margin: .3em 0; } h2 { border-bottom: 1px solid #ccc; pad
 h3 { margin: .6em 0 .3em; font-size: 1.05em; }
 table { border-collapse: collapse; margin: .3em 0 1em; font-size: .9em; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
-th { background: #f3f3f3; } td.text, th.text { text-align: left; }
+th { background: #f3f3f3; } td.text, th.text { text-align: left; } table.data td.text { font-size: .85em; }
+p.small { font-size: .85em; color: #444; } ul { margin: .3em 0; }
 tr.short td { color: #777; font-style: italic; } tr.lossy td { background: #fff8e1; }
 tr.unexplained td { background: #fdecea; } tr.worse td { background: #fdecea; } tr.better td { background: #e8f5e9; }
 .notes { background: #fff3cd; border: 1px solid #e0c870; padding: .5em 1em; }
 p.note { font-size: .85em; color: #444; margin: -1em 0 1em; max-width: 60em; }
 .skipped { color: #666; } figure { margin: 0 0 1em; } figure svg { max-width: 100%; height: auto; }
 .figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 0 1.5em; }
-.figures figure svg { width: 100%; } .key svg { width: 100%; height: auto; }
+.figures figure svg { width: 100%; } .figures figcaption { font-size: .8em; } .key svg { width: 100%; height: auto; }
+.figures figure.wide { grid-column: 1 / -1; } .figures figure.wide svg { width: auto; max-width: 100%; }
 details.skipped summary { cursor: pointer; } details.skipped ul { font-size: .85em; margin: .2em 0; }
 .kv { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; } .kv table { font-size: .8em; }
 .kv th, .kv td { padding: .1em .4em; }

@@ -5,7 +5,7 @@ Points are medians over repetitions with min–max error bars when a measurement
 repeated. Each trial is judged by the one loss rule (capbench.methods.verdict): one whose
 generator fell short of the offered load but that lost frames is drawn as any other (its
 loss is capture loss at the rate the generator sent); a lower bound (generator short,
-nothing lost) is an open marker off the line: it measured the generator.
+nothing lost) is an open circle off the line (MARKERS): it measured the generator.
 """
 
 from __future__ import annotations
@@ -110,6 +110,9 @@ class Drawn:
     figure: Figure
     caption: str
 
+
+# Figures up to this wide (inches) are drawn two to a row in report.html; a wider one gets its own row.
+HALF_PAGE_IN = 8.0
 
 # The sections of report.html that show figures: most in "Figures", the profiles' in their own.
 FIGURES_SECTION = "Figures"
@@ -352,13 +355,11 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     fig.suptitle("Where the packets were lost, per frame length and backend")
     return Drawn(fig, "Lost packets by layer (link: before the capture interface; backlog: the kernel's per-CPU "
                       "queue; socket: the capture socket's ring; application: queued by the socket, never read by the "
-                      "counter; unexplained: missing by the sequence numbers but "
-                      "counted by no layer), in % of the packets sent; each bar is labelled with the total loss (with "
-                      "repetitions: of the repetition with the median loss). "
-                      f"A {LOWER_BOUND_TEXT} has no bar; a trial whose generator fell short and that lost "
-                      f"frames has its bar: that is capture loss at the rate the generator sent. A bar is never taller "
-                      f"than its loss: where the layers (*) count more drops than packets are missing, the loss is "
-                      f"shared among them in their proportions." + _cpus_note(d))
+                      "counter; unexplained: missing by the sequence numbers, counted by no layer), "
+                      f"in {unit.name} of the packets sent, labelled with the total loss (of the repetition with the "
+                      f"median loss). A {LOWER_BOUND_TEXT} has no bar; a short generator's trial that lost frames has "
+                      f"its bar: capture loss at the rate it sent. Where the layers count more drops than are missing "
+                      f"(*), the bar is the loss, shared in their proportions." + _cpus_note(d))
 
 
 def _layer_heights(r, unit: units.Unit) -> list[tuple[float, str]]:
@@ -589,7 +590,7 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     names = [n for n in LATENCY_SHOWN if any(n in p for _t, p in chosen)]
     if not names:
         names = sorted({n for _t, p in chosen for n in p}, key=latency.order)[-3:]
-    fig = Figure(figsize=(max(7.5, 1.5 + 2.2 * len(names)), 3.2 + 0.25 * ((len(by) + 2) // 3)), layout="constrained")
+    fig = Figure(figsize=(max(7.5, 1.2 + 2.1 * len(names)), 3.2 + 0.25 * ((len(by) + 2) // 3)), layout="constrained")
     axes = fig.subplots(1, len(names), sharey=True, squeeze=False)[0]
     unit = units.pick("ns", [p[n] for _t, p in chosen for n in names if n in p])
     answered = sum(t.result.purpose == LATENCY_ANSWER for t, _p in chosen)
@@ -606,6 +607,7 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))  # 10, not 10¹
         ax.set_title(name)
         ax.set_xlabel("sent load [% of wire rate]")
+        units.least_span(ax.xaxis, 1.0)  # loads a few ppm apart: not ticks of seven decimals
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel(units.label("latency", unit))
     handles = [matplotlib.patches.Patch(color=colors[k]) for k in by]

@@ -54,3 +54,12 @@ def pick(quantity: str, values: Iterable[float]) -> Unit:
 def label(text: str, unit: Unit, after: str = "") -> str:
     """An axis label: "captured [Mpps]", or with `after`, "lost [% of sent]"."""
     return f"{text} [{unit.name}{' ' + after if after else ''}]"
+
+
+def least_span(axis, span: float) -> None:
+    """Widen an axis (ax.xaxis or ax.yaxis) around its middle to at least `span` of its data units:
+    without an offset, values a hair apart would get ticks of many decimals."""
+    lo, hi = axis.get_view_interval()
+    if hi - lo < span:
+        mid = (lo + hi) / 2
+        (axis.axes.set_xlim if axis is axis.axes.xaxis else axis.axes.set_ylim)(mid - span / 2, mid + span / 2)

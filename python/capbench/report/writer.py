@@ -40,6 +40,7 @@ class FigureFile:
     skipped: str | None  # why it was not drawn
     section: str = plots.FIGURES_SECTION  # the section of report.html that shows it
     markers: frozenset[str] = frozenset()  # the plots.MARKERS kinds it draws
+    wide: bool = False  # wider than half the page reads: report.html gives it a row of its own
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ def draw_figures(run: RunData, out: Path) -> list[FigureFile]:
             continue
         png, svg = plots.save(drawn.figure, out / spec.name)
         files.append(FigureFile(spec.name, spec.title, drawn.caption, png, svg, None, spec.section,
-                                frozenset(plots.kinds_used(drawn.figure))))
+                                frozenset(plots.kinds_used(drawn.figure)),
+                                drawn.figure.get_figwidth() > plots.HALF_PAGE_IN))
     return files
 
 
@@ -147,7 +149,7 @@ def metadata_groups(run: RunData) -> list[tuple[str, list[tuple[str, Any]]]]:
 
 # Each group of metadata_groups: its key-value pairs per row in report.html; a heading not named here is
 # shown folded, under one line (FOLDED_RUN).
-RUN_PAIRS = {"Machine and run": 1, "Settings": 2}
+RUN_PAIRS = {"Machine and run": 2, "Settings": 4}
 FOLDED_RUN = "Test bed and host sysctls"
 
 
@@ -197,8 +199,9 @@ def profile_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flam
 def _drawn_html(f: FigureFile) -> str:
     """A drawn figure without a heading of its own: its title is in the image."""
     assert f.svg is not None
-    return (f'<figure class="plot" id="fig-{html.esc(f.name)}">{html.inline_svg(f.svg.read_text(encoding="utf-8"), f.name)}'
-            f"<figcaption>{html.esc(f.caption)}</figcaption></figure>")
+    return (f'<figure class="{"plot wide" if f.wide else "plot"}" id="fig-{html.esc(f.name)}">'
+            f'{html.inline_svg(f.svg.read_text(encoding="utf-8"), f.name)}<figcaption>{html.esc(f.caption)}</figcaption>'
+            f"</figure>")
 
 
 def figures_html(figures: list[FigureFile], key_svg: str | None) -> str:
@@ -224,9 +227,9 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
         summary_html += f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}"
     note = tables.short_note(t.result for t in run.trials if registry.swept(t.method))  # the starred rows
     if note:
-        summary_html += (f"<p>Offered marked {tables.SHORT_MARK}: {html.esc(note)} Rows in grey italics and open "
-                         f"markers are those lower bounds: they measure this machine's generator, not the capture "
-                         f"method at that load.</p>")
+        summary_html += (f'<p class="small">Offered marked {tables.SHORT_MARK}: {html.esc(note)} Rows in grey italics '
+                         f"and open circles are those lower bounds: they measure this machine's generator, not the "
+                         f"capture method at that load.</p>")
     table_html = "\n".join(
         html.table_html(html.Table(title, headers, rows, classes))
         for title, headers, rows, classes in tables_md.seed_tables(run.trials))
