@@ -182,14 +182,25 @@ def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float =
     return any_short
 
 
-def _finish(ax, xlabel: str, ylabel: str) -> None:
+def _finish(ax, xlabel: str, ylabel: str, legend: bool = True) -> None:
     """Labels, grid and the series' legend (the markers' meanings are in the report's one key)."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
+    if handles and legend:
         ax.legend(handles, labels, fontsize="small")
+
+
+def _legend_below(fig: Figure, ax) -> None:
+    """One legend of the series under the figure's panels (they share it): two columns, or one for
+    long labels, the figure taller by its rows so that the panels keep their size."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    ncols = 1 if max(map(len, labels)) > 45 else min(4, len(labels)) if max(map(len, labels)) <= 20 else 2
+    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize="small")
+    fig.set_figheight(fig.get_figheight() + 0.2 * -(-len(labels) // ncols))
 
 
 def _wire(ax, groups, per_bps: bool = False, scale: float = 1.0) -> None:
@@ -279,7 +290,8 @@ def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel]
             _wire(ax, d.groups, per_bps=panel.quantity == "bps", scale=1 / unit.factor)
         short = _per_frame(ax, d.by, d.labels, d.colors, panel.metric, scale) or short
         _frame_axis(ax, sizes)
-        _finish(ax, "frame length [B]", units.label(panel.ylabel, unit, panel.after))
+        _finish(ax, "frame length [B]", units.label(panel.ylabel, unit, panel.after), legend=False)
+    _legend_below(fig, fig.axes[0])
     fig.suptitle(title)
     return Drawn(fig, caption + _repetition_note(d.groups) + _cpus_note(d)
                  + (f" {SHORT_NOTE[0].upper()}{SHORT_NOTE[1:]}." if short else ""))
@@ -307,8 +319,11 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     d = _iperf(trials)
     if isinstance(d, Skipped):
         return d
-    groups, by, labels = d.groups, d.by, d.labels
+    groups, by = d.groups, d.by
     keys = sorted(by)
+    # Each bar is labelled with its series: by name, or where names are long, by number (named in the caption)
+    numbered = max(len(d.labels[k]) for k in keys) > 24
+    labels = {k: f"#{i}" if numbered else d.labels[k] for i, k in enumerate(keys, 1)}
     sizes = sorted({g.frame_len for g in groups})
     width = 0.8 / len(keys)
     fig = Figure(figsize=(max(7.5, 0.5 * len(sizes) * len(keys) + 2), 3.8), layout="constrained")
@@ -359,7 +374,9 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                       f"in {unit.name} of the packets sent, labelled with the total loss (of the repetition with the "
                       f"median loss). A {LOWER_BOUND_TEXT} has no bar; a short generator's trial that lost frames has "
                       f"its bar: capture loss at the rate it sent. Where the layers count more drops than are missing "
-                      f"(*), the bar is the loss, shared in their proportions." + _cpus_note(d))
+                      f"(*), the bar is the loss, shared in their proportions."
+                      + (f" Bars: {'; '.join(f'{labels[k]} {d.labels[k]}' for k in keys)}." if numbered else "")
+                      + _cpus_note(d))
 
 
 def _layer_heights(r, unit: units.Unit) -> list[tuple[float, str]]:
