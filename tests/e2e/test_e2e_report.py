@@ -18,27 +18,46 @@ needs_chromium = pytest.mark.skipif(chromium_binary() is None,
                                     reason="chromium is not installed: apt-get install chromium (`make deps` does)")
 needs_testbed = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
-# What the page shows once loaded: every inlined figure with its rendered size, the tables, the headings.
+# What the page shows once loaded: every inlined figure (and the key of markers) with its rendered and
+# natural size (its viewBox), the tables, the headings, the figures not drawn, the page's height.
 PAGE_CHECK = """JSON.parse(JSON.stringify({
-  figures: [...document.querySelectorAll('figure.plot')].map(f => {
+  figures: [...document.querySelectorAll('figure.plot, div.key')].map(f => {
     const svg = f.querySelector('svg'); const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-    return {id: f.id, width: box.width, height: box.height, texts: svg ? svg.querySelectorAll('text').length : 0};
+    const vb = svg && svg.viewBox.baseVal ? svg.viewBox.baseVal : {width: 0, height: 0};
+    return {id: f.id || f.className, width: box.width, height: box.height, natural: [vb.width, vb.height],
+            texts: svg ? svg.querySelectorAll('text').length : 0};
   }),
   tables: [...document.querySelectorAll('table.data')].map(t => t.querySelectorAll('tbody tr').length),
   headings: [...document.querySelectorAll('h2, h3')].map(h => h.textContent),
-  skipped: document.querySelectorAll('p.skipped').length,
+  skipped: [...document.querySelectorAll('.skipped')].map(e => e.querySelector('summary').textContent),
+  height: document.documentElement.scrollHeight,
+  width: document.documentElement.scrollWidth,
   external: [...document.querySelectorAll('[src], [href]')].map(e => e.getAttribute('src') || e.getAttribute('href'))
 }))"""
 
+WIDTH = 1300  # the page is read at this width: about two screens of it hold a short run's whole report
+
 
 def open_page(path: Path, shot: Path) -> PageVisit:
-    v = visit(path.resolve().as_uri(), PAGE_CHECK)
+    v = visit(path.resolve().as_uri(), PAGE_CHECK, width=WIDTH)
     shot.write_bytes(v.screenshot)
     assert v.errors == [], v.errors
     assert v.requests == [path.resolve().as_uri()], v.requests  # nothing but the page itself was loaded
     assert v.evaluated["external"] == []
     assert v.screenshot[:8] == PNG_MAGIC and len(v.screenshot) > 50_000  # a page with figures, not a blank one
+    for f in v.evaluated["figures"]:  # every image drawn: a natural size, shown at a readable one
+        assert f["natural"][0] > 0 and f["natural"][1] > 0 and f["width"] > 0 and f["height"] > 0, f
+    assert v.evaluated["width"] <= WIDTH  # nothing wider than the window
     return v
+
+
+def figure_sizes(v: PageVisit) -> dict:
+    figures = {f["id"]: f for f in v.evaluated["figures"]}
+    key = figures.pop("key")
+    assert key["width"] > 800 and key["texts"] >= 2, key  # the markers' key, across the page
+    for f in figures.values():
+        assert f["width"] > 500 and f["height"] > 200 and f["texts"] > 10, f  # two to a row, no smaller
+    return figures
 
 
 @needs_chromium
@@ -60,12 +79,11 @@ def test_report_of_the_stored_run_in_chromium(tmp_path):
     p = run_capbench("report", str(run))
     assert p.returncode == 0, p.stderr
     v = open_page(run / "report" / "report.html", tmp_path / "report.png")
-    figures = {f["id"]: f for f in v.evaluated["figures"]}
-    assert set(figures) == {"fig-throughput", "fig-load", "fig-loss_layers"}
-    for f in figures.values():
-        assert f["width"] > 400 and f["height"] > 200 and f["texts"] > 10, f
+    assert set(figure_sizes(v)) == {"fig-throughput", "fig-load", "fig-loss_layers"}
     assert v.evaluated["tables"][:2] == [3, 3]  # pcap and afp-v3, three frame lengths each
-    assert v.evaluated["skipped"] == 5
+    (skipped,) = v.evaluated["skipped"]  # the figures without data: one line naming the six
+    assert skipped.startswith("Not drawn (no data in this run): ") and skipped.count(",") == 5, skipped
+    assert v.evaluated["height"] < 2_400, v.evaluated["height"]
     for heading in ("Summary", "Best backend per frame length", "Run", "Tables", "Figures"):
         assert heading in v.evaluated["headings"]
 
@@ -84,9 +102,10 @@ def test_a_real_run_writes_a_report_that_chromium_shows(tmp_path):
         assert (run / "report" / name).stat().st_size > 0, name
     v = open_page(run / "report" / "report.html", tmp_path / "report.png")
     # A real run's trials carry the counter's latency percentiles, so the latency figure is drawn too.
-    assert {f["id"] for f in v.evaluated["figures"]} == {"fig-throughput", "fig-load", "fig-loss_layers",
-                                                         "fig-latency"}
+    assert set(figure_sizes(v)) == {"fig-throughput", "fig-load", "fig-loss_layers", "fig-latency"}
     assert v.evaluated["tables"][:2] == [2, 2]
+    # about two screens at 1300 px for the whole report, its four figures and its tables
+    assert v.evaluated["height"] < 2_400, v.evaluated["height"]
 
     p = run_capbench("run", "--backends", "afp-v3", "--sizes", "1518", "--duration", "1", "--no-report",
                      "--results", str(tmp_path / "second"), timeout=300)

@@ -7,6 +7,7 @@ import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from capbench.report import units
 from capbench.report.load import Trial
 from capbench.trial.measure import TrialResult
 from records import make_result
@@ -23,6 +24,12 @@ def copy_fixture(dest: Path) -> Path:
     run = dest / "run"
     shutil.copytree(FIXTURE, run)
     return run
+
+
+def axis_unit(quantity: str, label: str) -> units.Unit:
+    """The unit an axis label names ("captured [Mpps]"): a figure's values are in it."""
+    (unit,) = [u for u in units.UNITS[quantity] if f"[{u.name}" in label]
+    return unit
 
 
 def assert_png(path: Path) -> tuple[int, int]:

@@ -171,7 +171,8 @@ def test_figures_draw_a_line_per_setting(tmp_path):
     ts = [base(frame_len=n, ring_bytes=ring, received=7_000_000 - ring // 4096) for ring in (0, 4 << 20)
           for n in (64, 512)]
     drawn = plots.throughput(ts)
-    labels = [t.get_text() for t in drawn.figure.axes[0].get_legend().get_texts()]
+    (legend,) = drawn.figure.legends  # one legend under both panels
+    labels = [t.get_text() for t in legend.get_texts()]
     assert "afp-v3" in labels and "afp-v3 ring 4 MiB" in labels
     assert "really used" not in drawn.caption
     fanout = [base(backend="fanout", frame_len=n, worker_cpus=(0, 1)) for n in (64, 512)]

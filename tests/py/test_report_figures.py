@@ -9,7 +9,7 @@ from capbench.rates import wire_pps
 from capbench.report import answers, plots, stats
 from capbench.report.load import load_run
 from capbench.report.writer import write_report
-from report_files import FIXTURE, assert_png, copy_fixture, svg_texts, trial
+from report_files import FIXTURE, assert_png, axis_unit, copy_fixture, svg_texts, trial
 
 DRAWN_FROM_FIXTURE = {"throughput", "load", "loss_layers"}
 
@@ -35,7 +35,8 @@ def test_throughput_draws_the_wire_rate_and_marks_lower_bounds(report):
     # pcap's generator fell short at every length, but it lost frames at 64 and 1518 B: a line
     # through those; 512 B lost nothing: an open marker, a lower bound
     assert "pcap" in texts and "pcap (lower bound)" not in texts
-    assert plots.LOWER_BOUND_TEXT in texts
+    assert "lower_bound" in plots.kinds_used(plots.throughput(load_run(report.run.path).trials).figure)
+    assert "captured [Mpps]" in texts and "captured [Gbps on the wire]" in texts  # units for the range
 
 
 def test_loss_layers_show_a_short_generator_s_loss_and_no_bar_for_a_lower_bound(report):
@@ -95,8 +96,11 @@ def test_rfc2544_throughput_is_the_highest_rate_whose_verification_passed(tmp_pa
     draw_and_check(tmp_path, "rfc2544", trials, "pcap", "afp-v3", "wire rate (1g)")
     drawn = plots.rfc2544(trials)
     lines = {c.get_label(): c.lines[0] for c in drawn.figure.axes[0].containers}
-    assert list(lines["pcap"].get_ydata()) == [372_023]
-    assert list(zip(lines["afp-v3"].get_xdata(), lines["afp-v3"].get_ydata())) == [(64, 744_047), (512, 58_741)]
+    k = axis_unit("pps", drawn.figure.axes[0].get_ylabel()).factor
+    assert k == 1e6  # the wire rate at 64 B, 1,488,095 pps, is the largest value: Mpps
+    assert [y * k for y in lines["pcap"].get_ydata()] == pytest.approx([372_023])
+    assert list(lines["afp-v3"].get_xdata()) == [64, 512]
+    assert [y * k for y in lines["afp-v3"].get_ydata()] == pytest.approx([744_047, 58_741])
     found = {(a.series.backend, a.frame_len): a.values["rfc2544_pps"] for a in answers.answers_of(trials)}
     assert found == {("pcap", 64): 372_023, ("afp-v3", 64): 744_047, ("afp-v3", 512): 58_741}
 
@@ -165,7 +169,8 @@ def test_latency_marks_the_answer_and_the_lossy_search_trials():
     assert "(3 trials)" in plots.latency_fig([*trials, iperf]).caption
     only_iperf = plots.latency_fig([iperf])
     assert "no latency method in this run) (1 trial)" in only_iperf.caption
-    assert "Stars (1)" in drawn.caption and "Hollow markers (1)" in drawn.caption
+    assert "Stars (1)" in drawn.caption and "Crosses (1)" in drawn.caption
+    assert plots.kinds_used(drawn.figure) == {"measured", "answer", "lost_frames"}
 
 
 def test_placements_get_their_seed_names(tmp_path):
@@ -183,7 +188,7 @@ def test_the_fixture_is_a_real_run():
 
 def test_report_html_is_self_contained(report):
     page = report.html.read_text()
-    assert page.count("<svg") == len(DRAWN_FROM_FIXTURE)
+    assert page.count("<svg") == len(DRAWN_FROM_FIXTURE) + 1  # and the markers' key
     links = re.findall(r"""\b(?:src|href)\s*=\s*["']([^"']*)""", page)
     assert links and all(link.startswith("#") for link in links), links  # only the SVGs' own markers
     ids = re.findall(r"""\bid=["']([^"']+)""", page)
@@ -200,7 +205,8 @@ def test_sweep_marks_steps_the_generator_did_not_reach(tmp_path):
     trials = [trial("sweep", backend="afp-v3", frame_len=64, sent=int(rate * 5), rate=f"{rate:.0f}pps",
                     offered_pps=rate, invalid_offered_load=rate > 1e6)
               for rate in (wire_pps(1e9, 64) * s for s in (0.25, 0.5, 0.75, 1.0))]
-    draw_and_check(tmp_path, "sweep", trials, "afp-v3 64 B", plots.LOWER_BOUND_TEXT)
+    draw_and_check(tmp_path, "sweep", trials, "afp-v3 64 B", "captured [Mpps]", "[Mpps]")
+    assert "lower_bound" in plots.kinds_used(plots.sweep(trials).figure)
 
 
 SEARCHES = FIXTURE.parent / "run-searches-a"  # iperf, rfc2544, mlr and sweep steps, repeated (simulated)

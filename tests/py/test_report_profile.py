@@ -3,6 +3,7 @@ graph of each trial, the section of report.html, tables.md and tables.txt, and c
 two real runs (tests/py/fixtures/make_profile_runs.py says how they were made)."""
 
 import dataclasses
+import html
 import json
 import re
 import shutil
@@ -12,11 +13,11 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from capbench.errors import UsageError
 from capbench.profile import groups
-from capbench.report import compare, compare_out, flamegraph, plots
+from capbench.report import compare, compare_out, flamegraph, plots, profiles
 from capbench.report.load import Trial, load_run
 from capbench.report.writer import write_report
 from report_files import FIXTURE as UNPROFILED
-from report_files import assert_png, svg_texts
+from report_files import assert_png, axis_unit, svg_texts
 from test_cli import capbench
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -72,13 +73,16 @@ def test_the_figure_stacks_the_receive_cpu_s_groups_in_the_table_s_order(tmp_pat
     assert ax_pct.containers[-1][0].get_width() == pytest.approx(rec["groups_pct"][unsampled])
     # ns per captured packet: the groups but idle and unsampled add up to its busy time per packet
     assert len(ax_ns.containers) == len(table.names()) - 2
+    unit = axis_unit("ns", ax_ns.get_xlabel())
+    assert unit.name == "µs"  # 1,555 ns per packet
     total = sum(c[0].get_width() for c in ax_ns.containers)
-    assert total == pytest.approx(rec["ns_per_packet"], rel=1e-3)
+    assert total * unit.factor == pytest.approx(rec["ns_per_packet"], rel=1e-3)
     png, svg = plots.save(drawn.figure, tmp_path / "cpu_time")
     assert_png(png)
     texts = " ".join(svg_texts(svg))
-    for text in ("Where the receive CPU's time goes", "[%]", "[ns]", "xdp 64 B", table.label("buffers"),
-                 groups.table().label(groups.table().by_kind(groups.UNSAMPLED).name), f"{rec['ns_per_packet']:,.0f}"):
+    for text in ("Where the receive CPU's time goes", "[%]", "[µs]", "xdp 64 B", table.label("buffers"),
+                 groups.table().label(groups.table().by_kind(groups.UNSAMPLED).name),
+                 f"{rec['ns_per_packet'] / 1e3:.3g}"):
         assert text in texts, text
     assert "A:A" in drawn.caption and "groups.toml" in drawn.caption
 
@@ -98,7 +102,7 @@ def test_with_repetitions_a_bar_is_their_mean():
     app = groups.table().names().index("app")
     assert ax_pct.containers[app][0].get_width() == pytest.approx(
         (rec["roles"]["receive"]["groups_pct"]["app"] + 100.0) / 2)
-    assert ax_ns.containers[app][0].get_width() == pytest.approx(
+    assert ax_ns.containers[app][0].get_width() * axis_unit("ns", ax_ns.get_xlabel()).factor == pytest.approx(
         (rec["roles"]["receive"]["groups_ns_per_packet"]["app"] + 1000.0) / 2)
     assert "means of up to 2 repetitions" in drawn.caption
 
@@ -254,8 +258,10 @@ def test_a_missing_or_refused_folded_file_is_said_not_a_traceback(tmp_path):
 
 def test_a_run_without_profiles_says_so(tmp_path):
     rep = write_report(copy(UNPROFILED, tmp_path / "run"))
-    part = section(rep.html.read_text())
-    assert "No trial of this run was profiled" in part and "--profile" in part
+    page = rep.html.read_text()
+    assert "<h2>Where the CPU time goes</h2>" not in page  # no section: the figures' one line of what is not drawn
+    not_drawn = page.split('id="not-drawn"')[1].split("</details>")[0]
+    assert "Where the receive CPU&#x27;s time goes" in not_drawn and html.escape(profiles.NOT_PROFILED) in not_drawn
     assert not list(rep.dir.glob("flame-*")) and rep.flame_graphs == {}
     assert "Where the CPU time goes" not in rep.markdown.read_text()
 

@@ -7,6 +7,8 @@ import shutil
 import statistics
 from pathlib import Path
 
+import pytest
+
 from capbench.report import answers, plots, summary, tables_md
 from capbench.report.compare import compare
 from capbench.report.load import load_run
@@ -191,9 +193,10 @@ def test_rfc2544_tables_figure_and_compare_give_the_answers_of_searches_jsonl(tm
     ax = drawn.figure.axes[0]
     lines = {c.get_label(): c.lines[0] for c in ax.containers}
     assert set(lines) == {"pcap A:A", "pcap A:B", "afp-v3 A:A", "afp-v3 A:B"}
+    assert ax.get_ylabel() == "RFC 2544 throughput [Mpps]"
     for (backend, pin, size), value in expected.items():
         line = lines[f"{backend} {pin}"]
-        assert dict(zip(line.get_xdata(), line.get_ydata()))[size] == value
+        assert dict(zip(line.get_xdata(), line.get_ydata()))[size] * 1e6 == pytest.approx(value)
     assert "searches.jsonl" in drawn.caption
 
     # compare: the answers, per step, the same medians

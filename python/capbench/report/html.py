@@ -7,24 +7,30 @@ mailed or attached to an issue as it is.
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }
+body { font-family: system-ui, sans-serif; margin: 1em auto; max-width: 1200px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.5em; margin: .3em 0; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .1em; margin: 1.2em 0 .4em; }
+h3 { margin: .6em 0 .3em; font-size: 1.05em; }
+table { border-collapse: collapse; margin: .3em 0 1em; font-size: .9em; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; vertical-align: top; }
-th { background: #f3f3f3; } td.text, th.text { text-align: left; }
+th { background: #f3f3f3; } td.text, th.text { text-align: left; } table.data td.text { font-size: .85em; }
+p.small { font-size: .85em; color: #444; } ul { margin: .3em 0; }
 tr.short td { color: #777; font-style: italic; } tr.lossy td { background: #fff8e1; }
 tr.unexplained td { background: #fdecea; } tr.worse td { background: #fdecea; } tr.better td { background: #e8f5e9; }
 .notes { background: #fff3cd; border: 1px solid #e0c870; padding: .5em 1em; }
 p.note { font-size: .85em; color: #444; margin: -1em 0 1em; max-width: 60em; }
-.skipped { color: #666; } figure { margin: 1em 0 2em; } figure svg { max-width: 100%; height: auto; }
-.kv { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; } .kv table { font-size: .85em; }
+.skipped { color: #666; } figure { margin: 0 0 1em; } figure svg { max-width: 100%; height: auto; }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 0 1.5em; }
+.figures figure svg { width: 100%; } .figures figcaption { font-size: .8em; } .key svg { width: 100%; height: auto; }
+.figures figure.wide { grid-column: 1 / -1; } .figures figure.wide svg { width: auto; max-width: 100%; }
+details.skipped summary { cursor: pointer; } details.skipped ul { font-size: .85em; margin: .2em 0; }
+.kv { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; } .kv table { font-size: .8em; }
+.kv th, .kv td { padding: .1em .4em; }
 figcaption { font-size: .9em; color: #444; max-width: 60em; } code { background: #f3f3f3; padding: 0 .2em; }
 div.wide { overflow-x: auto; } div.wide table { font-size: .8em; } div.wide th, div.wide td { padding: .2em .4em; }
 """
@@ -82,22 +88,47 @@ def _lines(text: str) -> str:
     return esc(text).replace("\n", "<br>")
 
 
-def kv_table(items: Iterable[tuple[str, Any]]) -> str:
-    rows = "".join(f'<tr><th class="text">{esc(k)}</th><td class="text">{esc(_text(v))}</td></tr>'
-                   for k, v in items)
-    return f'<table class="meta">{rows}</table>'
+def kv_table(items: Iterable[tuple[str, Any]], pairs: int = 1) -> str:
+    """Keys and their values, `pairs` key-value pairs to a row (read down each pair of columns)."""
+    items = list(items)
+    per = -(-len(items) // pairs) if items else 0
+    columns = [items[i * per:(i + 1) * per] for i in range(pairs)]
+    rows = []
+    for r in range(per):
+        rows.append("<tr>" + "".join(f'<th class="text">{esc(c[r][0])}</th><td class="text">{esc(_text(c[r][1]))}</td>'
+                                     if r < len(c) else "<td></td><td></td>" for c in columns) + "</tr>")
+    return f'<table class="meta">{"".join(rows)}</table>'
 
 
-def kv_groups(groups: Iterable[tuple[str, Iterable[tuple[str, Any]]]]) -> str:
-    """Several key-value tables side by side, each under its heading."""
-    return '<div class="kv">' + "".join(f"<div><h3>{esc(h)}</h3>{kv_table(items)}</div>" for h, items in groups) + "</div>"
+def kv_groups(groups: Iterable[tuple[str, Iterable[tuple[str, Any]]] | tuple[str, Iterable[tuple[str, Any]], int]]
+              ) -> str:
+    """Several key-value tables side by side, each under its heading (and with its pairs per row)."""
+    return '<div class="kv">' + "".join(f"<div><h3>{esc(g[0])}</h3>{kv_table(*g[1:])}</div>" for g in groups) + "</div>"
+
+
+def flat_items(items: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Nested settings as rows of a table: an object's keys under its name ("campaign" is the
+    name of the whole, so left out), a list of objects numbered ("matrix 1 · sizes")."""
+    out: list[tuple[str, Any]] = []
+    for k, v in items:
+        if isinstance(v, dict):
+            out += flat_items((sub if k == "campaign" else f"{k} · {sub}", x) for sub, x in v.items())
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            name = "matrix" if k == "matrices" else k
+            for i, x in enumerate(v, 1):
+                out += flat_items((f"{name} {i} · {sub}" if len(v) > 1 else sub, y) for sub, y in x.items())
+        else:
+            out.append((k, v))
+    return out
 
 
 def _text(v: Any) -> str:
-    if v is None:
+    if v is None or v == [] or v == {}:
         return "—"
-    if isinstance(v, (dict, list, tuple)):
-        return json.dumps(v, separators=(", ", ": "))
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_text(x) for x in v)
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {_text(x)}" for k, x in v.items())
     return str(v)
 
 
@@ -111,6 +142,16 @@ def figure_html(title: str, svg_text: str | None, caption: str, skipped: str | N
         return f'<h3>{esc(title)}</h3>\n<p class="skipped" id="fig-{esc(name)}">Not drawn: {esc(skipped)}.</p>'
     return (f'<h3>{esc(title)}</h3>\n<figure class="plot" id="fig-{esc(name)}">{inline_svg(svg_text or "", name)}'
             f"<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def not_drawn(items: Iterable[tuple[str, str]]) -> str:
+    """The figures a run has no data for, as one line (title: why, when opened)."""
+    items = list(items)
+    if not items:
+        return ""
+    reasons = "".join(f"<li>{esc(t)}: {esc(why)}</li>" for t, why in items)
+    return (f'<details class="skipped" id="not-drawn"><summary>Not drawn (no data in this run): '
+            f'{esc(", ".join(t for t, _why in items))}</summary><ul>{reasons}</ul></details>')
 
 
 def page(title: str, sections: Iterable[tuple[str, str]], notes: Iterable[str] = ()) -> str:

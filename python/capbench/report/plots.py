@@ -5,7 +5,7 @@ Points are medians over repetitions with min–max error bars when a measurement
 repeated. Each trial is judged by the one loss rule (capbench.methods.verdict): one whose
 generator fell short of the offered load but that lost frames is drawn as any other (its
 loss is capture loss at the rate the generator sent); a lower bound (generator short,
-nothing lost) is an open marker off the line: it measured the generator.
+nothing lost) is an open circle off the line (MARKERS): it measured the generator.
 """
 
 from __future__ import annotations
@@ -28,15 +28,72 @@ from capbench.methods.verdict import measured  # noqa: E402
 from capbench.rates import link_name, wire_pps  # noqa: E402
 from capbench.report import answers as answers_mod  # noqa: E402
 from capbench.profile import groups as cpu_groups  # noqa: E402
-from capbench.report import latency, profiles, stats  # noqa: E402
+from capbench.report import latency, profiles, stats, units  # noqa: E402
 from capbench.report.answers import Answer  # noqa: E402
 from capbench.report.keys import SeriesKey, cpus_used, key_labels, pin_of, series_key, series_labels  # noqa: E402
 from capbench.report.load import Trial  # noqa: E402
 from capbench.report.stats import Group, iperf_groups  # noqa: E402
 
-# How a lower bound (verdict.LOWER_BOUND: the generator fell short, nothing was lost) is drawn and named.
+# How a lower bound (verdict.LOWER_BOUND: the generator fell short, nothing was lost) is named.
 LOWER_BOUND_TEXT = "lower bound (generator short, nothing lost)"
-SHORT_NOTE = f"open marker: {LOWER_BOUND_TEXT}, not a capture result"
+SHORT_NOTE = f"open circle: {LOWER_BOUND_TEXT}, not a capture result"
+
+
+@dataclass(frozen=True)
+class Marker:
+    meaning: str  # as the report's one key of markers says it
+    style: dict  # matplotlib's marker keywords; a face of None is the series' colour
+
+
+# Every marker of the report's figures, each with one meaning in all of them; report.html shows them in
+# one key (marker_key), the figures' own legends name only their series.
+# (Each marker symbol with a hollow face or not names one kind: kind_of reads a figure's markers back.)
+MARKERS: dict[str, Marker] = {
+    "measured": Marker("measured (median; bars: min to max)", {"marker": "o", "markersize": 6, "markerfacecolor": None}),
+    "lower_bound": Marker(LOWER_BOUND_TEXT, {"marker": "o", "markersize": 6, "markerfacecolor": "white"}),
+    "kernel": Marker("kernel receive load (dotted)", {"marker": "s", "markersize": 5, "markerfacecolor": None}),
+    "unverified": Marker("RFC 2544 answer not verified", {"marker": "D", "markersize": 8, "markerfacecolor": "white"}),
+    "answer": Marker("latency method's answer", {"marker": "*", "markersize": 12, "markerfacecolor": None}),
+    "lost_frames": Marker("latency of a trial that lost frames", {"marker": "X", "markersize": 7,
+                                                                   "markerfacecolor": None}),
+}
+
+
+def marker_style(kind: str, color: str) -> dict:
+    """The keywords of ax.plot for MARKERS[kind] in a series' colour."""
+    style = dict(MARKERS[kind].style)
+    if style["markerfacecolor"] is None:
+        style["markerfacecolor"] = color
+    return style | {"color": color}
+
+
+def _mark(ax, xs, ys, color: str, kind: str, **kw) -> None:
+    """Points alone, drawn as MARKERS[kind]."""
+    ax.plot(xs, ys, linestyle="none", **marker_style(kind, color) | kw)
+
+
+def kind_of(line: Line2D) -> str | None:
+    """The MARKERS kind a drawn line's markers are, or None (a line without markers)."""
+    hollow = matplotlib.colors.same_color(line.get_markerfacecolor(), "white")
+    for kind, m in MARKERS.items():
+        if line.get_marker() == m.style["marker"] and hollow == (m.style["markerfacecolor"] == "white"):
+            return kind
+    return None
+
+
+def kinds_used(fig: Figure) -> set[str]:
+    """The MARKERS kinds a figure draws."""
+    return {k for ax in fig.axes for line in ax.get_lines() if (k := kind_of(line))}
+
+
+def marker_key(kinds: Sequence[str] | None = None) -> Figure:
+    """The one key of the figures' markers (all of them, or those of `kinds`, in MARKERS' order)."""
+    kinds = [k for k in MARKERS if kinds is None or k in kinds]
+    fig = Figure(figsize=(11, 0.15 + 0.25 * ((len(kinds) + 2) // 3)))
+    handles = [Line2D([], [], linestyle="none", **marker_style(k, "#444444")) for k in kinds]
+    fig.legend(handles, [MARKERS[k].meaning for k in kinds], loc="center", ncols=min(3, len(kinds)),
+               fontsize="small", frameon=False)
+    return fig
 LAYERS = (("link_drops", "link", "#8c564b"), ("backlog_drops", "backlog", "#ff7f0e"),
           ("socket_drops", "socket", "#1f77b4"), ("xsk_drops", "AF_XDP rings", "#17becf"),
           ("app_drops", "application", "#9467bd"),
@@ -53,6 +110,9 @@ class Drawn:
     figure: Figure
     caption: str
 
+
+# Figures up to this wide (inches) are drawn two to a row in report.html; a wider one gets its own row.
+HALF_PAGE_IN = 8.0
 
 # The sections of report.html that show figures: most in "Figures", the profiles' in their own.
 FIGURES_SECTION = "Figures"
@@ -85,16 +145,28 @@ def _by_series(groups) -> dict[SeriesKey, list[Group]]:
     return out
 
 
-def _errorbar(ax, xs, stats_, color, label, marker="o", filled=True, linestyle="-"):
+def _errorbar(ax, xs, stats_, color, label, kind="measured", linestyle="-"):
     med = [s.median for s in stats_]
     yerr = [[s.median - s.lo for s in stats_], [s.hi - s.median for s in stats_]]
     has_spread = any(s.n > 1 for s in stats_)
-    ax.errorbar(xs, med, yerr=yerr if has_spread else None, color=color, label=label, marker=marker,
-                linestyle=linestyle, markerfacecolor=color if filled else "white", capsize=3 if has_spread else 0)
+    ax.errorbar(xs, med, yerr=yerr if has_spread else None, label=label, linestyle=linestyle,
+                capsize=3 if has_spread else 0, **marker_style(kind, color))
+
+
+def _frame_axis(ax, sizes) -> None:
+    """A frame-length x axis: ticks at the lengths measured when they are few, and one length
+    centred in a range around it (not matplotlib's ±3 B)."""
+    sizes = sorted(set(sizes))
+    if not sizes:
+        return
+    if len(sizes) == 1:
+        ax.set_xlim(sizes[0] - max(sizes[0] * 0.5, 1), sizes[0] + max(sizes[0] * 0.5, 1))
+    if len(sizes) <= 4:
+        ax.set_xticks(sizes)
 
 
 def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float = 1.0) -> bool:
-    """One line per series over frame length through the measured points; lower bounds as open markers."""
+    """One line per series over frame length through the measured points; lower bounds as their markers."""
     any_short = False
     for key, gs in groups_by_series.items():
         gs = sorted(gs, key=lambda g: g.frame_len)
@@ -105,35 +177,55 @@ def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float =
             _errorbar(ax, [g.frame_len for g in valid], scaled, colors[key], labels[key])
         if short:
             any_short = True
-            ax.plot([g.frame_len for g in short], [g.stat(metric).median * scale for g in short], linestyle="none",
-                    marker="o", markerfacecolor="white", color=colors[key],
-                    label=None if valid else f"{labels[key]} (lower bound)")
+            _mark(ax, [g.frame_len for g in short], [g.stat(metric).median * scale for g in short], colors[key],
+                  "lower_bound", label=None if valid else f"{labels[key]} (lower bound)")
     return any_short
 
 
-def _finish(ax, xlabel: str, ylabel: str, short_legend: bool = False) -> None:
+def _finish(ax, xlabel: str, ylabel: str, legend: bool = True) -> None:
+    """Labels, grid and the series' legend (the markers' meanings are in the report's one key)."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
-    if short_legend:
-        handles.append(Line2D([], [], marker="o", linestyle="none", color="grey", markerfacecolor="white"))
-        labels.append(LOWER_BOUND_TEXT)
-    if handles:
+    if handles and legend:
         ax.legend(handles, labels, fontsize="small")
 
 
-def _wire(ax, groups, per_gbps: bool = False, scale: float = 1.0) -> None:
-    """The link's wire rate over the frame lengths measured: in pps (times scale), or in Gbps."""
-    _wire_line(ax, {g.frame_len for g in groups}, {g.trials[0].result.link_bps for g in groups}, per_gbps, scale)
+def _legend_below(fig: Figure, ax) -> None:
+    """One legend of the series under the figure's panels (they share it): two columns, or one for
+    long labels, the figure taller by its rows so that the panels keep their size."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    ncols = 1 if max(map(len, labels)) > 45 else min(4, len(labels)) if max(map(len, labels)) <= 20 else 2
+    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize="small")
+    fig.set_figheight(fig.get_figheight() + 0.2 * -(-len(labels) // ncols))
 
 
-def _wire_line(ax, sizes, links, per_gbps: bool = False, scale: float = 1.0) -> None:
+def _wire(ax, groups, per_bps: bool = False, scale: float = 1.0) -> None:
+    """The link's wire rate over the frame lengths measured: in pps or in bps, times scale."""
+    _wire_line(ax, {g.frame_len for g in groups}, {g.trials[0].result.link_bps for g in groups}, per_bps, scale)
+
+
+def _wire_xs(sizes) -> list[float]:
+    """Where the wire rate is drawn: over the lengths measured, or around the one measured."""
     sizes = sorted(sizes)
-    xs = list(range(min(sizes), max(sizes) + 1, max(1, (max(sizes) - min(sizes)) // 200)))
+    if len(sizes) == 1:
+        return [sizes[0] - max(sizes[0] * 0.5, 1), sizes[0], sizes[0] + max(sizes[0] * 0.5, 1)]  # _frame_axis's
+    return list(range(min(sizes), max(sizes) + 1, max(1, (max(sizes) - min(sizes)) // 200)))
+
+
+def _wire_line(ax, sizes, links, per_bps: bool = False, scale: float = 1.0) -> None:
+    xs = _wire_xs(sizes)
     for link in sorted(links):
-        ys = [link / 1e9 for _ in xs] if per_gbps else [wire_pps(link, x) * scale for x in xs]
+        ys = [link * scale for _ in xs] if per_bps else [wire_pps(link, x) * scale for x in xs]
         ax.plot(xs, ys, color="black", linestyle="--", linewidth=1, label=f"wire rate ({link_name(link)})")
+
+
+def _wire_top(sizes, links, per_bps: bool = False) -> float:
+    """The highest wire rate _wire_line draws (pps or bps): for the axis' unit."""
+    return max((link if per_bps else wire_pps(link, min(_wire_xs(sizes))) for link in links), default=0.0)
 
 
 @dataclass(frozen=True)
@@ -171,9 +263,11 @@ def _repetition_note(groups) -> str:
 @dataclass(frozen=True)
 class _Panel:
     metric: str
-    ylabel: str
-    scale: float = 1.0
-    wire: str | None = None  # draw the link's wire rate: "pps" (times scale) or "gbps"
+    ylabel: str  # without its unit
+    quantity: str  # units.UNITS' key
+    base: float = 1.0  # the metric's values times base are in the quantity's base unit
+    wire: bool = False  # draw the link's wire rate (in the panel's quantity: pps or bps)
+    after: str = ""  # after the unit in the label: "[% of one CPU]"
 
 
 def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel], sharey: bool,
@@ -182,13 +276,22 @@ def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel]
     d = _iperf(trials)
     if isinstance(d, Skipped):
         return d
-    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    fig = Figure(figsize=(7.5, 3.2), layout="constrained")
     short = False
-    for ax, panel in zip(fig.subplots(1, 2, sharey=sharey), panels):
+    sizes, links = {g.frame_len for g in d.groups}, {g.trials[0].result.link_bps for g in d.groups}
+    shown = [units.pick(p.quantity, [g.stat(p.metric).hi * p.base for g in d.groups]
+                        + ([_wire_top(sizes, links, p.quantity == "bps")] if p.wire else []))
+             for p in panels]
+    if sharey:  # one unit for both
+        shown = [max(shown, key=lambda u: u.factor)] * 2
+    for ax, panel, unit in zip(fig.subplots(1, 2, sharey=sharey), panels, shown):
+        scale = panel.base / unit.factor
         if panel.wire:
-            _wire(ax, d.groups, per_gbps=panel.wire == "gbps", scale=panel.scale)
-        short = _per_frame(ax, d.by, d.labels, d.colors, panel.metric, panel.scale)
-        _finish(ax, "frame length [B]", panel.ylabel, short)
+            _wire(ax, d.groups, per_bps=panel.quantity == "bps", scale=1 / unit.factor)
+        short = _per_frame(ax, d.by, d.labels, d.colors, panel.metric, scale) or short
+        _frame_axis(ax, sizes)
+        _finish(ax, "frame length [B]", units.label(panel.ylabel, unit, panel.after), legend=False)
+    _legend_below(fig, fig.axes[0])
     fig.suptitle(title)
     return Drawn(fig, caption + _repetition_note(d.groups) + _cpus_note(d)
                  + (f" {SHORT_NOTE[0].upper()}{SHORT_NOTE[1:]}." if short else ""))
@@ -197,8 +300,8 @@ def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel]
 def throughput(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
     return _frame_panels(
         trials, "Iperf-like capture throughput vs frame length",
-        (_Panel("rx_pps", "captured [kpps]", 1e-3, "pps"), _Panel("rx_gbps", "captured [Gbps, on the wire]",
-                                                                   wire="gbps")),
+        (_Panel("rx_pps", "captured", "pps", wire=True),
+         _Panel("rx_gbps", "captured", "bps", 1e9, wire=True, after="on the wire")),
         sharey=False, caption="Captured packets per second (left) and the wire bit rate they fill (right) per "
                               "backend, with the wire rate of the link (dashed).")
 
@@ -206,8 +309,8 @@ def throughput(trials: list[Trial], answers: Sequence[Answer] | None = None) -> 
 def load(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
     return _frame_panels(
         trials, "Application and kernel load vs frame length",
-        (_Panel("app_cpu_pct", "application load [% of one CPU]"),
-         _Panel("kernel_cpu_pct", "kernel receive load [% of one CPU]")),
+        (_Panel("app_cpu_pct", "application load", "pct", after="of one CPU"),
+         _Panel("kernel_cpu_pct", "kernel receive load", "pct", after="of one CPU")),
         sharey=True, caption="The counter's CPU time (left) and the softirq+irq time of the CPU doing the kernel's "
                              "receive work (right), in % of one CPU over the sending time.")
 
@@ -216,12 +319,16 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     d = _iperf(trials)
     if isinstance(d, Skipped):
         return d
-    groups, by, labels = d.groups, d.by, d.labels
+    groups, by = d.groups, d.by
     keys = sorted(by)
+    # Each bar is labelled with its series: by name, or where names are long, by number (named in the caption)
+    numbered = max(len(d.labels[k]) for k in keys) > 24
+    labels = {k: f"#{i}" if numbered else d.labels[k] for i, k in enumerate(keys, 1)}
     sizes = sorted({g.frame_len for g in groups})
     width = 0.8 / len(keys)
-    fig = Figure(figsize=(max(8.0, 1.1 * len(sizes) * len(keys) + 2), 5.2), layout="constrained")
+    fig = Figure(figsize=(max(7.5, 0.5 * len(sizes) * len(keys) + 2), 3.8), layout="constrained")
     ax = fig.subplots()
+    unit = units.pick("pct", [g.stat("loss_pct").hi for g in groups if not g.short])
     top = 0.0
     for i, key in enumerate(keys):
         for j, size in enumerate(sizes):
@@ -234,20 +341,18 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                         fontsize="x-small", color="grey")
                 continue
             r = min(g.used, key=lambda t: abs(t.result.loss_pct - g.stat("loss_pct").median)).result
+            loss = unit.of(r.loss_pct)
             bottom = 0.0
-            for field_, name, color in LAYERS:
-                v = 100.0 * getattr(r, field_) / r.sent if r.sent else 0.0
-                if v > 0:
-                    ax.bar(x, v, width * 0.9, bottom=bottom, color=color, edgecolor="white", linewidth=0.5)
-                    bottom += v
-            top = max(top, bottom, r.loss_pct)
+            for v, color in _layer_heights(r, unit):
+                ax.bar(x, v, width * 0.9, bottom=bottom, color=color, edgecolor="white", linewidth=0.5)
+                bottom += v
+            top = max(top, loss)
             if r.unexplained < 0:  # the layers count more drops than packets missing: the counters disagree
-                ax.hlines(r.loss_pct, x - width * 0.45, x + width * 0.45, colors="#d62728", linewidth=2)
+                ax.hlines(loss, x - width * 0.45, x + width * 0.45, colors="#d62728", linewidth=2)
             text = f"{labels[key]}: {format_pct(r.loss_pct, exact_zero=(r.lost == 0))} %"
             if r.unexplained < 0:
                 text += " *"
-            ax.text(x, max(bottom, r.loss_pct), " " + text, rotation=90, ha="center", va="bottom",
-                    fontsize="x-small")
+            ax.text(x, loss, " " + text, rotation=90, ha="center", va="bottom", fontsize="x-small")
     ax.set_ylim(0, top / 0.55 if top > 0 else 1)  # room above the bars for their labels
     if top == 0:
         text = (f"every trial a {LOWER_BOUND_TEXT}" if all(g.short for g in groups)
@@ -256,20 +361,34 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     ax.set_xlim(-0.5, len(sizes) - 0.5)
     ax.set_xticks(range(len(sizes)), [f"{s} B" for s in sizes])
     ax.set_xlabel("frame length")
-    ax.set_ylabel("lost [% of sent]")
+    ax.set_ylabel(units.label("lost", unit, "of sent"))
     ax.grid(True, axis="y", alpha=0.3)
     handles = [matplotlib.patches.Patch(color=c, label=n) for _f, n, c in LAYERS]
     handles.append(Line2D([], [], color="#d62728", linewidth=2,
-                          label="total loss, where (*) the layers count more drops than packets are missing"))
-    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=3)
+                          label="total loss (*: the layers count more drops than are missing)"))
+    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=4)
     fig.suptitle("Where the packets were lost, per frame length and backend")
     return Drawn(fig, "Lost packets by layer (link: before the capture interface; backlog: the kernel's per-CPU "
                       "queue; socket: the capture socket's ring; application: queued by the socket, never read by the "
-                      "counter; unexplained: missing by the sequence numbers but "
-                      "counted by no layer), in % of the packets sent; each bar is labelled with the total loss (with "
-                      "repetitions: of the repetition with the median loss). "
-                      f"A {LOWER_BOUND_TEXT} has no bar; a trial whose generator fell short and that lost "
-                      f"frames has its bar: that is capture loss at the rate the generator sent." + _cpus_note(d))
+                      "counter; unexplained: missing by the sequence numbers, counted by no layer), "
+                      f"in {unit.name} of the packets sent, labelled with the total loss (of the repetition with the "
+                      f"median loss). A {LOWER_BOUND_TEXT} has no bar; a short generator's trial that lost frames has "
+                      f"its bar: capture loss at the rate it sent. Where the layers count more drops than are missing "
+                      f"(*), the bar is the loss, shared in their proportions."
+                      + (f" Bars: {'; '.join(f'{labels[k]} {d.labels[k]}' for k in keys)}." if numbered else "")
+                      + _cpus_note(d))
+
+
+def _layer_heights(r, unit: units.Unit) -> list[tuple[float, str]]:
+    """A trial's loss-layer bar, (height, colour) from the bottom, in `unit` of the packets sent: never
+    taller than its loss. Where the layers count more drops than packets are missing (the counters
+    disagree, unexplained < 0), the loss is shared among them in their proportions."""
+    if not r.sent:
+        return []
+    counts = [(max(getattr(r, f), 0), color) for f, _n, color in LAYERS]
+    counted = sum(c for c, _color in counts)
+    shrink = min(1.0, max(r.lost, 0) / counted) if counted else 0.0
+    return [(unit.of(100.0 * c * shrink / r.sent), color) for c, color in counts if c > 0 and shrink > 0]
 
 
 def _answer_link(g: answers_mod.AnswerGroup) -> float:
@@ -288,24 +407,26 @@ def rfc2544(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Dra
     for g in groups:
         by.setdefault(g.series, []).append(g)
     labels, colors = series_labels(by), _colors(by)
-    fig = Figure(figsize=(7.5, 4.4), layout="constrained")
+    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
     ax = fig.subplots()
-    _wire_line(ax, {g.frame_len for g in groups}, {_answer_link(g) for g in groups})
+    sizes, links = {g.frame_len for g in groups}, {_answer_link(g) for g in groups}
+    unit = units.pick("pps", [_wire_top(sizes, links)] + [s.hi for g in groups if (s := g.stat("rfc2544_pps"))])
+    _wire_line(ax, sizes, links, scale=1 / unit.factor)
     missing, unverified = [], False
     for key, gs in by.items():
         gs = sorted(gs, key=lambda g: g.frame_len)
         points = [(g, g.stat("rfc2544_pps")) for g in gs]
         missing += [f"{labels[key]} {g.frame_len} B" for g, s in points if s is None]
-        points = [(g, s) for g, s in points if s is not None]
+        points = [(g, s.scaled(1 / unit.factor)) for g, s in points if s is not None]
         if points:
             _errorbar(ax, [g.frame_len for g, _s in points], [s for _g, s in points], colors[key], labels[key])
         shaky = [(g, s) for g, s in points if any(a.values.get("rfc2544_pps") and not a.info.get("verified")
                                                    for a in g.answers)]
         if shaky:
             unverified = True
-            ax.plot([g.frame_len for g, _s in shaky], [s.median for _g, s in shaky], linestyle="none", marker="o",
-                    markersize=9, markerfacecolor="white", color=colors[key])
-    _finish(ax, "frame length [B]", "RFC 2544 throughput [pps]")
+            _mark(ax, [g.frame_len for g, _s in shaky], [s.median for _g, s in shaky], colors[key], "unverified")
+    _frame_axis(ax, sizes)
+    _finish(ax, "frame length [B]", units.label("RFC 2544 throughput", unit))
     fig.suptitle("RFC 2544 throughput vs frame length")
     derived = any(a.source == "trials" for g in groups for a in g.answers)
     caption = ("The highest rate each backend captured without loss (RFC 2544 section 26.1): each search's answer "
@@ -313,7 +434,7 @@ def rfc2544(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Dra
                   "(searches.jsonl, or where it holds none, the rate of the verification trial that passed)")
                + "; the wire rate dashed." + _answer_repetition_note(groups))
     if unverified:
-        caption += " Open markers: an answer whose verification trial did not pass."
+        caption += f" Open diamonds: an {MARKERS['unverified'].meaning[len('RFC 2544 '):]}."
     if missing:
         caption += f" No answer (no verification passed, or the search was cut short): {', '.join(missing)}."
     return Drawn(fig, caption)
@@ -332,27 +453,30 @@ def sweep(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn
                        "(`capbench run --method sweep`)")
     labels = series_labels(k for k, _ in lines)
     colors = _colors(lines)
-    fig = Figure(figsize=(8, 7), layout="constrained")
+    fig = Figure(figsize=(7.5, 5), layout="constrained")
     ax_rate, ax_cpu = fig.subplots(2, 1, sharex=True)
-    any_short = False
     sent = stats.sent_pps
+    lim = max(max(sent(g) for gs in lines.values() for g in gs), 1)
+    unit = units.pick("pps", [lim] + [g.stat("rx_pps").hi for gs in lines.values() for g in gs])
+    k = 1 / unit.factor
+    cpu = units.pick("pct", [g.stat(m).hi for gs in lines.values() for g in gs
+                             for m in ("app_cpu_pct", "kernel_cpu_pct")])
     for (key, size), gs in lines.items():
         valid, short = [g for g in gs if not g.short], [g for g in gs if g.short]
         color, label = colors[(key, size)], f"{labels[key]} {size} B"
         if valid:
-            xs = [sent(g) for g in valid]
-            _errorbar(ax_rate, xs, [g.stat("rx_pps") for g in valid], color, label)
-            _errorbar(ax_cpu, xs, [g.stat("app_cpu_pct") for g in valid], color, f"{label} app")
-            _errorbar(ax_cpu, xs, [g.stat("kernel_cpu_pct") for g in valid], color, f"{label} kernel",
-                      marker="s", linestyle=":")
+            xs = [sent(g) * k for g in valid]
+            _errorbar(ax_rate, xs, [g.stat("rx_pps").scaled(k) for g in valid], color, label)
+            _errorbar(ax_cpu, xs, [g.stat("app_cpu_pct").scaled(1 / cpu.factor) for g in valid], color, f"{label} app")
+            _errorbar(ax_cpu, xs, [g.stat("kernel_cpu_pct").scaled(1 / cpu.factor) for g in valid], color,
+                      f"{label} kernel",
+                      kind="kernel", linestyle=":")
         if short:  # x is what the generator really sent, but not the rate the step named
-            any_short = True
-            ax_rate.plot([sent(g) for g in short], [g.stat("rx_pps").median for g in short], linestyle="none",
-                         marker="o", markerfacecolor="white", color=color)
-    lim = max(max(sent(g) for gs in lines.values() for g in gs), 1)
-    ax_rate.plot([0, lim], [0, lim], color="black", linestyle="--", linewidth=1, label="everything captured")
-    _finish(ax_rate, "", "captured [pps]", any_short)
-    _finish(ax_cpu, "offered rate (sent by the generator) [pps]", "CPU [% of one CPU]")
+            _mark(ax_rate, [sent(g) * k for g in short], [g.stat("rx_pps").median * k for g in short], color,
+                  "lower_bound")
+    ax_rate.plot([0, lim * k], [0, lim * k], color="black", linestyle="--", linewidth=1, label="everything captured")
+    _finish(ax_rate, "", units.label("captured", unit))
+    _finish(ax_cpu, units.label("offered rate (sent by the generator)", unit), units.label("CPU", cpu, "of one CPU"))
     fig.suptitle("Capture rate and CPU usage vs offered rate")
     return Drawn(fig, "Captured rate (top) and application and kernel load (bottom) against the rate the "
                       "generator sent." + _repetition_note([g for gs in lines.values() for g in gs]))
@@ -367,7 +491,7 @@ def repetitions(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                        "ran (`capbench run --repeat N`)")
     by = _by_series(groups)
     labels, colors = series_labels(by), _colors(by)
-    fig = Figure(figsize=(8, 4.4), layout="constrained")
+    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
     ax = fig.subplots()
     for i, (key, gs) in enumerate(by.items()):
         gs = sorted(gs, key=lambda g: g.frame_len)
@@ -422,7 +546,7 @@ def loss_groups(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     labels, colors = series_labels(by), _colors(by)
     bins = _bins(max(max(lost, default=0) for items in by.values() for _t, lost in items))
     width = 0.8 / len(by)
-    fig = Figure(figsize=(max(7.0, len(bins) * 0.9), 4.4), layout="constrained")
+    fig = Figure(figsize=(max(7.5, len(bins) * 0.9), 3.4), layout="constrained")
     ax = fig.subplots()
     for i, (key, items) in enumerate(sorted(by.items())):
         lost_all = [x for _t, lost in items for x in lost]
@@ -483,8 +607,9 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     names = [n for n in LATENCY_SHOWN if any(n in p for _t, p in chosen)]
     if not names:
         names = sorted({n for _t, p in chosen for n in p}, key=latency.order)[-3:]
-    fig = Figure(figsize=(2.0 + 3.4 * len(names), 4.2 + 0.25 * ((len(by) + 4) // 3)), layout="constrained")
+    fig = Figure(figsize=(max(7.5, 1.2 + 2.1 * len(names)), 3.2 + 0.25 * ((len(by) + 2) // 3)), layout="constrained")
     axes = fig.subplots(1, len(names), sharey=True, squeeze=False)[0]
+    unit = units.pick("ns", [p[n] for _t, p in chosen for n in names if n in p])
     answered = sum(t.result.purpose == LATENCY_ANSWER for t, _p in chosen)
     lossy = sum(t.result.lost > 0 for t, _p in chosen)
     for ax, name in zip(axes, names):
@@ -492,23 +617,18 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
             for t, p in items:
                 if name not in p:
                     continue
-                answer = t.result.purpose == LATENCY_ANSWER
-                ax.plot([_link_share_pct(t)], [p[name] / 1e3], linestyle="none", color=colors[key],
-                        marker="*" if answer else "o", markersize=12 if answer else 5,
-                        markerfacecolor="none" if t.result.lost > 0 else colors[key])
+                kind = ("answer" if t.result.purpose == LATENCY_ANSWER else
+                        "lost_frames" if t.result.lost > 0 else "measured")
+                _mark(ax, [_link_share_pct(t)], [unit.of(p[name])], colors[key], kind)
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))  # 10, not 10¹
         ax.set_title(name)
         ax.set_xlabel("sent load [% of wire rate]")
+        units.least_span(ax.xaxis, 1.0)  # loads a few ppm apart: not ticks of seven decimals
         ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel("latency [µs]")
-    handles = [Line2D([], [], marker="o", linestyle="none", color=colors[k]) for k in by]
+    axes[0].set_ylabel(units.label("latency", unit))
+    handles = [matplotlib.patches.Patch(color=colors[k]) for k in by]
     texts = [labels[k] for k in by]
-    if answered:
-        handles.append(Line2D([], [], marker="*", markersize=12, linestyle="none", color="grey"))
-        texts.append("latency method's answer")
-    if lossy:
-        handles.append(Line2D([], [], marker="o", linestyle="none", color="grey", markerfacecolor="none"))
-        texts.append("trial lost frames")
     fig.legend(handles, texts, loc="outside lower center", ncols=min(3, len(texts)), fontsize="small")
     fig.suptitle("Latency percentiles vs load")
     which = ("the latency method's trials, its search trials included" if own
@@ -519,7 +639,7 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
         caption += (f" Stars ({answered}): the latency method's answers, each the trial at the throughput its "
                     f"search found (RFC 2544 26.2).")
     if lossy:
-        caption += (f" Hollow markers ({lossy}): trials that lost frames; their percentiles are of the frames "
+        caption += (f" Crosses ({lossy}): trials that lost frames; their percentiles are of the frames "
                     f"that arrived, queueing before the drop included.")
     return Drawn(fig, caption)
 
@@ -544,6 +664,7 @@ def cpu_time(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Dr
           for k in keys if (rs := [r for _t, r in found[k] if r.ns_per_packet is not None])}
     fig = Figure(figsize=(12, 2.3 + 0.34 * len(keys)), layout="constrained")
     ax_pct, ax_ns = fig.subplots(1, 2, sharey=True)
+    per_packet = units.pick("ns", [sum(v.values()) for v in ns.values()])
     ys = list(range(len(keys)))
     at_pct, at_ns = [0.0] * len(keys), [0.0] * len(keys)
     style = {"edgecolor": "white", "linewidth": 0.5, "height": 0.7}
@@ -554,21 +675,21 @@ def cpu_time(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Dr
         ax_pct.barh(ys, widths, left=at_pct, label=table.label(g), color=table.color(g), **style)
         at_pct = [a + w for a, w in zip(at_pct, widths)]
         if g in table.busy_names():
-            widths = [ns[k][g] if k in ns else 0.0 for k in keys]
+            widths = [per_packet.of(ns[k][g]) if k in ns else 0.0 for k in keys]
             ax_ns.barh(ys, widths, left=at_ns, color=table.color(g), **style)
             at_ns = [a + w for a, w in zip(at_ns, widths)]
     ax_pct.barh(ys, [unsampled[k] for k in keys], left=at_pct, label=table.label(unsampled_group), color="white",
                 hatch="///",
                 **style | {"edgecolor": table.color(idle)})
     for i, k in enumerate(keys):
-        ax_ns.text(at_ns[i], i, f" {at_ns[i]:,.0f}" if k in ns else " no packet captured", va="center",
+        ax_ns.text(at_ns[i], i, f" {at_ns[i]:,.0f}" if k in ns and at_ns[i] >= 100 else f" {at_ns[i]:.3g}" if k in ns else " no packet captured", va="center",
                    fontsize="small", color="#333")
     ax_ns.set_xlim(0, max(at_ns + [1.0]) * 1.15)  # room for the totals
     ax_pct.set_xlim(0, 100)
     ax_pct.set_yticks(ys, [labels[k] + (f" (mean of {len(found[k])})" if len(found[k]) > 1 else "") for k in keys])
     ax_pct.invert_yaxis()
     ax_pct.set_xlabel("share of the receive CPU's time over the load window [%]")
-    ax_ns.set_xlabel("receive CPU's busy time per captured packet [ns]")
+    ax_ns.set_xlabel(units.label("receive CPU's busy time per captured packet", per_packet))
     for ax in (ax_pct, ax_ns):
         ax.grid(True, axis="x", alpha=0.3)
         ax.set_axisbelow(True)
@@ -578,7 +699,7 @@ def cpu_time(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Dr
                "of capbench/profile/groups.toml (walked from the leaf: a helper counts for the group of the "
                "function that called it). Left: each group's share of that CPU's time over the load window; "
                f"hatched, the time no sample covers ({table.label(unsampled_group)}). Right: its busy time per captured packet, "
-               "in ns, the total at the bar's end.")
+               f"in {per_packet.name}, the total at the bar's end.")
     if any(pin_of(t) == "A:A" for rs in found.values() for t, _r in rs):
         caption += (f" Where the capture process was placed on the receive CPU (A:A), its own time is in "
                     f"\"{table.label(table.by_kind(cpu_groups.USER).name)}\".")

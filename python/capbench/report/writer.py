@@ -5,6 +5,7 @@
     trials.csv     one row per trial: the fields of trials.jsonl under the same names (a list or
                    an object as its JSON text), numbers at full precision, and the tables' Note
     <figure>.png / .svg   every figure this run has the records for
+    markers.svg    the one key of the markers the figures draw (plots.MARKERS), shown above them
     flame-<trial>.svg     the flame graph of each profiled trial (--profile), linked from report.html
     report.html    one self-contained page: metadata, summary, tables, figures, where the CPU time goes
 """
@@ -38,6 +39,8 @@ class FigureFile:
     svg: Path | None
     skipped: str | None  # why it was not drawn
     section: str = plots.FIGURES_SECTION  # the section of report.html that shows it
+    markers: frozenset[str] = frozenset()  # the plots.MARKERS kinds it draws
+    wide: bool = False  # wider than half the page reads: report.html gives it a row of its own
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,9 @@ def draw_figures(run: RunData, out: Path) -> list[FigureFile]:
             files.append(FigureFile(spec.name, spec.title, "", None, None, drawn.reason, spec.section))
             continue
         png, svg = plots.save(drawn.figure, out / spec.name)
-        files.append(FigureFile(spec.name, spec.title, drawn.caption, png, svg, None, spec.section))
+        files.append(FigureFile(spec.name, spec.title, drawn.caption, png, svg, None, spec.section,
+                                frozenset(plots.kinds_used(drawn.figure)),
+                                drawn.figure.get_figwidth() > plots.HALF_PAGE_IN))
     return files
 
 
@@ -134,12 +139,30 @@ def metadata(run: RunData) -> list[tuple[str, Any]]:
 
 
 def metadata_groups(run: RunData) -> list[tuple[str, list[tuple[str, Any]]]]:
-    """(heading, items): the machine and run, then settings, test bed and host sysctls."""
+    """(heading, items): the machine and run, then settings (nested ones flattened), test bed and host sysctls."""
     m = run.meta
     return [("Machine and run", metadata(run))] + [
-        (heading, list((m.get(key) or {}).items()))
+        (heading, html.flat_items((m.get(key) or {}).items()))
         for heading, key in (("Settings", "settings"), ("Test bed", "testbed"), ("Host sysctls", "sysctls"))
-        if m.get(key)]
+        if isinstance(m.get(key), dict) and m.get(key)]
+
+
+# Each group of metadata_groups: its key-value pairs per row in report.html; a heading not named here is
+# shown folded, under one line (FOLDED_RUN).
+RUN_PAIRS = {"Machine and run": 2, "Settings": 4}
+FOLDED_RUN = "Test bed and host sysctls"
+
+
+def run_html(run: RunData) -> str:
+    """The Run section: the machine and the settings as tables, the test bed and host sysctls folded."""
+    groups = metadata_groups(run)
+    shown = [(h, items, RUN_PAIRS[h]) for h, items in groups if h in RUN_PAIRS]
+    folded = [(h, items) for h, items in groups if h not in RUN_PAIRS]
+    out = html.kv_groups(shown)
+    if folded:
+        out += (f"<details><summary>{html.esc(' and '.join(h for h, _i in folded))}</summary>"
+                f"{html.kv_groups(folded)}</details>")
+    return out
 
 
 def flame_cell(profile: profiles.Profile, flames: dict[str, FlameFile] | None) -> tuple[str, str | None]:
@@ -162,7 +185,7 @@ def profile_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flam
     its flame graph, what perf warned of."""
     rows = profiles.rows(run.trials)
     parts = [f"<p>{html.esc(profiles.sampling_text(run.meta, run.trials) if rows else NO_PROFILE)}</p>"]
-    parts += [_figure_html(f) for f in figures if f.section == plots.PROFILE_SECTION]
+    parts += [_drawn_html(f) for f in figures if f.section == plots.PROFILE_SECTION and f.skipped is None]
     if rows:
         cells = [flame_cell(r.profile, flames) for r in rows]
         parts.append(html.table_html(html.Table(PROFILE_TABLE, [*profiles.HEADERS, "Flame graph"],
@@ -173,12 +196,28 @@ def profile_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flam
     return "\n".join(parts)
 
 
-def _figure_html(f: FigureFile) -> str:
-    return html.figure_html(f.title, f.svg.read_text(encoding="utf-8") if f.svg else None, f.caption, f.skipped,
-                            f.name)
+def _drawn_html(f: FigureFile) -> str:
+    """A drawn figure without a heading of its own: its title is in the image."""
+    assert f.svg is not None
+    return (f'<figure class="{"plot wide" if f.wide else "plot"}" id="fig-{html.esc(f.name)}">'
+            f'{html.inline_svg(f.svg.read_text(encoding="utf-8"), f.name)}<figcaption>{html.esc(f.caption)}</figcaption>'
+            f"</figure>")
 
 
-def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, FlameFile] | None = None) -> str:
+def figures_html(figures: list[FigureFile], key_svg: str | None) -> str:
+    """The Figures section: the markers' one key, the drawn figures two to a row, and the figures
+    this run has no data for in one line."""
+    drawn = [f for f in figures if f.section == plots.FIGURES_SECTION and f.skipped is None]
+    parts = []
+    if drawn and key_svg:
+        parts.append(f'<div class="key">{html.inline_svg(key_svg, "markers")}</div>')
+    parts.append('<div class="figures">' + "".join(_drawn_html(f) for f in drawn) + "</div>")
+    parts.append(html.not_drawn((f.title, f.skipped) for f in figures if f.skipped is not None))
+    return "\n".join(parts)
+
+
+def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, FlameFile] | None = None,
+                key_svg: str | None = None) -> str:
     found = answers.run_answers(run)
     best, losses = summary.summary(run.trials, found)
     summary_html = ""
@@ -188,9 +227,9 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
         summary_html += f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}"
     note = tables.short_note(t.result for t in run.trials if registry.swept(t.method))  # the starred rows
     if note:
-        summary_html += (f"<p>Offered marked {tables.SHORT_MARK}: {html.esc(note)} Rows in grey italics and open "
-                         f"markers are those lower bounds: they measure this machine's generator, not the capture "
-                         f"method at that load.</p>")
+        summary_html += (f'<p class="small">Offered marked {tables.SHORT_MARK}: {html.esc(note)} Rows in grey italics '
+                         f"and open circles are those lower bounds: they measure this machine's generator, not the "
+                         f"capture method at that load.</p>")
     table_html = "\n".join(
         html.table_html(html.Table(title, headers, rows, classes))
         for title, headers, rows, classes in tables_md.seed_tables(run.trials))
@@ -209,15 +248,15 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
                                                        list(tables_md.LOSS_BIN_HEADERS), bins))
     if sensors := tables_md.sensors_note(run.trials):
         table_html += f'<p class="note">{html.esc(sensors)}</p>'
-    fig_html = "\n".join(_figure_html(f) for f in figures if f.section == plots.FIGURES_SECTION)
     sections = [
         ("Summary", summary_html or "<p>Neither iperf-like trials nor search answers to summarize: see the tables "
                                     "and figures below.</p>"),
-        ("Run", html.kv_groups(metadata_groups(run))),
+        ("Run", run_html(run)),
         ("Tables", table_html),
-        (plots.FIGURES_SECTION, fig_html),
-        (plots.PROFILE_SECTION, profile_html(run, figures, flames)),
+        (plots.FIGURES_SECTION, figures_html(figures, key_svg)),
     ]
+    if profiles.profiled(run.trials):  # else the figures' line says what --profile would add
+        sections.append((plots.PROFILE_SECTION, profile_html(run, figures, flames)))
     return html.page(f"capbench report: {run.name}", sections, run.notes)
 
 
@@ -257,8 +296,10 @@ def write_report(path: Path | str, out: Path | str | None = None) -> Report:
         csv = out / "trials.csv"
         inputs.write_own(csv, tables_md.csv_text(run.trials))
         figures = draw_figures(run, out)
+        kinds = {k for f in figures if f.section == plots.FIGURES_SECTION for k in f.markers}
+        key = plots.write_figure(plots.marker_key(kinds), out / "markers.svg") if kinds else None
         page = out / "report.html"
-        inputs.write_own(page, report_html(run, figures, flames))
+        inputs.write_own(page, report_html(run, figures, flames, key.read_text(encoding="utf-8") if key else None))
     except OSError as e:
         raise UsageError(f"cannot write the report into {out}: {e.strerror}: choose another folder with --out DIR") from None
     return Report(run=run, dir=out, html=page, markdown=md, csv=csv, text=text, figures=figures, flame_graphs=flames)
