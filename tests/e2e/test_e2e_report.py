@@ -25,7 +25,7 @@ PAGE_CHECK = """JSON.parse(JSON.stringify({
     const svg = f.querySelector('svg'); const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
     const vb = svg && svg.viewBox.baseVal ? svg.viewBox.baseVal : {width: 0, height: 0};
     return {id: f.id || f.className, width: box.width, height: box.height, natural: [vb.width, vb.height],
-            texts: svg ? svg.querySelectorAll('text').length : 0};
+            texts: svg ? svg.querySelectorAll('text').length : 0, bottom: box.bottom + window.scrollY};
   }),
   tables: [...document.querySelectorAll('table.data')].map(t => t.querySelectorAll('tbody tr').length),
   headings: [...document.querySelectorAll('h2, h3')].map(h => h.textContent),
@@ -106,6 +106,10 @@ def test_a_real_run_writes_a_report_that_chromium_shows(tmp_path):
     assert v.evaluated["tables"][:2] == [2, 2]
     # about two screens at 1300 px for the whole report, its four figures and its tables
     assert v.evaluated["height"] < 2_400, v.evaluated["height"]
+    # the summary and every figure first: the tables and the run's settings follow them
+    assert max(f["bottom"] for f in v.evaluated["figures"]) < 2_000, v.evaluated["figures"]
+    headings = v.evaluated["headings"]
+    assert headings.index("Figures") < headings.index("Tables") < headings.index("Run")
 
     p = run_capbench("run", "--backends", "afp-v3", "--sizes", "1518", "--duration", "1", "--no-report",
                      "--results", str(tmp_path / "second"), timeout=300)

@@ -248,15 +248,16 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
                                                        list(tables_md.LOSS_BIN_HEADERS), bins))
     if sensors := tables_md.sensors_note(run.trials):
         table_html += f'<p class="note">{html.esc(sensors)}</p>'
+    # The answer first: the summary and every figure fill the first two screens; the tables with
+    # every figure's numbers, then how the run was made, follow.
     sections = [
-        ("Summary", summary_html or "<p>Neither iperf-like trials nor search answers to summarize: see the tables "
-                                    "and figures below.</p>"),
-        ("Run", run_html(run)),
-        ("Tables", table_html),
+        ("Summary", summary_html or "<p>Neither iperf-like trials nor search answers to summarize: see the figures "
+                                    "and tables below.</p>"),
         (plots.FIGURES_SECTION, figures_html(figures, key_svg)),
     ]
     if profiles.profiled(run.trials):  # else the figures' line says what --profile would add
         sections.append((plots.PROFILE_SECTION, profile_html(run, figures, flames)))
+    sections += [("Tables", table_html), ("Run", run_html(run))]
     return html.page(f"capbench report: {run.name}", sections, run.notes)
 
 
