@@ -135,11 +135,16 @@ class Sampler:
                 if e.errno != errno.ENXIO:
                     raise
                 if not self.child.running:
-                    raise UsageError(f"--profile: perf record failed ({refusal(chr(10).join(self.child.stderr_lines))})") from None
+                    raise UsageError(f"--profile: perf record failed ({self._why()})") from None
                 if time.monotonic() > deadline:
                     raise RunError(f"--profile: perf record did not open its control FIFO within "
                                    f"{CONTROL_TIMEOUT_S:g} s") from None
                 time.sleep(0.01)
+
+    def _why(self) -> str:
+        """perf record's own reason, from what it wrote on stderr."""
+        assert self.child is not None
+        return refusal("\n".join(self.child.stderr_lines))
 
     def _command(self, word: str) -> None:
         """Send `word` to perf and wait for its "ack": the command has taken effect."""
@@ -151,7 +156,7 @@ class Sampler:
             left = deadline - time.monotonic()
             if left <= 0 or not self.child.running:
                 raise RunError(f"--profile: perf record did not acknowledge {word!r}"
-                               f"{'' if self.child.running else ' (it ended: ' + refusal(chr(10).join(self.child.stderr_lines)) + ')'}")
+                               f"{'' if self.child.running else f' (it ended: {self._why()})'}")
             ready, _, _ = select.select([self.ack_fd], [], [], min(left, 0.2))
             if ready:
                 got += os.read(self.ack_fd, 64)
@@ -187,7 +192,7 @@ class Sampler:
                 os.close(fd)
         self.ctl_fd = self.ack_fd = -1
         if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT):
-            raise RunError(f"--profile: perf record failed ({refusal(chr(10).join(self.child.stderr_lines))})")
+            raise RunError(f"--profile: perf record failed ({self._why()})")
 
     def samples(self) -> tuple[perf_script.Parsed, list[str]]:
         """The samples perf recorded, and what perf script warned of (lost chunks, unreadable

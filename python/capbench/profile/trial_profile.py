@@ -7,13 +7,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from capbench.profile import analysis
 from capbench.profile.analysis import Role
-from capbench.profile.perf_record import Profiling, Sampler
-from capbench.testbed.procs import ChildSet
+from capbench.profile.perf_record import Sampler
 
 FOLDED_SUFFIX = ".folded"
 
@@ -23,32 +21,15 @@ def file_stem(started_at: str, backend: str, size: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{started_at.replace(':', '')}-{backend}-{size}")
 
 
-class TrialProfile:
-    """One trial's sampling: started with the trial's children (perf is one of them, so it stops
-    with them however the trial ends), enabled for the load window only."""
-
-    def __init__(self, profiling: Profiling, kids: ChildSet, workdir: Path):
-        self.profiling = profiling
-        self.sampler = Sampler(profiling, workdir)
-        self.kids = kids
-
-    def start(self) -> None:
-        self.sampler.start(self.kids)
-
-    def enable(self) -> None:
-        self.sampler.enable()
-
-    def disable(self) -> None:
-        self.sampler.disable()
-
-    def stop(self) -> None:
-        self.sampler.stop()
+class TrialProfile(Sampler):
+    """One trial's sampling (a Sampler started with the trial's children: perf is one of them, so
+    it stops with them however the trial ends), and the records made from it."""
 
     def records(self, results: Sequence[Any], roles: Sequence[Mapping[str, Role]]) -> list[Any]:
         """`results` (TrialResults, one per capture side) each with its `profile`: the same samples
         seen through its own roles (`roles[i]`) and its own captured packets. One folded file for
         the trial, its roots named by the first side's roles."""
-        parsed, warnings = self.sampler.samples()
+        parsed, warnings = self.samples()
         p = self.profiling
         facts: dict[str, Any] = {"tool": p.tool, "event": "cpu-clock", "warnings": warnings,
                                  "skipped_lines": parsed.skipped_lines}
@@ -60,6 +41,5 @@ class TrialProfile:
             facts["folded"] = f"{p.folder.name}/{path.name}"
         return [dataclasses.replace(r, profile=analysis.profile_record(
             parsed.samples, role, packets=r.received, period_ns=p.period_ns, hz=p.hz,
-            window_s=self.sampler.window_s, profiler_pid=self.sampler.pid, facts=facts,
-            proc_stat=self.sampler.proc_stat))
+            window_s=self.window_s, profiler_pid=self.pid, facts=facts, proc_stat=self.proc_stat))
             for r, role in zip(results, roles)]

@@ -49,8 +49,8 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
         prof = None
         if profiling is not None:
             assert workdir is not None
-            prof = TrialProfile(profiling, kids, workdir)
-            prof.start()
+            prof = TrialProfile(profiling, workdir)
+            prof.start(kids)
         parts = [RemoteSide(m, kids, duration_s) if m.cap_host is not None and not m.cap_host.local
                  else CaptureSide(m, kids, workdir and workdir / str(i), duration_s) for i, m in enumerate(sides)]
         ahead(parts, None)  # every remote side's agent starts at once
