@@ -138,10 +138,13 @@ def test_profile_where_the_kernel_refuses_perf_events_is_one_line_and_exit_2(tmp
 def test_capture_profile_prints_a_profile_line_and_writes_the_stacks(tb, tmp_path):
     """`capbench capture --profile` on the test bed's capture veth while capbench-gen sends 200,000
     frames: the counter's lines pass through, then a "profile" line whose counter role is the
-    counter's own process in its read loop, and the folded stacks in --profile-out."""
+    counter's own process in its read loop, and the folded stacks in --profile-out. The counter
+    spins 2 us per frame (0.4 s of CPU in all): a counter that only touches each frame spends most
+    of its few samples asleep in poll, and its loop may not make its top functions."""
     folded = tmp_path / "capture.folded"
     cap = subprocess.Popen(capbench_cmd("capture", "--netns", tb.cap_ns, "--iface", tb.cap_if, "--backend", "afp-v3",
-                                        "--cpu", "1", "--duration", "4", "--profile", "--profile-out", str(folded)),
+                                        "--cpu", "1", "--app-load", "spin:2000", "--duration", "4", "--profile",
+                                        "--profile-out", str(folded)),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=capbench_env())
     assert cap.stdout is not None
     first = cap.stdout.readline()  # the counter's ready line: it captures from here
