@@ -24,6 +24,13 @@ def repo_dir() -> Path:
     return Path(__file__).resolve().parent.parent.parent
 
 
+def source_tree() -> Path | None:
+    """The checkout this package runs from (its meson.build beside python/), or None for an
+    installed capbench, whose prefix may lie inside some other checkout (a venv in a clone)."""
+    repo = repo_dir()
+    return repo if (repo / "meson.build").is_file() and (repo / "python" / "capbench").is_dir() else None
+
+
 def installed_bin_dir() -> Path | None:
     """PREFIX/bin when this package is installed as PREFIX/lib/pythonX.Y/site-packages/capbench
     (a venv, pipx, pip --user or --prefix, `meson install --prefix`): where the programs were

@@ -69,8 +69,8 @@ def test_wheel_ships_the_programs_and_the_package(wheel):
     scripts = {Path(n).name for n in names if ".data/scripts/" in n}
     assert scripts == set(PROGRAMS)
     package = REPO / "python" / "capbench"
-    sources = {f"capbench/{p.relative_to(package)}" for p in package.rglob("*")
-               if p.is_file() and "__pycache__" not in p.parts}
+    sources = {f"capbench/{p.relative_to(package)}".removesuffix(".in") for p in package.rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}  # _version.py.in: the build writes _version.py
     # in purelib (a platform wheel whose root is not purelib: the programs)
     shipped = {n.removeprefix(f"capbench-{__version__}.data/purelib/") for n in names if "/scripts/" not in n
                and not n.startswith(f"capbench-{__version__}.dist-info/")}
@@ -91,6 +91,13 @@ def test_installed_capbench_finds_its_programs(wheel, tmp_path):
 
     p = run(bin_dir, "capbench", "--version", cwd=tmp_path)
     assert (p.returncode, p.stdout.strip()) == (0, f"capbench {__version__}")
+    # The venv lies in a git checkout that is not capbench's: a run does not record its commit.
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "t"], check=True)
+    p = run(bin_dir, "python", "-c", "from capbench.campaign.results import git_commit; print(git_commit())",
+            cwd=tmp_path)
+    assert (p.returncode, p.stdout.strip()) == (0, "('unknown', None)"), p.stderr
     p = run(bin_dir, "capbench", "backends", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()

@@ -23,7 +23,7 @@ from typing import Any
 
 from capbench import __version__
 from capbench.testbed import host_sysctl
-from capbench.binaries import repo_dir
+from capbench.binaries import source_tree
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.inputs import (JSONL_MAX_BYTES, RUN_JSON_MAX_BYTES, check_dir, check_file, json_lines, open_own,
                              read_bytes, read_text,
@@ -60,8 +60,11 @@ def cpu_model(path: str = "/proc/cpuinfo") -> str:
 
 
 def git_commit(repo: Path | None = None) -> tuple[str, bool | None]:
-    """(commit, dirty) of the source tree, ("unknown", None) outside a git checkout."""
-    repo = repo or repo_dir()
+    """(commit, dirty) of the source tree, ("unknown", None) outside a git checkout and for an
+    installed capbench (whose prefix may sit in some other checkout: a venv inside a clone)."""
+    repo = repo or source_tree()
+    if repo is None:
+        return "unknown", None
 
     def git(*args: str) -> str | None:
         try:
