@@ -34,6 +34,34 @@ def test_the_unit_is_the_largest_the_values_reach(quantity, values, name):
     assert units.pick(quantity, values).name == name
 
 
+@pytest.mark.parametrize(("values", "name"), [
+    ([10_000, 12_000, 3e6], "µs"),  # the median, 12 µs, reads "12"; not "0.012 ms" for the 3 ms
+    ([800, 900, 2_000_000], "ns"),
+    ([2e6, 3e6, 5_000], "ms"),
+    ([], "ns"),
+])
+def test_a_log_axis_takes_the_unit_of_its_typical_value(values, name):
+    assert units.pick_typical("ns", values).name == name
+
+
+@pytest.mark.parametrize(("value", "text"), [(0.01, "0.01"), (0.5, "0.5"), (1, "1"), (10, "10"), (100_000, "100,000"),
+                                             (1e6, "1,000,000"), (0, "0")])
+def test_a_log_tick_has_no_exponent(value, text):
+    assert units.plain(value) == text
+
+
+def test_latency_reads_in_the_unit_of_a_typical_p50():
+    # p50 of 10-20 µs, max of 90 ms: the axis in µs, its ticks whole numbers, not "0.01 ms"
+    trials = [trial("latency", {"latency": {"p50_ns": 10_000 * k, "p99_ns": 400_000 * k, "max_ns": 9e7}},
+                    backend="afp-v3", sent=100_000 * k) for k in (1, 2)]
+    fig = plots.latency_fig(trials).figure
+    FigureCanvasAgg(fig).draw()
+    assert fig.axes[0].get_ylabel() == "latency [µs]"
+    ticks = [t.get_text() for t in fig.axes[0].yaxis.get_ticklabels() if t.get_text()]
+    assert {"10", "100", "1,000", "100,000"} <= set(ticks), ticks
+    assert not any("." in t or "e" in t for t in ticks), ticks
+
+
 def test_a_unit_converts_and_labels():
     mpps = units.pick("pps", [1_488_095])
     assert mpps.of(1_488_095) == pytest.approx(1.488095)

@@ -609,7 +609,9 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
         names = sorted({n for _t, p in chosen for n in p}, key=latency.order)[-3:]
     fig = Figure(figsize=(max(7.5, 1.2 + 2.1 * len(names)), 3.2 + 0.25 * ((len(by) + 2) // 3)), layout="constrained")
     axes = fig.subplots(1, len(names), sharey=True, squeeze=False)[0]
-    unit = units.pick("ns", [p[n] for _t, p in chosen for n in names if n in p])
+    # A log axis shared by the panels: the unit in which a typical value of the lowest percentile reads as
+    # a whole number (a p50 of 20 µs: "20 µs", not "0.02 ms" chosen for a max of 90 ms)
+    unit = units.pick_typical("ns", [p[names[0]] for _t, p in chosen if names[0] in p])
     answered = sum(t.result.purpose == LATENCY_ANSWER for t, _p in chosen)
     lossy = sum(t.result.lost > 0 for t, _p in chosen)
     for ax, name in zip(axes, names):
@@ -621,7 +623,7 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                         "lost_frames" if t.result.lost > 0 else "measured")
                 _mark(ax, [_link_share_pct(t)], [unit.of(p[name])], colors[key], kind)
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))  # 10, not 10¹
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: units.plain(v)))  # 10, not 10¹
         ax.set_title(name)
         ax.set_xlabel("sent load [% of wire rate]")
         units.least_span(ax.xaxis, 1.0)  # loads a few ppm apart: not ticks of seven decimals
