@@ -3,13 +3,16 @@ scientific notation, one meaning per marker, loss bars no taller than their loss
 compact report.html."""
 
 import re
+import shutil
 
 import pytest
 from capbench.report import plots, units
 from capbench.report.load import load_run
 from capbench.report.writer import write_report
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from report_files import FIXTURE, axis_unit, copy_fixture, trial
+from capbench.report import tables_md
+from capbench.report.html import esc
+from report_files import DEFAULT_RUN, FIXTURE, axis_unit, copy_fixture, trial
 
 FIXTURES = FIXTURE.parent
 RUNS = [FIXTURES / name for name in ("run-iperf", "run-searches-a", "run-searches-b", "run-profile")]
@@ -184,3 +187,32 @@ def test_the_report_is_compact(tmp_path):
     for kind, m in plots.MARKERS.items():
         assert (m.meaning.replace("(", "(") in key) == (kind in used), kind
     assert used == {"measured", "lower_bound"}
+    # the summary's table says in its Note what the sentence said in parentheses
+    best = page.split('<table class="summary">')[1].split("</table>")[0]
+    assert ('<td class="text">generator short of the offered load for pcap, nothing lost: a lower bound, not a result'
+            '</td></tr>') in best
+
+
+def test_the_default_run_s_long_tables_are_folded_with_every_number_and_one_footnote(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(DEFAULT_RUN, run)
+    page = write_report(run).html.read_text()
+    section = page.split("<h2>Tables</h2>")[1].split("</section>")[0]
+    iperf = tables_md.iperf_tables(load_run(run).trials)
+    assert [len(t.rows) for t in iperf] == [13, 13]  # pcap and afp-v3, every generator short of its load
+    assert section.count('<details class="table">') == 2  # folded: each its title, opened on a click
+    for t in iperf:
+        assert f"<summary>{esc(t.title)} " in section
+        for row in t.rows:  # every number of the table is in the page
+            assert "".join(f"<td>{esc(c)}</td>" for c in row[:-1]) + f'<td class="text">{esc(row[-1])}</td></tr>' \
+                in section, row
+            assert row[-1].startswith("the generator could not hold ") and row[-1].endswith(" pps"), row
+        (note,) = t.notes  # what `*` means: under the table, once
+        assert note.startswith(tables_md.SHORT_MARK + " the generator did not hold the offered load")
+    assert section.count(esc(iperf[0].notes[0])) == 2
+    # the summary: the best backend per frame length as a table (its figures in columns, no empty Note)
+    best = page.split('<table class="summary">')[1].split("</table>")[0]
+    assert best.count("<tr>") == 14 and "<th" in best and ">Note<" not in best
+    assert "<td>64</td><td class=\"text\">afp-v3</td><td>1,236,402 / 0.831</td><td>2.72 %</td><td>3.1 / 75.8</td>" \
+           "<td>1,271,015 of 1,488,095</td>" in best
+    assert "its loss is capture loss" not in "".join(c for t in iperf for row in t.rows for c in row)
