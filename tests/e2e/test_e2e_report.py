@@ -12,7 +12,7 @@ from chromium_page import PageVisit, chromium_binary, visit
 from e2e_env import REPO, assert_run_measured, missing_prerequisite, run_capbench
 
 sys.path.insert(0, str(REPO / "tests" / "py"))
-from report_files import FIXTURE, PNG_MAGIC  # noqa: E402
+from report_files import DEFAULT_RUN, FIXTURE, PNG_MAGIC  # noqa: E402
 
 needs_chromium = pytest.mark.skipif(chromium_binary() is None,
                                     reason="chromium is not installed: apt-get install chromium (`make deps` does)")
@@ -72,13 +72,18 @@ def test_the_console_check_sees_errors(tmp_path):
     assert any("ERR_FILE_NOT_FOUND" in e for e in v.errors)
 
 
-@needs_chromium
-def test_report_of_the_stored_run_in_chromium(tmp_path):
+def stored_run_page(stored: Path, tmp_path: Path) -> PageVisit:
+    """`capbench report` of a copy of a stored run, its report.html opened in Chromium."""
     run = tmp_path / "run"
-    shutil.copytree(FIXTURE, run)
+    shutil.copytree(stored, run)
     p = run_capbench("report", str(run))
     assert p.returncode == 0, p.stderr
-    v = open_page(run / "report" / "report.html", tmp_path / "report.png")
+    return open_page(run / "report" / "report.html", tmp_path / "report.png")
+
+
+@needs_chromium
+def test_report_of_the_stored_run_in_chromium(tmp_path):
+    v = stored_run_page(FIXTURE, tmp_path)
     assert set(figure_sizes(v)) == {"fig-throughput", "fig-load", "fig-loss_layers"}
     assert v.evaluated["tables"][:2] == [3, 3]  # pcap and afp-v3, three frame lengths each
     (skipped,) = v.evaluated["skipped"]  # the figures without data: one line naming the six
@@ -86,6 +91,20 @@ def test_report_of_the_stored_run_in_chromium(tmp_path):
     assert v.evaluated["height"] < 2_400, v.evaluated["height"]
     for heading in ("Summary", "Best backend per frame length", "Run", "Tables", "Figures"):
         assert heading in v.evaluated["headings"]
+
+
+@needs_chromium
+def test_the_default_run_s_report_fits_in_about_two_screens(tmp_path):
+    """`capbench run` with no option: 26 trials (pcap and afp-v3, 13 frame lengths), from its stored records."""
+    v = stored_run_page(DEFAULT_RUN, tmp_path)
+    figures = figure_sizes(v)
+    assert set(figures) == {"fig-throughput", "fig-load", "fig-loss_layers", "fig-latency"}
+    assert v.evaluated["tables"][:2] == [13, 13]  # in the page, folded under their titles
+    # the summary and every figure in the first screen and a half, the whole page in about two
+    assert max(f["bottom"] for f in figures.values()) < 1_500, figures
+    assert v.evaluated["height"] <= 2_100, v.evaluated["height"]
+    headings = v.evaluated["headings"]
+    assert headings.index("Figures") < headings.index("Tables") < headings.index("Run")
 
 
 @needs_chromium

@@ -15,6 +15,9 @@ from records import make_result
 # trials.jsonl and run.json of a real run: `sudo capbench run --sizes 64,512,1518 --duration 1`
 # on the 2-core VM: pcap and afp-v3, generator short of the offered load in 4 of 6 trials.
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run-iperf"
+# The default run's (`sudo capbench run`, no option, on the 2-core VM): pcap and afp-v3 at 13 frame
+# lengths, 26 trials, the generator short of the offered load in every one.
+DEFAULT_RUN = FIXTURE.parent / "run-default"
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -45,12 +45,15 @@ def test_the_terminal_table_counts_a_short_generator_s_loss_and_names_a_lower_bo
 def test_tables_md_counts_a_short_generator_s_loss_and_names_a_lower_bound():
     md = tables_md.markdown(TRIALS)
     lossy = next(line for line in md.splitlines() if line.startswith("| 64 | 1,000,000* | 800,000"))
-    assert "| 20.00 |" in lossy and lossy.endswith(
-        f"| the generator could not hold 1,488,095 pps ({SENT}): its loss is capture loss at the rate the "
-        f"generator sent |")
+    # a row names the load the generator could not hold (Offered, what it sent); the footnote under the
+    # table, once, what a starred row means: what it lost is capture loss, a row that lost nothing a lower bound
+    assert "| 20.00 |" in lossy and lossy.endswith("| the generator could not hold 1,488,095 pps |")
     bound = next(line for line in md.splitlines() if line.startswith("| 64 | 1,000,000* | 1,000,000"))
-    assert "(lower bound) | 0 |" in bound and bound.endswith(
-        f"({SENT}): the captured rate is a lower bound of the capture's, set by the generator |")
+    assert "(lower bound) | 0 |" in bound and bound.endswith("| the generator could not hold 1,488,095 pps |")
+    footnote = "\\* " + tables_md.short_footnote([SHORT_LOSSLESS.result])[2:]
+    assert footnote.startswith("\\* the generator did not hold the offered load")
+    assert "what a starred row lost is capture loss at the rate the generator sent" in footnote
+    assert md.count(footnote) == len(tables_md.iperf_tables(TRIALS)) == 2  # under each table, once
     assert "| afp-v3 | 1 | 5,000,000 | 1,000,000 | 20.00 | 0 |" in md  # its loss is summed
     assert "| pcap | 0 | 0 | 0 | — | 1 |" in md  # the lower bound is counted apart
     assert "not capture loss" not in md and "not a capture result" not in md.split("|---")[1]

@@ -3,13 +3,16 @@ scientific notation, one meaning per marker, loss bars no taller than their loss
 compact report.html."""
 
 import re
+import shutil
 
 import pytest
 from capbench.report import plots, units
 from capbench.report.load import load_run
 from capbench.report.writer import write_report
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from report_files import FIXTURE, axis_unit, copy_fixture, trial
+from capbench.report import tables_md
+from capbench.report.html import esc
+from report_files import DEFAULT_RUN, FIXTURE, axis_unit, copy_fixture, trial
 
 FIXTURES = FIXTURE.parent
 RUNS = [FIXTURES / name for name in ("run-iperf", "run-searches-a", "run-searches-b", "run-profile")]
@@ -32,6 +35,34 @@ RUNS = [FIXTURES / name for name in ("run-iperf", "run-searches-a", "run-searche
 ])
 def test_the_unit_is_the_largest_the_values_reach(quantity, values, name):
     assert units.pick(quantity, values).name == name
+
+
+@pytest.mark.parametrize(("values", "name"), [
+    ([10_000, 12_000, 3e6], "µs"),  # the median, 12 µs, reads "12"; not "0.012 ms" for the 3 ms
+    ([800, 900, 2_000_000], "ns"),
+    ([2e6, 3e6, 5_000], "ms"),
+    ([], "ns"),
+])
+def test_a_log_axis_takes_the_unit_of_its_typical_value(values, name):
+    assert units.pick_typical("ns", values).name == name
+
+
+@pytest.mark.parametrize(("value", "text"), [(0.01, "0.01"), (0.5, "0.5"), (1, "1"), (10, "10"), (100_000, "100,000"),
+                                             (1e6, "1,000,000"), (0, "0")])
+def test_a_log_tick_has_no_exponent(value, text):
+    assert units.plain(value) == text
+
+
+def test_latency_reads_in_the_unit_of_a_typical_p50():
+    # p50 of 10-20 µs, max of 90 ms: the axis in µs, its ticks whole numbers, not "0.01 ms"
+    trials = [trial("latency", {"latency": {"p50_ns": 10_000 * k, "p99_ns": 400_000 * k, "max_ns": 9e7}},
+                    backend="afp-v3", sent=100_000 * k) for k in (1, 2)]
+    fig = plots.latency_fig(trials).figure
+    FigureCanvasAgg(fig).draw()
+    assert fig.axes[0].get_ylabel() == "latency [µs]"
+    ticks = [t.get_text() for t in fig.axes[0].yaxis.get_ticklabels() if t.get_text()]
+    assert {"10", "100", "1,000", "100,000"} <= set(ticks), ticks
+    assert not any("." in t or "e" in t for t in ticks), ticks
 
 
 def test_a_unit_converts_and_labels():
@@ -156,3 +187,32 @@ def test_the_report_is_compact(tmp_path):
     for kind, m in plots.MARKERS.items():
         assert (m.meaning.replace("(", "(") in key) == (kind in used), kind
     assert used == {"measured", "lower_bound"}
+    # the summary's table says in its Note what the sentence said in parentheses
+    best = page.split('<table class="summary">')[1].split("</table>")[0]
+    assert ('<td class="text">generator short of the offered load for pcap, nothing lost: a lower bound, not a result'
+            '</td></tr>') in best
+
+
+def test_the_default_run_s_long_tables_are_folded_with_every_number_and_one_footnote(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(DEFAULT_RUN, run)
+    page = write_report(run).html.read_text()
+    section = page.split("<h2>Tables</h2>")[1].split("</section>")[0]
+    iperf = tables_md.iperf_tables(load_run(run).trials)
+    assert [len(t.rows) for t in iperf] == [13, 13]  # pcap and afp-v3, every generator short of its load
+    assert section.count('<details class="table">') == 2  # folded: each its title, opened on a click
+    for t in iperf:
+        assert f"<summary>{esc(t.title)} " in section
+        for row in t.rows:  # every number of the table is in the page
+            assert "".join(f"<td>{esc(c)}</td>" for c in row[:-1]) + f'<td class="text">{esc(row[-1])}</td></tr>' \
+                in section, row
+            assert row[-1].startswith("the generator could not hold ") and row[-1].endswith(" pps"), row
+        (note,) = t.notes  # what `*` means: under the table, once
+        assert note.startswith(tables_md.SHORT_MARK + " the generator did not hold the offered load")
+    assert section.count(esc(iperf[0].notes[0])) == 2
+    # the summary: the best backend per frame length as a table (its figures in columns, no empty Note)
+    best = page.split('<table class="summary">')[1].split("</table>")[0]
+    assert best.count("<tr>") == 14 and "<th" in best and ">Note<" not in best
+    assert "<td>64</td><td class=\"text\">afp-v3</td><td>1,236,402 / 0.831</td><td>2.72 %</td><td>3.1 / 75.8</td>" \
+           "<td>1,271,015 of 1,488,095</td>" in best
+    assert "its loss is capture loss" not in "".join(c for t in iperf for row in t.rows for c in row)

@@ -23,14 +23,20 @@ p.small { font-size: .85em; color: #444; } ul { margin: .3em 0; }
 tr.short td { color: #777; font-style: italic; } tr.lossy td { background: #fff8e1; }
 tr.unexplained td { background: #fdecea; } tr.worse td { background: #fdecea; } tr.better td { background: #e8f5e9; }
 .notes { background: #fff3cd; border: 1px solid #e0c870; padding: .5em 1em; }
-p.note { font-size: .85em; color: #444; margin: -1em 0 1em; max-width: 60em; }
+p.note { font-size: .85em; color: #444; margin: -1em 0 1em; max-width: 85em; }
 .skipped { color: #666; } figure { margin: 0 0 1em; } figure svg { max-width: 100%; height: auto; }
 .figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 0 1.5em; }
 .figures figure svg { width: 100%; } .figures figcaption { font-size: .8em; } .key svg { width: 100%; height: auto; }
 .figures figure.wide { grid-column: 1 / -1; } .figures figure.wide svg { width: auto; max-width: 100%; }
-details.skipped summary { cursor: pointer; } details.skipped ul { font-size: .85em; margin: .2em 0; }
-.kv { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; } .kv table { font-size: .8em; }
+details.skipped summary, details.table summary { cursor: pointer; }
+details.table summary { font-weight: bold; margin: .4em 0; } details.table span.rows { font-weight: normal; color: #666; }
+details.skipped ul { font-size: .85em; margin: .2em 0; }
+.kv, .side { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; } .kv table { font-size: .8em; }
 .kv th, .kv td { padding: .1em .4em; }
+.side > div:last-child { flex: 1 1 20em; }
+table.summary { font-size: .85em; } table.summary th, table.summary td { padding: .1em .5em; }
+table.summary td, table.summary th { white-space: nowrap; }
+table.summary td.text:last-child { white-space: normal; min-width: 15em; }
 figcaption { font-size: .9em; color: #444; max-width: 60em; } code { background: #f3f3f3; padding: 0 .2em; }
 div.wide { overflow-x: auto; } div.wide table { font-size: .8em; } div.wide th, div.wide td { padding: .2em .4em; }
 """
@@ -46,6 +52,9 @@ class Table:
     text_columns: tuple[int, ...] = ()  # other columns of text, left-aligned
     links: list[str | None] | None = None  # per row, what its last cell links to (a file beside the page)
     wide: bool = False  # many columns: smaller text, scrolled sideways where the page is too narrow
+    notes: tuple[str, ...] = ()  # under the table: its footnotes
+    folded: bool = False  # shown as its title, opened on a click (its numbers are in the page all the same)
+    kind: str = "data"  # its CSS class: "data" for the tables of measurements, "summary" for the summary's
 
 
 def esc(value: Any) -> str:
@@ -79,8 +88,14 @@ def table_html(t: Table) -> str:
         cells = "".join(cell("td", j, f'<a href="{esc(href)}">{esc(c)}</a>' if href and j == last else _lines(c))
                         for j, c in enumerate(row))
         body.append(f'<tr class="{esc(cls)}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
-    table = f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    return f'<h3>{esc(t.title)}</h3>\n' + (f'<div class="wide">{table}</div>' if t.wide else table)
+    table = f'<table class="{esc(t.kind)}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    table = (f'<div class="wide">{table}</div>' if t.wide else table) + "".join(
+        f'<p class="note">{esc(n)}</p>' for n in t.notes)
+    if t.folded:
+        return (f'<details class="table"><summary>{esc(t.title)} <span class="rows">({len(t.rows)} rows)</span>'
+                f"</summary>\n{table}</details>")
+    return f'<h3>{esc(t.title)}</h3>\n{table}'
+
 
 
 def _lines(text: str) -> str:

@@ -326,7 +326,8 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     labels = {k: f"#{i}" if numbered else d.labels[k] for i, k in enumerate(keys, 1)}
     sizes = sorted({g.frame_len for g in groups})
     width = 0.8 / len(keys)
-    fig = Figure(figsize=(max(7.5, 0.5 * len(sizes) * len(keys) + 2), 3.8), layout="constrained")
+    # Half the page up to about 28 bars (the default run's 13 lengths of two backends), wider beyond
+    fig = Figure(figsize=(max(7.5, 0.2 * len(sizes) * len(keys) + 2), 3.8), layout="constrained")
     ax = fig.subplots()
     unit = units.pick("pct", [g.stat("loss_pct").hi for g in groups if not g.short])
     top = 0.0
@@ -359,14 +360,14 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                 else "no loss in any trial measured")
         ax.text(0.5, 0.6, text, transform=ax.transAxes, ha="center", color="grey")
     ax.set_xlim(-0.5, len(sizes) - 0.5)
-    ax.set_xticks(range(len(sizes)), [f"{s} B" for s in sizes])
-    ax.set_xlabel("frame length")
+    ax.set_xticks(range(len(sizes)), [str(s) for s in sizes])
+    ax.set_xlabel("frame length [B]")
     ax.set_ylabel(units.label("lost", unit, "of sent"))
     ax.grid(True, axis="y", alpha=0.3)
     handles = [matplotlib.patches.Patch(color=c, label=n) for _f, n, c in LAYERS]
     handles.append(Line2D([], [], color="#d62728", linewidth=2,
                           label="total loss (*: the layers count more drops than are missing)"))
-    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=4)
+    fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=3)
     fig.suptitle("Where the packets were lost, per frame length and backend")
     return Drawn(fig, "Lost packets by layer (link: before the capture interface; backlog: the kernel's per-CPU "
                       "queue; socket: the capture socket's ring; application: queued by the socket, never read by the "
@@ -609,7 +610,9 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
         names = sorted({n for _t, p in chosen for n in p}, key=latency.order)[-3:]
     fig = Figure(figsize=(max(7.5, 1.2 + 2.1 * len(names)), 3.2 + 0.25 * ((len(by) + 2) // 3)), layout="constrained")
     axes = fig.subplots(1, len(names), sharey=True, squeeze=False)[0]
-    unit = units.pick("ns", [p[n] for _t, p in chosen for n in names if n in p])
+    # A log axis shared by the panels: the unit in which a typical value of the lowest percentile reads as
+    # a whole number (a p50 of 20 µs: "20 µs", not "0.02 ms" chosen for a max of 90 ms)
+    unit = units.pick_typical("ns", [p[names[0]] for _t, p in chosen if names[0] in p])
     answered = sum(t.result.purpose == LATENCY_ANSWER for t, _p in chosen)
     lossy = sum(t.result.lost > 0 for t, _p in chosen)
     for ax, name in zip(axes, names):
@@ -621,7 +624,7 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                         "lost_frames" if t.result.lost > 0 else "measured")
                 _mark(ax, [_link_share_pct(t)], [unit.of(p[name])], colors[key], kind)
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))  # 10, not 10¹
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: units.plain(v)))  # 10, not 10¹
         ax.set_title(name)
         ax.set_xlabel("sent load [% of wire rate]")
         units.least_span(ax.xaxis, 1.0)  # loads a few ppm apart: not ticks of seven decimals

@@ -16,6 +16,7 @@ capture limit, wherever it is named.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from capbench.methods import registry
 from capbench.methods.verdict import generator_short, way_forward
@@ -41,7 +42,7 @@ def _sizes(sizes) -> str:
 
 
 def _tie_text(tied: list[Group], best: Group, labels: dict) -> str:
-    """The tie in words, " (X captured as much, with more CPU; Y captured as much, with less CPU)":
+    """The tie in words, "X captured as much, with more CPU; Y captured as much, with less CPU":
     more or less CPU (app + kernel load) only where the figures say so."""
     parts: dict[str, list[str]] = {}
     for g in tied:
@@ -49,8 +50,7 @@ def _tie_text(tied: list[Group], best: Group, labels: dict) -> str:
         how = ", with more CPU" if diff > 0 else ", with less CPU" if diff < 0 else ""
         parts.setdefault(how, []).append(labels[g.series])
     order = (", with more CPU", "", ", with less CPU")
-    return " (" + "; ".join(f"{', '.join(sorted(parts[how]))} captured as much{how}" for how in order
-                            if how in parts) + ")"
+    return "; ".join(f"{', '.join(sorted(parts[how]))} captured as much{how}" for how in order if how in parts)
 
 
 LOWER_BOUNDS = "the generator fell short of the offered load and nothing was lost (lower bounds, not results)"
@@ -71,26 +71,69 @@ def _sent_text(g: Group) -> str:
     return f", the generator sent {sent_pps(g):,.0f} of the {rs[0].offered_pps:,.0f} pps offered"
 
 
-def best_lines(groups: list[Group]) -> list[str]:
+@dataclass(frozen=True)
+class BestAt:
+    """The best backend at one frame length, in parts: a sentence of best_lines, a row of best_rows."""
+
+    size: int
+    best: Group | None  # None: no valid result at this length (`none` says why)
+    label: str  # the best's series
+    alone: str = ""  # "the only backend measured"
+    tie: str = ""  # who captured as much (_tie_text)
+    short: str = ""  # the backends that were lower bounds at this length
+    none: str = ""
+
+
+def best_at(groups: list[Group]) -> list[BestAt]:
     labels = series_labels(g.series for g in groups)
-    lines = []
+    out = []
     for size, best in best_per_size(groups):
         at_size = [g for g in groups if g.frame_len == size]
         short = sorted({labels[g.series] for g in at_size if g.short})
-        short_text = (f" (generator short of the offered load for {', '.join(short)}, nothing lost: a lower bound, "
-                      f"not a result)"
-                      if short else "")
+        short_text = (f"generator short of the offered load for {', '.join(short)}, nothing lost: a lower bound, "
+                      f"not a result" if short else "")
         if best is None:
-            lines.append(f"{size} B: no valid result — for every backend {LOWER_BOUNDS}"
-                         f"{forward_text(t for g in at_size for t in g.trials)}.")
-        else:
-            others = [g for g in at_size if not g.short and g is not best]
-            alone = " (the only backend measured)" if not others and len(labels) > 1 and not short else ""
-            tied = [g for g in others if same_capture(g, best)]
-            tie_text = _tie_text(tied, best, labels) if tied else ""
-            lines.append(f"{size} B: {labels[best.series]}{alone} — {_figures(best)}{_sent_text(best)}{tie_text}"
-                         f"{short_text}.")
-    return lines
+            out.append(BestAt(size, None, "", none=f"no valid result — for every backend {LOWER_BOUNDS}"
+                                                   f"{forward_text(t for g in at_size for t in g.trials)}"))
+            continue
+        others = [g for g in at_size if not g.short and g is not best]
+        tied = [g for g in others if same_capture(g, best)]
+        out.append(BestAt(size, best, labels[best.series],
+                          "the only backend measured" if not others and len(labels) > 1 and not short else "",
+                          _tie_text(tied, best, labels) if tied else "", short_text))
+    return out
+
+
+def _in_parens(text: str) -> str:
+    return f" ({text})" if text else ""
+
+
+def best_lines(groups: list[Group]) -> list[str]:
+    return [f"{b.size} B: {b.none}." if b.best is None else
+            f"{b.size} B: {b.label}{_in_parens(b.alone)} — {_figures(b.best)}{_sent_text(b.best)}{_in_parens(b.tie)}"
+            f"{_in_parens(b.short)}." for b in best_at(groups)]
+
+
+BEST_HEADERS = ("Frame [B]", "Best", "Captured [pps / Gbps]", "Loss", "App / kernel load [%]", "Sent of offered [pps]",
+                "Note")
+
+
+def best_rows(groups: list[Group]) -> list[list[str]]:
+    """best_lines as the rows of a table (BEST_HEADERS): the figures in columns, the rest in the Note."""
+    rows = []
+    for b in best_at(groups):
+        g = b.best
+        if g is None:
+            rows.append([str(b.size), "—", "—", "—", "—", "—", b.none])
+            continue
+        rx, app, kernel = g.stat("rx_pps"), g.stat("app_cpu_pct"), g.stat("kernel_cpu_pct")
+        offered = g.used[0].result.offered_pps if g.used else None
+        reps = f"median of {rx.n}" if rx.n > 1 else ""
+        rows.append([str(b.size), b.label, f"{rx.median:,.0f} / {g.stat('rx_gbps').median:.3f}",
+                     loss_text(g.stat("loss_pct")), f"{app.median:.1f} / {kernel.median:.1f}",
+                     f"{sent_pps(g):,.0f}" + (f" of {offered:,.0f}" if offered is not None else ""),
+                     "; ".join(x for x in (b.alone, reps, b.tie, b.short) if x)])
+    return rows
 
 
 def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
@@ -310,6 +353,16 @@ def answer_sweep_lines(groups: Sequence[AnswerGroup]) -> list[str]:
                      if shorts else "")
             out.append(f"{name}: loses packets from {first.median:,.0f} pps{loss}{reps}{more}{below}.")
     return out
+
+
+def best_table(trials: list[Trial]) -> tuple[list[str], list[list[str]]]:
+    """The best backend per frame length as (headers, rows) of BEST_HEADERS, from iperf-like trials (no
+    rows without), the Note left out where no row has one."""
+    groups = list(iperf_groups(trials).values())
+    rows = best_rows(groups) if groups else []
+    if any(row[-1] for row in rows):
+        return list(BEST_HEADERS), rows
+    return list(BEST_HEADERS[:-1]), [row[:-1] for row in rows]
 
 
 def best_heading(trials: list[Trial], answers: Sequence[Answer] | None = None) -> str:

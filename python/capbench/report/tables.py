@@ -278,14 +278,15 @@ def program_witness(r: TrialResult) -> list[str]:
     return [f"{r.backend} says: {counts}{file}"] + [x for x in loss_layers.program_remarks(r) if not x.startswith("FAILED")]
 
 
-def short_note(shown: Iterable[TrialResult]) -> str:
+def short_note(shown: Iterable[TrialResult], loads: bool = True) -> str:
     """What `*` says under tables with rows the generator fell short in: what it sent (verdict's
-    words), and that such a row is a lower bound where it lost nothing while what it lost is
-    capture loss at the rate sent; "" when the generator held every load."""
+    words; per load unless `loads` is False, where each row's note says it), and that such a row
+    is a lower bound where it lost nothing while what it lost is capture loss at the rate sent;
+    "" when the generator held every load."""
     by_load: dict[tuple[str, float], list[TrialResult]] = {}
     short = [r for r in shown if generator_short(r)]
     for r in short:
-        if r.offered_pps is not None:
+        if r.offered_pps is not None and loads:
             by_load.setdefault((_with_b(r.size_label), r.offered_pps), []).append(r)
     if not short:
         return ""

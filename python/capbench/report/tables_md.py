@@ -41,12 +41,16 @@ RECORD_FIELDS = tuple(sorted((f.name for f in dataclasses.fields(TrialResult)), 
 CSV_FIELDS = (*RECORD_FIELDS, "note")
 
 
-def short_text(r: TrialResult) -> str:
+def short_text(r: TrialResult, footnoted: bool = False) -> str:
     """A trial the generator fell short in, by the one loss rule: "the generator could not hold N
     pps (it sent M pps): the captured rate is a lower bound ..." when nothing was lost, "...: its
-    loss is capture loss at the rate the generator sent" when frames were; "" when it held."""
+    loss is capture loss at the rate the generator sent" when frames were; "" when it held.
+    `footnoted`: in a table whose footnote says what `*` means (short_footnote) and whose Offered
+    cell has what was sent, only the load it could not hold."""
     if not generator_short(r):
         return ""
+    if footnoted:
+        return generator_short_text(r.offered_pps) if r.offered_pps is not None else ""
     if r.offered_pps is None:
         held = "the generator did not hold the offered load"
         return f"{held}: a lower bound" if verdict(r) == LOWER_BOUND else f"{held}: its loss is {CAPTURE_AT_SENT_RATE}"
@@ -55,8 +59,8 @@ def short_text(r: TrialResult) -> str:
     return f"{generator_short_text(r.offered_pps, [r])}: its loss is {CAPTURE_AT_SENT_RATE}"
 
 
-def note_of(r: TrialResult) -> str:
-    notes = [short] if (short := short_text(r)) else []
+def note_of(r: TrialResult, footnoted: bool = False) -> str:
+    notes = [short] if (short := short_text(r, footnoted)) else []
     if r.failure:
         notes.append(f"FAILED: {r.failure}")
     if r.unexplained:
@@ -65,13 +69,17 @@ def note_of(r: TrialResult) -> str:
     return "; ".join(notes)
 
 
-def group_note(rs: Sequence[TrialResult]) -> str:
-    """The Note of a row: of its one trial, or of its repetitions (those that count)."""
+def group_note(rs: Sequence[TrialResult], footnoted: bool = False) -> str:
+    """The Note of a row: of its one trial, or of its repetitions (those that count); `footnoted`
+    as for short_text."""
     if len(rs) == 1:
-        return note_of(rs[0])
+        return note_of(rs[0], footnoted)
     valid = [r for r in rs if measured(r)]
     notes = []
-    if not valid:
+    if not valid and footnoted:
+        notes.append("a lower bound in every repetition" + (f": {generator_short_text(rs[0].offered_pps)}"
+                                                             if rs[0].offered_pps is not None else ""))
+    elif not valid:
         notes.append(f"in every repetition {generator_note(rs[0].offered_pps, rs, 'the captured rate')}"
                      if rs[0].offered_pps is not None else "a lower bound in every repetition")
     elif len(valid) < len(rs):
@@ -79,9 +87,9 @@ def group_note(rs: Sequence[TrialResult]) -> str:
                      f"short of the offered load and nothing was lost)")
     short = [r for r in valid if generator_short(r)]
     if short and short[0].offered_pps is not None:
-        notes.append(f"{generator_short_text(short[0].offered_pps, short)}"
-                     f"{f' in {len(short)} of {len(valid)} repetitions' if len(short) < len(valid) else ''}: "
-                     f"its loss is {CAPTURE_AT_SENT_RATE}")
+        some = f" in {len(short)} of {len(valid)} repetitions" if len(short) < len(valid) else ""
+        notes.append(f"{generator_short_text(short[0].offered_pps)}{some}" if footnoted else
+                     f"{generator_short_text(short[0].offered_pps, short)}{some}: its loss is {CAPTURE_AT_SENT_RATE}")
     disagree = [r for r in (valid or rs) if r.unexplained]
     if disagree:
         notes.append("counters disagree by " + ", ".join(f"{r.unexplained:,}" for r in disagree) + " packets"
@@ -116,9 +124,16 @@ def md_table(headers: Iterable[str], rows: Iterable[Iterable[str]], text_last: b
     return "\n".join(lines)
 
 
-def seed_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
-    """(title, headers, rows, row classes) per series of iperf-like trials: a row per measurement,
-    its repetitions aggregated (median (min–max, sd), n with the captured rate)."""
+def short_footnote(shown: Iterable[TrialResult]) -> str:
+    """Under a table with rows the generator fell short in (`*` on Offered): what the mark means,
+    said once for the table, each row's note naming only the load it could not hold; "" without."""
+    note = short_note(shown, loads=False)
+    return f"{SHORT_MARK} {note}" if note else ""
+
+
+def iperf_tables(trials: list[Trial]) -> list[AnswerTable]:
+    """A table per series of iperf-like trials: a row per measurement, its repetitions aggregated
+    (median (min–max, sd), n with the captured rate), what `*` means in a footnote."""
     by: dict[SeriesKey, list[tuple[Trial, ...]]] = {}
     for g in iperf_groups(trials).values():
         by.setdefault(g.series, []).append(g.trials)
@@ -126,9 +141,16 @@ def seed_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str
     out = []
     for k, groups in by.items():
         results = [[t.result for t in ts] for ts in groups]
-        out.append((series_title(k, labels[k], (t for ts in groups for t in ts)), list(HEADERS),
-                    [row_cells(rs) + [group_note(rs)] for rs in results], [row_class(rs) for rs in results]))
+        note = short_footnote(r for rs in results for r in rs)
+        out.append(AnswerTable(series_title(k, labels[k], (t for ts in groups for t in ts)), list(HEADERS),
+                               [row_cells(rs) + [group_note(rs, footnoted=True)] for rs in results],
+                               [note] if note else [], [row_class(rs) for rs in results]))
     return out
+
+
+def seed_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """iperf_tables as (title, headers, rows, row classes)."""
+    return [(t.title, t.headers, t.rows, t.classes) for t in iperf_tables(trials)]
 
 
 LOSS_TOTAL_HEADERS = ("Backend", "Trials", "Sent", "Lost", "Loss [%]", "Not counted (lower bounds)")
@@ -204,8 +226,9 @@ def method_tables(trials: list[Trial], method: str, answers: Sequence[Answer] | 
 
 def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> str:
     parts = []
-    for title, headers, rows, _classes in seed_tables(trials):
-        parts.append(f"### {title}\n\n{md_table(headers, rows)}\n")
+    for t in iperf_tables(trials):
+        notes = "".join(f"\n\\{n}\n" if n.startswith(SHORT_MARK) else f"\n{n}\n" for n in t.notes)  # not a bullet
+        parts.append(f"### {t.title}\n\n{md_table(t.headers, t.rows)}\n{notes}")
     for t in answer_tables(trials, answers):
         notes = "".join(f"\n{n}\n" for n in t.notes)
         parts.append(f"### {t.title}\n\n{md_table(t.headers, t.rows, text_last=False)}\n{notes}")
@@ -217,7 +240,8 @@ def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> st
         parts.append(f"### Groups by frames lost (seed 004's loss bins)\n\n{md_table(LOSS_BIN_HEADERS, bins)}\n")
     if note := sensors_note(trials):
         parts.append(note + "\n")
-    note = short_note(t.result for t in trials if registry.swept(t.method))
+    # The sweeps' `*` (the iperf-like tables' footnotes say theirs)
+    note = short_note(t.result for t in trials if registry.swept(t.method) and not registry.constant_load(t.method))
     if note:
         parts.append(f"Offered marked `{SHORT_MARK}`: {note}\n")
     return "\n".join(parts)

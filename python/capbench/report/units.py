@@ -3,12 +3,16 @@ report asks here, so that an axis reads "1.2 Mpps" and never "1.2" under a "1e6"
 
 A quantity names its base unit (pps, bps, %, ns) and the units it may be shown in, smallest
 first; `pick` takes the largest unit in which the largest value is still at least 1 (a share:
-% from 0.01 %, ppm below). The
-report's figures also never use matplotlib's offset or scientific notation (`PLAIN`).
+% from 0.01 %, ppm below). A log axis spans decades (latency: a p50 of 10 µs beside a max of
+3 ms), where the largest value's unit would read "0.01 ms": `pick_typical` takes the unit of
+the median of the values given (the figure gives its lowest percentile), so that typical
+values read as whole numbers. The report's figures
+also never use matplotlib's offset or scientific notation (`PLAIN`, `plain`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -49,6 +53,20 @@ def pick(quantity: str, values: Iterable[float]) -> Unit:
         if top >= (u.factor if u.least is None else u.least):
             chosen = u
     return chosen
+
+
+def pick_typical(quantity: str, values: Iterable[float]) -> Unit:
+    """The unit of `quantity` in which the median magnitude of values is at least 1 (`pick` of it):
+    for an axis over decades, where the largest value would push typical ones below 1."""
+    ordered = sorted(abs(v) for v in values)
+    return pick(quantity, ordered[len(ordered) // 2:][:1])
+
+
+def plain(value: float) -> str:
+    """A tick of a log axis without an exponent: "0.01", "10", "100,000" (not "1e+05")."""
+    if value == 0 or abs(value) >= 1:
+        return f"{value:,.0f}"
+    return f"{value:.{-math.floor(math.log10(abs(value)) + 1e-9)}f}"
 
 
 def label(text: str, unit: Unit, after: str = "") -> str:

@@ -7,7 +7,8 @@
     <figure>.png / .svg   every figure this run has the records for
     markers.svg    the one key of the markers the figures draw (plots.MARKERS), shown above them
     flame-<trial>.svg     the flame graph of each profiled trial (--profile), linked from report.html
-    report.html    one self-contained page: metadata, summary, tables, figures, where the CPU time goes
+    report.html    one self-contained page: the summary, the figures, where the CPU time goes, the tables
+                   (long ones folded), the machine and settings
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from capbench import inputs
 from capbench.methods import registry
 from capbench.report import tables
 from capbench.errors import UsageError
-from capbench.report import answers, flamegraph, html, plots, profiles, summary, tables_md
+from capbench.report import answer_tables, answers, flamegraph, html, plots, profiles, summary, tables_md
 from capbench.report.flamegraph import FlameFile
 from capbench.report.load import RunData, Trial, load_run
 
@@ -191,8 +192,8 @@ def profile_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flam
         parts.append(html.table_html(html.Table(PROFILE_TABLE, [*profiles.HEADERS, "Flame graph"],
                                                 [r.cells + [text] for r, (text, _href) in zip(rows, cells)],
                                                 text_columns=profiles.TEXT_COLUMNS,
-                                                links=[href for _text, href in cells], wide=True)))
-        parts += [f'<p class="note">{html.esc(n)}</p>' for n in profiles.notes(run.trials)]
+                                                links=[href for _text, href in cells], wide=True,
+                                                notes=tuple(profiles.notes(run.trials)))))
     return "\n".join(parts)
 
 
@@ -216,32 +217,48 @@ def figures_html(figures: list[FigureFile], key_svg: str | None) -> str:
     return "\n".join(parts)
 
 
+LOWER_BOUNDS_SEEN = ("Rows in grey italics and open circles are lower bounds (the generator fell short of the offered "
+                     "load and nothing was lost): they measure this machine's generator, not the capture method at "
+                     "that load.")
+
+# A table of a row per measurement with more rows than this is folded under its title in report.html.
+FOLD_ROWS = 6
+
+
 def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, FlameFile] | None = None,
                 key_svg: str | None = None) -> str:
     found = answers.run_answers(run)
     best, losses = summary.summary(run.trials, found)
-    summary_html = ""
-    if best:
-        summary_html += f"<h3>{html.esc(summary.best_heading(run.trials, found))}</h3>{html.bullet_list(best)}"
-    if losses:
-        summary_html += f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}"
-    note = tables.short_note(t.result for t in run.trials if registry.swept(t.method))  # the starred rows
-    if note:
-        summary_html += (f'<p class="small">Offered marked {tables.SHORT_MARK}: {html.esc(note)} Rows in grey italics '
-                         f"and open circles are those lower bounds: they measure this machine's generator, not the "
-                         f"capture method at that load.</p>")
+    # The best per frame length (a table where iperf-like trials give it figures in columns) beside
+    # where each backend starts to lose and what the starred rows below are
+    heading, (best_headers, best_rows) = summary.best_heading(run.trials, found), summary.best_table(run.trials)
+    # What a starred row means: the iperf-like tables say it in their footnotes, the sweeps' here; and what
+    # the lower bounds (generator short, nothing lost) look like in the tables and the figures
+    note = tables.short_note(t.result for t in run.trials
+                             if registry.swept(t.method) and not registry.constant_load(t.method))
+    bounds = any(tables.is_lower_bound([t.result]) for t in run.trials if registry.swept(t.method))
+    note = " ".join(([f"Offered marked {tables.SHORT_MARK} in the sweeps: {note}"] if note else [])
+                    + [LOWER_BOUNDS_SEEN] * bounds)
+    sides = [html.table_html(html.Table(heading, best_headers, best_rows, text_columns=(1,), kind="summary",
+                                        text_last=best_headers[-1] == summary.BEST_HEADERS[-1]))  # the Note
+             if best_rows else f"<h3>{html.esc(heading)}</h3>{html.bullet_list(best)}" if best else "",
+             (f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}" if losses else "")
+             + (f'<p class="small">{html.esc(note)}</p>' if note else "")]
+    summary_html = f'<div class="side">{"".join(f"<div>{x}</div>" for x in sides if x)}</div>' if any(sides) else ""
+    # The searches' answers open; a row per measurement (iperf-like, a sweep's steps) folded where long
     table_html = "\n".join(
-        html.table_html(html.Table(title, headers, rows, classes))
-        for title, headers, rows, classes in tables_md.seed_tables(run.trials))
-    for t in tables_md.answer_tables(run.trials, found):
-        table_html += "\n" + html.table_html(html.Table(t.title, t.headers, t.rows, t.classes or None,
-                                                       text_last=False))
-        table_html += "".join(f'<p class="note">{html.esc(n)}</p>' for n in t.notes)
+        [html.table_html(html.Table(t.title, t.headers, t.rows, t.classes or None, text_last=False,
+                                    notes=tuple(t.notes))) for t in answer_tables.tables(found)]
+        + [html.table_html(html.Table(t.title, t.headers, t.rows, t.classes or None, text_last=text_last,
+                                      notes=tuple(t.notes), folded=len(t.rows) > FOLD_ROWS))
+           for tables_of, text_last in ((tables_md.iperf_tables(run.trials), True),
+                                        (tables.sweep_tables(run.trials, found), False))
+           for t in tables_of])
     totals = tables_md.loss_totals(run.trials)
     if totals:
         table_html += "\n" + html.table_html(html.Table(
             "Total loss per backend (iperf-like trials measured: lower bounds counted apart)",
-            list(tables_md.LOSS_TOTAL_HEADERS), totals))
+            list(tables_md.LOSS_TOTAL_HEADERS), totals, text_last=False))
     bins = tables_md.loss_bins(run.trials)
     if bins:
         table_html += "\n" + html.table_html(html.Table("Groups by frames lost (seed 004's loss bins)",
