@@ -143,10 +143,11 @@ int64_t gen_send_trailers(const struct gen_plan *plan, const struct gen_progress
 enum gen_stop { GEN_STOP_COUNT, GEN_STOP_DURATION, GEN_STOP_DEADLINE, GEN_STOP_SIGNAL,
 		GEN_STOP_ERROR };
 
-/* gen_report.c: the JSON Lines. */
+/* gen_report.c: the JSON Lines. An interval line: the tick's wall-clock
+ * time at_ns (cb_tick_take), t_s since the start, rates over dt_s. */
 void gen_progress_add(struct gen_progress *sum, const struct gen_progress *p);
-void gen_print_interval(double t_s, const struct gen_progress *p, const struct gen_progress *prev,
-			double dt_s);
+void gen_print_interval(uint64_t at_ns, double t_s, const struct gen_progress *p,
+			const struct gen_progress *prev, double dt_s);
 void gen_print_check(const struct gen_plan *plan);
 struct gen_end {
 	enum gen_stop stopped_by;
