@@ -105,6 +105,9 @@ int main(int argc, char **argv)
 		return CB_EXIT_OK;
 	}
 	cb_require_caps(gen_engine_caps(plan.engine), "sending");
+	if (plan.default_duration)
+		fprintf(stderr, "capbench-gen: sending for %d s (the default): give --duration S (0: until "
+			"stopped) or --count N for another length\n", GEN_DURATION_DEFAULT_S);
 
 	/* This thread only keeps time; it runs beside the first lane. */
 	if (plan.lanes[0].cpu >= 0 && (err = cb_pin_cpu(plan.lanes[0].cpu)))

@@ -49,6 +49,10 @@ struct gen_progress {
 	uint64_t tx_busy;     /* sends the kernel refused for lack of room (retried) */
 };
 
+/* How long capbench-gen sends without --duration, --count, --groups or
+ * --replay (seconds; iperf3's -t): a run nobody bounded ends by itself. */
+#define GEN_DURATION_DEFAULT_S 10
+
 /* The command line as given, option by option (gen_config.c checks the
  * values); the option tables' rows point here. */
 struct gen_args {
@@ -121,6 +125,7 @@ struct gen_plan {
 	unsigned int n;
 	struct gen_cfg lanes[GEN_MAX_THREADS];
 	int check_only;          /* --check: print the plan's "check" line, send nothing */
+	int default_duration;    /* bounded by GEN_DURATION_DEFAULT_S: nothing else said how long */
 };
 
 /* capbench-gen --describe (docs/programs.md): the engines, size profiles
