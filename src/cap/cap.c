@@ -241,7 +241,8 @@ int main(int argc, char **argv)
 	struct cap_writer writer;
 	sigset_t sigs;
 	volatile int stop = 0;
-	uint64_t start, end, next_tick, prev_tick, next_stats;
+	uint64_t start, end, prev_tick, next_stats;
+	struct cb_tick tick;
 	void *state;
 	unsigned int n;
 	int err, check;
@@ -331,7 +332,7 @@ int main(int argc, char **argv)
 
 	end = cfg.duration_s > 0 ? start + (uint64_t)(cfg.duration_s * 1e9) : UINT64_MAX;
 	prev_tick = start;
-	next_tick = start + (uint64_t)(cfg.interval_s * 1e9);
+	cb_tick_start(&tick, cfg.interval_s);
 	next_stats = start + CAP_STATS_EVERY_NS;
 	for (;;) {
 		uint64_t now = cb_now_ns(), wake;
@@ -346,14 +347,15 @@ int main(int argc, char **argv)
 			be->stats(state, &k);
 			next_stats = now + CAP_STATS_EVERY_NS;
 		}
-		if (now >= next_tick) {
-			cap_print_interval(stdout, (double)(now - start) / 1e9, (double)(now - prev_tick) / 1e9,
-				       &now_pub, &prev);
+		if (now >= tick.mono_ns) {
+			uint64_t at = cb_tick_take(&tick, now);
+
+			cap_print_interval(stdout, at, (double)(now - start) / 1e9,
+					   (double)(now - prev_tick) / 1e9, &now_pub, &prev);
 			prev_tick = now;
-			next_tick += (uint64_t)(cfg.interval_s * 1e9);
 			continue;
 		}
-		wake = next_tick < end ? next_tick : end;
+		wake = tick.mono_ns < end ? tick.mono_ns : end;
 		if (wake > next_stats)
 			wake = next_stats;
 		/* Wake at least every 50 ms to notice a worker that is done. */

@@ -226,8 +226,10 @@ struct cap_totals {
 void cap_totals_merge(const struct cap_cfg *cfg, const struct cap_worker *const *w, unsigned int n,
 		      const struct cb_seqmerge *merge, struct cap_totals *m);
 void cap_totals_free(struct cap_totals *m);
-/* One interval line: t_s since the start, rates over dt_s since *prev. */
-void cap_print_interval(FILE *out, double t_s, double dt_s, const struct cap_published *now,
+/* One interval line: the tick's wall-clock time at_ns (cb_tick_take; with
+ * --read, the file's time), t_s since the start, rates over dt_s since
+ * *prev. */
+void cap_print_interval(FILE *out, uint64_t at_ns, double t_s, double dt_s, const struct cap_published *now,
 			struct cap_published *prev);
 /* "packets" .. "streams": the counts, the tracker's fields unless no
  * stamps were read or the backend counts in the kernel (which has only

@@ -90,7 +90,7 @@ static void tick(struct cap_read *r, uint64_t file_ns, FILE *out)
 	if (file_ns < r->next_tick_ns)
 		return;
 	at = file_ns - (file_ns - r->start_ns) % r->every_ns; /* >= next_tick_ns > start_ns */
-	cap_print_interval(out, (double)(at - r->start_ns) / 1e9, (double)(at - r->prev_tick_ns) / 1e9,
+	cap_print_interval(out, at, (double)(at - r->start_ns) / 1e9, (double)(at - r->prev_tick_ns) / 1e9,
 			   &now, &r->prev);
 	r->prev_tick_ns = at;
 	r->next_tick_ns = at <= UINT64_MAX - r->every_ns ? at + r->every_ns : UINT64_MAX;

@@ -51,12 +51,13 @@ void cap_totals_free(struct cap_totals *m)
 	cap_rx_stats_free(&m->rx);
 }
 
-void cap_print_interval(FILE *out, double t_s, double dt_s, const struct cap_published *now,
-			struct cap_published *prev)
+void cap_print_interval(FILE *out, uint64_t at_ns, double t_s, double dt_s,
+			const struct cap_published *now, struct cap_published *prev)
 {
 	struct cb_json j;
 
 	cb_json_begin(&j, "interval");
+	cb_json_epoch_ms(&j, "at", at_ns);
 	cb_json_double(&j, "t_s", t_s);
 	cb_json_u64(&j, "packets", now->packets);
 	cb_json_u64(&j, "received", now->received);

@@ -81,6 +81,14 @@ void cb_json_double(struct cb_json *j, const char *k, double v)
 		put(j, "null"); /* JSON has no NaN or infinity */
 }
 
+void cb_json_epoch_ms(struct cb_json *j, const char *k, uint64_t ns)
+{
+	uint64_t ms = (ns + 500000) / 1000000;
+
+	key(j, k);
+	put(j, "%llu.%03u", (unsigned long long)(ms / 1000), (unsigned int)(ms % 1000));
+}
+
 void cb_json_str(struct cb_json *j, const char *k, const char *v)
 {
 	key(j, k);

@@ -28,6 +28,10 @@ void cb_json_begin(struct cb_json *j, const char *type);
 void cb_json_u64(struct cb_json *j, const char *key, uint64_t v);
 void cb_json_i64(struct cb_json *j, const char *key, int64_t v);
 void cb_json_double(struct cb_json *j, const char *key, double v);
+/* A wall-clock time in nanoseconds since the epoch as seconds with three
+ * decimals (1764158400.250): a double's %.17g would print a millisecond as
+ * .24999999, and readers compare these values for equality. */
+void cb_json_epoch_ms(struct cb_json *j, const char *key, uint64_t ns);
 void cb_json_str(struct cb_json *j, const char *key, const char *v);
 void cb_json_bool(struct cb_json *j, const char *key, int v);
 void cb_json_obj_begin(struct cb_json *j, const char *key);

@@ -530,3 +530,38 @@ void cb_opt_fail(int c, char **argv)
 		cb_usage_error("option %s needs a value (see --help)", argv[optind - 1]);
 	cb_usage_error("unknown option %s (see --help)", argv[optind - 1]);
 }
+
+uint64_t cb_tick_first(uint64_t wall_ns, uint64_t every_ns)
+{
+	uint64_t next = (wall_ns / every_ns + 1) * every_ns;
+
+	return next - wall_ns < every_ns / 2 ? next + every_ns : next;
+}
+
+void cb_tick_init(struct cb_tick *t, double every_s, uint64_t mono_ns, uint64_t wall_ns)
+{
+	/* --interval is at least CB_INTERVAL_MIN_S: every_ns is never 0. */
+	t->every_ns = (uint64_t)llround(every_s * 1e9);
+	t->wall_ns = cb_tick_first(wall_ns, t->every_ns);
+	t->mono_ns = mono_ns + (t->wall_ns - wall_ns);
+}
+
+void cb_tick_start(struct cb_tick *t, double every_s)
+{
+	struct timespec ts;
+	uint64_t mono;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	mono = cb_now_ns(); /* tens of nanoseconds after: far below the ms "at" tells */
+	cb_tick_init(t, every_s, mono, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+}
+
+uint64_t cb_tick_take(struct cb_tick *t, uint64_t now_ns)
+{
+	uint64_t missed = now_ns > t->mono_ns ? (now_ns - t->mono_ns) / t->every_ns : 0;
+	uint64_t at = t->wall_ns + missed * t->every_ns;
+
+	t->wall_ns = at + t->every_ns;
+	t->mono_ns += (missed + 1) * t->every_ns;
+	return at;
+}

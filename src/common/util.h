@@ -73,6 +73,37 @@ static inline uint64_t cb_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* --- Interval ticks on the wall clock --------------------------------------
+ * The programs that print interval lines (capbench-gen, capbench-cap) tick
+ * at whole multiples of --interval since the epoch of CLOCK_REALTIME, not at
+ * multiples from their own start: two programs started half a second apart,
+ * or on two hosts whose clocks NTP keeps together (capbench runs sensors
+ * over SSH), then print lines of the same instants, and a reader pairs them
+ * by the tick's time each line carries ("at"). The wall clock is read once,
+ * at the start, and the ticks are slept for on CLOCK_MONOTONIC: a step of
+ * the wall clock later (settimeofday, an NTP step) moves no tick and never
+ * makes one run twice or backwards, while NTP's slewing, which both clocks
+ * follow, keeps the two within parts per million of each other. */
+struct cb_tick {
+	uint64_t every_ns;
+	uint64_t wall_ns; /* the next tick, CLOCK_REALTIME */
+	uint64_t mono_ns; /* the same instant on CLOCK_MONOTONIC (cb_now_ns): when to wake */
+};
+
+/* The first tick after wall time wall_ns: the next whole multiple of
+ * every_ns, or the one after it when that is closer than half an interval
+ * (a first interval line over a few milliseconds says nothing). */
+uint64_t cb_tick_first(uint64_t wall_ns, uint64_t every_ns);
+/* Ticks every every_s seconds from the two clocks read at the same moment
+ * (mono_ns: cb_now_ns(); wall_ns: CLOCK_REALTIME); cb_tick_start reads them. */
+void cb_tick_init(struct cb_tick *t, double every_s, uint64_t mono_ns, uint64_t wall_ns);
+void cb_tick_start(struct cb_tick *t, double every_s);
+/* Once cb_now_ns() has reached t->mono_ns: the wall time of the latest tick
+ * at or before now_ns, and t moved on to the tick after it. A caller that
+ * woke late by more than an interval skips the ticks it missed rather than
+ * printing them back to back. */
+uint64_t cb_tick_take(struct cb_tick *t, uint64_t now_ns);
+
 /* Pin the calling thread to one CPU; returns 0 or -errno. */
 int cb_pin_cpu(int cpu);
 /* Number of CPUs this process may run on. */

@@ -269,7 +269,7 @@ static void afp_close(void *state)
 static const struct cb_opt afp_options[] = {
 	{ .name = "replay", .type = CB_OPT_STRING, .arg = "FILE",
 	  .help = "send the frames of a pcap/pcapng capture as they are (not stamped: the counter "
-		  "counts them as foreign); --rate original (the default) keeps their timing, a "
+		  "counts them as foreign); --rate original keeps their timing, a "
 		  "rate paces them, max sends them at once", CB_OPT_AT(struct gen_args, replay) },
 	{ .name = "loop", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = CB_COUNT_MAX,
 	  .has_default = 1, .def = 1, .help = "send the capture N times",

@@ -92,7 +92,8 @@ int main(int argc, char **argv)
 	struct gen_progress p = { 0 }, prev = { 0 };
 	struct sigaction sa = { .sa_handler = on_stop_signal };
 	struct gen_end fin = { .stopped_by = GEN_STOP_SIGNAL };
-	uint64_t start, next_tick, prev_tick, first = 0;
+	uint64_t start, prev_tick, first = 0;
+	struct cb_tick tick;
 	unsigned int opened = 0;
 	int err = 0;
 
@@ -104,6 +105,9 @@ int main(int argc, char **argv)
 		return CB_EXIT_OK;
 	}
 	cb_require_caps(gen_engine_caps(plan.engine), "sending");
+	if (plan.default_duration)
+		fprintf(stderr, "capbench-gen: sending for %d s (the default): give --duration S (0: until "
+			"stopped) or --count N for another length\n", GEN_DURATION_DEFAULT_S);
 
 	/* This thread only keeps time; it runs beside the first lane. */
 	if (plan.lanes[0].cpu >= 0 && (err = cb_pin_cpu(plan.lanes[0].cpu)))
@@ -135,7 +139,7 @@ int main(int argc, char **argv)
 				plan.engine->name, strerror(-err));
 	}
 	prev_tick = start;
-	next_tick = start + (uint64_t)(cfg->interval_s * 1e9);
+	cb_tick_start(&tick, cfg->interval_s);
 
 	/* The engines stop at their lane's count by themselves (the xdp
 	 * program stops redirecting, the afpacket thread leaves its loop);
@@ -167,16 +171,19 @@ int main(int argc, char **argv)
 			fin.stopped_by = cfg->count ? GEN_STOP_DEADLINE : GEN_STOP_DURATION;
 			break;
 		}
-		if (now >= next_tick) {
+		if (now >= tick.mono_ns) {
+			uint64_t at = cb_tick_take(&tick, now);
+
+			/* The counts as read now, over the time since the last
+			 * line's (the first interval is the shorter one). */
 			progress_all(&p);
-			gen_print_interval((double)(now - start) / 1e9, &p, &prev,
+			gen_print_interval(at, (double)(now - start) / 1e9, &p, &prev,
 					   (double)(now - prev_tick) / 1e9);
 			prev = p;
 			prev_tick = now;
-			next_tick += (uint64_t)(cfg->interval_s * 1e9);
 			continue;
 		}
-		wake = next_tick < end ? next_tick : end;
+		wake = tick.mono_ns < end ? tick.mono_ns : end;
 		/* Each wake-up takes the generator's CPU from its sending thread
 		 * for a context switch: poll every millisecond only until the
 		 * first departure and once the count is due (at the target rate

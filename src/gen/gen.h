@@ -49,6 +49,10 @@ struct gen_progress {
 	uint64_t tx_busy;     /* sends the kernel refused for lack of room (retried) */
 };
 
+/* How long capbench-gen sends without --duration, --count, --groups or
+ * --replay (seconds; iperf3's -t): a run nobody bounded ends by itself. */
+#define GEN_DURATION_DEFAULT_S 10
+
 /* The command line as given, option by option (gen_config.c checks the
  * values); the option tables' rows point here. */
 struct gen_args {
@@ -121,6 +125,7 @@ struct gen_plan {
 	unsigned int n;
 	struct gen_cfg lanes[GEN_MAX_THREADS];
 	int check_only;          /* --check: print the plan's "check" line, send nothing */
+	int default_duration;    /* bounded by GEN_DURATION_DEFAULT_S: nothing else said how long */
 };
 
 /* capbench-gen --describe (docs/programs.md): the engines, size profiles
@@ -143,10 +148,11 @@ int64_t gen_send_trailers(const struct gen_plan *plan, const struct gen_progress
 enum gen_stop { GEN_STOP_COUNT, GEN_STOP_DURATION, GEN_STOP_DEADLINE, GEN_STOP_SIGNAL,
 		GEN_STOP_ERROR };
 
-/* gen_report.c: the JSON Lines. */
+/* gen_report.c: the JSON Lines. An interval line: the tick's wall-clock
+ * time at_ns (cb_tick_take), t_s since the start, rates over dt_s. */
 void gen_progress_add(struct gen_progress *sum, const struct gen_progress *p);
-void gen_print_interval(double t_s, const struct gen_progress *p, const struct gen_progress *prev,
-			double dt_s);
+void gen_print_interval(uint64_t at_ns, double t_s, const struct gen_progress *p,
+			const struct gen_progress *prev, double dt_s);
 void gen_print_check(const struct gen_plan *plan);
 struct gen_end {
 	enum gen_stop stopped_by;

@@ -48,18 +48,21 @@ static const struct cb_opt common_options[] = {
 	  AT(size) },
 	{ .name = "seed", .type = CB_OPT_COUNT, .arg = "N", .has_default = 1, .def = 1,
 	  .help = "seed of the drawn profiles: the same seed, the same frames", AT(seed) },
-	{ .name = "rate", .short_name = 'r', .type = CB_OPT_STRING, .arg = "RATE", .has_default = 1,
-	  .def_text = "100%", .help = "1.2Mpps, 800kpps, 5000pps; 1g, 950m (bits/s on the wire, incl. "
-	  "20 B preamble+gap); 100% of --link; max = unpaced. Bit rates give every frame its own "
-	  "wire time; packet rates give every frame the same gap", AT(rate) },
+	{ .name = "rate", .short_name = 'r', .type = CB_OPT_STRING, .arg = "RATE",
+	  .help = "(required) 1.2Mpps, 800kpps, 5000pps; 1g, 950m (bits/s on the wire, incl. "
+	  "20 B preamble+gap); 100% of --link; max = unpaced; original = a --replay capture's own "
+	  "timing. Bit rates give every frame its own wire time; packet rates give every frame the "
+	  "same gap", AT(rate) },
 	{ .name = "link", .short_name = 'l', .type = CB_OPT_STRING, .arg = "SPEED", .has_default = 1,
 	  .def_text = "1g", .help = "emulated link: 1g, 10g, 25g, 40g, 100g", AT(link) },
 	{ .name = "count", .short_name = 'c', .type = CB_OPT_COUNT, .arg = "N", .min = 1,
 	  .max = CB_COUNT_MAX, .help = "send exactly N frames, then stop", AT(count) },
 	{ .name = "duration", .short_name = 'd', .type = CB_OPT_SECONDS, .arg = "S",
-	  .max = (uint64_t)CB_SECONDS_MAX, .help = "send for S seconds (5, 5s, 250ms, 2m), timed "
-	  "from the first departure: a paced --rate R sends exactly round(R x S) frames (a bit rate "
-	  "or a size mix: its mean frames per second); max sends for S seconds", AT(duration) },
+	  .max = (uint64_t)CB_SECONDS_MAX, .has_default = 1, .def = GEN_DURATION_DEFAULT_S,
+	  .help = "send for S seconds (5, 5s, 250ms, 2m), timed from the first departure: a paced "
+	  "--rate R sends exactly round(R x S) frames (a bit rate or a size mix: its mean frames per "
+	  "second); max sends for S seconds. The default holds without --count, --groups and "
+	  "--replay; 0 sends until SIGINT or SIGTERM", AT(duration) },
 	{ .name = "trailer", .type = CB_OPT_COUNT, .arg = "N", .min = 0, .max = GEN_TRAILER_MAX,
 	  .has_default = 1, .def = GEN_TRAILER_DEFAULT, .help = "end every stream with N trailer "
 	  "frames carrying its last sequence number and sent count, 50 ms apart after a 50 ms "
@@ -84,9 +87,9 @@ static const struct cb_opt common_options[] = {
 	  .max = (uint64_t)CB_SECONDS_MAX, .help = "pause between groups", AT(group_gap) },
 	{ .name = "interval", .type = CB_OPT_SECONDS, .arg = "S", .has_default = 1, .def = 1,
 	  .help = "seconds between interval lines", AT(interval) },
-	{ .name = "dst-mac", .type = CB_OPT_STRING, .arg = "MAC", .has_default = 1,
-	  .def_text = "02:cb:00:00:00:02", .help = "destination MAC (the default matches no host, "
-	  "so the receiver sees it as PACKET_OTHERHOST)", AT(dst_mac) },
+	{ .name = "dst-mac", .type = CB_OPT_STRING, .arg = "MAC", .help = "(required but with "
+	  "--replay) destination MAC: the receiver's (`ip neigh` shows the neighbours'), or one no "
+	  "host has, which a receiver sees as PACKET_OTHERHOST", AT(dst_mac) },
 	{ .name = "src-mac", .type = CB_OPT_STRING, .arg = "MAC", .has_default = 1,
 	  .def_text = "the interface's", .help = "source MAC", AT(src_mac) },
 	{ .name = "check", .type = CB_OPT_FLAG, .help = "check the options, print one \"check\" "
@@ -138,8 +141,11 @@ static void usage(FILE *out)
 	}
 	fprintf(out,
 "\n"
-"Without --count or --duration it sends until SIGINT or SIGTERM.\n"
-"Example: capbench-gen --iface veth0 --size 64 --rate 100%% --link 1g --duration 5\n");
+"It sends only what it is told to, wherever --iface leads: --rate and --dst-mac\n"
+"are required, and without --count, --groups or --replay it stops after\n"
+"--duration's default; --duration 0 sends until SIGINT or SIGTERM.\n"
+"Example: capbench-gen --iface veth0 --size 64 --rate 100%% --link 1g --duration 5 \\\n"
+"           --dst-mac 02:00:00:00:00:02\n");
 }
 
 static const struct gen_engine *find_engine(const char *name)
@@ -288,6 +294,19 @@ static void replay_timing(const struct gen_replay *r, struct cb_schedule *s)
 	s->target_pps = total_ns ? (double)r->n * 1e9 / (double)total_ns : 0;
 }
 
+/* --duration S, or 0: no time bound (until SIGINT/SIGTERM or a count). */
+static double parse_duration(const char *s)
+{
+	double v;
+
+	if (!cb_parse_double(s, &v) && v == 0)
+		return 0;
+	if (cb_parse_duration(s, &v))
+		cb_usage_error("bad --duration '%s': give seconds, e.g. 5, 5s or 250ms (0: until "
+			       "stopped)", s);
+	return cb_opt_seconds("--duration", s, 0, CB_SECONDS_MAX);
+}
+
 static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_rate *rate_out,
 		      const struct gen_replay *replay)
 {
@@ -319,12 +338,18 @@ static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_r
 		cb_fatal("out of memory");
 	if (err)
 		cb_usage_error("%s", errbuf);
-	original = replay && (!a->rate || !strcmp(a->rate, "original"));
+	/* The frames leave on whatever link --iface is, a real one too: nothing
+	 * is sent at a rate nobody chose. */
+	if (!a->rate)
+		cb_usage_error("no --rate given: say how fast to send, e.g. --rate 10kpps, --rate 10%% "
+			       "--link 1g or --rate max (unpaced)%s",
+			       replay ? ", or --rate original for the capture's own timing" : "");
+	original = replay && !strcmp(a->rate, "original");
 	if (original)
 		rate = (struct cb_rate){ CB_RATE_MAX, 0 };
 	else if (a->rate && !strcmp(a->rate, "original"))
 		cb_usage_error("--rate original keeps the timing of a --replay capture: give --replay FILE");
-	else if (cb_parse_rate(a->rate ? a->rate : "100%", &rate))
+	else if (cb_parse_rate(a->rate, &rate))
 		cb_usage_error("bad --rate '%s': use e.g. 1.2Mpps, 800kpps, 1g, 100%% or max", a->rate);
 	err = cb_schedule_build(&cfg->sched, &cfg->sizes, cfg->seed, &rate, cfg->link_bps);
 	if (!err && original)
@@ -354,11 +379,17 @@ static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_r
 	if (a->count)
 		cfg->count = cb_opt_count("--count", a->count, "frames");
 	if (a->duration)
-		cfg->duration_s = cb_opt_seconds("--duration", a->duration, 0, CB_SECONDS_MAX);
+		cfg->duration_s = parse_duration(a->duration);
 	if (a->interval)
 		cfg->interval_s = cb_opt_interval("--interval", a->interval);
 	if (a->cpu)
 		cfg->cpu = cb_opt_cpu("--cpu", a->cpu);
+	/* A made-up destination would still leave on a real link, to every
+	 * port a switch floods it to: the frames go where they are sent. A
+	 * replay sends the capture's frames, MACs and all. */
+	if (!a->dst_mac && !replay)
+		cb_usage_error("no --dst-mac given: say whose MAC the frames go to, e.g. the "
+			       "receiver's (`ip neigh` shows the neighbours')");
 	if (a->dst_mac && cb_parse_mac(a->dst_mac, cfg->spec.dst_mac))
 		cb_usage_error("bad --dst-mac '%s': use aa:bb:cc:dd:ee:ff", a->dst_mac);
 	if (a->src_mac && cb_parse_mac(a->src_mac, cfg->spec.src_mac))
@@ -482,8 +513,8 @@ static void make_lanes(const struct gen_args *a, struct gen_plan *plan, const st
 		cb_usage_error("--count %llu is less than one frame per thread (--threads %llu)",
 			       (unsigned long long)t->count, (unsigned long long)n);
 	if (t->count && t->count < n)
-		cb_usage_error("--duration %s at %.6g pps is %llu frames, less than one per thread "
-			       "(--threads %llu): give a longer --duration", a->duration, t->pps,
+		cb_usage_error("--duration %g at %.6g pps is %llu frames, less than one per thread "
+			       "(--threads %llu): give a longer --duration", t->duration_s, t->pps,
 			       (unsigned long long)t->count, (unsigned long long)n);
 }
 
@@ -585,6 +616,11 @@ void gen_configure(int argc, char **argv, struct gen_plan *plan)
 				cb_usage_error("--loop %s is too many times", args.loop);
 			plan->total.count = loops * plan->replay.n;
 		}
+	}
+	/* Bounded unless told otherwise: a count of its own, or --duration 0. */
+	if (!args.duration && !args.count && !args.groups && !args.replay) {
+		plan->total.duration_s = GEN_DURATION_DEFAULT_S;
+		plan->default_duration = 1;
 	}
 	configure_count(&args, &plan->total);
 	check_span(&args, &plan->total);

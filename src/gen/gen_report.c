@@ -25,12 +25,13 @@ void gen_progress_add(struct gen_progress *sum, const struct gen_progress *p)
 	sum->tx_busy += p->tx_busy;
 }
 
-void gen_print_interval(double t_s, const struct gen_progress *p, const struct gen_progress *prev,
-			double dt_s)
+void gen_print_interval(uint64_t at_ns, double t_s, const struct gen_progress *p,
+			const struct gen_progress *prev, double dt_s)
 {
 	struct cb_json j;
 
 	cb_json_begin(&j, "interval");
+	cb_json_epoch_ms(&j, "at", at_ns);
 	cb_json_double(&j, "t_s", t_s);
 	cb_json_u64(&j, "sent", p->sent);
 	cb_json_double(&j, "pps", dt_s > 0 ? (double)(p->sent - prev->sent) / dt_s : 0);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests: the JSON Lines writer's arrays of objects. */
+/* Unit tests: the JSON Lines writer's arrays of objects and times. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,10 +66,26 @@ static void test_array_of_numbers(void **state)
 	assert_string_equal(out, "{\"type\":\"ready\",\"worker_cpus\":[1,-1],\"n\":2}\n");
 }
 
+/* Epoch times as seconds with exactly three decimals, rounded to the ms. */
+static void test_epoch_ms(void **state)
+{
+	struct cb_json j;
+	char out[128];
+
+	cb_json_begin(&j, "interval");
+	cb_json_epoch_ms(&j, "at", 1764158400250000000ull);
+	cb_json_epoch_ms(&j, "b", 1764158400999600000ull);
+	cb_json_epoch_ms(&j, "c", 7000000ull);
+	render(&j, out, sizeof(out));
+	assert_string_equal(out, "{\"type\":\"interval\",\"at\":1764158400.250,"
+				 "\"b\":1764158401.000,\"c\":0.007}\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_array_of_objects),
+		cmocka_unit_test(test_epoch_ms),
 		cmocka_unit_test(test_empty_array),
 		cmocka_unit_test(test_array_of_numbers),
 	};

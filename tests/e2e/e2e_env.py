@@ -122,6 +122,12 @@ def run_stream(binaries, tb, gen_args: list[str], *, backend: str = "afp-v3", se
     raise AssertionError("unreachable")
 
 
+def gen_required(tb) -> list[str]:
+    """What capbench-gen requires (docs/programs.md), a rate and a destination, to put before a test's
+    own options: of an option given twice, the last holds."""
+    return ["--rate", "1kpps", "--dst-mac", tb.dst_mac]
+
+
 def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[dict, dict, dict]:
     import time
 
@@ -135,7 +141,8 @@ def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[d
                                           "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
         cap.wait_for("ready", 5)
         rxmode.place_testbed(tb)  # as a trial does: the NAPI thread on the receive CPU (napi mode)
-        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--trailer", "0", *gen_args],
+        gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--trailer", "0",
+                                          "--dst-mac", tb.dst_mac, *gen_args],
                          netns_name=tb.gen_ns)
         gen.wait(30)
         time.sleep(settle_s)  # let the rings drain

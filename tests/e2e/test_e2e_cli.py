@@ -16,7 +16,7 @@ import pytest
 from capbench.testbed import host_sysctl
 from capbench.testbed import netns
 from capbench.testbed import veth_pair as testbed
-from e2e_env import (as_nobody_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces,
+from e2e_env import (as_nobody_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, gen_required,
                      missing_prerequisite, run_capbench, run_in, start_run, xdp_attached)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
@@ -233,7 +233,7 @@ def test_capture_stops_on_ctrl_c_with_its_summary(tb):
     (["--bogus"], ["--bogus"]),
 ])
 def test_generator_bad_input(tb, binaries, args, words):
-    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *args])
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *gen_required(tb), *args])
     assert_one_line_usage_error(p, "capbench-gen", *words)
 
 

@@ -65,7 +65,8 @@ def test_a_stream_that_cannot_keep_up_ends_one_second_after_its_schedule(binarie
     # 50 Mpps is far beyond what the afpacket engine sends here (1-2 Mpps): it falls behind,
     # keeps sending, and is cut 1 s after the 0.3 s its schedule takes, short of its count.
     p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--engine", "afpacket", "--link", "100g",
-                           "--rate", "50Mpps", "--duration", "0.3", "--trailer", "0", "--cpu", "0"])
+                           "--rate", "50Mpps", "--duration", "0.3", "--trailer", "0", "--cpu", "0",
+                           "--dst-mac", tb.dst_mac])
     assert p.returncode == 0, p.stderr
     gen = json.loads(p.stdout.splitlines()[-1])
     assert gen["target_frames"] == 15_000_000 and gen["stopped_by"] == "deadline"
@@ -75,7 +76,8 @@ def test_a_stream_that_cannot_keep_up_ends_one_second_after_its_schedule(binarie
 
 
 def test_less_than_a_frame_is_a_usage_error(binaries, tb):
-    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--rate", "1pps", "--duration", "0.4"])
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--rate", "1pps", "--duration", "0.4",
+                           "--dst-mac", tb.dst_mac])
     assert p.returncode == 2 and "less than one frame" in p.stderr and p.stdout == ""
 
 
@@ -103,7 +105,8 @@ def _capture_a_dropped_tail(binaries, tb, trailer: str) -> tuple[dict, str, int]
         try:
             assert json.loads(cap.stdout.readline())["type"] == "ready"
             g = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--rate", TAIL_RATE,
-                                   "--duration", TAIL_DURATION, "--trailer", trailer, "--cpu", "0"])
+                                   "--duration", TAIL_DURATION, "--trailer", trailer, "--cpu", "0",
+                                   "--dst-mac", tb.dst_mac])
             assert g.returncode == 0, g.stderr
             assert json.loads(g.stdout.splitlines()[-1])["sent"] == TAIL_SENT
             out, err = cap.communicate(timeout=15)

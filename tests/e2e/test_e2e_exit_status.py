@@ -66,7 +66,9 @@ needs_setpriv = pytest.mark.skipif(shutil.which("setpriv") is None, reason="setp
 @needs_setpriv
 @pytest.mark.parametrize("prog", ["cap", "gen"])
 def test_an_unprivileged_user_is_told_the_capabilities(binaries, tb, prog):
-    p = run_in(tb.cap_ns, [str(getattr(binaries, prog)), "--iface", tb.cap_if, "--duration", "1"], as_nobody=True)
+    required = ("--rate", "1kpps", "--dst-mac", tb.dst_mac) if prog == "gen" else ()
+    p = run_in(tb.cap_ns, [str(getattr(binaries, prog)), "--iface", tb.cap_if, "--duration", "1", *required],
+               as_nobody=True)
     one_line(p, 2, "needs CAP_NET_", "run as root", "--ambient-caps")
 
 
@@ -83,7 +85,7 @@ def test_a_capture_without_cap_net_raw_is_the_users_to_fix(binaries, tb, backend
 @needs_setpriv
 def test_a_generator_without_cap_net_raw_is_the_users_to_fix(binaries, tb):
     p = run_in(tb.gen_ns, without_cap("net_raw", str(binaries.gen), "--iface", tb.gen_if, "--engine", "afpacket",
-                                      "--count", "10"))
+                                      "--count", "10", "--rate", "1kpps", "--dst-mac", tb.dst_mac))
     one_line(p, 2, "run as root")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from e2e_env import assert_one_line_usage_error, run_in, run_stream
+from e2e_env import assert_one_line_usage_error, gen_required, run_in, run_stream
 from pcap_file import write_pcap
 
 FRAMES = 10_000
@@ -12,7 +12,7 @@ LENS = [60, 200, 1514]  # on the wire without FCS: 64, 204 and 1518 B frames
 
 def replay(binaries, tb, pcap, *args: str) -> tuple[dict, dict, dict]:
     """(generator, counter, xdpcount) summaries of one replay."""
-    return run_stream(binaries, tb, ["--replay", str(pcap), "--cpu", "0", *args])
+    return run_stream(binaries, tb, ["--replay", str(pcap), "--rate", "original", "--cpu", "0", *args])
 
 
 @pytest.fixture
@@ -72,5 +72,5 @@ def bad_captures(tmp_path):
     (["--rate", "original"], ["--replay"]),
 ])
 def test_bad_replays(binaries, tb, bad_captures, args, words):
-    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *[a.format(d=bad_captures) for a in args]])
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *gen_required(tb), *[a.format(d=bad_captures) for a in args]])
     assert_one_line_usage_error(p, "capbench-gen", *words)

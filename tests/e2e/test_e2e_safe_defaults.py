@@ -1,5 +1,6 @@
-"""Safe by default: `capbench gen` on an interface that is not a capbench test bed's needs a rate,
-stops by itself and sends only to a MAC it was given or learned; `testbed down` without an ID
+"""Safe by default: capbench-gen, run directly or by `capbench gen`, needs a rate, stops by itself
+and sends only to a MAC it was given (`capbench gen` learns one: from the neighbour table, a veth's
+peer, or the test bed's); `testbed down` without an ID
 leaves the test beds `testbed up` built; `capbench xdpcount` is the helper `testbed up` names."""
 
 from __future__ import annotations
@@ -89,8 +90,7 @@ needs_tcpdump = pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpd
 def test_gen_needs_a_rate_and_sends_nothing_without(link):
     before = tx_packets(link)
     p = gen(link, "--iface", link.a, "--dst-mac", "02:00:00:00:00:09")
-    assert_one_line_usage_error(p, "capbench", f"capbench gen on {link.a} in {link.ns} (not a capbench test bed)",
-                                "--rate")
+    assert_one_line_usage_error(p, "capbench-gen", "no --rate given")  # the program's own rule
     assert tx_packets(link) == before
 
 
@@ -131,17 +131,22 @@ def test_gen_sends_to_the_mac_it_is_given(link):
 def test_gen_stops_after_ten_seconds_by_default(link):
     p = gen(link, "--iface", link.a, "--rate", "100pps", "--dst-mac", "02:00:00:00:00:0b", "--trailer", "0")
     assert p.returncode == 0, p.stderr
-    assert "sending for 10 s" in p.stderr
+    assert "capbench-gen: sending for 10 s (the default)" in p.stderr
     summary = json.loads(p.stdout.splitlines()[-1])
     assert summary["type"] == "summary" and summary["sent"] == 100 * 10  # round(rate x 10 s), then it ended
 
 
-def test_gen_in_a_capbench_testbed_keeps_its_defaults(tb):
-    # The generator side of a capbench test bed: its peer is capbench's own, no rate or MAC asked.
+def test_gen_in_a_capbench_testbed_sends_to_its_mac(tb, binaries):
+    # The generator side of a capbench test bed: its peer is capbench's own, and so is the MAC.
     p = run_capbench("gen", "--netns", tb.gen_ns, "--iface", tb.gen_if, "--engine", "afpacket", "--size", "64",
-                     "--count", "5")
+                     "--rate", "10kpps", "--count", "5")
     assert p.returncode == 0, p.stderr
     assert "sending" not in p.stderr
+    # capbench-gen itself, without capbench: the same rules on the same link.
+    p = subprocess.run(netns.exec_argv(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if,
+                                        "--rate", "10kpps", "--count", "5"]),
+                       capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert_one_line_usage_error(p, "capbench-gen", "no --dst-mac given")
 
 
 def up() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2e_env import assert_one_line_usage_error, run_in
+from e2e_env import assert_one_line_usage_error, gen_required, run_in
 from test_e2e_sizes import send_profile
 
 
@@ -56,5 +56,5 @@ def test_two_threads_send_two_streams_with_exact_counts(binaries, tb):
     (["--burst", "0"], ["--burst"]),
 ])
 def test_bad_shapes(binaries, tb, args, words):
-    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *args])
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *gen_required(tb), *args])
     assert_one_line_usage_error(p, "capbench-gen", *words)

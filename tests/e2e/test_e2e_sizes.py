@@ -8,7 +8,7 @@ counter the frames. Both engines must send the same frames for the same seed.
 from __future__ import annotations
 
 import pytest
-from e2e_env import assert_one_line_usage_error, run_in, run_stream
+from e2e_env import assert_one_line_usage_error, gen_required, run_in, run_stream
 from pcap_file import LINKTYPE_RAW, write_pcap
 
 FRAMES = 20_000
@@ -119,7 +119,8 @@ def bad_files(tmp_path):
     ("trace:{d}/jumbo.pcap", ["trace:", "4004 B", "MTU 1500"]),
 ])
 def test_bad_profiles(binaries, tb, bad_files, size, words):
-    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--size", size.format(d=bad_files)])
+    p = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, *gen_required(tb), "--size",
+                                 size.format(d=bad_files)])
     assert_one_line_usage_error(p, "capbench-gen", *words)
 
 

@@ -67,7 +67,7 @@ FAKE_PROGRAM = textwrap.dedent(
         duration = float(opt("--duration", "0.2"))
         time.sleep(duration)
         sent = int(env.get("FAKE_SENT", "1000"))
-        out(type="interval", t_s=duration, sent=sent, pps=sent / duration)
+        out(type="interval", at=float(int(time.time())), t_s=duration, sent=sent, pps=sent / duration)
         size = opt("--size")
         if size.isdigit():
             shape = dict(frame_len=int(size), mean_frame_len=float(size))

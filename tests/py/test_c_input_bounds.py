@@ -29,8 +29,13 @@ def run(prog: str, *args: str) -> subprocess.CompletedProcess:
                           timeout=20, stdin=subprocess.DEVNULL)
 
 
+# What capbench-gen requires (a rate, a destination), before the options a test gives (the last of
+# an option given twice holds).
+GEN_BASE = ("--mtu", "1500", "--rate", "1kpps", "--dst-mac", "02:cb:00:00:00:02")
+
+
 def gen(*args: str) -> subprocess.CompletedProcess:
-    return run("capbench-gen", "--mtu", "1500", *args)
+    return run("capbench-gen", *GEN_BASE, *args)
 
 
 def refused(p: subprocess.CompletedProcess, *words: str) -> None:
@@ -65,7 +70,7 @@ def test_a_pseudo_file_that_calls_itself_regular_is_not_read_for_ever(form):
 
 def test_replay_file_must_be_a_regular_file(tmp_path, fifo):
     for path, kind in (("/dev/zero", "character device"), (str(fifo), "FIFO"), (str(tmp_path), "directory")):
-        refused(gen("--engine", "afpacket", "--replay", path), path, kind)
+        refused(gen("--engine", "afpacket", "--rate", "original", "--replay", path), path, kind)
 
 
 def test_a_dist_file_above_the_size_limit_is_refused_unread(tmp_path):
@@ -78,16 +83,16 @@ def test_a_dist_file_above_the_size_limit_is_refused_unread(tmp_path):
 def test_replay_damaged_records(tmp_path):
     f = tmp_path / "cut.pcap"
     f.write_bytes(PCAP_HEADER + record(0) + record(1)[:30])
-    refused(gen("--engine", "afpacket", "--replay", str(f)), "truncated")
+    refused(gen("--engine", "afpacket", "--rate", "original", "--replay", str(f)), "truncated")
     # A capture whose frames lie more than a day apart: its gaps would overflow the
     # 1/65536 ns departure times of --rate original.
     f = tmp_path / "long.pcap"
     f.write_bytes(PCAP_HEADER + record(0) + record(100_000))
-    refused(gen("--engine", "afpacket", "--replay", str(f)), "a day")
+    refused(gen("--engine", "afpacket", "--rate", "original", "--replay", str(f)), "a day")
     # A clock that steps back is not a gap of 2^64 ns.
     f = tmp_path / "back.pcap"
     f.write_bytes(PCAP_HEADER + record(100) + record(50) + record(51))
-    p = gen("--engine", "afpacket", "--replay", str(f))
+    p = gen("--engine", "afpacket", "--rate", "original", "--replay", str(f))
     assert p.returncode == 0, p.stderr
 
 
@@ -104,12 +109,12 @@ def test_pcapng_with_a_bad_block_length_is_one_line(tmp_path):
     f = tmp_path / "bad.pcapng"
     f.write_bytes(shb + idb + epb)
     refused(gen("--size", f"trace:{f}"), str(f))
-    refused(gen("--engine", "afpacket", "--replay", str(f)), str(f))
+    refused(gen("--engine", "afpacket", "--rate", "original", "--replay", str(f)), str(f))
 
 
 @pytest.mark.parametrize("prog", ["capbench-gen", "capbench-cap"])
 def test_times_are_bounded(prog):
-    extra = ("--mtu", "1500") if prog == "capbench-gen" else ()
+    extra = GEN_BASE if prog == "capbench-gen" else ()
     refused(run(prog, *extra, "--duration", "1e11"), "--duration", "86400")
     refused(run(prog, *extra, "--duration", "86401"), "--duration")
     refused(run(prog, *extra, "--interval", "1us"), "--interval", "0.01")
@@ -157,6 +162,7 @@ def test_an_error_line_shows_no_control_byte(prog, tmp_path):
 @pytest.mark.parametrize("prog", ["capbench-cap", "capbench-gen"])
 def test_an_unknown_interface_is_the_users_to_fix(prog):
     """Exit status 2 with one line naming the fix, before privileges are asked for (issue 16)."""
-    p = subprocess.run([str(find_program(prog)), "--iface", "cb-no-such-if"], capture_output=True, text=True,
+    required = GEN_BASE[2:] if prog == "capbench-gen" else ()
+    p = subprocess.run([str(find_program(prog)), *required, "--iface", "cb-no-such-if"], capture_output=True, text=True,
                        timeout=20, stdin=subprocess.DEVNULL)
     refused(p, "unknown interface 'cb-no-such-if'", "ip link")

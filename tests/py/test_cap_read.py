@@ -183,6 +183,8 @@ def test_interval_lines_by_file_time(tmp_path):
     lines = [json.loads(x) for x in p.stdout.splitlines()]
     assert [x["type"] for x in lines] == ["interval", "interval", "summary"]
     assert [(x["t_s"], x["packets"]) for x in lines[:2]] == [(1.0, 10), (2.0, 20)]
+    # "at": the tick's time on the file's clock (its records' wall-clock times), to the millisecond
+    assert [x["at"] for x in lines[:2]] == [1_000_000_001.0, 1_000_000_002.0]
     assert lines[0]["pps"] == pytest.approx(10.0)
     assert lines[2]["span_s"] == pytest.approx(2.4)
 

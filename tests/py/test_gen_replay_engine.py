@@ -21,7 +21,8 @@ def replay_engines() -> list[str]:
 
 
 def gen_check(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(find_program("capbench-gen")), "--check", "--mtu", "1500", *args],
+    return subprocess.run([str(find_program("capbench-gen")), "--check", "--mtu", "1500", "--rate", "original",
+                           *args],
                           capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
 
 

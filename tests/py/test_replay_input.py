@@ -22,7 +22,8 @@ def record(caplen: int, orig_len: int, data_len: int | None = None) -> bytes:
 
 def check(path) -> subprocess.CompletedProcess:
     gen = find_program("capbench-gen")
-    return subprocess.run([str(gen), "--check", "--mtu", "1500", "--engine", "afpacket", "--replay", str(path)],
+    return subprocess.run([str(gen), "--check", "--mtu", "1500", "--engine", "afpacket", "--rate", "original",
+                           "--replay", str(path)],
                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
 
 

@@ -50,11 +50,12 @@ The options of {prog}:
 PASSTHROUGH_EXAMPLES = {
     "gen": (
         "Ctrl-C stops it with its summary line.\n\n"
-        "Outside a capbench test bed (anywhere but --netns capbench-ID-gen) it needs --rate,\n"
-        "sends for {gen_s} s unless --duration, --count or --groups say otherwise, and sends\n"
-        "to a MAC it is given or learns: --dst-mac MAC; --dst-ip IP (capbench's option) takes\n"
-        "IP's MAC from the neighbour table (`ip neigh`); on a veth whose peer is in the same\n"
-        "namespace, the peer's. --replay sends the capture's frames as they are.",
+        "It needs --rate, stops after its default --duration (below) unless --duration (0:\n"
+        "until stopped), --count or --groups say otherwise, and sends to a MAC it is given\n"
+        "or learns: --dst-mac MAC; --dst-ip IP (capbench's option) takes IP's MAC from the\n"
+        "neighbour table (`ip neigh`); on the generator side of a capbench test bed (--netns\n"
+        "capbench-ID-gen), the test bed's; on a veth whose peer is in the same namespace, the\n"
+        "peer's. --replay sends the capture's frames as they are.",
         "  sudo capbench gen --iface eth1 --size 64 --rate 100% --link 1g --dst-ip 192.0.2.7\n"
         "  sudo capbench gen --netns capbench-1a2b3c-gen --iface cb1a2b3cg --rate 800kpps --count 100000",
     ),
@@ -166,7 +167,7 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
         extra, examples = PASSTHROUGH_EXAMPLES[cmd]
         extra = extra.format(own_xdp=from_declarations(lambda: " or ".join(own_xdp_names()),
                                                     "NAME (a backend with its own XDP program)"),
-                             own=_own_help(cmd) if cmd == "capture" else "", gen_s=GEN_DEFAULT_DURATION_S)
+                             own=_own_help(cmd) if cmd == "capture" else "")
         sys.stdout.write(PASSTHROUGH_HELP.format(cmd=cmd, prog=prog_name, extra=extra, examples=examples))
         sys.stdout.flush()
         try:
@@ -196,49 +197,38 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
     return capture_profiled(argvs, profiling, out)
 
 
-# How long `capbench gen` sends outside a capbench test bed without --duration or --count (iperf3's -t).
-GEN_DEFAULT_DURATION_S = 10
-
-
 def gen_safe(ns: str | None, argv: list[str]) -> list[str]:
-    """`capbench gen`'s options made safe where its frames leave on a real link (anywhere but the
-    generator side of a capbench test bed, whose peer only capbench sees): an explicit --rate, a
-    bounded run (--duration GEN_DEFAULT_DURATION_S unless --duration, --count or --groups), and a
-    destination MAC given (--dst-mac) or learned: --dst-ip IP (capbench's option) takes IP's from
-    the neighbour table, and a veth whose peer is in the same namespace sends to that peer. A
-    --replay sends the capture's own frames, MACs and all."""
+    """The part of capbench-gen's safety rules that needs Python: learning the destination MAC.
+    capbench-gen itself refuses to send without --rate or --dst-mac and stops after its default
+    --duration, which it says on stderr (docs/programs.md); here --dst-ip IP (capbench's option)
+    takes IP's MAC from the neighbour table, the generator side of a capbench test bed sends to the
+    test bed's MAC, and a veth whose peer is in the same namespace to that peer. A --replay sends
+    the capture's own frames, MACs and all."""
     if argv[-1:] == ["--dst-ip"]:
         raise UsageError("--dst-ip needs an address: the neighbour table's MAC for it is the destination")
     dst_ip = option_value(argv, "--dst-ip")
     argv = _without(argv, "--dst-ip")
-    m = veth_pair.NS_RE.match(ns or "")
-    in_testbed = m is not None and m.group(2) == "gen" and veth_pair.read_state(m.group(1)) is not None
-    if in_testbed or "--check" in argv:
-        if dst_ip is not None:
-            raise UsageError("--dst-ip is for a link outside a capbench test bed: there the frames go to "
-                             "the capture side's test-bed MAC")
-        return argv
-    where = f"{option_value(argv, '--iface', '-i') or 'an interface'}" + (f" in {ns}" if ns else "")
-    if option_value(argv, "--rate", "-r") is None:
-        raise UsageError(f"capbench gen on {where} (not a capbench test bed) sends on a real link: give the rate "
-                         f"with --rate, e.g. --rate 10kpps or --rate 10% --link 1g")
     if "--replay" not in argv and not any(a.startswith("--replay=") for a in argv):
-        argv = _with_dst_mac(ns, argv, dst_ip, where)
-    if all(option_value(argv, *names) is None for names in (("--duration", "-d"), ("--count", "-c"), ("--groups",))):
-        note(f"capbench gen: sending for {GEN_DEFAULT_DURATION_S} s (outside a capbench test bed): give "
-             f"--duration S or --count N for another length")
-        argv = [*argv, "--duration", str(GEN_DEFAULT_DURATION_S)]
+        argv = _with_dst_mac(ns, argv, dst_ip)
     return argv
 
 
-def _with_dst_mac(ns: str | None, argv: list[str], dst_ip: str | None, where: str) -> list[str]:
+def _with_dst_mac(ns: str | None, argv: list[str], dst_ip: str | None) -> list[str]:
     if option_value(argv, "--dst-mac") is not None:
         if dst_ip is not None:
             raise UsageError("give --dst-mac or --dst-ip, not both")
         return argv
     iface = option_value(argv, "--iface", "-i")
+    m = veth_pair.NS_RE.match(ns or "")
+    state = veth_pair.read_state(m.group(1)) if m is not None and m.group(2) == "gen" else None
+    if state is not None:
+        if dst_ip is not None:
+            raise UsageError("--dst-ip is for a link outside a capbench test bed: there the frames go to "
+                             "the capture side's test-bed MAC")
+        return [*argv, "--dst-mac", state["dst_mac"]]  # the test bed's own: its peer is capbench's
     if iface is None:
-        return argv  # capbench-gen asks for the interface
+        return argv  # capbench-gen asks for the interface (or, with --check --mtu, the MAC)
+    where = iface + (f" in {ns}" if ns else "")
     if dst_ip is not None:
         try:
             ipaddress.ip_address(dst_ip)

@@ -18,6 +18,7 @@ from capbench.testbed.cpu import usable_cpus
 from capbench.errors import UsageError
 from capbench.options import option_value
 from capbench.rates import DEFAULT_MTU_B, link_name
+from capbench.testbed.veth_pair import DST_MAC
 
 LIVE_FRAMES_KERNEL = (5, 18)  # BPF_F_TEST_XDP_LIVE_FRAMES
 XDP_LINK_KERNEL = (5, 9)  # XDP programs attached through a bpf_link (afxdp, xdp backends)
@@ -296,8 +297,11 @@ def check_profiles(c, gen: str, mtu: int = DEFAULT_MTU_B) -> None:
     Python (campaign.check); the generator owns the profiles' rules."""
     profiles = sorted({s for m in c.matrices for s in m.sizes if isinstance(s, str)})
     for profile in profiles:
+        # capbench-gen wants a destination and a length as its trials give them (gen_argv); a check of
+        # the profile takes the test bed's MAC, and no time bound (--duration 0): each trial has its own.
         why = program_refusal([gen, "--check", "--mtu", str(mtu), "--size", profile, "--rate", c.rate,
-                               "--link", link_name(c.link_bps), "--engine", c.engine])
+                               "--link", link_name(c.link_bps), "--engine", c.engine, "--dst-mac", DST_MAC,
+                               "--duration", "0"])
         if why is not None:
             raise UsageError(f"--sizes {profile}: {why}")
 

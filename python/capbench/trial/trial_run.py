@@ -140,15 +140,32 @@ class Progress:
     load: str  # the offered load as given to the generator
     elapsed_s: float
     duration_s: float
-    sent: int | None  # capbench-gen's frames so far; None before its first interval line
+    # sent and captured: the counts of one instant, the generator's and the counters' interval lines
+    # of the latest tick they have all printed (same_tick); None before there is one.
+    sent: int | None  # capbench-gen's frames so far
     sent_pps: float | None
     captured: int | None  # the counter's capbench frames so far (of the side that has fewest)
     rx_cpu: int | None
     rx_cpu_busy_pct: float | None
 
 
-def _last_interval(child: Any) -> dict | None:
-    return next((m for m in reversed(child.messages) if m.get("type") == "interval"), None)
+def _intervals(child: Any) -> dict[float, dict]:
+    """A program's interval lines by their tick's wall-clock time ("at": the C programs tick at whole
+    multiples of --interval since the epoch, so lines of two programs with the same "at" count up to
+    the same instant)."""
+    return {float(m["at"]): m for m in child.messages if m.get("type") == "interval" and "at" in m}
+
+
+def same_tick(gen: dict[float, dict], counters: list[dict[float, dict]]) -> tuple[dict | None, list[dict]]:
+    """The generator's interval line and each counter's of the latest tick they have all printed;
+    (None, []) before there is one. Without counters, the generator's latest line."""
+    common = set(gen)
+    for c in counters:
+        common &= set(c)
+    if not common:
+        return None, []
+    at = max(common)
+    return gen[at], [c[at] for c in counters]
 
 
 class Watch:
@@ -162,9 +179,12 @@ class Watch:
         self.stat = cpu.read_proc_stat() if self.rx_cpu is not None else None
 
     def progress(self) -> Progress:
-        g = _last_interval(self.gen)
-        counts = [int(m["received"]) for part in self.parts for c in getattr(part, "caps", ())
-                  for m in [_last_interval(c)] if m is not None and "received" in m]
+        # The generator's and the counters' lines of one tick: the sent and captured counts of one
+        # instant, whose difference is what is not captured (yet); their latest lines may be up to an
+        # interval apart.
+        g, caps = same_tick(_intervals(self.gen), [_intervals(c) for part in self.parts
+                                                   for c in getattr(part, "caps", ())])
+        counts = [int(m["received"]) for m in caps if "received" in m]
         busy = None
         if self.stat is not None and self.rx_cpu is not None:
             now = cpu.read_proc_stat()
