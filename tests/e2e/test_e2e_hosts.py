@@ -21,6 +21,7 @@ import pytest
 from capbench import __version__
 from capbench.testbed import netns
 
+from docs_examples import command_lines, shortened, toml_blocks
 from e2e_env import REPO, capbench_cmd, capbench_env, run_capbench, xdp_attached
 from sshd_hosts import missing, sshd_hosts
 from test_e2e_sensors import stalled
@@ -145,6 +146,47 @@ def test_rfc2544_search_on_three_hosts(lab, tmp_path):
     # one kernel, so the shift is ~0 and the latency that of the veths: well under a millisecond).
     assert all(t["latency_valid"] and 0 < t["latency"]["p50_ns"] < 50_000_000 for t in trials), trials[0]["latency"]
     assert run["clocks"]["synchronized"] == "ptp"
+    assert not wait_clean(lab, 5)
+
+
+def docs_lab(hs, tmp_path: Path) -> Path:
+    """docs/topology.md's lab.toml (a generator host, a tap cloning its stream to two sensor hosts,
+    afp-v3 and tcpdump, PTP-synchronized clocks) with this machine's hosts, interfaces and CPUs in
+    place of its gen.lab, s1.lab, s2.lab and theirs."""
+    (text,) = [b for b in toml_blocks(REPO / "docs" / "topology.md") if "root@s2.lab" in b]  # its worked example
+    w = hs.wiring
+    for old, new, times in [
+            ('ssh = "root@gen.lab"', f'ssh = "{hs.destination(0)}"\nssh_config = "{hs.ssh_config}"', 1),
+            ('ssh = "root@s1.lab"', f'ssh = "{hs.destination(1)}"\nssh_config = "{hs.ssh_config}"', 1),
+            ('ssh = "root@s2.lab"', f'ssh = "{hs.destination(2)}"\nssh_config = "{hs.ssh_config}"', 1),
+            ('"/opt/capbench/build"', f'"{BUILD}"', 3),
+            ('"env PYTHONPATH=/opt/capbench/python python3 -m capbench"', f'"{AGENT}"', 3),
+            ('iface = "gen0"', f'iface = "{w["g0"]}"', 1), ('iface = "tapin"', f'iface = "{w["t0"]}"', 1),
+            ('["ens1f0", "ens1f1"]', f'["{w["t1"]}", "{w["t2"]}"]', 1),
+            ('iface = "enp3s0"', f'iface = "{w["s1"]}"', 1),  # s1's, then s2's
+            ('iface = "enp3s0"', f'iface = "{w["s2"]}"', 1),
+            ("cpu = 2", "cpu = 0", 1), ("cpu = 3", "cpu = 1", 2)]:
+        assert text.count(old) >= times, old
+        text = text.replace(old, new, times)
+    path = tmp_path / "lab.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_docs_topology_runs(lab, tmp_path):
+    """docs/topology.md's two command lines on its lab.toml, shortened as every docs example is
+    (tests/e2e/test_e2e_docs_examples.py)."""
+    docs_lab(lab, tmp_path)
+    lines = [argv for where, argv in command_lines() if "--topology" in argv]
+    assert len(lines) == 2 and all(where == "topology.md" for where, argv in command_lines() if "--topology" in argv)
+    for i, argv in enumerate(lines):
+        results = tmp_path / f"r{i}"
+        p = subprocess.run(capbench_cmd(*shortened(argv, results), "--no-report"), cwd=tmp_path, capture_output=True,
+                           text=True, env=capbench_env(), stdin=subprocess.DEVNULL, timeout=300)
+        assert p.returncode in (0, 3), (argv, p.stderr[-2000:])
+        trials, run = trials_of(results)
+        assert {t["host"] for t in trials} == {"s1", "s2"} and {t["backend"] for t in trials} == {"afp-v3", "tcpdump"}
+        assert run["clocks"]["synchronized"] == "ptp"
     assert not wait_clean(lab, 5)
 
 

@@ -4,16 +4,13 @@ durations, run as the docs say, and `--count`: a trial sends exactly the frames 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
+from docs_examples import ROOT, toml_blocks
 from e2e_env import assert_run_measured, missing_prerequisite, run_capbench
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def records(results: Path) -> list[dict]:
     (d,) = [p for p in results.iterdir() if p.is_dir()]
@@ -22,8 +19,7 @@ def records(results: Path) -> list[dict]:
 
 def short_campaign() -> str:
     """The docs' short campaign (the ```toml block with name = "short-and-long")."""
-    (block,) = [b for b in re.findall(r"^```toml\n(.*?)^```", (ROOT / "docs" / "campaigns.md").read_text(),
-                                      re.S | re.M) if 'name = "short-and-long"' in b]
+    (block,) = [b for b in toml_blocks(ROOT / "docs" / "campaigns.md") if 'name = "short-and-long"' in b]
     return block
 
 

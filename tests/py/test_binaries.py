@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from capbench import __version__
 from capbench.binaries import PROGRAMS, repo_dir
 
 
@@ -19,7 +20,10 @@ def installed_copy(prefix: Path, site: str = "lib/python3.11/site-packages") -> 
     """The package copied to PREFIX/SITE/capbench; SITE's path."""
     dest = prefix / site
     shutil.copytree(repo_dir() / "python" / "capbench", dest / "capbench",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+                    ignore=shutil.ignore_patterns("__pycache__", "*.in"))
+    # what the build writes from meson.build's version (python/meson.build)
+    template = (repo_dir() / "python" / "capbench" / "_version.py.in").read_text()
+    (dest / "capbench" / "_version.py").write_text(template.replace("@VERSION@", __version__))
     return dest
 
 

@@ -104,5 +104,5 @@ def test_programs_md_has_a_paragraph_for_every_backend():
 
 def test_programs_md_gen_synopsis_lists_the_declared_engines():
     text = (ROOT / "docs" / "programs.md").read_text()
-    m = re.search(r"capbench-gen --iface IF \[--engine ([a-z0-9|-]+)\]", text)
+    m = re.search(r"capbench-gen --iface IF --rate RATE --dst-mac MAC \[--engine ([a-z0-9|-]+)\]", text)
     assert m and tuple(m.group(1).split("|")) == declared.engine_names()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -26,9 +25,9 @@ from capbench.cli.parser import build_parser
 from capbench.cli.run import campaign_from_args
 from capbench.errors import UsageError
 from capbench.testbed import preflight
+from docs_examples import DOCS, command_lines, toml_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CAMPAIGNS_MD = ROOT / "docs" / "campaigns.md"
 CODE = re.compile(r"`([^`]*)`")
 TYPES = {"string": str, "number": (int, float), "integer": int, "boolean": bool, "table": dict}
@@ -100,10 +99,6 @@ def test_a_value_of_another_type_is_one_line():
         assert "\n" not in str(e.value), key
 
 
-def toml_blocks(path: Path) -> list[str]:
-    return re.findall(r"^```toml\n(.*?)^```", path.read_text(), re.S | re.M)
-
-
 def campaign_blocks() -> list[tuple[str, str]]:
     """(where, text) of every campaign in the docs: a ```toml block with a [campaign] table."""
     found = [(f"{p.name} block {i + 1}", text) for p in DOCS for i, text in enumerate(toml_blocks(p))
@@ -139,32 +134,6 @@ def test_the_docstrings_example_runs_its_matrices():
     (where, text), = [(w, t) for w, t in campaign_blocks() if w == "matrix.py's docstring"]
     c = campaign.loads(text, Path("doc.toml"), backends_known=declared.backend_names())
     assert len(c.matrices) == 2 and {s.backend for s in c.steps()} >= {"pcap", "fanout"}
-
-
-def command_lines() -> list[tuple[str, list[str]]]:
-    """(file, argv after `capbench`) of every `capbench ...` line in a code block of the docs;
-    a comment after two spaces is left out, a line ending in \\ goes on."""
-    lines = []
-    for p in DOCS:
-        for block in re.findall(r"^```[a-z]*\n(.*?)^```", p.read_text(), re.S | re.M):
-            block = block.replace("\\\n", " ")
-            for line in block.splitlines():
-                m = re.match(r"^\s*(?:\$ )?(?:sudo )?capbench (?!=)(.*)$", line)
-                if m:
-                    lines.append((p.name, shell_words(re.split(r"\s{2,}[#(]", m.group(1))[0])))
-    return lines
-
-
-def shell_words(text: str) -> list[str]:
-    """The words of a command line up to its first shell operator (`> run.jsonl`, `| jq ...`)."""
-    lex = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lex.whitespace_split = True
-    words = []
-    for word in lex:
-        if word and set(word) <= set("();<>|&"):
-            break
-        words.append(word)
-    return words
 
 
 def test_the_docs_hold_the_command_lines_this_test_reads():

@@ -26,6 +26,9 @@ def _install_hint(host: Host, program: str) -> str:
         where = f"in {host.build_dir}" if host.build_dir else "on its PATH"
         return (f"build capbench {__version__} there (`make build`) and give its build folder as the host's "
                 f"build_dir, or put {program} {where}")
+    if program == host.capbench[0]:
+        return (f"install capbench {__version__} there (pip install, or its source tree) and give the command as "
+                f"the host's capbench = \"...\" in the topology")
     package = PACKAGES.get(program, program)
     return f"install it there (apt-get install {package})"
 
