@@ -107,8 +107,11 @@ test-san: build-san
 fuzz-smoke: build-san
 	tests/fuzz/run $(BUILD_SAN) $(FUZZ_TEST_SECONDS)
 
+# tests/py runs the programs only as fakes and sends nothing: on every CPU at once. tests/e2e
+# sends on real test beds and reads CPU time: one test at a time.
 test-py: venv build
-	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q tests/py tests/e2e
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -n auto tests/py
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q tests/e2e
 
 test: venv build test-c test-san fuzz-smoke test-py
 

@@ -275,7 +275,8 @@ def test_counter_bad_input(tb, binaries, args, words):
 
 @pytest.mark.parametrize("prog", ["gen", "cap", "xdpcount"])
 def test_unknown_interface(binaries, prog):
-    p = run_in(None, [str(getattr(binaries, prog)), "--iface", "nosuchif0"])
+    required = ["--rate", "1kpps", "--dst-mac", "02:cb:00:00:00:01"] if prog == "gen" else []  # else it asks for them
+    p = run_in(None, [str(getattr(binaries, prog)), "--iface", "nosuchif0", *required])
     assert_one_line_usage_error(p, "capbench-" + prog, "nosuchif0", "ip link")
 
 
@@ -293,7 +294,7 @@ PROGRAM_CAPS = [
 
 
 # Each program with options that make it end by itself once it got past the capability check.
-UNTIL_DONE = {"gen": ["--iface", "lo", "--count", "1", "--rate", "1000"], "cap": ["--iface", "lo", "--duration", "1"],
+UNTIL_DONE = {"gen": ["--iface", "lo", "--count", "1", "--rate", "1000", "--dst-mac", "02:cb:00:00:00:01"], "cap": ["--iface", "lo", "--duration", "1"],
               "xdpcount": ["--iface", "lo", "--mode", "generic"]}
 
 

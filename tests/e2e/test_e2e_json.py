@@ -21,7 +21,7 @@ LIVE = "\x1b[K"
 
 def test_run_json_is_json_lines_of_the_documented_types(tmp_path):
     p = run_capbench("run", "--json", "--backends", "afp-v3", "--sizes", "64", "--duration", "1", "--method",
-                     "iperf,rfc2544", "--trial", "1", "--precision", "10", "--pause", "0", "--no-report",
+                     "iperf,rfc2544", "--trial", "1", "--precision", "25", "--pause", "0", "--no-report",
                      "--results", str(tmp_path), timeout=300)
     assert p.returncode in (0, 3), p.stderr
     lines = [json.loads(line) for line in p.stdout.splitlines()]
@@ -80,3 +80,40 @@ def test_backends_json_lists_every_declared_backend_and_program():
     assert {m["name"] for m in lines if m["type"] == "program"} == set(apps.builtin())
     assert all(set(m) == {"type", "name", "works", "why"} and isinstance(m["works"], bool) for m in lines)
     assert all(m["works"] for m in lines if m["name"] in ("afp-v3", "pcap", "tcpdump")), lines
+
+
+def documented_lines(program: str) -> dict[str, list[set[str]]]:
+    """{type: the fields of each example line of that type} that docs/programs.md gives under
+    `## PROGRAM` (a line that goes on on the next, indented; `…` for a value that varies). A
+    type may have several (capbench-cap's summary of a capture and of --read FILE)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "programs.md").read_text()
+    section = text.split(f"\n## {program} ")[1].split("\n## ")[0]
+    found: dict[str, list[set[str]]] = {}
+    for block in re.findall(r"^```\n(.*?)^```", section, re.S | re.M):
+        for line in re.sub(r"\n ", "", block).splitlines():
+            if line.startswith('{"type":'):
+                doc = json.loads(line.replace("{…}", "{}").replace("[…]", "[]").replace("…", "0"))
+                found.setdefault(doc["type"], []).append(set(doc))
+    return found
+
+
+def test_gen_and_capture_json_lines_have_the_documented_fields(tb):
+    """`capbench capture` and `capbench gen` on a test bed: each line parses, and has every field of
+    an example line of its type in docs/programs.md; each type documented there is printed (but
+    `check`, of --check only)."""
+    cap = subprocess.Popen(capbench_cmd("capture", "--netns", tb.cap_ns, "--iface", tb.cap_if, "--backend", "afp-v3",
+                                        "--duration", "3"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=capbench_env(), stdin=subprocess.DEVNULL)
+    assert cap.stdout is not None
+    first = cap.stdout.readline()
+    gen = run_capbench("gen", "--netns", tb.gen_ns, "--iface", tb.gen_if, "--engine", "afpacket", "--rate", "50kpps",
+                       "--duration", "1.5", "--size", "64", timeout=30)
+    out, err = cap.communicate(timeout=30)
+    assert gen.returncode == 0 and cap.returncode == 0, (gen.stderr, err)
+    for program, text in (("capbench-cap", first + out), ("capbench-gen", gen.stdout)):
+        lines = [json.loads(line) for line in text.splitlines()]
+        documented = documented_lines(program)
+        assert {m["type"] for m in lines} >= set(documented) - {"check"}, (program, lines)
+        for m in lines:
+            examples = documented.get(m["type"], [set()])
+            assert any(doc <= set(m) for doc in examples), (program, m["type"], [doc - set(m) for doc in examples])
