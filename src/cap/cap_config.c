@@ -72,7 +72,7 @@ static const struct cb_opt common_options[] = {
 	  CB_OPT_AT(struct cap_cfg, interval_s) },
 	{ .name = "check", .type = CB_OPT_FLAG, .help = "check the options (and that the backend's "
 	  "ring fits), print one \"check\" line and exit without capturing; --iface may be left "
-	  "out (no root needed)" },
+	  "out (it needs no privileges: it opens nothing)" },
 	{ .name = "describe", .type = CB_OPT_FLAG, .help = "print the backends, their options and "
 	  "capabilities as one JSON document and exit" },
 	{ .name = "read", .short_name = 'r', .type = CB_OPT_STRING, .arg = "FILE",

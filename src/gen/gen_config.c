@@ -94,7 +94,7 @@ static const struct cb_opt common_options[] = {
 	  .def_text = "the interface's", .help = "source MAC", AT(src_mac) },
 	{ .name = "check", .type = CB_OPT_FLAG, .help = "check the options, print one \"check\" "
 	  "line (frame lengths, mean wire rate) and exit without sending; --iface may then be left "
-	  "out (no root needed)", AT(check) },
+	  "out (it needs no privileges: it opens nothing)", AT(check) },
 	{ .name = "mtu", .type = CB_OPT_COUNT, .arg = "N", .min = 46, .max = 65535, .has_default = 1,
 	  .def_text = "--iface's", .help = "with --check: the MTU to check --size against", AT(mtu) },
 	{ .name = "describe", .type = CB_OPT_FLAG, .help = "print the engines, size profiles and "
