@@ -207,7 +207,7 @@ def test_a_namespace_named_like_a_testbed_is_not_one():
     netns.add_netns(ns)
     try:
         netns.ip("-n", ns, "link", "add", "v" + tag, "type", "veth", "peer", "name", "w" + tag, "netns", "1")
-        p = run_capbench("gen", "--netns", ns, "--iface", "v" + tag, "--count", "1")
+        p = run_capbench("gen", "--netns", ns, "--iface", "v" + tag, "--count", "1", "--rate", "1kpps")
         assert_one_line_usage_error(p, "capbench", f"capbench gen on v{tag} in {ns} (not a capbench test bed)")
     finally:
         netns.delete_netns(ns)

@@ -139,3 +139,15 @@ def test_root_without_capabilities_is_refused():
     # The user id is not asked: a root whose capabilities were dropped (a container) is refused too.
     with pytest.raises(UsageError, match="CAP_NET_ADMIN"):
         preflight.require_caps("capbench testbed up", preflight.TESTBED_CAPS, mask("sys_admin", "dac_override"))
+
+
+def test_a_bpf_syscall_refused_for_want_of_capabilities_names_them(monkeypatch):
+    # EPERM: the process lacks CAP_BPF (the kernel has bpf()); another errno: the kernel.
+    monkeypatch.setattr(preflight, "bpf_syscall_error", lambda: "EPERM (Operation not permitted)")
+    ok, why = preflight.backend_status("xdp")
+    assert not ok and "CAP_BPF" in why and "CONFIG_BPF_SYSCALL" not in why
+    with pytest.raises(UsageError, match="grant CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON"):
+        preflight.check_bpf()
+    monkeypatch.setattr(preflight, "bpf_syscall_error", lambda: "ENOSYS (Function not implemented)")
+    with pytest.raises(UsageError, match="CONFIG_BPF_SYSCALL"):
+        preflight.check_bpf()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 
 from capbench import declared
@@ -67,9 +66,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from capbench.report import compare, compare_out, load  # matplotlib loads only for the commands that draw
+    from capbench.report.console import human_console
 
     a, b = load.load_run(args.a), load.load_run(args.b)
     for name, run in (("A", a), ("B", b)):
@@ -83,7 +81,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write the comparison to {out}: {e.strerror}: choose another with --out DIR") from None
     as_json = bool(getattr(args, "json", False))
     # With --json the document is stdout's, the human tables stderr's (docs/json.md).
-    console = Console(stderr=True) if as_json else Console() if sys.stdout.isatty() else Console(width=140)
+    console = human_console(stderr=as_json, width=140)
     compare_out.terminal(result, console)
     if as_json:
         print(json.dumps(compare_out.to_json(result, args.fail_on_regression), allow_nan=False), flush=True)

@@ -41,8 +41,9 @@ Run `capbench COMMAND --help` for the options of each command. Without root,
 grant the capabilities a command names (docs/capabilities.md).
 
 Exit status: 0 success; 1 an error while running; 2 bad input (one line says
-what to fix; nothing was started); 3 a run that measured nothing valid; 130 and
-143 stopped by Ctrl-C and SIGTERM. `--json` (run, backends, compare) and the
+what to fix; nothing was started); 3 a run whose every trial was a lower bound
+(the generator fell short, nothing lost); 130 and 143 stopped by Ctrl-C and
+SIGTERM. `--json` (run, backends, compare) and the
 programs' JSON Lines are for scripts: docs/json.md.
 """
 
@@ -79,7 +80,8 @@ or a lower bound (the generator fell short, nothing lost): not a capture result.
 Exit status: 0 when the run measured something (a lossless or lossy trial);
 {nothing} when it ended but every trial was a lower bound (the tables then say
 what to try: a lower --rate, --method rfc2544, --rx-mode, a quieter machine);
-1 for an error during the run; 2 for bad input; 130 after Ctrl-C.
+1 for an error during the run; 2 for bad input; 130 after Ctrl-C, 143 after
+SIGTERM.
 
 examples:
   sudo capbench run

@@ -208,7 +208,9 @@ def gen_safe(ns: str | None, argv: list[str]) -> list[str]:
         raise UsageError("--dst-ip needs an address: the neighbour table's MAC for it is the destination")
     dst_ip = option_value(argv, "--dst-ip")
     argv = _without(argv, "--dst-ip")
-    if "--replay" not in argv and not any(a.startswith("--replay=") for a in argv):
+    # Without --rate capbench-gen refuses first, with its own line: nothing to learn a MAC for.
+    rated = option_value(argv, "--rate", "-r") is not None
+    if rated and "--replay" not in argv and not any(a.startswith("--replay=") for a in argv):
         argv = _with_dst_mac(ns, argv, dst_ip)
     return argv
 

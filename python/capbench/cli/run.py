@@ -10,7 +10,6 @@ import shlex
 import sys
 from pathlib import Path
 
-from rich.console import Console
 
 from capbench import declared, inputs
 from capbench.binaries import find_binaries
@@ -316,7 +315,7 @@ def callbacks(args: argparse.Namespace | None = None) -> runner.RunCallbacks:
 
     def show_results(trials, outcomes) -> None:
         live.clear()
-        console.print_results(trials, outcomes, Console(stderr=True) if as_json else None)
+        console.print_results(trials, outcomes, console.human_console(stderr=as_json))
 
     return runner.RunCallbacks(on_trial=on_trial, on_step=on_step, show_results=show_results,
                                write_report=write_run_report, repeated=tables.repeated_rates,

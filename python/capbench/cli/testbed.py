@@ -51,8 +51,11 @@ def _up(args: argparse.Namespace) -> int:
     print(f"test bed {tb.id}")
     print(f"  generator side: namespace {tb.gen_ns}  interface {tb.gen_if}  MAC {tb.gen_mac}")
     print(f"  capture side:   namespace {tb.cap_ns}  interface {tb.cap_if}  MAC {tb.cap_mac}")
-    print(f"  send with: capbench gen --netns {tb.gen_ns} --iface {tb.gen_if} --rate 100kpps  (to {tb.dst_mac}, "
-          f"which no interface has: the capture side sees other-host frames; capbench-gen itself: --dst-mac {tb.dst_mac})")
+    # afpacket: the xdp engine's frames reach the capture veth only while an XDP program is attached
+    # there (the note below); a frame capbench gen sends must arrive whatever captures it.
+    print(f"  send with: capbench gen --netns {tb.gen_ns} --iface {tb.gen_if} --engine afpacket --rate 100kpps  "
+          f"(to {tb.dst_mac}, which no interface has: the capture side sees other-host frames; capbench-gen "
+          f"itself: --dst-mac {tb.dst_mac})")
     if tb.rx_mode == "napi":
         where = "the CPU the scheduler picks (no --rx-cpu)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu}"
         print(f"  kernel receive work on the capture side: a NAPI thread, to go on {where} with {tb.napi_sched}")

@@ -81,10 +81,17 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
     return t
 
 
+def human_console(*, stderr: bool = False, width: int = 120) -> Console:
+    """The console of the human view (stderr with --json): a terminal's own width, else `width`
+    (a file or a pipe has none, and rich would take 80 columns and wrap the tables' cells)."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=width)
+
+
 def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]],
                   console: Console | None = None) -> None:
     if console is None:
-        console = Console() if sys.stdout.isatty() else Console(width=120)
+        console = human_console()
     # iperf-like tables from the iperf trials, the RFC 2544 (#1 A:A / #2 A:B), MLR and
     # back-to-back answers of searches.jsonl, the sweeps; then every answer as one table.
     tables.print_tables(trials, console, outcomes)

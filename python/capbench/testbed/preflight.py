@@ -141,11 +141,20 @@ def check_engine(engine: str) -> None:
     check_bpf()
 
 
+def bpf_refusal(err: str) -> str:
+    """Why the bpf() syscall failed, and the fix: EPERM is a process without CAP_BPF (and the
+    CAP_NET_ADMIN and CAP_PERFMON that attaching and reading XDP programs take), else the kernel."""
+    if "EPERM" in err:
+        return (f"the bpf() syscall is refused here: {err}: run as root, or grant CAP_BPF, CAP_NET_ADMIN and "
+                f"CAP_PERFMON (docs/capabilities.md)")
+    return f"the bpf() syscall fails here: {err}: use a kernel built with CONFIG_BPF_SYSCALL"
+
+
 def check_bpf() -> None:
     """The bpf() syscall works and the kernel knows bpffs (XDP counters need both)."""
     err = bpf_syscall_error()
     if err:
-        raise UsageError(f"the bpf() syscall fails here: {err}: run as root on a kernel with CONFIG_BPF_SYSCALL")
+        raise UsageError(bpf_refusal(err))
     if not bpffs_supported():
         raise UsageError("this kernel has no bpf filesystem (bpffs): use a kernel built with CONFIG_BPF_SYSCALL")
 
@@ -211,7 +220,7 @@ def _xdp_link_status() -> tuple[bool, str]:
                        f"(Linux >= {XDP_LINK_KERNEL[0]}.{XDP_LINK_KERNEL[1]})")
     err = bpf_syscall_error()
     if err:
-        return False, f"the bpf() syscall fails here: {err}: run as root on a kernel with CONFIG_BPF_SYSCALL"
+        return False, bpf_refusal(err)
     return True, "XDP programs load and attach"
 
 
