@@ -204,7 +204,7 @@ def test_iperf_summary_counts_the_loss_of_a_short_generator():
     assert best == ["64 B: afp-v3 — 1,000,000 pps (0.672 Gbps), loss 16.67 %, app / kernel load 0.0 / 0.0 %, the "
                     "generator sent 1,200,000 of the 1,488,095 pps offered (generator short of the offered load for "
                     "xdp, nothing lost: a lower bound, not a result)."]
-    assert losses[0].startswith("afp-v3: loses packets from 64 B down (loss 16.67 %")
+    assert losses[0].startswith("afp-v3: loses packets at 64 B (loss 16.67 %")
     assert losses[1].startswith("xdp: no valid result — at every frame length the generator fell short")
     assert "to measure it: a lower --rate" in losses[1]
 

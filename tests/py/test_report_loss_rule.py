@@ -64,7 +64,7 @@ def test_the_summary_counts_a_short_generator_s_loss_and_names_a_lower_bound():
     assert best == ["64 B: afp-v3 — 800,000 pps (0.538 Gbps), loss 20.00 %, app / kernel load 63.6 / 12.2 %, the "
                     "generator sent 1,000,000 of the 1,488,095 pps offered (generator short of the offered load "
                     "for pcap, nothing lost: a lower bound, not a result)."]
-    assert losses[0] == "afp-v3: loses packets from 64 B down (loss 20.00 % at 64 B, captured 0.538 Gbps)."
+    assert losses[0] == "afp-v3: loses packets at 64 B (loss 20.00 % at 64 B, captured 0.538 Gbps)."
     assert losses[1].startswith("pcap: no valid result — at every frame length the generator fell short of the "
                                 "offered load and nothing was lost (lower bounds, not results); to measure it: ")
     # the numbers agree with what the tables say was sent, and with verdict.way_forward

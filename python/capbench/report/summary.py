@@ -146,7 +146,9 @@ def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
         return f"{label}: no loss at {_sizes(fl.lossless)}{short}."
     g = fl.group
     if fl.all_below_lost:
-        return (f"{label}: loses packets from {g.frame_len} B down (loss {loss_text(g.stat('loss_pct'))} at "
+        # "from N B down" only when shorter lengths were measured (and lost too)
+        where = f"from {g.frame_len} B down" if len(fl.lossy) > 1 else f"at {g.frame_len} B"
+        return (f"{label}: loses packets {where} (loss {loss_text(g.stat('loss_pct'))} at "
                 f"{g.frame_len} B, captured {g.stat('rx_gbps').median:.3f} Gbps){short}.")
     # Not every shorter frame lost: name the lengths that did, and those that did not.
     lossy = ", ".join(f"{x.frame_len} B ({loss_text(x.stat('loss_pct'))})" for x in fl.lossy)
