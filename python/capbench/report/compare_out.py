@@ -58,7 +58,7 @@ def fmt_relative(c: Change) -> str:
     if rel > FACTOR_FROM_PCT:
         factor = c.b.median / c.a.median
         return f"×{factor:,.0f}" if factor >= 100 else f"×{factor:.1f}"
-    return f"{rel:+.1f} %"
+    return f"{rel:+.1f} %" if round(rel, 1) else "0.0 %"  # not "-0.0 %"
 
 
 def fmt_change(c: Change) -> str:
@@ -66,9 +66,9 @@ def fmt_change(c: Change) -> str:
     if d == 0:
         return "0"
     if _counted(c):
-        text = f"{d:+,.0f} {c.metric.unit}"
+        text = f"{d:+,.0f} {c.metric.unit}" if round(d) else f"0 {c.metric.unit}"  # not "-0 pps"
     elif c.metric.is_loss:
-        text = ("+" if d > 0 else "−") + format_pct(abs(d), exact_zero=False) + " pts"
+        text = ("+" if d > 0 else "-") + format_pct(abs(d), exact_zero=False) + " pts"
     else:
         text = f"{d:+.2f} pts"
     return f"{text} ({fmt_relative(c)})"
