@@ -199,8 +199,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                       cap_host=topo.hosts[s.host], latency_valid=same or t.latency_valid,
                                       gen_clock_ns=None if same else topo.gen_clock_ns))
             sender = Measurer(binaries, tb, make_setup(step, sides[0].setup.backend, g.cpu, None),
-                              gen_host=topo.hosts[g.host])
-            sender.on_second = watcher(step)
+                              gen_host=topo.hosts[g.host], on_second=watcher(step))
             return SensorsMeasurer(sender, sides, None)
 
         def make_measurer(step: cmod.Step) -> Measurer | SensorsMeasurer:
@@ -219,13 +218,14 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                 return SensorsMeasurer(Measurer(binaries, tb, sides[0].setup, on_second=watcher(step)), sides,
                                        c.tap_cpu)
             # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
-            bed = tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu)
-            return Measurer(binaries, bed, make_setup(step, step.backend, p.gen_cpu, p.cap_cpu),
-                            on_second=watcher(step))
+            return make_side(step, p, step.backend, tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu),
+                             on_second=watcher(step))
 
-        def make_side(step: cmod.Step, p: Any, backend: str, bed: Any) -> Measurer:
-            """The Measurer of one capture of a step: its backend (or program) on test bed `bed`."""
-            return Measurer(binaries, bed, make_setup(step, backend, p.gen_cpu, p.cap_cpu))
+        def make_side(step: cmod.Step, p: Any, backend: str, bed: Any,
+                      on_second: Callable[[Any], None] | None = None) -> Measurer:
+            """The Measurer of one capture of a step: its backend (or program) on test bed `bed`
+            (`on_second`: the live view's, where this Measurer also runs the generator)."""
+            return Measurer(binaries, bed, make_setup(step, backend, p.gen_cpu, p.cap_cpu), on_second=on_second)
 
         def watcher(step: cmod.Step) -> Callable[[Any], None] | None:
             on_second = opts.callbacks.on_second
