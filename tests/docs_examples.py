@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 from capbench.campaign import matrix as campaign
+from capbench.options import option_value, without
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -61,22 +62,6 @@ def short_counts(values: list[int]) -> list[int]:
     return [max(1000, int(v) // 50) for v in values]
 
 
-def without(argv: list[str], *names: str) -> list[str]:
-    """argv without the options `names` and their values."""
-    out, i = [], 0
-    while i < len(argv):
-        if argv[i] in names:
-            i += 2
-            continue
-        out.append(argv[i])
-        i += 1
-    return out
-
-
-def option(argv: list[str], name: str) -> str | None:
-    return argv[argv.index(name) + 1] if name in argv[:-1] else None
-
-
 def shortened(argv: list[str], results: Path) -> list[str]:
     """A `capbench run` line with its trials shortened and its results in `results` (a campaign
     file's are shortened by shortened_campaign)."""
@@ -84,12 +69,12 @@ def shortened(argv: list[str], results: Path) -> list[str]:
            "--results", str(results)]
     if "--campaign" in argv:
         return out
-    if count := option(argv, "--count"):
+    if count := option_value(argv, "--count"):
         out += ["--count", ",".join(map(str, short_counts(count.split(","))))]
     else:
-        given = option(argv, "--duration") or ",".join(f"{x:g}" for x in campaign.default_of("duration"))
+        given = option_value(argv, "--duration") or ",".join(f"{x:g}" for x in campaign.default_of("duration"))
         out += ["--duration", ",".join(short_seconds(given.split(",")))]
-    if (option(argv, "--method") or "iperf") != "iperf":
+    if (option_value(argv, "--method") or "iperf") != "iperf":
         out += [w for k, v in SEARCHES.items() for w in (f"--{k}", str(v))]
     return out
 

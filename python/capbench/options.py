@@ -1,4 +1,5 @@
-"""Reading an option's value out of an argument list that capbench passes on to a program."""
+"""Reading an option's value out of an argument list that capbench passes on to a program, and
+taking an option out of it."""
 
 from __future__ import annotations
 
@@ -14,3 +15,17 @@ def option_value(argv: list[str], *names: str) -> str | None:
             elif a.startswith(name + "=") and name.startswith("--"):
                 value = a.split("=", 1)[1]
     return value
+
+
+def without(argv: list[str], *names: str) -> list[str]:
+    """argv without each `--name VALUE` and `--name=VALUE` of `names` (a name last, without its
+    value, goes too)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in names:
+            skip = True
+        elif not any(a.startswith(n + "=") for n in names):
+            out.append(a)
+    return out

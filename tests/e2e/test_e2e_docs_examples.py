@@ -31,7 +31,8 @@ from capbench.campaign.results import TRIALS_FILE
 from capbench.cli.parser import build_parser
 from capbench.cli.run import campaign_from_args
 
-from docs_examples import DOCS, ROOT, command_lines, option, shortened, shortened_campaign, toml_blocks, without
+from capbench.options import option_value, without
+from docs_examples import DOCS, ROOT, command_lines, shortened, shortened_campaign, toml_blocks
 from e2e_env import capbench_cmd, capbench_env, capbench_namespaces
 from test_e2e_run_lengths import short_campaign
 
@@ -73,11 +74,11 @@ def missing_here(argv: list[str]) -> list[str]:
     """What the line needs that this machine has not: its interfaces, the program of a --backends
     adapter, a results folder to resume."""
     words = [iface for opt in ("--gen-iface", "--cap-iface", "--iface", "-i")
-             if (iface := option(argv, opt)) and not Path(f"/sys/class/net/{iface}").exists()]
-    if resume := option(argv, "--resume"):
+             if (iface := option_value(argv, opt)) and not Path(f"/sys/class/net/{iface}").exists()]
+    if resume := option_value(argv, "--resume"):
         words.append(resume)
-    apps = {a.split("=", 1)[0] for a in [option(argv, "--app")] if a}
-    words += [b for b in (option(argv, "--backends") or "").split(",")
+    apps = {a.split("=", 1)[0] for a in [option_value(argv, "--app")] if a}
+    words += [b for b in (option_value(argv, "--backends") or "").split(",")
               if b and b not in declared.backend_names() and b not in apps and shutil.which(b) is None]
     return words
 
@@ -128,7 +129,7 @@ def test_every_command_line_in_the_docs_runs(argv, tmp_path):
     for word in argv:
         if (text := docs_file(word)) is not None:
             (cwd / word).write_text(shortened_campaign(text) if Path(word).stem in docs_campaigns() else text)
-    if (name := option(argv, "--campaign")) and not (cwd / name).exists():
+    if (name := option_value(argv, "--campaign")) and not (cwd / name).exists():
         assert name == "bad.toml"
         pytest.skip("the docs' wrong file: tests/py/test_docs_campaigns.py runs it")
     missing = missing_here(argv)

@@ -21,7 +21,7 @@ from capbench.binaries import find_program
 from capbench.campaign.runner import note
 from capbench.cli.described import from_declarations, own_xdp_names
 from capbench.errors import RunError, UsageError
-from capbench.options import option_value
+from capbench.options import option_value, without
 from capbench.profile import analysis, perf_record
 from capbench.profile.analysis import Role
 from capbench.testbed import netns, preflight, veth_pair
@@ -207,7 +207,7 @@ def gen_safe(ns: str | None, argv: list[str]) -> list[str]:
     if argv[-1:] == ["--dst-ip"]:
         raise UsageError("--dst-ip needs an address: the neighbour table's MAC for it is the destination")
     dst_ip = option_value(argv, "--dst-ip")
-    argv = _without(argv, "--dst-ip")
+    argv = without(argv, "--dst-ip")
     # Without --rate capbench-gen refuses first, with its own line: nothing to learn a MAC for.
     rated = option_value(argv, "--rate", "-r") is not None
     if rated and "--replay" not in argv and not any(a.startswith("--replay=") for a in argv):
@@ -248,19 +248,6 @@ def _with_dst_mac(ns: str | None, argv: list[str], dst_ip: str | None) -> list[s
                          f"learns: give --dst-mac MAC, or --dst-ip IP to take it from the neighbour table")
     note(f"capbench gen: sending to {mac} ({iface}'s veth peer)")
     return [*argv, "--dst-mac", mac]
-
-
-def _without(argv: list[str], name: str) -> list[str]:
-    """argv without `--name VALUE` and `--name=VALUE`."""
-    out, skip = [], False
-    for i, a in enumerate(argv):
-        if skip:
-            skip = False
-        elif a == name:
-            skip = i + 1 < len(argv)
-        elif not a.startswith(name + "="):
-            out.append(a)
-    return out
 
 
 def _split_profile(argv: list[str]) -> tuple[perf_record.Profiling | None, Path | None, list[str]]:
