@@ -347,7 +347,7 @@ static void configure(const struct gen_args *a, struct gen_cfg *cfg, struct cb_r
 	original = replay && !strcmp(a->rate, "original");
 	if (original)
 		rate = (struct cb_rate){ CB_RATE_MAX, 0 };
-	else if (a->rate && !strcmp(a->rate, "original"))
+	else if (!strcmp(a->rate, "original"))
 		cb_usage_error("--rate original keeps the timing of a --replay capture: give --replay FILE");
 	else if (cb_parse_rate(a->rate, &rate))
 		cb_usage_error("bad --rate '%s': use e.g. 1.2Mpps, 800kpps, 1g, 100%% or max", a->rate);

@@ -73,9 +73,9 @@ def test_no_two_settings_merge_anywhere():
     assert len(stats.iperf_groups(t for t in ts if t.method == "iperf")) == n - 1  # one variant is a sweep
     iperf = [t for t in ts if t.method == "iperf"]
     # tables.md: a table per series (frame length and rate are rows of it), a row per measurement
-    md = tables_md.seed_tables(iperf)
-    assert sum(len(rows) for _title, _h, rows, _c in md) == len(iperf)
-    assert len({title for title, *_ in md}) == len(md)
+    md = tables_md.iperf_tables(iperf)
+    assert sum(len(t.rows) for t in md) == len(iperf)
+    assert len({t.title for t in md}) == len(md)
     # the terminal tables, from the records as a run prints them
     results = [dataclasses.replace(t.result, **{k: v for k, v in t.record.items()
                                                  if k in {f.name for f in dataclasses.fields(TrialResult)}})
@@ -104,8 +104,8 @@ def test_repetitions_of_one_step_merge():
     (g,) = stats.iperf_groups([one, two]).values()
     assert len(g.trials) == 2
     assert len(tables.repetitions([one.result, two.result])) == 1
-    (title, _h, rows, _c), = tables_md.seed_tables([one, two])
-    assert len(rows) == 1 and "n=2" in rows[0][2]
+    (t,) = tables_md.iperf_tables([one, two])
+    assert len(t.rows) == 1 and "n=2" in t.rows[0][2]
 
 
 def test_old_records_mean_the_defaults():
@@ -137,8 +137,8 @@ def test_titles_show_the_cpus_really_used():
     "gen 0, rx 1, app 1"."""
     fanout = base(backend="fanout", backend_args="--workers 2", cap_cpus_seen=(0, 1), worker_cpus=(0, 1))
     assert keys.cpus_used([fanout]) == "workers on CPUs 0, 1; CPU 0 is the generator's"
-    (title, *_), = tables_md.seed_tables([fanout])
-    assert "A:A (gen 0, rx 1, app 1; workers on CPUs 0, 1; CPU 0 is the generator's)" in title
+    (t,) = tables_md.iperf_tables([fanout])
+    assert "A:A (gen 0, rx 1, app 1; workers on CPUs 0, 1; CPU 0 is the generator's)" in t.title
     # the counter where it was placed, or a record that does not say: nothing to add
     assert keys.cpus_used([base(cap_cpus_seen=(1,))]) == "" == keys.cpus_used([base()])
     # not pinned (--pin auto): where the scheduler ran it

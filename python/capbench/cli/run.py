@@ -10,7 +10,6 @@ import shlex
 import sys
 from pathlib import Path
 
-
 from capbench import declared, inputs
 from capbench.binaries import find_binaries
 from capbench.campaign import matrix as campaign
@@ -274,14 +273,14 @@ def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | Non
                                  dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set)
 
 
-def callbacks(args: argparse.Namespace | None = None) -> runner.RunCallbacks:
+def callbacks(args: argparse.Namespace) -> runner.RunCallbacks:
     """What the runner shows while and after it runs: a line per trial and per step, the tables,
     the report; the repetitions whose scatter run.json warns about. With --json, stdout gets JSON
     Lines (docs/json.md: a "trial" line per trial, an "answer" line per method answer, an "end"
     line) and every human line and table goes to stderr. The live line (once a second while a
     trial sends) only on a terminal, and not with --quiet."""
-    as_json = bool(getattr(args, "json", False))
-    live = console.LiveLine(enabled=not getattr(args, "quiet", False) and sys.stdout.isatty() and sys.stderr.isatty())
+    as_json = args.json
+    live = console.LiveLine(enabled=not args.quiet and sys.stdout.isatty() and sys.stderr.isatty())
 
     def say(line: str) -> None:
         live.clear()

@@ -148,11 +148,6 @@ def iperf_tables(trials: list[Trial]) -> list[AnswerTable]:
     return out
 
 
-def seed_tables(trials: list[Trial]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
-    """iperf_tables as (title, headers, rows, row classes)."""
-    return [(t.title, t.headers, t.rows, t.classes) for t in iperf_tables(trials)]
-
-
 LOSS_TOTAL_HEADERS = ("Backend", "Trials", "Sent", "Lost", "Loss [%]", "Not counted (lower bounds)")
 
 
