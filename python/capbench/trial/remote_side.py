@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import select
 import signal
 import time
 from collections.abc import Callable
@@ -106,43 +108,76 @@ def host_clock_ns(host: Host) -> int:
                        f"({(p.stderr.strip().splitlines() or ['exit status ' + str(p.returncode)])[-1][:200]})") from None
 
 
+class PhaseSignals:
+    """The agent's phase signals (SIGUSR1, SIGUSR2, then a stop), taken one at a time in its main
+    thread. Each gets a Python handler that queues it: Python runs handlers in the main thread,
+    whichever thread the kernel delivered the signal to. (Blocking them for sigtimedwait() would
+    block them in the main thread only: the threads that read the programs' output were started
+    before and do not block them, so a signal that came while the main thread was busy between
+    waits, sampling, went to one of those and ended the agent.) The wakeup fd ends a wait at once;
+    the handlers the agent had before come back at the end, so that a stop after the last phase
+    ends it as before."""
+
+    def __init__(self) -> None:
+        self.queued: list[int] = []
+        self.saved: dict[int, Any] = {}
+        self.read_fd = self.write_fd = -1
+        self.saved_fd = -1
+
+    def __enter__(self) -> PhaseSignals:
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self.write_fd, False)
+        self.saved_fd = signal.set_wakeup_fd(self.write_fd)
+        for s in (signal.SIGUSR1, signal.SIGUSR2, *STOPS):
+            self.saved[s] = signal.signal(s, lambda signum, _frame: self.queued.append(signum))
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        for s, handler in self.saved.items():
+            signal.signal(s, handler)
+        signal.set_wakeup_fd(self.saved_fd)
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+    def wait(self, want: int, sample: Callable[[], None] | None = None) -> None:
+        """Until `want` comes (`sample()` once a second meanwhile); Terminated on a stop first."""
+        while True:
+            while self.queued:
+                got = self.queued.pop(0)
+                if got == want:
+                    return
+                if got in STOPS:
+                    raise Terminated()
+            if not select.select([self.read_fd], [], [], 1.0)[0]:
+                if sample is not None:
+                    sample()
+                continue
+            try:
+                os.read(self.read_fd, 64)  # the handlers have run (or run now): their signals are queued
+            except BlockingIOError:
+                pass
+
+
 def run_agent(spec: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     """`capbench side`: one CaptureSide of one trial on this host, driven by signals (module doc)."""
     from capbench.trial.trial_run import CaptureSide  # it imports this module's callers
 
     m = agent_measurer(spec)
     duration_s = float(spec["duration_s"])
-    waited = (signal.SIGUSR1, signal.SIGUSR2, *STOPS)
     with ChildSet(stop_timeout_s=STOP_TIMEOUT_S) as kids, scratch_dir(m.setup.app is not None) as workdir:
         side = CaptureSide(m, kids, workdir, duration_s)
         side.start()
-        # Blocked only now: a program started after this would inherit the mask.
-        signal.pthread_sigmask(signal.SIG_BLOCK, waited)
-        try:
+        with PhaseSignals() as phases:
             emit({"type": "ready"})
-
-            def wait(want: int, sampling: bool) -> None:
-                while True:
-                    info = signal.sigtimedwait(waited, 1.0)
-                    if info is None:
-                        if sampling:
-                            side.sample()
-                        continue
-                    if info.si_signo == want:
-                        return
-                    if info.si_signo in STOPS:
-                        raise Terminated()
-
-            wait(signal.SIGUSR1, False)
+            phases.wait(signal.SIGUSR1)
             side.before_load()
             t0 = time.monotonic()
             emit({"type": "loading"})
-            wait(signal.SIGUSR2, True)
+            phases.wait(signal.SIGUSR2, side.sample)
             side.after_load(time.monotonic() - t0)
             emit({"type": "loaded"})
-            wait(signal.SIGTERM, True)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, waited)
+            phases.wait(signal.SIGTERM, side.sample)
         side.after_settle()
         for prog, at in [(prog, prog.signal_stop()) for prog in side.progs]:
             prog.wait_stopped(at)
