@@ -5,6 +5,9 @@ out as the clocks allow."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from capbench.binaries import Binaries
@@ -66,3 +69,21 @@ def test_latency_across_hosts_with_ptp_moves_onto_the_realtime_clocks():
     # the generator's host: realtime − monotonic 4,000 ns; the sensor's 5,000: its stamps are 1 µs later
     r = record(cap_host=Host("s1", "root@s1"), gen_clock_ns=4_000)
     assert r.latency == {"min_ns": 2000, "p50_ns": 3000, "max_ns": 10000} and r.latency_valid
+
+
+AGENT_SIGNALS = """
+import os, signal, threading, time
+from capbench.trial.remote_side import PhaseSignals
+threading.Thread(target=time.sleep, args=(5,), daemon=True).start()  # like the programs' output readers
+with PhaseSignals() as phases:
+    # The SIGTERM comes while the main thread is busy sampling between waits: the kernel gives it
+    # to a thread that does not block it (the other one, when the main thread blocks it).
+    phases.wait(signal.SIGTERM, lambda: os.kill(os.getpid(), signal.SIGTERM))
+print("readings")
+"""
+
+
+def test_the_agent_takes_a_phase_signal_that_comes_while_it_samples(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "python")}
+    p = subprocess.run([sys.executable, "-c", AGENT_SIGNALS], capture_output=True, text=True, timeout=30, env=env)
+    assert (p.returncode, p.stdout) == (0, "readings\n"), p.stderr
