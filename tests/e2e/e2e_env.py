@@ -12,6 +12,8 @@ from pathlib import Path
 from capbench.testbed import netns
 from capbench.testbed import rxmode
 
+from host_interference import until_undisturbed
+
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
 
@@ -97,29 +99,29 @@ def assert_one_line_usage_error(p: subprocess.CompletedProcess, prog: str, *word
     assert p.stdout == ""
 
 
-# The VMs this runs on stop a vCPU for 20 ms or more at times. A stream the stall
-# spoiled (the paced generator fell behind its schedule, or the receive CPU's backlog
-# overflowed so the counter lost frames) says nothing about capbench; it is sent
-# again, at most this many times, with a warning. A fault that shows every time
-# still fails the test.
-HOST_STALL_RERUNS = 2
-
-
 def run_stream(binaries, tb, gen_args: list[str], *, backend: str = "afp-v3", settle_s: float = 0.3,
                cap_args: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
     """Send with capbench-gen `gen_args` through the test bed, capbench-xdpcount and
-    capbench-cap (on CPU 1) on the capture side; (generator, counter, xdpcount) summaries."""
-    import warnings
+    capbench-cap (on CPU 1) on the capture side; (generator, counter, xdpcount) summaries.
+    A stream the host spoiled is sent again (host_interference)."""
+    return until_undisturbed(lambda _: _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args),
+                             " ".join(gen_args), stream_interference)
 
-    for attempt in range(1 + HOST_STALL_RERUNS):
-        gen, cap, xdp = _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args)
-        late = 0 < gen.get("offered_share", 1.0) < 0.999
-        lost = cap.get("lost", 0) > 0
-        if attempt == HOST_STALL_RERUNS or not (late or lost):
-            return gen, cap, xdp
-        warnings.warn(f"rerun {attempt + 1} of {' '.join(gen_args)}: the host stalled it "
-                      f"(offered share {gen.get('offered_share')}, counter lost {cap.get('lost')})", stacklevel=2)
-    raise AssertionError("unreachable")
+
+def stream_interference(summaries: tuple[dict, dict, dict]) -> str | None:
+    """Why the host spoiled a stream, by the programs' own counters: the generator fell behind
+    its schedule, or the counter lost frames that never reached the capture veth's XDP hook
+    (xdpcount's count: they were dropped in its receive ring) while its socket dropped none."""
+    gen, cap, xdp = summaries
+    why = []
+    if 0 < gen.get("offered_share", 1.0) < 0.999:
+        why.append(f"the generator sent {gen['offered_share']:.2%} of the load (largest lag "
+                   f"{gen.get('max_lag_ns', 0) / 1e6:.1f} ms)")
+    lost = cap.get("lost", 0)
+    in_ring = gen.get("sent", 0) - xdp.get("capbench", 0)
+    if lost and lost == in_ring and not cap.get("kernel_drops"):
+        why.append(f"{lost:,} frames lost before the capture veth's XDP hook (its receive ring), none in the socket")
+    return "; ".join(why) or None
 
 
 def gen_required(tb) -> list[str]:

@@ -11,7 +11,6 @@ import dataclasses
 import json
 import shutil
 import signal
-import warnings
 from pathlib import Path
 
 import pytest
@@ -21,9 +20,9 @@ from capbench.trial import apps
 from capbench.trial.measure import Measurer, TrialSetup
 
 from e2e_env import capbench_namespaces, run_capbench
+from host_interference import interference, spoiled, until_undisturbed
 
 FRAMES = 100_000
-HOST_STALL_RERUNS = 2
 BUILTIN = apps.builtin()
 
 
@@ -35,21 +34,9 @@ def measure(binaries, tb, app, *, frames=FRAMES, rate="100kpps", frame_len=64, l
     return Measurer(binaries, tb, setup).measure(duration_s, parse_rate(rate))
 
 
-def host_stalled(r) -> bool:
-    """All the loss in the veth's ring or the backlog, as the kernel's own counters say: a vCPU
-    stall of this machine, not the program under test (tests/e2e/test_e2e_capture.py)."""
-    return (r.lost > 0 and r.unexplained == 0 and r.socket_drops == 0 and r.app_drops == 0
-            and r.lost == r.backlog_drops + r.link_drops) or r.invalid_offered_load
-
-
 def measure_unstalled(binaries, tb, app, **kw):
-    for attempt in range(1 + HOST_STALL_RERUNS):
-        r = measure(binaries, tb, app, **kw)
-        if attempt == HOST_STALL_RERUNS or not host_stalled(r):
-            return r
-        warnings.warn(f"rerun {attempt + 1}: the host stalled {app.name}'s trial: ring/link {r.link_drops}, "
-                      f"backlog {r.backlog_drops}", stacklevel=2)
-    return r
+    """A trial, run again while its own counters say the host spoiled it (host_interference)."""
+    return until_undisturbed(lambda _: measure(binaries, tb, app, **kw), app.name, interference)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -190,20 +177,18 @@ def test_adapter_whose_pattern_finds_nothing_is_refused_at_its_dry_start(tmp_pat
 
 def test_rfc2544_search_and_several_processes_measure_a_program(tmp_path):
     # 1518 B at 1 GbE is 81,274 pps: tcpdump keeps up, so the search ends at the wire rate; two
-    # tcpdump processes each see every frame of an iperf trial. A host stall reruns (at most twice).
-    for attempt in range(1 + HOST_STALL_RERUNS):
+    # tcpdump processes each see every frame of an iperf trial. A search the host spoiled runs again
+    # (host_interference).
+    def search(attempt: int):
         results = tmp_path / str(attempt)
         p = run_capbench("run", "--method", "rfc2544", "--backends", "tcpdump", "--sizes", "1518", "--trial", "1s",
                          "--precision", "10", "--pause", "0", "--results", str(results), "--no-report",
                          "--backlog", "10000", timeout=400)
         assert p.returncode == 0, p.stderr
         (d,) = [x for x in results.iterdir() if x.is_dir()]
-        trials = [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
-        lossy = [t for t in trials if t["lost"]]
-        if attempt == HOST_STALL_RERUNS or not lossy or not all(
-                t["lost"] == t["link_drops"] + t["backlog_drops"] for t in lossy):
-            break
-        warnings.warn(f"rerun {attempt + 1} of the RFC 2544 search of tcpdump: the host stalled a trial", stacklevel=1)
+        return d, [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
+
+    d, trials = until_undisturbed(search, "the RFC 2544 search of tcpdump", lambda r: spoiled(r[1]))
     (o,) = [json.loads(x) for x in (d / "searches.jsonl").read_text().splitlines()]
     assert o["method"] == "rfc2544" and o["backend"] == "tcpdump" and o["verified"], o
     assert o["throughput_pps"] == pytest.approx(81_274, rel=0.001)

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import os
 import signal
-import warnings
 
 import pytest
 from capbench.trial import loss_layers
@@ -17,6 +16,7 @@ from capbench.declared import backend_names, names_where
 from capbench.trial.measure import Measurer, TrialSetup
 
 from e2e_env import xdp_attached
+from host_interference import interference, until_undisturbed
 
 FRAMES = 100_000
 BACKENDS = backend_names()
@@ -50,31 +50,10 @@ def measure(binaries, tb, *, backend, frame_len, rate, duration_s, engine="xdp",
     return Measurer(binaries, tb, setup).measure(duration_s, parse_rate(rate))
 
 
-# A vCPU the hypervisor stops for longer than the backlog lasts (E2E_BACKLOG: 100 ms at
-# 100 kpps) drops frames in the receive CPU's backlog, and a stalled generator falls
-# behind its schedule; neither says anything about the capture path under test. A
-# no-loss trial is rerun, at most twice, when the kernel's own counters put all its
-# loss in the backlog or the link (nothing unexplained, nothing in the socket), or when
-# the generator did not offer the rate. Every rerun is reported as a warning.
-HOST_STALL_RERUNS = 2
-
-
-def host_stalled(r) -> bool:
-    lost_to_host = r.lost > 0 and r.unexplained == 0 and r.socket_drops == 0 and r.xsk_drops == 0 \
-        and r.lost == r.backlog_drops + r.link_drops
-    return lost_to_host or r.invalid_offered_load
-
-
 def measure_unstalled(binaries, tb, **kw):
-    """A trial rerun when the host stalled it (above); the last attempt is returned as it is."""
-    for attempt in range(1 + HOST_STALL_RERUNS):
-        r = measure(binaries, tb, **kw)
-        if attempt == HOST_STALL_RERUNS or not host_stalled(r):
-            break
-        warnings.warn(f"rerun {attempt + 1}: the host stalled the trial ({kw['backend']}, {kw['frame_len']} B): "
-                      f"backlog drops {r.backlog_drops}, link drops {r.link_drops}, "
-                      f"offered load invalid: {r.invalid_offered_load}", stacklevel=3)
-    return r
+    """A trial, run again while its own counters say the host spoiled it (host_interference)."""
+    return until_undisturbed(lambda _: measure(binaries, tb, **kw), f"{kw['backend']}, {kw['frame_len']} B",
+                             interference)
 
 
 def measure_lossless(binaries, tb, frames=FRAMES, **kw):

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,9 @@ from capbench.testbed import netns
 
 from docs_examples import command_lines, shortened, toml_blocks
 from e2e_env import REPO, capbench_cmd, capbench_env, run_capbench, xdp_attached
+from host_interference import spoiled, until_undisturbed
 from sshd_hosts import missing, sshd_hosts
-from test_e2e_sensors import stalled
 
-RERUNS = 2
 BUILD = REPO / "build"
 AGENT = f"env PYTHONPATH={REPO / 'python'} {sys.executable} -m capbench"
 
@@ -99,15 +97,14 @@ def wait_clean(hs, seconds: float) -> list[str]:
 
 def test_iperf_trial_on_three_hosts(lab, tmp_path):
     path = topology(lab, tmp_path)
-    for attempt in range(1 + RERUNS):
+    def three_hosts(attempt: int):
         results = tmp_path / str(attempt)
         p = run_capbench("run", "--topology", str(path), "--sizes", "64", "--rate", "20kpps", "--link", "10g",
                          "--duration", "1", "--results", str(results), "--no-report", timeout=120)
         assert p.returncode == 0, p.stderr
-        trials, run = trials_of(results)
-        if attempt == RERUNS or not stalled(trials):
-            break
-        warnings.warn(f"rerun {attempt + 1}: the host stalled a sensor's trial", stacklevel=1)
+        return trials_of(results)
+
+    trials, run = until_undisturbed(three_hosts, "a trial on three hosts", lambda r: spoiled(r[0]))
     assert [(t["sensor"], t["sensors"], t["backend"], t["host"]) for t in trials] == [
         (1, 2, "afp-v3", "s1"), (2, 2, "pcap", "s2")]
     assert len({t["started_at"] for t in trials}) == 1  # one trial, one stream

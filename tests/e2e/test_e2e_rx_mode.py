@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-import warnings
 
 import pytest
 from capbench.testbed import rxmode
@@ -20,10 +19,10 @@ from capbench.declared import backend_names
 from capbench.trial.measure import Measurer, TrialSetup
 
 from e2e_env import assert_one_line_usage_error, capbench_namespaces, run_capbench
+from host_interference import until_undisturbed
 
 WIRE_64B_1G = 1_488_095
-ATTEMPTS = 3
-BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")  # a trial the host stalled (a vCPU stopped for longer than the ring lasts) is run again
+BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
 
 
 def trial(binaries, tb, backend, *, rate="100%", duration_s=1.0, frame_len=64, cap_args=()):
@@ -58,18 +57,29 @@ def test_64b_at_1gbe_the_generator_holds_the_load_and_the_account_closes(binarie
     # It catches up at most 256 frames faster than the link after a vCPU stall (--catch-up),
     # so at 100 % of the wire rate a stall's time stays lost: the achieved rate falls short by
     # the stalls, a fraction of a percent here (the 0.1 % target is bench_rx_mode.py's, on a
-    # quiet machine). Whatever the capture loses is in a layer with its own counter.
-    for attempt in range(ATTEMPTS):
+    # quiet machine). Whatever the capture loses is in a layer with its own counter. A trial whose
+    # generator fell short by more than 1 % runs again (host_interference); a host that never
+    # holds the rate skips the test with what it measured.
+    def held(attempt: int):
         r = trial(binaries, tb, backend)
         assert_account_closes(r)
         assert r.ring_drops is not None
-        assert r.sent == WIRE_64B_1G  # exact: round(rate x duration), timed from the first departure
+        # Exact: round(rate x duration), timed from the first departure, unless the host stopped the
+        # generator for so long that its deadline came first (it says so).
+        assert r.sent == WIRE_64B_1G or r.raw["gen"]["stopped_by"] == "deadline", r.raw["gen"]
         assert r.invalid_offered_load is (r.achieved_pps < 0.999 * WIRE_64B_1G)
-        if r.achieved_pps > 0.99 * WIRE_64B_1G:
-            break
-        warnings.warn(f"{backend}: the generator sent {r.achieved_pps:,.0f} pps of {WIRE_64B_1G:,} "
-                      f"(largest lag {r.gen_max_lag_ns / 1e6:.1f} ms): run again", stacklevel=1)
+        return r
+
+    r = until_undisturbed(held, f"{backend} at 64 B and 1 GbE", generator_fell_short)
     assert r.achieved_pps == pytest.approx(WIRE_64B_1G, rel=0.01)
+
+
+def generator_fell_short(r) -> str | None:
+    """The generator's shortfall beyond the 1 % a stall may cost, by its own counters."""
+    if r.achieved_pps >= 0.99 * WIRE_64B_1G:
+        return None
+    return (f"the generator sent {r.achieved_pps:,.0f} pps of {WIRE_64B_1G:,} (largest lag "
+            f"{r.gen_max_lag_ns / 1e6:.1f} ms, {r.gen_late:,} frames late)")
 
 
 def test_another_test_bed_dropping_on_the_same_cpu_is_not_charged(binaries, tb):
