@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -186,7 +187,9 @@ def test_a_program_that_drops_privileges_gets_its_own_out_and_outdir(tmp_path):
         pytest.skip("chown needs root")
     app = apps.parse('[p]\ncommand = "p -i {iface} -w {out} -l {outdir}"\nfile_format = "pcap"\ndrops_to = "nobody"\n',
                      "t.toml")["p"]
-    with scratch_dir() as workdir:
+    with scratch_dir() as scratch:
+        workdir = scratch / "0"  # a side's folder in the trial's, as trial_run makes it
+        workdir.mkdir()
         (workdir / "p-0.pcap").symlink_to(tmp_path / "x")  # anything already there: refused, not followed
         prog = ProgramRun(app, None, "lo", None, 0.2, workdir)
         with pytest.raises(FileExistsError):
@@ -195,11 +198,18 @@ def test_a_program_that_drops_privileges_gets_its_own_out_and_outdir(tmp_path):
         os.rmdir(prog.outdir)
         prog.make_files()
         nobody = app.drop_ids()
-        assert (os.stat(workdir).st_mode & 0o7777, os.stat(workdir).st_uid) == (0o711, 0)
+        for folder in (scratch, workdir):
+            assert (os.stat(folder).st_mode & 0o7777, os.stat(folder).st_uid) == (0o711, 0)
         for path in (prog.outdir, prog.out):
             st = os.lstat(path)
             assert (st.st_uid, st.st_gid) == nobody and st.st_mode & 0o777 in (0o700, 0o600)
         assert not prog.file_written  # empty until the program writes
+        # The user it drops to, without any capability, can write both; not list the folder.
+        as_nobody = ["setpriv", f"--reuid={nobody[0]}", f"--regid={nobody[1]}", "--clear-groups", "--inh-caps=-all"]
+        write = f"echo frames > {prog.out} && echo stats > {prog.outdir}/eve.json"
+        assert subprocess.run([*as_nobody, "sh", "-c", write], capture_output=True).returncode == 0
+        assert subprocess.run([*as_nobody, "ls", workdir], capture_output=True).returncode != 0
+        assert prog.file_written
     assert not (tmp_path / "x").exists()
 
 

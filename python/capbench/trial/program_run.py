@@ -28,6 +28,7 @@ import os
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,7 +153,8 @@ class ProgramRun:
         ids = self.adapter.drop_ids()
         if ids is None:
             return
-        os.chmod(self.workdir, 0o711)
+        for folder in self._folders_on_the_way():
+            os.chmod(folder, 0o711)
         os.chown(self.outdir, *ids, follow_symlinks=False)
         if self.adapter.file_format is not None:
             fd = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -176,6 +178,13 @@ class ProgramRun:
             time.sleep(0.02)
         if not child.running:
             self.failure = f"{self.name} ended before the traffic ({self._status()})"
+
+    def _folders_on_the_way(self) -> list[Path]:
+        """The trial's folder and those above it up to the temporary folder (a side's folder is in
+        the trial's: scratch_dir/0): a user must be allowed to pass through each to reach a file."""
+        tmp = Path(tempfile.gettempdir())
+        below = [d for d in self.workdir.parents if tmp in d.parents]
+        return [self.workdir, *below]
 
     def _ready_line(self, timeout_s: float) -> bool:
         """Whether the program printed its ready line within `timeout_s` (False as soon as it ends
