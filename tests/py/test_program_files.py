@@ -45,6 +45,14 @@ def test_a_file_count_outside_the_trial_folder_is_refused_at_load(tmp_path, sour
     assert "shadow" not in msg and "/dev/zero" not in msg and "stay in the trial's folder" in msg
 
 
+def test_the_line_of_an_inline_count_is_named(tmp_path):
+    f = tmp_path / "inline.toml"
+    f.write_text('[p]\ncommand = "p -i {iface}"\n[p.counts]\n\ncaptured = { source = "file:/etc/shadow", '
+                 'pattern = "(\\\\d+)", meaning = "m" }\n')
+    with pytest.raises(AdapterError, match=re.escape(f"{f}:5: [p.counts.captured] source: its file: path must ")):
+        apps.load_file(f)
+
+
 @pytest.mark.parametrize("source", ["file:{outdir}/eve.json", "file:{outdir}/log/{iface}-{cpu}.json", "file:{out}"])
 def test_a_file_count_inside_the_trial_folder_loads(tmp_path, source):
     f = tmp_path / "mine.toml"

@@ -474,8 +474,14 @@ _HEADER = re.compile(r"\s*\[\s*([^\[\]#]*?)\s*\]\s*(?:#.*)?$")
 
 def _line_of(text: str, table: str, key: str | None) -> int | None:
     """The line number in `text` of `key` in the table headed [table] (the header's, without a key
-    or when the key is not on a line of its own); None where the table has no header line of its own
-    (an inline or dotted table)."""
+    or when the key is not on a line of its own); for a table written inline in its parent's
+    (`captured = { source = ... }`), the line that opens it; None if neither is found."""
+    line = _line_in_table(text, table, key)
+    parent, _, name = table.rpartition(".")
+    return line if line is not None or not parent else _line_of(text, parent, name)
+
+
+def _line_in_table(text: str, table: str, key: str | None) -> int | None:
     header = None
     for number, line in enumerate(text.splitlines(), 1):
         m = _HEADER.match(line)
