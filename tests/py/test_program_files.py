@@ -41,7 +41,8 @@ def test_a_file_count_outside_the_trial_folder_is_refused_at_load(tmp_path, sour
         apps.load_file(f)
     msg = str(e.value)
     # One line naming the file and the line of the source, never the path it names.
-    assert "\n" not in msg and msg.startswith(f"{f}:6: [p.counts.captured] source: its file: path must ") and e.value.exit_status == 2
+    assert "\n" not in msg and e.value.exit_status == 2
+    assert msg.startswith(f"{f}:6: [p.counts.captured] source: its file: path must ")
     assert "shadow" not in msg and "/dev/zero" not in msg and "stay in the trial's folder" in msg
 
 
@@ -150,7 +151,8 @@ def test_a_fifo_planted_at_a_file_count_fails_the_trial_at_once(tmp_path):
         t0 = time.monotonic()
         prog = run_program(workdir, app, plant=lambda p: os.mkfifo(p.outdir / "eve.json"))
         assert time.monotonic() - t0 < 5
-    assert re.search(r"count 'captured' reads \{outdir\}/eve.json, which capbench did not read: it is a FIFO", prog.failure)
+    assert re.search(r"count 'captured' reads \{outdir\}/eve.json, which capbench did not read: it is a FIFO",
+                     prog.failure)
 
 
 def test_a_link_planted_at_a_file_count_is_not_followed(tmp_path, victim):
@@ -173,8 +175,9 @@ def test_counts_are_matched_as_the_lines_arrive_and_nothing_else_is_kept(tmp_pat
     script.write_text(code)
     counts = ('[p.counts.captured]\nsource = "stderr"\npattern = "got (\\\\d+)"\nmeaning = "m"\n'
               '[p.counts.total]\nsource = "stdout"\npattern = "^total (\\\\d+)"\nmeaning = "m"\n')
-    app = apps.parse(f'[p]\ncommand = "{sys.executable} {script} {{iface}}"\nready = {{ pattern = "ready", delay_s = 0 }}\n'
-                     f'stop = {{ signal = "SIGTERM" }}\n' + counts, "t.toml")["p"]
+    app = apps.parse(f'[p]\ncommand = "{sys.executable} {script} {{iface}}"\n'
+                     f'ready = {{ pattern = "ready", delay_s = 0 }}\nstop = {{ signal = "SIGTERM" }}\n' + counts,
+                     "t.toml")["p"]
     with scratch_dir() as workdir:
         prog = ProgramRun(app, None, "lo", None, 0.2, workdir)
         with ChildSet() as kids:

@@ -33,7 +33,9 @@ from capbench import held_signals
 from capbench.testbed import netns
 from capbench.errors import RunError
 
-LINE_MAX_BYTES = 1 << 20  # a line is cut here (the rest up to its end is dropped): capbench's summaries, eve.json stats
+# A line is cut here, the rest up to its end dropped: more than capbench's own summary lines or an
+# eve.json stats event hold.
+LINE_MAX_BYTES = 1 << 20
 TAIL_LINES = 32  # the last lines of each stream kept, for errors and records
 TAIL_LINE_CHARS = 1024  # each cut here
 MESSAGES_MAX_BYTES = 2 << 20  # JSON lines kept, by their length: interval lines of an hour, the summary
@@ -139,8 +141,9 @@ class Child:
         self.stderr_lines = Tail()  # the last non-blank stderr lines
         self.killed_after_s: float | None = None  # set when stop() had to SIGKILL it
         self._on_line = on_line
-        # The JSON messages kept (seq, message, its line's length), the count read so far, the
-        # next one wait_for looks at, whether stdout has ended; the lock guards them all.
+        # The JSON messages kept (seq, message, what it costs: its line and MESSAGE_OVERHEAD_BYTES),
+        # the count read so far, the next one wait_for looks at, whether stdout has ended; the lock
+        # guards them all.
         self._msgs: collections.deque[tuple[int, dict, int]] = collections.deque()
         self._msg_bytes = 0
         self._seq = 0
