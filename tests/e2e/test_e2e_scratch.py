@@ -32,13 +32,15 @@ PYTHON = "/usr/bin/python3"  # the system's, which any user may run (the test's 
 RSS_BOUND_KIB = 96 * 1024
 
 # Every ~2 ms: each file and folder of a tcpdump trial capbench's pid's scratch folders may hold
-# (its capture file, its outdir and a file: count in it, a profile's data) made a symbolic link to
-# the victim, or a FIFO; what it managed is printed at SIGTERM.
+# (a side's folder, its capture file, its outdir and a file: count in it, a profile's data) made a
+# symbolic link to the victim, or a FIFO; what it managed is printed at SIGTERM.
 WATCHER = textwrap.dedent("""
     import glob, json, os, signal, sys, time
     victim, prefix = sys.argv[1], sys.argv[2]
-    names = ["tcpdump-0.pcap", "tcpdump-0.d", "tcpdump-0.d/eve.json", "tcpdump-0.d/stats.log",
+    files = ["tcpdump-0.pcap", "tcpdump-0.d", "tcpdump-0.d/eve.json", "tcpdump-0.d/stats.log",
              "tcpdump-1.pcap", "tcpdump-1.d", "perf.data", "perf.ctl", "perf.ack"]
+    # The dry start's files are in its folder, a trial's in its side's (0, 1, ...).
+    names = ["0", "1"] + [side + name for side in ("", "0/", "1/") for name in files]
     stop, planted, refused, folders, rounds = [], [], set(), set(), 0
     signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
     while not stop:
