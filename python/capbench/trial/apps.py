@@ -31,6 +31,7 @@ from typing import Any
 
 from capbench import inputs
 from capbench.errors import RunError, UsageError
+from capbench.testbed.procs import Lines
 
 FIELDS = ("iface", "out", "cpu", "duration", "outdir")  # what a template may name
 STREAMS = ("stderr", "stdout")
@@ -212,8 +213,9 @@ def _plain_relative(path: str) -> bool:
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines as a program's stream is cut (testbed/procs.Lines): at "\\n", "\\r" or "\\r\\n"."""
-    return re.split(r"\r\n|\r|\n", text)
+    """The lines of `text`, cut as a program's stream is (testbed/procs.Lines)."""
+    lines = Lines()
+    return lines.feed(text.encode("utf-8", "surrogateescape")) + lines.end()
 
 
 class CountReader:
