@@ -202,3 +202,34 @@ def test_a_program_that_floods_capbench_leaves_its_memory_under_the_bound(tmp_pa
     zeros = records["flood-noeol"]["raw"]["programs"][0]
     assert [len(line) for line in zeros["stderr_tail"]] == [1024], zeros["stderr_tail"]
     assert all(len(json.dumps(r)) < 64 * 1024 for r in records.values())
+
+
+FIFO_MAKER = textwrap.dedent("""
+    import os, signal, sys
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+    os.mkfifo(os.path.join(sys.argv[1], "eve.json"))
+    print("listening", file=sys.stderr, flush=True)
+    signal.sigwait([signal.SIGINT])
+""")
+
+
+def test_a_fifo_at_a_file_count_fails_the_run_in_one_line_at_once(tmp_path):
+    # The program itself leaves a FIFO where its adapter's count reads (a program that drops to
+    # another user owns its {outdir}; no one else can reach it): capbench neither waits on it nor
+    # reads it, and says so.
+    script = tmp_path / "fifo.py"
+    script.write_text(FIFO_MAKER)
+    adapters = tmp_path / "fifo.toml"
+    adapters.write_text(f'[fifo]\ncommand = "{PYTHON} {script} {{outdir}} {{iface}}"\n'
+                        'ready = { pattern = "listening" }\n'
+                        '[fifo.counts.captured]\nsource = "file:{outdir}/eve.json"\njson_path = "stats.pkts"\n'
+                        'meaning = "m"\n')
+    t0 = time.monotonic()
+    p, _ = run_sampled(["run", "--apps-file", str(adapters), "--backends", "fifo", "--sizes", "64", "--duration", "1",
+                        "--no-report", "--results", str(tmp_path / "r")])
+    assert time.monotonic() - t0 < 120
+    # After the run's own lines (the campaign, the test bed), one error line, exit status 2.
+    errors = [line for line in p.stderr.splitlines() if line.startswith("capbench: ")]
+    assert p.returncode == 2 and errors == p.stderr.splitlines()[-1:], p.stderr
+    assert "failed its dry start" in errors[0] and \
+        "count 'captured' reads {outdir}/eve.json, which capbench did not read: it is a FIFO" in errors[0]
