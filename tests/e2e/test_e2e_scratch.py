@@ -26,7 +26,7 @@ VICTIM_TEXT = "a root-owned file nobody may change\n"
 RUN_TIMEOUT_S = 240
 PYTHON = "/usr/bin/python3"  # the system's, which any user may run (the test's may be in /root)
 # capbench's resident memory while a program floods it: the interpreter and its modules (about
-# 30 MiB for a run without its report) and at most testbed/procs.OUTPUT_MAX_BYTES (4.4 MiB of
+# 30 MiB for a run without its report) and at most testbed/procs.OUTPUT_MAX_BYTES (4.25 MiB of
 # characters, a few times that as Python objects) of each program's output. Measured: 34 MiB; the
 # code before the bound went past 1 GiB within the first flood's trial.
 RSS_BOUND_KIB = 96 * 1024
