@@ -4,6 +4,7 @@ import textwrap
 import time
 
 import pytest
+from capbench.testbed import procs
 from capbench.testbed.procs import Child, ChildError, ChildSet
 
 
@@ -103,3 +104,74 @@ def test_own_process_group():
     child.wait_for("ready", 5)
     assert os.getpgid(child.pid) == child.pid != os.getpgid(0)
     child.stop()
+
+
+# --- what a child prints, held within a bound (issue 27, item 4) ------------------------------
+
+
+def test_lines_end_at_newline_or_carriage_return_and_are_cut():
+    lines = procs.Lines(limit=8)
+    assert lines.feed(b"ab\ncd\rPackets: 1\r\n") == ["ab", "cd", "Packets:"]
+    # A line longer than the limit keeps its start; the rest, over any number of reads, is dropped.
+    assert lines.feed(b"0123456789" * 3) == []
+    assert lines.feed(b"more\nnext") == ["01234567"]
+    assert lines.end() == ["next"] and lines.end() == []
+    assert procs.Lines().feed(b"\xff\xfeok\n") == ["\ufffd\ufffdok"]
+
+
+def test_a_tail_keeps_the_last_lines_cut():
+    tail = procs.Tail(keep=3)
+    for i in range(1000):
+        tail.append(f"{i}" + "x" * 5000)
+    assert len(tail) < 6 and tail[-1].startswith("999") and len(tail[-1]) == procs.TAIL_LINE_CHARS
+
+
+def test_every_line_goes_to_on_line_as_it_arrives_and_only_a_tail_is_kept():
+    seen = {"stdout": 0, "stderr": 0}
+    last = {}
+
+    def on_line(stream, line):
+        seen[stream] += 1
+        last[stream] = line
+
+    child = Child("chatty", script("""
+        import sys
+        for i in range(100000):
+            print(f"line {i}")
+            print(f"err {i}", file=sys.stderr)
+        """), on_line=on_line)
+    assert child.wait(60) == 0
+    assert seen == {"stdout": 100000, "stderr": 100000} and last == {"stdout": "line 99999", "stderr": "err 99999"}
+    assert len(child.stdout_lines) < 2 * procs.TAIL_LINES and child.stdout_lines[-1] == "line 99999"
+    assert len(child.stderr_lines) < 2 * procs.TAIL_LINES and child.stderr_lines[-1] == "err 99999"
+    # Its stdout messages: the latest, within their bound.
+    kept = child.messages
+    assert kept[-1] == {"type": "text", "text": "line 99999"}
+    assert len(kept) * procs.MESSAGE_OVERHEAD_BYTES <= procs.MESSAGES_MAX_BYTES
+
+
+def test_output_without_a_line_end_is_cut_not_held():
+    child = Child("zeros", script("""
+        import sys
+        sys.stdout.buffer.write(b"{" + b"0" * (50 << 20))
+        sys.stdout.flush()
+        print()
+        print('{"type": "summary", "received": 1}')
+        """))
+    assert child.wait(60) == 0
+    assert child.summary() == {"type": "summary", "received": 1}
+    assert len(child.stdout_lines[0]) == procs.TAIL_LINE_CHARS
+    assert [m["type"] for m in child.messages] == ["text", "summary"]
+    assert len(child.messages[0]["text"]) == procs.TAIL_LINE_CHARS
+
+
+def test_wait_for_reads_each_message_once_in_order():
+    child = Child("counter", script("""
+        import json
+        for t in ("ready", "interval", "ready", "summary"):
+            print(json.dumps({"type": t}), flush=True)
+        """))
+    assert child.wait_for("ready", 5) == {"type": "ready"}
+    assert child.wait_for("summary", 5) == {"type": "summary"}  # passing the interval and the 2nd ready
+    with pytest.raises(ChildError, match="ended before its 'ready' line"):
+        child.wait_for("ready", 5)

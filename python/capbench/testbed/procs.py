@@ -2,16 +2,24 @@
 
 Each child runs in its own process group (so a Ctrl-C at the terminal reaches
 capbench, which then stops the children in order), with a reader thread per
-stream that parses stdout lines into dicts and queues them. `stop()` sends
-SIGTERM, then SIGKILL after a timeout; `ChildSet` stops every child it started
-when its `with` block ends, however it ends.
+stream that parses stdout lines into dicts. `stop()` sends SIGTERM, then SIGKILL
+after a timeout; `ChildSet` stops every child it started when its `with` block
+ends, however it ends.
+
+What a child prints is read as a stream and held within a bound, whatever it
+prints (a flood, a line without end): a line ends at a newline or a carriage
+return and is cut at LINE_MAX_BYTES; each stream keeps its last TAIL_LINES lines
+(each cut at TAIL_LINE_CHARS) for errors and records; the JSON messages are kept
+up to MESSAGES_MAX_BYTES (the oldest go first). A caller that needs every line
+(a program's counts) takes them as they arrive (`on_line`). So a child costs
+capbench at most about OUTPUT_MAX_BYTES of memory.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
-import queue
 import re
 import shlex
 import shutil
@@ -19,13 +27,90 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from capbench import held_signals
 from capbench.testbed import netns
 from capbench.errors import RunError
 
-_EOF = object()
+# A line is cut here, the rest up to its end dropped: more than capbench's own summary lines or an
+# eve.json stats event hold.
+LINE_MAX_BYTES = 1 << 20
+TAIL_LINES = 32  # the last lines of each stream kept, for errors and records
+TAIL_LINE_CHARS = 1024  # each cut here
+MESSAGES_MAX_BYTES = 2 << 20  # JSON lines kept, by their length: interval lines of an hour, the summary
+MESSAGE_OVERHEAD_BYTES = 512  # what a kept message costs beyond its line (a dict, its strings)
+READ_CHUNK = 64 << 10  # one read(2) of a pipe
+# What one child's output may hold in capbench at once, in characters of its lines (each line
+# held as a Python string or dict costs a small multiple): per stream a chunk and a line being
+# read; the tails; the messages.
+OUTPUT_MAX_BYTES = 2 * (READ_CHUNK + LINE_MAX_BYTES + 2 * TAIL_LINES * TAIL_LINE_CHARS) + MESSAGES_MAX_BYTES
+_EOL = re.compile(rb"\r\n|\r|\n")
+
+# (stream, line): called by the reader thread for every line as it arrives; it must not raise (the
+# reader would end and the child block on a full pipe).
+OnLine = Callable[[str, str], None]
+
+
+class Lines:
+    """A byte stream cut into lines as it arrives: a line ends at "\\n", "\\r" or "\\r\\n" (progress
+    output rewrites its line with "\\r"); a line longer than `limit` bytes is cut there and the rest
+    of it dropped, so the partial line held never exceeds `limit`. Bytes that are not UTF-8 read as
+    U+FFFD."""
+
+    def __init__(self, limit: int = LINE_MAX_BYTES):
+        self.limit = limit
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[str]:
+        """The lines `data` completes."""
+        *ends, rest = _EOL.split(data)
+        out = []
+        for part in ends:
+            self._take(part)
+            out.append(self._buf.decode("utf-8", "replace"))
+            self._buf.clear()
+        self._take(rest)
+        return out
+
+    def end(self) -> list[str]:
+        """The last line, if the stream ended without a line end."""
+        line = self._buf.decode("utf-8", "replace")
+        self._buf.clear()
+        return [line] if line else []
+
+    def _take(self, part: bytes) -> None:
+        room = self.limit - len(self._buf)
+        if room > 0:
+            self._buf += part[:room]
+
+
+def read_lines(fd: int, on_line: Callable[[str], None], limit: int = LINE_MAX_BYTES,
+               max_bytes: int | None = None) -> None:
+    """Every line of `fd` (a pipe, a file) to `on_line` until its end (or `max_bytes`), in
+    READ_CHUNK reads."""
+    lines = Lines(limit)
+    left = max_bytes
+    while (left is None or left > 0) and (data := os.read(fd, READ_CHUNK if left is None else min(left, READ_CHUNK))):
+        if left is not None:
+            left -= len(data)
+        for line in lines.feed(data):
+            on_line(line)
+    for line in lines.end():
+        on_line(line)
+
+
+class Tail(list):
+    """The last `keep` lines appended (each cut at TAIL_LINE_CHARS): a list, trimmed as it grows."""
+
+    def __init__(self, keep: int = TAIL_LINES):
+        super().__init__()
+        self.keep = keep
+
+    def append(self, line: str) -> None:
+        super().append(line[:TAIL_LINE_CHARS])
+        if len(self) >= 2 * self.keep:  # trimmed in batches: amortised O(1) per line
+            del self[:-self.keep]
 
 
 class ChildError(RunError):
@@ -46,16 +131,25 @@ class Child:
     # carries its heartbeat).
     STDIN: int = subprocess.DEVNULL
 
-    def __init__(self, name: str, argv: Sequence[str], *, netns_name: str | None = None):
+    def __init__(self, name: str, argv: Sequence[str], *, netns_name: str | None = None,
+                 on_line: OnLine | None = None):
         self.name = name
         if not argv or ("/" in argv[0] and not os.access(argv[0], os.X_OK)):
             raise ChildError(f"cannot start {name}: {argv[0] if argv else '(no program)'} is not an executable file")
         self.argv = _pdeathsig_prefix() + netns.exec_argv(netns_name, argv)
-        self.messages: list[dict] = []  # every JSON object read so far, in order
-        self.stdout_lines: list[str] = []  # every stdout line as printed (a program that prints no JSON)
-        self.stderr_lines: list[str] = []
+        self.stdout_lines = Tail()  # the last stdout lines as printed (a program that prints no JSON)
+        self.stderr_lines = Tail()  # the last non-blank stderr lines
         self.killed_after_s: float | None = None  # set when stop() had to SIGKILL it
-        self._queue: queue.Queue = queue.Queue()
+        self._on_line = on_line
+        # The JSON messages kept (seq, message, what it costs: its line and MESSAGE_OVERHEAD_BYTES),
+        # the count read so far, the next one wait_for looks at, whether stdout has ended; the lock
+        # guards them all.
+        self._msgs: collections.deque[tuple[int, dict, int]] = collections.deque()
+        self._msg_bytes = 0
+        self._seq = 0
+        self._taken = 0
+        self._eof = False
+        self._cond = threading.Condition()
         try:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -76,30 +170,60 @@ class Child:
         for t in self._threads:
             t.start()
 
-    # --- reader threads (each owns one stream; they share only the queue and append-only lists)
+    # --- reader threads (each owns one stream; they share the tails, read elsewhere, and the messages,
+    # under the lock)
+
+    def _line(self, stream: str, line: str) -> None:
+        if self._on_line is not None:
+            self._on_line(stream, line)
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.stdout_lines.append(line.rstrip("\n"))
-            line = line.strip()
-            if not line:
-                continue
+        try:
+            read_lines(self.proc.stdout.fileno(), self._stdout_line)
+        finally:
+            with self._cond:
+                self._eof = True
+                self._cond.notify_all()
+
+    def _stdout_line(self, line: str) -> None:
+        self._line("stdout", line)
+        self.stdout_lines.append(line)
+        line = line.strip()
+        if not line:
+            return
+        msg = None
+        if line.startswith("{"):
             try:
                 msg = json.loads(line)
-            except json.JSONDecodeError:
-                msg = {"type": "text", "text": line}
-            if not isinstance(msg, dict):
-                msg = {"type": "text", "text": line}
-            self.messages.append(msg)
-            self._queue.put(msg)
-        self._queue.put(_EOF)
+            except (ValueError, RecursionError):
+                pass
+        if not isinstance(msg, dict):
+            msg = {"type": "text", "text": line[:TAIL_LINE_CHARS]}
+        size = len(line) + MESSAGE_OVERHEAD_BYTES
+        with self._cond:
+            self._msgs.append((self._seq, msg, size))
+            self._seq += 1
+            self._msg_bytes += size
+            while self._msg_bytes > MESSAGES_MAX_BYTES and len(self._msgs) > 1:
+                self._msg_bytes -= self._msgs.popleft()[2]
+            self._cond.notify_all()
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            if line.strip():
-                self.stderr_lines.append(line.rstrip("\n"))
+        read_lines(self.proc.stderr.fileno(), self._stderr_line)
+
+    def _stderr_line(self, line: str) -> None:
+        self._line("stderr", line)
+        if line.strip():
+            self.stderr_lines.append(line)
+
+    @property
+    def messages(self) -> list[dict]:
+        """The JSON objects read from stdout (its other lines as {"type": "text"}), in order: the
+        latest MESSAGES_MAX_BYTES of them."""
+        with self._cond:
+            return [m for _, m, _ in self._msgs]
 
     # --- waiting
 
@@ -128,39 +252,22 @@ class Child:
     def wait_for(self, msg_type: str, timeout_s: float) -> dict:
         """The next stdout message of `msg_type`; ChildError if the child ends or times out first."""
         deadline = time.monotonic() + timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self.failure(f"sent no {msg_type!r} line within {timeout_s:g} s")
-            try:
-                msg = self._queue.get(timeout=left)
-            except queue.Empty:
-                continue
-            if msg is _EOF:
-                self._queue.put(_EOF)  # keep reporting EOF to later calls
-                self.proc.wait()
-                raise self.failure(f"ended before its {msg_type!r} line")
-            if msg.get("type") == msg_type:
-                return msg
-
-    def wait_for_line(self, pattern: re.Pattern[str], stream: str, timeout_s: float) -> str | None:
-        """The first line of `stream` ("stdout" or "stderr") that `pattern` finds, waiting up to
-        `timeout_s`; None if the child ends or the time runs out first (the caller says which)."""
-        lines = self.stdout_lines if stream == "stdout" else self.stderr_lines
-        deadline = time.monotonic() + timeout_s
-        seen = 0
-        while True:
-            for line in lines[seen:]:
-                seen += 1
-                if pattern.search(line):
-                    return line
-            if self.proc.poll() is not None:
-                for t in self._threads:  # the rest of its output, then one last look
-                    t.join(timeout=1.0)
-                return next((line for line in lines[seen:] if pattern.search(line)), None)
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.02)
+        with self._cond:
+            while True:
+                for seq, msg, _ in self._msgs:
+                    if seq < self._taken:
+                        continue
+                    self._taken = seq + 1
+                    if msg.get("type") == msg_type:
+                        return msg
+                if self._eof:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self.failure(f"sent no {msg_type!r} line within {timeout_s:g} s")
+                self._cond.wait(left)
+        self.proc.wait()
+        raise self.failure(f"ended before its {msg_type!r} line")
 
     def wait(self, timeout_s: float) -> int:
         """Wait for the child to exit and its output to be read; its exit status.
@@ -223,8 +330,9 @@ class ChildSet:
         self.children: list[Child] = []
         self.stop_timeout_s = stop_timeout_s
 
-    def start(self, name: str, argv: Sequence[str], *, netns_name: str | None = None) -> Child:
-        child = Child(name, argv, netns_name=netns_name)
+    def start(self, name: str, argv: Sequence[str], *, netns_name: str | None = None,
+              on_line: OnLine | None = None) -> Child:
+        child = Child(name, argv, netns_name=netns_name, on_line=on_line)
         self.children.append(child)
         return child
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import shlex
 import shutil
 import signal
 import string
+import threading
 import tomllib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +31,7 @@ from typing import Any
 
 from capbench import inputs
 from capbench.errors import RunError, UsageError
+from capbench.testbed.procs import Lines
 
 FIELDS = ("iface", "out", "cpu", "duration", "outdir")  # what a template may name
 STREAMS = ("stderr", "stdout")
@@ -39,6 +42,7 @@ DELAY_S = (0.0, 60.0)
 APPS_FILE_MAX_BYTES = 1 * inputs.MIB
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}")
 LAST_LINE_CHARS = 200
+COUNTER_BITS = (32, 64)  # a count's `bits`: the width of the program's counter (tcpdump's are u_int)
 # A program with no adapter (from_spec's third case): how it is stopped and waited for.
 GENERIC_STOP = signal.SIGINT
 GENERIC_GRACE_S = 5.0
@@ -117,6 +121,7 @@ class Count:
     meaning: str  # one line: what it counts and what it misses
     required: bool = True  # False: some versions print it only when non-zero
     absent_means_zero: bool = False  # (required False only) no match reads as 0; else the count is left out
+    bits: int = 64  # the width of the program's counter: a 32-bit one wraps (unwrap_count)
 
     def __post_init__(self) -> None:
         what = f"count {self.name!r}"
@@ -125,12 +130,12 @@ class Count:
         if self.source not in (*STREAMS, POST):
             if not self.source.startswith("file:"):
                 raise AdapterError(f"{what}: source {self.source!r}: use stderr, stdout, post or file:TEMPLATE")
-            _template_fields(self.file_template, f"{what}: source")
+            _check_file_template(self.file_template, f"{what}: its file: path")
         if (self.pattern is None) == (self.json_path is None):
             raise AdapterError(f"{what}: give pattern or json_path (one of them)")
         if self.pattern is not None:
             try:
-                groups = re.compile(self.pattern, re.MULTILINE).groups
+                groups = re.compile(self.pattern).groups
             except re.error as e:
                 raise AdapterError(f"{what}: pattern {self.pattern!r} is not a regex: {e}") from None
             if groups != 1:
@@ -141,42 +146,144 @@ class Count:
                                "e.g. stats.capture.kernel_packets")
         if self.absent_means_zero and self.required:
             raise AdapterError(f"{what}: absent_means_zero needs required = false")
+        if self.bits not in COUNTER_BITS:
+            raise AdapterError(f"{what}: bits {self.bits}: give {' or '.join(map(str, COUNTER_BITS))}")
 
     @property
     def file_template(self) -> str | None:
         """The file's template ("{outdir}/eve.json") for a file: source, else None."""
         return self.source[len("file:"):] if self.source.startswith("file:") else None
 
-    def find(self, text: str) -> int | None:
-        """The number in `text` (the last match or line), None if there is none."""
+    def match(self, line: str) -> str | int | None:
+        """What this count finds in one line: the pattern's group (its last match in the line), or
+        the number at json_path in a JSON line; None if nothing."""
         if self.pattern is not None:
             found = None
-            for m in re.finditer(self.pattern, text, re.MULTILINE):
+            for m in re.finditer(self.pattern, line):
                 found = m.group(1)
-            if found is None:
-                return None
-            digits = found.replace(",", "")
-            if not digits.isascii() or not digits.isdigit():
-                raise CountError(f"count {self.name!r}: pattern {self.pattern!r} captured {found!r}, not a number")
-            return int(digits)
-        return _last_json(text, self.json_path.split("."))
+            return found
+        return _json_number(line, self.json_path.split("."))
 
 
-def _last_json(text: str, path: list[str]) -> int | None:
-    found = None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            value: Any = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            found = value
-    return found
+def _number(c: Count, found: str | int) -> int:
+    """A count's number from what it found: "1,234" reads 1234; CountError for what is not a number."""
+    if isinstance(found, int):
+        return found
+    digits = found.replace(",", "")
+    if not digits.isascii() or not digits.isdigit():
+        raise CountError(f"count {c.name!r}: pattern {c.pattern!r} captured {found[:LAST_LINE_CHARS]!r}, not a number")
+    return int(digits)
+
+
+def _json_number(line: str, path: list[str]) -> int | None:
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        value: Any = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _check_file_template(template: str, what: str) -> None:
+    """A file: count's path must stay in the trial's folder: {out}, or {outdir}/ and a relative path
+    of plain names (no "..", no absolute path, no other folder). Checked when the adapter is loaded:
+    capbench never opens a file outside the folder (the message says what is wrong, never the path:
+    the folder's files are the program's, any other may be someone's secret)."""
+    words, _ = _template_fields(template, what)
+    rest = template[len("{outdir}/"):] if template.startswith("{outdir}/") else None
+    if len(words) != 1 or not (template == "{out}" or (rest and _plain_relative(rest))):
+        raise AdapterError(f"{what} must stay in the trial's folder: give file:{{out}} or file:{{outdir}}/NAME (names "
+                           "joined by /, no '..', no other field than {iface} {cpu} {duration})")
+
+
+def _plain_relative(path: str) -> bool:
+    """A relative path of plain names, which may name {iface}, {cpu}, {duration} (none holds a "/"
+    or is "." or ".."), not {out} or {outdir}."""
+    return all(part not in ("", ".", "..") for part in path.split("/")) and not {"{out}", "{outdir}"} & {
+        f"{{{name}}}" for _, name, _, _ in string.Formatter().parse(path) if name}
+
+
+# --- a program's output, as it arrives ------------------------------------------------------
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text`, cut as a program's stream is (testbed/procs.Lines)."""
+    lines = Lines()
+    return lines.feed(text.encode("utf-8", "surrogateescape")) + lines.end()
+
+
+class CountReader:
+    """An adapter's counts and ready line, matched line by line as the program's output arrives, so
+    nothing of it needs to be kept: for each count the last thing it found, for each source its last
+    non-blank line (for the error of a count that found nothing). `feed` is called by the threads
+    that read the program's streams (one per source); it never raises."""
+
+    def __init__(self, adapter: Adapter):
+        self.adapter = adapter
+        self.ready = threading.Event()  # set by the first line of ready_stream that ready_pattern finds
+        self._ready_re = re.compile(adapter.ready_pattern) if adapter.ready_pattern is not None else None
+        self._found: dict[str, str | int] = {}
+        self._last: dict[str, str] = {}  # source: its last non-blank line, cut
+        self._unread: dict[str, str] = {}  # file: source: why capbench did not read it
+
+    def feed(self, source: str, line: str) -> None:
+        if self._ready_re is not None and source == self.adapter.ready_stream and not self.ready.is_set() \
+                and self._ready_re.search(line):
+            self.ready.set()
+        for c in self.adapter.counts:
+            if c.source == source:
+                found = c.match(line)
+                if found is not None:
+                    self._found[c.name] = found
+        if line.strip():
+            self._last[source] = line.strip()[:LAST_LINE_CHARS]
+
+    def feed_text(self, source: str, text: str) -> None:
+        for line in split_lines(text):
+            self.feed(source, line)
+        self._last.setdefault(source, "")  # read, if empty
+
+    def unread(self, source: str, why: str) -> None:
+        """A count's file capbench did not read, and why (a few words of its own, not the file's)."""
+        self._unread[source] = why
+
+    def counts(self) -> dict[str, int]:
+        """{count name: number}; CountError for a required count that found nothing."""
+        out = {}
+        for c in self.adapter.counts:
+            if c.name in self._found:
+                out[c.name] = _number(c, self._found[c.name])
+            elif c.absent_means_zero:
+                out[c.name] = 0
+            elif c.required:
+                if c.source in self._unread:
+                    raise CountError(f"{self.adapter.name}: count {c.name!r} reads {c.file_template}, which capbench "
+                                     f"did not read: {self._unread[c.source]}")
+                if c.file_template is not None and c.source not in self._last:
+                    raise CountError(f"{self.adapter.name}: count {c.name!r} reads {c.file_template}, which was not "
+                                     "read (the program did not write it?)")
+                how = f"pattern /{c.pattern}/" if c.pattern is not None else f"json_path {c.json_path}"
+                raise CountError(f"{self.adapter.name}: count {c.name!r} ({how}) found nothing in its {c.source}; "
+                                 f"its last line: {self._last.get(c.source) or '(nothing)'!r}")
+        return out
+
+
+def unwrap_count(value: int, bits: int, reference: int | None) -> tuple[int, int]:
+    """(the count, how many times it wrapped): a `bits`-wide counter that passed 2**bits reads
+    value mod 2**bits. With a `reference` that should be near the true count (the frames in the
+    capture file, those delivered), the count is value + k * 2**bits for the k that brings it
+    within half a wrap of the reference; k is 0 without one, or when it is not below."""
+    if reference is None or bits >= 64:
+        return value, 0
+    wrap = 1 << bits
+    k = max(0, (reference - value + wrap // 2) // wrap)
+    return value + k * wrap, k
 
 
 # --- adapters --------------------------------------------------------------------------
@@ -203,6 +310,9 @@ class Adapter:
     # counts with source "post" read: for a program that writes no count of its own but a file
     # another tool sums (argus writes flow records; argus-client's racount sums their packets).
     post: str | None = None
+    # The user the program switches to when started as root before it opens its files (tcpdump: its
+    # build's default, or -Z): capbench gives that user its {outdir} and a fresh {out}.
+    drops_to: str | None = None
 
     def __post_init__(self) -> None:
         what = f"adapter {self.name!r}"
@@ -227,6 +337,8 @@ class Adapter:
         _in_range(self.settle_s, DELAY_S, f"{what}: settle_s")
         if self.post is not None:
             _template_fields(self.post, f"{what}: post")
+        if self.drops_to is not None and not NAME_RE.fullmatch(self.drops_to):
+            raise AdapterError(f"{what}: drops_to: give a user's name")
         if any(c.source == POST for c in self.counts) and self.post is None:
             raise AdapterError(f"{what}: a count reads the post command's output, but there is no post command")
         seen = set()
@@ -273,32 +385,26 @@ class Adapter:
                                    "in the command")
 
     def read_counts(self, stdout: str, stderr: str, files: Mapping[str, str]) -> dict[str, int]:
-        """{count name: number} from what the program printed and wrote (files: {file template: text});
-        CountError for a required count that is not there."""
-        out = {}
-        for c in self.counts:
-            if c.file_template is not None:
-                text = files.get(c.file_template)
-                if text is None:
-                    raise CountError(f"{self.name}: count {c.name!r} reads {c.file_template}, which was not read "
-                                     "(the program did not write it?)")
-            elif c.source == POST:
-                text = files.get(POST, "")
-            else:
-                text = stdout if c.source == "stdout" else stderr
-            value = c.find(text)
-            if value is None:
-                if c.absent_means_zero:
-                    out[c.name] = 0
-                elif c.required:
-                    lines = [ln.strip() for ln in text.replace("\r", "\n").splitlines() if ln.strip()]
-                    last = lines[-1][:LAST_LINE_CHARS] if lines else "(nothing)"
-                    how = f"pattern /{c.pattern}/" if c.pattern is not None else f"json_path {c.json_path}"
-                    raise CountError(f"{self.name}: count {c.name!r} ({how}) found nothing in its {c.source}; "
-                                     f"its last line: {last!r}")
-                continue
-            out[c.name] = value
-        return out
+        """{count name: number} from what the program printed and wrote, whole (files: {file template:
+        text}, POST: the post command's stdout); CountError for a required count that is not there.
+        A trial reads them as they arrive (CountReader)."""
+        reader = CountReader(self)
+        reader.feed_text("stdout", stdout)
+        reader.feed_text("stderr", stderr)
+        for key, text in files.items():
+            reader.feed_text(POST if key == POST else f"file:{key}", text)
+        return reader.counts()
+
+    def drop_ids(self) -> tuple[int, int] | None:
+        """(uid, gid) of the user the program drops to, when capbench runs as root and that user
+        exists (else the program cannot switch to it either)."""
+        if self.drops_to is None or os.geteuid() != 0:
+            return None
+        try:
+            pw = pwd.getpwnam(self.drops_to)
+        except KeyError:
+            return None
+        return pw.pw_uid, pw.pw_gid
 
     def with_command(self, command: str) -> Adapter:
         """This adapter with another template (checked like any)."""
@@ -322,17 +428,18 @@ def _in_range(value: float, bounds: tuple[float, float], what: str) -> None:
 # --- the TOML schema -------------------------------------------------------------------
 
 _ADAPTER_KEYS = ("command", "summary", "package", "stop", "ready", "settle_s", "file_format", "notes", "counts",
-                 "post")
+                 "post", "drops_to")
 _STOP_KEYS = ("signal", "grace_s")
 _READY_KEYS = ("pattern", "stream", "delay_s")
-_COUNT_KEYS = ("source", "pattern", "json_path", "meaning", "required", "absent_means_zero")
+_COUNT_KEYS = ("source", "pattern", "json_path", "meaning", "required", "absent_means_zero", "bits")
 
 
 class _Table:
-    """Typed access to one TOML table; every problem one line naming the file, table and key."""
+    """Typed access to one TOML table; every problem one line naming the file, its line, the table
+    and the key (the line as _line_of finds it in `text`, the document)."""
 
-    def __init__(self, obj: Any, where: str, table: str, keys: Sequence[str]):
-        self.where, self.table = where, table
+    def __init__(self, obj: Any, where: str, table: str, keys: Sequence[str], text: str = ""):
+        self.where, self.table, self.text = where, table, text
         if not isinstance(obj, dict):
             raise self.fail(None, "is not a table")
         for key in obj:
@@ -341,7 +448,9 @@ class _Table:
         self.obj = obj
 
     def fail(self, key: str | None, why: str) -> AdapterError:
-        return AdapterError(f"{self.where}: [{self.table}]{' ' + key if key else ''}: {why}")
+        line = _line_of(self.text, self.table, key)
+        return AdapterError(f"{self.where}{f':{line}' if line else ''}: [{self.table}]{' ' + key if key else ''}: "
+                            f"{why}")
 
     def get(self, key: str, types: type | tuple[type, ...], what: str, default: Any = None) -> Any:
         if key not in self.obj:
@@ -358,10 +467,34 @@ class _Table:
         return float(self.get(key, (int, float), "a number of seconds", default))
 
     def sub(self, key: str, keys: Sequence[str]) -> _Table:
-        return _Table(self.obj.get(key, {}), self.where, f"{self.table}.{key}", keys)
+        return _Table(self.obj.get(key, {}), self.where, f"{self.table}.{key}", keys, self.text)
 
 
 _REQUIRED = object()
+_HEADER = re.compile(r"\s*\[\s*([^\[\]#]*?)\s*\]\s*(?:#.*)?$")
+
+
+def _line_of(text: str, table: str, key: str | None) -> int | None:
+    """The line number in `text` of `key` in the table headed [table] (the header's, without a key
+    or when the key is not on a line of its own); for a table written inline in its parent's
+    (`captured = { source = ... }`), the line that opens it; None if neither is found."""
+    line = _line_in_table(text, table, key)
+    parent, _, name = table.rpartition(".")
+    return line if line is not None or not parent else _line_of(text, parent, name)
+
+
+def _line_in_table(text: str, table: str, key: str | None) -> int | None:
+    header = None
+    for number, line in enumerate(text.splitlines(), 1):
+        m = _HEADER.match(line)
+        if m:
+            if header is not None:
+                break
+            if re.sub(r"[\s\"']", "", m.group(1)) == table:
+                header = number
+        elif header is not None and key is not None and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
+            return number
+    return header
 
 
 def _signal(t: _Table, text: str) -> int:
@@ -375,11 +508,18 @@ def _signal(t: _Table, text: str) -> int:
 
 def _count(t: _Table, name: str) -> Count:
     meaning = t.get("meaning", str, "one line saying what it counts", _REQUIRED)
+    source = t.get("source", str, "stderr, stdout or file:TEMPLATE", _REQUIRED)
+    if source.startswith("file:"):
+        try:
+            _check_file_template(source[len("file:"):], "its file: path")
+        except AdapterError as e:
+            raise t.fail("source", str(e)) from None
     try:
-        return Count(name=name, source=t.get("source", str, "stderr, stdout or file:TEMPLATE", _REQUIRED),
+        return Count(name=name, source=source,
                      pattern=t.get("pattern", str, "a regex"), json_path=t.get("json_path", str, "a dotted path"),
                      meaning=meaning.strip(), required=t.get("required", bool, "true or false", True),
-                     absent_means_zero=t.get("absent_means_zero", bool, "true or false", False))
+                     absent_means_zero=t.get("absent_means_zero", bool, "true or false", False),
+                     bits=t.get("bits", int, "32 or 64", 64))
     except AdapterError as e:
         raise t.fail(None, str(e)) from None
 
@@ -392,7 +532,7 @@ def _adapter(t: _Table, name: str) -> Adapter:
         program = ""
     stop = t.sub("stop", _STOP_KEYS)
     ready = t.sub("ready", _READY_KEYS)
-    counts = tuple(_count(_Table(body, t.where, f"{name}.counts.{cname}", _COUNT_KEYS), cname)
+    counts = tuple(_count(_Table(body, t.where, f"{name}.counts.{cname}", _COUNT_KEYS, t.text), cname)
                    for cname, body in t.get("counts", dict, "a table of counts", {}).items())
     try:
         return Adapter(name=name, command=command, summary=t.get("summary", str, "one line", "").strip(),
@@ -403,7 +543,8 @@ def _adapter(t: _Table, name: str) -> Adapter:
                        ready_stream=ready.get("stream", str, "stderr or stdout", "stderr"),
                        ready_delay_s=ready.seconds("delay_s", 0.0), settle_s=t.seconds("settle_s", 0.0),
                        counts=counts, file_format=t.get("file_format", str, "pcap"),
-                       notes=t.get("notes", str, "text", "").strip(), post=t.get("post", str, "a command template"))
+                       notes=t.get("notes", str, "text", "").strip(), post=t.get("post", str, "a command template"),
+                       drops_to=t.get("drops_to", str, "a user's name"))
     except AdapterError as e:
         raise t.fail(None, str(e)) from None
 
@@ -420,7 +561,7 @@ def parse(text: str, where: str) -> dict[str, Adapter]:
     for name, body in doc.items():
         if not isinstance(body, dict):
             raise AdapterError(f"{where}: {name} is not a table: write each adapter as [{name}]")
-        adapters[name] = _adapter(_Table(body, where, name, _ADAPTER_KEYS), name)
+        adapters[name] = _adapter(_Table(body, where, name, _ADAPTER_KEYS, text), name)
     return adapters
 
 

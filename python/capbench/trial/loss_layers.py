@@ -147,6 +147,11 @@ def program_remarks(r: TrialResult) -> list[str]:
         return []
     out = [f"FAILED: {r.failure}"] if r.failure else []
     counts = r.app_counts
+    for program in r.raw.get("programs", ()):
+        for name, w in program.get("wrapped", {}).items():
+            out.append(f"{program['name']}'s {w['bits']}-bit '{name}' counter wrapped {w['times']} time"
+                       f"{'s' if w['times'] > 1 else ''}: it printed {w['printed']:,}, capbench counts "
+                       f"{program['counts'][name]:,} (against its file and the delivered frames)")
     if r.file_frames is None:
         out.append(f"received is {r.backend}'s own count: it wrote no capture file capbench could decode")
     elif "captured" in counts and counts["captured"] < r.file_frames:

@@ -58,8 +58,8 @@ from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
 from capbench.remote.ssh import Host
 from capbench.testbed.veth_pair import Testbed, veth_queues
 from capbench.profile.perf_record import Profiling
-from capbench.trial.apps import Adapter
-from capbench.trial.program_run import ProgramRun
+from capbench.trial.apps import Adapter, unwrap_count
+from capbench.trial.program_run import ProgramFileError, ProgramRun
 from capbench.trial.record import TrialResult
 
 DECODE_TIMEOUT_S = 60.0  # capbench-cap --read of a program's file: ~1 s for 10 million frames here
@@ -152,6 +152,30 @@ def program_drops(program: dict[str, Any], cap: dict[str, Any]) -> int:
     if captured is None or "file_frames" not in cap:
         return 0
     return max(0, int(captured) - int(cap["file_frames"]))
+
+
+def unwrap_program_counts(program: dict[str, Any], summary: dict[str, Any], delivered: int | None) -> None:
+    """A program's counters that wrapped (its adapter's `bits`: tcpdump's are 32-bit and wrap every
+    4.8 min at 14.88 Mpps) unwrapped in place against capbench's own counts: `captured` against the
+    frames in its capture file (else those delivered), `seen` against the frames delivered,
+    `dropped` against those delivered but not in its file. The witness's `wrapped` says which, how
+    often and what it printed (loss_layers.program_remarks says so); the trial's summary takes the
+    unwrapped figures."""
+    file_frames = int(summary["file_frames"]) if "file_frames" in summary else None
+    references = {"captured": file_frames if file_frames is not None else delivered, "seen": delivered,
+                  "dropped": None if delivered is None or file_frames is None else delivered - file_frames}
+    counts, wrapped = program["counts"], {}
+    for name, bits in program.get("bits", {}).items():
+        if name in counts:
+            value, times = unwrap_count(int(counts[name]), bits, references.get(name))
+            if times:
+                wrapped[name] = {"times": times, "printed": counts[name], "bits": bits}
+                counts[name] = value
+    if wrapped:
+        program["wrapped"] = wrapped
+        summary["kernel_drops"] = int(counts.get("dropped", 0))
+        if file_frames is None:
+            summary["received"] = int(counts.get("captured", 0))
 
 
 SCRATCH_PREFIX = "capbench-trial-"  # + the pid of the capbench that made it + "-" + a random part
@@ -501,20 +525,29 @@ class Measurer:
     def decode_file(self, prog: ProgramRun) -> dict[str, Any]:
         """`capbench-cap --read FILE`'s summary of the program's capture file; {} (and the trial's
         failure) where it cannot be read."""
-        argv = [str(self.binaries.cap), "--read", str(prog.out), *self.setup.group_args]
+        # capbench-cap reads the file capbench opened (no link followed, a regular file): /dev/fd/N
+        # opens the same file again.
+        try:
+            fd = prog.open_out()
+        except ProgramFileError as e:
+            prog.failure = prog.failure or f"capbench cannot read {prog.name}'s capture file: {e}"
+            return {}
+        argv = [str(self.binaries.cap), "--read", f"/dev/fd/{fd}", *self.setup.group_args]
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=DECODE_TIMEOUT_S, check=False,
-                               stdin=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, pass_fds=(fd,))
         except subprocess.TimeoutExpired:
             prog.failure = prog.failure or f"decoding {prog.name}'s file took over {DECODE_TIMEOUT_S:g} s"
             return {}
+        finally:
+            os.close(fd)
         summary = next((m for line in reversed(p.stdout.splitlines()) if line.startswith("{")
                         for m in [json.loads(line)] if m.get("type") == "summary"), None)
         if p.returncode != 0 or summary is None:
             why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
             prog.failure = prog.failure or f"capbench cannot read {prog.name}'s capture file: {why}"
             return {}
-        return summary
+        return {**summary, "read": str(prog.out)}  # the file it read, not the descriptor's name
 
     def interface_drop_counters(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
         """The drop counters (rx_dropped, tx_dropped) of the capture and the generator interface."""
@@ -539,6 +572,8 @@ class Measurer:
 
         sent = int(need(gen, "sent", "capbench-gen"))
         send_s = float(need(gen, "duration_s", "capbench-gen"))
+        for witness, summary in zip(programs, caps[len(caps) - len(programs):]):
+            unwrap_program_counts(witness, summary, int(xdp["capbench"]) if xdp and "capbench" in xdp else None)
         received = [int(need(c, "received", "capbench-cap")) for c in caps]
         # The record's account is that of the process that received least (the worst case);
         # every process's own figures go in the proc_* lists.

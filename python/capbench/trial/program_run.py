@@ -10,26 +10,88 @@ What can go wrong is part of the measurement, not an error of capbench: a progra
 before the stop, that does not stop within its grace time (it is killed), or whose output has
 no count where its adapter says, makes a *failed* trial (`failure`), whose loss still counts and
 which no method ever takes for lossless (methods/verdict.py).
+
+The trial's folder is capbench's (0700, made by measure.scratch_dir): no other user can create,
+rename or remove anything in it. A program that drops its privileges (its adapter's drops_to)
+gets its own {outdir} and a fresh {out}, owned by the user it becomes, and may pass through the
+folder (0711) but not list or change it. What capbench reads of a program's files is opened
+beneath the folder one name at a time without following a symbolic link (open_in_folder), and
+only when it is a regular file of at most PROGRAM_FILE_MAX_BYTES: a link, a FIFO, a device
+planted there is refused, never followed or waited on. What the program prints is matched line
+by line as it arrives (apps.CountReader): capbench keeps only its counts and a tail.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import re
 import signal
+import stat
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capbench.inputs import MIB
 from capbench.testbed import cpu
-from capbench.testbed.procs import Child, ChildSet
-from capbench.trial.apps import POST, Adapter, CountError, post_argv
+from capbench.testbed.procs import Child, ChildError, ChildSet, read_lines
+from capbench.trial.apps import POST, Adapter, CountError, CountReader, post_argv
 
 READY_TIMEOUT_S = 10.0  # how long a program has to say it captures (or to live through its ready delay)
-TAIL_LINES = 5  # lines of each stream kept in the record
+RECORD_TAIL_LINES = 5  # lines of each stream kept in the record
 POST_TIMEOUT_S = 60.0  # an adapter's post command (racount of argus's flows: ~1 s for a million frames)
+# The largest file a count reads (a program's statistics: Suricata's eve.json with its flow events
+# over a long trial); read line by line, so this bounds the time, not capbench's memory.
+PROGRAM_FILE_MAX_BYTES = 256 * MIB
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class ProgramFileError(OSError):
+    """A program's file capbench will not read (the message says why, in a few words)."""
+
+
+def open_in_folder(folder: Path, path: Path | str, max_bytes: int | None = PROGRAM_FILE_MAX_BYTES) -> int:
+    """A read-only descriptor of the regular file `path` inside `folder`. Each name below the
+    folder is opened relative to the one before it with O_NOFOLLOW, so a symbolic link anywhere on
+    the way is refused (ELOOP), never followed out of the folder; O_NONBLOCK makes the open of a
+    FIFO return at once instead of waiting for a writer (fifo(7)), and fstat then refuses anything
+    but a regular file, and one larger than `max_bytes` (None: of any size, for a reader with its
+    own bound). ProgramFileError otherwise."""
+    try:
+        parts = Path(path).relative_to(folder).parts
+    except ValueError:
+        raise ProgramFileError("it is outside the trial's folder") from None
+    if not parts or any(part in (".", "..") for part in parts):
+        raise ProgramFileError("it is outside the trial's folder")
+    try:
+        dir_fd = os.open(folder, _DIR_FLAGS)
+        try:
+            for part in parts[:-1]:
+                fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+                os.close(dir_fd)
+                dir_fd = fd
+            fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as e:
+        raise ProgramFileError("it is a symbolic link" if e.errno in (errno.ELOOP, errno.ENOTDIR)
+                               else e.strerror or str(e)) from None
+    st = os.fstat(fd)
+    why = (f"it is {_kind(st.st_mode)}, not a regular file" if not stat.S_ISREG(st.st_mode) else
+           f"it holds {st.st_size:,} bytes, more than the {max_bytes // MIB} MiB capbench reads"
+           if max_bytes is not None and st.st_size > max_bytes else "")
+    if why:
+        os.close(fd)
+        raise ProgramFileError(why)
+    return fd
+
+
+def _kind(mode: int) -> str:
+    return {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a folder", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device",
+            stat.S_IFBLK: "a device", stat.S_IFLNK: "a symbolic link"}.get(stat.S_IFMT(mode), "not a file")
 
 
 def _taskset(cpu_: int | None) -> list[str]:
@@ -57,6 +119,7 @@ class ProgramRun:
     times1: cpu.TreeTimes | None = None
     cpus_seen: tuple[int, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
+    reader: CountReader | None = None  # its counts, matched as its output arrives
 
     @property
     def name(self) -> str:
@@ -76,30 +139,65 @@ class ProgramRun:
                                  outdir=str(self.outdir))
 
     def start(self, kids: ChildSet) -> None:
-        # A program run as root may drop its privileges before it opens its output (tcpdump -Z):
-        # the scratch folders are writable by anyone, like /tmp, and sticky.
-        self.outdir.mkdir(parents=True, exist_ok=True)
-        for d in (self.workdir, self.outdir):
-            os.chmod(d, 0o1777)
-        self.child = kids.start(self.name, _taskset(self.cpu) + self.argv, netns_name=self.netns_name)
+        self.make_files()
+        self.reader = CountReader(self.adapter)
+        self.child = kids.start(self.name, _taskset(self.cpu) + self.argv, netns_name=self.netns_name,
+                                on_line=self.reader.feed)
+
+    def make_files(self) -> None:
+        """The program's {outdir}, new (mkdir fails on anything already there), and for a program
+        that drops its privileges, that folder and a new {out} (O_CREAT|O_EXCL|O_NOFOLLOW: never
+        an existing file or link) owned by the user it becomes, and the trial's folder open to
+        pass through (0711: not to list, create, rename or remove)."""
+        os.mkdir(self.outdir, 0o700)
+        ids = self.adapter.drop_ids()
+        if ids is None:
+            return
+        for folder in self._folders_on_the_way():
+            os.chmod(folder, 0o711)
+        os.chown(self.outdir, *ids, follow_symlinks=False)
+        if self.adapter.file_format is not None:
+            fd = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                os.fchown(fd, *ids)
+            finally:
+                os.close(fd)
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Until the program captures: its ready line, then its adapter's delay. Sets `failure`
         if it ends first or says nothing in time."""
         a, child = self.adapter, self.child
         assert child is not None
-        if a.ready_pattern is not None:
-            line = child.wait_for_line(re.compile(a.ready_pattern), a.ready_stream, timeout_s)
-            if line is None:
-                self.failure = (f"{self.name} ended before it said it captures ({self._status()})" if not child.running
-                                else f"{self.name} did not print /{a.ready_pattern}/ on {a.ready_stream} within "
-                                     f"{timeout_s:g} s")
-                return
+        if a.ready_pattern is not None and not self._ready_line(timeout_s):
+            self.failure = (f"{self.name} ended before it said it captures ({self._status()})" if not child.running
+                            else f"{self.name} did not print /{a.ready_pattern}/ on {a.ready_stream} within "
+                                 f"{timeout_s:g} s")
+            return
         deadline = time.monotonic() + a.ready_delay_s
         while time.monotonic() < deadline and child.running:
             time.sleep(0.02)
         if not child.running:
             self.failure = f"{self.name} ended before the traffic ({self._status()})"
+
+    def _folders_on_the_way(self) -> list[Path]:
+        """The trial's folder and those above it up to the temporary folder (a side's folder is in
+        the trial's: scratch_dir/0): a user must be allowed to pass through each to reach a file."""
+        tmp = Path(tempfile.gettempdir())
+        below = [d for d in self.workdir.parents if tmp in d.parents]
+        return [self.workdir, *below]
+
+    def _ready_line(self, timeout_s: float) -> bool:
+        """Whether the program printed its ready line within `timeout_s` (False as soon as it ends
+        without one: the rest of its output read first)."""
+        assert self.child is not None and self.reader is not None
+        deadline = time.monotonic() + timeout_s
+        while not self.reader.ready.wait(0.02):
+            if not self.child.running:
+                self.child.wait(1.0)
+                return self.reader.ready.is_set()
+            if time.monotonic() >= deadline:
+                return False
+        return True
 
     def sample_start(self) -> None:
         """The CPU times at the start of the load window."""
@@ -150,38 +248,63 @@ class ProgramRun:
         self.read_counts()
 
     def read_counts(self) -> None:
-        """The program's own counts, from its output and files (its adapter's patterns)."""
-        child = self.child
-        assert child is not None
-        files = {}
+        """The program's own counts: its output's, matched as it came, then its files' and its post
+        command's."""
+        reader = self.reader
+        assert self.child is not None and reader is not None
         for template, path in self.adapter.file_paths(iface=self.iface, out=str(self.out), cpu=self.cpu,
                                                       duration_s=self.duration_s, outdir=str(self.outdir)).items():
-            try:
-                files[template] = Path(path).read_text(errors="replace")
-            except OSError:
-                files[template] = ""  # a file it did not write: the count that needs it says so
+            self._read_file(f"file:{template}", path)
         post = post_argv(self.adapter, iface=self.iface, out=str(self.out), cpu=self.cpu, duration_s=self.duration_s,
                          outdir=str(self.outdir))
         if post is not None:
-            files[POST] = self._run_post(post)
+            self._run_post(post)
         try:
-            self.counts = self.adapter.read_counts("\n".join(child.stdout_lines), "\n".join(child.stderr_lines), files)
+            self.counts = reader.counts()
         except CountError as e:
             self.failure = self.failure or str(e)
 
-    def _run_post(self, argv: list[str]) -> str:
-        """The stdout of the adapter's post command (it reads what the program wrote); "" and the
-        trial's failure when it fails."""
+    def _read_file(self, source: str, path: str) -> None:
+        """A count's file, line by line into the reader; a file it could not read is left out (the
+        count that needs it says why)."""
+        assert self.reader is not None
         try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=POST_TIMEOUT_S, check=False,
-                               stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            self.failure = self.failure or f"{self.name}'s post command {argv[0]} failed: {e}"
-            return ""
-        if p.returncode != 0:
-            why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-            self.failure = self.failure or f"{self.name}'s post command {argv[0]} failed: {why}"
-        return p.stdout
+            fd = open_in_folder(self.workdir, path)
+        except ProgramFileError as e:
+            self.reader.unread(source, str(e))
+            return
+        try:
+            read_lines(fd, lambda line: self.reader.feed(source, line), max_bytes=PROGRAM_FILE_MAX_BYTES)
+        finally:
+            os.close(fd)
+        self.reader.feed_text(source, "")  # read, if empty
+
+    def _run_post(self, argv: list[str]) -> None:
+        """The adapter's post command (it reads what the program wrote): its stdout into the
+        reader as it comes; the trial's failure when it fails."""
+        reader = self.reader
+        assert reader is not None
+
+        def on_line(stream: str, line: str) -> None:
+            if stream == "stdout":
+                reader.feed(POST, line)
+
+        what = f"{self.name}'s post command {argv[0]}"
+        try:
+            post = Child(what, argv, on_line=on_line)
+        except ChildError as e:
+            self.failure = self.failure or f"{what} failed: {e}"
+            return
+        reader.feed_text(POST, "")
+        try:
+            rc = post.wait(POST_TIMEOUT_S)
+        except ChildError:
+            post.kill()
+            self.failure = self.failure or f"{what} failed: it did not finish within {POST_TIMEOUT_S:g} s"
+            return
+        if rc != 0:
+            why = post.stderr_lines[-1] if post.stderr_lines else f"exit status {rc}"
+            self.failure = self.failure or f"{what} failed: {why}"
 
     def _status(self) -> str:
         rc = self.child.proc.poll() if self.child is not None else None
@@ -192,7 +315,23 @@ class ProgramRun:
 
     @property
     def file_written(self) -> bool:
-        return self.adapter.file_format is not None and self.out.is_file()
+        """Whether the program wrote its capture file: something in a regular file at {out} (a
+        fresh {out} capbench made is empty until then)."""
+        if self.adapter.file_format is None:
+            return False
+        try:
+            fd = open_in_folder(self.workdir, self.out, max_bytes=None)
+        except ProgramFileError:
+            return False
+        try:
+            return os.fstat(fd).st_size > 0
+        finally:
+            os.close(fd)
+
+    def open_out(self) -> int:
+        """A descriptor of its capture file {out}, opened as open_in_folder does (for capbench-cap
+        --read); ProgramFileError for anything but a regular file there."""
+        return open_in_folder(self.workdir, self.out, max_bytes=None)
 
     @property
     def pids(self) -> frozenset[int]:
@@ -224,6 +363,8 @@ class ProgramRun:
             "cpu_system_pct": None if pct is None else pct[1],
             "processes": len(self.times1.pids) if self.times1 else 0,
             "cpus_seen": list(self.cpus_seen),
-            "stdout_tail": child.stdout_lines[-TAIL_LINES:] if child else [],
-            "stderr_tail": child.stderr_lines[-TAIL_LINES:] if child else [],
+            "stdout_tail": child.stdout_lines[-RECORD_TAIL_LINES:] if child else [],
+            "stderr_tail": child.stderr_lines[-RECORD_TAIL_LINES:] if child else [],
+            # The width of its counters that wrap (measure.unwrap_program_counts).
+            "bits": {c.name: c.bits for c in self.adapter.counts if c.bits < 64},
         }
