@@ -248,3 +248,94 @@ def test_version_mismatch(lab, tmp_path):
 def test_missing_interface(lab, tmp_path):
     bad(lab, tmp_path, topology(lab, tmp_path, s1_iface="nosuch0"), "'s1'", "no interface nosuch0",
         "[[sensor]] #1")
+
+
+@pytest.mark.parametrize("role", ["[tap]", "[[sensor]] #1"])
+def test_an_interface_that_carries_a_hosts_ssh_is_refused(lab, tmp_path, role):
+    """eth0 is how capbench reaches each host (sshd_hosts): as the tap's input on the generator's
+    host, or as a sensor's interface, it is refused there, before anything changes on that host."""
+    path = topology(lab, tmp_path)
+    w, text = lab.wiring, path.read_text()
+    old = f'iface = "{w["t0"]}"' if role == "[tap]" else f'iface = "{w["s1"]}"'
+    path.write_text(text.replace(old, 'iface = "eth0"', 1))
+    host = "gen" if role == "[tap]" else "s1"
+    bad(lab, tmp_path, path, f"host '{host}'", f"{role} iface", "eth0 carries capbench's SSH connection to that host",
+        "--force-iface")
+    ns = lab.hosts[0 if role == "[tap]" else 1].ns
+    (link,) = json.loads(netns.ip("-n", ns, "-j", "link", "show", "dev", "eth0"))
+    assert "UP" in link["flags"] and "xdp" not in link, link  # untouched (bad() checked every host's XDP too)
+
+
+RELAY = """\
+import os, socket, sys, threading
+open(sys.argv[3], "w").close()
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+def up():
+    while data := os.read(0, 65536):
+        s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+threading.Thread(target=up, daemon=True).start()
+while data := s.recv(65536):
+    os.write(1, data)
+"""
+
+
+def test_ssh_options_that_run_commands_need_insecure_ssh(lab, tmp_path):
+    """ProxyCommand in a host's ssh_options is refused in one line naming --insecure-ssh; with the
+    flag, ssh gets it (the relay it names carries the login and leaves its mark), and run.json says so."""
+    relay, mark = tmp_path / "relay.py", tmp_path / "relayed"
+    relay.write_text(RELAY)
+    path = topology(lab, tmp_path)
+    proxy = f"ProxyCommand={sys.executable} {relay} %h %p {mark}"
+    path.write_text(path.read_text().replace(f'ssh = "{lab.destination(1)}"\n',
+                                             f'ssh = "{lab.destination(1)}"\nssh_options = ["{proxy}"]\n', 1))
+    bad(lab, tmp_path, path, "[hosts.s1]: ssh_options", "ProxyCommand", "runs a command on this machine",
+        "--insecure-ssh")
+    assert not mark.exists()
+    results = tmp_path / "ok"
+    p = run_capbench("run", "--topology", str(path), "--insecure-ssh", "--sizes", "64", "--rate", "20kpps", "--link",
+                     "10g", "--duration", "1", "--results", str(results), "--no-report", timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert mark.exists()
+    trials, run = trials_of(results)
+    assert run["insecure_ssh"] is True and {t["host"] for t in trials} == {"s1", "s2"}
+    assert not wait_clean(lab, 5)
+
+
+def test_a_lost_sensor_host_is_named_at_once_and_the_generator_stops(lab, tmp_path):
+    """s1's sshd and its sessions killed during a 30 s trial: the run reports "lost the connection
+    to s1" within 5 s (not at the end of the load), fails (exit 1, run.json says why), and the
+    generator and every part on the other hosts stop with it."""
+    path = topology(lab, tmp_path)
+    results = tmp_path / "r"
+    proc = subprocess.Popen(capbench_cmd("run", "--topology", str(path), "--sizes", "64", "--rate", "20kpps",
+                                         "--link", "10g", "--duration", "30", "--results", str(results),
+                                         "--no-report"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=capbench_env(),
+                            start_new_session=True)
+    s1 = lab.hosts[1]
+    try:
+        deadline = time.monotonic() + 60
+        while not any("capbench-gen --iface" in x for x in leftovers(lab)):  # the trial's generator sends
+            assert time.monotonic() < deadline and proc.poll() is None, "the run never started its generator"
+            time.sleep(0.2)
+        time.sleep(1)
+        s1.kill_sshd()
+        killed = time.monotonic()
+        lines = []
+        for line in proc.stderr:  # the error line is the run's last
+            lines.append((time.monotonic() - killed, line.strip()))
+        assert proc.wait(timeout=30) == 1, lines
+        took, last = lines[-1]
+        assert "lost the connection to s1" in last and took < 5, lines
+        gen = [x for x in leftovers(lab) if "capbench-gen" in x]
+        assert not gen, gen  # stopped with the trial, not at the end of its 30 s
+        trials, run = trials_of(results)
+        assert run["status"] == "failed" and "lost the connection to s1" in run["error"] and trials == []
+        assert not wait_clean(lab, 10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if s1.proc is None or s1.proc.poll() is not None:
+            s1.start_sshd()  # for the module's other tests
