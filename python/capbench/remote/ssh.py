@@ -6,7 +6,11 @@ do in a terminal. Each remote Host holds one master connection (ControlMaster, i
 private 0700 directory): every later command and program rides on it, so a trial does not pay
 for a login. The master is a child of capbench (under `setpriv --pdeathsig KILL`), so it goes
 when capbench goes, however capbench ends. `BatchMode=yes` means ssh never asks for a password
-or a host key: it fails, and the failure becomes one UsageError naming the fix.
+or a host key: it fails, and the failure becomes one UsageError naming the fix. Before the first
+login, `ssh -G` says what ssh would use for the host: a setting that runs a command or skips the
+host-key check (ssh_rules) is refused unless the Host is made with insecure_ssh (--insecure-ssh).
+A host whose master connection ends is lost (`Host.lost()`, within ALIVE_INTERVAL_S × ALIVE_COUNT
+of its last answer), and every session on it fails naming it.
 
 A remote program (`Host.start`) runs under a small sh wrapper on the host (REMOTE_WRAPPER): the
 program gets a session (and process group) of its own with `setsid`, and the wrapper prints its
