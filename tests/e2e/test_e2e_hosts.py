@@ -339,3 +339,103 @@ def test_a_lost_sensor_host_is_named_at_once_and_the_generator_stops(lab, tmp_pa
             proc.wait()
         if s1.proc is None or s1.proc.poll() is not None:
             s1.start_sshd()  # for the module's other tests
+
+
+WATCHER = r"""
+import ctypes, glob, json, os, struct, sys
+# inotify (libc) on /tmp: told at once when a trial folder appears there and when its mode changes
+# (IN_ATTRIB of an entry), so the plant comes before the program opens its file.
+libc = ctypes.CDLL(None, use_errno=True)
+IN_ATTRIB, IN_CREATE = 0x4, 0x100
+victim, stop, marker = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+fd = libc.inotify_init1(os.O_NONBLOCK)
+libc.inotify_add_watch(fd, b"/tmp", IN_CREATE | IN_ATTRIB)
+planted = 0
+def plant(d):
+    global planted
+    for sub in [d, *glob.glob(d + "/*/")]:
+        for name in ("tcpdump-0.pcap", "count"):
+            try:
+                os.symlink(victim, os.path.join(sub, name)) if name.endswith(".pcap") else os.mkfifo(
+                    os.path.join(sub, name))
+                planted += 1
+            except OSError:
+                pass
+# A folder of this test's run only (capbench-trial-PID-...: PID's command line names the test's
+# sensor interface), never one of another capbench on this machine.
+def ours(name):
+    try:
+        with open(f"/proc/{name.split('-')[2]}/cmdline", "rb") as f:
+            return marker in f.read()
+    except (OSError, IndexError):
+        return False
+trials, seen = set(), set()
+while not os.path.exists(stop):
+    try:
+        data = os.read(fd, 65536)
+    except BlockingIOError:
+        for d in trials:
+            plant(d)
+        continue
+    i = 0
+    while i < len(data):
+        wd, mask, _, size = struct.unpack_from("iIII", data, i)
+        name = data[i + 16:i + 16 + size].rstrip(b"\0").decode()
+        i += 16 + size
+        if name.startswith("capbench-trial-") and ours(name):
+            trials.add("/tmp/" + name)
+            seen.add("/tmp/" + name)
+            plant("/tmp/" + name)
+    trials = {d for d in trials if os.path.isdir(d)}
+print(json.dumps({"planted": planted, "folders": sorted(seen)}), flush=True)
+"""
+
+
+def test_a_watcher_on_a_sensor_hosts_scratch_achieves_nothing(lab, tmp_path):
+    """Issue 27's watcher on a topology sensor: a second user plants a symlink to a root-owned file
+    at tcpdump's `-w` path, and a FIFO, in every trial folder during a root run whose sensor s1 runs
+    tcpdump (the sensor hosts share this machine's /tmp). The file is untouched; the run is
+    unaffected or fails in one line."""
+    for knob in ("fs.protected_symlinks", "fs.protected_fifos"):  # as on this machine: no kernel rescue
+        if Path(f"/proc/sys/{knob.replace('.', '/')}").read_text().strip() != "0":
+            pytest.skip(f"{knob} is not 0 here: the kernel would stop the watcher, not capbench")
+    user = "host" + os.urandom(3).hex()
+    victim = tmp_path / "victim.conf"
+    victim.write_text("precious\n")
+    shared = Path(tempfile.mkdtemp(prefix="hosts-watcher-"))  # the watcher's script and stop mark, where it reaches
+    shared.chmod(0o755)
+    (shared / "watcher.py").write_text(WATCHER)
+    stop = shared / "stop"
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", user], check=True, capture_output=True)
+    watcher, planted = None, {}
+    try:
+        watcher = subprocess.Popen(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", sys.executable,
+                                    str(shared / "watcher.py"), str(victim), str(stop), lab.wiring["s1"]],
+                                   stdout=subprocess.PIPE, text=True)
+        p = run_capbench("run", "--topology", str(topology(lab, tmp_path, backends=("tcpdump", "pcap"))), "--sizes",
+                         "64", "--rate", "20kpps", "--link", "10g", "--duration", "1", "--results",
+                         str(tmp_path / "r"), "--no-report", timeout=120)
+        planted = stop_watcher(watcher, stop)
+        assert victim.read_bytes() == b"precious\n" and victim.stat().st_uid == 0, (planted, victim.stat())
+        # Unaffected (0, or 3: the busy host's generator fell short), or one line saying why not.
+        assert p.returncode in (0, 3) or p.stderr.strip().splitlines()[-1].startswith("capbench: "), p.stderr
+        assert not wait_clean(lab, 5)
+    finally:
+        if watcher is not None and watcher.returncode is None:
+            planted = stop_watcher(watcher, stop)
+        # A plant that races capbench's own removal of a trial folder can keep it: this run's go here.
+        for folder in planted.get("folders", []):
+            shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(["userdel", "-r", user], capture_output=True)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def stop_watcher(watcher: subprocess.Popen, stop: Path) -> dict:
+    """The watcher stopped (its stop mark, else SIGKILL); what it said it planted, and where."""
+    stop.touch()
+    try:
+        out, _ = watcher.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        out, _ = watcher.communicate()
+    return json.loads(out or "{}")
