@@ -302,10 +302,12 @@ def test_ssh_options_that_run_commands_need_insecure_ssh(lab, tmp_path):
     assert not wait_clean(lab, 5)
 
 
-def test_a_lost_sensor_host_is_named_at_once_and_the_generator_stops(lab, tmp_path):
-    """s1's sshd and its sessions killed during a 30 s trial: the run reports "lost the connection
-    to s1" within 5 s (not at the end of the load), fails (exit 1, run.json says why), and the
-    generator and every part on the other hosts stop with it."""
+@pytest.mark.parametrize("name,index", [("s1", 1), ("gen", 0)], ids=["sensor", "generator"])
+def test_a_lost_host_is_named_at_once_and_the_generator_stops(lab, tmp_path, name, index):
+    """A host's sshd and its sessions killed during a 30 s trial (a sensor's, or the generator's):
+    the run reports "lost the connection to" it within 5 s (not at the end of the load), fails
+    (exit 1, run.json says why), and the generator and every part on every host stop with it (on
+    the lost host, the wrapper's watchdog: its sessions' stdin ended)."""
     path = topology(lab, tmp_path)
     results = tmp_path / "r"
     proc = subprocess.Popen(capbench_cmd("run", "--topology", str(path), "--sizes", "64", "--rate", "20kpps",
@@ -313,32 +315,32 @@ def test_a_lost_sensor_host_is_named_at_once_and_the_generator_stops(lab, tmp_pa
                                          "--no-report"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=capbench_env(),
                             start_new_session=True)
-    s1 = lab.hosts[1]
+    lost = lab.hosts[index]
     try:
         deadline = time.monotonic() + 60
         while not any("capbench-gen --iface" in x for x in leftovers(lab)):  # the trial's generator sends
             assert time.monotonic() < deadline and proc.poll() is None, "the run never started its generator"
             time.sleep(0.2)
         time.sleep(1)
-        s1.kill_sshd()
+        lost.kill_sshd()
         killed = time.monotonic()
         lines = []
         for line in proc.stderr:  # the error line is the run's last
             lines.append((time.monotonic() - killed, line.strip()))
         assert proc.wait(timeout=30) == 1, lines
         took, last = lines[-1]
-        assert "lost the connection to s1" in last and took < 5, lines
+        assert f"lost the connection to {name} (" in last and took < 5, lines
         gen = [x for x in leftovers(lab) if "capbench-gen" in x]
         assert not gen, gen  # stopped with the trial, not at the end of its 30 s
         trials, run = trials_of(results)
-        assert run["status"] == "failed" and "lost the connection to s1" in run["error"] and trials == []
+        assert run["status"] == "failed" and f"lost the connection to {name}" in run["error"] and trials == []
         assert not wait_clean(lab, 10)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        if s1.proc is None or s1.proc.poll() is not None:
-            s1.start_sshd()  # for the module's other tests
+        if lost.proc is None or lost.proc.poll() is not None:
+            lost.start_sshd()  # for the module's other tests
 
 
 WATCHER = r"""
