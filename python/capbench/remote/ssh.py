@@ -55,6 +55,7 @@ ALIVE_COUNT = 3
 # The wrapper's watchdog on the host kills a program whose heartbeat has been silent this long:
 # the other end's view of a lost connection, with room for a stalled capbench (the heartbeat is a thread).
 WATCHDOG_S = 2 * ALIVE_INTERVAL_S * ALIVE_COUNT
+MASTER_ERR_TAIL = 4096  # the bytes of the master's stderr read for why it ended
 LOST_WAIT_S = 1.0  # how long a session that ended with exit status 255 waits for the master to say lost
 KILL_GRACE_S = 2  # the watchdog's SIGTERM → SIGKILL wait (whole seconds: sleep(1) takes no fraction everywhere)
 PID_MARK = "capbench-remote-pid"  # the wrapper's first stderr line: "capbench-remote-pid PID"
@@ -131,6 +132,12 @@ def check_ssh_option(option: str, what: str) -> str:
     return option
 
 
+def _ssh_program() -> list[str]:
+    if shutil.which(SSH) is None:
+        raise UsageError("ssh not found: install the OpenSSH client (apt-get install openssh-client)")
+    return [SSH]
+
+
 class Host:
     """One host. `destination` None: this machine, no SSH (`run` and `start` run locally).
 
@@ -142,7 +149,8 @@ class Host:
     def __init__(self, name: str, destination: str | None = None, *, build_dir: str | None = None,
                  ssh_options: Sequence[str] = (), ssh_config: str | os.PathLike[str] | None = None,
                  connect_timeout_s: int = 10, alive_interval_s: int = ALIVE_INTERVAL_S,
-                 alive_count: int = ALIVE_COUNT, alive_timeout_s: int = WATCHDOG_S, capbench: Sequence[str] = ("capbench",), insecure_ssh: bool = False):
+                 alive_count: int = ALIVE_COUNT, alive_timeout_s: int = WATCHDOG_S,
+                 capbench: Sequence[str] = ("capbench",), insecure_ssh: bool = False):
         self.name = name
         # How capbench itself runs there (its `capbench side` agent runs a remote capture side).
         self.capbench = tuple(capbench)
@@ -182,9 +190,7 @@ class Host:
 
     def ssh_argv(self, *extra: str) -> list[str]:
         """`ssh` with capbench's options, the user's options and `extra`, up to the destination."""
-        if shutil.which(SSH) is None:
-            raise UsageError("ssh not found: install the OpenSSH client (apt-get install openssh-client)")
-        argv = [SSH]
+        argv = _ssh_program()
         if self.ssh_config:
             argv += ["-F", self.ssh_config]
         for opt in ("BatchMode=yes", f"ConnectTimeout={self.connect_timeout_s}",
@@ -196,9 +202,7 @@ class Host:
     def settings_argv(self, destination: str) -> list[str]:
         """`ssh -G`: the settings ssh would use for `destination` (no login), with the host's
         ssh_config and ssh_options as every connection gets them."""
-        if shutil.which(SSH) is None:
-            raise UsageError("ssh not found: install the OpenSSH client (apt-get install openssh-client)")
-        argv = [SSH, "-G"] + (["-F", self.ssh_config] if self.ssh_config else [])
+        argv = [*_ssh_program(), "-G"] + (["-F", self.ssh_config] if self.ssh_config else [])
         for opt in self.ssh_options:
             argv += ["-o", opt]
         return [*argv, "--", destination]
@@ -287,8 +291,10 @@ class Host:
             return None
         said = ""
         if self._master_err is not None:
-            self._master_err.seek(0)
-            lines = [x.strip() for x in self._master_err.read().splitlines() if x.strip()]
+            # pread: no shared file offset (sessions ask from several threads), and only the end.
+            fd = self._master_err.fileno()
+            tail = os.pread(fd, MASTER_ERR_TAIL, max(0, os.fstat(fd).st_size - MASTER_ERR_TAIL))
+            lines = [x.strip() for x in tail.decode(errors="replace").splitlines() if x.strip()]
             said = f" ({lines[-1][:200]})" if lines else ""
         return (f"lost the connection to {self.name} ({self.destination}){said}: check that host and the "
                 f"network to it, then run again")
