@@ -17,6 +17,8 @@ import os
 import random
 import secrets
 import shutil
+import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -55,6 +57,34 @@ class SshdHost:
 
     def pids(self) -> list[int]:
         return netns.pids(self.ns)
+
+    def start_sshd(self) -> None:
+        """`sshd -D` on the host's address, waited for until it takes a connection."""
+        self.proc = subprocess.Popen(netns.exec_argv(self.ns, [SSHD, "-D", "-f", str(self.dir / "sshd_config"),
+                                                               "-E", str(self.log)]),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((self.address, 22), timeout=0.5).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    log = self.log.read_text(errors="replace") if self.log.exists() else "(no log)"
+                    raise RuntimeError(f"sshd in {self.ns} did not start: {log[-500:]}") from None
+                time.sleep(0.02)
+
+    def kill_sshd(self) -> None:
+        """SIGKILL every sshd process of the host, its listener and each session's, as when the
+        host's sshd dies: the kernel closes their sockets, so every connection to it ends at once."""
+        for pid in self.pids():
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                pass
+        if self.proc is not None:
+            self.proc.wait()
 
 
 @dataclass
@@ -136,21 +166,14 @@ def sshd_hosts(n: int, *, sshd_extra: str = "") -> Iterator[SshdHosts]:
             authorized.write_text(client_pub + "\n")
             config = d / "sshd_config"
             config.write_text(_sshd_config(h, host_key, authorized, sshd_extra))
-            h.proc = subprocess.Popen(netns.exec_argv(h.ns, [SSHD, "-D", "-f", str(config), "-E", str(h.log)]),
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         (top / "known_hosts").write_text("\n".join(known) + "\n")
         hosts.ssh_config = top / "ssh_config"
         hosts.ssh_config.write_text("\n".join([
             "Host *", f"  IdentityFile {client_key}", "  IdentitiesOnly yes", "  IdentityAgent none",
             f"  UserKnownHostsFile {top / 'known_hosts'}", "  GlobalKnownHostsFile /dev/null",
             "  StrictHostKeyChecking yes", "  User root", "  LogLevel ERROR", ""]))
-        for h in hosts.hosts:  # wait for each to listen
-            deadline = time.monotonic() + 10
-            while "Server listening" not in (h.log.read_text(errors="replace") if h.log.exists() else ""):
-                if h.proc.poll() is not None or time.monotonic() > deadline:
-                    log = h.log.read_text(errors="replace") if h.log.exists() else "(no log)"
-                    raise RuntimeError(f"sshd in {h.ns} did not start: {log[-500:]}")
-                time.sleep(0.02)
+        for h in hosts.hosts:
+            h.start_sshd()
         yield hosts
     finally:
         for h in hosts.hosts:

@@ -245,3 +245,196 @@ def test_version_mismatch(lab, tmp_path):
 def test_missing_interface(lab, tmp_path):
     bad(lab, tmp_path, topology(lab, tmp_path, s1_iface="nosuch0"), "'s1'", "no interface nosuch0",
         "[[sensor]] #1")
+
+
+@pytest.mark.parametrize("role", ["[tap]", "[[sensor]] #1"])
+def test_an_interface_that_carries_a_hosts_ssh_is_refused(lab, tmp_path, role):
+    """eth0 is how capbench reaches each host (sshd_hosts): as the tap's input on the generator's
+    host, or as a sensor's interface, it is refused there, before anything changes on that host."""
+    path = topology(lab, tmp_path)
+    w, text = lab.wiring, path.read_text()
+    old = f'iface = "{w["t0"]}"' if role == "[tap]" else f'iface = "{w["s1"]}"'
+    path.write_text(text.replace(old, 'iface = "eth0"', 1))
+    host = "gen" if role == "[tap]" else "s1"
+    bad(lab, tmp_path, path, f"host '{host}'", f"{role} iface", "eth0 carries capbench's SSH connection to that host",
+        "--force-iface")
+    ns = lab.hosts[0 if role == "[tap]" else 1].ns
+    (link,) = json.loads(netns.ip("-n", ns, "-j", "link", "show", "dev", "eth0"))
+    assert "UP" in link["flags"] and "xdp" not in link, link  # untouched (bad() checked every host's XDP too)
+
+
+RELAY = """\
+import os, socket, sys, threading
+open(sys.argv[3], "w").close()
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+def up():
+    while data := os.read(0, 65536):
+        s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+threading.Thread(target=up, daemon=True).start()
+while data := s.recv(65536):
+    os.write(1, data)
+"""
+
+
+def test_ssh_options_that_run_commands_need_insecure_ssh(lab, tmp_path):
+    """ProxyCommand in a host's ssh_options is refused in one line naming --insecure-ssh; with the
+    flag, ssh gets it (the relay it names carries the login and leaves its mark), and run.json says so."""
+    relay, mark = tmp_path / "relay.py", tmp_path / "relayed"
+    relay.write_text(RELAY)
+    path = topology(lab, tmp_path)
+    proxy = f"ProxyCommand={sys.executable} {relay} %h %p {mark}"
+    path.write_text(path.read_text().replace(f'ssh = "{lab.destination(1)}"\n',
+                                             f'ssh = "{lab.destination(1)}"\nssh_options = ["{proxy}"]\n', 1))
+    bad(lab, tmp_path, path, "[hosts.s1]: ssh_options", "ProxyCommand", "runs a command on this machine",
+        "--insecure-ssh")
+    assert not mark.exists()
+    results = tmp_path / "ok"
+    p = run_capbench("run", "--topology", str(path), "--insecure-ssh", "--sizes", "64", "--rate", "20kpps", "--link",
+                     "10g", "--duration", "1", "--results", str(results), "--no-report", timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert mark.exists()
+    trials, run = trials_of(results)
+    assert run["insecure_ssh"] is True and {t["host"] for t in trials} == {"s1", "s2"}
+    assert not wait_clean(lab, 5)
+
+
+@pytest.mark.parametrize("name,index", [("s1", 1), ("gen", 0)], ids=["sensor", "generator"])
+def test_a_lost_host_is_named_at_once_and_the_generator_stops(lab, tmp_path, name, index):
+    """A host's sshd and its sessions killed during a 30 s trial (a sensor's, or the generator's):
+    the run reports "lost the connection to" it within 5 s (not at the end of the load), fails
+    (exit 1, run.json says why), and the generator and every part on every host stop with it (on
+    the lost host, the wrapper's watchdog: its sessions' stdin ended)."""
+    path = topology(lab, tmp_path)
+    results = tmp_path / "r"
+    proc = subprocess.Popen(capbench_cmd("run", "--topology", str(path), "--sizes", "64", "--rate", "20kpps",
+                                         "--link", "10g", "--duration", "30", "--results", str(results),
+                                         "--no-report"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=capbench_env(),
+                            start_new_session=True)
+    lost = lab.hosts[index]
+    try:
+        deadline = time.monotonic() + 60
+        while not any("capbench-gen --iface" in x for x in leftovers(lab)):  # the trial's generator sends
+            assert time.monotonic() < deadline and proc.poll() is None, "the run never started its generator"
+            time.sleep(0.2)
+        time.sleep(1)
+        lost.kill_sshd()
+        killed = time.monotonic()
+        lines = []
+        for line in proc.stderr:  # the error line is the run's last
+            lines.append((time.monotonic() - killed, line.strip()))
+        assert proc.wait(timeout=30) == 1, lines
+        took, last = lines[-1]
+        assert f"lost the connection to {name} (" in last and took < 5, lines
+        gen = [x for x in leftovers(lab) if "capbench-gen" in x]
+        assert not gen, gen  # stopped with the trial, not at the end of its 30 s
+        trials, run = trials_of(results)
+        assert run["status"] == "failed" and f"lost the connection to {name}" in run["error"] and trials == []
+        assert not wait_clean(lab, 10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if lost.proc is None or lost.proc.poll() is not None:
+            lost.start_sshd()  # for the module's other tests
+
+
+WATCHER = r"""
+import ctypes, glob, json, os, struct, sys
+# inotify (libc) on /tmp: told at once when a trial folder appears there and when its mode changes
+# (IN_ATTRIB of an entry), so the plant comes before the program opens its file.
+libc = ctypes.CDLL(None, use_errno=True)
+IN_ATTRIB, IN_CREATE = 0x4, 0x100
+victim, stop, marker = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+fd = libc.inotify_init1(os.O_NONBLOCK)
+libc.inotify_add_watch(fd, b"/tmp", IN_CREATE | IN_ATTRIB)
+planted = 0
+def plant(d):
+    global planted
+    for sub in [d, *glob.glob(d + "/*/")]:
+        for name in ("tcpdump-0.pcap", "count"):
+            try:
+                os.symlink(victim, os.path.join(sub, name)) if name.endswith(".pcap") else os.mkfifo(
+                    os.path.join(sub, name))
+                planted += 1
+            except OSError:
+                pass
+# A folder of this test's run only (capbench-trial-PID-...: PID's command line names the test's
+# sensor interface), never one of another capbench on this machine.
+def ours(name):
+    try:
+        with open(f"/proc/{name.split('-')[2]}/cmdline", "rb") as f:
+            return marker in f.read()
+    except (OSError, IndexError):
+        return False
+trials, seen = set(), set()
+while not os.path.exists(stop):
+    try:
+        data = os.read(fd, 65536)
+    except BlockingIOError:
+        for d in trials:
+            plant(d)
+        continue
+    i = 0
+    while i < len(data):
+        wd, mask, _, size = struct.unpack_from("iIII", data, i)
+        name = data[i + 16:i + 16 + size].rstrip(b"\0").decode()
+        i += 16 + size
+        if name.startswith("capbench-trial-") and ours(name):
+            trials.add("/tmp/" + name)
+            seen.add("/tmp/" + name)
+            plant("/tmp/" + name)
+    trials = {d for d in trials if os.path.isdir(d)}
+print(json.dumps({"planted": planted, "folders": sorted(seen)}), flush=True)
+"""
+
+
+def test_a_watcher_on_a_sensor_hosts_scratch_achieves_nothing(lab, tmp_path):
+    """Issue 27's watcher on a topology sensor: a second user plants a symlink to a root-owned file
+    at tcpdump's `-w` path, and a FIFO, in every trial folder during a root run whose sensor s1 runs
+    tcpdump (the sensor hosts share this machine's /tmp). The file is untouched; the run is
+    unaffected or fails in one line."""
+    for knob in ("fs.protected_symlinks", "fs.protected_fifos"):  # as on this machine: no kernel rescue
+        if Path(f"/proc/sys/{knob.replace('.', '/')}").read_text().strip() != "0":
+            pytest.skip(f"{knob} is not 0 here: the kernel would stop the watcher, not capbench")
+    user = "host" + os.urandom(3).hex()
+    victim = tmp_path / "victim.conf"
+    victim.write_text("precious\n")
+    shared = Path(tempfile.mkdtemp(prefix="hosts-watcher-"))  # the watcher's script and stop mark, where it reaches
+    shared.chmod(0o755)
+    (shared / "watcher.py").write_text(WATCHER)
+    stop = shared / "stop"
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", user], check=True, capture_output=True)
+    watcher, planted = None, {}
+    try:
+        watcher = subprocess.Popen(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", sys.executable,
+                                    str(shared / "watcher.py"), str(victim), str(stop), lab.wiring["s1"]],
+                                   stdout=subprocess.PIPE, text=True)
+        p = run_capbench("run", "--topology", str(topology(lab, tmp_path, backends=("tcpdump", "pcap"))), "--sizes",
+                         "64", "--rate", "20kpps", "--link", "10g", "--duration", "1", "--results",
+                         str(tmp_path / "r"), "--no-report", timeout=120)
+        planted = stop_watcher(watcher, stop)
+        assert victim.read_bytes() == b"precious\n" and victim.stat().st_uid == 0, (planted, victim.stat())
+        # Unaffected (0, or 3: the busy host's generator fell short), or one line saying why not.
+        assert p.returncode in (0, 3) or p.stderr.strip().splitlines()[-1].startswith("capbench: "), p.stderr
+        assert not wait_clean(lab, 5)
+    finally:
+        if watcher is not None and watcher.returncode is None:
+            planted = stop_watcher(watcher, stop)
+        # A plant that races capbench's own removal of a trial folder can keep it: this run's go here.
+        for folder in planted.get("folders", []):
+            shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(["userdel", "-r", user], capture_output=True)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def stop_watcher(watcher: subprocess.Popen, stop: Path) -> dict:
+    """The watcher stopped (its stop mark, else SIGKILL); what it said it planted, and where."""
+    stop.touch()
+    try:
+        out, _ = watcher.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        out, _ = watcher.communicate()
+    return json.loads(out or "{}")

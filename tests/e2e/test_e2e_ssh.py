@@ -18,7 +18,7 @@ import pytest
 from capbench import __version__
 from capbench.errors import UsageError
 from capbench.remote import clock, version
-from capbench.remote.ssh import Host
+from capbench.remote.ssh import ALIVE_COUNT, ALIVE_INTERVAL_S, KILL_GRACE_S, WATCHDOG_S, Host
 from capbench.testbed.procs import ChildError
 from capbench.testbed import netns
 
@@ -173,21 +173,28 @@ def test_remote_programs_die_with_capbench(hosts):
             proc.wait()
 
 
-def test_remote_program_dies_when_the_link_drops(hosts):
-    """No packet gets through (the link down): the host's sshd notices nothing, but the heartbeat
-    stops, and the watchdog kills the program after alive_timeout_s; the master gives up too."""
+def test_a_silent_host_is_lost_within_seconds(hosts):
+    """No packet gets through (the link down): the host's sshd notices nothing, but the master's
+    ServerAlive asks go unanswered, so it gives the host up within ALIVE_INTERVAL_S × ALIVE_COUNT
+    and Host.lost() names it, as does a session waiting on it; on the host, the heartbeat stops and
+    the watchdog kills the program after WATCHDOG_S. Capbench's own defaults throughout."""
     h2 = hosts.hosts[2]
-    with host(hosts, 2, alive_timeout_s=2, alive_interval_s=1, alive_count=2) as h:
+    with host(hosts, 2) as h:
         c = h.start("sleeper", ["sleep", "60"])
         assert c._pid_seen.wait(10) and c.remote_pid
         pid = c.remote_pid
         netns.ip("link", "set", h2.client_if, "down")
+        t0 = time.monotonic()
         try:
-            assert gone_within(pid, 8) is not None, "the remote program outlived its connection"
-            deadline = time.monotonic() + 8
-            while h.connected() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert not h.connected()  # the master noticed (ServerAlive) and ended
+            while h.lost() is None and time.monotonic() - t0 < 10:
+                time.sleep(0.05)
+            took = time.monotonic() - t0
+            assert h.lost() and took < ALIVE_INTERVAL_S * ALIVE_COUNT + 2, (took, h.lost())
+            assert "lost the connection to h2" in h.lost()
+            with pytest.raises(ChildError, match="sleeper on h2 ended before its 'summary' line: lost the connection "
+                                                 "to h2"):
+                c.wait_for("summary", 5)
+            assert gone_within(pid, WATCHDOG_S + KILL_GRACE_S + 2) is not None, "the remote program outlived its link"
             c.stop(1)
         finally:
             netns.ip("link", "set", h2.client_if, "up")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from capbench import __version__
 from capbench.errors import UsageError
-from capbench.remote import topology
+from capbench.remote import hosts, topology
 from capbench.remote.ssh import ssh_fault
 
 REPO = Path(__file__).resolve().parents[2]
@@ -202,3 +202,41 @@ def test_the_version_is_written_once():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert "version" not in project and "version" in project["dynamic"]
     assert meson == __version__
+
+
+class FakeHost:
+    """What hosts.check_safe_interfaces reads of a Host: its name for messages, whether it is this
+    machine, and `ip -j` there (the facts of a host reached at 198.51.100.7 from 203.0.113.9)."""
+
+    def __init__(self, local: bool = False):
+        self.local, self.where = local, "'s1' (root@s1.lab)" if not local else "this machine"
+
+    def ip_json(self, ns, *args):
+        if args[:2] == ("route", "get"):
+            return [{"dst": args[2], "dev": "mgmt0" if args[2] in ("203.0.113.9", "198.51.100.7") else "eth9"}]
+        if args == ("addr", "show"):
+            return [{"ifname": "mgmt0", "addr_info": [{"local": "198.51.100.7"}]},
+                    {"ifname": "up0", "addr_info": [{"local": "203.0.113.9"}]}]
+        if args == ("-4", "route", "show", "default"):
+            return [{"dst": "default", "dev": "wan0"}]
+        return []
+
+
+def test_every_roles_interface_is_checked_with_the_ports_rule():
+    """A remote host's own SSH connection (as it sees it) and default route; on this machine, the
+    connections to the other hosts turned round (their client end is this machine's)."""
+    seen = {"s1": "203.0.113.9 50022 198.51.100.7 22"}
+    remote = FakeHost()
+    connections = hosts.ssh_connections("s1", remote, seen)
+    assert connections == {"capbench's SSH connection to that host": seen["s1"]}
+    for iface, what in (("mgmt0", "capbench's SSH connection to that host"), ("wan0", "the default route")):
+        with pytest.raises(UsageError, match=rf"^host 's1' \(root@s1.lab\), \[tap\] iface: {iface} carries {what}.*"
+                                             rf"give another interface in the topology, or add --force-iface"):
+            hosts.check_safe_interfaces(remote, {"t1": "[generator]", iface: "[tap]"}, connections)
+    hosts.check_safe_interfaces(remote, {"t1": "[generator]", "t2": "[tap]"}, connections)
+    assert hosts.turned_round(seen["s1"]) == "198.51.100.7 22 203.0.113.9 50022"
+    here = FakeHost(local=True)
+    connections = hosts.ssh_connections("local", here, seen)
+    assert connections["capbench's SSH connection to 's1'"] == hosts.turned_round(seen["s1"])
+    with pytest.raises(UsageError, match="this machine, .* up0 carries capbench's SSH connection to 's1'"):
+        hosts.check_safe_interfaces(here, {"up0": "[[sensor]] #2"}, connections)

@@ -354,6 +354,9 @@ class RunRecord:
     system: dict = _later()  # hygiene.snapshot and what --tune set
     notes: list[str] = _later()
     warnings: list[str] = _later()  # hygiene.noisy
+    # A run on several hosts (--topology): whether --insecure-ssh let ssh run commands of the topology's
+    # or skip host-key checks (remote.ssh_rules).
+    insecure_ssh: bool = _later()
 
     def to_json(self) -> dict[str, Any]:
         """run.json's object: the version first; a field written once known only when it is."""

@@ -109,6 +109,7 @@ class TopologyRun:
     meta: dict[str, dict]
     dst_mac: str = testbed.DST_MAC
     gen_clock_ns: int | None = None  # clocks synchronised: the generator host's realtime − monotonic
+    insecure_ssh: bool = False  # --insecure-ssh: ssh may run commands or skip host-key checks (ssh_rules)
 
     def testbed(self) -> testbed.Testbed:
         """The generator's side as a test bed: its interface, the tap's input and targets (ports:
@@ -158,6 +159,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
         if topo is not None:
             writer.meta["topology"] = topo.topology.path
             writer.meta["hosts"] = topo.meta
+            writer.meta["insecure_ssh"] = topo.insecure_ssh
             writer.meta["clocks"] = {"synchronized": topo.topology.clock_sync or False,
                                      "latency_across_hosts": "reported" if topo.topology.latency_valid else
                                      "left out: the clocks are not known to agree ([clocks] synchronized)"}

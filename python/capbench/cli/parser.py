@@ -15,6 +15,7 @@ from capbench.cli.passthrough import PASSTHROUGH
 from capbench.declared import backend_names, engine_names
 from capbench.errors import UsageError
 from capbench.methods import registry as methods
+from capbench.remote import ssh_rules
 from capbench.rates import LINKS_BPS, RFC2544_SIZES, SEED_SIZES
 from capbench.report.keys import IDENTITY_TEXT
 from capbench.testbed import rxmode
@@ -236,6 +237,10 @@ def build_parser() -> Parser:
     run.add_argument("--topology", metavar="FILE.toml",
                      help="several hosts: the generator and the sensors of FILE (docs/topology.md), reached with "
                           "ssh; each sensor's backend is the file's (instead of --backends/--sensors)")
+    run.add_argument(ssh_rules.INSECURE_FLAG, action="store_true",
+                     help="with --topology: let ssh use settings that run commands on this machine (ProxyCommand, "
+                          "LocalCommand, KnownHostsCommand, Match exec ...) or log in without checking the host's "
+                          "key (StrictHostKeyChecking=no or accept-new); run.json records it (docs/topology.md)")
     ports.add_argument("--gen-iface", metavar="IF", help="the port capbench-gen sends on")
     ports.add_argument("--cap-iface", metavar="IF", help="the port the capture listens on")
     ports.add_argument("--gen-netns", metavar="NS", help="the named network namespace of --gen-iface (`ip netns "
@@ -245,7 +250,8 @@ def build_parser() -> Parser:
     ports.add_argument("--dst-mac", metavar="MAC", help="the destination of every frame (default: the MAC of "
                        "--cap-iface, never a broadcast)")
     ports.add_argument("--force-iface", action="store_true",
-                       help="use a port even when it carries a default route or this SSH session")
+                       help="use a port (or a --topology interface) even when it carries a default route or an "
+                            "SSH session")
     ports.add_argument("--nic-set", metavar="LIST",
                        help="change --cap-iface for the run and put it back after: ring sizes (rx=4096,tx=4096), "
                             "channels (combined=2, rx-channels=1) or coalescing (rx-usecs=50,adaptive-rx=off)")

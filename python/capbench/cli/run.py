@@ -25,7 +25,7 @@ from capbench.rates import parse_duration
 from capbench.report import console, tables
 from capbench.remote import hosts as hosts_mod
 from capbench.trial import remote_side
-from capbench.remote import topology
+from capbench.remote import ssh_rules, topology
 from capbench.testbed import host_sysctl, ports, preflight
 
 
@@ -178,7 +178,7 @@ def topology_of(args: argparse.Namespace) -> topology.Topology:
     if given:
         raise UsageError(f"--topology says where everything runs and each sensor's backend and CPUs: give it no "
                          f"{', '.join(given)}")
-    t = topology.read(args.topology)
+    t = topology.read(args.topology, insecure_ssh=args.insecure_ssh)
     for i, s in enumerate(t.sensors):
         if len(s.backends) > 1:
             raise UsageError(f"{inputs.shown(t.path)} [[sensor]] #{i + 1}: backends {', '.join(s.backends)}: a run "
@@ -211,14 +211,14 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
                          f"{t.generator.iface}'s link on {t.generator.host} (1g, 10g, ...)")
     programs = {s.name: [shlex.split(c.program(s.backends[0]).command)[0]] for s in t.sensors
                 if c.program(s.backends[0]) is not None}
-    with hosts_mod.opened(t) as hosts:
-        hosts_mod.check(t, hosts, programs)
+    with hosts_mod.opened(t, insecure_ssh=args.insecure_ssh) as hosts:
+        hosts_mod.check(t, hosts, programs, force_iface=args.force_iface)
         meta = hosts_mod.describe(hosts)
         gen_host = hosts[t.generator.host]
         # PTP synchronises CLOCK_REALTIME; the stamps are CLOCK_MONOTONIC: the generator host's
         # difference of the two carries its stamps over (trial_run.assemble).
         gen_clock = remote_side.host_clock_ns(gen_host) if t.latency_valid else None
-        run = runner.TopologyRun(t, hosts, meta, gen_clock_ns=gen_clock,
+        run = runner.TopologyRun(t, hosts, meta, gen_clock_ns=gen_clock, insecure_ssh=args.insecure_ssh,
                                  **({"dst_mac": args.dst_mac.lower()} if args.dst_mac else {}))
         opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
                                  command=["capbench", *sys.argv[1:]], callbacks=callbacks(args), topology=run)
@@ -229,6 +229,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     binaries = find_binaries()  # first: a campaign is read with the backends and engines they declare
     if args.topology is not None:
         return cmd_run_topology(args, binaries)
+    if args.insecure_ssh:
+        raise UsageError(f"{ssh_rules.INSECURE_FLAG} goes with --topology (the hosts capbench reaches with ssh)")
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)

@@ -6,6 +6,7 @@ host and the fix (exit status 2)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,18 +17,20 @@ from capbench.errors import RunError, UsageError
 from capbench.remote import clock, version
 from capbench.remote.ssh import Host
 from capbench.remote.topology import Topology
+from capbench.testbed import nic
 
 T = TypeVar("T")
 
 
 @contextlib.contextmanager
-def opened(topo: Topology) -> Iterator[dict[str, Host]]:
-    """One open Host per host of the topology (`local` too: no SSH), closed when the block ends."""
+def opened(topo: Topology, *, insecure_ssh: bool = False) -> Iterator[dict[str, Host]]:
+    """One open Host per host of the topology (`local` too: no SSH), closed when the block ends;
+    `insecure_ssh` (--insecure-ssh): ssh may use the settings remote.ssh_rules refuses."""
     with contextlib.ExitStack() as stack:
         hosts = {}
         for name, spec in topo.hosts.items():
             h = Host(name, spec.ssh, build_dir=spec.build_dir, ssh_options=spec.ssh_options,
-                     ssh_config=spec.ssh_config, capbench=spec.capbench)
+                     ssh_config=spec.ssh_config, capbench=spec.capbench, insecure_ssh=insecure_ssh)
             stack.enter_context(h)
             hosts[name] = h
         yield hosts
@@ -44,6 +47,35 @@ def check_interfaces(host: Host, ifaces: dict[str, str]) -> None:
         iface = missing[0] if missing else next(iter(ifaces))
         raise UsageError(f"host {host.where} has no interface {iface} ({ifaces[iface]} in the topology): check its "
                          f"iface, or list that host's interfaces with `ip link`")
+
+
+def turned_round(connection: str) -> str:
+    """An SSH_CONNECTION ("client port server port") as the client's end sees it (its two ends swapped)."""
+    client, client_port, server, server_port = connection.split()
+    return f"{server} {server_port} {client} {client_port}"
+
+
+def ssh_connections(name: str, host: Host, seen: dict[str, str | None]) -> dict[str, str | None]:
+    """The SSH connections no interface of `host` may carry ({what: SSH_CONNECTION as that host sees
+    it}): on a remote host, capbench's own to it (`seen`: each host's, Host.ssh_connection); on this
+    machine, the user's session and capbench's connection to every other host."""
+    if not host.local:
+        return {"capbench's SSH connection to that host": seen.get(name)}
+    found = {"this SSH session": os.environ.get("SSH_CONNECTION")}
+    for other, connection in seen.items():
+        if connection and len(connection.split()) == 4:
+            found[f"capbench's SSH connection to {other!r}"] = turned_round(connection)
+    return found
+
+
+def check_safe_interfaces(host: Host, ifaces: dict[str, str], connections: dict[str, str | None]) -> None:
+    """No role sends or captures on an interface that carries `host`'s default route or one of
+    `connections` (testbed.nic.send_hazard, the rule of local ports, with that host's `ip` facts)."""
+    for iface, role in ifaces.items():
+        why = nic.send_hazard(None, iface, ssh_connections=connections, ip_json=host.ip_json)
+        if why:
+            raise UsageError(f"host {host.where}, {role} iface: {why}; give another interface in the topology, or "
+                             f"add {nic.FORCE_FLAG} if it is a test port")
 
 
 def check_agent(host: Host) -> None:
@@ -73,9 +105,11 @@ def each(hosts: dict[str, Host], work: Callable[[str, Host], T]) -> dict[str, T]
     return {name: f.result() for name, f in futures.items()}
 
 
-def check(topo: Topology, hosts: dict[str, Host], programs: dict[str, Sequence[str]]) -> None:
-    """Everything a run needs of its hosts, before anything starts: `programs` the sensors' capture
-    programs (tcpdump ...) by sensor name."""
+def check(topo: Topology, hosts: dict[str, Host], programs: dict[str, Sequence[str]], *,
+          force_iface: bool = False) -> None:
+    """Everything a run needs of its hosts, before anything starts or changes on any of them:
+    `programs` the sensors' capture programs (tcpdump ...) by sensor name; every interface a role
+    names is safe to use (check_safe_interfaces) unless `force_iface` (--force-iface)."""
     g = topo.generator
     needs: dict[str, list[str]] = {name: [] for name in hosts}
     ifaces: dict[str, dict[str, str]] = {name: {} for name in hosts}
@@ -90,6 +124,8 @@ def check(topo: Topology, hosts: dict[str, Host], programs: dict[str, Sequence[s
         needs[s.host] += ["capbench-cap", "capbench-xdpcount", *programs.get(s.name, ())]
         ifaces[s.host][s.iface] = f"[[sensor]] #{i + 1}"
 
+    seen = {} if force_iface else each(hosts, lambda name, host: host.ssh_connection())
+
     def one(name: str, host: Host) -> None:
         if not host.local:  # this capbench's own programs are checked as for any run
             sensor_host = any(s.host == name for s in topo.sensors)
@@ -99,6 +135,8 @@ def check(topo: Topology, hosts: dict[str, Host], programs: dict[str, Sequence[s
             if sensor_host or (name == g.host and topo.latency_valid):  # the agent, or its clock reading
                 check_agent(host)
         check_interfaces(host, ifaces[name])
+        if not force_iface:
+            check_safe_interfaces(host, ifaces[name], ssh_connections(name, host, seen))
 
     each(hosts, one)
 

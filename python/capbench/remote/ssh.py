@@ -6,7 +6,11 @@ do in a terminal. Each remote Host holds one master connection (ControlMaster, i
 private 0700 directory): every later command and program rides on it, so a trial does not pay
 for a login. The master is a child of capbench (under `setpriv --pdeathsig KILL`), so it goes
 when capbench goes, however capbench ends. `BatchMode=yes` means ssh never asks for a password
-or a host key: it fails, and the failure becomes one UsageError naming the fix.
+or a host key: it fails, and the failure becomes one UsageError naming the fix. Before the first
+login, `ssh -G` says what ssh would use for the host: a setting that runs a command or skips the
+host-key check (ssh_rules) is refused unless the Host is made with insecure_ssh (--insecure-ssh).
+A host whose master connection ends is lost (`Host.lost()`, within ALIVE_INTERVAL_S × ALIVE_COUNT
+of its last answer), and every session on it fails naming it.
 
 A remote program (`Host.start`) runs under a small sh wrapper on the host (REMOTE_WRAPPER): the
 program gets a session (and process group) of its own with `setsid`, and the wrapper prints its
@@ -20,6 +24,7 @@ pseudo-terminal (`ssh -tt`) is needed for any of it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -31,13 +36,27 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from capbench.errors import RunError, UsageError
+from capbench.remote import ssh_rules
 from capbench.testbed.procs import Child, ChildError
 
 SSH = "ssh"
 LOCAL = "local"  # the host name that means this machine
 HEARTBEAT_S = 1.0  # capbench writes one byte to each remote program's stdin this often
+# A host that stops answering is lost within ALIVE_INTERVAL_S × ALIVE_COUNT (3 s): ssh asks it
+# (ServerAliveInterval) each second it has heard nothing, and the master gives up (exit status 255)
+# after ALIVE_COUNT unanswered asks. A host whose sshd or TCP connection goes away (a FIN or RST) is
+# lost at once: the master reads the end of its connection. Either way every session riding on the
+# master ends with it, and Host.lost() says so.
+ALIVE_INTERVAL_S = 1
+ALIVE_COUNT = 3
+# The wrapper's watchdog on the host kills a program whose heartbeat has been silent this long:
+# the other end's view of a lost connection, with room for a stalled capbench (the heartbeat is a thread).
+WATCHDOG_S = 2 * ALIVE_INTERVAL_S * ALIVE_COUNT
+MASTER_ERR_TAIL = 4096  # the bytes of the master's stderr read for why it ended
+LOST_WAIT_S = 1.0  # how long a session that ended with exit status 255 waits for the master to say lost
 KILL_GRACE_S = 2  # the watchdog's SIGTERM → SIGKILL wait (whole seconds: sleep(1) takes no fraction everywhere)
 PID_MARK = "capbench-remote-pid"  # the wrapper's first stderr line: "capbench-remote-pid PID"
 REMOTE_PACKAGES = {"setsid": "util-linux", "timeout": "coreutils", "head": "coreutils", "sh": "dash"}
@@ -113,6 +132,12 @@ def check_ssh_option(option: str, what: str) -> str:
     return option
 
 
+def _ssh_program() -> list[str]:
+    if shutil.which(SSH) is None:
+        raise UsageError("ssh not found: install the OpenSSH client (apt-get install openssh-client)")
+    return [SSH]
+
+
 class Host:
     """One host. `destination` None: this machine, no SSH (`run` and `start` run locally).
 
@@ -123,8 +148,9 @@ class Host:
 
     def __init__(self, name: str, destination: str | None = None, *, build_dir: str | None = None,
                  ssh_options: Sequence[str] = (), ssh_config: str | os.PathLike[str] | None = None,
-                 connect_timeout_s: int = 10, alive_interval_s: int = 5, alive_count: int = 3,
-                 alive_timeout_s: int = 15, capbench: Sequence[str] = ("capbench",)):
+                 connect_timeout_s: int = 10, alive_interval_s: int = ALIVE_INTERVAL_S,
+                 alive_count: int = ALIVE_COUNT, alive_timeout_s: int = WATCHDOG_S,
+                 capbench: Sequence[str] = ("capbench",), insecure_ssh: bool = False):
         self.name = name
         # How capbench itself runs there (its `capbench side` agent runs a remote capture side).
         self.capbench = tuple(capbench)
@@ -137,9 +163,11 @@ class Host:
         self.alive_count = alive_count
         # A remote program whose heartbeat is silent this long is killed (a dropped connection).
         self.alive_timeout_s = alive_timeout_s
+        # --insecure-ssh: the settings ssh_rules refuses are the user's to take (nothing checked).
+        self.insecure_ssh = insecure_ssh
         self._dir: str | None = None
         self._master: subprocess.Popen | None = None
-        self._master_err: str | None = None
+        self._master_err: Any = None  # the master's stderr (a file): why it ended, for lost()
 
     @property
     def local(self) -> bool:
@@ -162,9 +190,7 @@ class Host:
 
     def ssh_argv(self, *extra: str) -> list[str]:
         """`ssh` with capbench's options, the user's options and `extra`, up to the destination."""
-        if shutil.which(SSH) is None:
-            raise UsageError("ssh not found: install the OpenSSH client (apt-get install openssh-client)")
-        argv = [SSH]
+        argv = _ssh_program()
         if self.ssh_config:
             argv += ["-F", self.ssh_config]
         for opt in ("BatchMode=yes", f"ConnectTimeout={self.connect_timeout_s}",
@@ -173,16 +199,60 @@ class Host:
             argv += ["-o", opt]
         return [*argv, "-T", *extra]
 
+    def settings_argv(self, destination: str) -> list[str]:
+        """`ssh -G`: the settings ssh would use for `destination` (no login), with the host's
+        ssh_config and ssh_options as every connection gets them."""
+        argv = [*_ssh_program(), "-G"] + (["-F", self.ssh_config] if self.ssh_config else [])
+        for opt in self.ssh_options:
+            argv += ["-o", opt]
+        return [*argv, "--", destination]
+
+    def settings(self, destination: str) -> list[tuple[str, str]]:
+        """What `ssh -G` says of `destination`: (keyword, value) pairs."""
+        try:
+            p = subprocess.run(self.settings_argv(destination), capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise UsageError(f"host {self.where}: `ssh -G` did not answer within 30 s: check its ssh_config "
+                             f"(a Match exec that hangs?)") from None
+        if p.returncode != 0:
+            said = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1][:200]
+            raise UsageError(f"host {self.where}: ssh cannot read its settings ({said}): fix the host's ssh_options "
+                             f"or ssh_config")
+        return ssh_rules.parse_effective(p.stdout)
+
+    def check_settings(self) -> None:
+        """Refuse (UsageError) a setting of ssh_rules that ssh would use for this host or a ProxyJump
+        host on the way, wherever it comes from (the topology, ~/.ssh/config, /etc/ssh/ssh_config)."""
+        if self.insecure_ssh:
+            return
+        todo, seen = [self.destination], set()
+        while todo:
+            destination = todo.pop(0)
+            seen.add(destination)
+            effective = self.settings(destination)
+            refused = ssh_rules.refused_settings(effective)
+            if refused:
+                setting, why = refused[0]
+                hop = "" if destination == self.destination else f" on its way through jump host {destination}"
+                raise UsageError(f"host {self.where}: ssh would use `{setting}`{hop} ({why}; from its ssh_options, "
+                                 f"its ssh_config, ~/.ssh/config or /etc/ssh/ssh_config): {ssh_rules.fix(setting)}")
+            for k, v in effective:
+                if k == "proxyjump":
+                    todo += [h for h in ssh_rules.jump_hosts(v) if h not in seen]
+
     def open(self) -> Host:
-        """Log in once (the master connection); a UsageError in one line if ssh cannot."""
+        """Log in once (the master connection); a UsageError in one line if ssh cannot, or if it
+        would use a setting ssh_rules refuses (check_settings)."""
         if self.local or self._master is not None:
             return self
+        self.check_settings()
         self._dir = tempfile.mkdtemp(prefix="capbench-ssh-")  # mode 0700: only we reach the socket
         os.chmod(self._dir, 0o700)
         prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         argv = prefix + self.ssh_argv("-N", "-o", "ControlMaster=yes", "-o", "ControlPersist=no",
                                       "--", self.destination)
-        err = tempfile.TemporaryFile(mode="w+", dir=self._dir)
+        err = self._master_err = tempfile.TemporaryFile(mode="w+", dir=self._dir)
         self._master = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                         text=True, process_group=0)
         deadline = time.monotonic() + self.connect_timeout_s + 5
@@ -200,14 +270,40 @@ class Host:
         except BaseException:
             self.close()
             raise
-        finally:
-            err.close()
         return self
 
     def _check(self) -> bool:
         p = subprocess.run(self.ssh_argv("-O", "check", "--", self.destination), capture_output=True,
                            stdin=subprocess.DEVNULL, timeout=10)
         return p.returncode == 0
+
+    def lost(self, wait_s: float = 0.0) -> str | None:
+        """Why the host is lost, if it is: its master connection has ended while the Host was open
+        (ServerAlive gave up, or the connection was closed: ALIVE_INTERVAL_S). None: not lost (or
+        this machine). No round trip: whether the master process has ended, waiting up to `wait_s`
+        for it (a session that ended with exit status 255 may have seen the end of the connection
+        a moment before the master did)."""
+        if self.local or self._master is None:
+            return None
+        try:
+            self._master.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return None
+        said = ""
+        if self._master_err is not None:
+            # pread: no shared file offset (sessions ask from several threads), and only the end.
+            fd = self._master_err.fileno()
+            tail = os.pread(fd, MASTER_ERR_TAIL, max(0, os.fstat(fd).st_size - MASTER_ERR_TAIL))
+            lines = [x.strip() for x in tail.decode(errors="replace").splitlines() if x.strip()]
+            said = f" ({lines[-1][:200]})" if lines else ""
+        return (f"lost the connection to {self.name} ({self.destination}){said}: check that host and the "
+                f"network to it, then run again")
+
+    def check_not_lost(self) -> None:
+        """RunError naming the host when it is lost (lost())."""
+        why = self.lost()
+        if why:
+            raise RunError(why)
 
     def connected(self) -> bool:
         """Whether the master connection is up (always True for this machine)."""
@@ -232,6 +328,9 @@ class Host:
                 except subprocess.TimeoutExpired:
                     master.kill()
                     master.wait()
+        if self._master_err is not None:
+            self._master_err.close()
+            self._master_err = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -270,9 +369,33 @@ class Host:
                                stdin=subprocess.DEVNULL, timeout=timeout_s + 5)
         except subprocess.TimeoutExpired:
             raise RunError(f"host {self.where}: `{shlex.join(argv)}` did not finish within {timeout_s:g} s") from None
-        if p.returncode == 255 and not self.connected():
-            raise ssh_fault(self.name, self.destination, p.stderr, p.returncode)
+        if p.returncode == 255:
+            lost = self.lost(wait_s=LOST_WAIT_S)
+            if lost:
+                raise RunError(lost)
+            if not self.connected():
+                raise ssh_fault(self.name, self.destination, p.stderr, p.returncode)
         return p
+
+    def ip_json(self, ns: str | None, *args: str) -> Any:
+        """`ip -j ARGS` on the host (in namespace `ns`), parsed (testbed.nic's IpJson); RunError
+        with ip's own line when it fails."""
+        p = self.run(["ip", *(["-n", ns] if ns else []), "-j", *args], timeout_s=15)
+        if p.returncode != 0:
+            said = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1][:200]
+            raise RunError(f"host {self.where}: `ip -j {' '.join(args)}` failed: {said}")
+        try:
+            return json.loads(p.stdout or "[]")
+        except ValueError:
+            raise RunError(f"host {self.where}: `ip -j {' '.join(args)}` printed no JSON") from None
+
+    def ssh_connection(self) -> str | None:
+        """SSH_CONNECTION ("client port server port") as the host sees capbench's connection to it
+        (sshd sets it in every session, a multiplexed one too); None for this machine."""
+        if self.local:
+            return None
+        p = self.run(["sh", "-c", 'printf "%s" "$SSH_CONNECTION"'], timeout_s=15)
+        return p.stdout.strip() or None
 
     def start(self, name: str, argv: Sequence[str]) -> Child:
         """Start `argv` on the host; a Child whose JSON Lines, stderr, waits and stop work as
@@ -358,6 +481,10 @@ class RemoteChild(Child):
     def failure(self, what: str) -> ChildError:
         e = super().failure(what)
         rc = self.proc.poll()
+        if rc == 255:
+            lost = self.host.lost(wait_s=LOST_WAIT_S)  # the session ended with the master: say so
+            if lost:
+                return ChildError(f"{self.name} {what}: {lost}")
         if rc == 255 and self.remote_pid is None:  # ssh itself failed: say so in its terms
             err = ssh_fault(self.host.name, self.host.destination or "", "\n".join(self.stderr_lines), rc)
             return ChildError(f"{self.name} {what}: {err}")

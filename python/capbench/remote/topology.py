@@ -37,6 +37,7 @@ from typing import Any
 
 from capbench import inputs
 from capbench.errors import UsageError
+from capbench.remote import ssh_rules
 from capbench.remote.ssh import LOCAL, check_destination, check_ssh_option
 
 TOPOLOGY_MAX_BYTES = 1 << 20
@@ -145,17 +146,26 @@ def _header(table: str, name: str | None = None) -> re.Pattern[str]:
     return re.compile(rf"^\s*\[\s*{table}\s*\]")
 
 
-def read(path: Path | str, *, backends_known: Sequence[str] | None = None) -> Topology:
+def read(path: Path | str, *, backends_known: Sequence[str] | None = None, insecure_ssh: bool = False) -> Topology:
     """The topology in `path` (a regular UTF-8 file of at most 1 MiB)."""
     text = inputs.read_text(path, what="topology", limit=TOPOLOGY_MAX_BYTES, missing_ok=True)
     if text is None:
         raise UsageError(f"no topology file {inputs.shown(path)}: see docs/topology.md for an example")
-    return parse(text, path, backends_known=backends_known)
+    topo = parse(text, path, backends_known=backends_known, insecure_ssh=insecure_ssh)
+    if not insecure_ssh:
+        w = _Where(path, text)
+        for name, host in topo.hosts.items():
+            if host.ssh_config is not None:
+                _check_ssh_config(w, f"[hosts.{name}]", host.ssh_config,
+                                  w.line_of(_header("hosts", name), "ssh_config"))
+    return topo
 
 
-def parse(text: str, path: Path | str = "<topology>", *, backends_known: Sequence[str] | None = None) -> Topology:
+def parse(text: str, path: Path | str = "<topology>", *, backends_known: Sequence[str] | None = None,
+          insecure_ssh: bool = False) -> Topology:
     """The topology of `text`; `backends_known`: the names a sensor's backends may take (None: any
-    name, checked later)."""
+    name, checked later). Unless `insecure_ssh`, a host's ssh_options hold no setting remote.ssh_rules
+    refuses (`read` checks the text of their ssh_config files too)."""
     w = _Where(path, text)
     try:
         doc = tomllib.loads(text)
@@ -171,7 +181,7 @@ def parse(text: str, path: Path | str = "<topology>", *, backends_known: Sequenc
     hosts_doc = doc.get("hosts", {})
     if not isinstance(hosts_doc, dict):
         raise w.error("[hosts]", None, "must hold one table per host: [hosts.NAME] with ssh = \"user@host\"")
-    hosts = {name: _host(w, name, t) for name, t in hosts_doc.items()}
+    hosts = {name: _host(w, name, t, insecure_ssh) for name, t in hosts_doc.items()}
     if LOCAL not in hosts:
         hosts[LOCAL] = HostSpec(LOCAL, None)
 
@@ -231,7 +241,7 @@ def _unknown_keys(w: _Where, table: str, header: re.Pattern[str], nth: int, d: d
         raise w.error(table, key, f"unknown key: use {', '.join(keys)}", line=lines[key])
 
 
-def _host(w: _Where, name: str, t: Any) -> HostSpec:
+def _host(w: _Where, name: str, t: Any, insecure_ssh: bool) -> HostSpec:
     table, header = f"[hosts.{name}]", _header("hosts", name)
     line = w.line_of(header, None)
     if not NAME.fullmatch(name):
@@ -278,8 +288,12 @@ def _host(w: _Where, name: str, t: Any) -> HostSpec:
             check_ssh_option(o, "the option")
         except UsageError as e:
             raise w.error(table, "ssh_options", str(e), line=at("ssh_options")) from None
+        why = None if insecure_ssh else ssh_rules.refusal(*ssh_rules.split_option(o))
+        if why:
+            raise w.error(table, "ssh_options", f"{o!r} {why}: {ssh_rules.fix(repr(o))}", line=at("ssh_options"))
     ssh_config = t.get("ssh_config")
-    if ssh_config is not None and (local or not isinstance(ssh_config, str) or not ssh_config.startswith("/")):
+    if ssh_config is not None and (local or not isinstance(ssh_config, str) or not ssh_config.startswith("/")
+                                   or any(ord(c) < 32 for c in ssh_config)):
         raise w.error(table, "ssh_config", f"{ssh_config!r}: give the absolute path of an ssh_config file for "
                                            f"this host (ssh -F), or leave it out", line=at("ssh_config"))
     command = t.get("capbench", "capbench")
@@ -292,6 +306,20 @@ def _host(w: _Where, name: str, t: Any) -> HostSpec:
                                          f"\"capbench\" or \"/opt/capbench/venv/bin/python -m capbench\"",
                       line=at("capbench"))
     return HostSpec(name, ssh, build_dir, tuple(options), ssh_config, tuple(words))
+
+
+def _check_ssh_config(w: _Where, table: str, path: str, line: int) -> None:
+    """The ssh_config file's own lines: none that ssh_rules refuses, read before ssh reads the file
+    (`ssh -G`, Host.check_settings, already runs a Match exec command, and names no file or line)."""
+    text = inputs.read_text(path, what="ssh_config", limit=TOPOLOGY_MAX_BYTES, missing_ok=True)
+    if text is None:
+        raise w.error(table, "ssh_config", f"no file {inputs.shown(path)}: give an ssh_config file that exists, "
+                                           f"or leave it out", line=line)
+    refused = ssh_rules.refused_lines(text)
+    if refused:
+        n, setting, why = refused[0]
+        raise w.error(table, "ssh_config", f"{inputs.shown(path)} line {n}: `{setting[:100]}` {why}: "
+                                           f"{ssh_rules.fix('it')}", line=line)
 
 
 def _role_host(w: _Where, table: str, header: re.Pattern[str], nth: int, t: dict, hosts: dict[str, HostSpec]) -> str:

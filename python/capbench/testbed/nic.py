@@ -712,6 +712,7 @@ def check_exists(ns: str | None, ifname: str) -> None:
 
 
 IpJson = Callable[..., Any]  # (ns, *ip args) -> parsed `ip -j` output
+FORCE_FLAG = "--force-iface"  # what lets a run use an interface send_hazard refuses
 
 
 def default_route_interfaces(ns: str | None, ip_json: IpJson = _ip_json) -> set[str]:
@@ -748,6 +749,21 @@ def ssh_interfaces(ssh_connection: str | None, ip_json: IpJson = _ip_json) -> se
     return found - {"lo"}
 
 
+def send_hazard(ns: str | None, ifname: str, *, ssh_connections: Mapping[str, str | None],
+                ip_json: IpJson = _ip_json) -> str | None:
+    """Why a host could lose its own network if capbench sent on `ifname` (or took its frames
+    with XDP): it carries a default route of namespace `ns` (None: the host's own), or one of
+    `ssh_connections` ({what it is: its SSH_CONNECTION as that host sees it}). None: neither.
+    `ip_json` runs `ip -j` on that host (another host's: over its SSH connection)."""
+    if ifname in default_route_interfaces(ns, ip_json):
+        where = f" of namespace {ns}" if ns else ""
+        return f"{ifname} carries the default route{where}: capbench would flood that host's own network"
+    for what, connection in ssh_connections.items():
+        if ifname in ssh_interfaces(connection, ip_json):
+            return f"{ifname} carries {what}: sending on it could cut it off"
+    return None
+
+
 def check_safe_to_send(ns: str | None, ifname: str, *, force: bool, env: Mapping[str, str] | None = None,
                        ip_json: IpJson = _ip_json) -> None:
     """Refuse (UsageError) to send on the interface of the namespace's default route, or (in
@@ -755,13 +771,10 @@ def check_safe_to_send(ns: str | None, ifname: str, *, force: bool, env: Mapping
     if force:
         return
     env = os.environ if env is None else env
-    if ifname in default_route_interfaces(ns, ip_json):
-        where = f" of namespace {ns}" if ns else ""
-        raise UsageError(f"{ifname} carries the default route{where}: capbench would flood this host's own network; "
-                         f"give another interface, or add --force-iface if it is a test port")
-    if ns is None and ifname in ssh_interfaces(env.get("SSH_CONNECTION"), ip_json):
-        raise UsageError(f"{ifname} carries this SSH session: sending on it could cut you off; give another "
-                         f"interface, or add --force-iface if you mean it")
+    why = send_hazard(ns, ifname, ssh_connections={"this SSH session": env.get("SSH_CONNECTION")} if ns is None
+                      else {}, ip_json=ip_json)
+    if why:
+        raise UsageError(f"{why}; give another interface, or add {FORCE_FLAG} if it is a test port")
 
 
 def check_bounded_send(ifname: str, *, rate: Any, duration_s: float | None, count: int | None) -> None:

@@ -223,7 +223,12 @@ class RemoteSide:
         return self.child.wait_for(answer, timeout_s)
 
     def sample(self) -> None:
-        return None  # the agent samples softnet_stat on its host
+        """Once a second while the trial runs (the agent samples softnet_stat on its host): a lost
+        host, or an agent that ended, is an error now (its message names the host), so the trial
+        stops at once, its generator with it, rather than at the next phase."""
+        if self.child is not None and not self.child.running:
+            raise self.child.failure("ended before its readings")
+        self.host.check_not_lost()
 
     def before_load(self) -> None:
         self._phase(signal.SIGUSR1, "loading")
