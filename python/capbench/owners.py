@@ -271,11 +271,9 @@ def reach_folder(path: Path | str, option: str, euid: int | None = None) -> Path
         step = reached / part  # an absolute part ("/") replaces what was reached
         try:
             st = os.lstat(step)
-        except FileNotFoundError:
+        except OSError:  # absent, or the kernel refuses the name: make_folder says why, if it matters
             reached = step
             continue
-        except OSError as e:
-            raise UsageError(f"{option} {text}: cannot reach {step}: {e.strerror}") from None
         if not stat.S_ISLNK(st.st_mode):
             reached = step
             continue

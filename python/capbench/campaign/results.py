@@ -120,11 +120,12 @@ class RunWriter:
     def create(cls, root: Path | str, settings: dict[str, Any], *, command: list[str] | None = None) -> RunWriter:
         """A new directory root/<UTC timestamp>/ (suffixed -2, -3 ... if it exists). `root` is
         reached following only links of this user or root (owners.reach_folder: UsageError for
-        another's) and made without following any."""
-        root = owners.reach_folder(root, "--results")
+        another's) and made without following any; the run's folder is named as `root` is given."""
+        root = Path(root)
+        reached = owners.reach_folder(root, "--results")
         stamp = utc_stamp()
         try:
-            fd = owners.make_folder(root)
+            fd = owners.make_folder(reached)
             try:
                 name, n = stamp, 1
                 while True:
