@@ -174,16 +174,36 @@ def _refusal(why: str, remove: Path, *, folder: bool = False) -> UsageError:
                       f"status`), then remove it ({'rm -r' if folder else 'rm'} {remove}) and run again")
 
 
+def _make_parents(path: Path, owner: int) -> None:
+    """Make the missing folders above `path` (0700, as the XDG spec asks), only inside a folder of
+    `owner`'s (or for root): a run with dac_override could make them anywhere, and $HOME may name a
+    folder that is not the user's (nobody's /nonexistent)."""
+    missing = []
+    above = path.parent
+    while not os.path.lexists(above) and above != above.parent:
+        missing.append(above)
+        above = above.parent
+    if not missing:
+        return
+    if owner != 0 and os.stat(above).st_uid != owner:
+        raise UsageError(f"cannot make {path} for the host settings your runs hold: {above} is not yours "
+                         f"({_who(os.stat(above).st_uid)}): set XDG_STATE_HOME (or HOME) to a folder of yours")
+    for folder in reversed(missing):  # os.makedirs gives its `mode` to the last folder only
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise RunError(f"cannot make {folder} for capbench's state: {e.strerror}") from None
+
+
 def open_folder(path: Path, owner: int, *, create: bool) -> int | None:
     """A descriptor of the folder `path`, opened without following a link (O_NOFOLLOW) and checked
     to be a folder owned by `owner` that nobody else can write; made (0755, and its missing parents
     0700) when `create` and absent; None when absent and not `create`. UsageError, naming how to
     remove it, for a link, a non-folder, another owner or a group/other-writable mode."""
     if create:
-        try:
-            os.makedirs(path.parent, mode=0o700, exist_ok=True)
-        except OSError as e:
-            raise RunError(f"cannot make {path.parent} for capbench's state: {e.strerror}") from None
+        _make_parents(path, owner)
     try:
         parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:

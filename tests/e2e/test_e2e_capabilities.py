@@ -5,6 +5,7 @@ behind (docs/capabilities.md)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -51,7 +52,7 @@ def beds_of(pid: int, home: Path) -> list[str]:
 
 @pytest.fixture
 def nobodys_dir(tmp_path: Path) -> Path:
-    tmp_path.chmod(0o777)  # nobody writes its results (and HOME) here
+    os.chown(tmp_path, 65534, 65534)  # nobody's: its results, and HOME (its own state folder) are here
     return tmp_path
 
 

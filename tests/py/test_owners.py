@@ -568,3 +568,13 @@ def test_make_folder_makes_what_is_missing_and_never_goes_through_a_link(tmp_pat
         owners.make_folder(tmp_path / "c" / "b" / "new")
     # (O_NOFOLLOW with O_DIRECTORY fails ENOTDIR on a link)
     assert e.value.errno in (errno.ELOOP, errno.ENOTDIR) and not (tmp_path / "a" / "b" / "new").exists()
+
+
+def test_a_state_folder_is_made_only_inside_a_folder_of_the_user(tmp_path):
+    # A user's $HOME may not be theirs (nobody's /nonexistent; HOME left as root's): nothing is made.
+    theirs = tmp_path / "home" / ".local" / "state" / owners.STATE_NAME
+    with pytest.raises(UsageError, match=rf"cannot make {theirs} .*: {tmp_path} is not yours \(uid "):
+        HostSettings(theirs, owner=os.geteuid() + 1).held()
+    assert list(tmp_path.iterdir()) == []
+    HostSettings(theirs).held()  # its own: made, 0700 above the folder
+    assert oct((tmp_path / "home" / ".local").stat().st_mode & 0o777) == oct(0o700)
