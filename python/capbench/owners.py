@@ -311,7 +311,7 @@ def reach_folder(path: Path | str, option: str, euid: int | None = None) -> Path
 def make_folder(path: Path) -> int:
     """A descriptor of the folder `path` (absolute, without links: reach_folder's), made with its
     missing parents (0755 as the umask allows) one name at a time, each opened relative to the one
-    before without following a link: a link put on the way since reach_folder looked fails (ELOOP)
+    before without following a link: a link put on the way since reach_folder looked fails (ENOTDIR)
     instead of leading elsewhere. OSError as the kernel says."""
     fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
