@@ -74,12 +74,23 @@ def xdp_attached(ns: str | None = None) -> list[str]:
     return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if " xdp" in line]
 
 
-def as_nobody_argv(argv: list[str], caps: tuple[str, ...] = ()) -> list[str]:
-    """`argv` run as user nobody, with the capabilities `caps` (net_raw, bpf, ...) and no others:
-    inherited and ambient, so that they survive exec as a granted user's would."""
+# Not one of capbench's needs: it lets a user other than root read the Python interpreter and the
+# venv wherever this machine keeps them (under /root here). It bypasses only read and search
+# permission, so every write capbench makes still needs CAP_DAC_OVERRIDE.
+READ_INTERPRETER = ("dac_read_search",)
+
+
+def as_user_argv(uid: int, gid: int, argv: list[str], caps: tuple[str, ...] = ()) -> list[str]:
+    """`argv` run as user `uid` (group `gid`), with the capabilities `caps` (net_raw, bpf, ...) and no
+    others: inherited and ambient, so that they survive exec as a granted user's would."""
     granted = ",".join(f"+{c}" for c in caps)
     keep = [f"--inh-caps=-all,{granted}", f"--ambient-caps={granted}"] if caps else []
-    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *keep, *argv]
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *keep, *argv]
+
+
+def as_nobody_argv(argv: list[str], caps: tuple[str, ...] = ()) -> list[str]:
+    """`argv` run as user nobody with `caps` (as_user_argv)."""
+    return as_user_argv(65534, 65534, argv, caps)
 
 
 def run_in(ns: str | None, argv: list[str], *, as_nobody: bool = False,

@@ -5,26 +5,24 @@ behind (docs/capabilities.md)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from capbench import owners
 from capbench.testbed import preflight
 from capbench.testbed import veth_pair as testbed
 
-from e2e_env import as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces, missing_prerequisite
+from e2e_env import (READ_INTERPRETER, as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces,
+                     missing_prerequisite)
 
 pytestmark = [
     pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite())),
     pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is needed to drop root"),
 ]
-
-# Not one of capbench's needs: it lets user nobody read the Python interpreter and the venv wherever
-# this machine keeps them (under /root here). It bypasses only read and search permission, so every
-# write capbench makes still needs CAP_DAC_OVERRIDE.
-READ_INTERPRETER = ("dac_read_search",)
 
 
 def as_nobody(tmp: Path, caps: tuple[str, ...], *args: str, prefix: tuple[str, ...] = ()
@@ -40,14 +38,21 @@ def as_nobody(tmp: Path, caps: tuple[str, ...], *args: str, prefix: tuple[str, .
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
 
 
-def beds_of(pid: int) -> list[str]:
-    """Test beds whose state file names `pid` as owner."""
-    return [info.id for info in testbed.list_testbeds() if (info.state or {}).get("owner_pid") == pid]
+def nobodys_state(home: Path) -> Path:
+    """Where user nobody's runs (HOME=home) keep their test beds' state (owners.state_folder)."""
+    return home / ".local" / "state" / owners.STATE_NAME / testbed.STATE_SUBDIR
+
+
+def beds_of(pid: int, home: Path) -> list[str]:
+    """Test beds whose state file, root's or nobody's (HOME=home), names `pid` as owner."""
+    states = [info.state for info in testbed.list_testbeds()]
+    states += [json.loads(p.read_text()) for p in nobodys_state(home).glob("*.json")]
+    return [s["id"] for s in states if (s or {}).get("owner_pid") == pid]
 
 
 @pytest.fixture
 def nobodys_dir(tmp_path: Path) -> Path:
-    tmp_path.chmod(0o777)  # nobody writes its results (and HOME) here
+    os.chown(tmp_path, 65534, 65534)  # nobody's: its results, and HOME (its own state folder) are here
     return tmp_path
 
 
@@ -61,7 +66,7 @@ def test_run_as_nobody_with_the_capabilities(nobodys_dir):
     trials = [json.loads(line) for line in next(results.glob("*/trials.jsonl")).read_text().splitlines()]
     assert [t["backend"] for t in trials] == ["afp-v3"] and trials[0]["sent"] > 0
     assert not any(bed.group(1) in ns for ns in capbench_namespaces())
-    assert beds_of(pid) == []
+    assert beds_of(pid, nobodys_dir) == []
 
 
 @pytest.mark.parametrize("missing", preflight.RUN_CAPS)
@@ -74,7 +79,7 @@ def test_run_without_one_capability(nobodys_dir, missing):
     assert p.stderr.startswith(f"capbench: capbench run needs CAP_{missing.upper()} ("), p.stderr
     assert "CAP_" not in p.stderr.split(")", 1)[1].split(":", 1)[0]  # that one only
     assert f"--ambient-caps {','.join('+' + c for c in preflight.RUN_CAPS)}" in p.stderr
-    assert not results.exists() and beds_of(pid) == []
+    assert not results.exists() and beds_of(pid, nobodys_dir) == []
     assert "test bed" not in p.stdout + p.stderr
 
 
@@ -115,7 +120,7 @@ def test_testbed_up_down_name_their_capabilities(nobodys_dir, action):
     assert p.returncode == 2 and p.stderr.splitlines() == [p.stderr.strip()], p.stderr
     for cap in preflight.TESTBED_CAPS:
         assert f"CAP_{cap.upper()}" in p.stderr
-    assert beds_of(pid) == []
+    assert beds_of(pid, nobodys_dir) == []
 
 
 def test_capture_in_a_namespace_as_nobody(nobodys_dir, tb):
@@ -136,8 +141,10 @@ def test_testbed_up_and_down_as_nobody_with_their_capabilities(nobodys_dir):
     tb_id = re.search(r"^test bed ([0-9a-f]{6})$", p.stdout, re.M).group(1)
     try:
         assert {f"capbench-{tb_id}-gen", f"capbench-{tb_id}-cap"} <= capbench_namespaces()
+        assert (nobodys_state(nobodys_dir) / f"{tb_id}.json").exists()  # its own, not root's /run/capbench
+        assert testbed.read_state(tb_id) is None
     finally:
         p, _ = as_nobody(nobodys_dir, preflight.TESTBED_CAPS, "testbed", "down", tb_id)
     assert p.returncode == 0 and f"removed test bed {tb_id}" in p.stdout, p.stderr
     assert not {f"capbench-{tb_id}-gen", f"capbench-{tb_id}-cap"} & capbench_namespaces()
-    assert testbed.read_state(tb_id) is None
+    assert list(nobodys_state(nobodys_dir).glob("*.json")) == []

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
+import secrets
+import shutil
 import signal
+import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,9 +21,10 @@ import pytest
 from capbench import owners
 from capbench.testbed import host_sysctl
 from capbench.testbed import netns
+from capbench.testbed import preflight
 from capbench.testbed import veth_pair as testbed
-from e2e_env import (assert_one_line_usage_error, capbench_cmd, capbench_env, missing_prerequisite, run_capbench,
-                     start_run)
+from e2e_env import (READ_INTERPRETER, as_user_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd,
+                     capbench_env, missing_prerequisite, run_capbench, start_run)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
@@ -125,3 +131,179 @@ def test_sigterm_at_any_early_moment_leaves_nothing(tmp_path, moment):
         assert not {f"capbench-{tb_id}-gen", f"capbench-{tb_id}-cap"} & set(netns.list_netns()), err
         assert tb_id not in holders(), err
     assert backlog() != raised
+
+
+# --- issue 27: a registry no user can steer, results no user's link can lead astray -----------------
+#
+# Each as a real second user (useradd), with the kernel's link and FIFO protections off as on the
+# audited machine. Root's runs here see a folder of the test's as /run/capbench (bound over it in a
+# mount namespace of their own, `unshare --propagation slave`: their mounts stay theirs), so that
+# neither the host's registry nor the other runs on this host change what a test sees.
+
+PROTECTIONS = ("fs.protected_symlinks", "fs.protected_regular", "fs.protected_fifos")
+TINY = ("--sizes", "64", "--duration", "0.2", "--backends", "pcap", "--no-report")
+
+
+@pytest.fixture
+def unprotected():
+    """fs.protected_symlinks, _regular and _fifos at 0 for the test (this machine's values), put back after."""
+    paths = {key: Path("/proc/sys") / key.replace(".", "/") for key in PROTECTIONS}
+    before = {key: path.read_text().strip() for key, path in paths.items()}
+    try:
+        for path in paths.values():
+            path.write_text("0\n")
+        yield
+    finally:
+        for key, path in paths.items():
+            path.write_text(before[key] + "\n")
+
+
+@pytest.fixture
+def user(unprotected):
+    """A real second user with a home of its own, removed with it whatever happens."""
+    name = f"cbre{os.getpid():x}{secrets.token_hex(2)}"
+    subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin", name], check=True,
+                   capture_output=True)
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+@pytest.fixture
+def work():
+    """A folder every user can reach (as /tmp), root's, 0755: `run` is what root's runs see as
+    /run/capbench, `victim.conf` a root file the user can read and must not change."""
+    d = Path(tempfile.mkdtemp(prefix="cbreg-"))
+    try:
+        d.chmod(0o755)
+        (d / "run").mkdir(mode=0o755)
+        (d / "victim.conf").write_text("precious\n")
+        (d / "victim.conf").chmod(0o644)
+        yield d
+    finally:
+        shutil.rmtree(d)
+
+
+def as_user(pw: pwd.struct_passwd, argv: list[str], caps: tuple[str, ...] = (), **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(as_user_argv(pw.pw_uid, pw.pw_gid, argv, caps), capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL, **kw)
+
+
+def with_run_dir(run_dir: Path, argv: list[str]) -> list[str]:
+    """`argv` in a mount namespace of its own where `run_dir` is /run/capbench."""
+    return ["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
+            'mount --bind "$0" /run/capbench && exec "$@"', str(run_dir), *argv]
+
+
+def root_run(work: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`capbench run ARGS` as root, with work/run as /run/capbench."""
+    env = capbench_env()
+    env.pop(testbed.STATE_DIR_ENV, None)
+    return subprocess.run(with_run_dir(work / "run", capbench_cmd("run", *args)), capture_output=True, text=True,
+                          env=env, timeout=120, stdin=subprocess.DEVNULL, cwd=cwd)
+
+
+# The user writes a registry that names the victim, as the audit did: the file's content as `set`
+# (so that root's teardown would find it "still set") and its own text as `original`.
+PLANT = """
+import json, sys
+registry, victim = sys.argv[1:3]
+entry = {"original": "PWNED", "set": open(victim).read().strip(), "holders": {}}
+with open(registry, "w") as f:
+    json.dump({"settings": {victim: entry}}, f)
+"""
+
+
+def assert_refused(p: subprocess.CompletedProcess, *words: str) -> None:
+    """Exit status 2 and one error line, after at most the run's plan line, naming `words`."""
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    lines = [line for line in p.stderr.splitlines() if not line.startswith("capbench campaign ")]
+    assert len(lines) == 1 and lines[0].startswith("capbench: ") and "Traceback" not in p.stderr, p.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def plant_as(pw: pwd.struct_passwd, work: Path, caps: tuple[str, ...] = ()) -> None:
+    p = as_user(pw, ["/usr/bin/python3", "-c", PLANT, str(work / "run" / owners.REGISTRY), str(work / "victim.conf")],
+                caps)
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_registry_a_user_owns_is_refused_and_the_victim_left_alone(user, work):
+    # The audit: a run with the capabilities (dac_override) made the registry, so the user owns it;
+    # with no capability left, the user writes into it; the next root run would have written PWNED.
+    plant_as(user, work, caps=("dac_override",))  # the run with the capabilities: the file is theirs now
+    plant_as(user, work)  # and without any: they own it
+    assert (work / "run" / owners.REGISTRY).stat().st_uid == user.pw_uid
+    p = root_run(work, "--results", str(work / "results"), *TINY)
+    assert_refused(p, f"/run/capbench/{owners.REGISTRY} is owned by uid {user.pw_uid} "
+                                f"({user.pw_name}), not root", f"(rm /run/capbench/{owners.REGISTRY})")
+    assert (work / "victim.conf").read_text() == "precious\n"
+    assert not (work / "results").exists() and not list((work / "run" / "testbeds").glob("*.json"))
+
+
+def test_a_registry_folder_a_user_owns_is_refused(user, work):
+    # A user whose run was the first after boot made /run/capbench: they need no capability to plant.
+    os.chown(work / "run", user.pw_uid, user.pw_gid)
+    plant_as(user, work)
+    p = root_run(work, "--results", str(work / "results"), *TINY)
+    assert_refused(p, f"/run/capbench is owned by uid {user.pw_uid} ({user.pw_name}), "
+                                "not root", "(rm -r /run/capbench)")
+    assert (work / "victim.conf").read_text() == "precious\n"
+    assert not (work / "results").exists()
+
+
+def test_an_entry_capbench_does_not_make_is_dropped_with_a_line_never_written(user, work):
+    # Root's own registry (one written before this check, say) naming the victim: root's run drops it.
+    plant_as(user, work, caps=("dac_override",))
+    os.chown(work / "run" / owners.REGISTRY, 0, 0)
+    p = root_run(work, "--results", str(work / "results"), *TINY)
+    assert_run_measured(p)
+    warnings = [line for line in p.stderr.splitlines() if owners.REGISTRY in line]
+    assert warnings == [f"capbench: warning: /run/capbench/{owners.REGISTRY} names {str(work / 'victim.conf')!r}, "
+                        f"which is not a host setting capbench makes (capbench makes no such file setting, or not "
+                        f"at 'PWNED'): dropped, never read or written"], p.stderr
+    assert (work / "victim.conf").read_text() == "precious\n"
+    assert json.loads((work / "run" / owners.REGISTRY).read_text())["settings"] == {}
+
+
+def test_a_run_with_the_capabilities_keeps_its_own_registry(user, work):
+    # Root's folder (bound as /run/capbench, empty) is never touched: the user's state folder is used.
+    results = Path(user.pw_dir) / "results"
+    env = capbench_env() | {"HOME": user.pw_dir}
+    env.pop(testbed.STATE_DIR_ENV, None)
+    env.pop("XDG_STATE_HOME", None)
+    argv = as_user_argv(user.pw_uid, user.pw_gid, capbench_cmd("run", "--results", str(results), *TINY),
+                        preflight.RUN_CAPS + READ_INTERPRETER)
+    p = subprocess.run(with_run_dir(work / "run", argv), capture_output=True, text=True, env=env, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert_run_measured(p)
+    assert list((work / "run").iterdir()) == []
+    state = Path(user.pw_dir) / ".local" / "state" / "capbench"
+    for path, mode in ((state, 0o755), (state / owners.REGISTRY, 0o644), (state / testbed.STATE_SUBDIR, 0o755)):
+        st = path.stat()
+        assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (user.pw_uid, mode), path
+    assert json.loads((state / owners.REGISTRY).read_text())["settings"] == {}
+
+
+def test_a_results_link_another_user_planted_is_refused(user, work):
+    # A shared working folder (sticky and world-writable, as /tmp); the user plants `results` there,
+    # leading to a root folder (/etc, say). Root's run in that folder writes nowhere.
+    shared, target = work / "shared", work / "target"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    target.mkdir()
+    p = as_user(user, ["ln", "-s", str(target), str(shared / "results")])
+    assert p.returncode == 0, p.stderr
+    p = root_run(work, *TINY, cwd=shared)
+    assert_one_line_usage_error(p, "capbench", f"--results results: {shared}/results is a symbolic link of uid "
+                                f"{user.pw_uid} ({user.pw_name}): capbench follows a link on the way to its results "
+                                "only if you or root made it")
+    assert list(target.iterdir()) == []
+    # A link of root's own is followed.
+    (shared / "results").unlink()
+    (shared / "results").symlink_to(target)
+    p = root_run(work, *TINY, cwd=shared)
+    assert_run_measured(p)
+    assert [d.name for d in target.iterdir()] and (next(target.iterdir()) / "trials.jsonl").exists()

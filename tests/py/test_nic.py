@@ -212,8 +212,10 @@ def fake_kind():
         values[path] = value
 
     owners.register_accessor("fake", read, write)
+    owners.declare("fake", lambda path, value: path.startswith("k/"))
     yield values
     owners.ACCESSORS.pop("fake", None)
+    owners.DECLARED.pop("fake", None)
 
 
 def dead_holder(hid: str) -> Holder:

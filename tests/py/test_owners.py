@@ -3,7 +3,10 @@ with real files, real flock(2) and real processes as owners (no root needed)."""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -100,6 +103,19 @@ def test_a_lock_file_that_is_no_regular_file_is_refused_and_left_alone(tmp_path,
 
 
 # --- host settings -----------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def stand_ins_are_settings(tmp_path, monkeypatch):
+    """The stand-in files of these tests (in tmp_path, named as the real ones) count as settings
+    capbench makes; other files there do not."""
+    def stand_in(path: str, value: str) -> bool:
+        return path.startswith(f"{tmp_path}/") and Path(path).name in STAND_INS and value.isalnum()
+
+    monkeypatch.setitem(owners.DECLARED, owners.FILE, [*owners.DECLARED.get(owners.FILE, []), stand_in])
+
+
+STAND_INS = ("netdev_max_backlog", "scaling_governor")
 
 
 @pytest.fixture
@@ -205,9 +221,11 @@ def test_an_exact_value_setting(tmp_path):
 
 HOLD_RELEASE = """
     import random, sys, time
+    from capbench import owners
     from capbench.owners import Holder, HostSettings, Setting
     path, directory, name = sys.argv[1:4]
     reg = HostSettings(directory)
+    owners.declare(owners.FILE, lambda p, value: p == path)
     print("ready", flush=True)
     for i in range(25):
         me = Holder.of_this_process(f"{name}{i:02d}")
@@ -328,3 +346,235 @@ def test_listed_shows_living_holders_and_changes_nothing(backlog):
     finally:
         kill(run_a)
         kill(run_b)
+
+
+# --- whose registry, and what may be in it (issue 27) ---------------------------------------------
+
+
+def plant(reg: HostSettings, path: str, original: str, now: str) -> None:
+    """An entry whose holder is dead and whose `set` the file reads now: the next access would
+    write `original` into `path` if the entry were trusted (the audit's plant)."""
+    reg.held()  # the folder, the lock and an empty registry, made by capbench
+    registry = json.loads(reg.path.read_text())
+    registry["settings"][path] = {"original": original, "set": now, "holders": {}}
+    reg.path.write_text(json.dumps(registry))
+
+
+@pytest.mark.parametrize("entry", ["victim.conf", "dotdot", "bad value", "not an entry"])
+def test_an_entry_that_is_no_setting_capbench_makes_is_dropped_unwritten(backlog, tmp_path, capsys, entry):
+    f, reg = backlog
+    victim = tmp_path / "victim.conf"
+    victim.write_text("precious\n")
+    path, original = {"victim.conf": (str(victim), "PWNED"),
+                      # a declared name, reached through '..' from elsewhere
+                      "dotdot": (f"{tmp_path}/x/../victim.conf", "PWNED"),
+                      "bad value": (str(f), "PWNED\nroot::0:0::/:/bin/sh"),
+                      "not an entry": (str(f), "1")}[entry]
+    plant(reg, path, original, "precious" if entry != "bad value" else "1000")
+    if entry == "not an entry":
+        registry = json.loads(reg.path.read_text())
+        registry["settings"][path] = ["not", "a", "dict"]
+        reg.path.write_text(json.dumps(registry))
+    capsys.readouterr()
+    assert reg.held() == {}
+    assert victim.read_text() == "precious\n" and f.read_text() == "1000\n"
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"capbench: warning: {reg.path} names {path!r}"), err
+    assert err[0].endswith("dropped, never read or written")
+    assert json.loads(reg.path.read_text())["settings"] == {}  # gone for good
+
+
+def test_a_declared_entry_is_still_put_back(backlog):
+    f, reg = backlog
+    f.write_text("10000\n")
+    plant(reg, str(f), "1000", "10000")  # a run that died holding it
+    assert reg.held() == {} and f.read_text() == "1000\n"
+
+
+def test_capbench_declares_the_settings_it_makes_and_nothing_else():
+    # In a fresh interpreter, importing only what destroys a test bed: every kind of setting a run
+    # can hold is declared there (a setting no declaration claims would be dropped, never put back).
+    script = """
+        import json
+        from capbench import owners
+        from capbench.testbed import veth_pair
+        def ok(path, value, kind=owners.FILE):
+            return owners.undeclared(path, {"kind": kind, "original": value, "set": value, "holders": {}}) is None
+        print(json.dumps([
+            ok("/proc/sys/net/core/netdev_max_backlog", "1000"), ok("/proc/sys/net/core/rmem_max", "212992"),
+            ok("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "schedutil"),
+            ok("/sys/devices/system/cpu/cpu17/cpufreq/scaling_governor", "performance"),
+            ok("ethtool/capbench-abcdef-cap/eth1/ring/rx", "4096", "ethtool"),
+            ok("ethtool//eth0/channels/combined", "2", "ethtool"),
+            ok("ethtool//eth0/coalesce/adaptive-rx", "off", "ethtool"),
+            # and not:
+            ok("/proc/sys/net/core/netdev_max_backlog", "1000 "), ok("/proc/sys/kernel/core_pattern", "|/x"),
+            ok("/proc/sys/net/core/rmem_default", "212992"), ok("/etc/passwd", "root"),
+            ok("/sys/devices/system/cpu/cpu0/../../../../../etc/x/cpufreq/scaling_governor", "x"),
+            ok("/sys/devices/system/cpu/cpu0/x/cpufreq/scaling_governor", "performance"),
+            ok("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "a/b"),
+            ok("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "x" * 16),
+            ok("/sys/class/net/eth0/threaded", "1"),
+            ok("ethtool//eth0/ring/bogus", "1", "ethtool"), ok("ethtool//eth0/ring/rx", "on", "ethtool"),
+            ok("ethtool//eth0/coalesce/adaptive-rx", "1", "ethtool"),
+            ok("ethtool//eth0/ring/rx", str(2**32), "ethtool"), ok("ethtool/../eth0/ring/rx", "1", "ethtool"),
+            ok("ethtool//eth0/ring/rx/x", "1", "ethtool"), ok("ethtool//" + "e" * 16 + "/ring/rx", "1", "ethtool"),
+            ok("/proc/sys/net/core/netdev_max_backlog", "1000", "ethtool"),
+        ]))
+    """
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=PYTHON_DIR), check=True).stdout
+    assert json.loads(out) == [True] * 7 + [False] * 17
+
+
+@pytest.mark.parametrize("what", [owners.REGISTRY, owners.REGISTRY_LOCK, "folder"])
+def test_a_registry_another_user_owns_is_refused_in_one_line(backlog, what):
+    # As root this is a real chown; the owner a registry must have is a parameter, so any user can
+    # check the same refusal by expecting another.
+    f, reg = backlog
+    reg.held()
+    target = reg.directory if what == "folder" else reg.directory / what
+    if os.geteuid() == 0:
+        os.chown(target, 65534, 65534)
+        refused, named = reg, target
+    else:  # expecting another owner: the folder is the first thing refused
+        refused, named = HostSettings(reg.directory, owner=os.geteuid() + 1), reg.directory
+    with pytest.raises(UsageError) as e:
+        refused.hold(Holder.of_this_process("aaaaaa"), at_least(f, 10_000))
+    line = str(e.value)
+    assert "\n" not in line and line.startswith(f"{named} is owned by uid "), line
+    assert f"(rm {'-r ' if named == reg.directory else ''}{named})" in line
+    assert f.read_text() == "1000\n"
+
+
+@pytest.mark.parametrize("what", [owners.REGISTRY, owners.REGISTRY_LOCK, "folder"])
+def test_a_registry_others_can_write_is_refused(backlog, what):
+    f, reg = backlog
+    reg.held()
+    target = reg.directory if what == "folder" else reg.directory / what
+    target.chmod(0o777 if what == "folder" else 0o666)
+    with pytest.raises(UsageError, match=r"can be written by group and others \(mode 0(777|666)\): .*\(rm "):
+        reg.hold(Holder.of_this_process("aaaaaa"), at_least(f, 10_000))
+    target.chmod(0o775 if what == "folder" else 0o664)
+    with pytest.raises(UsageError, match="can be written by its group"):
+        reg.held()
+    assert f.read_text() == "1000\n"
+
+
+@pytest.mark.parametrize("what", [owners.REGISTRY, owners.REGISTRY_LOCK, "folder"])
+def test_a_registry_through_a_link_is_refused_and_what_it_leads_to_left_alone(backlog, tmp_path, what):
+    f, reg = backlog
+    elsewhere = tmp_path / "elsewhere"
+    if what == "folder":
+        elsewhere.mkdir()
+        reg.directory.symlink_to(elsewhere)
+    else:
+        reg.held()
+        elsewhere.write_text("precious\n")
+        (reg.directory / what).unlink()
+        (reg.directory / what).symlink_to(elsewhere)
+    with pytest.raises(UsageError, match=r"is a symbolic link: .*then remove it \(rm "):
+        reg.hold(Holder.of_this_process("aaaaaa"), at_least(f, 10_000))
+    assert (list(elsewhere.iterdir()) == [] if what == "folder" else elsewhere.read_text() == "precious\n")
+
+
+def test_a_fifo_for_a_registry_is_refused_at_once(backlog):
+    f, reg = backlog
+    reg.held()
+    reg.path.unlink()
+    os.mkfifo(reg.path)
+    with pytest.raises(UsageError, match="is a FIFO .*, not a regular file"):
+        reg.held()  # no hang: opened O_NONBLOCK
+
+
+def test_the_registry_is_0644_and_its_folder_0755_whatever_the_umask(backlog):
+    f, reg = backlog
+    old = os.umask(0o077)
+    try:
+        reg.hold(Holder.of_this_process("aaaaaa"), at_least(f, 10_000))
+    finally:
+        os.umask(old)
+        reg.release("aaaaaa")
+    assert oct(reg.directory.stat().st_mode & 0o777) == oct(0o755)
+    assert oct(reg.path.stat().st_mode & 0o777) == oct(0o644)
+    assert reg.directory.stat().st_uid == reg.path.stat().st_uid == os.geteuid()
+
+
+def test_a_registry_of_another_boot_is_started_afresh(backlog, monkeypatch, tmp_path):
+    # A user's state folder outlives a reboot, which put every setting back: its entries are stale.
+    f, reg = backlog
+    boot = tmp_path / "boot_id"
+    boot.write_text("one\n")
+    monkeypatch.setattr(owners, "BOOT_ID", boot)
+    f.write_text("10000\n")
+    plant(reg, str(f), "1000", "10000")
+    boot.write_text("two\n")
+    assert reg.held() == {} and f.read_text() == "10000\n"  # not "put back": this boot never held it
+    assert json.loads(reg.path.read_text())["boot"] == "two"
+
+
+def test_whose_state_folder(monkeypatch, tmp_path):
+    assert owners.state_folder(0) == Path("/run/capbench")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert owners.state_folder(1000) == tmp_path / "state" / "capbench"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # invalid by the spec: ignored
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert owners.state_folder(1000) == tmp_path / ".local" / "state" / "capbench"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.delenv("HOME")  # then the passwd database's home
+    nobody = pwd.getpwnam("nobody")
+    assert owners.state_folder(nobody.pw_uid) == Path(nobody.pw_dir) / ".local" / "state" / "capbench"
+
+
+# --- the results folder: links on the way ------------------------------------------------------
+
+
+def test_a_link_of_this_user_or_root_is_followed(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "mine").symlink_to("real")
+    assert owners.reach_folder(tmp_path / "mine" / "new", "--results") == tmp_path / "real" / "new"
+    assert owners.reach_folder(tmp_path / "mine" / ".." / "x", "--results") == tmp_path / "x"
+
+
+def test_a_link_of_another_user_is_refused_in_one_line(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "theirs").symlink_to("real")
+    who = os.lstat(tmp_path / "theirs").st_uid
+    follower = who + 1 if who else 1000  # the link is not the follower's (nor root's, unless made by root)
+    if who == 0:
+        # Root's links are trusted by every user; another user's are the point: make one as root.
+        if os.geteuid() != 0:
+            pytest.skip("needs a link owned by a user other than root and the follower")
+        os.lchown(tmp_path / "theirs", 65534, 65534)
+    with pytest.raises(UsageError) as e:
+        owners.reach_folder(tmp_path / "theirs" / "results", "--results", euid=follower)
+    assert str(e.value) == (f"--results {tmp_path}/theirs/results: {tmp_path}/theirs is a symbolic link of "
+                            f"{owners._who(os.lstat(tmp_path / 'theirs').st_uid)}: capbench follows a link on the "
+                            f"way to its results only if you or root made it; remove it, or give a folder of yours")
+
+
+def test_a_loop_of_links_is_one_line(tmp_path):
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    with pytest.raises(UsageError, match="more than 40 symbolic links"):
+        owners.reach_folder(tmp_path / "a", "--results")
+
+
+def test_make_folder_makes_what_is_missing_and_never_goes_through_a_link(tmp_path):
+    os.close(owners.make_folder(tmp_path / "a" / "b"))
+    assert (tmp_path / "a" / "b").is_dir()
+    (tmp_path / "c").symlink_to("a")  # put on the way after reach_folder looked
+    with pytest.raises(OSError) as e:
+        owners.make_folder(tmp_path / "c" / "b" / "new")
+    # (O_NOFOLLOW with O_DIRECTORY fails ENOTDIR on a link)
+    assert e.value.errno in (errno.ELOOP, errno.ENOTDIR) and not (tmp_path / "a" / "b" / "new").exists()
+
+
+def test_a_state_folder_is_made_only_inside_a_folder_of_the_user(tmp_path):
+    # A user's $HOME may not be theirs (nobody's /nonexistent; HOME left as root's): nothing is made.
+    theirs = tmp_path / "home" / ".local" / "state" / owners.STATE_NAME
+    with pytest.raises(UsageError, match=rf"cannot make {theirs} .*: {tmp_path} is not yours \(uid "):
+        HostSettings(theirs, owner=os.geteuid() + 1).held()
+    assert list(tmp_path.iterdir()) == []
+    HostSettings(theirs).held()  # its own: made, 0700 above the folder
+    assert oct((tmp_path / "home" / ".local").stat().st_mode & 0o777) == oct(0o700)

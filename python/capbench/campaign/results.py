@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from capbench import __version__
+from capbench import owners
 from capbench.testbed import host_sysctl
 from capbench.binaries import source_tree
 from capbench.errors import RunError, Terminated, UsageError
@@ -117,19 +118,26 @@ class RunWriter:
 
     @classmethod
     def create(cls, root: Path | str, settings: dict[str, Any], *, command: list[str] | None = None) -> RunWriter:
-        """A new directory root/<UTC timestamp>/ (suffixed -2, -3 ... if it exists)."""
+        """A new directory root/<UTC timestamp>/ (suffixed -2, -3 ... if it exists). `root` is
+        reached following only links of this user or root (owners.reach_folder: UsageError for
+        another's) and made without following any; the run's folder is named as `root` is given."""
         root = Path(root)
+        reached = owners.reach_folder(root, "--results")
         stamp = utc_stamp()
         try:
-            root.mkdir(parents=True, exist_ok=True)
-            path, n = root / stamp, 1
-            while True:
-                try:
-                    path.mkdir()
-                    break
-                except FileExistsError:
-                    n += 1
-                    path = root / f"{stamp}-{n}"
+            fd = owners.make_folder(reached)
+            try:
+                name, n = stamp, 1
+                while True:
+                    try:
+                        os.mkdir(name, 0o755, dir_fd=fd)
+                        break
+                    except FileExistsError:
+                        n += 1
+                        name = f"{stamp}-{n}"
+            finally:
+                os.close(fd)
+            path = root / name
         except OSError as e:
             raise UsageError(f"cannot create the results directory in {root}: {e.strerror}: "
                              f"choose another with --results DIR") from None

@@ -286,6 +286,7 @@ def open_results(c: cmod.Campaign, opts: RunOptions, resume: Path | None) -> tup
     run writes it (UsageError naming that run's pid), or a new one (removed again if it cannot be
     locked)."""
     if resume is not None:
+        owners.reach_folder(resume, "--resume")  # never through another user's link
         lock = owners.lock_results(resume)  # before anything in it changes
         try:
             return RunWriter.resume(resume), lock

@@ -136,7 +136,7 @@ def _status(args: argparse.Namespace) -> int:  # noqa: ARG001
         else:
             where = " ".join(info.namespaces) or "(namespaces gone)"
         print(f"{info.id}  {where}  created {st.get('created_at', '?')}  {owner}")
-    for path, entry in owners.HostSettings().listed().items():
+    for path, entry in (item for registry in owners.listed_registries() for item in registry.listed().items()):
         beds = ", ".join(sorted(entry["holders"]))
         print(f"{entry.get('key') or path} = {entry['set']}, held by test bed(s) {beds}: "
               f"back to {entry['original']} when the last of them is removed")

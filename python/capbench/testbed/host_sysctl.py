@@ -23,11 +23,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from capbench import owners
 from capbench.errors import UsageError
 from capbench.owners import Setting
 
 PROC_SYS = Path("/proc/sys")
 BACKLOG = "net.core.netdev_max_backlog"
+RMEM_MAX = "net.core.rmem_max"
+# The sysctls a run raises (--backlog, --tune): the only ones `setting` makes, and so the only
+# ones the host-settings registry reads or writes back (owners.declare, below).
+HELD = (BACKLOG, RMEM_MAX)
 # Recorded in run.json: the settings that change what a capture benchmark measures.
 RECORDED = (
     BACKLOG,
@@ -35,7 +40,7 @@ RECORDED = (
     "net.core.netdev_budget_usecs",
     "net.core.dev_weight",
     "net.core.rmem_default",
-    "net.core.rmem_max",
+    RMEM_MAX,
     "net.core.bpf_jit_enable",
 )
 BACKLOG_MAX = 2**31 - 1
@@ -65,8 +70,19 @@ def check_backlog(value: int) -> int:
     return value
 
 
+def held_here(path: str, value: str) -> bool:
+    """Whether `path` at `value` is one of the sysctls a run raises (HELD), at a count: what the
+    registry may read and write back (owners.declare)."""
+    return path in {str(_path(key)) for key in HELD} and value.isascii() and value.isdigit() and len(value) <= 20
+
+
+owners.declare(owners.FILE, held_here)
+
+
 def setting(key: str, value: int) -> Setting:
-    """The sysctl `key` at `value` or more, for a run to hold (owners.HostSettings)."""
+    """The sysctl `key` (one of HELD) at `value` or more, for a run to hold (owners.HostSettings)."""
+    if key not in HELD:
+        raise ValueError(f"{key} is not one of the sysctls capbench holds (host_sysctl.HELD)")
     if read(key) is None:
         raise UsageError(f"this kernel has no {key} here: run capbench in the initial network namespace, "
                          f"or leave out the option that sets it")

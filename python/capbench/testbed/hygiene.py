@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from capbench import owners
 from capbench.testbed import host_sysctl
 from capbench.testbed import netns
 from capbench.owners import Setting
@@ -149,7 +150,17 @@ def tuned_settings() -> list[Setting]:
     """The host settings --tune needs (its test bed holds each one: capbench.owners)."""
     governors = [Setting(path=path, value="performance", at_least=False) for path in sorted(glob.glob(GOVERNORS))]
     return governors + [host_sysctl.setting(key, value)
-                        for key, value in ((host_sysctl.BACKLOG, TUNED_BACKLOG), ("net.core.rmem_max", TUNED_RMEM_MAX))]
+                        for key, value in ((host_sysctl.BACKLOG, TUNED_BACKLOG), (host_sysctl.RMEM_MAX, TUNED_RMEM_MAX))]
+
+
+def is_governor(path: str, value: str) -> bool:
+    """Whether `path` at `value` is a CPU's frequency governor (GOVERNORS) at a governor's name (at
+    most CPUFREQ_NAME_LEN - 1 = 15 characters): what the host-settings registry may read and write
+    back (owners.declare)."""
+    return owners.glob_matches(GOVERNORS, path) and re.fullmatch(r"[a-z0-9_]{1,15}", value) is not None
+
+
+owners.declare(owners.FILE, is_governor)
 
 
 MERGING_OFFLOADS = {"generic-receive-offload": "gro", "rx-gro-list": "rx-gro-list"}

@@ -540,6 +540,7 @@ SHORT_NAMES: dict[str, tuple[str, str]] = (
        "rx-channels": ("channels", "rx"), "tx-channels": ("channels", "tx")}
     | {k: ("coalesce", k) for k in COALESCE_ON_OFF + COALESCE_NUMBERS})
 U32_MAX = 2**32 - 1
+IFNAMSIZ = 16  # an interface name is shorter (linux/if.h)
 
 
 @dataclass(frozen=True)
@@ -677,7 +678,23 @@ def write_setting(path: str, value: str) -> None:
         raise RunError(f"cannot set {ifname}'s {param} {GROUPS[group][2]} to {value} (ethtool {flag}): {ran.why}")
 
 
+def is_nic_setting(path: str, value: str) -> bool:
+    """Whether `path` at `value` is a --nic-set item capbench makes (a key of `setting_path`, a
+    parameter of its group, on or off or a u32 as parse_nic_set allows): what the host-settings
+    registry may read and write back (owners.declare)."""
+    parts = path.split("/")
+    if len(parts) != 5 or parts[0] != KIND or not parts[2] or len(parts[2]) >= IFNAMSIZ:
+        return False
+    group, param = parts[3], parts[4]
+    if (group, param) not in SHORT_NAMES.values():  # every group's every parameter has a short name
+        return False
+    if param in COALESCE_ON_OFF:
+        return value in ("on", "off")
+    return value.isascii() and value.isdigit() and int(value) <= U32_MAX
+
+
 owners.register_accessor(KIND, read_setting, write_setting)
+owners.declare(KIND, is_nic_setting)
 
 
 def hold(holder: Holder, ns: str | None, ifname: str, items: Iterable[NicSetting],

@@ -68,6 +68,7 @@ def ports_testbed(p: Ports, registry: HostSettings | None = None) -> Iterator[Te
                  gen_mac=nic.learn_mac(p.gen_ns, p.gen_if), cap_mac=nic.learn_mac(p.cap_ns, p.cap_if),
                  rx_cpu=None, dst_mac=p.dst_mac or nic.learn_mac(p.cap_ns, p.cap_if), rx_mode="rps", ports=True)
     registry = registry or HostSettings()
+    registry.check()  # before anything changes: a registry it cannot trust stops the run here
     # Alive only while this process runs: the user's namespaces outlive the run.
     me = Holder.of_this_process(tb_id)
     try:

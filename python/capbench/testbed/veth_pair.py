@@ -34,14 +34,18 @@ from pathlib import Path
 from capbench import held_signals
 from capbench.testbed import cpu
 from capbench.testbed import host_sysctl
+from capbench.testbed import hygiene
 from capbench.testbed import netns
-from capbench.testbed import nic  # noqa: F401 - registers the "ethtool" kind of host setting (put back by destroy)
+# Imported for the host settings they declare (owners.declare), so that whoever destroys a test bed
+# knows every setting one can hold: nic also registers the "ethtool" kind's accessor.
+from capbench.testbed import nic  # noqa: F401
 from capbench.testbed import rxmode
 from capbench.errors import RunError, Terminated, UsageError
-from capbench.owners import RUN_DIR, HostSettings, Holder, owned, process_alive, process_start_ticks
+from capbench.owners import (HostSettings, Holder, open_folder, owned, process_alive,
+                            process_start_ticks, state_folder)
 
 STATE_DIR_ENV = "CAPBENCH_STATE_DIR"
-DEFAULT_STATE_DIR = RUN_DIR / "testbeds"
+STATE_SUBDIR = "testbeds"  # in this user's state folder (owners.state_folder)
 NS_RE = re.compile(r"^capbench-([0-9a-f]{6})-(gen|cap|s[0-9]+)$")
 # The most sensors on one stream (the tap's devmap, CB_TAP_MAX_TARGETS in xdp_counts.h).
 MAX_SENSORS = 64
@@ -54,7 +58,18 @@ DST_MAC = "02:cb:00:00:00:02"
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR)
+    """Where this user's test beds have their state files: root's in /run/capbench, another user's
+    (a run with capabilities only) in their own state folder (owners.state_folder)."""
+    return Path(os.environ.get(STATE_DIR_ENV) or state_folder() / STATE_SUBDIR)
+
+
+def state_dirs() -> tuple[Path, ...]:
+    """Where test beds' state files are read: this user's folder, and for a user other than root
+    root's too (read only, never written): namespaces are the host's, whoever made them, and root's
+    folder is root's alone."""
+    own = state_dir()
+    root = state_folder(0) / STATE_SUBDIR
+    return (own,) if os.environ.get(STATE_DIR_ENV) or own == root else (own, root)
 
 
 @dataclass(frozen=True)
@@ -127,15 +142,17 @@ def owner_alive(state: dict) -> bool:
 
 def read_state(tb_id: str) -> dict | None:
     try:
-        return json.loads((state_dir() / f"{tb_id}.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        return next(json.loads(p.read_text()) for d in state_dirs() if (p := d / f"{tb_id}.json").exists())
+    except (StopIteration, FileNotFoundError, json.JSONDecodeError):
         return None
 
 
 def _write_state(tb: Testbed, owner_pid: int, purpose: str, host_settings: list[dict] = (), *,
                  kept: bool = False) -> None:
     d = state_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    # Made if absent, and trusted only if this user alone can write it, as the registry beside it.
+    for folder in (d,) if os.environ.get(STATE_DIR_ENV) else (d.parent, d):
+        os.close(open_folder(folder, os.geteuid(), create=True))
     state = asdict(tb) | {
         "owner_pid": owner_pid,
         "owner_start_ticks": process_start_ticks(owner_pid),
@@ -247,6 +264,7 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
 
     release = held_signals.hold()
     try:
+        HostSettings().check()  # a registry it cannot trust stops the run before anything is built
         tb = named()
         while read_state(tb.id) is not None or tb.gen_ns in netns.list_netns():
             tb = named()
@@ -268,8 +286,6 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
             steer(tb, rx_cpu)
             wanted = [host_sysctl.setting(host_sysctl.BACKLOG, backlog)] if backlog is not None else []
             if tune:
-                from capbench.testbed import hygiene
-
                 wanted += hygiene.tuned_settings()
             records, registry, me = [], HostSettings(), holder(tb)
             for setting in wanted:
@@ -361,16 +377,19 @@ class TestbedInfo:
 def others_in_use(own_id: str) -> tuple[str, ...]:
     """The ids of the other test beds a running process owns (from their state files, without
     `ip netns`): their traffic shares this host's per-CPU counters (softnet_stat)."""
-    d = state_dir()
-    if not d.is_dir():
-        return ()
     ids = []
-    for p in sorted(d.glob("*.json")):
-        if p.stem != own_id and re.fullmatch(r"[0-9a-f]{6}", p.stem):
-            state = read_state(p.stem)
+    for tb_id in _state_ids():
+        if tb_id != own_id:
+            state = read_state(tb_id)
             if state is not None and owner_alive(state):
-                ids.append(p.stem)
+                ids.append(tb_id)
     return tuple(ids)
+
+
+def _state_ids() -> list[str]:
+    """The ids of the test beds with a state file (state_dirs), sorted."""
+    return sorted({p.stem for d in state_dirs() if d.is_dir() for p in d.glob("*.json")
+                   if re.fullmatch(r"[0-9a-f]{6}", p.stem)})
 
 
 def list_testbeds() -> list[TestbedInfo]:
@@ -380,11 +399,8 @@ def list_testbeds() -> list[TestbedInfo]:
         m = NS_RE.match(ns)
         if m:
             ids.setdefault(m.group(1), []).append(ns)
-    d = state_dir()
-    if d.is_dir():
-        for p in d.glob("*.json"):
-            if re.fullmatch(r"[0-9a-f]{6}", p.stem):
-                ids.setdefault(p.stem, [])
+    for tb_id in _state_ids():
+        ids.setdefault(tb_id, [])
     return [TestbedInfo(i, tuple(sorted(ids[i])), read_state(i)) for i in sorted(ids)]
 
 
