@@ -1,10 +1,13 @@
 import os
+import signal
 import sys
 import textwrap
 import time
 
 import pytest
-from capbench.testbed.procs import Child, ChildError, ChildSet
+from capbench.owners import process_start_ticks
+from capbench.testbed import cgroups
+from capbench.testbed.procs import Child, ChildError, ChildSet, run
 
 
 def script(code: str) -> list[str]:
@@ -103,3 +106,55 @@ def test_own_process_group():
     child.wait_for("ready", 5)
     assert os.getpgid(child.pid) == child.pid != os.getpgid(0)
     child.stop()
+
+
+def no_cgroups_reason() -> str:
+    """Why this host holds programs with their process group only ("" where cgroups hold them)."""
+    return "" if cgroups.run_group() is not None else cgroups.containment()
+
+
+needs_cgroups = pytest.mark.skipif(bool(no_cgroups_reason()), reason=no_cgroups_reason())
+
+
+def running(pid: int) -> bool:
+    return process_start_ticks(pid) is not None
+
+
+# A program that ends on SIGTERM and leaves a child that ignores it, in a process group of its own.
+LEAVES_A_STUBBORN_CHILD = script(
+    """
+    import json, os, signal, subprocess, sys, time
+    kid = subprocess.Popen(["sh", "-c", "trap '' TERM; exec sleep 777"], process_group=0)
+    print(json.dumps({"type": "ready", "kid": kid.pid}), flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@needs_cgroups
+def test_what_a_child_started_ends_with_it():
+    """Its cgroup holds what it started, even out of its process group and deaf to SIGTERM."""
+    with ChildSet(stop_timeout_s=0.5) as kids:
+        child = kids.start("leaves", LEAVES_A_STUBBORN_CHILD)
+        kid = child.wait_for("ready", 5)["kid"]
+        group = child.group
+        assert group is not None and kid in group.pids()
+    assert child.proc.returncode == -signal.SIGTERM
+    assert not running(kid)
+    assert not group.path.exists()
+
+
+@needs_cgroups
+def test_run_ends_what_the_command_left_running():
+    t0 = time.monotonic()
+    p = run("post", ["sh", "-c", "sleep 777 & echo $!; echo done >&2"], netns_name=None, timeout_s=10)
+    assert time.monotonic() - t0 < 5  # its background child holds no pipe capbench waits on
+    assert p.returncode == 0 and p.stderr == "done\n"
+    assert not running(int(p.stdout))
+
+
+def test_run_kills_a_command_that_does_not_end():
+    t0 = time.monotonic()
+    with pytest.raises(ChildError, match=r"^slow did not finish within 0.3 s: killed$"):
+        run("slow", ["sleep", "30"], netns_name=None, timeout_s=0.3)
+    assert time.monotonic() - t0 < 3

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from capbench.testbed import cpu
-from capbench.testbed.procs import Child, ChildSet
+from capbench.testbed import procs
+from capbench.testbed.procs import Child, ChildError, ChildSet
 from capbench.trial.apps import POST, Adapter, CountError, post_argv
 
 READY_TIMEOUT_S = 10.0  # how long a program has to say it captures (or to live through its ready delay)
@@ -142,6 +143,8 @@ class ProgramRun:
             child.kill()
             self.failure = self.failure or (f"{self.name} did not exit within {a.stop_grace_s:g} s of "
                                             f"{signal.Signals(a.stop_signal).name}: killed")
+        # What it started has the same grace: a child that ignores the signal is killed after it.
+        child.end_group(signalled_at + a.stop_grace_s)
         child.wait(5.0)
         self.exit_status = child.proc.returncode
         if not self.killed and self.exit_status not in (0, None) and not self.failure:
@@ -170,17 +173,18 @@ class ProgramRun:
             self.failure = self.failure or str(e)
 
     def _run_post(self, argv: list[str]) -> str:
-        """The stdout of the adapter's post command (it reads what the program wrote); "" and the
-        trial's failure when it fails."""
+        """The stdout of the adapter's post command (it reads what the program wrote), run where the
+        program ran (its namespace), in a cgroup of its own: what it leaves running is killed when it
+        exits, and all of it after POST_TIMEOUT_S. "" and the trial's failure when it fails."""
+        what = f"{self.name}'s post command {argv[0]}"
         try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=POST_TIMEOUT_S, check=False,
-                               stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            self.failure = self.failure or f"{self.name}'s post command {argv[0]} failed: {e}"
+            p = procs.run(what, argv, netns_name=self.netns_name, timeout_s=POST_TIMEOUT_S)
+        except ChildError as e:
+            self.failure = self.failure or str(e)
             return ""
         if p.returncode != 0:
             why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-            self.failure = self.failure or f"{self.name}'s post command {argv[0]} failed: {why}"
+            self.failure = self.failure or f"{what} failed: {why}"
         return p.stdout
 
     def _status(self) -> str:
