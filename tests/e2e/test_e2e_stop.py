@@ -18,6 +18,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from capbench.owners import process_start_ticks
 from capbench.testbed import cgroups
 from capbench.testbed.procs import ChildSet
 
-from e2e_env import capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
+from e2e_env import as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
 
 BACKENDS = backend_names()
 KERNEL_COUNTER_BACKENDS = names_where(lambda b: b.kernel_counter)
@@ -156,6 +157,8 @@ def test_the_programs_of_a_killed_capbench_are_ended_by_the_next_run_and_testbed
             assert p.returncode == 0, p.stderr
             out = p.stderr
         else:
+            status = run_capbench("testbed", "status").stdout
+            assert f"of capbench pid {proc.pid}, which no longer runs: tcpdump -i cb{tb_id}c" in status, status
             p = run_capbench("testbed", "down", *([tb_id] if ended_by == "testbed down ID" else []))
             assert p.returncode == 0, p.stderr
             out = p.stdout
@@ -245,3 +248,17 @@ def test_a_program_child_that_ignores_sigterm_and_a_post_command_child_leave_not
         # The post command ran in the capture namespace: the capture interface exists there only.
         assert trial["app_counts"]["ifindex"] > 0, trial["app_counts"]
     assert pids_of(program_child) == [] and pids_of(post_child) == []
+
+
+def test_without_a_writable_cgroup_capbench_falls_back_and_says_why():
+    """A user who may not make a cgroup (no root, no delegated subtree): the programs still start,
+    held by their process group and parent-death signal, and run.json's line says so and why."""
+    code = ("from capbench.testbed import cgroups, procs\n"
+            "print(procs.run('true', ['true'], netns_name=None, timeout_s=10).returncode)\n"
+            "print(cgroups.containment())\n")
+    p = subprocess.run(as_nobody_argv([sys.executable, "-c", code]), capture_output=True, text=True,
+                       env=capbench_env(), timeout=60, cwd="/")
+    assert p.returncode == 0, p.stderr
+    status, held = p.stdout.splitlines()
+    assert status == "0"
+    assert held.startswith(cgroups.FALLBACK + " (cannot make a cgroup in ") and "Permission denied" in held, held

@@ -3,6 +3,7 @@ capbench left behind, on fake cgroup and /tmp trees."""
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 from capbench.testbed import cgroups
@@ -66,6 +67,13 @@ def test_snapshot_records_this_kernels_irq_time_accounting():
     assert hygiene.snapshot()["irq_time_accounting"].split()[0] in ("exact", "sampled", "unknown")
 
 
+def test_snapshot_records_how_the_programs_are_held():
+    # Their cgroup, or the fallback and why (no root and no delegated subtree, say).
+    held = hygiene.snapshot()["programs_held_by"]
+    group = cgroups.run_group()
+    assert held.startswith(f"cgroup v2 {group.path} ") if group is not None else held.startswith(cgroups.FALLBACK + " (")
+
+
 def test_tune_interface_turns_merging_offloads_off(monkeypatch):
     ran = []
     monkeypatch.setattr(hygiene, "offloads", lambda ns, ifname: {
@@ -112,3 +120,13 @@ def test_folders_of_a_capbench_by_its_pid(tmp_path, monkeypatch):
     assert hygiene.folders_of("capbench-trial-") == [killed]  # of every capbench that no longer runs
     assert hygiene.folders_of("capbench-trial-", me) == [mine]
     assert hygiene.folders_of("capbench-ssh-", gone) == [ssh_killed]
+
+
+def test_what_a_run_group_holds_is_named_by_command_line(tmp_path):
+    group = cgroups.Group(tmp_path / cgroups.run_group_name(2**22 + 1, 5))
+    (group.path / "1-tcpdump").mkdir(parents=True)
+    assert hygiene.left_running(group, 2**22 + 1) == ""  # nothing runs: nothing to say
+    (group.path / "1-tcpdump" / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    me = " ".join(Path("/proc/self/cmdline").read_text().rstrip("\0").split("\0"))
+    assert hygiene.left_running(group, 2**22 + 1) == f"1 process(es) of capbench pid {2**22 + 1}, which no longer runs: {me}"
+    assert hygiene.left_running(group, 7, gone=False) == f"1 process(es) of capbench pid 7: {me}"

@@ -139,7 +139,10 @@ def _say(lines: list[str]) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:  # noqa: ARG001
-    """Every test bed with its owner, and the host settings test beds hold."""
+    """Every test bed with its owner, and the host settings test beds hold; the programs of a killed
+    capbench that still run."""
+    for text in hygiene.stale_programs():
+        print(f"{text} (`down` ends them)")
     infos = testbed.list_testbeds()
     if not infos:
         print("no test beds")

@@ -211,11 +211,23 @@ def stale_run_groups(root: Path | None) -> list[tuple[cgroups.Group, int]]:
     return [(group, pid) for group, pid, ticks in cgroups.run_groups(root) if not process_alive(pid, ticks)]
 
 
-def end_run_group(group: cgroups.Group, pid: int) -> list[str]:
-    """Kill everything in a run group and remove it; a line for what ran in it, and one if it stays."""
-    commands = [cgroups.command_line(p) for p in group.pids()]
-    lines = [f"ended {len(commands)} process(es) of capbench pid {pid}, which no longer runs: "
-             + "; ".join(c or "(gone)" for c in commands)] if commands else []
+def left_running(group: cgroups.Group, pid: int, gone: bool = True) -> str:
+    """What runs in the run group of capbench `pid` (`gone`: which no longer runs); "" if nothing."""
+    commands = [cgroups.command_line(p) or "(gone)" for p in group.pids()]
+    owner = f"capbench pid {pid}" + (", which no longer runs" if gone else "")
+    return f"{len(commands)} process(es) of {owner}: {'; '.join(commands)}" if commands else ""
+
+
+def stale_programs() -> list[str]:
+    """What runs in the run groups of every capbench that was killed, a line for each."""
+    return [text for group, pid in stale_run_groups(cgroups.hierarchy_root()) if (text := left_running(group, pid))]
+
+
+def end_run_group(group: cgroups.Group, pid: int, gone: bool = True) -> list[str]:
+    """Kill everything in the run group of capbench `pid` (`gone`: which no longer runs) and remove
+    it; a line for what ran in it, and one if it stays."""
+    text = left_running(group, pid, gone)
+    lines = [f"ended {text}"] if text else []
     if not group.end():
         lines.append(f"could not remove the cgroup {group.path}: remove it by hand (rmdir) when it is empty")
     return lines
@@ -227,12 +239,12 @@ def end_stale_programs() -> list[str]:
 
 
 def end_programs_of(pid: int, start_ticks: int | None) -> list[str]:
-    """End the programs capbench process `pid` started (its run group, wherever it is)."""
+    """End the programs capbench process `pid` started (its run group, wherever it is), running or not."""
     if start_ticks is None:
         return []
-    name = cgroups.run_group_name(pid, start_ticks)
+    name, gone = cgroups.run_group_name(pid, start_ticks), not process_alive(pid, start_ticks)
     return [line for group, _, _ in cgroups.run_groups(cgroups.hierarchy_root()) if group.path.name == name
-            for line in end_run_group(group, pid)]
+            for line in end_run_group(group, pid, gone)]
 
 
 def folders_of(prefix: str, pid: int | None = None) -> list[Path]:
