@@ -158,3 +158,16 @@ def test_run_kills_a_command_that_does_not_end():
     with pytest.raises(ChildError, match=r"^slow did not finish within 0.3 s: killed$"):
         run("slow", ["sleep", "30"], netns_name=None, timeout_s=0.3)
     assert time.monotonic() - t0 < 3
+
+
+@needs_cgroups
+def test_a_child_that_ended_by_itself_takes_what_it_left_with_it():
+    child = Child("gen", script(
+        """
+        import subprocess
+        print(subprocess.Popen(["sh", "-c", "trap '' TERM; exec sleep 777"], process_group=0).pid, flush=True)
+        """))
+    group = child.group
+    assert child.wait(10) == 0
+    assert not running(int(child.stdout_lines[0]))
+    assert child.group is None and not group.path.exists()

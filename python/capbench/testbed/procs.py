@@ -178,13 +178,15 @@ class Child:
             time.sleep(0.02)
 
     def wait(self, timeout_s: float) -> int:
-        """Wait for the child to exit and its output to be read; its exit status.
+        """Wait for the child to exit and its output to be read; its exit status. What it
+        left running is killed: it ended by itself.
 
         ChildError if it does not exit in time (it keeps running: call stop())."""
         try:
             rc = self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             raise self.failure(f"did not finish within {timeout_s:g} s") from None
+        self.end_group()
         for t in self._threads:
             t.join(timeout=2.0)
         return rc
