@@ -1,10 +1,12 @@
 import os
+import signal
 import sys
 import textwrap
 import time
 
 import pytest
-from capbench.testbed import procs
+from capbench.owners import process_start_ticks
+from capbench.testbed import cgroups, procs
 from capbench.testbed.procs import Child, ChildError, ChildSet
 
 
@@ -175,3 +177,64 @@ def test_wait_for_reads_each_message_once_in_order():
     assert child.wait_for("summary", 5) == {"type": "summary"}  # passing the interval and the 2nd ready
     with pytest.raises(ChildError, match="ended before its 'ready' line"):
         child.wait_for("ready", 5)
+
+
+def no_cgroups_reason() -> str:
+    """Why this host holds programs with their process group only ("" where cgroups hold them)."""
+    return "" if cgroups.run_group() is not None else cgroups.containment()
+
+
+needs_cgroups = pytest.mark.skipif(bool(no_cgroups_reason()), reason=no_cgroups_reason())
+
+
+def running(pid: int) -> bool:
+    return process_start_ticks(pid) is not None
+
+
+# A program that ends on SIGTERM and leaves a child that ignores it, in a process group of its own.
+LEAVES_A_STUBBORN_CHILD = script(
+    """
+    import json, os, signal, subprocess, sys, time
+    kid = subprocess.Popen(["sh", "-c", "trap '' TERM; exec sleep 777"], process_group=0)
+    print(json.dumps({"type": "ready", "kid": kid.pid}), flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@needs_cgroups
+def test_what_a_child_started_ends_with_it():
+    """Its cgroup holds what it started, even out of its process group and deaf to SIGTERM."""
+    with ChildSet(stop_timeout_s=0.5) as kids:
+        child = kids.start("leaves", LEAVES_A_STUBBORN_CHILD)
+        kid = child.wait_for("ready", 5)["kid"]
+        group = child.group
+        assert group is not None and kid in group.pids()
+    assert child.proc.returncode == -signal.SIGTERM
+    assert not running(kid)
+    assert not group.path.exists()
+
+
+@needs_cgroups
+def test_a_command_that_left_a_child_running_ends_without_waiting_for_it():
+    # An adapter's post command: its background child holds the pipes, and the group's end
+    # closes them, so capbench waits for the command, not for that child.
+    t0 = time.monotonic()
+    post = Child("post", ["sh", "-c", "sleep 777 & echo $!; echo done >&2"])
+    assert post.wait(10) == 0
+    assert time.monotonic() - t0 < 5
+    assert post.stderr_lines[-1] == "done"
+    assert not running(int(post.stdout_lines[0]))
+
+
+@needs_cgroups
+def test_a_child_that_ended_by_itself_takes_what_it_left_with_it():
+    child = Child("gen", script(
+        """
+        import subprocess
+        print(subprocess.Popen(["sh", "-c", "trap '' TERM; exec sleep 777"], process_group=0).pid, flush=True)
+        """))
+    group = child.group
+    assert child.wait(10) == 0
+    assert not running(int(child.stdout_lines[0]))
+    assert child.group is None and not group.path.exists()

@@ -85,9 +85,10 @@ def test_a_failing_program_fails_the_trial_with_its_message(fake_build, monkeypa
 
 def test_missing_ready_line_fails_the_trial(fake_build, monkeypatch):
     monkeypatch.setenv("FAKE_NO_READY", "capbench-cap")
+    # The timeout is xdpcount's too: a fake (a Python script) takes 0.1-0.4 s to start on a busy host.
     m = Measurer(find_binaries(), local_testbed(),
-                 TrialSetup(backend="pcap", frame_len=64, ready_timeout_s=0.3, settle_s=0))
-    with pytest.raises(ChildError, match="capbench-cap sent no 'ready' line within 0.3 s"):
+                 TrialSetup(backend="pcap", frame_len=64, ready_timeout_s=2.0, settle_s=0))
+    with pytest.raises(ChildError, match="capbench-cap sent no 'ready' line within 2 s"):
         m.measure(0.1, parse_rate("1g"))
 
 

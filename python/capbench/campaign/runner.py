@@ -150,6 +150,8 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
     first_rx = plan.placement(steps[0]).rx_cpu if steps else None
     status = 0
     topo = opts.topology
+    for line in hygiene.end_stale_programs():  # a killed capbench's programs may still capture
+        note(line)
     bed = (contextlib.nullcontext(topo.testbed()) if topo is not None else
            ports.ports_testbed(opts.ports) if opts.ports is not None else
            testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune, rx_mode=opts.rx_mode,

@@ -105,9 +105,11 @@ examples:
 
 TESTBED_HELP = """\
 up      build two namespaces joined by a veth pair and keep them; prints their names
-down    remove test bed ID (refused while a running capbench uses it, unless --force);
-        without ID, remove every test bed no running capbench owns (those of
-        `testbed up` and the leftovers of crashed runs)
+down    remove test bed ID (refused while a running capbench uses it, unless --force),
+        with the programs and /tmp folders its run left if it was killed; without ID,
+        remove every test bed no running capbench owns (those of `testbed up` and the
+        leftovers of crashed runs), and end the programs and remove the folders of
+        every capbench that was killed
 status  list the test beds and who owns them
 
 examples:

@@ -12,7 +12,8 @@ from capbench import owners
 from capbench.campaign.results import read_run
 from capbench.cli.described import from_declarations, own_xdp_names
 from capbench.errors import UsageError
-from capbench.testbed import host_sysctl, preflight, rxmode
+from capbench.remote import ssh
+from capbench.testbed import host_sysctl, hygiene, preflight, rxmode
 from capbench.testbed import veth_pair as testbed
 from capbench.trial import measure
 
@@ -76,23 +77,31 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    """Remove test bed ID (not under a running owner without --force), or every one a crashed run
-    left: no running capbench owns it and `testbed up` did not build it to be kept."""
+    """Remove test bed ID (not under a running owner without --force), with the programs and folders
+    of its run if that run was killed; or every one a crashed run left: no running capbench owns it
+    and `testbed up` did not build it to be kept, and the programs and folders of every capbench
+    that was killed."""
     if args.force and args.id is None:
         raise UsageError("--force needs the ID of the test bed to remove: see `capbench testbed status`")
     if args.id is not None:
         if not re.fullmatch(r"[0-9a-f]{6}", args.id):
             raise UsageError(f"{args.id!r} is not a test bed id (6 hex digits): see `capbench testbed status`")
-        if not args.force:
-            st = testbed.read_state(args.id)
-            if st is not None and testbed.owner_alive(st):
-                raise UsageError(f"test bed {args.id} is in use by pid {st.get('owner_pid')} "
-                                 f"({st.get('purpose', 'run')}): let that run end (it removes its test bed), "
-                                 f"or add --force to remove it under the run")
+        st = testbed.read_state(args.id) or {}
+        alive = testbed.owner_alive(st)
+        if alive and not args.force:
+            raise UsageError(f"test bed {args.id} is in use by pid {st.get('owner_pid')} "
+                             f"({st.get('purpose', 'run')}): let that run end (it removes its test bed), "
+                             f"or add --force to remove it under the run")
+        owner = st.get("owner_pid")
+        if isinstance(owner, int):  # its run's programs first: they may hold its namespaces
+            _say(hygiene.end_programs_of(owner, st.get("owner_start_ticks")))
         if not testbed.destroy(args.id):
             raise UsageError(f"no test bed {args.id}: see `capbench testbed status`")
         print(f"removed test bed {args.id}")
+        if isinstance(owner, int) and not alive:  # a running owner removes its own folders
+            _remove_folders(owner)
         return 0
+    _say(hygiene.end_stale_programs())
     removed, kept = testbed.destroy_stale()
     # Settings held without a test bed (a real interface's --nic-set, testbed.nic) by a run that
     # died: put back here too (dead holders are dropped, and their settings restored, at every access).
@@ -107,15 +116,33 @@ def _down(args: argparse.Namespace) -> int:
                   f"`capbench testbed down {info.id}`")
     if not removed and not kept:
         print("no test beds")
-    # The trial folders of a killed run (a program's capture file, --profile's perf data).
-    for path in measure.stale_scratch_dirs():
-        shutil.rmtree(path, ignore_errors=True)
-        print(f"removed the trial folder {path} of a capbench that no longer runs")
+    _remove_folders(None)
     return 0
 
 
+# The folders a capbench makes in /tmp, named with its pid: a trial's (a program's capture file,
+# --profile's perf data), an SSH master connection's (its socket).
+RUN_FOLDERS = {measure.SCRATCH_PREFIX: "trial folder", ssh.MASTER_DIR_PREFIX: "SSH master connection's folder"}
+
+
+def _remove_folders(pid: int | None) -> None:
+    """Remove the folders of capbench process `pid`, or (None) of every capbench that no longer runs."""
+    for prefix, what in RUN_FOLDERS.items():
+        for path in hygiene.folders_of(prefix, pid):
+            shutil.rmtree(path, ignore_errors=True)
+            print(f"removed the {what} {path} of a capbench that no longer runs")
+
+
+def _say(lines: list[str]) -> None:
+    for line in lines:
+        print(line)
+
+
 def _status(args: argparse.Namespace) -> int:  # noqa: ARG001
-    """Every test bed with its owner, and the host settings test beds hold."""
+    """Every test bed with its owner, and the host settings test beds hold; the programs of a killed
+    capbench that still run."""
+    for text in hygiene.stale_programs():
+        print(f"{text} (`down` ends them)")
     infos = testbed.list_testbeds()
     if not infos:
         print("no test beds")

@@ -44,6 +44,7 @@ from capbench.testbed.procs import Child, ChildError
 
 SSH = "ssh"
 LOCAL = "local"  # the host name that means this machine
+MASTER_DIR_PREFIX = "capbench-ssh-"  # + capbench's pid + "-" + a random part: a master connection's folder
 HEARTBEAT_S = 1.0  # capbench writes one byte to each remote program's stdin this often
 # A host that stops answering is lost within ALIVE_INTERVAL_S × ALIVE_COUNT (3 s): ssh asks it
 # (ServerAliveInterval) each second it has heard nothing, and the master gives up (exit status 255)
@@ -247,7 +248,9 @@ class Host:
         if self.local or self._master is not None:
             return self
         self.check_settings()
-        self._dir = tempfile.mkdtemp(prefix="capbench-ssh-")  # mode 0700: only we reach the socket
+        # Mode 0700: only we reach the socket. Its name carries capbench's pid: `testbed down`
+        # removes the folders of a capbench that was killed (testbed.hygiene.folders_of).
+        self._dir = tempfile.mkdtemp(prefix=f"{MASTER_DIR_PREFIX}{os.getpid()}-")
         os.chmod(self._dir, 0o700)
         prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         argv = prefix + self.ssh_argv("-N", "-o", "ControlMaster=yes", "-o", "ControlPersist=no",

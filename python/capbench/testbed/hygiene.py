@@ -16,6 +16,11 @@ off, so the counter sees every frame as sent; the interface is the test bed's
 own and goes with it, so nothing needs putting back (a veth has them off
 already, and LRO is fixed off). The RPS masks are every run's business, not
 --tune's: --pin sets them for each step. A veth has no IRQ to move.
+
+What a killed capbench left behind besides its test bed: the programs in its cgroups (testbed.cgroups),
+which changed their user or ignored every signal it could no longer send, and its folders in /tmp
+(named with its pid). The next run ends the programs; `capbench testbed down` ends them and removes
+the folders.
 """
 
 from __future__ import annotations
@@ -25,15 +30,18 @@ import gzip
 import os
 import re
 import shutil
+import stat
 import statistics
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from capbench import owners
+from capbench.testbed import cgroups
 from capbench.testbed import host_sysctl
 from capbench.testbed import netns
-from capbench.owners import Setting
+from capbench.owners import Setting, process_alive
 
 TUNED_BACKLOG = 10_000
 TUNED_RMEM_MAX = 64 << 20
@@ -117,7 +125,8 @@ def irq_time_accounting(config: str | None) -> str:
 def snapshot(ns: str | None = None, ifname: str | None = None) -> dict[str, Any]:
     """What run.json records of the system (the capture interface's part when one is given)."""
     snap: dict[str, Any] = {"cpu_governors": governors(), "sysctls": host_sysctl.snapshot(),
-                            "irq_time_accounting": irq_time_accounting(kernel_config_text())}
+                            "irq_time_accounting": irq_time_accounting(kernel_config_text()),
+                            "programs_held_by": cgroups.containment()}
     if ifname:
         snap["capture_interface"] = {
             "name": ifname,
@@ -202,3 +211,64 @@ def noisy(groups: Iterable[tuple[str, list[float]]]) -> list[str]:
                 out.append(f"{name}: {len(values)} repetitions spread by {spread:.1f} % "
                            f"(more than {NOISE_SPREAD_PCT:g} %): the machine looks noisy")
     return out
+
+
+# --- what a killed capbench left behind ------------------------------------------------
+
+
+def stale_run_groups(root: Path | None) -> list[tuple[cgroups.Group, int]]:
+    """The run groups under `root` whose capbench no longer runs (killed: nobody ended them), with
+    its pid."""
+    return [(group, pid) for group, pid, ticks in cgroups.run_groups(root) if not process_alive(pid, ticks)]
+
+
+def left_running(group: cgroups.Group, pid: int, gone: bool = True) -> str:
+    """What runs in the run group of capbench `pid` (`gone`: which no longer runs); "" if nothing."""
+    commands = [cgroups.command_line(p) or "(gone)" for p in group.pids()]
+    owner = f"capbench pid {pid}" + (", which no longer runs" if gone else "")
+    return f"{len(commands)} process(es) of {owner}: {'; '.join(commands)}" if commands else ""
+
+
+def stale_programs() -> list[str]:
+    """What runs in the run groups of every capbench that was killed, a line for each."""
+    return [text for group, pid in stale_run_groups(cgroups.hierarchy_root()) if (text := left_running(group, pid))]
+
+
+def end_run_group(group: cgroups.Group, pid: int, gone: bool = True) -> list[str]:
+    """Kill everything in the run group of capbench `pid` (`gone`: which no longer runs) and remove
+    it; a line for what ran in it, and one if it stays."""
+    text = left_running(group, pid, gone)
+    lines = [f"ended {text}"] if text else []
+    if not group.end():
+        lines.append(f"could not remove the cgroup {group.path}: remove it by hand (rmdir) when it is empty")
+    return lines
+
+
+def end_stale_programs() -> list[str]:
+    """End the programs of every capbench that was killed (its run groups): a line for each."""
+    return [line for group, pid in stale_run_groups(cgroups.hierarchy_root()) for line in end_run_group(group, pid)]
+
+
+def end_programs_of(pid: int, start_ticks: int | None) -> list[str]:
+    """End the programs capbench process `pid` started (its run group, wherever it is), running or not."""
+    if start_ticks is None:
+        return []
+    name, gone = cgroups.run_group_name(pid, start_ticks), not process_alive(pid, start_ticks)
+    return [line for group, _, _ in cgroups.run_groups(cgroups.hierarchy_root()) if group.path.name == name
+            for line in end_run_group(group, pid, gone)]
+
+
+def folders_of(prefix: str, pid: int | None = None) -> list[Path]:
+    """The folders /tmp/<prefix><pid>-* that capbench process `pid` made, or (None) that every capbench
+    that no longer runs made: of this user (another user's folder, or a link, is not capbench's)."""
+    found = []
+    for path in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+        owner = path.name[len(prefix):].split("-", 1)[0]
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if (owner.isdigit() and stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+                and (int(owner) == pid if pid is not None else not process_alive(int(owner)))):
+            found.append(path)
+    return sorted(found)

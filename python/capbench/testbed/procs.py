@@ -1,10 +1,12 @@
 """Run one C program as a child: JSON Lines on stdout, errors on stderr.
 
 Each child runs in its own process group (so a Ctrl-C at the terminal reaches
-capbench, which then stops the children in order), with a reader thread per
-stream that parses stdout lines into dicts. `stop()` sends SIGTERM, then SIGKILL
-after a timeout; `ChildSet` stops every child it started when its `with` block
-ends, however it ends.
+capbench, which then stops the children in order) and, where the host allows,
+in a cgroup of its own (testbed.cgroups) that holds it and everything it starts,
+with a reader thread per stream that parses stdout lines into dicts. `stop()`
+sends SIGTERM, then SIGKILL after a timeout, and kills what is left in its
+cgroup; `ChildSet` stops every child it started when its `with` block ends,
+however it ends.
 
 What a child prints is read as a stream and held within a bound, whatever it
 prints (a flood, a line without end): a line ends at a newline or a carriage
@@ -30,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from capbench import held_signals
+from capbench.testbed import cgroups
 from capbench.testbed import netns
 from capbench.errors import RunError
 
@@ -124,6 +127,14 @@ def _pdeathsig_prefix() -> list[str]:
     return ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
 
 
+def _contained_argv(group: cgroups.Group | None, netns_name: str | None, argv: Sequence[str]) -> list[str]:
+    """`argv` killed with capbench (parent-death signal), in `group` (before it execs: its children
+    are born there), in `netns_name`. The parent-death signal stays for what the group does not
+    cover: the time between a SIGKILL of capbench and the next run, for a program that keeps its user."""
+    inside = group.enter_argv([]) if group is not None else []
+    return _pdeathsig_prefix() + inside + netns.exec_argv(netns_name, argv)
+
+
 class Child:
     """One running program. `name` is used in error messages."""
 
@@ -136,7 +147,8 @@ class Child:
         self.name = name
         if not argv or ("/" in argv[0] and not os.access(argv[0], os.X_OK)):
             raise ChildError(f"cannot start {name}: {argv[0] if argv else '(no program)'} is not an executable file")
-        self.argv = _pdeathsig_prefix() + netns.exec_argv(netns_name, argv)
+        self.group = cgroups.new_group(name)  # None: the process group alone holds it (cgroups.containment)
+        self.argv = _contained_argv(self.group, netns_name, argv)
         self.stdout_lines = Tail()  # the last stdout lines as printed (a program that prints no JSON)
         self.stderr_lines = Tail()  # the last non-blank stderr lines
         self.killed_after_s: float | None = None  # set when stop() had to SIGKILL it
@@ -161,6 +173,7 @@ class Child:
                 process_group=0,
             )
         except OSError as e:
+            self.end_group()
             raise ChildError(f"cannot start {name} ({shlex.join(self.argv)}): {e.strerror}") from None
         self.pid = self.proc.pid  # `ip netns exec` exec()s, so this is the program's own pid
         self._threads = [
@@ -270,13 +283,15 @@ class Child:
         raise self.failure(f"ended before its {msg_type!r} line")
 
     def wait(self, timeout_s: float) -> int:
-        """Wait for the child to exit and its output to be read; its exit status.
+        """Wait for the child to exit and its output to be read; its exit status. What it
+        left running is killed: it ended by itself.
 
         ChildError if it does not exit in time (it keeps running: call stop())."""
         try:
             rc = self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             raise self.failure(f"did not finish within {timeout_s:g} s") from None
+        self.end_group()
         for t in self._threads:
             t.join(timeout=2.0)
         return rc
@@ -302,8 +317,10 @@ class Child:
 
     def stop(self, timeout_s: float = 3.0, *, signalled: bool = False, since_signal_s: float | None = None) -> int:
         """SIGTERM the child's process group (once: a second one may kill a program that
-        is writing its summary), SIGKILL it after `timeout_s`; its exit status.
+        is writing its summary), SIGKILL it after `timeout_s`; its exit status. What it
+        started and left running has the rest of `timeout_s`, then is killed (end_group).
         `since_signal_s`: the whole time it had since SIGTERM, for the error (default `timeout_s`)."""
+        deadline = time.monotonic() + timeout_s
         if self.proc.poll() is None:
             if not signalled:
                 self.signal(signal.SIGTERM)
@@ -313,14 +330,23 @@ class Child:
                 self.killed_after_s = timeout_s if since_signal_s is None else since_signal_s
                 self.signal(signal.SIGKILL)
                 self.proc.wait()
+        self.end_group(deadline)
         for t in self._threads:
             t.join(timeout=2.0)
         return self.proc.returncode
 
     def kill(self) -> None:
-        """SIGKILL and reap at once (for cleanup after an error)."""
+        """SIGKILL and reap at once, with everything it started (for cleanup after an error)."""
         self.signal(signal.SIGKILL)
+        self.end_group()
         self.proc.wait()
+
+    def end_group(self, deadline: float | None = None) -> None:
+        """Once the program has ended: whatever it started that still runs (a child that ignores
+        SIGTERM, one that left the process group or changed its user) has until the monotonic
+        `deadline` (None: no time), then the kernel kills it (cgroup.kill); its cgroup goes."""
+        if self.group is not None and self.group.end(deadline):
+            self.group = None
 
 
 class ChildSet:
@@ -345,6 +371,8 @@ class ChildSet:
         deadline = time.monotonic() + timeout_s
         for c in live:
             c.stop(max(0.0, deadline - time.monotonic()), signalled=True, since_signal_s=timeout_s)
+        for c in self.children:  # those that ended before: what they left running is the trial's too
+            c.end_group()
 
     def __enter__(self) -> ChildSet:
         return self
@@ -353,3 +381,4 @@ class ChildSet:
         # Held back signals: a second Ctrl-C must not leave a child (and its namespace) behind.
         with held_signals.held():
             self.stop_all()
+

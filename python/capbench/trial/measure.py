@@ -186,7 +186,7 @@ def scratch_dir(needed: bool = True) -> Iterator[Path | None]:
     """A folder for one trial's files (a program's {out} and {outdir}, --profile's perf data),
     removed when the trial ends; None when nothing of the trial needs one (nothing made, nothing
     a SIGKILL could leave). Its name carries capbench's pid: `testbed down` removes the folders
-    of a capbench that was killed (stale_scratch_dirs)."""
+    of a capbench that was killed (testbed.hygiene.folders_of)."""
     if not needed:
         yield None
         return
@@ -195,22 +195,6 @@ def scratch_dir(needed: bool = True) -> Iterator[Path | None]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def stale_scratch_dirs() -> list[Path]:
-    """The trial folders (scratch_dir) of capbench processes that no longer run."""
-    stale = []
-    for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
-        pid = path.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or not path.is_dir():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            stale.append(path)
-        except PermissionError:
-            pass  # alive, another user's
-    return stale
 
 
 def program_backend(app: Adapter) -> declared.Backend:

@@ -240,6 +240,8 @@ class ProgramRun:
             child.kill()
             self.failure = self.failure or (f"{self.name} did not exit within {a.stop_grace_s:g} s of "
                                             f"{signal.Signals(a.stop_signal).name}: killed")
+        # What it started has the same grace: a child that ignores the signal is killed after it.
+        child.end_group(signalled_at + a.stop_grace_s)
         child.wait(5.0)
         self.exit_status = child.proc.returncode
         if not self.killed and self.exit_status not in (0, None) and not self.failure:
@@ -280,8 +282,10 @@ class ProgramRun:
         self.reader.feed_text(source, "")  # read, if empty
 
     def _run_post(self, argv: list[str]) -> None:
-        """The adapter's post command (it reads what the program wrote): its stdout into the
-        reader as it comes; the trial's failure when it fails."""
+        """The adapter's post command (it reads what the program wrote), run where the program ran
+        (its namespace), in a cgroup of its own like every child: what it leaves running is killed
+        when it exits, and all of it after POST_TIMEOUT_S. Its stdout goes into the reader as it
+        comes; the trial's failure when it fails."""
         reader = self.reader
         assert reader is not None
 
@@ -291,7 +295,7 @@ class ProgramRun:
 
         what = f"{self.name}'s post command {argv[0]}"
         try:
-            post = Child(what, argv, on_line=on_line)
+            post = Child(what, argv, netns_name=self.netns_name, on_line=on_line)
         except ChildError as e:
             self.failure = self.failure or f"{what} failed: {e}"
             return
