@@ -40,6 +40,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import os
 import re
 import shlex
 import tomllib
@@ -419,6 +420,7 @@ def parse_backend_args(value: Any, where: str, backends_known: Sequence[str],
             words = shlex.split(opts)
         except ValueError as e:
             raise UsageError(f"{pre}{what} for {backend}: cannot split {opts!r}: {e}") from None
+        inputs.check_words(words, f"{pre}{what} for {backend}")
         own = [w.split("=", 1)[0] for w in words if w.split("=", 1)[0] in OWN_CAP_OPTIONS]
         if own:
             raise UsageError(f"{pre}{what} for {backend} sets {own[0]}, which capbench sets for every trial "
@@ -471,8 +473,19 @@ def load(path: Path | str, *, backends_known: Sequence[str]) -> Campaign:
     return loads(read_text(path), Path(path), backends_known=backends_known)
 
 
-def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
-    """A campaign from the text of `path` (a resumed run keeps the text it started with)."""
+def beside(campaign_file: Path, name: Any) -> Any:
+    """A file a campaign names (apps_files), as an absolute path: a relative name is taken from the
+    campaign file's folder, wherever capbench runs. Anything but a name is left for the checks."""
+    if not isinstance(name, str) or not name:
+        return name
+    return os.path.join(os.path.abspath(campaign_file.parent), os.path.expanduser(name))
+
+
+def loads(text: str, path: Path, *, backends_known: Sequence[str],
+          apps_files: Sequence[str] | None = None) -> Campaign:
+    """A campaign from the text of `path` (a resumed run keeps the text it started with, and passes
+    `apps_files`: its adapter files as that run found them, since its results folder is not the
+    campaign file's folder)."""
     try:
         doc = tomllib.loads(text)
     except ValueError as e:  # TOMLDecodeError, or an integer of thousands of digits
@@ -487,6 +500,9 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
     matrices = doc.get("matrix", [])
     if not isinstance(top, dict) or not isinstance(matrices, list):
         raise UsageError(f"{path}: [campaign] must be a table and [[matrix]] an array of tables")
+    if isinstance(top.get("apps_files"), list):
+        given = top["apps_files"] if apps_files is None else apps_files
+        top = top | {"apps_files": [beside(path, f) for f in given]}
     for where, table, keys, at in [("[campaign]", top, KEYS, ("campaign", 0))] + [
             (f"[[matrix]] #{i + 1}", t, MATRIX_KEYS, ("matrix", i)) for i, t in enumerate(matrices)]:
         unknown = set(table) - keys
@@ -514,6 +530,12 @@ def _apps(value: Any, what: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise UsageError(f"{what} must map program names to command templates, e.g. "
                          f"{{ mytcpdump = \"tcpdump -i {{iface}} -w {{out}}\" }}")
+    for name, template in value.items():
+        try:
+            words = shlex.split(template)
+        except ValueError:
+            continue  # the adapter's reader says why (apps.from_spec)
+        inputs.check_words(words, f"{what} {name}")
     return tuple(sorted(value.items()))
 
 

@@ -150,7 +150,16 @@ def read(path: Path | str, *, backends_known: Sequence[str] | None = None) -> To
     text = inputs.read_text(path, what="topology", limit=TOPOLOGY_MAX_BYTES, missing_ok=True)
     if text is None:
         raise UsageError(f"no topology file {inputs.shown(path)}: see docs/topology.md for an example")
-    return parse(text, path, backends_known=backends_known)
+    t = parse(text, path, backends_known=backends_known)
+    w = _Where(path, text)
+    for name, host in t.hosts.items():
+        if host.ssh_config is not None:
+            try:  # ssh reads it with capbench's privileges, and prints lines of it that it cannot take
+                inputs.check_readable(host.ssh_config, what="ssh_config")
+            except UsageError as e:
+                raise w.error(f"[hosts.{name}]", "ssh_config", str(e),
+                              line=w.line_of(_header("hosts", name), "ssh_config")) from None
+    return t
 
 
 def parse(text: str, path: Path | str = "<topology>", *, backends_known: Sequence[str] | None = None) -> Topology:
@@ -282,6 +291,11 @@ def _host(w: _Where, name: str, t: Any) -> HostSpec:
     if ssh_config is not None and (local or not isinstance(ssh_config, str) or not ssh_config.startswith("/")):
         raise w.error(table, "ssh_config", f"{ssh_config!r}: give the absolute path of an ssh_config file for "
                                            f"this host (ssh -F), or leave it out", line=at("ssh_config"))
+    if ssh_config is not None:
+        try:
+            inputs.check_words([ssh_config], "the path")
+        except UsageError as e:
+            raise w.error(table, "ssh_config", str(e), line=at("ssh_config")) from None
     command = t.get("capbench", "capbench")
     try:
         words = shlex.split(command) if isinstance(command, str) else []
@@ -291,6 +305,10 @@ def _host(w: _Where, name: str, t: Any) -> HostSpec:
         raise w.error(table, "capbench", f"{command!r}: give the command that runs capbench there, e.g. "
                                          f"\"capbench\" or \"/opt/capbench/venv/bin/python -m capbench\"",
                       line=at("capbench"))
+    try:
+        inputs.check_words(words, "its command")
+    except UsageError as e:
+        raise w.error(table, "capbench", str(e), line=at("capbench")) from None
     return HostSpec(name, ssh, build_dir, tuple(options), ssh_config, tuple(words))
 
 

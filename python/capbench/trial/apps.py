@@ -65,6 +65,10 @@ def _template_fields(template: str, what: str) -> tuple[list[str], set[str]]:
         raise AdapterError(f"{what}: cannot split {template!r}: {e}") from None
     if not words:
         raise AdapterError(f"{what} is empty: give the program and its options")
+    try:
+        inputs.check_words(words, what)  # a NUL byte, a word or command too long to start
+    except UsageError as e:
+        raise AdapterError(str(e)) from None
     names: set[str] = set()
     for word in words:
         try:
