@@ -44,6 +44,7 @@ import ctypes
 import errno
 import json
 import os
+import shlex
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -299,19 +300,34 @@ def json_lines(data: bytes) -> Iterator[tuple[int, Any, str | None]]:
             yield n, None, "not JSON (nested too deep)"
 
 
+def _passable(text: str, what: str, limit: int, room: str) -> int:
+    """The length of `text` in bytes; UsageError if it holds a NUL byte (execve() takes C strings,
+    which end at one; Python refuses it with a ValueError) or is longer than `limit`."""
+    if "\0" in text:
+        raise UsageError(f"{what} holds a NUL byte, which no command can take: remove it")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise UsageError(f"{what} is {size:,} bytes long, more than the {limit:,} capbench passes {room}: shorten it")
+    return size
+
+
+def command_words(text: str, what: str) -> list[str]:
+    """The words of the command line `text`, split like a shell line (shlex), each one a command can
+    take (check_words). A NUL byte or a text longer than COMMAND_MAX_BYTES is refused before it is
+    split: shlex reads a character at a time, seconds over a 200,000-character text. ValueError
+    (shlex's) when it does not split, for the caller to say so."""
+    _passable(text, what, COMMAND_MAX_BYTES, "to one command")
+    words = shlex.split(text)
+    check_words(words, what)
+    return words
+
+
 def check_words(words: Sequence[str], what: str) -> None:
     """UsageError unless `words` can be the arguments of a command (WORD_MAX_BYTES, COMMAND_MAX_BYTES):
-    no NUL byte (execve() takes C strings, which end at one; Python refuses it with a ValueError),
-    no word and no command longer than capbench's bounds. `what` names the file, key and line."""
-    total = 0
-    for n, word in enumerate(words, start=1):
-        if "\0" in word:
-            raise UsageError(f"{what}: word {n} holds a NUL byte, which no command's word can: remove it")
-        size = len(word.encode("utf-8", "surrogatepass"))
-        if size > WORD_MAX_BYTES:
-            raise UsageError(f"{what}: word {n} is {size:,} bytes long, more than the {WORD_MAX_BYTES:,} capbench "
-                             f"passes in one word: shorten it")
-        total += size + 1
+    no NUL byte, no word and no command longer than capbench's bounds. `what` names the file, key
+    and line."""
+    total = sum(_passable(word, f"{what}: word {n}", WORD_MAX_BYTES, "in one word") + 1
+                for n, word in enumerate(words, start=1))
     if total > COMMAND_MAX_BYTES:
         raise UsageError(f"{what}: its words take {total:,} bytes, more than the {COMMAND_MAX_BYTES:,} capbench "
                          f"passes to one command: shorten it")

@@ -509,9 +509,10 @@ ADAPTER = '[mydump]\ncommand = {command}\nfile_format = "pcap"\n{extra}'
 
 
 @pytest.mark.parametrize("command, extra, said", [
-    (f"tcpdump -i {{iface}} -w {{out}} {NUL_WORD}", "", "[mydump]: adapter 'mydump': command: word 6 holds a NUL"),
-    (f"tcpdump -i {{iface}} -w {{out}} {LONG_WORD}", "", "command: word 6 is 200,000 bytes long"),
-    ("tcpdump -i {iface} -w {out}", f"post = {toml_string('racount ' + NUL_WORD)}\n", "post: word 2 holds a NUL"),
+    (f"tcpdump -i {{iface}} -w {{out}} {NUL_WORD}", "", "[mydump]: adapter 'mydump': command holds a NUL byte"),
+    (f"tcpdump -i {{iface}} -w {{out}} {LONG_WORD}", "", "command is 200,028 bytes long, more than the 32,768"),
+    (f"tcpdump -i {{iface}} -w {{out}} {'A' * 5000}", "", "command: word 6 is 5,000 bytes long, more than the 4,096"),
+    ("tcpdump -i {iface} -w {out}", f"post = {toml_string('racount ' + NUL_WORD)}\n", "post holds a NUL byte"),
 ])
 def test_an_adapters_file_with_a_word_no_command_takes(tmp_path, command, extra, said):
     path = tmp_path / "apps.toml"
@@ -521,8 +522,8 @@ def test_an_adapters_file_with_a_word_no_command_takes(tmp_path, command, extra,
 
 
 @pytest.mark.parametrize("table, said", [
-    ('apps = {{mydump = {}}}\nbackends = ["mydump"]', "apps mydump: word 6 holds a NUL byte"),
-    ('backend_args = {{fanout = {}}}\nbackends = ["fanout"]', "backend_args for fanout: word 5 holds a NUL byte"),
+    ('apps = {{mydump = {}}}\nbackends = ["mydump"]', "apps mydump holds a NUL byte"),
+    ('backend_args = {{fanout = {}}}\nbackends = ["fanout"]', "backend_args for fanout holds a NUL byte"),
 ])
 def test_a_campaign_with_a_word_no_command_takes(tmp_path, table, said):
     path = tmp_path / "c.toml"
@@ -535,7 +536,7 @@ def test_a_campaign_app_too_long(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text(f'[campaign]\nsizes = "64"\nbackends = ["mydump"]\n'
                     f'apps = {{mydump = "tcpdump -i {{iface}} -w {{out}} {LONG_WORD}"}}\n')
-    assert_usage_error(capbench("run", "--campaign", str(path)), "apps mydump: word 6 is 200,000 bytes long")
+    assert_usage_error(capbench("run", "--campaign", str(path)), "apps mydump is 200,028 bytes long")
 
 
 TOPOLOGY = """[hosts.s1]
@@ -552,8 +553,8 @@ backends = ["pcap"]
 
 
 @pytest.mark.parametrize("host, said", [
-    (f"capbench = {toml_string('capbench ' + NUL_WORD)}", "line 3 [hosts.s1]: capbench: its command: word 2 holds a NUL"),
-    (f"capbench = {toml_string('capbench ' + LONG_WORD)}", "line 3 [hosts.s1]: capbench: its command: word 2 is 200,000"),
+    (f"capbench = {toml_string('capbench ' + NUL_WORD)}", "line 3 [hosts.s1]: capbench: its command holds a NUL"),
+    (f"capbench = {toml_string('capbench ' + LONG_WORD)}", "line 3 [hosts.s1]: capbench: its command is 200,009 bytes"),
     (f"ssh_config = {toml_string('/etc/' + NUL_WORD)}", "line 3 [hosts.s1]: ssh_config: the path: word 1 holds a NUL"),
 ])
 def test_a_topology_with_a_word_no_command_takes(tmp_path, host, said):

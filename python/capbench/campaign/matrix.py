@@ -417,10 +417,9 @@ def parse_backend_args(value: Any, where: str, backends_known: Sequence[str],
             raise UsageError(f"{pre}{what} for {backend} must be its options as one string, e.g. "
                              f"\"--workers 2\"")
         try:
-            words = shlex.split(opts)
+            words = inputs.command_words(opts, f"{pre}{what} for {backend}")
         except ValueError as e:
             raise UsageError(f"{pre}{what} for {backend}: cannot split {opts!r}: {e}") from None
-        inputs.check_words(words, f"{pre}{what} for {backend}")
         own = [w.split("=", 1)[0] for w in words if w.split("=", 1)[0] in OWN_CAP_OPTIONS]
         if own:
             raise UsageError(f"{pre}{what} for {backend} sets {own[0]}, which capbench sets for every trial "
@@ -532,10 +531,9 @@ def _apps(value: Any, what: str) -> tuple[tuple[str, str], ...]:
                          f"{{ mytcpdump = \"tcpdump -i {{iface}} -w {{out}}\" }}")
     for name, template in value.items():
         try:
-            words = shlex.split(template)
+            inputs.command_words(template, f"{what} {name}")
         except ValueError:
-            continue  # the adapter's reader says why (apps.from_spec)
-        inputs.check_words(words, f"{what} {name}")
+            pass  # does not split: the adapter's reader says so (apps.from_spec)
     return tuple(sorted(value.items()))
 
 

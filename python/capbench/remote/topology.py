@@ -28,7 +28,6 @@ table and the key, and what to write instead.
 from __future__ import annotations
 
 import re
-import shlex
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -298,17 +297,15 @@ def _host(w: _Where, name: str, t: Any) -> HostSpec:
             raise w.error(table, "ssh_config", str(e), line=at("ssh_config")) from None
     command = t.get("capbench", "capbench")
     try:
-        words = shlex.split(command) if isinstance(command, str) else []
+        words = inputs.command_words(command, "its command") if isinstance(command, str) else []
     except ValueError:
         words = []
+    except UsageError as e:  # a NUL byte, a word or command too long to start
+        raise w.error(table, "capbench", str(e), line=at("capbench")) from None
     if not words:
         raise w.error(table, "capbench", f"{command!r}: give the command that runs capbench there, e.g. "
                                          f"\"capbench\" or \"/opt/capbench/venv/bin/python -m capbench\"",
                       line=at("capbench"))
-    try:
-        inputs.check_words(words, "its command")
-    except UsageError as e:
-        raise w.error(table, "capbench", str(e), line=at("capbench")) from None
     return HostSpec(name, ssh, build_dir, tuple(options), ssh_config, tuple(words))
 
 
