@@ -522,8 +522,8 @@ def test_an_adapters_file_with_a_word_no_command_takes(tmp_path, command, extra,
 
 
 @pytest.mark.parametrize("table, said", [
-    ('apps = {{mydump = {}}}\nbackends = ["mydump"]', "apps mydump holds a NUL byte"),
-    ('backend_args = {{fanout = {}}}\nbackends = ["fanout"]', "backend_args for fanout holds a NUL byte"),
+    ('apps = {{mydump = {}}}\nbackends = ["mydump"]', "line 3 [campaign]: apps mydump holds a NUL byte"),
+    ('backend_args = {{fanout = {}}}\nbackends = ["fanout"]', "line 3 [campaign]: backend_args fanout holds a NUL byte"),
 ])
 def test_a_campaign_with_a_word_no_command_takes(tmp_path, table, said):
     path = tmp_path / "c.toml"
@@ -532,11 +532,21 @@ def test_a_campaign_with_a_word_no_command_takes(tmp_path, table, said):
     assert_usage_error(capbench("run", "--campaign", str(path)), str(path), said)
 
 
+def test_backend_args_too_long_from_the_command_line():
+    assert_usage_error(capbench("run", "--backends", "fanout", "--backend-args", "fanout=--workers " + "9" * 5000),
+                       "--backend-args for fanout: word 2 is 5,000 bytes long")
+
+
+def test_an_app_too_long_from_the_command_line():
+    assert_usage_error(capbench("run", "--backends", "mydump", "--app", "mydump=tcpdump -i {iface} " + "A" * 40_000),
+                       "--app mydump is 40,019 bytes long, more than the 32,768")
+
+
 def test_a_campaign_app_too_long(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text(f'[campaign]\nsizes = "64"\nbackends = ["mydump"]\n'
                     f'apps = {{mydump = "tcpdump -i {{iface}} -w {{out}} {LONG_WORD}"}}\n')
-    assert_usage_error(capbench("run", "--campaign", str(path)), "apps mydump is 200,028 bytes long")
+    assert_usage_error(capbench("run", "--campaign", str(path)), "line 4 [campaign]: apps mydump is 200,028 bytes long")
 
 
 TOPOLOGY = """[hosts.s1]
@@ -605,3 +615,9 @@ def test_a_resumed_campaign_reads_the_adapter_files_its_run_read(tmp_path):
                            apps_files=recorded_apps_files(meta))
     assert again.apps_files == first.apps_files == (str(tmp_path / "my-apps.toml"),)
     assert recorded_apps_files({"settings": {"campaign": {"apps_files": [1]}}}) is None
+
+
+def test_the_docs_state_the_bounds_of_a_command():
+    text = " ".join((PYTHON_DIR.parent / "docs" / "apps.md").read_text().split())
+    assert (f"at most {inputs.WORD_MAX_BYTES:,} bytes in one word and {inputs.COMMAND_MAX_BYTES // 1024} KiB in all"
+            in text)

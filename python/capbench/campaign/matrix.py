@@ -510,11 +510,32 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str],
             line = _line_of(text, key, at)
             raise UsageError(f"{path}{f' line {line}' if line else ''} {where}: unknown key {key!r}: use "
                              f"{', '.join(sorted(keys))}")
+        _check_command_keys(table, text, f"{path}", where, at)
     try:
         return build(top, matrices, backends_known=backends_known, name=path.stem, where=f"{path} ")
     except UsageError as e:
         msg = str(e)
         raise UsageError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
+
+
+COMMAND_KEYS = ("apps", "backend_args")  # keys whose values are command lines, by name
+
+
+def _check_command_keys(table: dict[str, Any], text: str, path: str, where: str, at: tuple[str, int]) -> None:
+    """The command lines of a campaign file's table (apps, backend_args), each one a command can take
+    (inputs.command_words: no NUL byte, nothing too long), checked as the file is read, so that the
+    line says where; what is not a command line at all is left for the key's reader to say."""
+    for key in COMMAND_KEYS:
+        value = table.get(key)
+        if not isinstance(value, dict):
+            continue
+        line = _line_of(text, key, at)
+        for name, command in value.items():
+            if isinstance(command, str):
+                try:
+                    inputs.command_words(command, f"{path}{f' line {line}' if line else ''} {where}: {key} {name}")
+                except ValueError:
+                    pass  # it does not split: the key's reader says so
 
 
 def program_registry(files: Sequence[str], specs: Sequence[tuple[str, str]]) -> dict[str, Adapter]:
@@ -529,11 +550,6 @@ def _apps(value: Any, what: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise UsageError(f"{what} must map program names to command templates, e.g. "
                          f"{{ mytcpdump = \"tcpdump -i {{iface}} -w {{out}}\" }}")
-    for name, template in value.items():
-        try:
-            inputs.command_words(template, f"{what} {name}")
-        except ValueError:
-            pass  # does not split: the adapter's reader says so (apps.from_spec)
     return tuple(sorted(value.items()))
 
 
