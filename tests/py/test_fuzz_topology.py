@@ -49,6 +49,8 @@ def assert_usable(t) -> None:
 @example(EXAMPLE.replace(b'ssh = "root@s1"', b'ssh = "root@s1"\nssh_config = "/etc/\\u0000"'))
 @example(EXAMPLE.replace(b'ssh = "root@s1"', b'ssh = "root@s1"\nssh_config = "/dev/zero"'))
 @example(EXAMPLE.replace(b'ssh = "root@s1"', b'ssh = "root@s1"\ncapbench = "' + b"A" * 200_000 + b'"'))
+@example(EXAMPLE.replace(b'ssh = "root@s1"', b'ssh = "root@s1"\nssh_options = ["Port=' + b"2" * 5000 + b'"]'))
+@example(EXAMPLE.replace(b'ssh = "root@s1"', b'ssh = "root@' + b"s" * 5000 + b'"'))
 @example(b"\xff")
 @example(b"a = " + b"[" * 5000)
 def test_fuzz_topology_bytes(data):
@@ -63,7 +65,7 @@ def test_fuzz_topology_text(text):
 # Values a key may be given: the right kind, near its bounds, hostile, and every other kind.
 WORD = st.sampled_from(["local", "s1", "s2", "gen1", "root@s1", "eth1", "eth2", "lo", "a" * 16, "x\0y", "", "-oX",
                         "/opt/capbench/build", "/etc/ssh/ssh_config", "/dev/zero", "/nonexistent", "Port=2222",
-                        "ProxyCommand=sh", "capbench", "python -m capbench", "capbench \0", "A" * 5000, "ptp"])
+                        "ProxyCommand=sh", "Port=" + "2" * 5000, "capbench", "python -m capbench", "capbench \0", "A" * 5000, "ptp"])
 VALUE = st.one_of(WORD, st.integers(-2, 5000), st.booleans(), st.floats(), st.text(max_size=12),
                   st.lists(st.one_of(WORD, st.integers(-1, 3)), max_size=3))
 HOST = st.fixed_dictionaries({}, optional={k: VALUE for k in topology.HOST_KEYS} | {

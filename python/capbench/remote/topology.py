@@ -290,11 +290,12 @@ def _host(w: _Where, name: str, t: Any) -> HostSpec:
     if ssh_config is not None and (local or not isinstance(ssh_config, str) or not ssh_config.startswith("/")):
         raise w.error(table, "ssh_config", f"{ssh_config!r}: give the absolute path of an ssh_config file for "
                                            f"this host (ssh -F), or leave it out", line=at("ssh_config"))
-    if ssh_config is not None:
-        try:
-            inputs.check_words([ssh_config], "the path")
+    for key, words in (("ssh", [ssh] if ssh else []), ("ssh_options", options),
+                       ("build_dir", [build_dir] if build_dir else []), ("ssh_config", [ssh_config] if ssh_config else [])):
+        try:  # each becomes a word of ssh's command line, or of a path in one
+            inputs.check_words(words, "its value")
         except UsageError as e:
-            raise w.error(table, "ssh_config", str(e), line=at("ssh_config")) from None
+            raise w.error(table, key, str(e), line=at(key)) from None
     command = t.get("capbench", "capbench")
     try:
         words = inputs.command_words(command, "its command") if isinstance(command, str) else []
