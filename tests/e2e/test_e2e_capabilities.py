@@ -8,6 +8,8 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,9 +48,14 @@ def beds_of(pid: int) -> list[str]:
 
 
 @pytest.fixture
-def nobodys_dir(tmp_path: Path) -> Path:
-    tmp_path.chmod(0o777)  # nobody writes its results (and HOME) here
-    return tmp_path
+def nobodys_dir() -> Iterator[Path]:
+    """Where nobody writes its results (and HOME): a folder nobody may reach without a capability.
+    capbench reads back only what the user who runs it may read (capbench.inputs), and pytest's
+    tmp_path lies in /tmp/pytest-of-root, root's alone: READ_INTERPRETER would reach it, the user not."""
+    path = Path(tempfile.mkdtemp(prefix="capbench-nobody-"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path)
 
 
 def test_run_as_nobody_with_the_capabilities(nobodys_dir):
