@@ -20,7 +20,7 @@ tests' dac_read_search; a setuid or file-capability install). open() judges the 
 credentials and would open /etc/shadow for such a user. access(2) (faccessat without
 AT_EACCESS) judges the *real* uid and gids, and for a real uid other than 0 without the
 effective capabilities (fs/open.c, access_override_creds), as setuid-aware programs ask. A file
-is read only when the real user may read it, asked twice (user_may_read):
+is read only when the real user may read it, asked twice (_user_may_read_path, _user_may_read_fd):
   1. of the path, before anything is opened: the user's own view of it (no such file, a folder
      on the way closed to them, no permission), so nothing is learnt about a path they cannot
      reach, not even whether it exists;
