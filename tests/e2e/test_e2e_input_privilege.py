@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from capbench.binaries import find_program
 from capbench.testbed import preflight
 from capbench.testbed import veth_pair as testbed
 
@@ -177,3 +178,39 @@ def test_a_nul_byte_in_a_campaigns_apps_and_a_topologys_capbench(user, shared, n
     refused(run_refused(user, shared, nothing_left, "--campaign", str(campaign)), "apps mydump holds a NUL byte")
     refused(run_refused(user, shared, nothing_left, "--topology", str(topology)),
             "line 3 [hosts.s1]: capbench: its command holds a NUL byte")
+
+
+# Fools the programs' first question, access(2) of the name (as a name swapped to a link to a root-only
+# file right after that question would), and leaves the second, of /proc/self/fd/N, to the C library.
+# An ambient grant does not make exec() secure (the permitted set does not grow beyond the ambient
+# one: security/commoncap.c), so the loader takes LD_PRELOAD.
+FOOLED_NAME_CHECK = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+
+int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	int (*real)(int, const char *, int, int) = dlsym(RTLD_NEXT, "faccessat");
+
+	if (strncmp(path, "/proc/self/fd/", 14))
+		return 0;
+	return real(dirfd, path, mode, flags);
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="a C compiler builds the LD_PRELOAD library")
+def test_the_programs_judge_the_file_they_opened(user, shared, roots):
+    shim = shared / "fooled.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), "-x", "c", "-", "-ldl"], input=FOOLED_NAME_CHECK,
+                   text=True, check=True, capture_output=True)
+    shim.chmod(0o755)
+    caps = ",".join(f"+{c}" for c in ("net_raw", *READ_INTERPRETER))
+    for args in (["--size", f"dist:{roots}"], ["--replay", str(roots)]):
+        argv = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", f"--inh-caps=-all,{caps}",
+                f"--ambient-caps={caps}", "env", f"LD_PRELOAD={shim}", str(find_program("capbench-gen")), "--check",
+                "--mtu", "1500", "--rate", "1kpps", "--dst-mac", "02:cb:00:00:00:02", *args]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+        assert f"permission denied to uid {user[0]}" in p.stderr and SECRET not in p.stdout + p.stderr, p.stderr
