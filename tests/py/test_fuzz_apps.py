@@ -8,8 +8,8 @@ from pathlib import Path
 from capbench import inputs
 from capbench.errors import UsageError
 from capbench.trial import apps
-from fuzzing import clean, clean_file, scratch_dir
-from hypothesis import example, given
+from fuzzing import clean, clean_file, examples, scratch_dir
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_fuzz_campaign import toml_value
 
@@ -89,6 +89,7 @@ def inline(value) -> str:
                 "counts": {"x": {"source": "post", "pattern": r"(\d+)", "meaning": "m"}}}})
 @example({"m": {"command": "tcpdump -i {iface}", "counts": {"captured": {
     "source": "file:{outdir}/" + "A" * 5000, "pattern": r"(\d+)", "meaning": "m"}}}})
+@settings(max_examples=examples(0.3))  # a generated file is written and read per example: 30 ms here
 def test_fuzz_apps_tables(adapters):
     text = "".join(f"[{toml_value(name)}]\n" + "".join(f"{k} = {inline(v)}\n" for k, v in body.items())
                    for name, body in adapters.items())

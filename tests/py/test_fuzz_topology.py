@@ -6,8 +6,8 @@ word it hands to a command is one a command can take."""
 from capbench import inputs
 from capbench.errors import UsageError
 from capbench.remote import topology
-from fuzzing import clean, clean_file, scratch_dir
-from hypothesis import example, given
+from fuzzing import clean, clean_file, examples, scratch_dir
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_fuzz_campaign import toml_value
 
@@ -94,6 +94,7 @@ def tables(draw_hosts, generator, sensors, clocks, tap) -> str:
          [{"host": "s1", "iface": "eth2", "backends": ["pcap"]}], None, None)
 @example({"s1": {"ssh": "root@s1"}}, {"host": "local", "iface": "eth1"},
          [{"host": "s1", "iface": "eth2", "backend": "pcap"}], "ptp", {"iface": "t0", "clone_to": ["t1"]})
+@settings(max_examples=examples(0.3))  # a generated file is written and read per example: 30 ms here
 def test_fuzz_topology_tables(hosts, generator, sensors, clocks, tap):
     assert_usable(read_file(tables(hosts, generator, sensors, clocks, tap).encode()))
 
