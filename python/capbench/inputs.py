@@ -1,25 +1,52 @@
-"""Reading a file a user named: a regular file of bounded size, or one line saying why not.
+"""Reading a file a user named: a regular file of bounded size that the user may read, or one
+line saying why not; and the bounds of the words a user's text puts on a command line.
 
-Every file capbench's Python code reads from a path a user gave (a campaign, a results
-folder's trials.jsonl, searches.jsonl and run.json, a dist: or trace: file handed to the
-generator) goes through here, so a device, a FIFO, a directory, a huge file, bytes that
-are not UTF-8 or an over-long path end in one UsageError (exit status 2), never in a hang,
-a runaway read or a traceback.
+Every file capbench's Python code reads from a path a user gave (a campaign, an adapters file,
+a topology, a results folder's trials.jsonl, searches.jsonl and run.json, a dist: or trace:
+file handed to the generator) goes through here, so a device, a FIFO, a directory, a huge
+file, bytes that are not UTF-8, an over-long path or a file the invoking user may not read
+end in one UsageError (exit status 2), never in a hang, a runaway read, a traceback or the
+content of a file that was not the user's to read.
 
 The kernel behaviour this relies on: stat() of a FIFO or a device does not open it, so the
 kind of file is known before anything can block (open() of a FIFO without a writer blocks
 until one comes; O_NONBLOCK makes it return at once) and before a device's open() can act
 (some devices do something when opened). The file is then opened with O_NONBLOCK and
 checked again with fstat(), so a path swapped between the two calls is caught too.
+
+Whose permission counts: capbench may hold more privilege than the user who runs it (the
+capabilities docs/capabilities.md grants a run as ambient ones include dac_override and the
+tests' dac_read_search; a setuid or file-capability install). open() judges the *effective*
+credentials and would open /etc/shadow for such a user. access(2) (faccessat without
+AT_EACCESS) judges the *real* uid and gids, and for a real uid other than 0 without the
+effective capabilities (fs/open.c, access_override_creds), as setuid-aware programs ask. A file
+is read only when the real user may read it, asked twice (_user_may_read_path, _user_may_read_fd):
+  1. of the path, before anything is opened: the user's own view of it (no such file, a folder
+     on the way closed to them, no permission), so nothing is learnt about a path they cannot
+     reach, not even whether it exists;
+  2. of the opened descriptor, through /proc/self/fd/N: the lookup follows that magic link to
+     the very inode that was opened (fs/proc/fd.c; the fd folder of one's own process is always
+     open to it), so a name swapped between 1 and the open (a link to /etc/shadow planted after
+     the check) is judged by what was opened, not by what the name held a moment before.
+What 2 cannot see are the folders on the way at the moment of the open: a swap between 1 and
+the open could reach a file whose own permissions let the user read it inside a folder closed
+to them. Opening as the real user instead is not possible here: dropping the capabilities of
+an ambient grant is for ever (capset would have to keep them in the permitted set and raise
+them again, per thread), and capbench's Python already runs threads, whose credentials the
+kernel keeps per thread (glibc's setresuid switches them all; a fork per file to open as the
+user and pass the descriptor back would be the price). The C programs ask the same two
+questions (cb_open_regular in src/common/util.c).
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
+import shlex
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +60,15 @@ RUN_JSON_MAX_BYTES = 64 * MIB  # run.json: metadata, settings and placements
 # far beyond any campaign (a 1000-fold repeat of the seed's 13 lengths x 7 backends is 91,000).
 JSONL_MAX_BYTES = 1024 * MIB
 PATH_SHOWN_CHARS = 120  # a longer path is shown cut, with its length
+
+# The words a user's text puts on a command line (an adapter's command and post, a campaign's
+# apps and backend_args, a topology's capbench): the kernel takes at most MAX_ARG_STRLEN
+# (32 pages, 131,072 B) in one argument and, for all of them and the environment together, a
+# quarter of the stack limit but never less than 128 KiB (fs/exec.c); beyond either execve()
+# fails with E2BIG. capbench's own limits sit well below, so its words, the fields it fills in
+# and its environment always fit:
+WORD_MAX_BYTES = 4096  # one word: PATH_MAX, the longest path a word could need to name
+COMMAND_MAX_BYTES = 32 * 1024  # all the words of one command, each with its NUL
 
 
 def shown(path: Path | str) -> str:
@@ -126,27 +162,92 @@ def check_dir(path: Path | str, *, what: str) -> bool:
     return True
 
 
-def read_bytes(path: Path | str, *, what: str, limit: int, missing_ok: bool = False) -> bytes | None:
-    """The bytes of the regular file `path`, at most `limit` of them; None if it does not exist
-    and `missing_ok`. Anything else that keeps it from being read is one UsageError that names
-    `what` and the path."""
-    if missing_ok:
-        try:
-            os.stat(path)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            pass  # check_file says what is wrong
-    check_file(path, what=what)
+# access(2) of a path with the real uid and gids, through the C library: os.access says only yes
+# or no, and the reason (no such file, a folder closed, no permission) is the user's answer.
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.faccessat.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_int)
+_AT_FDCWD = -100  # <fcntl.h>: a relative path is taken from the working directory
+_OWN_FDS = "/proc/self/fd"
+
+
+def _path_bytes(path: Path | str, what: str) -> bytes:
+    """The path as the kernel takes it; a NUL byte refused (no path holds one, and a C string
+    would end there: the check would judge another path than the one opened)."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise _refused(path, "a path cannot hold a NUL byte", what=what)
+    return raw
+
+
+def _not_the_users(path: Path | str, what: str) -> UsageError:
+    return _refused(path, f"permission denied to uid {os.getuid()}, who runs capbench (it reads only what its "
+                          f"user may read): give a file of yours", what=what)
+
+
+def _user_may_read_path(raw: bytes, path: Path | str, *, what: str, missing_ok: bool) -> bool:
+    """Question 1 (the module's doc): may the real user read `raw`? False only when it does not
+    exist for them and `missing_ok`; otherwise the user's own answer as one UsageError."""
+    if _LIBC.faccessat(_AT_FDCWD, raw, os.R_OK, 0) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.ENOENT and missing_ok:
+        return False
+    if err == errno.EACCES:
+        raise _not_the_users(path, what)
+    raise _os_error(path, what, OSError(err, os.strerror(err)))
+
+
+def _user_may_read_fd(fd: int, path: Path | str, *, what: str) -> None:
+    """Question 2 (the module's doc): may the real user read the inode `fd` holds? One UsageError if
+    not, or if /proc is not there to ask."""
+    if os.access(f"{_OWN_FDS}/{fd}", os.R_OK):  # effective_ids=False: the real uid, as access(2)
+        return
+    if not os.path.isdir(_OWN_FDS):
+        raise _refused(path, f"{_OWN_FDS} is missing (is /proc mounted?), so capbench cannot tell whether uid "
+                             f"{os.getuid()}, who runs it, may read the file it opened", what=what)
+    raise _not_the_users(path, what)
+
+
+def open_readable(path: Path | str, *, what: str, missing_ok: bool = False) -> int | None:
+    """A descriptor (read-only, O_NONBLOCK, close-on-exec) of the regular file `path`, which the user
+    who runs capbench may read (the module's doc); None if it does not exist for that user and
+    `missing_ok`. Anything else is one UsageError that names `what` and the path."""
+    raw = _path_bytes(path, what)
+    if not _user_may_read_path(raw, path, what=what, missing_ok=missing_ok):
+        return None
+    check_file(path, what=what)  # stat(): a FIFO or device is refused before open() can block or act
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(raw, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as e:
         raise _os_error(path, what, e) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # replaced between stat() and open()
             raise _not_regular(path, st.st_mode, what=what)
-        if st.st_size > limit:
+        _user_may_read_fd(fd, path, what=what)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_readable(path: Path | str, *, what: str) -> None:
+    """UsageError unless `path` is a regular file the user who runs capbench may read (open_readable):
+    for a file capbench hands to a program by name (dist:, trace:), which checks it again itself."""
+    fd = open_readable(path, what=what)
+    assert fd is not None
+    os.close(fd)
+
+
+def read_bytes(path: Path | str, *, what: str, limit: int, missing_ok: bool = False) -> bytes | None:
+    """The bytes of the regular file `path` (open_readable), at most `limit` of them; None if it
+    does not exist and `missing_ok`. Anything else that keeps it from being read is one
+    UsageError that names `what` and the path."""
+    fd = open_readable(path, what=what, missing_ok=missing_ok)
+    if fd is None:
+        return None
+    try:
+        if os.fstat(fd).st_size > limit:
             raise _too_big(path, what, limit)
         chunks, total = [], 0
         while True:  # a file that grows while it is read stops at the limit too
@@ -197,3 +298,36 @@ def json_lines(data: bytes) -> Iterator[tuple[int, Any, str | None]]:
             yield n, None, f"not JSON ({e.msg})"
         except RecursionError:
             yield n, None, "not JSON (nested too deep)"
+
+
+def _passable(text: str, what: str, limit: int, room: str) -> int:
+    """The length of `text` in bytes; UsageError if it holds a NUL byte (execve() takes C strings,
+    which end at one; Python refuses it with a ValueError) or is longer than `limit`."""
+    if "\0" in text:
+        raise UsageError(f"{what} holds a NUL byte, which no command can take: remove it")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise UsageError(f"{what} is {size:,} bytes long, more than the {limit:,} capbench passes {room}: shorten it")
+    return size
+
+
+def command_words(text: str, what: str) -> list[str]:
+    """The words of the command line `text`, split like a shell line (shlex), each one a command can
+    take (check_words). A NUL byte or a text longer than COMMAND_MAX_BYTES is refused before it is
+    split: shlex reads a character at a time, seconds over a 200,000-character text. ValueError
+    (shlex's) when it does not split, for the caller to say so."""
+    _passable(text, what, COMMAND_MAX_BYTES, "to one command")
+    words = shlex.split(text)
+    check_words(words, what)
+    return words
+
+
+def check_words(words: Sequence[str], what: str) -> None:
+    """UsageError unless `words` can be the arguments of a command (WORD_MAX_BYTES, COMMAND_MAX_BYTES):
+    no NUL byte, no word and no command longer than capbench's bounds. `what` names the file, key
+    and line."""
+    total = sum(_passable(word, f"{what}: word {n}", WORD_MAX_BYTES, "in one word") + 1
+                for n, word in enumerate(words, start=1))
+    if total > COMMAND_MAX_BYTES:
+        raise UsageError(f"{what}: its words take {total:,} bytes, more than the {COMMAND_MAX_BYTES:,} capbench "
+                         f"passes to one command: shorten it")

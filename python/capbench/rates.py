@@ -202,8 +202,9 @@ def parse_profile(item: str) -> str | None:
             what = "CSV of length,weight rows" if prefix == "dist:" else "pcap capture"
             path = Path(item[len(prefix):]).expanduser()
             # A regular file only: the generator reads it to its end (a FIFO would block it,
-            # a device such as /dev/zero never end).
-            inputs.check_file(path, what=f"{prefix} file (a {what})")
+            # a device such as /dev/zero never end); and one the user who runs capbench may read
+            # (the generator runs with capbench's privileges: it asks again, as this does).
+            inputs.check_readable(path, what=f"{prefix} file (a {what})")
             return prefix + str(path.resolve())
     return None
 

@@ -17,9 +17,10 @@ pcap_t *cb_pcap_open_file(const char *path, const char *what, uint64_t max_bytes
 	pcap_t *pc;
 
 	if (fd < 0) {
-		/* Not a regular file, too large: the line names the fix. A path
-		 * that does not open (ENOENT, EACCES) gets one. */
-		if (fd != -EINVAL && fd != -EFBIG) {
+		/* Not a regular file, too large, not the user's to read: the
+		 * line names the fix. A path that does not open (ENOENT) gets
+		 * one. */
+		if (fd != -EINVAL && fd != -EFBIG && fd != -EACCES) {
 			size_t n = strlen(err);
 
 			snprintf(err + n, errlen - n, ": give the path of a pcap or pcapng file");

@@ -373,6 +373,45 @@ const char *cb_file_kind(unsigned int st_mode)
 	}
 }
 
+/* Whose permission counts. A program may hold more privilege than the user
+ * who runs it: capabilities granted as ambient ones (docs/capabilities.md:
+ * dac_override; the tests add dac_read_search), or file capabilities, or a
+ * setuid install. open() judges the effective credentials, so it would open
+ * /etc/shadow for that user. faccessat() without AT_EACCESS judges the real
+ * uid and gids, and for a real uid other than 0 without the effective
+ * capabilities (fs/open.c, access_override_creds), as setuid-aware programs
+ * ask. It is asked twice: of the path before opening it (the user's own
+ * answer: no such file, a folder closed to them, no permission), and of the
+ * opened descriptor through /proc/self/fd/N, whose lookup follows the magic
+ * link to the very inode opened (one's own fd folder is always open to
+ * oneself, fs/proc/fd.c): a name swapped to a link to /etc/shadow between
+ * the two is judged by what was opened. capbench's Python asks the same
+ * (python/capbench/inputs.py, which also says what this cannot see). */
+static void not_the_users(const char *what, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "cannot open %s: permission denied to uid %u, who runs this "
+		 "program (it reads only what its user may read): give a file of yours", what,
+		 (unsigned int)getuid());
+}
+
+static int real_user_may_read(int fd, const char *what, char *err, size_t errlen)
+{
+	char self[64];
+	int e;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (!faccessat(AT_FDCWD, self, R_OK, 0))
+		return 0;
+	e = -errno;
+	if (e == -EACCES)
+		not_the_users(what, err, errlen);
+	else
+		snprintf(err, errlen, "cannot open %s: cannot tell whether uid %u, who runs this "
+			 "program, may read it: %s: %s (is /proc mounted?)", what,
+			 (unsigned int)getuid(), self, strerror(-e));
+	return e;
+}
+
 int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char *err,
 		    size_t errlen)
 {
@@ -382,6 +421,14 @@ int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char
 	if (!*path) {
 		snprintf(err, errlen, "%s: the file name is empty: give a file", what);
 		return -ENOENT;
+	}
+	if (faccessat(AT_FDCWD, path, R_OK, 0)) {
+		e = -errno;
+		if (e == -EACCES)
+			not_the_users(what, err, errlen);
+		else
+			snprintf(err, errlen, "cannot open %s: %s", what, strerror(-e));
+		return e;
 	}
 	/* O_NONBLOCK: opening a FIFO for reading returns at once instead of
 	 * waiting for a writer (fifo(7)); O_NOCTTY: a terminal never becomes
@@ -404,6 +451,11 @@ int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char
 			 cb_file_kind(st.st_mode));
 		close(fd);
 		return -EINVAL;
+	}
+	e = real_user_may_read(fd, what, err, errlen);
+	if (e) {
+		close(fd);
+		return e;
 	}
 	if ((uint64_t)st.st_size > max_bytes) {
 		snprintf(err, errlen, "%s holds %llu bytes, more than the %llu MiB capbench reads: "

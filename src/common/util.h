@@ -141,14 +141,17 @@ int cb_parse_cpu_list(const char *s, int ncpu, int *out, int max);
  * "a FIFO", "a character device", "a block device", "a socket", "a file". */
 const char *cb_file_kind(unsigned int st_mode);
 
-/* Open `path` for reading if it is a regular file of at most max_bytes.
+/* Open `path` for reading if it is a regular file of at most max_bytes
+ * that the user who runs the program may read: its real uid and gids, not
+ * the privileges the program holds (util.c says how, and why twice).
  * Returns the descriptor (O_NONBLOCK, close-on-exec: a file on a disk never
  * waits, a kernel pseudo-file that would wait fails with EAGAIN; the caller
  * still stops reading at max_bytes, as such a file's size says nothing), or
  * -errno with one line
  * in err that starts with `what` (e.g. "--replay /tmp/x.pcap") and names
- * what the path is: -ENOENT and the like (cannot open), -EINVAL (not a
- * regular file), -EFBIG (larger than max_bytes). */
+ * what the path is: -ENOENT and the like (cannot open), -EACCES (not the
+ * user's to read), -EINVAL (not a regular file), -EFBIG (larger than
+ * max_bytes). */
 int cb_open_regular(const char *path, const char *what, uint64_t max_bytes, char *err,
 		    size_t errlen);
 

@@ -9,6 +9,8 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,9 +53,14 @@ def beds_of(pid: int, home: Path) -> list[str]:
 
 
 @pytest.fixture
-def nobodys_dir(tmp_path: Path) -> Path:
-    os.chown(tmp_path, 65534, 65534)  # nobody's: its results, and HOME (its own state folder) are here
-    return tmp_path
+def nobodys_dir() -> Iterator[Path]:
+    """Where nobody writes its results and has its HOME (its own state folder): a folder of nobody's.
+    capbench reads back only what the user who runs it may read (capbench.inputs), and pytest's
+    tmp_path lies in /tmp/pytest-of-root, root's alone: READ_INTERPRETER would reach it, the user not."""
+    path = Path(tempfile.mkdtemp(prefix="cbnobody-"))  # 0700
+    os.chown(path, 65534, 65534)
+    yield path
+    shutil.rmtree(path)
 
 
 def test_run_as_nobody_with_the_capabilities(nobodys_dir):

@@ -51,6 +51,12 @@ def clean(fn: Callable[[], T]) -> T | UsageError:
             return e
 
 
+def clean_file(path: Path, data: bytes, read: Callable[[Path], T]) -> T | UsageError:
+    """read(path) of a file holding `data`, as clean() judges it."""
+    path.write_bytes(data)
+    return clean(lambda: read(path))
+
+
 def one_line(text: str) -> None:
     """A line fit for a terminal: no line break, no traceback, no wall of echoed input."""
     assert text and "\n" not in text and "Traceback" not in text, text

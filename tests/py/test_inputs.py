@@ -4,10 +4,19 @@ never a hang, a runaway read, a traceback or an impossible record shown as data.
 
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from capbench import inputs
+from capbench.binaries import find_program
+from capbench.campaign import matrix as campaign
+from capbench.cli.run import recorded_apps_files
+from capbench.declared import backend_names
 from capbench.errors import UsageError
 from capbench.rates import MAX_DURATION_S, parse_duration, parse_profile, parse_rate
 from capbench.report import writer
@@ -17,7 +26,7 @@ from capbench.campaign.results import (RUN_FILE, SEARCHES_FILE, TRIALS_FILE, Run
 from capbench.trial.record import record_problem
 from report_files import FIXTURE
 from inproc import capbench_inproc as capbench
-from test_cli import assert_usage_error
+from test_cli import PYTHON_DIR, assert_usage_error
 
 LONG = "/tmp/" + "a" * 5000
 
@@ -307,3 +316,280 @@ def test_rates_are_bounded(text):
 ])
 def test_counts_are_bounded(args, words):
     assert_usage_error(capbench("run", *args), *words)
+
+
+# --- issue 27: files are read only when the user who runs capbench may read them -------------
+#
+# The setuid case, made real: a process whose real uid is another user's and whose effective uid is
+# root's holds every capability, as a setuid-root or file-capability install of capbench would (and
+# as an ambient grant of dac_override does for its own user: tests/e2e/test_e2e_input_privilege.py).
+# open() would open anything; only the real uid's answer may count.
+
+OTHER_UID = 65534
+SECRET = "cbin-secret-line-4f1d"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a real uid other than the effective one needs root")
+
+
+def as_other_real_user(argv: list[str]) -> subprocess.CompletedProcess:
+    """`argv` with real uid OTHER_UID and effective uid 0: exec() keeps both, and every capability."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          env=dict(os.environ, PYTHONPATH=str(PYTHON_DIR)),
+                          preexec_fn=lambda: os.setresuid(OTHER_UID, 0, 0))
+
+
+def python_as_other_real_user(code: str) -> str:
+    """What `code` prints, run by Python as as_other_real_user; any traceback fails."""
+    p = as_other_real_user([sys.executable, "-c", code])
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    return p.stdout
+
+
+@pytest.fixture
+def open_dir():
+    """A folder every user may search, outside pytest's own (which is root's alone), removed after."""
+    path = Path(tempfile.mkdtemp(prefix="cbin-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def secret(open_dir):
+    """A root-only file (0600) whose first line is SECRET, as a dist: file would be."""
+    path = open_dir / "secret.csv"
+    path.write_text(f"{SECRET}\n64,1\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def theirs(open_dir):
+    """A file the other user may read: a dist: file with a bad first line."""
+    path = open_dir / "theirs.csv"
+    path.write_text("x\n64,1\n")
+    path.chmod(0o644)
+    return path
+
+
+REFUSE = """
+from capbench import inputs
+from capbench.errors import UsageError
+try:
+    {call}
+    print("read")
+except UsageError as e:
+    print(e)
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("call", ["inputs.read_bytes({path!r}, what='campaign', limit=100)",
+                                  "inputs.read_text({path!r}, what='campaign', limit=100, missing_ok=True)",
+                                  "inputs.check_readable({path!r}, what='dist: file')"])
+def test_a_file_the_real_user_may_not_read_is_refused(secret, call):
+    said = python_as_other_real_user(REFUSE.format(call=call.format(path=str(secret))))
+    assert said.strip().startswith(f"cannot read ") and repr(str(secret)) in said, said
+    assert f"permission denied to uid {OTHER_UID}, who runs capbench" in said and SECRET not in said
+
+
+@needs_root
+def test_a_file_the_real_user_may_read_is_read(theirs):
+    said = python_as_other_real_user(REFUSE.format(call=f"inputs.read_text({str(theirs)!r}, what='x', limit=100)"))
+    assert said.strip() == "read"
+
+
+@needs_root
+def test_a_missing_file_in_a_folder_closed_to_the_user_is_not_told_missing(open_dir):
+    closed = open_dir / "closed"
+    closed.mkdir(mode=0o700)
+    (closed / "here").write_text("x")
+    for name in ("here", "nowhere"):  # the same answer: nothing is learnt of what the folder holds
+        said = python_as_other_real_user(REFUSE.format(
+            call=f"inputs.read_bytes({str(closed / name)!r}, what='campaign', limit=9, missing_ok=True)"))
+        assert "permission denied to uid" in said and "No such file" not in said, said
+
+
+@needs_root
+def test_what_was_opened_is_judged_not_the_name_checked(secret):
+    # A name swapped after the path was checked (a link to /etc/shadow planted in between): here the
+    # path check is made to say yes, so only the check of the opened descriptor stands.
+    code = ("from capbench import inputs\ninputs._user_may_read_path = lambda *a, **k: True\n"
+            + REFUSE.format(call=f"inputs.read_bytes({str(secret)!r}, what='campaign', limit=100)"))
+    said = python_as_other_real_user(code)
+    assert "permission denied to uid" in said and SECRET not in said, said
+
+
+def test_a_nul_byte_in_a_path_to_read():
+    with pytest.raises(UsageError, match="a path cannot hold a NUL byte"):
+        inputs.read_bytes("/etc/hostname\0/x", what="campaign", limit=100)
+
+
+@needs_root
+@pytest.mark.parametrize("args", [["--size", "dist:{}"], ["--size", "trace:{}"], ["--replay", "{}"]])
+def test_the_generator_refuses_a_file_the_real_user_may_not_read(secret, args):
+    argv = [str(find_program("capbench-gen")), "--check", "--mtu", "1500", "--rate", "1kpps", "--dst-mac",
+            "02:cb:00:00:00:02", *(a.format(secret) for a in args)]
+    p = as_other_real_user(argv)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert str(secret) in p.stderr and f"permission denied to uid {OTHER_UID}" in p.stderr, p.stderr
+    assert SECRET not in p.stdout + p.stderr
+
+
+@needs_root
+def test_the_counter_refuses_to_decode_a_file_the_real_user_may_not_read(secret):
+    p = as_other_real_user([str(find_program("capbench-cap")), "--read", str(secret)])
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert f"permission denied to uid {OTHER_UID}" in p.stderr and SECRET not in p.stdout + p.stderr
+
+
+@needs_root
+def test_capbench_refuses_a_dist_file_before_the_generator_sees_it(secret):
+    p = as_other_real_user([sys.executable, "-m", "capbench", "run", "--sizes", f"dist:{secret}"])
+    assert_usage_error(p, "dist: file", str(secret), f"permission denied to uid {OTHER_UID}")
+    assert SECRET not in p.stdout + p.stderr
+
+
+# --- issue 27: a NUL byte or a word too long for a command is one line at the file's edge -------
+
+NUL_WORD = "x\0y"
+LONG_WORD = "A" * 200_000
+
+
+@pytest.mark.parametrize("words, said", [
+    (["tcpdump", NUL_WORD], "word 2 holds a NUL byte"),
+    (["tcpdump", LONG_WORD], f"word 2 is 200,000 bytes long, more than the {inputs.WORD_MAX_BYTES:,}"),
+    (["tcpdump", "é" * (inputs.WORD_MAX_BYTES // 2 + 1)], "word 2 is 4,098 bytes long"),  # bytes, not characters
+    (["w" * 4000] * 9, f"its words take 36,009 bytes, more than the {inputs.COMMAND_MAX_BYTES:,}"),
+])
+def test_words_a_command_cannot_take(words, said):
+    with pytest.raises(UsageError, match=re.escape(f"f.toml key: {said}")):
+        inputs.check_words(words, "f.toml key")
+
+
+def test_words_within_the_bounds():
+    inputs.check_words(["a" * inputs.WORD_MAX_BYTES, "b"], "x")
+    inputs.check_words(["w" * 4000] * 8, "x")
+
+
+def toml_string(text: str) -> str:
+    return json.dumps(text)  # a TOML basic string: \u0000 is TOML's escape for NUL too
+
+
+ADAPTER = '[mydump]\ncommand = {command}\nfile_format = "pcap"\n{extra}'
+
+
+@pytest.mark.parametrize("command, extra, said", [
+    (f"tcpdump -i {{iface}} -w {{out}} {NUL_WORD}", "", "[mydump]: adapter 'mydump': command holds a NUL byte"),
+    (f"tcpdump -i {{iface}} -w {{out}} {LONG_WORD}", "", "command is 200,028 bytes long, more than the 32,768"),
+    (f"tcpdump -i {{iface}} -w {{out}} {'A' * 5000}", "", "command: word 6 is 5,000 bytes long, more than the 4,096"),
+    ("tcpdump -i {iface} -w {out}", f"post = {toml_string('racount ' + NUL_WORD)}\n", "post holds a NUL byte"),
+])
+def test_an_adapters_file_with_a_word_no_command_takes(tmp_path, command, extra, said):
+    path = tmp_path / "apps.toml"
+    path.write_text(ADAPTER.format(command=toml_string(command), extra=extra))
+    p = capbench("run", "--apps-file", str(path), "--backends", "mydump", "--sizes", "64")
+    assert_usage_error(p, str(path), said)
+
+
+@pytest.mark.parametrize("table, said", [
+    ('apps = {{mydump = {}}}\nbackends = ["mydump"]', "line 3 [campaign]: apps mydump holds a NUL byte"),
+    ('backend_args = {{fanout = {}}}\nbackends = ["fanout"]', "line 3 [campaign]: backend_args fanout holds a NUL byte"),
+])
+def test_a_campaign_with_a_word_no_command_takes(tmp_path, table, said):
+    path = tmp_path / "c.toml"
+    command = f"tcpdump -i {{iface}} -w {{out}} {NUL_WORD}" if "apps" in table else f"--workers 2 --x y {NUL_WORD}"
+    path.write_text("[campaign]\nsizes = \"64\"\n" + table.format(toml_string(command)) + "\n")
+    assert_usage_error(capbench("run", "--campaign", str(path)), str(path), said)
+
+
+def test_backend_args_too_long_from_the_command_line():
+    assert_usage_error(capbench("run", "--backends", "fanout", "--backend-args", "fanout=--workers " + "9" * 5000),
+                       "--backend-args for fanout: word 2 is 5,000 bytes long")
+
+
+def test_an_app_too_long_from_the_command_line():
+    assert_usage_error(capbench("run", "--backends", "mydump", "--app", "mydump=tcpdump -i {iface} " + "A" * 40_000),
+                       "--app mydump is 40,019 bytes long, more than the 32,768")
+
+
+def test_a_campaign_app_too_long(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(f'[campaign]\nsizes = "64"\nbackends = ["mydump"]\n'
+                    f'apps = {{mydump = "tcpdump -i {{iface}} -w {{out}} {LONG_WORD}"}}\n')
+    assert_usage_error(capbench("run", "--campaign", str(path)), "line 4 [campaign]: apps mydump is 200,028 bytes long")
+
+
+TOPOLOGY = """[hosts.s1]
+ssh = "root@s1"
+{host}
+[generator]
+host = "local"
+iface = "eth1"
+[[sensor]]
+host = "s1"
+iface = "eth2"
+backends = ["pcap"]
+"""
+
+
+@pytest.mark.parametrize("host, said", [
+    (f"capbench = {toml_string('capbench ' + NUL_WORD)}", "line 3 [hosts.s1]: capbench: its command holds a NUL"),
+    (f"capbench = {toml_string('capbench ' + LONG_WORD)}", "line 3 [hosts.s1]: capbench: its command is 200,009 bytes"),
+    (f"ssh_config = {toml_string('/etc/' + NUL_WORD)}", "line 3 [hosts.s1]: ssh_config: its value: word 1 holds a NUL"),
+    (f"ssh_options = [{toml_string('Port=' + '2' * 5000)}]", "line 3 [hosts.s1]: ssh_options: its value: word 1 is 5,005"),
+    (f"build_dir = {toml_string('/' + 'b' * 5000)}", "line 3 [hosts.s1]: build_dir: its value: word 1 is 5,001"),
+])
+def test_a_topology_with_a_word_no_command_takes(tmp_path, host, said):
+    path = tmp_path / "t.toml"
+    path.write_text(TOPOLOGY.format(host=host))
+    assert_usage_error(capbench("run", "--topology", str(path)), said)
+
+
+@needs_root
+def test_a_topology_whose_ssh_config_the_user_may_not_read(open_dir, secret):
+    path = open_dir / "t.toml"
+    path.write_text(TOPOLOGY.format(host=f"ssh_config = {toml_string(str(secret))}"))
+    path.chmod(0o644)
+    p = as_other_real_user([sys.executable, "-m", "capbench", "run", "--topology", str(path)])
+    assert_usage_error(p, "line 3 [hosts.s1]: ssh_config", "permission denied to uid", str(secret))
+    assert SECRET not in p.stdout + p.stderr
+
+
+def test_a_child_that_cannot_start_for_its_arguments_is_one_line():
+    # What capbench does not read from a file (a value given to `capbench gen` directly) reaches the
+    # kernel, whose execve() refuses an argument above MAX_ARG_STRLEN (128 KiB) with E2BIG.
+    p = capbench("gen", "--check", "--rate", "1kpps", "--dst-mac", "02:cb:00:00:00:02", "--size", LONG_WORD)
+    assert_usage_error(p, "Argument list too long", "E2BIG")
+
+
+# --- issue 27: apps_files are taken from the campaign file's folder -------------------------
+
+
+def test_apps_files_resolve_against_the_campaign_folder(tmp_path, monkeypatch):
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "my-apps.toml").write_text(ADAPTER.format(command='"tcpdump -i {iface} -w {out}"', extra=""))
+    (tmp_path / "lab" / "c.toml").write_text('[campaign]\nsizes = "64"\nbackends = ["mydump"]\n'
+                                             'apps_files = ["my-apps.toml"]\n')
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    c = campaign.load(Path("../lab/c.toml"), backends_known=backend_names())
+    assert c.apps_files == (str(tmp_path / "lab" / "my-apps.toml"),) and "mydump" in c.programs
+    (tmp_path / "elsewhere" / "my-apps.toml").write_text("not = [toml")  # the working directory's: never read
+    assert "mydump" in campaign.load(tmp_path / "lab" / "c.toml", backends_known=backend_names()).programs
+
+
+def test_a_resumed_campaign_reads_the_adapter_files_its_run_read(tmp_path):
+    (tmp_path / "my-apps.toml").write_text(ADAPTER.format(command='"tcpdump -i {iface} -w {out}"', extra=""))
+    text = '[campaign]\nsizes = "64"\nbackends = ["mydump"]\napps_files = ["my-apps.toml"]\n'
+    first = campaign.loads(text, tmp_path / "c.toml", backends_known=backend_names())
+    meta = json.loads(json.dumps({"settings": {"campaign": {"apps_files": first.apps_files}}}))  # as run.json
+    again = campaign.loads(text, tmp_path / "results" / "run" / "campaign.toml", backends_known=backend_names(),
+                           apps_files=recorded_apps_files(meta))
+    assert again.apps_files == first.apps_files == (str(tmp_path / "my-apps.toml"),)
+    assert recorded_apps_files({"settings": {"campaign": {"apps_files": [1]}}}) is None
+
+
+def test_the_docs_state_the_bounds_of_a_command():
+    text = " ".join((PYTHON_DIR.parent / "docs" / "apps.md").read_text().split())
+    assert (f"at most {inputs.WORD_MAX_BYTES:,} bytes in one word and {inputs.COMMAND_MAX_BYTES // 1024} KiB in all"
+            in text)

@@ -40,6 +40,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import os
 import re
 import shlex
 import tomllib
@@ -416,7 +417,7 @@ def parse_backend_args(value: Any, where: str, backends_known: Sequence[str],
             raise UsageError(f"{pre}{what} for {backend} must be its options as one string, e.g. "
                              f"\"--workers 2\"")
         try:
-            words = shlex.split(opts)
+            words = inputs.command_words(opts, f"{pre}{what} for {backend}")
         except ValueError as e:
             raise UsageError(f"{pre}{what} for {backend}: cannot split {opts!r}: {e}") from None
         own = [w.split("=", 1)[0] for w in words if w.split("=", 1)[0] in OWN_CAP_OPTIONS]
@@ -471,8 +472,19 @@ def load(path: Path | str, *, backends_known: Sequence[str]) -> Campaign:
     return loads(read_text(path), Path(path), backends_known=backends_known)
 
 
-def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
-    """A campaign from the text of `path` (a resumed run keeps the text it started with)."""
+def beside(campaign_file: Path, name: Any) -> Any:
+    """A file a campaign names (apps_files), as an absolute path: a relative name is taken from the
+    campaign file's folder, wherever capbench runs. Anything but a name is left for the checks."""
+    if not isinstance(name, str) or not name:
+        return name
+    return os.path.join(os.path.abspath(campaign_file.parent), os.path.expanduser(name))
+
+
+def loads(text: str, path: Path, *, backends_known: Sequence[str],
+          apps_files: Sequence[str] | None = None) -> Campaign:
+    """A campaign from the text of `path` (a resumed run keeps the text it started with, and passes
+    `apps_files`: its adapter files as that run found them, since its results folder is not the
+    campaign file's folder)."""
     try:
         doc = tomllib.loads(text)
     except ValueError as e:  # TOMLDecodeError, or an integer of thousands of digits
@@ -487,6 +499,9 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
     matrices = doc.get("matrix", [])
     if not isinstance(top, dict) or not isinstance(matrices, list):
         raise UsageError(f"{path}: [campaign] must be a table and [[matrix]] an array of tables")
+    if isinstance(top.get("apps_files"), list):
+        given = top["apps_files"] if apps_files is None else apps_files
+        top = top | {"apps_files": [beside(path, f) for f in given]}
     for where, table, keys, at in [("[campaign]", top, KEYS, ("campaign", 0))] + [
             (f"[[matrix]] #{i + 1}", t, MATRIX_KEYS, ("matrix", i)) for i, t in enumerate(matrices)]:
         unknown = set(table) - keys
@@ -495,11 +510,32 @@ def loads(text: str, path: Path, *, backends_known: Sequence[str]) -> Campaign:
             line = _line_of(text, key, at)
             raise UsageError(f"{path}{f' line {line}' if line else ''} {where}: unknown key {key!r}: use "
                              f"{', '.join(sorted(keys))}")
+        _check_command_keys(table, text, f"{path}", where, at)
     try:
         return build(top, matrices, backends_known=backends_known, name=path.stem, where=f"{path} ")
     except UsageError as e:
         msg = str(e)
         raise UsageError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
+
+
+COMMAND_KEYS = ("apps", "backend_args")  # keys whose values are command lines, by name
+
+
+def _check_command_keys(table: dict[str, Any], text: str, path: str, where: str, at: tuple[str, int]) -> None:
+    """The command lines of a campaign file's table (apps, backend_args), each one a command can take
+    (inputs.command_words: no NUL byte, nothing too long), checked as the file is read, so that the
+    line says where; what is not a command line at all is left for the key's reader to say."""
+    for key in COMMAND_KEYS:
+        value = table.get(key)
+        if not isinstance(value, dict):
+            continue
+        line = _line_of(text, key, at)
+        for name, command in value.items():
+            if isinstance(command, str):
+                try:
+                    inputs.command_words(command, f"{path}{f' line {line}' if line else ''} {where}: {key} {name}")
+                except ValueError:
+                    pass  # it does not split: the key's reader says so
 
 
 def program_registry(files: Sequence[str], specs: Sequence[tuple[str, str]]) -> dict[str, Adapter]:

@@ -8,6 +8,7 @@ only `main` chooses exit statuses.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -17,7 +18,7 @@ from capbench.cli.passthrough import PASSTHROUGH, cmd_passthrough
 from capbench.cli.run import cmd_run
 from capbench.cli.side import cmd_side
 from capbench.cli.testbed import cmd_testbed
-from capbench.errors import CapbenchError, Terminated
+from capbench.errors import CapbenchError, Terminated, UsageError
 from capbench.testbed import veth_pair as testbed
 
 
@@ -43,6 +44,24 @@ def error_line(e: BaseException) -> str:
                    for c in line)
 
 
+def exec_too_big(e: BaseException | None) -> bool:
+    """Whether `e` is execve()'s E2BIG, or was raised while handling one (a child that could not start,
+    wrapped as "cannot start ...": `raise ... from None` still keeps it as the context). The kernel
+    refuses an argument above MAX_ARG_STRLEN or arguments and environment above its share of the
+    stack (fs/exec.c); capbench bounds the words it reads (inputs.check_words), so what is left is
+    a value given to it directly, or a huge environment: the user's to shorten."""
+    seen = 0
+    while e is not None and seen < 10:
+        if isinstance(e, OSError) and e.errno == errno.E2BIG:
+            return True
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return False
+
+
+TOO_BIG_FIX = ("a command's arguments and environment are more than the kernel takes (E2BIG): shorten the "
+               "values given (or the environment)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -51,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         with testbed.sigterm_raises():
             return _main(argv)
     except CapbenchError as e:
+        if exec_too_big(e):
+            print(f"capbench: {error_line(e)}: {TOO_BIG_FIX}", file=sys.stderr)
+            return UsageError.exit_status
         print(f"capbench: {error_line(e)}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
@@ -66,3 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 1
+    except OSError as e:
+        if not exec_too_big(e):
+            raise
+        print(f"capbench: cannot start a program: {TOO_BIG_FIX}", file=sys.stderr)
+        return UsageError.exit_status

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -129,6 +130,18 @@ def resumable_run(d: Path) -> dict:
     return meta
 
 
+def recorded_apps_files(meta: dict) -> list[str] | None:
+    """The adapter files a --campaign run read when it started: its run.json's settings hold them as
+    absolute paths (an older run's as given, which were taken from its working directory, as they
+    are again now); None when the settings hold no list of them."""
+    settings = meta.get("settings")
+    recorded = settings.get("campaign") if isinstance(settings, dict) else None
+    files = recorded.get("apps_files") if isinstance(recorded, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, str) and f and "\0" not in f for f in files):
+        return None
+    return [os.path.abspath(f) for f in files]
+
+
 def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | None, Path | None]:
     """(the campaign, its TOML text if from a file, the directory to resume)."""
     given = [f for f in MATRIX_FLAGS if getattr(args, f) is not None]
@@ -145,8 +158,8 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
         if meta.get("status") == "complete":
             raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
         if "campaign_toml" in meta:
-            return (campaign.loads(meta["campaign_toml"], d / "campaign.toml",
-                                   backends_known=declared.backend_names()), None, d)
+            return (campaign.loads(meta["campaign_toml"], d / "campaign.toml", backends_known=declared.backend_names(),
+                                   apps_files=recorded_apps_files(meta)), None, d)
         try:
             old = build_parser().parse_args([a for a in meta.get("command", [])[1:]])
         except (UsageError, SystemExit):  # SystemExit: argparse's --help or --version in it

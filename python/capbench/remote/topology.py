@@ -28,7 +28,6 @@ table and the key, and what to write instead.
 from __future__ import annotations
 
 import re
-import shlex
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -152,12 +151,17 @@ def read(path: Path | str, *, backends_known: Sequence[str] | None = None, insec
     if text is None:
         raise UsageError(f"no topology file {inputs.shown(path)}: see docs/topology.md for an example")
     topo = parse(text, path, backends_known=backends_known, insecure_ssh=insecure_ssh)
-    if not insecure_ssh:
-        w = _Where(path, text)
-        for name, host in topo.hosts.items():
-            if host.ssh_config is not None:
-                _check_ssh_config(w, f"[hosts.{name}]", host.ssh_config,
-                                  w.line_of(_header("hosts", name), "ssh_config"))
+    w = _Where(path, text)
+    for name, host in topo.hosts.items():
+        if host.ssh_config is None:
+            continue
+        line = w.line_of(_header("hosts", name), "ssh_config")
+        try:  # ssh reads it with capbench's privileges, and prints lines of it that it cannot take
+            inputs.check_readable(host.ssh_config, what="ssh_config")
+        except UsageError as e:
+            raise w.error(f"[hosts.{name}]", "ssh_config", str(e), line=line) from None
+        if not insecure_ssh:
+            _check_ssh_config(w, f"[hosts.{name}]", host.ssh_config, line)
     return topo
 
 
@@ -296,11 +300,19 @@ def _host(w: _Where, name: str, t: Any, insecure_ssh: bool) -> HostSpec:
                                    or any(ord(c) < 32 for c in ssh_config)):
         raise w.error(table, "ssh_config", f"{ssh_config!r}: give the absolute path of an ssh_config file for "
                                            f"this host (ssh -F), or leave it out", line=at("ssh_config"))
+    for key, words in (("ssh", [ssh] if ssh else []), ("ssh_options", options),
+                       ("build_dir", [build_dir] if build_dir else []), ("ssh_config", [ssh_config] if ssh_config else [])):
+        try:  # each becomes a word of ssh's command line, or of a path in one
+            inputs.check_words(words, "its value")
+        except UsageError as e:
+            raise w.error(table, key, str(e), line=at(key)) from None
     command = t.get("capbench", "capbench")
     try:
-        words = shlex.split(command) if isinstance(command, str) else []
+        words = inputs.command_words(command, "its command") if isinstance(command, str) else []
     except ValueError:
         words = []
+    except UsageError as e:  # a NUL byte, a word or command too long to start
+        raise w.error(table, "capbench", str(e), line=at("capbench")) from None
     if not words:
         raise w.error(table, "capbench", f"{command!r}: give the command that runs capbench there, e.g. "
                                          f"\"capbench\" or \"/opt/capbench/venv/bin/python -m capbench\"",

@@ -64,9 +64,11 @@ class CountError(RunError):
 def _template_fields(template: str, what: str) -> tuple[list[str], set[str]]:
     """The words of `template` and the fields they name; AdapterError for what cannot be a template."""
     try:
-        words = shlex.split(template)
+        words = inputs.command_words(template, what)  # no NUL byte, no word or command too long to start
     except ValueError as e:
         raise AdapterError(f"{what}: cannot split {template!r}: {e}") from None
+    except UsageError as e:
+        raise AdapterError(str(e)) from None
     if not words:
         raise AdapterError(f"{what} is empty: give the program and its options")
     names: set[str] = set()
@@ -527,9 +529,9 @@ def _count(t: _Table, name: str) -> Count:
 def _adapter(t: _Table, name: str) -> Adapter:
     command = t.get("command", str, "the program's command template", _REQUIRED)
     try:
-        program = shlex.split(command)[0] if command.strip() else ""
-    except ValueError:
-        program = ""
+        program = inputs.command_words(command, "command")[0] if command.strip() else ""
+    except (ValueError, UsageError):
+        program = ""  # the adapter's own check says why
     stop = t.sub("stop", _STOP_KEYS)
     ready = t.sub("ready", _READY_KEYS)
     counts = tuple(_count(_Table(body, t.where, f"{name}.counts.{cname}", _COUNT_KEYS, t.text), cname)
