@@ -535,7 +535,7 @@ backends = ["pcap"]
 @pytest.mark.parametrize("host, said", [
     (f"capbench = {toml_string('capbench ' + NUL_WORD)}", "line 3 [hosts.s1]: capbench: its command holds a NUL"),
     (f"capbench = {toml_string('capbench ' + LONG_WORD)}", "line 3 [hosts.s1]: capbench: its command is 200,009 bytes"),
-    (f"ssh_config = {toml_string('/etc/' + NUL_WORD)}", "line 3 [hosts.s1]: ssh_config: its value: word 1 holds a NUL"),
+    (f"ssh_config = {toml_string('/etc/' + NUL_WORD)}", "line 3 [hosts.s1]: ssh_config: '/etc/x\\x00y': give the absolute path"),
     (f"ssh_options = [{toml_string('Port=' + '2' * 5000)}]", "line 3 [hosts.s1]: ssh_options: its value: word 1 is 5,005"),
     (f"build_dir = {toml_string('/' + 'b' * 5000)}", "line 3 [hosts.s1]: build_dir: its value: word 1 is 5,001"),
 ])
