@@ -305,7 +305,22 @@ def reach_folder(path: Path | str, option: str, euid: int | None = None) -> Path
         if links > MAX_LINKS:
             raise UsageError(f"{option} {text}: more than {MAX_LINKS} symbolic links on the way (a loop?)")
         todo.extend(reversed(Path(os.readlink(step)).parts))
+    _check_user_may_write(reached, option, text)
     return reached
+
+
+def _check_user_may_write(reached: Path, option: str, text: str) -> None:
+    """UsageError unless the user who runs capbench (the real uid: access(2) asks for it) may write
+    in the folder `reached`, or in the nearest folder above it that exists, where it is made. A run
+    given capabilities would write there with them, then could not read back what it wrote
+    (capbench.inputs reads only what that user may): say so before anything is measured."""
+    at = reached
+    while not os.path.lexists(at) and at != at.parent:
+        at = at.parent
+    need = os.W_OK | os.X_OK | (os.R_OK if at == reached else 0)
+    if os.path.isdir(at) and not os.access(at, need):
+        raise UsageError(f"{option} {text}: you (uid {os.getuid()}) may not "
+                         f"{'use' if at == reached else 'make a folder in'} {at}: give a folder of yours")
 
 
 def make_folder(path: Path) -> int:

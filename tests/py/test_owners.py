@@ -7,9 +7,11 @@ import errno
 import json
 import os
 import pwd
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -578,3 +580,34 @@ def test_a_state_folder_is_made_only_inside_a_folder_of_the_user(tmp_path):
     assert list(tmp_path.iterdir()) == []
     HostSettings(theirs).held()  # its own: made, 0700 above the folder
     assert oct((tmp_path / "home" / ".local").stat().st_mode & 0o777) == oct(0o700)
+
+
+# --- the results folder is one the user who runs capbench may write in ----------------------------
+
+REACH = """
+from capbench import owners
+from capbench.errors import UsageError
+try:
+    print(owners.reach_folder({path!r}, "--results"))
+except UsageError as e:
+    print(e)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a real uid other than the effective one needs root")
+@pytest.mark.parametrize("mode, said", [(0o755, "--results {path}: you (uid 65534) may not make a folder in {at}: "
+                                                 "give a folder of yours"),
+                                        (0o777, "{path}")])
+def test_a_results_folder_the_real_user_may_not_write_in_is_refused(mode, said):
+    # The real uid another user's, the effective root's: every capability, as a granted run has.
+    at = Path(tempfile.mkdtemp(prefix="cbreach-"))
+    try:
+        at.chmod(mode)
+        path = at / "results" / "run"
+        p = subprocess.run([sys.executable, "-c", REACH.format(path=str(path))], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, PYTHONPATH=PYTHON_DIR),
+                           preexec_fn=lambda: os.setresuid(65534, 0, 0))
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip() == said.format(path=path, at=at)
+    finally:
+        shutil.rmtree(at)

@@ -468,18 +468,20 @@ class RemoteChild(Child):
             pass
 
     def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            if self.remote_pid is None and line.startswith(PID_MARK + " "):
-                try:
-                    self.remote_pid = int(line.split()[1])
-                except (IndexError, ValueError):
-                    pass
-                self._pid_seen.set()
-                continue
-            if line.strip():
-                self.stderr_lines.append(line.rstrip("\n"))
-        self._pid_seen.set()
+        try:
+            super()._read_stderr()  # bounded like every child's (procs.read_lines)
+        finally:
+            self._pid_seen.set()
+
+    def _stderr_line(self, line: str) -> None:
+        if self.remote_pid is None and line.startswith(PID_MARK + " "):
+            try:
+                self.remote_pid = int(line.split()[1])
+            except (IndexError, ValueError):
+                pass
+            self._pid_seen.set()
+            return
+        super()._stderr_line(line)
 
     def failure(self, what: str) -> ChildError:
         e = super().failure(what)
