@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from capbench.testbed import cgroups
 from capbench.testbed import host_sysctl
 from capbench.testbed import netns
 from capbench.testbed import veth_pair as testbed
+from capbench.testbed.procs import Child
 from e2e_env import (as_nobody_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, gen_required,
                      missing_prerequisite, run_capbench, run_in, start_run, xdp_attached)
 
@@ -180,6 +182,10 @@ def _down_in_use(tb: testbed.Testbed) -> None:
     assert p.returncode == 0 and f"removed test bed {tb.id}" in p.stdout, p.stderr
     assert not {f"capbench-{tb.id}-gen", f"capbench-{tb.id}-cap"} & capbench_namespaces()
     assert testbed.read_state(tb.id) is None
+    # The running owner's programs are its own to end: its cgroups stay, and it starts more.
+    group = cgroups.run_group()
+    assert group is None or group.path.is_dir()
+    assert Child("true", ["true"]).wait(10) == 0
 
 
 def test_gen_and_capture_pass_through(tb):

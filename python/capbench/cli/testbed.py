@@ -93,7 +93,9 @@ def _down(args: argparse.Namespace) -> int:
                              f"({st.get('purpose', 'run')}): let that run end (it removes its test bed), "
                              f"or add --force to remove it under the run")
         owner = st.get("owner_pid")
-        if isinstance(owner, int):  # its run's programs first: they may hold its namespaces
+        # A killed run's programs first: they may hold its namespaces. A running owner's are its
+        # own to end (its run group holds the programs of its other trials too).
+        if isinstance(owner, int) and not alive:
             _say(hygiene.end_programs_of(owner, st.get("owner_start_ticks")))
         if not testbed.destroy(args.id):
             raise UsageError(f"no test bed {args.id}: see `capbench testbed status`")

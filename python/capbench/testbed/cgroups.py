@@ -254,12 +254,17 @@ def run_group() -> Group | None:
 def new_group(name: str) -> Group | None:
     """A new group for one program (and everything it starts) in the run group; None without one.
     RunError if the kernel refuses it (cgroup.max.descendants, say)."""
+    global _run
     run = run_group()
     if run is None:
         return None
     child = program_name(next(_seq), name)
     try:
         return run.child(child)
+    except FileNotFoundError:  # the run group itself was removed under us (by hand): make it again
+        with _making:
+            _run = None
+        return new_group(name)
     except OSError as e:
         raise RunError(f"cannot make the cgroup {run.path / child} for {name}: {e.strerror}") from None
 
