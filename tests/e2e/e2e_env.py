@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 import re
+import secrets
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from capbench.testbed import netns
@@ -86,6 +90,39 @@ def as_user_argv(uid: int, gid: int, argv: list[str], caps: tuple[str, ...] = ()
     granted = ",".join(f"+{c}" for c in caps)
     keep = [f"--inh-caps=-all,{granted}", f"--ambient-caps={granted}"] if caps else []
     return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *keep, *argv]
+
+
+@contextlib.contextmanager
+def second_user(prefix: str) -> Iterator[pwd.struct_passwd]:
+    """A real second user made for a test (PREFIX and random hex: a test's own prefix, so a leftover
+    says whose it is), with a home of its own; removed with it whatever happens."""
+    name = prefix + secrets.token_hex(4)
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True, capture_output=True)
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+# The kernel's rescues from links and FIFOs another user planted in a sticky folder (protected_regular
+# stops O_CREAT of a file there that another user owns).
+LINK_PROTECTIONS = ("fs.protected_symlinks", "fs.protected_fifos", "fs.protected_regular")
+
+
+@contextlib.contextmanager
+def unprotected_links() -> Iterator[None]:
+    """LINK_PROTECTIONS at 0, as on a host that leaves them so (as this machine does): what a test
+    then sees stopped is stopped by capbench, not by the kernel. Put back after."""
+    paths = {key: Path("/proc/sys", key.replace(".", "/")) for key in LINK_PROTECTIONS}
+    before = {key: path.read_text().strip() for key, path in paths.items()}
+    try:
+        for key, path in paths.items():
+            if before[key] != "0":
+                path.write_text("0\n")
+        yield
+    finally:
+        for key, path in paths.items():
+            path.write_text(before[key] + "\n")
 
 
 def as_nobody_argv(argv: list[str], caps: tuple[str, ...] = ()) -> list[str]:

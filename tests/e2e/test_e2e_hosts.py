@@ -21,7 +21,7 @@ from capbench import __version__
 from capbench.testbed import netns
 
 from docs_examples import command_lines, shortened, toml_blocks
-from e2e_env import REPO, capbench_cmd, capbench_env, run_capbench, xdp_attached
+from e2e_env import REPO, capbench_cmd, capbench_env, run_capbench, second_user, xdp_attached
 from host_interference import spoiled, until_undisturbed
 from sshd_hosts import missing, sshd_hosts
 
@@ -404,35 +404,33 @@ def test_a_watcher_on_a_sensor_hosts_scratch_achieves_nothing(lab, tmp_path):
     for knob in ("fs.protected_symlinks", "fs.protected_fifos"):  # as on this machine: no kernel rescue
         if Path(f"/proc/sys/{knob.replace('.', '/')}").read_text().strip() != "0":
             pytest.skip(f"{knob} is not 0 here: the kernel would stop the watcher, not capbench")
-    user = "host" + os.urandom(3).hex()
     victim = tmp_path / "victim.conf"
     victim.write_text("precious\n")
     shared = Path(tempfile.mkdtemp(prefix="hosts-watcher-"))  # the watcher's script and stop mark, where it reaches
     shared.chmod(0o755)
     (shared / "watcher.py").write_text(WATCHER)
     stop = shared / "stop"
-    subprocess.run(["useradd", "-m", "-s", "/bin/sh", user], check=True, capture_output=True)
     watcher, planted = None, {}
-    try:
-        watcher = subprocess.Popen(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", sys.executable,
-                                    str(shared / "watcher.py"), str(victim), str(stop), lab.wiring["s1"]],
-                                   stdout=subprocess.PIPE, text=True)
-        p = run_capbench("run", "--topology", str(topology(lab, tmp_path, backends=("tcpdump", "pcap"))), "--sizes",
-                         "64", "--rate", "20kpps", "--link", "10g", "--duration", "1", "--results",
-                         str(tmp_path / "r"), "--no-report", timeout=120)
-        planted = stop_watcher(watcher, stop)
-        assert victim.read_bytes() == b"precious\n" and victim.stat().st_uid == 0, (planted, victim.stat())
-        # Unaffected (0, or 3: the busy host's generator fell short), or one line saying why not.
-        assert p.returncode in (0, 3) or p.stderr.strip().splitlines()[-1].startswith("capbench: "), p.stderr
-        assert not wait_clean(lab, 5)
-    finally:
-        if watcher is not None and watcher.returncode is None:
+    with second_user("host") as pw:
+        try:
+            watcher = subprocess.Popen(["setpriv", f"--reuid={pw.pw_name}", f"--regid={pw.pw_name}", "--init-groups",
+                                        sys.executable, str(shared / "watcher.py"), str(victim), str(stop),
+                                        lab.wiring["s1"]], stdout=subprocess.PIPE, text=True)
+            p = run_capbench("run", "--topology", str(topology(lab, tmp_path, backends=("tcpdump", "pcap"))),
+                             "--sizes", "64", "--rate", "20kpps", "--link", "10g", "--duration", "1", "--results",
+                             str(tmp_path / "r"), "--no-report", timeout=120)
             planted = stop_watcher(watcher, stop)
-        # A plant that races capbench's own removal of a trial folder can keep it: this run's go here.
-        for folder in planted.get("folders", []):
-            shutil.rmtree(folder, ignore_errors=True)
-        subprocess.run(["userdel", "-r", user], capture_output=True)
-        shutil.rmtree(shared, ignore_errors=True)
+            assert victim.read_bytes() == b"precious\n" and victim.stat().st_uid == 0, (planted, victim.stat())
+            # Unaffected (0, or 3: the busy host's generator fell short), or one line saying why not.
+            assert p.returncode in (0, 3) or p.stderr.strip().splitlines()[-1].startswith("capbench: "), p.stderr
+            assert not wait_clean(lab, 5)
+        finally:
+            if watcher is not None and watcher.returncode is None:
+                planted = stop_watcher(watcher, stop)
+            # A plant that races capbench's own removal of a trial folder can keep it: this run's go here.
+            for folder in planted.get("folders", []):
+                shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(shared, ignore_errors=True)
 
 
 def stop_watcher(watcher: subprocess.Popen, stop: Path) -> dict:

@@ -9,7 +9,6 @@ the interpreter lives under /root here), so open() alone would read any file on 
 from __future__ import annotations
 
 import json
-import secrets
 import shutil
 import subprocess
 import tempfile
@@ -21,7 +20,7 @@ from capbench.binaries import find_program
 from capbench.testbed import preflight
 from capbench.testbed import veth_pair as testbed
 
-from e2e_env import capbench_cmd, capbench_env, missing_prerequisite
+from e2e_env import capbench_cmd, capbench_env, missing_prerequisite, second_user
 
 pytestmark = [
     pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite())),
@@ -35,16 +34,9 @@ SECRET = "cbin-e2e-secret-7c2a"
 
 @pytest.fixture
 def user() -> Iterator[tuple[int, int]]:
-    """(uid, gid) of a user made for the test, removed after it whatever happens."""
-    name = "cbin" + secrets.token_hex(4)
-    subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin", name], check=True,
-                   capture_output=True)
-    try:
-        ids = subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout.strip(), \
-            subprocess.run(["id", "-g", name], check=True, capture_output=True, text=True).stdout.strip()
-        yield int(ids[0]), int(ids[1])
-    finally:
-        subprocess.run(["userdel", "-r", name], capture_output=True)
+    """(uid, gid) of a user made for the test (cbin...), removed after it whatever happens."""
+    with second_user("cbin") as pw:
+        yield pw.pw_uid, pw.pw_gid
 
 
 @pytest.fixture

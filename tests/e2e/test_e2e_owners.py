@@ -8,7 +8,6 @@ import json
 import os
 import pwd
 import re
-import secrets
 import shutil
 import signal
 import stat
@@ -24,7 +23,7 @@ from capbench.testbed import netns
 from capbench.testbed import preflight
 from capbench.testbed import veth_pair as testbed
 from e2e_env import (READ_INTERPRETER, as_user_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd,
-                     capbench_env, missing_prerequisite, run_capbench, start_run)
+                     capbench_env, missing_prerequisite, run_capbench, second_user, start_run, unprotected_links)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
@@ -140,34 +139,14 @@ def test_sigterm_at_any_early_moment_leaves_nothing(tmp_path, moment):
 # mount namespace of their own, `unshare --propagation slave`: their mounts stay theirs), so that
 # neither the host's registry nor the other runs on this host change what a test sees.
 
-PROTECTIONS = ("fs.protected_symlinks", "fs.protected_regular", "fs.protected_fifos")
 TINY = ("--sizes", "64", "--duration", "0.2", "--backends", "pcap", "--no-report")
 
 
 @pytest.fixture
-def unprotected():
-    """fs.protected_symlinks, _regular and _fifos at 0 for the test (this machine's values), put back after."""
-    paths = {key: Path("/proc/sys") / key.replace(".", "/") for key in PROTECTIONS}
-    before = {key: path.read_text().strip() for key, path in paths.items()}
-    try:
-        for path in paths.values():
-            path.write_text("0\n")
-        yield
-    finally:
-        for key, path in paths.items():
-            path.write_text(before[key] + "\n")
-
-
-@pytest.fixture
-def user(unprotected):
-    """A real second user with a home of its own, removed with it whatever happens."""
-    name = f"cbre{os.getpid():x}{secrets.token_hex(2)}"
-    subprocess.run(["useradd", "--create-home", "--shell", "/usr/sbin/nologin", name], check=True,
-                   capture_output=True)
-    try:
-        yield pwd.getpwnam(name)
-    finally:
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
+def user():
+    """A real second user with a home of its own (cbre...), the kernel's link protections off."""
+    with unprotected_links(), second_user("cbre") as pw:
+        yield pw
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import textwrap
@@ -17,11 +16,11 @@ from pathlib import Path
 import pytest
 from capbench.trial.measure import SCRATCH_PREFIX
 
-from e2e_env import assert_run_measured, capbench_cmd, capbench_env, missing_prerequisite
+from e2e_env import (assert_run_measured, capbench_cmd, capbench_env, missing_prerequisite, second_user,
+                     unprotected_links)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
-PROTECTIONS = ("fs/protected_symlinks", "fs/protected_fifos", "fs/protected_regular")
 VICTIM_TEXT = "a root-owned file nobody may change\n"
 RUN_TIMEOUT_S = 240
 PYTHON = "/usr/bin/python3"  # the system's, which any user may run (the test's may be in /root)
@@ -62,27 +61,15 @@ WATCHER = textwrap.dedent("""
 @pytest.fixture
 def other_user():
     """A second, unprivileged user (cbsc...), removed with its home whatever happens."""
-    name = f"cbsc{secrets.token_hex(4)}"
-    subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True, capture_output=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["userdel", "-r", name], capture_output=True)
+    with second_user("cbsc") as pw:
+        yield pw.pw_name
 
 
 @pytest.fixture
 def unprotected():
-    """fs.protected_symlinks, _fifos and _regular at 0, as on a host that leaves them so (the
-    kernel then follows a link and opens a FIFO another user planted in a sticky folder); put back."""
-    before = {name: Path("/proc/sys", name).read_text().strip() for name in PROTECTIONS}
-    try:
-        for name in PROTECTIONS:
-            if before[name] != "0":
-                Path("/proc/sys", name).write_text("0")
+    """The kernel's link protections off (e2e_env.unprotected_links), put back after."""
+    with unprotected_links():
         yield
-    finally:
-        for name, value in before.items():
-            Path("/proc/sys", name).write_text(value)
 
 
 def as_user(name: str, argv: list[str]) -> list[str]:
