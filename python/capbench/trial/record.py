@@ -136,6 +136,18 @@ class TrialResult:
     # Other capbench test beds in use during the trial: softnet_stat and /proc/stat count
     # per CPU for the whole host, so their traffic on the same CPUs is in this trial's figures.
     other_testbeds: tuple[str, ...] = ()
+    # The host's interference over the trial's window, per CPU the trial used, keyed by the CPU's
+    # number as text: {"roles": [...], "steal_ms", "others_ms", "others_top": [[name, ms], ...],
+    # "longest_stop_us", "stops"} (trial/witness.py says what each is and how it was read).
+    # Empty: not measured (older records, or a host where it cannot be read).
+    host_interference: dict[str, Any] = field(default_factory=dict)
+    # The loss of this trial could be the host's doing, by host_interference and the generator's
+    # lag: `disturbed_reason` says which counter shows it ("" when not disturbed).
+    disturbed: bool = False
+    disturbed_reason: str = ""
+    # 1 + how many times this trial had been run before at the same step and load because the
+    # host disturbed the earlier runs (every run is recorded; methods decide on the last).
+    attempt: int = 1
     # A capture program under test (trial/apps.py, `backend` is its adapter's name): its command
     # line ("" for capbench's own counter), the counts it reported itself ({"captured", "dropped",
     # "seen", ...}, its own witness; capbench's is `received` from its capture file), the user and
