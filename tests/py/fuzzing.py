@@ -67,7 +67,7 @@ def one_line(text: str) -> None:
 
 def examples(share: float) -> int:
     """max_examples for a harness whose one input costs more than a parse (a report drawn): `share` of
-    the profile's 1,000 (default, ci) or 20,000 (fuzz)."""
+    the profile's 1,000 (default), 300 (ci) or 20,000 (fuzz)."""
     return max(10, int(settings().max_examples * share))
 
 
