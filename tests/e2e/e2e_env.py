@@ -15,6 +15,7 @@ from pathlib import Path
 
 from capbench.testbed import netns
 from capbench.testbed import rxmode
+from capbench.testbed import veth_pair as testbed
 
 from host_interference import until_undisturbed
 
@@ -69,6 +70,14 @@ def assert_run_measured(p: subprocess.CompletedProcess) -> None:
 
 def capbench_namespaces() -> set[str]:
     return {ns for ns in netns.list_netns() if ns.startswith("capbench-")}
+
+
+def left_behind(before: set[str]) -> set[str]:
+    """The capbench namespaces that appeared since `before` and that no running process owns: what
+    a run that has ended left. Another capbench running beside the tests (its test bed's state file
+    names its live owner, written before its first namespace) is not this test's to judge."""
+    live = {ns for info in testbed.list_testbeds() if info.in_use for ns in info.namespaces}
+    return capbench_namespaces() - before - live
 
 
 def xdp_attached(ns: str | None = None) -> list[str]:
