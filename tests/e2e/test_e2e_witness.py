@@ -117,3 +117,16 @@ def test_what_the_run_starts_is_the_trials_and_what_it_does_not_start_is_others(
     names = dict(v["others_top"])
     assert ours not in names and names.get(theirs) == pytest.approx(theirs_ms, rel=0.1, abs=10), (v, theirs_ms)
     assert v["trial_ms"] >= 0.9 * ours_ms, (v, ours_ms)
+
+
+def test_the_probe_reads_every_cpu_of_the_run_and_says_what_its_stops_mean(watch):
+    found = witness.probe(watch, 256, 1_488_095.0, seconds=0.5)
+    assert set(found.cpus) == {"0", "1"} and found.seconds == pytest.approx(0.5, abs=0.2)
+    for v in found.cpus.values():
+        assert v["stops"] is not None and v["others_ms"] is not None and v["steal_ms"] is not None
+        assert v["stop_min_us"] == witness.CANARY_PERIOD_US and len(v["stops_us"]) == min(v["stops"], 32)
+    limit = found.overflow_pps()
+    assert (limit is None) == (found.longest_stop_s() is None)
+    line = found.line()
+    assert line.startswith("host probe (") and "CPU 0 stops " in line and "CPU 1 stops " in line
+    assert ("Too noisy" in line) == found.noisy() == (limit is not None and limit < 1_488_095.0)

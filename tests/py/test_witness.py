@@ -151,7 +151,7 @@ def test_the_probe_says_above_which_rate_the_hosts_stops_overflow_the_ring():
     assert p.overflow_pps() == pytest.approx(128_000)  # 256 frames in 2 ms
     assert p.noisy()
     line = p.line()
-    assert line.startswith("host probe (2 s idle): CPU 1 stops 1/s, longest 2 ms, others 1 %, steal 0 ms")
+    assert line.startswith("host probe (2 s idle): CPU 1 stops 1/s, longest 2 ms, others 1.0 %, steal 0 ms")
     assert "overflows the 256-frame ring above 128 kpps" in line
     assert "Too noisy for this run's top rate (1.49 Mpps)" in line and "deeper ring, --repeat" in line
     assert p.to_json()["noisy"] is True and p.to_json()["overflow_pps"] == pytest.approx(128_000)
@@ -167,3 +167,18 @@ def test_a_probe_without_stops_measured_prints_a_dash_not_zero():
     p = witness.Probe(2.0, {"0": {"steal_ms": 10.0, "others_ms": None, "stops": None, "longest_stop_us": None}},
                       RING, 1e6)
     assert "CPU 0 stops —, others —, steal 10 ms" in p.line() and not p.noisy()
+
+
+def test_the_tables_and_the_live_line_mark_a_disturbed_loss_and_say_why():
+    from capbench.report import console, tables, tables_md
+
+    r = marked(lossy(2_844, pps=250_000), reading(view(1, stops_ns=[12_400_000])))
+    quiet = marked(lossy(2_844, pps=250_000), reading(view(1)))
+    assert tables.row_cells([r])[3].endswith(tables.DISTURBED_MARK)
+    assert not tables.row_cells([quiet])[3].endswith(tables.DISTURBED_MARK)
+    assert f"{tables.DISTURBED_MARK} host: CPU 1: stopped 12.4 ms" in console.trial_line(1, r)
+    assert tables.DISTURBED_MARK not in console.trial_line(1, quiet)
+    assert tables_md.group_note([r, quiet]).endswith(f"the host interfered in 1 of 2 repetitions: {r.disturbed_reason}")
+    assert tables.disturbed_note([r, quiet]).startswith(f"{tables.DISTURBED_MARK} the host's interference could "
+                                                        f"explain this loss (1 trial:")
+    assert tables.disturbed_note([quiet]) == ""

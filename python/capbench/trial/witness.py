@@ -372,7 +372,7 @@ class Probe:
         for c, v in self.cpus.items():
             stops = (NOT_MEASURED if v.get("stops") is None else
                      f"{v['stops'] / self.seconds:.3g}/s, longest {v['longest_stop_us'] / 1e3:.3g} ms")
-            others = NOT_MEASURED if v.get("others_ms") is None else f"{v['others_ms'] / self.seconds / 10:.2g} %"
+            others = NOT_MEASURED if v.get("others_ms") is None else f"{v['others_ms'] / self.seconds / 10:.1f} %"
             parts.append(f"CPU {c} stops {stops}, others {others}, steal {v['steal_ms']:.0f} ms")
         text = f"host probe ({self.seconds:g} s idle): " + "; ".join(parts)
         limit = self.overflow_pps()
