@@ -40,6 +40,8 @@
 
 #define WITNESS_CAPS (CB_CAP_BPF | CB_CAP_PERFMON)
 #define MAX_CPUS 1024
+/* The most CPUs watched: a snapshot's line (cb_json's 256 KiB) holds ~700 bytes per CPU. */
+#define MAX_WATCHED 256
 /* Per CPU and snapshot: the longest stops listed, the others' names listed. */
 #define STOPS_LISTED 32
 #define NAMES_LISTED 5
@@ -293,8 +295,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cpus_arg = NULL, *cgroup = NULL;
-	static int cpus[MAX_CPUS];
-	static int canary_fd[MAX_CPUS];
+	static int cpus[MAX_WATCHED];
+	static int canary_fd[MAX_WATCHED];
 	uint64_t period_us = 250;
 	struct witness_bpf *skel;
 	struct ring_buffer *rb;
@@ -325,13 +327,16 @@ int main(int argc, char **argv)
 	}
 	if (!cpus_arg)
 		cb_usage_error("no CPUs given: use --cpus LIST (e.g. --cpus 0,1)");
-	ncpu = cb_opt_cpu_list("--cpus", cpus_arg, cpus, MAX_CPUS);
-	cb_require_caps(WITNESS_CAPS, "tracing the scheduler");
+	ncpu = cb_opt_cpu_list("--cpus", cpus_arg, cpus, MAX_WATCHED);
+	for (int i = 0; i < ncpu; i++)
+		if (cpus[i] >= MAX_CPUS)
+			cb_usage_error("--cpus: CPU %d is beyond the %d this program watches", cpus[i], MAX_CPUS);
 	if (cgroup) {
 		cg_fd = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (cg_fd < 0)
 			cb_usage_error("--cgroup %s: %s: give a cgroup v2 directory", cgroup, strerror(errno));
 	}
+	cb_require_caps(WITNESS_CAPS, "tracing the scheduler");
 	for (int i = 0; i < MAX_CPUS; i++)
 		view_of_cpu[i] = -1;
 	for (int i = 0; i < ncpu; i++) {

@@ -182,3 +182,20 @@ def test_the_tables_and_the_live_line_mark_a_disturbed_loss_and_say_why():
     assert tables.disturbed_note([r, quiet]).startswith(f"{tables.DISTURBED_MARK} the host's interference could "
                                                         f"explain this loss (1 trial:")
     assert tables.disturbed_note([quiet]) == ""
+
+
+@pytest.mark.parametrize("args, words", [
+    ([], "no CPUs given: use --cpus LIST"),
+    (["--cpus", "0-100000"], "bad --cpus '0-100000'"),
+    (["--cpus", "0", "--period-us", "10"], "bad --period-us '10': give microseconds from 50 to 100000"),
+    (["--cpus", "0", "--cgroup", "/nonexistent-witness"], "--cgroup /nonexistent-witness"),
+])
+def test_capbench_witness_refuses_bad_input_in_one_line(args, words):
+    import subprocess
+
+    from capbench.binaries import find_program
+
+    program = find_program("capbench-xdpcount").with_name("capbench-witness")
+    p = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and p.stdout == "", p.stderr
+    assert p.stderr.splitlines() == [p.stderr.strip()] and words in p.stderr, p.stderr
