@@ -43,9 +43,9 @@ def watch(binaries):
         yield w
 
 
-def trial(binaries, tb, on_second=None):
+def trial(binaries, tb, on_second=None, duration_s: float = 2.0):
     setup = TrialSetup(backend="afp-v3", frame_len=64, gen_cpu=0, cap_cpu=1, settle_s=0.2)
-    return Measurer(binaries, tb, setup, on_second=on_second).measure(2.0, parse_rate("100kpps"))
+    return Measurer(binaries, tb, setup, on_second=on_second).measure(duration_s, parse_rate("100kpps"))
 
 
 def test_a_hog_on_the_receive_cpu_is_seen_by_name_and_marks_the_lossy_trial_disturbed(binaries, tb, watch):
@@ -85,7 +85,7 @@ def test_a_hog_on_the_receive_cpu_is_seen_by_name_and_marks_the_lossy_trial_dist
 
 
 def test_a_trials_napi_thread_is_not_others(binaries, tb, watch):
-    r = trial(binaries, tb)
+    r = trial(binaries, tb, duration_s=0.5)
     for c, v in r.host_interference.items():
         # Other runs on this host have programs of the same names; the NAPI thread's is this bed's own.
         assert not any(n.startswith(f"napi/{tb.cap_if}"[:15]) for n, _ in v["others_top"]), (c, v)
