@@ -129,4 +129,5 @@ def test_the_probe_reads_every_cpu_of_the_run_and_says_what_its_stops_mean(watch
     assert (limit is None) == (found.longest_stop_s() is None)
     line = found.line()
     assert line.startswith("host probe (") and "CPU 0 stops " in line and "CPU 1 stops " in line
-    assert ("Too noisy" in line) == found.noisy() == (limit is not None and limit < 1_488_095.0)
+    assert ("Too noisy" in line) == found.noisy()
+    assert found.noisy() or limit is None or limit >= 1_488_095.0

@@ -153,7 +153,8 @@ def test_the_probe_says_above_which_rate_the_hosts_stops_overflow_the_ring():
     line = p.line()
     assert line.startswith("host probe (2 s idle): CPU 1 stops 1/s, longest 2 ms, others 1.0 %, steal 0 ms")
     assert "overflows the 256-frame ring above 128 kpps" in line
-    assert "Too noisy for this run's top rate (1.49 Mpps)" in line and "deeper ring, --repeat" in line
+    assert "Too noisy for this run: its stops overflow the ring at the run's top rate (1.49 Mpps)" in line
+    assert "deeper ring, --repeat" in line
     assert p.to_json()["noisy"] is True and p.to_json()["overflow_pps"] == pytest.approx(128_000)
 
 
@@ -161,6 +162,13 @@ def test_a_deeper_ring_or_a_lower_rate_makes_the_same_host_quiet_enough():
     assert not probe([2_000], top_pps=81_274.0).noisy()  # 1518 B at 1 GbE: 2 ms is 163 frames
     assert not probe([2_000], top_pps=1_488_095.0, ring=4096).noisy()  # 4,096 frames last 2.75 ms there
     assert not probe([], top_pps=1_488_095.0).noisy() and probe([], 1e6).overflow_pps() is None
+
+
+def test_other_work_on_a_cpu_of_the_run_makes_the_host_too_noisy():
+    p = probe([], top_pps=81_274.0)
+    busy = witness.Probe(2.0, {"1": {**p.cpus["1"], "others_ms": 1_800.0}}, RING, 81_274.0)
+    assert not p.noisy() and busy.noisy_because() == ["other work takes CPU 1 90 %"]
+    assert "Too noisy for this run: other work takes CPU 1 90 %, so expect loss" in busy.line()
 
 
 def test_a_probe_without_stops_measured_prints_a_dash_not_zero():

@@ -161,7 +161,8 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                            napi_sched=opts.napi_sched, sensors=len(c.sensors)))
     # The run's interference witness (trial/witness.py): one for the whole run, on its CPUs; none
     # for a topology's hosts (their CPUs are not this machine's).
-    watched = witness.running(None if topo is not None else witness.program_path(binaries), run_cpus(plan))
+    watched = (witness.running(None, (), "the hosts of a topology are not watched") if topo is not None else
+               witness.running(witness.program_path(binaries), run_cpus(plan)))
     with bed as tb, watched as watch:
         writer.meta["testbed"] = dataclasses.asdict(tb)
         if topo is not None:

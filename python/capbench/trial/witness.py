@@ -98,13 +98,13 @@ class WitnessChild(Child):
 class Witness:
     """The run's capbench-witness on `cpus`, or why there is none (`why_not`)."""
 
-    def __init__(self, program: Path | None, cpus: Sequence[int]):
+    def __init__(self, program: Path | None, cpus: Sequence[int], why_not: str = ""):
         self.cpus = tuple(sorted(set(cpus)))
         self.child: WitnessChild | None = None
-        self.why_not = ""
+        self.why_not = why_not
         self.canary_why_not = ""
         if program is None:
-            self.why_not = "capbench-witness is not built"
+            self.why_not = why_not or "capbench-witness is not built (`make`)"
             return
         group = cgroups.run_group()
         argv = [str(program), "--cpus", ",".join(map(str, self.cpus)), "--period-us", str(CANARY_PERIOD_US),
@@ -115,7 +115,7 @@ class Witness:
             self.canary_why_not = str(ready.get("canary", ""))
         except ChildError as e:
             self.stop()
-            self.why_not = str(e)
+            self.why_not = f"capbench-witness could not start: {e}"
 
     def snapshot(self, pids: Iterable[int] = ()) -> dict | None:
         """A snapshot, or None (and why_not set) once the witness has failed."""
@@ -124,7 +124,7 @@ class Witness:
         try:
             return self.child.snapshot(pids)
         except ChildError as e:
-            self.why_not = str(e)
+            self.why_not = f"capbench-witness failed: {e}"
             self.stop()
             return None
 
@@ -141,10 +141,11 @@ _active: Witness | None = None
 
 
 @contextlib.contextmanager
-def running(program: Path | None, cpus: Sequence[int]) -> Iterator[Witness]:
-    """The run's witness on `cpus` while the block runs: every trial's Window reads it."""
+def running(program: Path | None, cpus: Sequence[int], why_not: str = "") -> Iterator[Witness]:
+    """The run's witness on `cpus` while the block runs: every trial's Window reads it. No
+    `program`: none, for the reason `why_not`."""
     global _active
-    w = Witness(program, cpus)
+    w = Witness(program, cpus, why_not)
     _active = w
     try:
         yield w
@@ -195,8 +196,7 @@ class Window:
         stat1 = cpu.read_proc_stat()
         w = self.witness
         snap = w.snapshot() if w is not None else None
-        why = ("no witness was started for this trial" if w is None else
-               f"capbench-witness failed: {w.why_not}" if snap is None else "")
+        why = "no witness was started for this trial" if w is None else w.why_not if snap is None else ""
         return Reading(t1 - self.t0, self.stat0, stat1, snap, why, w.canary_why_not if w is not None else "")
 
 
@@ -361,10 +361,21 @@ class Probe:
         d = self.longest_stop_s()
         return self.ring_frames / d if d else None
 
-    def noisy(self) -> bool:
-        """At the run's top rate, stops like the probe's would overflow the ring in most trials."""
+    def noisy_because(self) -> list[str]:
+        """Why the host is too noisy for the run: stops like the probe's would overflow the ring at
+        the run's top rate in most trials, or other work takes OTHERS_SHARE of a CPU of the run."""
+        why = []
         limit = self.overflow_pps()
-        return limit is not None and self.top_pps is not None and self.top_pps > limit
+        if limit is not None and self.top_pps is not None and self.top_pps > limit:
+            why.append(f"its stops overflow the ring at the run's top rate ({_rate_text(self.top_pps)})")
+        busy = [f"CPU {c} {v['others_ms'] / self.seconds / 10:.0f} %" for c, v in self.cpus.items()
+                if v.get("others_ms") is not None and v["others_ms"] >= OTHERS_SHARE * self.seconds * 1e3]
+        if busy:
+            why.append(f"other work takes {', '.join(busy)}")
+        return why
+
+    def noisy(self) -> bool:
+        return bool(self.noisy_because())
 
     def line(self) -> str:
         """The terminal's one line."""
@@ -378,9 +389,9 @@ class Probe:
         limit = self.overflow_pps()
         if limit is not None:
             text += f"; the longest stop overflows the {self.ring_frames:,}-frame ring above {_rate_text(limit)}"
-        if self.noisy():
-            text += (f". Too noisy for this run's top rate ({_rate_text(self.top_pps or 0)}): expect loss from the "
-                     f"host's stops there; measure fewer or lower rates, a deeper ring, --repeat, or another machine")
+        if why := self.noisy_because():
+            text += (f". Too noisy for this run: {'; '.join(why)}, so expect loss that is the host's; measure fewer "
+                     f"or lower rates, a deeper ring, --repeat, or on a quieter host or another machine")
         return text
 
     def to_json(self) -> dict[str, Any]:
