@@ -207,3 +207,20 @@ def test_capbench_witness_refuses_bad_input_in_one_line(args, words):
     p = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and p.stdout == "", p.stderr
     assert p.stderr.splitlines() == [p.stderr.strip()] and words in p.stderr, p.stderr
+
+
+def test_the_run_watches_the_cpus_of_its_placements_and_knows_its_top_rate():
+    from capbench.campaign import matrix as cmod
+    from capbench.campaign import plan, resume, runner
+
+    def plan_of(settings: dict, cpus=(0, 1, 2, 3)) -> plan.Plan:
+        c = cmod.build({"backends": ["pcap"], **settings}, [], backends_known=("pcap",))
+        return plan.plan_of(c, resume.progress_of([], []), list(cpus))
+
+    iperf = plan_of({"methods": ["iperf"], "sizes": [512, 1518], "pin": ["A:A"], "rate": "50%"})
+    assert runner.run_cpus(iperf) == [0, 1]
+    assert runner.top_rate(iperf) == pytest.approx(0.5 * 1e9 / ((512 + 20) * 8))  # the campaign's load
+    search = plan_of({"methods": ["rfc2544"], "sizes": [64], "pin": ["A:B"]})
+    assert runner.run_cpus(search) == [0, 1, 2]
+    assert runner.top_rate(search) == pytest.approx(1_488_095.238)  # a search may go up to the wire rate
+    assert runner.run_cpus(plan_of({"methods": ["iperf"], "sizes": [64], "pin": ["auto"]})) == [0, 1, 2, 3]
