@@ -362,6 +362,9 @@ class RunRecord:
     system: dict = _later()  # hygiene.snapshot and what --tune set
     notes: list[str] = _later()
     warnings: list[str] = _later()  # hygiene.noisy
+    # The host before the first trial (trial/witness.Probe.to_json): its stops and others' time on
+    # the run's CPUs with nothing loaded, and what they mean for the run's top rate.
+    host_probe: dict = _later()
     # A run on several hosts (--topology): whether --insecure-ssh let ssh run commands of the topology's
     # or skip host-key checks (remote.ssh_rules).
     insecure_ssh: bool = _later()

@@ -40,6 +40,9 @@ from capbench.campaign.results import PROFILES_DIR, RunWriter
 from capbench.methods.verdict import measured
 from capbench import declared
 from capbench.trial import program_probe
+from capbench.trial import witness
+from capbench.methods import registry
+from capbench.rates import wire_pps
 from capbench.profile.perf_record import Profiling
 from capbench.trial.sensors import SensorsMeasurer, sensor_backends
 from capbench.trial.measure import Measurer, TrialResult, TrialSetup
@@ -156,7 +159,11 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
            ports.ports_testbed(opts.ports) if opts.ports is not None else
            testbed.testbed(first_rx, backlog=opts.backlog, tune=opts.tune, rx_mode=opts.rx_mode,
                            napi_sched=opts.napi_sched, sensors=len(c.sensors)))
-    with bed as tb:
+    # The run's interference witness (trial/witness.py): one for the whole run, on its CPUs; none
+    # for a topology's hosts (their CPUs are not this machine's).
+    watched = (witness.running(None, (), "the hosts of a topology are not watched") if topo is not None else
+               witness.running(witness.program_path(binaries), run_cpus(plan)))
+    with bed as tb, watched as watch:
         writer.meta["testbed"] = dataclasses.asdict(tb)
         if topo is not None:
             writer.meta["topology"] = topo.topology.path
@@ -266,6 +273,8 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             writer.append_outcome(o)
             opts.callbacks.on_answer(o)
 
+        if topo is None and plan.todo:
+            host_probe(watch, plan, tb, writer)
         try:
             campaign_run.execute(plan, campaign_run.StepRun(make_measurer, record, record_outcome,
                                                             on_step=opts.callbacks.on_step, on_trial=on_trial))
@@ -281,6 +290,39 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             for w in warnings:
                 note(f"warning: {w}")
     return status
+
+
+def run_cpus(plan: Plan) -> list[int]:
+    """The CPUs the run's trials use (its placements, the tap's, the processes'); every usable CPU
+    where one is left to the scheduler."""
+    c = plan.campaign
+    cpus = {x for p in plan.placements.values() for x in (p.gen_cpu, p.rx_cpu, p.cap_cpu)}
+    cpus |= {c.tap_cpu, *(c.proc_cpus or ())} if c.tap_cpu is not None or c.proc_cpus else set()
+    return sorted(cpus) if cpus and None not in cpus else list(plan.cpus)
+
+
+def top_rate(plan: Plan) -> float | None:
+    """The run's highest offered rate in frames per second: a method that chooses its loads may go
+    up to the wire rate, the others run at the campaign's load (None: only size profiles)."""
+    c, rates = plan.campaign, []
+    for step in plan.todo:
+        if isinstance(step.size, int):
+            own = registry.get(step.method).sets_own_load
+            rates.append(wire_pps(c.link_bps, step.size) if own else c.load.pps(step.size, c.link_bps) or
+                         wire_pps(c.link_bps, step.size))
+    return max(rates) if rates else None
+
+
+def host_probe(watch: witness.Witness, plan: Plan, tb: testbed.Testbed, writer: RunWriter) -> None:
+    """Before the first trial: the host's stops and others' time on the run's CPUs with nothing
+    loaded (witness.probe), into run.json and one line on the terminal."""
+    if watch.child is None:
+        writer.meta["host_probe"] = {"not_measured": watch.why_not}
+        note(f"host probe: not measured ({watch.why_not}); each trial records steal time only")
+        return
+    found = witness.probe(watch, witness.ring_frames(tb), top_rate(plan))
+    writer.meta["host_probe"] = found.to_json()
+    note(found.line())
 
 
 def open_results(c: cmod.Campaign, opts: RunOptions, resume: Path | None) -> tuple[RunWriter, owners.ResultsLock]:

@@ -43,6 +43,8 @@ def trial_line(n: int, r: TrialResult) -> str:
         line += f"  FAILED: {r.failure}"
     if verdict(r) == LOWER_BOUND:
         line += "  (generator short, nothing lost: a lower bound)"
+    if r.disturbed:
+        line += f"  {tables.DISTURBED_MARK} host: {r.disturbed_reason}"
     return line
 
 

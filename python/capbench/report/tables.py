@@ -47,6 +47,9 @@ TERMINAL_HEADERS = HEADERS[:-1] + ("Lost at link /\nbacklog / socket /\nunexplai
 # The mark of a row the generator fell short in (verdict.generator_short): on its Offered cell,
 # a fact about the generator; its loss is capture loss all the same (verdict.LOSSY).
 SHORT_MARK = "*"
+# A row whose loss the host's interference could explain (TrialResult.disturbed, trial/witness.py):
+# beside its Loss figure; disturbed_note says what it means, each row's line why.
+DISTURBED_MARK = "‡"
 # Where a row is a lower bound (verdict.LOWER_BOUND: generator short, nothing lost): the
 # spread of its Captured cell, as the capture kept up with all it was sent.
 LOWER_BOUND_MARK = "lower bound"
@@ -111,6 +114,7 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
     left out, and said so."""
     used = _used(rs)
     mark = SHORT_MARK if any(generator_short(x) for x in used) else ""
+    host = DISTURBED_MARK if any(x.disturbed for x in used) else ""
     bound = LOWER_BOUND_MARK if is_lower_bound(rs) else ""
     r = used[0]
     left_out = len(rs) - len(used)
@@ -118,7 +122,7 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
     if len(used) == 1:
         return [(r.size_label, ""), (f"{r.achieved_pps:,.0f}{mark}", left),
                 (f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}", bound),
-                (format_pct(r.loss_pct, exact_zero=(r.lost == 0)), ""),
+                (format_pct(r.loss_pct, exact_zero=(r.lost == 0)) + host, ""),
                 (f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}", ""), (loss_places(r), "")]
     rx, loss = stat_of(x.rx_pps for x in used), stat_of(x.loss_pct for x in used)
     app, kernel = stat_of(x.app_cpu_pct for x in used), stat_of(x.kernel_cpu_pct for x in used)
@@ -132,7 +136,7 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
     rx_spread = ", ".join(x for x in (bound, _spread(rx, ",.0f", n=True)) if x)
     return [(r.size_label, ""), (f"{statistics.median(x.achieved_pps for x in used):,.0f}{mark}", left),
             (f"{rx.median:,.0f} / {statistics.median(x.rx_gbps for x in used):.3f}", rx_spread),
-            (format_pct(loss.median, exact_zero=loss.exact_zero), _loss_spread(loss)),
+            (format_pct(loss.median, exact_zero=loss.exact_zero) + host, _loss_spread(loss)),
             (f"{app.median:.1f} / {kernel.median:.1f}", cpu_spread), (places, which)]
 
 
@@ -296,6 +300,17 @@ def short_note(shown: Iterable[TrialResult], loads: bool = True) -> str:
             f"(\"{LOWER_BOUND_MARK}\"); what a starred row lost is {CAPTURE_AT_SENT_RATE}.")
 
 
+def disturbed_note(shown: Iterable[TrialResult]) -> str:
+    """What DISTURBED_MARK says under tables with such rows; "" without."""
+    n = sum(1 for r in shown if r.disturbed)
+    if not n:
+        return ""
+    return (f"{DISTURBED_MARK} the host's interference could explain this loss ({n} trial{'s' if n > 1 else ''}: "
+            f"a CPU of the trial stopped, other work held it, or the generator fell short; each row's line says "
+            f"which, host_interference in trials.jsonl has the figures): run it again, on a quieter host, or "
+            f"with a deeper ring before reading it as the capture's.")
+
+
 def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
                  outcomes: Iterable[dict[str, Any]] = (), loss_tolerance_frames: int = 0) -> None:
     """Print every table the trials make (TrialResults of a run, or the Trials of its records):
@@ -321,6 +336,8 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
             rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
             if line:
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
+            if r.disturbed:
+                console.print(Text(f"  {_with_b(r.size_label)}{rep}: {DISTURBED_MARK} {r.disturbed_reason}"))
             if r.app_command:  # the program's own witness beside capbench's
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {program_witness(r)[0]}"))
     if any(r.sensors for r in trials):
@@ -337,6 +354,8 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
     note = short_note(shown)
     if note:
         console.print(Text(f"{SHORT_MARK} {note}"))
+    if note := disturbed_note(shown):
+        console.print(Text(note))
     if any(r.xsk_drops for r in shown):
         console.print("xsk: dropped in the AF_XDP socket's rings (XDP_STATISTICS: RX ring full, fill ring empty).")
     if any(r.app_drops for r in shown):

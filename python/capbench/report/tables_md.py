@@ -30,7 +30,8 @@ from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import iperf_groups
 from capbench.report.tables import HEADERS as TABLE_HEADERS
-from capbench.report.tables import SHORT_MARK, program_witness, row_cells, row_class, short_note, sweep_tables
+from capbench.report.tables import (DISTURBED_MARK, SHORT_MARK, disturbed_note, program_witness, row_cells, row_class,
+                                    short_note, sweep_tables)
 from capbench.trial.measure import TrialResult
 
 HEADERS = (*TABLE_HEADERS, "Note")
@@ -72,8 +73,11 @@ def note_of(r: TrialResult, footnoted: bool = False) -> str:
 def group_note(rs: Sequence[TrialResult], footnoted: bool = False) -> str:
     """The Note of a row: of its one trial, or of its repetitions (those that count); `footnoted`
     as for short_text."""
+    host = [r for r in rs if r.disturbed]
+    said = (f"{DISTURBED_MARK} the host interfered" + (f" in {len(host)} of {len(rs)} repetitions" if len(rs) > 1 else "")
+            + f": {host[0].disturbed_reason}") if host else ""
     if len(rs) == 1:
-        return note_of(rs[0], footnoted)
+        return "; ".join(x for x in (note_of(rs[0], footnoted), said) if x)
     valid = [r for r in rs if measured(r)]
     notes = []
     if not valid and footnoted:
@@ -94,7 +98,7 @@ def group_note(rs: Sequence[TrialResult], footnoted: bool = False) -> str:
     if disagree:
         notes.append("counters disagree by " + ", ".join(f"{r.unexplained:,}" for r in disagree) + " packets"
                      + (f" ({len(disagree)} repetitions)" if len(disagree) > 1 else ""))
-    return "; ".join(notes)
+    return "; ".join(notes + ([said] if said else []))
 
 
 def by_series(trials: Iterable[Trial]) -> dict[SeriesKey, list[Trial]]:
@@ -142,9 +146,10 @@ def iperf_tables(trials: list[Trial]) -> list[AnswerTable]:
     for k, groups in by.items():
         results = [[t.result for t in ts] for ts in groups]
         note = short_footnote(r for rs in results for r in rs)
+        host = disturbed_note(r for rs in results for r in rs)
         out.append(AnswerTable(series_title(k, labels[k], (t for ts in groups for t in ts)), list(HEADERS),
                                [row_cells(rs) + [group_note(rs, footnoted=True)] for rs in results],
-                               [note] if note else [], [row_class(rs) for rs in results]))
+                               [n for n in (note, host) if n], [row_class(rs) for rs in results]))
     return out
 
 

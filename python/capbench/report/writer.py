@@ -245,6 +245,9 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
              (f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}" if losses else "")
              + (f'<p class="small">{html.esc(note)}</p>' if note else "")]
     summary_html = f'<div class="side">{"".join(f"<div>{x}</div>" for x in sides if x)}</div>' if any(sides) else ""
+    if probe := host_probe_line(run):
+        summary_html += f'<p class="note">{html.esc(probe)}</p>'
+
     # The searches' answers open; a row per measurement (iperf-like, a sweep's steps) folded where long
     table_html = "\n".join(
         [html.table_html(html.Table(t.title, t.headers, t.rows, t.classes or None, text_last=False,
@@ -278,6 +281,17 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
     return html.page(f"capbench report: {run.name}", sections, run.notes)
 
 
+def host_probe_line(run: RunData) -> str:
+    """The host before the first trial (run.json's host_probe, trial/witness.Probe): its line, or
+    why it was not measured; "" for a run that did not probe (older runs, a topology)."""
+    found = run.meta.get("host_probe")
+    if not isinstance(found, dict):
+        return ""
+    if isinstance(found.get("line"), str):
+        return found["line"]
+    return f"host probe: not measured ({found.get('not_measured', 'no reason recorded')})"
+
+
 def markdown_report(run: RunData, flames: dict[str, FlameFile] | None = None) -> str:
     found = answers.run_answers(run)
     best, losses = summary.summary(run.trials, found)
@@ -288,6 +302,8 @@ def markdown_report(run: RunData, flames: dict[str, FlameFile] | None = None) ->
                      + "\n")
     if losses:
         parts.append("## Where each backend starts to lose packets\n\n" + "\n".join(f"- {x}" for x in losses) + "\n")
+    if probe := host_probe_line(run):
+        parts.append(f"{probe}\n")
     parts.append("## Tables\n\n" + tables_md.markdown(run.trials, found))
     rows = profiles.rows(run.trials, top=1)
     if rows:

@@ -138,8 +138,10 @@ class TrialResult:
     other_testbeds: tuple[str, ...] = ()
     # The host's interference over the trial's window, per CPU the trial used, keyed by the CPU's
     # number as text: {"roles": [...], "steal_ms", "others_ms", "others_top": [[name, ms], ...],
-    # "longest_stop_us", "stops"} (trial/witness.py says what each is and how it was read).
-    # Empty: not measured (older records, or a host where it cannot be read).
+    # "others_longest_ms", "others_longest_name", "trial_ms", "stops", "stop_ms", "longest_stop_us",
+    # "stops_us", "stop_min_us", and "not_measured" where a figure (then null) could not be read}
+    # (trial/witness.py says what each is and how it was read; docs/json.md).
+    # Empty: not measured (older records, a capture side on another host).
     host_interference: dict[str, Any] = field(default_factory=dict)
     # The loss of this trial could be the host's doing, by host_interference and the generator's
     # lag: `disturbed_reason` says which counter shows it ("" when not disturbed).

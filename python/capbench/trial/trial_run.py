@@ -26,6 +26,7 @@ from capbench.trial.measure import (STOP_TIMEOUT_S, Measurer, SoftnetDrops, _del
 from capbench.trial.program_run import ProgramRun
 from capbench.trial.record import TrialResult
 from capbench.trial.remote_side import RemoteSide
+from capbench.trial import witness
 
 
 def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: Rate | float,
@@ -72,6 +73,8 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
 
         if prof is not None:
             prof.enable()
+        window = witness.Window(witness.active())
+        window.begin(trial_kernel_pids(parts, tap))
         t0 = time.monotonic()
         gen = start_on(sender.gen_host, kids, "capbench-gen", sender.gen_argv(duration_s, load), sender.testbed.gen_ns)
         watch = Watch(sender, parts, gen, load, duration_s) if sender.on_second is not None else None
@@ -83,6 +86,7 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
 
         wait_sampling(gen, duration_s + 10.0 + sender.setup.ready_timeout_s, sample_and_tell)
         t1 = time.monotonic()
+        reading = window.end()
         if prof is not None:
             prof.disable()
         ahead(parts, signal.SIGUSR2)
@@ -110,8 +114,19 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
                                              for part, r in zip(parts, results)])
     from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
 
+    ring = witness.ring_frames(sender.testbed)
+    # The host's interference is read on this machine: a side on another host has none here.
+    results = [witness.mark(r, None if isinstance(part, RemoteSide) else reading, ring)
+               for part, r in zip(parts, results)]
     return [dataclasses.replace(r, loss_layers=tuple(tuple(x) for x in loss_layers.layers(r)),
                                 loss_remarks=tuple(loss_layers.remarks(r))) for r in results]
+
+
+def trial_kernel_pids(parts: list[Any], tap: Tap | None) -> set[int]:
+    """The trial's kernel threads (the NAPI threads its sides and tap placed): their CPU time is the
+    trial's, not the host's interference."""
+    return {pid for holder in (*parts, tap) for napi in [getattr(holder, "napi", None)] if napi
+            for pid in napi.pids}
 
 
 def roles(sender: Measurer, part: CaptureSide, r: TrialResult, tap_cpu: int | None) -> dict[str, Role]:
@@ -378,6 +393,7 @@ class Tap:
 
     def __init__(self, sender: Measurer, kids: ChildSet, cpu_: int | None):
         self.m, self.kids, self.cpu = sender, kids, cpu_
+        self.napi: rxmode.NapiThreads | None = None
 
     def start(self) -> None:
         tb, host = self.m.testbed, self.m.gen_host
@@ -389,7 +405,7 @@ class Tap:
     def before_load(self) -> None:
         tb = self.m.testbed
         if tb.rx_mode == "napi" and self.cpu is not None:
-            rxmode.place(tb.cap_ns, tb.cap_if, self.cpu, rxmode.NapiSched.parse(tb.napi_sched))
+            self.napi = rxmode.place(tb.cap_ns, tb.cap_if, self.cpu, rxmode.NapiSched.parse(tb.napi_sched))
         self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if, self.m.gen_host)
 
     def after_settle(self) -> None:
