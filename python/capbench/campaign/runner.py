@@ -92,7 +92,7 @@ class RunOptions:
     tune: bool = False
     campaign_source: str | None = None  # the TOML text of --campaign, kept in run.json for --resume
     rx_mode: str = rxmode.DEFAULT_RX_MODE  # the test bed's receive model (rxmode)
-    napi_sched: str = rxmode.DEFAULT_NAPI_SCHED
+    napi_sched: str | None = None  # None: the model's default (rxmode.default_sched)
     callbacks: RunCallbacks = field(default_factory=RunCallbacks)
     ports: ports.Ports | None = None  # real interfaces instead of a veth test bed (testbed.ports)
     topology: TopologyRun | None = None  # several hosts (docs/topology.md), their connections open
@@ -246,7 +246,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             return TrialSetup(backend=backend, frame_len=size if isinstance(size, int) else 0,
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
                                engine=c.engine, gen_cpu=gen_cpu, cap_cpu=cap_cpu, app_load=step.app_load,
-                               settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring,
+                               settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring, rx_ring=step.rx_ring,
                                cap_args=tuple(shlex.split(step.backend_args)) + sensor_queue_args(backend, c),
                                group_args=c.group_args()[1],
                                gen_args=c.group_args()[0] + (("--count", str(step.count)) if step.count else ()),
