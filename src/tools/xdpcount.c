@@ -271,6 +271,7 @@ int main(int argc, char **argv)
 	cb_json_u64(&j, "trailer", counts.trailer);
 	if (ring) {
 		cb_json_u64(&j, "ring", ring);
+		cb_json_u64(&j, "ring_map_id", ring_map_id);
 		cb_json_u64(&j, "ring_enqueued", ring_counts.enqueued);
 		cb_json_u64(&j, "ring_drops", ring_counts.drops);
 		cb_json_u64(&j, "ring_kthread_drops", ring_counts.kthread_drops);

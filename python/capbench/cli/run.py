@@ -259,10 +259,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     for proc_cpu in c.proc_cpus or ():
         preflight.check_cpus(proc_cpus=proc_cpu)
     rx_mode, napi_sched = rx_mode_of(args, resume)
+    check_rx_ring(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None)
     on_ports = ports_of(args, resume)
     if on_ports is not None and c.sensors:
         raise UsageError("--sensors builds its tap on capbench's veth test bed: leave out --gen-iface/--cap-iface")
-    check_rx_ring(c, rx_mode, on_ports is not None)
     if c.tap_cpu is not None:
         preflight.check_cpus(tap_cpu=c.tap_cpu)
     if on_ports is not None:
