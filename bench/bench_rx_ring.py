@@ -34,22 +34,20 @@ from pathlib import Path
 from typing import Any
 
 import bench_common as bc  # sets sys.path for capbench
+from bench_rx_mode import (FRAME_LEN as MLR_LEN, GEN_CPU, LINK, RX_CPU, add_mlr_args, mlr_search, print_errors,
+                           repeat_mlr)
 from rich import box
 from rich.table import Table
 
 from capbench.campaign.matrix import Matrix
 from capbench.campaign.results import machine_info
 from capbench.errors import CapbenchError, Terminated
-from capbench.methods import mlr
 from capbench.rates import parse_rate, parse_sizes
 from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed
 from capbench.trial.accounting import format_pct
 from capbench.trial.measure import Measurer, TrialSetup
 
-GEN_CPU, RX_CPU = 0, 1
-LINK = 1e9
-MLR_LEN = 64
 BACKENDS = Matrix().backends  # make run's: pcap, afp-v3
 SIZES = ",".join(str(s) for s in Matrix().sizes)
 # (label, --rx-mode, --napi-sched, --rx-ring): today's default, then the ring at three depths
@@ -78,14 +76,6 @@ def trial(binaries, tb, backend: str, frame_len: int, rx_ring: int, trial_s: flo
             "max_lag_ms": r.gen_max_lag_ns / 1e6, "rx_ring": r.rx_ring, "rx_mode": r.rx_mode}
 
 
-def mlr_search(binaries, tb, rx_ring: int, trial_s: float) -> dict[str, Any]:
-    setup = TrialSetup(backend="afp-v3", frame_len=MLR_LEN, link_bps=LINK, gen_cpu=GEN_CPU, cap_cpu=RX_CPU,
-                       rx_ring=rx_ring)
-    r = mlr.search(Measurer(binaries, tb, setup), frame_len=MLR_LEN, link_bps=LINK, precision_pct=1.0,
-                   final_trial_s=trial_s, initial_trial_s=min(0.5, trial_s), pause_s=0.5)
-    return {g.name: {"pps": g.throughput_pps, "bounded_by": g.bounded_by} for g in r.goals}
-
-
 def run_model(binaries, label: str, mode: str, sched: str, rx_ring: int, args) -> ModelResult:
     res = ModelResult(label)
     with testbed.testbed(rx_cpu=RX_CPU, rx_mode=mode, napi_sched=sched, purpose="bench rx-ring") as tb:
@@ -107,12 +97,7 @@ def run_model(binaries, label: str, mode: str, sched: str, rx_ring: int, args) -
                     f"captured {res.wire['rx_pps']:,.0f} pps")
         except CapbenchError as e:
             res.errors.append(f"afp-v3 at the wire rate: {e}")
-        for i in range(args.repeat_mlr):
-            try:
-                res.mlr.append(mlr_search(binaries, tb, rx_ring, args.mlr_trial))
-                bc.note(f"  MLR {i + 1}: " + ", ".join(f"{k} {v['pps']:,.0f}" for k, v in res.mlr[-1].items()))
-            except CapbenchError as e:
-                res.errors.append(f"MLR {i + 1}: {e}")
+        repeat_mlr(lambda: mlr_search(binaries, tb, RX_CPU, args.mlr_trial, rx_ring), args.repeat_mlr, res)
     return res
 
 
@@ -170,9 +155,7 @@ def print_report(results: list[ModelResult], sizes: list[int]) -> None:
             row.append(" ".join(cells))
         t.add_row(*row)
     console.print(t)
-    for r in results:
-        for e in r.errors:
-            console.print(f"[red]{r.label}: {e}[/red]")
+    print_errors(console, results)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -180,8 +163,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=3, help="make run's table per model (default: 3)")
     p.add_argument("--sizes", default=SIZES, help=f"frame lengths of the table (default: make run's, {SIZES})")
     p.add_argument("--trial", type=float, default=5.0, help="seconds of each trial (default: 5, make run's)")
-    p.add_argument("--mlr-trial", type=float, default=1.0, help="MLR final trial seconds (default: 1)")
-    p.add_argument("--repeat-mlr", type=int, default=3, help="MLR searches per model (default: 3)")
+    add_mlr_args(p)
     p.add_argument("--models", help="only the models whose label holds one of these words, comma-separated")
     p.add_argument("--json", help="write the figures to this file")
     args = p.parse_args(argv)
