@@ -9,7 +9,7 @@ A veth pair: the sender's veth_xmit (or an XDP redirect) puts each frame into
 the peer's 256-entry ptr_ring (VETH_RING_SIZE in drivers/net/veth.c), and
 schedules the peer's NAPI. Two models here:
 
-  napi  (default) the capture veth's NAPI runs as a kernel thread
+  napi  the capture veth's NAPI runs as a kernel thread
         (/sys/class/net/IF/threaded = 1) pinned to the receive CPU: the generator's
         CPU only transmits, the receive CPU does all receive work, and the 256-frame
         ring plays the NIC's receive ring. Its overflow is counted exactly by the
@@ -17,7 +17,7 @@ schedules the peer's NAPI. Two models here:
         full ring) and, mirrored, by the capture veth's rx_dropped.
   rps   the NAPI poll runs in the softirq of the sending CPU (the generator's),
         and RPS (rps_cpus) hands each frame to the receive CPU's backlog queue.
-  cpumap a receive ring of a NIC's depth (`--rx-ring N` frames, up to 16384):
+  cpumap (default) a receive ring of a NIC's depth (`--rx-ring N` frames, up to 16384):
         the capture veth's poll runs in the sender's softirq (the generator's
         CPU) and its XDP program (capbench-xdpcount --ring) only moves each
         frame into the queue of a BPF cpumap entry for the receive CPU, of N
@@ -62,7 +62,8 @@ RX_MODES = {
     "cpumap": "a receive ring of --rx-ring frames (a BPF cpumap queue) whose kernel thread does the receive work "
               "on the receive CPU (a NIC host's ring and poll)",
 }
-DEFAULT_RX_MODE = "napi"
+# cpumap: a ring of a NIC's depth (bench_rx_ring.py, README "Receive ring"); napi and rps stay.
+DEFAULT_RX_MODE = "cpumap"
 # The normal scheduler: bench_rx_mode.py measured that at real-time priority the NAPI thread
 # starves a counter on its CPU (2 % of it) and the generator holds its rate less often (README).
 DEFAULT_NAPI_SCHED = "other"

@@ -225,8 +225,9 @@ def tap_layers(r: TrialResult) -> list[tuple[str, int, str]]:
     tap_ring = max(0, min(r.link_drops, r.tap_ring_drops or 0))
     before = max(0, r.sent - r.tap_seen - tap_ring)
     ring = max(0, min(r.tap_seen - r.delivered, r.ring_drops or 0))
-    clone = max(0, r.tap_seen - r.delivered - ring)
-    rest = r.link_drops - tap_ring - before - ring - clone
+    cpumap = max(0, min(r.tap_seen - r.delivered - ring, r.rx_ring_drops or 0))  # the cpumap model's
+    clone = max(0, r.tap_seen - r.delivered - ring - cpumap)
+    rest = r.link_drops - tap_ring - before - ring - cpumap - clone
     parts = [
         ("tap ring", tap_ring, f"{gen_iface(r)}'s peer, the tap's input: no room in its "
                                f"{rxmode.VETH_RING_FRAMES}-frame ring (the sender's tx_queue_N_xdp_xmit_errors); "
@@ -234,6 +235,8 @@ def tap_layers(r: TrialResult) -> list[tuple[str, int, str]]:
         ("link", before + rest, "sent − seen by the tap − the tap's ring: in no counter"),
         ("sensor ring", ring, f"the tap's veth to sensor {r.sensor}: tx_queue_N_xdp_xmit_errors (ethtool -S), no room "
                               f"in {cap_iface(r)}'s ring"),
+        ("rx ring", cpumap, f"sensor {r.sensor}'s {r.rx_ring or 0:,}-frame receive ring (the cpumap queue: "
+                            f"xdp:xdp_cpumap_enqueue drops)"),
         ("tap clone", clone, f"seen by the tap ({r.tap_seen:,}) but not delivered to sensor {r.sensor} nor counted by "
                              f"its ring: the clone failed or the target was skipped"),
     ]
