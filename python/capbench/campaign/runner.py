@@ -158,6 +158,9 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                            napi_sched=opts.napi_sched, sensors=len(c.sensors)))
     with bed as tb:
         writer.meta["testbed"] = dataclasses.asdict(tb)
+        if tb.rx_mode == "cpumap":  # the depths of its receive ring the run uses (each trial records its own)
+            writer.meta["testbed"]["rx_ring"] = sorted({r or rxmode.DEFAULT_RX_RING for m in c.matrices
+                                                        for r in m.rx_rings})
         if topo is not None:
             writer.meta["topology"] = topo.topology.path
             writer.meta["hosts"] = topo.meta
