@@ -131,7 +131,8 @@ def test_the_ring_overflows_at_its_depth_and_its_counter_agrees_with_the_kernel(
         assert tracepoint_counts(data, int(ring["ring_map_id"]), RX_CPU) == (ring["ring_enqueued"], r.rx_ring_drops)
         assert ring["ring_enqueued"] == r.sent
         assert dict((n, c) for n, c, _ in r.loss_layers)["rx ring"] == r.rx_ring_drops == r.lost
-        assert r.unexplained == 0 and r.seq_lost == r.lost
+        # The counter's sequence numbers see every lost frame but those after its last one.
+        assert r.unexplained == 0 and r.seq_lost <= r.lost
         # Lost: what came during the hold beyond what the ring holds (the generator runs on the
         # other CPU). Never much less: a deeper ring would have held more. More when the host also
         # stopped the receive CPU (a vCPU stop, another real-time task): then once more.
