@@ -119,8 +119,10 @@ def backend_trial(binaries, tb, backend: str, cap_cpu: int, trial_s: float) -> d
             "napi_cpus_seen": list(r.napi_cpus_seen)}
 
 
-def mlr_search(binaries, tb, cap_cpu: int, trial_s: float) -> dict[str, Any]:
-    setup = TrialSetup(backend="afp-v3", frame_len=FRAME_LEN, link_bps=LINK, gen_cpu=GEN_CPU, cap_cpu=cap_cpu)
+def mlr_search(binaries, tb, cap_cpu: int, trial_s: float, rx_ring: int = 0) -> dict[str, Any]:
+    """An MLR search (NDR, PDR) of afp-v3 at 64 B on 1 GbE; `rx_ring`: the cpumap model's ring."""
+    setup = TrialSetup(backend="afp-v3", frame_len=FRAME_LEN, link_bps=LINK, gen_cpu=GEN_CPU, cap_cpu=cap_cpu,
+                       rx_ring=rx_ring)
     m = Measurer(binaries, tb, setup)
     r = mlr.search(m, frame_len=FRAME_LEN, link_bps=LINK, precision_pct=1.0, final_trial_s=trial_s,
                    initial_trial_s=min(0.5, trial_s), pause_s=0.5)
@@ -153,13 +155,18 @@ def run_model(binaries, peers, label, mode, sched, cap_cpu, args) -> ModelResult
                         f"generator {'held' if t['held'] else 'short'}")
             except CapbenchError as e:
                 res.errors.append(f"{backend}: {e}")
-        for i in range(args.repeat_mlr):
-            try:
-                res.mlr.append(mlr_search(binaries, tb, cap_cpu, args.mlr_trial))
-                bc.note(f"  MLR {i + 1}: " + ", ".join(f"{k} {v['pps']:,.0f}" for k, v in res.mlr[-1].items()))
-            except CapbenchError as e:
-                res.errors.append(f"MLR {i + 1}: {e}")
+        repeat_mlr(lambda: mlr_search(binaries, tb, cap_cpu, args.mlr_trial), args.repeat_mlr, res)
     return res
+
+
+def repeat_mlr(search, repeats: int, res) -> None:
+    """`search()` `repeats` times into res.mlr, each answer on stderr, a failure in res.errors."""
+    for i in range(repeats):
+        try:
+            res.mlr.append(search())
+            bc.note(f"  MLR {i + 1}: " + ", ".join(f"{k} {v['pps']:,.0f}" for k, v in res.mlr[-1].items()))
+        except CapbenchError as e:
+            res.errors.append(f"MLR {i + 1}: {e}")
 
 
 def pps(v: float | None) -> str:
@@ -207,16 +214,26 @@ def print_report(probe: dict[str, Any], results: list[ModelResult]) -> None:
                          else "-")
         t.add_row(*cells)
     console.print(t)
+    print_errors(console, results)
+
+
+def print_errors(console, results) -> None:
+    """Every model's failed measurements, in red, after the tables."""
     for r in results:
         for e in r.errors:
             console.print(f"[red]{r.label}: {e}[/red]")
 
 
+def add_mlr_args(p: argparse.ArgumentParser) -> None:
+    """The MLR searches' options of the receive benches."""
+    p.add_argument("--mlr-trial", type=float, default=1.0, help="MLR final trial seconds (default: 1)")
+    p.add_argument("--repeat-mlr", type=int, default=3, help="MLR searches per model (default: 3)")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trial", type=float, default=3.0, help="seconds of each backend's trial (default: 3)")
-    p.add_argument("--mlr-trial", type=float, default=1.0, help="MLR final trial seconds (default: 1)")
-    p.add_argument("--repeat-mlr", type=int, default=3, help="MLR searches per model (default: 3)")
+    add_mlr_args(p)
     p.add_argument("--skip-peers", action="store_true", help="run without trafgen when it is not installed")
     p.add_argument("--json", help="write the figures to this file")
     return p.parse_args(argv)

@@ -21,6 +21,18 @@ struct cb_xdp_counts {
 /* The tap (xdp_count.bpf.c, cb_tap): the most interfaces one frame is cloned to. */
 #define CB_TAP_MAX_TARGETS 64
 
+/* The receive ring (--rx-mode cpumap, xdp_count.bpf.c): a cpumap entry's queue,
+ * whose overflow the kernel reports only in tracepoints. Frames counted per
+ * CPU, as the counters above. */
+struct cb_ring_counts {
+	unsigned long long enqueued;      /* xdp_cpumap_enqueue: frames offered to the queue */
+	unsigned long long drops;         /* of those, found the queue full (ptr_ring_produce failed) */
+	unsigned long long kthread_drops; /* xdp_cpumap_kthread: taken from the queue, not handed on */
+};
+
+/* kernel/bpf/cpumap.c cpu_map_update_elem: the largest qsize it takes. */
+#define CB_RX_RING_MAX 16384
+
 /* The ceiling program's per-stream view (stream id = one byte, stamp.h). */
 #define CB_XDP_STREAMS 256
 

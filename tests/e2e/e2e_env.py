@@ -199,7 +199,9 @@ def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[d
         cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", backend,
                                           "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
         cap.wait_for("ready", 5)
-        rxmode.place_testbed(tb)  # as a trial does: the NAPI thread on the receive CPU (napi mode)
+        # As a trial of a backend without a ring does: the NAPI thread on the receive CPU (napi and
+        # cpumap test beds; this plain xdpcount has no cpumap ring).
+        rxmode.place_testbed(tb, "rps" if tb.rx_mode == "rps" else "napi")
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--trailer", "0",
                                           "--dst-mac", tb.dst_mac, *gen_args],
                          netns_name=tb.gen_ns)

@@ -1,8 +1,8 @@
 """The test bed's receive models (--rx-mode) on real veth pairs: where the receive work runs,
 and that every layer's loss comes from the counter of its own device.
 
-The module's test bed (conftest `tb`) is the default one: --rx-mode napi, the capture veth's
-NAPI thread on CPU 1 at real-time priority, the generator alone on CPU 0.
+The module's test bed (conftest `tb`) is the default one: --rx-mode cpumap, the receive ring's
+thread on CPU 1, the generator alone on CPU 0 (test_e2e_rx_ring.py tests the ring itself).
 """
 
 from __future__ import annotations
@@ -39,16 +39,20 @@ def assert_account_closes(r) -> None:
     assert r.lost == r.sent - r.received
 
 
-def test_the_napi_thread_runs_on_the_receive_cpu_and_is_recorded(binaries, tb):
-    assert tb.rx_mode == "napi" and tb.napi_sched == rxmode.DEFAULT_NAPI_SCHED
+def test_the_receive_thread_runs_on_the_receive_cpu_and_is_recorded(binaries, tb):
+    assert tb.rx_mode == "cpumap" and tb.napi_sched == rxmode.DEFAULT_RING_SCHED
     r = trial(binaries, tb, "afp-v3", rate="100kpps")
-    assert (r.rx_mode, r.napi_sched, r.napi_cpus_seen, r.kernel_rx_cpu) == ("napi", "other", (1,), 1)
-    # The receive work is the NAPI thread's own time: it shows in the kernel load of CPU 1.
+    assert (r.rx_mode, r.napi_sched, r.napi_cpus_seen, r.kernel_rx_cpu) == ("cpumap", rxmode.DEFAULT_RING_SCHED,
+                                                                            (1,), 1)
+    assert r.rx_ring == rxmode.DEFAULT_RX_RING
+    # The receive work is the ring thread's own time: it shows in the kernel load of CPU 1.
     assert 0 < r.kernel_cpu_pct < 100
-    assert r.backlog_drops == 0  # no RPS: no backlog queue between the NAPI poll and the socket
-    assert r.ring_drops is not None and r.ring_drops == r.link_drops
-    # The thread lives while an XDP program is attached: the trial's programs are gone, so is it.
-    assert rxmode.thread_pids(tb.cap_if) == []
+    assert r.backlog_drops == 0  # no RPS: no backlog queue between the ring's thread and the socket
+    assert r.ring_drops is not None and r.rx_ring_drops is not None
+    assert r.ring_drops + r.rx_ring_drops == r.link_drops
+    # The ring and its thread live while capbench-xdpcount runs: its trial is over, so are they.
+    assert rxmode.ring_thread_pids(1, int(r.raw["xdpcount"]["ring_map_id"])) == []
+    assert rxmode.thread_pids(tb.cap_if) == []  # the veth's poll ran in the sender's softirq
 
 
 @pytest.mark.parametrize("backend", backend_names())
@@ -116,10 +120,13 @@ def test_another_test_bed_dropping_on_the_same_cpu_is_not_charged(binaries, tb):
 
 
 def test_the_napi_thread_at_real_time_priority(binaries):
-    with testbed.testbed(rx_cpu=1, napi_sched="fifo:50", purpose="pytest fifo") as bed:
+    with testbed.testbed(rx_cpu=1, rx_mode="napi", napi_sched="fifo:50", purpose="pytest fifo") as bed:
         r = trial(binaries, bed, "afp-v3", rate="100kpps")
+        # The thread lives while an XDP program is attached: the trial's programs are gone, so is it.
         assert rxmode.thread_pids(bed.cap_if) == []
-    assert (r.rx_mode, r.napi_sched, r.napi_cpus_seen) == ("napi", "fifo:50", (1,))
+    assert (r.rx_mode, r.napi_sched, r.napi_cpus_seen, r.kernel_rx_cpu) == ("napi", "fifo:50", (1,), 1)
+    assert r.backlog_drops == 0  # no RPS: no backlog queue between the NAPI poll and the socket
+    assert r.ring_drops is not None and r.ring_drops == r.link_drops and r.rx_ring == rxmode.VETH_RING_FRAMES
     assert_account_closes(r)
 
 
@@ -133,7 +140,7 @@ def test_rps_mode_charges_the_backlog_from_the_capture_interface(binaries):
 
 
 @pytest.mark.parametrize("args, words", [
-    (("--rx-mode", "nic"), ("--rx-mode 'nic'", "napi", "rps")),
+    (("--rx-mode", "nic"), ("--rx-mode 'nic'", "napi", "rps", "cpumap")),
     (("--napi-sched", "fifo:100"), ("--napi-sched 'fifo:100'", "fifo:N")),
     (("--napi-sched", "rr"), ("--napi-sched 'rr'", "other")),
 ])

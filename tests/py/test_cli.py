@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from capbench.errors import UsageError
 from capbench.cli.main import error_line
 from capbench.cli.parser import build_parser
 from capbench.cli.passthrough import _split_passthrough
@@ -259,6 +260,30 @@ def test_run_flags_make_a_matrix():
     assert [s.ring for s in c.steps()] == [256 << 10, 256 << 10, 4 << 20, 4 << 20]  # x pcap, afp-v3
     c = campaign_from_args(build_parser().parse_args(["run", "--rx-cpu", "1", "--cap-cpu", "0"]))
     assert c.custom_cpus == (0, 1, 0) and c.matrices[0].pins == ("cpus",)
+
+
+def test_rx_ring_is_an_axis_named_in_the_step_key_only_when_given():
+    c = campaign_from_args(build_parser().parse_args(["run", "--rx-ring", "1024,4096", "--sizes", "64",
+                                                      "--backends", "afp-v3"]))
+    assert [s.rx_ring for s in c.steps()] == [1024, 4096]
+    assert [s.key.split("|")[-2] for s in c.steps()] == ["rx_ring=1024", "rx_ring=4096"]
+    plain = campaign_from_args(build_parser().parse_args(["run", "--sizes", "64", "--backends", "afp-v3"]))
+    assert plain.steps()[0].rx_ring == 0 and "rx_ring" not in plain.steps()[0].key  # older runs resume
+
+
+@pytest.mark.parametrize("argv, mode, ports, words", [
+    (["--rx-ring", "1024"], "napi", False, ("--rx-ring 1024", "add --rx-mode cpumap")),
+    (["--rx-ring", "1024"], "cpumap", True, ("--rx-ring 1024", "ethtool -G")),
+    (["--rx-ring", "1024", "--backends", "afxdp,pcap"], "cpumap", False, ("--rx-ring with afxdp", "napi")),
+])
+def test_rx_ring_where_it_cannot_apply_is_refused(argv, mode, ports, words):
+    from capbench.cli.run import check_rx_ring
+
+    c = campaign_from_args(build_parser().parse_args(["run", *argv]))
+    with pytest.raises(UsageError) as e:
+        check_rx_ring(c, mode, ports)
+    assert all(w in str(e.value) for w in words) and "\n" not in str(e.value)
+    check_rx_ring(campaign_from_args(build_parser().parse_args(["run"])), mode, ports)  # not given: nothing to check
 
 
 def test_report_prints_tables(tmp_path):

@@ -108,6 +108,7 @@ RIGHT = {
     "app_load": st.lists(st.sampled_from(["touch", "none", "spin:500", "zlib:3"]), min_size=1, max_size=2, unique=True),
     "procs": st.lists(st.integers(1, 4), min_size=1, max_size=2, unique=True),
     "ring": st.lists(st.sampled_from(["4M", "64k", "1G"]), min_size=1, max_size=2, unique=True),
+    "rx_ring": st.lists(st.sampled_from([256, 1024, 16384]), min_size=1, max_size=2, unique=True),
     "repeat": st.integers(1, 3), "backend_args": st.just({"fanout": "--workers 2"}),
     "apps": st.dictionaries(st.sampled_from(["mydump", "tcpdump", "pcap"]),
                             st.sampled_from(["tcpdump -i {iface} -w {out}", "tcpdump -w {out}", "nosuchdump -i {iface}",

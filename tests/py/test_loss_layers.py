@@ -275,3 +275,23 @@ def test_backlog_drops_with_other_test_beds_in_use_are_said_to_be_shared():
     assert any("other capbench test beds were in use during this trial (1a2b3c)" in x
                for x in loss_layers.remarks(r))
     assert not any("other capbench" in x for x in loss_layers.remarks(dataclasses.replace(r, other_testbeds=())))
+
+
+def test_the_cpumap_ring_and_the_veth_ring_are_layers_of_their_own():
+    # The cpumap model counts "delivered" after its ring: sent − delivered holds both rings' overflow.
+    r = result(backend="afp-v3", sent=100_000, received=95_000, delivered=95_000, ring_drops=1_000,
+               rx_ring_drops=3_500, rx_ring=1024, rx_mode="cpumap", seq_lost=5_000,
+               raw={"xdpcount": {}, "cap": {"iface": "cbc", "kernel": {"packets": 95_000, "drops": 0}},
+                    "gen": {"iface": "cbg"}})
+    assert counts(r) == [("rx ring", 3_500), ("veth ring", 1_000), ("link", 500)]
+    assert_identity(r)
+    line = loss_layers.explain(r)
+    assert "1,024-frame receive ring" in line and "xdp:xdp_cpumap_enqueue" in line
+    assert "cbg tx_queue_N_xdp_xmit_errors" in line and "drained on the generator's CPU" in line
+    # The rings' counters are the kernel's: both in the sum the sequence numbers are held against.
+    assert loss_layers.kernel_drops(r) == (4_500, ["rx ring 4,500"])
+
+
+def test_an_older_record_had_the_veths_ring():
+    r = make_result()
+    assert (r.rx_ring, r.rx_ring_drops) == (256, None)

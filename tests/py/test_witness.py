@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 from capbench.testbed import cpu
+from capbench.testbed import rxmode
 from capbench.trial import witness
 from capbench.trial.record import TrialResult
 
@@ -133,11 +134,10 @@ def test_roles_come_from_the_record():
     assert "generator" not in witness.trial_roles(remote).get(0, [])
 
 
-def test_the_ring_depth_is_read_in_one_place():
-    class Bed:
-        rx_ring = 4096
-
-    assert witness.ring_frames(None) == 256 and witness.ring_frames(Bed()) == 4096
+def test_the_ring_depth_is_the_trials_own():
+    # A trial records its ring (rx_ring: the cpumap queue's, or the veth's 256); None on ports.
+    assert witness.ring_frames(None) == 256 and witness.ring_frames(4096) == 4096
+    assert rxmode.ring_frames("cpumap", 0) == rxmode.DEFAULT_RX_RING and rxmode.ring_frames("napi", 4096) == 256
 
 
 def probe(stops_us: list[int], top_pps: float | None, ring: int = RING) -> witness.Probe:

@@ -59,6 +59,7 @@ from capbench.trial import apps
 from capbench.trial.apps import Adapter
 from capbench.trial.measure import TrialSetup
 from capbench.trial.sensors import sensor_backends, step_backend
+from capbench.testbed import rxmode
 from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name,
                             max_frame_len, parse_duration, parse_link, parse_rate, parse_sizes)
 
@@ -93,6 +94,7 @@ class Step:
     duration_s: float = 0.0
     count: int = 0
     dur: str = ""  # duration_s as the key names it ("10s"), only in a campaign of several durations
+    rx_ring: int = 0  # the cpumap model's receive ring in frames (rxmode); 0 = rxmode.DEFAULT_RX_RING
 
     @property
     def key(self) -> str:
@@ -113,7 +115,7 @@ class Step:
 # recorded before it existed still name their steps (--resume). One line per setting; the
 # report reads pin= and groups= back (report.keys).
 STEP_KEY_PARTS = (("pin", "pin", True), ("load", "app_load", True), ("procs", "procs", True),
-                  ("ring", "ring", False), ("args", "backend_args", False), ("groups", "groups", False),
+                  ("ring", "ring", False), ("rx_ring", "rx_ring", False), ("args", "backend_args", False), ("groups", "groups", False),
                   ("dur", "dur", False), ("count", "count", False))
 
 
@@ -135,6 +137,9 @@ class Matrix:
     app_loads: tuple[str | None, ...] = _key((None,), "app_load")  # None: the counter's default, touch
     procs: tuple[int, ...] = _key((1,), "procs")
     rings: tuple[int, ...] = _key((0,), "ring")  # 0: each backend's own buffer
+    # The receive ring's depth in frames, with --rx-mode cpumap (seed 002: the descriptor ring);
+    # 0: rxmode.DEFAULT_RX_RING.
+    rx_rings: tuple[int, ...] = _key((0,), "rx_ring")
     repeat: int = _key(1, "repeat")
     backend_args: tuple[tuple[str, str], ...] = _key((), "backend_args")  # (backend, its options), sorted
     # The run length of an iperf trial, an axis like the others (seed 001: large buffers hide loss
@@ -153,16 +158,16 @@ class Matrix:
         steps do not vary with the run length."""
         per_length = sum(1 if registry.get(m).sets_own_load else len(self.lengths) for m in self.methods)
         return per_length * math.prod(len(x) for x in (self.pins, self.app_loads, self.procs, self.rings,
-                                                       self.backends, self.sizes)) * self.repeat
+                                                       self.rx_rings, self.backends, self.sizes)) * self.repeat
 
     def steps(self) -> list[Step]:
         args = dict(self.backend_args)
         own_load = {m: registry.get(m).sets_own_load for m in self.methods}
-        return [Step(m, b, s, p, a, n, r, ring, args.get(b, ""),
+        return [Step(m, b, s, p, a, n, r, ring, args.get(b, ""), rx_ring=rx_ring,
                      **({} if own_load[m] else {"duration_s": d, "count": count}))
-                for m, p, a, n, ring, (d, count), b, s, r in itertools.product(
-                    self.methods, self.pins, self.app_loads, self.procs, self.rings, self.lengths, self.backends,
-                    self.sizes, range(1, self.repeat + 1))]
+                for m, p, a, n, ring, rx_ring, (d, count), b, s, r in itertools.product(
+                    self.methods, self.pins, self.app_loads, self.procs, self.rings, self.rx_rings, self.lengths,
+                    self.backends, self.sizes, range(1, self.repeat + 1))]
 
 
 @dataclass(frozen=True)
@@ -361,6 +366,9 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
         m = dataclasses.replace(m, procs=procs)
     if "ring" in d:
         m = dataclasses.replace(m, rings=tuple(parse_ring(str(r)) for r in _tuple(d["ring"], f"{pre}{name_of('ring')}")))
+    if "rx_ring" in d:
+        m = dataclasses.replace(m, rx_rings=tuple(rxmode.parse_rx_ring(str(r))
+                                                  for r in _tuple(d["rx_ring"], f"{pre}{name_of('rx_ring')}")))
     if "backend_args" in d:
         m = dataclasses.replace(m, backend_args=parse_backend_args(
             d["backend_args"], where, backends_known if cap_backends is None else cap_backends, name_of))

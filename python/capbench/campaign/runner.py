@@ -95,7 +95,7 @@ class RunOptions:
     tune: bool = False
     campaign_source: str | None = None  # the TOML text of --campaign, kept in run.json for --resume
     rx_mode: str = rxmode.DEFAULT_RX_MODE  # the test bed's receive model (rxmode)
-    napi_sched: str = rxmode.DEFAULT_NAPI_SCHED
+    napi_sched: str | None = None  # None: the model's default (rxmode.default_sched)
     callbacks: RunCallbacks = field(default_factory=RunCallbacks)
     ports: ports.Ports | None = None  # real interfaces instead of a veth test bed (testbed.ports)
     topology: TopologyRun | None = None  # several hosts (docs/topology.md), their connections open
@@ -165,6 +165,9 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                witness.running(witness.program_path(binaries), run_cpus(plan)))
     with bed as tb, watched as watch:
         writer.meta["testbed"] = dataclasses.asdict(tb)
+        if tb.rx_mode == "cpumap":  # the depths of its receive ring the run uses (each trial records its own)
+            writer.meta["testbed"]["rx_ring"] = sorted({r or rxmode.DEFAULT_RX_RING for m in c.matrices
+                                                        for r in m.rx_rings})
         if topo is not None:
             writer.meta["topology"] = topo.topology.path
             writer.meta["hosts"] = topo.meta
@@ -253,7 +256,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             return TrialSetup(backend=backend, frame_len=size if isinstance(size, int) else 0,
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
                                engine=c.engine, gen_cpu=gen_cpu, cap_cpu=cap_cpu, app_load=step.app_load,
-                               settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring,
+                               settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring, rx_ring=step.rx_ring,
                                cap_args=tuple(shlex.split(step.backend_args)) + sensor_queue_args(backend, c),
                                group_args=c.group_args()[1],
                                gen_args=c.group_args()[0] + (("--count", str(step.count)) if step.count else ()),
@@ -320,7 +323,9 @@ def host_probe(watch: witness.Witness, plan: Plan, tb: testbed.Testbed, writer: 
         writer.meta["host_probe"] = {"not_measured": watch.why_not}
         note(f"host probe: not measured ({watch.why_not}); each trial records steal time only")
         return
-    found = witness.probe(watch, witness.ring_frames(tb), top_rate(plan))
+    # The shallowest ring of the run is the one a stop overflows first.
+    rings = [None] if tb.ports else [rxmode.ring_frames(tb.rx_mode, step.rx_ring) for step in plan.todo]
+    found = witness.probe(watch, min(witness.ring_frames(r) for r in rings or [None]), top_rate(plan))
     writer.meta["host_probe"] = found.to_json()
     note(found.line())
 

@@ -160,10 +160,11 @@ def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
     modes = "; ".join(f"{name}: {text}" for name, text in rxmode.RX_MODES.items())
     parser.add_argument("--rx-mode", default=rxmode.DEFAULT_RX_MODE, metavar="MODE",
                         help=f"where the capture side's receive work runs ({modes}; default: %(default)s)")
-    parser.add_argument("--napi-sched", default=rxmode.DEFAULT_NAPI_SCHED, metavar="POLICY",
-                        help="--rx-mode napi: the NAPI thread's scheduling, `other` (the normal scheduler, "
-                             "taking turns with a counter on its CPU) or `fifo:N` (real-time priority N, as a "
-                             "NIC's interrupt work preempts user space; default: %(default)s)")
+    parser.add_argument("--napi-sched", metavar="POLICY",
+                        help="the receive thread's scheduling (--rx-mode napi: the NAPI thread; cpumap: the ring's "
+                             "thread), `other` (the normal scheduler, taking turns with a counter on its CPU) or "
+                             "`fifo:N` (real-time priority N, as a NIC's interrupt work preempts user space; default: "
+                             f"{rxmode.DEFAULT_NAPI_SCHED} with napi, {rxmode.DEFAULT_RING_SCHED} with cpumap)")
 
 
 class Parser(argparse.ArgumentParser):
@@ -322,6 +323,9 @@ def build_parser() -> Parser:
     run.add_argument("--ring", metavar="LIST",
                      help=f"kernel buffer sizes, comma-separated (256k, 4M, 64M), B bytes given to each backend "
                           f"as {from_declarations(rings_help)} (default: each backend's own)")
+    run.add_argument("--rx-ring", metavar="LIST",
+                     help=f"--rx-mode cpumap: the receive ring's depth in frames, comma-separated, 1 to "
+                          f"{rxmode.RX_RING_MAX} (a NIC's holds 512-4096; default: {rxmode.DEFAULT_RX_RING})")
     run.add_argument("--repeat", type=int, metavar="N", help=f"run every step N times {_default('repeat')}")
     run.add_argument("--campaign", metavar="FILE", help="run the campaign of a TOML file (docs/campaigns.md: every key, its type and "
                           "default; examples in campaigns/)")

@@ -27,11 +27,11 @@ from capbench.report import console, tables
 from capbench.remote import hosts as hosts_mod
 from capbench.trial import remote_side
 from capbench.remote import ssh_rules, topology
-from capbench.testbed import host_sysctl, ports, preflight
+from capbench.testbed import host_sysctl, ports, preflight, rxmode
 
 
 MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "count", "trial", "precision", "loss_tolerance",
-                "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring",
+                "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring", "rx_ring",
                 "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap", "app", "apps_file",
                 "sensors", "tap_cpu", "profile", "profile_hz")
 # The placement of the CPU flags when none is given: the seed's "#1" on two cores.
@@ -54,7 +54,7 @@ def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = Non
     if sensors is not None:
         top["sensors" if len(sensors) > 1 else "backends"] = list(sensors)
     for flag, key in (("method", "methods"), ("backends", "backends"), ("sensors", "sensors"), ("app_load", "app_load"),
-                      ("procs", "procs"), ("ring", "ring"), ("pin", "pin")):
+                      ("procs", "procs"), ("ring", "ring"), ("rx_ring", "rx_ring"), ("pin", "pin")):
         value = getattr(args, flag)
         if value is not None:
             top[key] = _list(value, "--" + flag.replace("_", "-"))
@@ -207,6 +207,7 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
     the campaign on them (runner.TopologyRun)."""
     t = topology_of(args)
     c = campaign_from_args(args, sensors=[s.backends[0] for s in t.sensors])
+    check_rx_ring(c, "rps", on_ports=True)  # a topology's sensors capture on their hosts' NICs
     if c.profile:
         raise UsageError("--profile samples this machine's CPUs only: profile each host's capture with a run on "
                          "that host (--gen-iface/--cap-iface), or leave out --profile with --topology")
@@ -258,6 +259,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for proc_cpu in c.proc_cpus or ():
         preflight.check_cpus(proc_cpus=proc_cpu)
     rx_mode, napi_sched = rx_mode_of(args, resume)
+    check_rx_ring(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None)
     on_ports = ports_of(args, resume)
     if on_ports is not None and c.sensors:
         raise UsageError("--sensors builds its tap on capbench's veth test bed: leave out --gen-iface/--cap-iface")
@@ -273,6 +275,27 @@ def cmd_run(args: argparse.Namespace) -> int:
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(args), ports=on_ports,
                              perf=perf)
     return runner.execute(c, opts, binaries, resume=resume)
+
+
+def check_rx_ring(c: campaign.Campaign, rx_mode: str, on_ports: bool) -> None:
+    """--rx-ring (a matrix's rx_ring) only where it applies: the veth test bed's cpumap model, and
+    backends whose receive work its thread can do (not those with their own XDP program)."""
+    given = [m for m in c.matrices if any(m.rx_rings)]
+    if not given:
+        return
+    depth = ",".join(str(r) for r in dict.fromkeys(r for m in given for r in m.rx_rings if r))
+    if on_ports:
+        raise UsageError(f"--rx-ring {depth} sets the veth test bed's ring: on your own ports the NIC's receive ring "
+                         f"is its own (ethtool -G, --nic-set); leave out --rx-ring")
+    if rx_mode != "cpumap":
+        raise UsageError(f"--rx-ring {depth} sets the cpumap model's ring: add --rx-mode cpumap (--rx-mode {rx_mode} "
+                         f"has the veth's fixed {rxmode.VETH_RING_FRAMES}-frame ring)")
+    own = sorted({b for m in given for b in m.backends if b in declared.backend_names()
+                  and declared.backend(b).own_xdp})
+    if own:
+        raise UsageError(f"--rx-ring with {', '.join(own)}: their own XDP program runs in the capture veth's poll, "
+                         f"before any ring it could feed; leave out --rx-ring for them (their trials use the "
+                         f"veth's {rxmode.VETH_RING_FRAMES}-frame ring, --rx-mode napi)")
 
 
 def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | None:

@@ -22,11 +22,11 @@ def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]
     """The receive model of a run (checked), a resumed run's own from its run.json."""
     if resume is not None:
         bed = (read_run(resume) or {}).get("testbed") or {}
-        mode, sched = bed.get("rx_mode", "rps"), bed.get("napi_sched") or rxmode.DEFAULT_NAPI_SCHED
+        mode, sched = bed.get("rx_mode", "rps"), bed.get("napi_sched")
     else:
         mode, sched = args.rx_mode, args.napi_sched
     rxmode.check_mode(mode)
-    sched = rxmode.NapiSched.parse(sched).text
+    sched = rxmode.NapiSched.parse(sched or rxmode.default_sched(mode)).text
     rxmode.check_available(mode)
     return mode, sched
 
@@ -57,7 +57,11 @@ def _up(args: argparse.Namespace) -> int:
     print(f"  send with: capbench gen --netns {tb.gen_ns} --iface {tb.gen_if} --engine afpacket --rate 100kpps  "
           f"(to {tb.dst_mac}, which no interface has: the capture side sees other-host frames; capbench-gen "
           f"itself: --dst-mac {tb.dst_mac})")
-    if tb.rx_mode == "napi":
+    if tb.rx_mode == "cpumap":
+        print(f"  kernel receive work on the capture side: the kernel thread of a cpumap ring on CPU {tb.rx_cpu} "
+              f"with {tb.napi_sched}, made per trial by capbench-xdpcount --ring FRAMES --ring-cpu {tb.rx_cpu}; "
+              f"the veth's own poll runs on the sending CPU")
+    elif tb.rx_mode == "napi":
         where = "the CPU the scheduler picks (no --rx-cpu)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu}"
         print(f"  kernel receive work on the capture side: a NAPI thread, to go on {where} with {tb.napi_sched}")
         print(f"  note: the kernel starts the thread napi/{tb.cap_if}-N when an XDP program is attached; "

@@ -110,6 +110,8 @@ AXES: tuple[Axis, ...] = (
     Axis("backend_args", "", "backend args"),
     Axis("rx_mode", "rps", "rx mode"),  # napi: the capture veth's NAPI thread does the receive work; rps: RPS
     Axis("napi_sched", "", "NAPI thread"),  # its scheduling ("other", "fifo:50"); "" with rps
+    # The receive ring's depth in frames (--rx-ring with --rx-mode cpumap; the veth's 256 before).
+    Axis("rx_ring", 256, "rx ring", lambda v: "—" if v is None else f"{v:,} frames"),
     Axis("groups", "", "groups", get=lambda t: _step_part(str(value(t, "step", "") or ""), "groups")),
     # The run length where a campaign varies it (--duration LIST) or counts frames (--count).
     Axis("run", "", "run", get=lambda t: _run_length(str(value(t, "step", "") or ""))),

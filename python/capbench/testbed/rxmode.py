@@ -9,7 +9,7 @@ A veth pair: the sender's veth_xmit (or an XDP redirect) puts each frame into
 the peer's 256-entry ptr_ring (VETH_RING_SIZE in drivers/net/veth.c), and
 schedules the peer's NAPI. Two models here:
 
-  napi  (default) the capture veth's NAPI runs as a kernel thread
+  napi  the capture veth's NAPI runs as a kernel thread
         (/sys/class/net/IF/threaded = 1) pinned to the receive CPU: the generator's
         CPU only transmits, the receive CPU does all receive work, and the 256-frame
         ring plays the NIC's receive ring. Its overflow is counted exactly by the
@@ -17,6 +17,18 @@ schedules the peer's NAPI. Two models here:
         full ring) and, mirrored, by the capture veth's rx_dropped.
   rps   the NAPI poll runs in the softirq of the sending CPU (the generator's),
         and RPS (rps_cpus) hands each frame to the receive CPU's backlog queue.
+  cpumap (default) a receive ring of a NIC's depth (`--rx-ring N` frames, up to 16384):
+        the capture veth's poll runs in the sender's softirq (the generator's
+        CPU) and its XDP program (capbench-xdpcount --ring) only moves each
+        frame into the queue of a BPF cpumap entry for the receive CPU, of N
+        frames. The entry's kernel thread ("cpumap/<cpu>/map:<id>", bound to
+        that CPU by the kernel) takes the frames from there, builds the skbs and
+        hands them to the stack, where the packet sockets see them: the queue
+        plays the NIC's ring, the thread the NIC's poll. The queue's overflow is
+        counted from the xdp:xdp_cpumap_enqueue tracepoint; the veth's own
+        256-frame ring, drained on the generator's CPU, still counts its
+        overflow in the sender's xdp_xmit_errors. The backends with their own
+        XDP program (afxdp, xdp) cannot use it: their trials run as napi.
 
 A veth has NAPI only while GRO is on or an XDP program is attached; every trial
 attaches one (capbench-xdpcount, or the afxdp/xdp backend's own), and the kernel
@@ -47,13 +59,24 @@ from capbench.errors import RunError, UsageError
 RX_MODES = {
     "napi": "the capture veth's NAPI in a kernel thread on the receive CPU (a NIC host's model)",
     "rps": "NAPI in the sender's softirq, RPS to the receive CPU's backlog (the first wave's model)",
+    "cpumap": "a receive ring of --rx-ring frames (a BPF cpumap queue) whose kernel thread does the receive work "
+              "on the receive CPU (a NIC host's ring and poll)",
 }
-DEFAULT_RX_MODE = "napi"
+# cpumap: a ring of a NIC's depth (bench_rx_ring.py, README "Receive ring"); napi and rps stay.
+DEFAULT_RX_MODE = "cpumap"
 # The normal scheduler: bench_rx_mode.py measured that at real-time priority the NAPI thread
 # starves a counter on its CPU (2 % of it) and the generator holds its rate less often (README).
 DEFAULT_NAPI_SCHED = "other"
 # drivers/net/veth.c VETH_RING_SIZE: the frames one receive queue of a veth holds.
 VETH_RING_FRAMES = 256
+# kernel/bpf/cpumap.c cpu_map_update_elem refuses a larger qsize (-EOVERFLOW); capbench-xdpcount
+# checks the same limit (CB_RX_RING_MAX).
+RX_RING_MAX = 16384
+# The cpumap model's ring when --rx-ring is not given: the depth of a common NIC's receive ring
+# (mlx5 1024 by default, ixgbe/i40e 512, up to 4096-8192), chosen from bench_rx_ring.py (README).
+DEFAULT_RX_RING = 4096
+# The cpumap thread's scheduling when --napi-sched is not given (bench_rx_ring.py, README).
+DEFAULT_RING_SCHED = "other"
 NAPI_WAIT_S = 2.0  # how long the kernel has to start the NAPI thread after the XDP attach
 
 
@@ -96,6 +119,30 @@ class NapiSched:
         return policy == os.SCHED_OTHER
 
 
+def ring_frames(mode: str, asked: int = 0) -> int:
+    """The frames the receive ring of model `mode` holds: the cpumap queue's as asked (0: the
+    default), else the veth's fixed ring."""
+    return (asked or DEFAULT_RX_RING) if mode == "cpumap" else VETH_RING_FRAMES
+
+
+def parse_rx_ring(text: str) -> int:
+    """--rx-ring's one depth in frames: a whole number from 1 to RX_RING_MAX."""
+    try:
+        frames = int(str(text).strip())
+    except ValueError:
+        frames = 0
+    if not 1 <= frames <= RX_RING_MAX:
+        raise UsageError(f"--rx-ring {text!r}: give the receive ring's depth in frames, 1 to {RX_RING_MAX} "
+                         f"(a NIC's is 512-4096), e.g. --rx-ring {DEFAULT_RX_RING}")
+    return frames
+
+
+def default_sched(mode: str) -> str:
+    """The receive thread's scheduling when --napi-sched is not given: the NAPI thread's, or the
+    cpumap thread's."""
+    return DEFAULT_RING_SCHED if mode == "cpumap" else DEFAULT_NAPI_SCHED
+
+
 def check_mode(mode: str) -> str:
     if mode not in RX_MODES:
         raise UsageError(f"--rx-mode {mode!r} is not a receive model: give one of {', '.join(RX_MODES)} "
@@ -106,11 +153,35 @@ def check_mode(mode: str) -> str:
 THREADED_SYSFS = Path("/sys/class/net/lo/threaded")  # every netdev has it where the kernel has threaded NAPI
 
 
-def check_available(mode: str, probe: Path = THREADED_SYSFS) -> None:
-    """Threaded NAPI needs Linux 5.12 or later (/sys/class/net/IF/threaded)."""
+# The kernel's symbols name each tracepoint (__traceiter_<name>); its BTF names the type of its
+# raw form (btf_trace_<name>). A kernel without BPF cpumap has neither.
+RING_TRACEPOINTS = ("xdp_cpumap_enqueue", "xdp_cpumap_kthread")
+KERNEL_BTF = Path("/sys/kernel/btf/vmlinux")
+KALLSYMS = Path("/proc/kallsyms")
+
+
+def kernel_has_tracepoints(names: tuple[str, ...], btf: Path = KERNEL_BTF, kallsyms: Path = KALLSYMS) -> bool:
+    """Whether this kernel has the tracepoints `names`: in its BTF where it has one, else in its
+    symbols."""
+    try:
+        if btf.exists():
+            data = btf.read_bytes()
+            return all(f"btf_trace_{n}".encode() in data for n in names)
+        text = kallsyms.read_text()
+    except OSError:
+        return False
+    return all(f"__traceiter_{n}" in text for n in names)
+
+
+def check_available(mode: str, probe: Path = THREADED_SYSFS, has_tracepoints=kernel_has_tracepoints) -> None:
+    """Threaded NAPI needs Linux 5.12 or later (/sys/class/net/IF/threaded); the cpumap ring needs
+    BPF cpumap and its tracepoints (the only place its drops are counted)."""
     if mode == "napi" and not probe.exists():
         raise UsageError("threaded NAPI is not available on this kernel (no /sys/class/net/*/threaded; "
                          "it needs Linux 5.12 or later): use --rx-mode rps")
+    if mode == "cpumap" and not has_tracepoints(RING_TRACEPOINTS):
+        raise UsageError("this kernel has no BPF cpumap tracepoints (xdp:xdp_cpumap_enqueue), the only counter "
+                         "of the cpumap ring's drops: use --rx-mode napi")
 
 
 def thread_pids(ifname: str, proc: Path = Path("/proc")) -> list[int]:
@@ -166,13 +237,14 @@ class NapiThreads:
         return tuple(sorted(seen))
 
 
-def enable(netns_name: str | None, ifname: str) -> None:
-    """Turn the interface's NAPI into kernel threads (needs a NAPI instance: an XDP program
-    attached, or GRO on; the kernel refuses the write otherwise)."""
+def enable(netns_name: str | None, ifname: str, on: bool = True) -> None:
+    """Turn the interface's NAPI into kernel threads, or (`on` False) back into the softirq of
+    the CPU that schedules it (needs a NAPI instance: an XDP program attached, or GRO on; the
+    kernel refuses the write otherwise)."""
     try:
-        netns.write_file(netns_name, f"/sys/class/net/{ifname}/threaded", "1")
+        netns.write_file(netns_name, f"/sys/class/net/{ifname}/threaded", "1" if on else "0")
     except RunError as e:
-        raise RunError(f"{ifname}: threaded NAPI could not be turned on ({e}); "
+        raise RunError(f"{ifname}: threaded NAPI could not be turned {'on' if on else 'off'} ({e}); "
                        f"use --rx-mode rps") from None
 
 
@@ -201,9 +273,57 @@ def place(netns_name: str | None, ifname: str, rx_cpu: int | None, sched: NapiSc
     return NapiThreads(tuple(pids), rx_cpu, sched)
 
 
-def place_testbed(tb) -> NapiThreads | None:
-    """`place()` for a test bed (capbench.testbed.veth_pair.Testbed) in napi mode, after the programs that
-    give its capture veth NAPI are attached; None in rps mode (nothing to place)."""
-    if tb.rx_mode != "napi":
-        return None
-    return place(tb.cap_ns, tb.cap_if, tb.rx_cpu, NapiSched.parse(tb.napi_sched))
+def ring_thread_name(cpu_: int, map_id: int) -> str:
+    """The cpumap entry's kernel thread's name (cpumap.c: "cpumap/%d/map:%d"). Its comm is cut to 15
+    characters, but /proc/PID/stat shows a kernel thread's whole name."""
+    return f"cpumap/{cpu_}/map:{map_id}"
+
+
+def ring_thread_pids(cpu_: int, map_id: int, proc: Path = Path("/proc")) -> list[int]:
+    """The kernel thread of the cpumap entry of `cpu_` in map `map_id` (map ids are unique on the host)."""
+    wanted = f"({ring_thread_name(cpu_, map_id)})"
+    pids = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.find("("):stat.rfind(")") + 1] == wanted:
+            pids.append(int(entry.name))
+    return sorted(pids)
+
+
+def place_ring(cpu_: int, map_id: int, sched: NapiSched) -> NapiThreads:
+    """The cpumap thread of a trial's ring, with `sched`. The kernel binds it to its CPU
+    (kthread_bind: no affinity can be set), which is checked."""
+    pids = ring_thread_pids(cpu_, map_id)
+    if not pids:
+        raise RunError(f"no kernel thread {ring_thread_name(cpu_, map_id)} runs: the receive ring's cpumap entry "
+                       f"is gone (did capbench-xdpcount end?)")
+    for pid in pids:
+        try:
+            sched.apply(pid)
+        except OSError as e:
+            raise RunError(f"could not give the cpumap thread {pid} {sched.text}: {e.strerror}") from None
+        if os.sched_getaffinity(pid) != {cpu_} or not sched.holds(pid):
+            raise RunError(f"the cpumap thread {pid} is not on CPU {cpu_} with {sched.text}")
+    return NapiThreads(tuple(pids), cpu_, sched)
+
+
+def place_testbed(tb, model: str | None = None, ring_map_id: int | None = None) -> NapiThreads | None:
+    """The receive thread of one trial on a test bed (capbench.testbed.veth_pair.Testbed), once the
+    programs that give its capture veth NAPI are attached. `model`: the trial's receive model
+    (Measurer.rx_model; the test bed's by default). napi: `place()`; cpumap: the capture veth's poll
+    back in the sender's softirq (an earlier napi trial of an afxdp or xdp backend turned threads
+    on) and the ring's thread given its scheduling (`ring_map_id`: its map, capbench-xdpcount's
+    ready line); rps: nothing to place."""
+    model = model or tb.rx_mode
+    if model == "napi":
+        return place(tb.cap_ns, tb.cap_if, tb.rx_cpu, NapiSched.parse(tb.napi_sched))
+    if model == "cpumap":
+        enable(tb.cap_ns, tb.cap_if, on=False)
+        assert ring_map_id is not None and tb.rx_cpu is not None
+        return place_ring(tb.rx_cpu, ring_map_id, NapiSched.parse(tb.napi_sched))
+    return None

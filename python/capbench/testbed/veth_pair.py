@@ -202,7 +202,8 @@ def steer(tb: Testbed, rx_cpu: int | None) -> None:
 
     rps: the capture veth's RPS mask selects it. napi: RPS is off (with a mask, the NAPI
     thread would queue every frame to a backlog, even its own CPU's) and each trial pins
-    the NAPI thread to it (rxmode.place)."""
+    the NAPI thread to it (rxmode.place). cpumap: RPS is off, and each trial's ring has its
+    thread there (rxmode.place_ring)."""
     set_rps(tb, rx_cpu if tb.rx_mode == "rps" else None, veth_queues())
 
 
@@ -239,7 +240,7 @@ def holder(tb: Testbed) -> Holder:
 
 def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
            backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
-           napi_sched: str = rxmode.DEFAULT_NAPI_SCHED, sensors: int = 0, keep: bool = False) -> Testbed:
+           napi_sched: str | None = None, sensors: int = 0, keep: bool = False) -> Testbed:
     """Build a new test bed owned by this process; on failure remove what was built and raise.
     With `keep`, once it is complete its state says so: `destroy_stale` leaves it after this process
     ends (a half-built one is a leftover).
@@ -250,13 +251,14 @@ def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
 
     `purpose` is shown by `capbench testbed status` ("run", "testbed up", a test's name).
     `backlog` raises net.core.netdev_max_backlog to at least that many packets until
-    the test bed is destroyed (see host_sysctl, owners). `rx_mode` and `napi_sched`: see rxmode.
+    the test bed is destroyed (see host_sysctl, owners). `rx_mode` and `napi_sched` (None: the
+    mode's default, rxmode.default_sched): see rxmode.
     """
     rxmode.check_mode(rx_mode)
     rxmode.check_available(rx_mode)
     if not 0 <= sensors <= MAX_SENSORS:
         raise UsageError(f"{sensors} sensors: give 1 to {MAX_SENSORS}")
-    sched = rxmode.NapiSched.parse(napi_sched).text if rx_mode == "napi" else ""
+    sched = rxmode.NapiSched.parse(napi_sched or rxmode.default_sched(rx_mode)).text if rx_mode != "rps" else ""
 
     def named() -> Testbed:
         return dataclasses.replace(Testbed.named(secrets.token_hex(3), rx_cpu), backlog=backlog,
@@ -441,7 +443,7 @@ def sigterm_raises() -> Iterator[None]:
 @contextlib.contextmanager
 def testbed(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
             backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
-            napi_sched: str = rxmode.DEFAULT_NAPI_SCHED, sensors: int = 0) -> Iterator[Testbed]:
+            napi_sched: str | None = None, sensors: int = 0) -> Iterator[Testbed]:
     """A test bed for the duration of a `with` block, removed on exit, exceptions,
     KeyboardInterrupt and SIGTERM, whenever it comes (owners.owned)."""
     with sigterm_raises(), owned(lambda: create(rx_cpu, mtu=mtu, purpose=purpose, backlog=backlog, tune=tune,

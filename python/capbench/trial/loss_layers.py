@@ -8,6 +8,11 @@ Layers, from the wire up (each with the counter it comes from):
                  what arrived), the part the capture veth's 256-frame receive ring
                  had no room for: the sender's tx_queue_N_xdp_xmit_errors (ethtool -S),
                  the NIC ring's overflow ...
+                 ... in the cpumap model (rxmode) the ring of --rx-ring frames:
+                 its xdp:xdp_cpumap_enqueue drops (capbench-xdpcount's
+                 tracepoint program; "delivered" is counted after it) ...
+    veth ring    ... and there the veth's own 256-frame ring, drained on the
+                 generator's CPU: the sender's xdp_xmit_errors ...
     interface    ... (records without that counter: the part the capture
                  interface's rx_dropped counted) ...
     link         ... and the part no interface counter saw (accounting.interface_share)
@@ -76,9 +81,27 @@ def xsk_ring_drops(r: TrialResult) -> int:
 
 
 def ring_drops(r: TrialResult) -> int:
-    """The part of the link layer (sent − delivered) the receive ring's own counter holds: the
-    sender's xdp_xmit_errors, at most the link layer; 0 in records without that counter."""
-    return max(0, min(r.link_drops, r.ring_drops or 0))
+    """The part of the link layer (sent − delivered) the rings' own counters hold: the sender's
+    xdp_xmit_errors (the veth's ring) and in the cpumap model the cpumap ring's tracepoint count,
+    at most the link layer; 0 in records without those counters."""
+    return max(0, min(r.link_drops, (r.ring_drops or 0) + (r.rx_ring_drops or 0)))
+
+
+def cpumap_ring_layers(r: TrialResult, base: str) -> list[tuple[str, int, str]]:
+    """The link layer of the cpumap model: the ring of --rx-ring frames, the veth's own ring before
+    it (drained on the generator's CPU) and what neither counted."""
+    ring = max(0, min(r.link_drops, r.rx_ring_drops or 0))
+    veth = max(0, min(r.link_drops - ring, r.ring_drops or 0))
+    where = "" if r.kernel_rx_cpu is None else f" of CPU {r.kernel_rx_cpu}"
+    parts = [
+        ("rx ring", ring, f"{base}: no room in the {r.rx_ring or 0:,}-frame receive ring (the cpumap queue{where}: "
+                          f"xdp:xdp_cpumap_enqueue drops)"),
+        ("veth ring", veth, f"{base}: {gen_iface(r)} tx_queue_N_xdp_xmit_errors (ethtool -S), no room in "
+                            f"{cap_iface(r)}'s {rxmode.VETH_RING_FRAMES}-frame veth ring, drained on the generator's "
+                            f"CPU"),
+        ("link", r.link_drops - ring - veth, f"{base}, in no ring counter"),
+    ]
+    return [p for p in parts if p[1]]
 
 
 def interface_share(r: TrialResult) -> accounting.InterfaceShare | None:
@@ -202,8 +225,9 @@ def tap_layers(r: TrialResult) -> list[tuple[str, int, str]]:
     tap_ring = max(0, min(r.link_drops, r.tap_ring_drops or 0))
     before = max(0, r.sent - r.tap_seen - tap_ring)
     ring = max(0, min(r.tap_seen - r.delivered, r.ring_drops or 0))
-    clone = max(0, r.tap_seen - r.delivered - ring)
-    rest = r.link_drops - tap_ring - before - ring - clone
+    cpumap = max(0, min(r.tap_seen - r.delivered - ring, r.rx_ring_drops or 0))  # the cpumap model's
+    clone = max(0, r.tap_seen - r.delivered - ring - cpumap)
+    rest = r.link_drops - tap_ring - before - ring - cpumap - clone
     parts = [
         ("tap ring", tap_ring, f"{gen_iface(r)}'s peer, the tap's input: no room in its "
                                f"{rxmode.VETH_RING_FRAMES}-frame ring (the sender's tx_queue_N_xdp_xmit_errors); "
@@ -211,6 +235,8 @@ def tap_layers(r: TrialResult) -> list[tuple[str, int, str]]:
         ("link", before + rest, "sent − seen by the tap − the tap's ring: in no counter"),
         ("sensor ring", ring, f"the tap's veth to sensor {r.sensor}: tx_queue_N_xdp_xmit_errors (ethtool -S), no room "
                               f"in {cap_iface(r)}'s ring"),
+        ("rx ring", cpumap, f"sensor {r.sensor}'s {r.rx_ring or 0:,}-frame receive ring (the cpumap queue: "
+                            f"xdp:xdp_cpumap_enqueue drops)"),
         ("tap clone", clone, f"seen by the tap ({r.tap_seen:,}) but not delivered to sensor {r.sensor} nor counted by "
                              f"its ring: the clone failed or the target was skipped"),
     ]
@@ -231,6 +257,8 @@ def _link_layers(r: TrialResult) -> list[tuple[str, int, str]]:
     counter = ("capbench-xdpcount on the capture veth" if "xdpcount" in r.raw
                else f"{r.backend}'s XDP program")
     base = f"sent − delivered ({counter})"
+    if r.rx_ring_drops is not None:
+        return cpumap_ring_layers(r, base)
     if r.ring_drops is not None:
         ring = ring_drops(r)
         out = []

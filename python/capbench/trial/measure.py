@@ -97,6 +97,7 @@ class TrialSetup:
     size_profile: str | None = None  # capbench-gen --size profile (imix:seed, random:64-1518, ...)
     procs: int = 1  # independent capture processes on the interface, each sees every frame (seed 001)
     ring_bytes: int = 0  # the backend's kernel buffer (declared.Backend.ring_args); 0 = its default
+    rx_ring: int = 0  # --rx-mode cpumap: the receive ring's frames (rxmode); 0 = rxmode.DEFAULT_RX_RING
     proc_cpus: tuple[int | None, ...] | None = None  # CPU of each; None: all on cap_cpu
     # A capture program under test instead of capbench-cap (trial/apps.py): `backend` is its name.
     app: Adapter | None = None
@@ -357,9 +358,36 @@ class Measurer:
         return declared.backend(self.setup.backend)
 
     @property
+    def rx_model(self) -> str:
+        """This trial's receive model (rxmode): the test bed's, except that a cpumap test bed runs
+        as napi the trials whose receive work no ring thread can do: a backend's own XDP program
+        (an interface holds one, on the veth's own poll) or a receive CPU left to the scheduler."""
+        mode = self.testbed.rx_mode
+        if mode == "cpumap" and (self.backend.own_xdp or self.testbed.rx_cpu is None):
+            return "napi"
+        return mode
+
+    @property
     def napi_mode(self) -> bool:
-        """The capture veth's NAPI runs as a kernel thread on the receive CPU (rxmode)."""
-        return self.testbed.rx_mode == "napi"
+        """The capture veth's receive work runs in a kernel thread on the receive CPU (rxmode): its
+        NAPI thread, or the cpumap ring's."""
+        return self.rx_model in ("napi", "cpumap")
+
+    @property
+    def rx_ring(self) -> int | None:
+        """The frames of the receive ring this trial's frames wait in before the receive work takes
+        them: the cpumap queue's, else the veth's own; None on ports (the NIC's: the record's nic)."""
+        if self.testbed.ports:
+            return None
+        return rxmode.ring_frames(self.rx_model, self.setup.rx_ring)
+
+    def xdpcount_argv(self) -> list[str]:
+        """capbench-xdpcount on the capture veth: the delivered counter, and in the cpumap model the
+        receive ring's programs."""
+        argv = [str(self.binaries.xdpcount), "--iface", self.testbed.cap_if]
+        if self.rx_model == "cpumap":
+            argv += ["--ring", str(self.rx_ring), "--ring-cpu", str(self.testbed.rx_cpu)]
+        return argv
 
     @property
     def kernel_rx_cpu(self) -> int | None:
@@ -577,6 +605,8 @@ class Measurer:
             # The backend's frames are redirected or dropped in XDP: none enters a backlog queue.
             delivered = int(need(cap, "delivered", "capbench-cap"))
             backlog_drops = 0
+        # The cpumap ring's overflow, counted by capbench-xdpcount's tracepoint program (rxmode).
+        rx_ring_drops = int(xdp["ring_drops"]) if xdp is not None and "ring_drops" in xdp else None
         kernel_drops = int(need(cap, "kernel_drops", "capbench-cap"))
         xsk = self.backend.xsk_stats
         acc = accounting.account(
@@ -638,8 +668,10 @@ class Measurer:
             gen_tx_dropped=gen_tx_dropped,
             ring_drops=ring_drops,
             host_softnet_drops=host_softnet_drops,
-            rx_mode=self.testbed.rx_mode,
+            rx_mode=self.rx_model,
             napi_sched=self.testbed.napi_sched if self.napi_mode else "",
+            rx_ring=self.rx_ring,
+            rx_ring_drops=rx_ring_drops,
             napi_cpus_seen=napi_cpus_seen,
             received=acc.received,
             lost=acc.lost,

@@ -98,6 +98,13 @@ class TrialResult:
     rx_mode: str = "rps"
     napi_sched: str = ""
     napi_cpus_seen: tuple[int, ...] = ()
+    # The receive ring's depth in frames (--rx-ring; rxmode): the cpumap queue's in the cpumap model,
+    # else the capture veth's own, which records without the field had (256, VETH_RING_SIZE); None on
+    # ports (the NIC's ring: the record's nic). In the cpumap model ring_drops stays the veth's
+    # ring (drained on the generator's CPU) and rx_ring_drops counts the cpumap queue's overflow
+    # (the xdp:xdp_cpumap_enqueue tracepoint, this ring's map and CPU); None in the other models.
+    rx_ring: int | None = 256
+    rx_ring_drops: int | None = None
     size: str = ""  # capbench-gen --size: the frame length, or a profile such as imix:seed
     mean_frame_len: float = 0.0  # of the frames sent; frame_len is its rounding for a profile
     method: str = "iperf"  # the method that ran the trial (methods/dispatch.py)

@@ -114,9 +114,8 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
                                              for part, r in zip(parts, results)])
     from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
 
-    ring = witness.ring_frames(sender.testbed)
     # The host's interference is read on this machine: a side on another host has none here.
-    results = [witness.mark(r, None if isinstance(part, RemoteSide) else reading, ring)
+    results = [witness.mark(r, None if isinstance(part, RemoteSide) else reading, witness.ring_frames(r.rx_ring))
                for part, r in zip(parts, results)]
     return [dataclasses.replace(r, loss_layers=tuple(tuple(x) for x in loss_layers.layers(r)),
                                 loss_remarks=tuple(loss_layers.remarks(r))) for r in results]
@@ -238,6 +237,7 @@ class CaptureSide:
     def __init__(self, measurer: Measurer, kids: ChildSet, workdir: Path | None, duration_s: float):
         self.m, self.kids, self.workdir, self.duration_s = measurer, kids, workdir, duration_s
         self.xdp = None
+        self.xdp_ready: dict[str, Any] = {}  # capbench-xdpcount's ready line (the cpumap ring's map id)
         self.caps: list[Any] = []
         self.progs: list[ProgramRun] = []
 
@@ -245,9 +245,8 @@ class CaptureSide:
         """The counters, started and ready."""
         m, s, tb, kids = self.m, self.m.setup, self.m.testbed, self.kids
         if not m.backend.own_xdp:
-            self.xdp = kids.start("capbench-xdpcount", [str(m.binaries.xdpcount), "--iface", tb.cap_if],
-                                  netns_name=tb.cap_ns)
-            self.xdp.wait_for("ready", s.ready_timeout_s)
+            self.xdp = kids.start("capbench-xdpcount", m.xdpcount_argv(), netns_name=tb.cap_ns)
+            self.xdp_ready = self.xdp.wait_for("ready", s.ready_timeout_s)
         if s.app is None:
             self.caps = [kids.start("capbench-cap" if s.procs == 1 else f"capbench-cap #{i + 1}", m.cap_argv(c),
                                     netns_name=tb.cap_ns) for i, c in enumerate(m.proc_cpus)]
@@ -266,8 +265,9 @@ class CaptureSide:
     def before_load(self) -> None:
         """Place the NAPI thread, then every counter's first reading."""
         m, tb = self.m, self.m.testbed
-        # The NAPI thread exists once the XDP programs above are attached (rxmode).
-        self.napi = rxmode.place_testbed(tb)
+        # The NAPI thread exists once the XDP programs above are attached, the cpumap ring's once
+        # capbench-xdpcount is ready (rxmode).
+        self.napi = rxmode.place_testbed(tb, m.rx_model, self.xdp_ready.get("ring_map_id"))
         self.links0 = m.interface_drop_counters()
         self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if) if tb.gen_if else None
         # On ports, the NIC's own counters (rtnl_link_stats64, ethtool -S and its standard groups).
@@ -404,7 +404,8 @@ class Tap:
 
     def before_load(self) -> None:
         tb = self.m.testbed
-        if tb.rx_mode == "napi" and self.cpu is not None:
+        # The tap clones in its veth's own poll: a NAPI thread on its CPU in the napi and cpumap models.
+        if tb.rx_mode != "rps" and self.cpu is not None:
             self.napi = rxmode.place(tb.cap_ns, tb.cap_if, self.cpu, rxmode.NapiSched.parse(tb.napi_sched))
         self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if, self.m.gen_host)
 

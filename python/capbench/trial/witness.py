@@ -73,10 +73,11 @@ OTHERS_SHARE = 0.1
 NOT_MEASURED = "—"  # how a figure not measured is printed
 
 
-def ring_frames(testbed: Any = None) -> int:
-    """The receive ring's depth in frames: the one place the witness reads it (the test bed's
-    `rx_ring` where it has one, else the veth's fixed ring)."""
-    return int(getattr(testbed, "rx_ring", 0) or rxmode.VETH_RING_FRAMES)
+def ring_frames(rx_ring: int | None) -> int:
+    """The receive ring's depth in frames, as a trial records it (`rx_ring`: the cpumap queue's, or
+    the veth's fixed ring; None on ports, where the NIC's ring is not known here: the veth's is
+    taken, the shallowest a stop is judged against)."""
+    return int(rx_ring or rxmode.VETH_RING_FRAMES)
 
 
 class WitnessChild(Child):
