@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from capbench.testbed import cpu
 from capbench.testbed import netns
 from capbench.testbed import veth_pair as testbed
+from capbench.trial import witness
 from capbench.binaries import Binaries, find_binaries
 from capbench.errors import UsageError
 
@@ -25,6 +27,15 @@ def binaries() -> Binaries:
         return find_binaries()
     except UsageError as e:
         pytest.fail(f"the C programs are not built: {e}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def interference_witness(binaries):
+    """capbench's interference witness on every CPU for the whole session, as `capbench run` starts
+    one for its run: the trials the tests measure directly (a Measurer on a test bed) then say, as a
+    run's do, whether the host disturbed them (host_interference decides repetitions from that)."""
+    with witness.running(witness.program_path(binaries), cpu.usable_cpus()) as w:
+        yield w
 
 
 # The tests that expect no loss run at 100 kpps; the VMs this runs on stall a vCPU

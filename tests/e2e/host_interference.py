@@ -16,8 +16,11 @@ What counts as the host's doing, each from the counter of the layer it belongs t
   capture veth's receive ring (the sender's tx_queue_N_xdp_xmit_errors, part of `link_drops`)
   or the receive CPU's backlog (the capture veth's own rx_dropped), and none is in the
   socket, the AF_XDP ring, the application or unexplained.
-A loss anywhere else (a socket that overflowed, a frame nobody can account for) is the code's,
-and fails the test at once.
+- capbench's interference witness marked the trial `disturbed` (trial/witness.py): a stop of a
+  CPU of the trial, or another task's time there, explains at least half its loss, wherever the
+  loss fell (with a receive ring of 4096 frames, a held counter overflows its socket first).
+A loss anywhere else (a socket that overflowed, a frame nobody can account for) with no such
+witness is the code's, and fails the test at once.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ def _get(r: Any, name: str) -> Any:
 def interference(r: Any) -> str | None:
     """Why the host, by this trial's own counters, spoiled it; None if nothing shows it did."""
     why = []
+    if _get(r, "disturbed"):  # capbench's own witness (trial/witness.py) names the CPU and the figure
+        why.append(_get(r, "disturbed_reason"))
     if _get(r, "invalid_offered_load"):
         why.append(f"the generator sent {_get(r, 'achieved_pps'):,.0f} pps of {_get(r, 'offered_pps') or 0:,.0f} "
                    f"(largest lag {_get(r, 'gen_max_lag_ns') / 1e6:.1f} ms)")

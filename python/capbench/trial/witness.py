@@ -146,12 +146,12 @@ def running(program: Path | None, cpus: Sequence[int], why_not: str = "") -> Ite
     """The run's witness on `cpus` while the block runs: every trial's Window reads it. No
     `program`: none, for the reason `why_not`."""
     global _active
-    w = Witness(program, cpus, why_not)
+    w, before = Witness(program, cpus, why_not), _active
     _active = w
     try:
         yield w
     finally:
-        _active = None
+        _active = before  # a witness started inside another's block gives it back
         w.stop()
 
 
