@@ -48,14 +48,15 @@ def recorded(path: Path, method: str = "rfc2544", field: str = "throughput_pps")
 
 def test_markdown_has_the_seed_columns_and_marks_short_rows():
     md = tables_md.markdown(load_run(FIXTURE).trials)
-    assert "| Frame [B] | Offered [pps] | Captured [pps / Gbps] | Loss [%] | App / kernel load [%] |" in md
+    assert ("| Frame [B] | Offered [pps] | Sent [pps] | Captured [pps / Gbps] | Loss [%] | App / kernel load [%] | "
+            "Lost in rx ring / backlog / socket / unexplained |") in md
     assert "### iperf: pcap (1g link, A:A (gen 0, rx 1, app 1)" in md
     assert "### iperf: afp-v3" in md
     # pcap at 64 B: the generator sent 288,205 of 1,488,095 pps, and what it sent was lost: capture loss
-    row = next(line for line in md.splitlines() if line.startswith("| 64 | 288,205* |"))
+    row = next(line for line in md.splitlines() if line.startswith("| 64 | 1,488,095 | 288,205* |"))
     assert "| 21.35 |" in row and row.endswith("| the generator could not hold 1,488,095 pps |")
     # pcap at 512 B: the generator short and nothing lost: a lower bound
-    assert "| 512 | 46,126* | 46,126 / 0.196 (lower bound) | 0 | 0.8 / 35.9 | — | the generator could " \
+    assert "| 512 | 234,962 | 46,126* | 46,126 / 0.196 (lower bound) | 0 | 0.8 / 35.9 | — | the generator could " \
            "not hold 234,962 pps |" in md
     # what `*` means: once under each table, not in each row
     assert md.count("the captured rate is a lower bound") == 0 and md.count("A starred row that lost nothing") == 2
