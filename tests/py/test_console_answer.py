@@ -8,7 +8,7 @@ import io
 from capbench.methods import dispatch
 from capbench.methods.simulated import SimulatedDevice
 from capbench.rates import parse_rate
-from capbench.report import console, tables
+from capbench.report import console, summary, tables
 from rich.console import Console
 
 SIZES = (64, 512, 1518)
@@ -41,7 +41,7 @@ def test_the_terminal_ends_with_the_answer_and_one_line_per_layer():
     lines = [x.strip() for x in text.splitlines() if x.strip()]
     answer = lines.index(console.ANSWER_TITLE)
     assert "Best backend per frame length" in lines[answer + 1]
-    assert lines[-1].startswith("Each point was measured once")
+    assert lines[-1] == summary.MEASURED_ONCE
     assert "pcap: loses packets at 64 B (loss 32.80 % at 64 B, measured once" in text
     assert "afp-v3: no loss at 64, 512, 1518 B." in text
     # one explanation per layer and table, its numbers in the table's column; no remark per row
@@ -60,7 +60,7 @@ def test_repetitions_judge_the_loss_that_repeats_with_its_spread():
     trials += [t.__class__(**{**t.__dict__, "repeat": 2}) for t in again]
     text = " ".join(terminal(trials, outcomes).split())
     assert "pcap: loses packets at 64 B (loss 32.80 % at 64 B, lost in 2 of 2 repetitions" in text
-    assert "Each point was measured once" not in text
+    assert summary.MEASURED_ONCE not in text
 
 
 def test_a_search_answer_the_host_disturbed_says_so_in_the_terminal():

@@ -247,13 +247,12 @@ class MethodAnswer:
     def common(r: Any, backend: str) -> dict[str, Any]:
         """The fields every answer takes from its method's result (and the backend it ran on): the
         trials it decided on, those of them the host still disturbed, and the runs it spoiled."""
-        decided = [t.result for t in r.trials]
-        spoiled = [x for x in decided if disturbed(x)]
+        ran = (*getattr(r, "warmups", ()), *r.trials)  # an MLR warm-up ran, though no goal read it
+        spoiled = [t.result for t in r.trials if disturbed(t.result)]
         return dict(backend=backend, frame_len=r.frame_len, link_bps=r.link_bps, wire_pps=r.wire_pps,
-                    trials=len(r.trials), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s,
+                    trials=len(ran), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s,
                     disturbed=bool(spoiled), disturbed_trials=len(spoiled),
-                    reruns=sum(max(0, getattr(t.result, "attempt", 1) - 1)
-                               for t in (*getattr(r, "warmups", ()), *r.trials)),
+                    reruns=sum(max(0, getattr(t.result, "attempt", 1) - 1) for t in ran),
                     interference=interference_of(spoiled))
 
     def disturbed_note(self) -> str:

@@ -25,7 +25,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from capbench import inputs  # noqa: E402
 from capbench.trial.accounting import format_pct  # noqa: E402
-from capbench.trial import loss_layers  # noqa: E402
+from capbench.trial import loss_layers as account  # noqa: E402  (plots.loss_layers is a figure)
 from capbench.methods.verdict import measured  # noqa: E402
 from capbench.rates import link_name, wire_pps  # noqa: E402
 from capbench.report import answers as answers_mod  # noqa: E402
@@ -99,13 +99,13 @@ def marker_key(kinds: Sequence[str] | None = None) -> Figure:
 # The loss layers of the bars, from the bottom: (packets of a record, the layer's one name
 # (trial.loss_layers), colour).
 LAYERS: tuple[tuple[Callable[[Any], int], str, str], ...] = (
-    (loss_layers.ring_drops, loss_layers.RX_RING, "#8c564b"),
-    (loss_layers.link_only_drops, loss_layers.LINK, "#bcbd22"),
-    (lambda r: r.backlog_drops, loss_layers.BACKLOG, "#ff7f0e"),
-    (lambda r: r.socket_drops, loss_layers.SOCKET, "#1f77b4"),
-    (lambda r: r.xsk_drops, loss_layers.AF_XDP_RINGS, "#17becf"),
-    (lambda r: r.app_drops, loss_layers.APPLICATION, "#9467bd"),
-    (lambda r: r.unexplained, loss_layers.UNEXPLAINED, "#d62728"))
+    (account.ring_drops, account.RX_RING, "#8c564b"),
+    (account.link_only_drops, account.LINK, "#bcbd22"),
+    (lambda r: r.backlog_drops, account.BACKLOG, "#ff7f0e"),
+    (lambda r: r.socket_drops, account.SOCKET, "#1f77b4"),
+    (lambda r: r.xsk_drops, account.AF_XDP_RINGS, "#17becf"),
+    (lambda r: r.app_drops, account.APPLICATION, "#9467bd"),
+    (lambda r: r.unexplained, account.UNEXPLAINED, "#d62728"))
 
 
 @dataclass(frozen=True)
@@ -377,8 +377,8 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                           label="total loss (*: the layers count more drops than are missing)"))
     fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=3)
     fig.suptitle("Where the packets were lost, per frame length and backend")
-    return Drawn(fig, f"Lost packets by layer ({loss_layers.RX_RING}: no room in the capture interface's receive "
-                      f"ring, by its own counter; {loss_layers.LINK}: lost before the capture interface, in no counter; "
+    return Drawn(fig, f"Lost packets by layer ({account.RX_RING}: no room in the capture interface's receive "
+                      f"ring, by its own counter; {account.LINK}: lost before the capture interface, in no counter; "
                       "backlog: the kernel's per-CPU queue; socket: the capture socket's ring; application: queued by the socket, never read by the "
                       "counter; unexplained: missing by the sequence numbers, counted by no layer), "
                       f"in {unit.name} of the packets sent, labelled with the total loss (of the repetition with the "

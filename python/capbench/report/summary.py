@@ -128,12 +128,13 @@ def trials_cell(g: Group) -> str:
     return f"{n}" + (f" ({', '.join(parts)})" if parts else "")
 
 
+MEASURED_ONCE = ("Each point was measured once: a loss there may be the host's as well as the capture's "
+                 "(--repeat 3 shows which loss repeats).")
+
+
 def measured_once_note(groups: Sequence[Group]) -> str:
     """One line under the best table and the loss lines when every point rests on one trial."""
-    if not groups or not all(g.once for g in groups if not g.short):
-        return ""
-    return ("Each point was measured once: a loss there may be the host's as well as the capture's "
-            "(--repeat 3 shows which loss repeats).")
+    return MEASURED_ONCE if groups and all(g.once for g in groups if not g.short) else ""
 
 
 def best_rows(groups: list[Group]) -> list[list[str]]:
