@@ -13,7 +13,7 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 CHANGE_FIELDS = {"figure", "label", "unit", "a", "b", "delta", "rel_pct", "judged", "significant", "worse",
-                 "by_repetitions", "p", "answer", "lower_bound_in"}
+                 "by_repetitions", "p", "answer", "lower_bound_in", "disturbed_in", "not_judged_because"}
 
 
 def compare_json(a: str, b: str, tmp_path: Path, *extra: str) -> tuple[dict, subprocess.CompletedProcess]:

@@ -90,6 +90,7 @@ VALUE = st.one_of(WORDS, NUMBERS.filter(lambda x: not isinstance(x, bool)), st.b
 RIGHT = {
     "name": st.text(max_size=10), "link": st.sampled_from(["1g", "10g", "100g"]),
     "rate": st.sampled_from(["100%", "50%", "1Mpps", "max", "1g", "0.5%", "1000pps"]),
+    "max_rate": st.sampled_from(["50%", "500kpps", "max", "2Mpps", "10%"]),
     "duration": st.one_of(st.sampled_from(["5", "1", "0.1", "86400", "2m", "1,5", "1,,2"]),
                           st.lists(st.sampled_from(["1s", "10", 2, 0.5, "0"]), min_size=1, max_size=3)),
     "count": st.one_of(st.integers(-1, 10 ** 15), st.lists(st.integers(0, 10 ** 7), min_size=1, max_size=3),

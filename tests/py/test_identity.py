@@ -105,7 +105,7 @@ def test_repetitions_of_one_step_merge():
     assert len(g.trials) == 2
     assert len(tables.repetitions([one.result, two.result])) == 1
     (t,) = tables_md.iperf_tables([one, two])
-    assert len(t.rows) == 1 and "n=2" in t.rows[0][2]
+    assert len(t.rows) == 1 and "n=2" in t.rows[0][3]  # Captured, after Offered and Sent
 
 
 def test_old_records_mean_the_defaults():

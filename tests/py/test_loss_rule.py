@@ -12,6 +12,7 @@ import pytest
 from capbench.campaign import runner
 from capbench.methods import back2back, dispatch, mlr, rfc2544, sweep
 from capbench.methods.simulated import SimulatedDevice
+from mlr_strict import strict_search
 from capbench.methods.verdict import (LOSSLESS, LOSSY, LOWER_BOUND, loss_ratio, measured, verdict,
                                       way_forward)
 from capbench.rates import parse_rate, wire_pps
@@ -89,7 +90,7 @@ def test_rfc2544_notes_the_capture_loss_of_a_short_generator_at_the_upper_end():
 
 
 def test_mlr_short_generator_and_capture_loss_is_capture_loss():
-    r = mlr.search(device(1_000_000), frame_len=64, pause=lambda s: None)
+    r = strict_search(device(1_000_000), frame_len=64, pause=lambda s: None)
     assert any(t.result.invalid_offered_load and t.result.lost > 0 for t in r.trials)
     for g in r.goals:
         assert g.bounded_by == "capture loss" and g.lower_bound_pps <= 1_000_000 <= g.upper_bound_pps and g.regular
@@ -100,26 +101,26 @@ def test_mlr_an_upper_bound_the_generator_could_not_hold_but_the_capture_lost_at
     """Capture limit 1.19 Mpps, generator 1.2 Mpps: the upper bound is a load the generator could not
     hold, where the capture lost 0.83 % of what was sent. NDR and PDR are bounded by capture loss and
     say at what rate it was sent; before, both read "generator-bound"."""
-    r = mlr.search(device(1_190_000), frame_len=64, pause=lambda s: None)
+    r = strict_search(device(1_190_000), frame_len=64, pause=lambda s: None)
     for g in r.goals:
         assert (g.lower_bound_pps, round(g.upper_bound_pps), g.bounded_by) == (1_190_000, 1_204_881, "capture loss")
         assert g.note == ("at 1,204,881 pps the capture lost 600,000 of 72,000,000 frames (0.83 %) sent at "
                           "1,200,000 pps (the generator could not hold 1,204,881 pps): capture loss at the rate the "
                           "generator sent")
     # within PDR's 0.5 %, the same shortfall with 0.42 % lost is a lower bound for PDR, lossy for NDR
-    r = mlr.search(device(1_195_000), frame_len=64, pause=lambda s: None)
+    r = strict_search(device(1_195_000), frame_len=64, pause=lambda s: None)
     assert (r.goal("NDR").bounded_by, r.goal("PDR").bounded_by) == ("capture loss", "generator")
 
 
 def test_mlr_short_generator_without_loss_is_a_lower_bound():
-    r = mlr.search(device(5e6), frame_len=64, pause=lambda s: None)
+    r = strict_search(device(5e6), frame_len=64, pause=lambda s: None)
     for g in r.goals:
         assert g.bounded_by == "generator" and g.lower_bound_pps <= GEN_PPS < g.upper_bound_pps
         assert g.note.startswith(f"the generator could not hold {g.upper_bound_pps:,.0f} pps (it sent 1,200,000 pps)")
 
 
 def test_mlr_held_generator_with_loss():
-    r = mlr.search(device(1_000_000, generator_pps=None), frame_len=64, pause=lambda s: None)
+    r = strict_search(device(1_000_000, generator_pps=None), frame_len=64, pause=lambda s: None)
     assert {g.bounded_by for g in r.goals} == {"capture loss"}
 
 
@@ -129,7 +130,7 @@ def test_mlr_answers_agree_from_run_to_run():
     the capture's limit, every run now finds the capture's limit, bounded by capture loss."""
     ndrs = []
     for seed in range(3):
-        r = mlr.search(device(145_000, generator_pps=150_000, noise_pct=2, seed=seed), frame_len=64,
+        r = strict_search(device(145_000, generator_pps=150_000, noise_pct=2, seed=seed), frame_len=64,
                        pause=lambda s: None, final_trial_s=5)
         ndr = r.goal("NDR")
         assert ndr.bounded_by == "capture loss"

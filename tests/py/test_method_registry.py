@@ -125,7 +125,7 @@ def test_unknown_methods_and_versions_are_one_clear_line():
         registry.answer_from_json({"method": "fastest", "backend": "pcap", "frame_len": 64})
     with pytest.raises(UsageError, match="an answer of method 'iperf'"):
         registry.answer_from_json({"method": "iperf", "backend": "pcap", "frame_len": 64})
-    with pytest.raises(RecordError, match=r"^rfc2544 answer schema 99 \(a newer capbench's\), this capbench reads 1 to 2$"):
+    with pytest.raises(RecordError, match=r"^rfc2544 answer schema 99 \(a newer capbench's\), this capbench reads 1 to 3$"):
         registry.answer_from_json(V1[0] | {"schema": 99})
     text = _table([V1[0], {"method": "fastest", "backend": "pcap", "frame_len": 64, "trials": 3}])
     assert "throughput 279,018 pps" in text and "fastest" in text and "not read: an answer of method" in text

@@ -44,11 +44,11 @@ def test_the_terminal_table_counts_a_short_generator_s_loss_and_names_a_lower_bo
 
 def test_tables_md_counts_a_short_generator_s_loss_and_names_a_lower_bound():
     md = tables_md.markdown(TRIALS)
-    lossy = next(line for line in md.splitlines() if line.startswith("| 64 | 1,000,000* | 800,000"))
-    # a row names the load the generator could not hold (Offered, what it sent); the footnote under the
+    lossy = next(line for line in md.splitlines() if line.startswith("| 64 | 1,488,095 | 1,000,000* | 800,000"))
+    # a row names the load the generator could not hold (Offered, the target; Sent, what it sent); the footnote under the
     # table, once, what a starred row means: what it lost is capture loss, a row that lost nothing a lower bound
     assert "| 20.00 |" in lossy and lossy.endswith("| the generator could not hold 1,488,095 pps |")
-    bound = next(line for line in md.splitlines() if line.startswith("| 64 | 1,000,000* | 1,000,000"))
+    bound = next(line for line in md.splitlines() if line.startswith("| 64 | 1,488,095 | 1,000,000* | 1,000,000"))
     assert "(lower bound) | 0 |" in bound and bound.endswith("| the generator could not hold 1,488,095 pps |")
     footnote = "\\* " + tables_md.short_footnote([SHORT_LOSSLESS.result])[2:]
     assert footnote.startswith("\\* the generator did not hold the offered load")
@@ -64,7 +64,7 @@ def test_the_summary_counts_a_short_generator_s_loss_and_names_a_lower_bound():
     assert best == ["64 B: afp-v3 — 800,000 pps (0.538 Gbps), loss 20.00 %, app / kernel load 63.6 / 12.2 %, the "
                     "generator sent 1,000,000 of the 1,488,095 pps offered (generator short of the offered load "
                     "for pcap, nothing lost: a lower bound, not a result)."]
-    assert losses[0] == "afp-v3: loses packets at 64 B (loss 20.00 % at 64 B, captured 0.538 Gbps)."
+    assert losses[0] == "afp-v3: loses packets at 64 B (loss 20.00 % at 64 B, measured once, captured 0.538 Gbps)."
     assert losses[1].startswith("pcap: no valid result — at every frame length the generator fell short of the "
                                 "offered load and nothing was lost (lower bounds, not results); to measure it: ")
     # the numbers agree with what the tables say was sent, and with verdict.way_forward

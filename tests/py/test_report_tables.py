@@ -48,18 +48,19 @@ def recorded(path: Path, method: str = "rfc2544", field: str = "throughput_pps")
 
 def test_markdown_has_the_seed_columns_and_marks_short_rows():
     md = tables_md.markdown(load_run(FIXTURE).trials)
-    assert "| Frame [B] | Offered [pps] | Captured [pps / Gbps] | Loss [%] | App / kernel load [%] |" in md
+    assert ("| Frame [B] | Offered [pps] | Sent [pps] | Captured [pps / Gbps] | Loss [%] | App / kernel load [%] | "
+            "Lost in rx ring / backlog / socket / unexplained |") in md
     assert "### iperf: pcap (1g link, A:A (gen 0, rx 1, app 1)" in md
     assert "### iperf: afp-v3" in md
     # pcap at 64 B: the generator sent 288,205 of 1,488,095 pps, and what it sent was lost: capture loss
-    row = next(line for line in md.splitlines() if line.startswith("| 64 | 288,205* |"))
+    row = next(line for line in md.splitlines() if line.startswith("| 64 | 1,488,095 | 288,205* |"))
     assert "| 21.35 |" in row and row.endswith("| the generator could not hold 1,488,095 pps |")
     # pcap at 512 B: the generator short and nothing lost: a lower bound
-    assert "| 512 | 46,126* | 46,126 / 0.196 (lower bound) | 0 | 0.8 / 35.9 | — | the generator could " \
+    assert "| 512 | 234,962 | 46,126* | 46,126 / 0.196 (lower bound) | 0 | 0.8 / 35.9 | — | the generator could " \
            "not hold 234,962 pps |" in md
     # what `*` means: once under each table, not in each row
     assert md.count("the captured rate is a lower bound") == 0 and md.count("A starred row that lost nothing") == 2
-    assert "| 512 | 234,962 | 234,962 / 1.000 | 0 |" in md  # afp-v3 at 512 B, lossless and valid
+    assert "| 512 | 234,962 | 234,962 | 234,962 / 1.000 | 0 |" in md  # afp-v3 at 512 B, lossless and valid
     assert "counters disagree by -32,287 packets" in md
     # totals count the trials measured (a short generator's loss too), not the lower bounds
     assert "| afp-v3 | 3 | 992,390 | 35,303 | 3.56 | 0 |" in md and "| pcap | 2 | 459,982 | 97,820 | 21.27 | 1 |" in md
@@ -100,9 +101,10 @@ def test_summary_names_the_best_backend_and_never_a_short_trial():
     assert best[1].startswith("512 B: afp-v3 — 234,962 pps (1.000 Gbps), loss 0 %")
     assert "for pcap, nothing lost: a lower bound, not a result" in best[1]
     assert losses == [
-        "pcap: loses packets from 1518 B down (loss 20.15 % at 1518 B, captured 0.318 Gbps); a lower bound at "
-        "512 B (generator short of the offered load, nothing lost).",
-        "afp-v3: loses packets at 64 B (loss 5.20 % at 64 B, captured 0.433 Gbps).",
+        "pcap: loses packets from 1518 B down (loss 20.15 % at 1518 B, measured once, captured 0.318 Gbps); a lower "
+        "bound at 512 B (generator short of the offered load, nothing lost).",
+        "afp-v3: loses packets at 64 B (loss 5.20 % at 64 B, measured once, captured 0.433 Gbps).",
+        summary.MEASURED_ONCE,
     ]
 
 
@@ -260,7 +262,7 @@ def test_markdown_and_html_give_repetitions_as_median_min_max_and_sd(tmp_path):
     assert f"| {statistics.median(loss):.2f} ({min(loss):.2f}–{max(loss):.2f}, sd " in rows[0]
     app = [r["app_cpu_pct"] for r in reps]
     assert f"| {statistics.median(app):.1f} / " in rows[0] and f"({min(app):.1f}–{max(app):.1f}, sd " in rows[0]
-    assert "| 1518 | 81,274 | 81,274 / 1.000 (n=2, all equal) | 0 |" in rows[2]
+    assert "| 1518 | 81,274 | 81,274 | 81,274 / 1.000 (n=2, all equal) | 0 |" in rows[2]
     page = report.html.read_text()
     assert f"<td>{captured}</td>" in page
     iperf_table = page.split("iperf: pcap A:A")[1].split("</table>")[0]

@@ -12,6 +12,7 @@ import dataclasses
 import pytest
 from capbench.methods import dispatch, mlr, rfc2544, sweep
 from capbench.methods.simulated import SimulatedDevice
+from mlr_strict import strict_search
 from capbench.rates import Rate, parse_rate, wire_pps
 from capbench.report import answer_tables, answers, summary
 from capbench.report.load import Trial
@@ -77,7 +78,7 @@ def test_rfc2544_no_rate_passed_because_of_the_generator():
 def test_mlr_goals_the_generator_bounded():
     """The issue's run: every goal's upper bound came from the generator, not from loss."""
     dev = ShortGenerator(capacity_pps=5e6)
-    r = mlr.search(dev, frame_len=64, pause=dev.pause)
+    r = strict_search(dev, frame_len=64, pause=dev.pause)
     assert any(t.result.invalid_offered_load for t in r.trials)
     assert all(t.result.lost == 0 for t in r.trials)
     for g in r.goals:
@@ -91,7 +92,7 @@ def test_mlr_a_slightly_short_trial_cannot_meet_a_lossy_goal():
     """Short by 0.2 % (under the 99.9 % rule): before, its shortfall read as a loss ratio of 0.002,
     within PDR's 0.5 %, so the wire rate became PDR's lower bound."""
     dev = ShortGenerator(capacity_pps=5e6, short_share=0.998)
-    r = mlr.search(dev, frame_len=64, pause=dev.pause)
+    r = strict_search(dev, frame_len=64, pause=dev.pause)
     pdr = r.goal("PDR")
     assert pdr.lower_bound_pps <= HELD_PPS < pdr.upper_bound_pps and pdr.bounded_by == "generator"
     assert "the generator could not hold" in pdr.note
@@ -99,11 +100,11 @@ def test_mlr_a_slightly_short_trial_cannot_meet_a_lossy_goal():
 
 def test_mlr_capture_loss_is_still_capture_loss():
     dev = ShortGenerator(capacity_pps=1_000_000)
-    r = mlr.search(dev, frame_len=64, pause=dev.pause)
+    r = strict_search(dev, frame_len=64, pause=dev.pause)
     for g in r.goals:
         assert g.bounded_by == "capture loss" and g.lowest_lossy_pps == g.upper_bound_pps and g.regular
         assert "generator" not in g.note
-    fast = mlr.search(SimulatedDevice(5e6), frame_len=64, pause=lambda s: None)
+    fast = strict_search(SimulatedDevice(5e6), frame_len=64, pause=lambda s: None)
     assert {g.bounded_by for g in fast.goals} == {"none"}
 
 

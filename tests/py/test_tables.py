@@ -74,8 +74,8 @@ def search_trials(rep=1, pin="A:A", backend="pcap", scale=1.0):
 def test_seed_table_shape():
     text = render([make_result(backend="pcap", frame_len=64), make_result(backend="afp-v3", frame_len=1518,
                                                                           sent=406_370)])
-    assert headers_of(text) == ["Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]",
-                                "App / kernel load [%]", "Lost at link / backlog / socket / unexplained"]
+    assert headers_of(text) == ["Frame [B]", "Offered [pps]", "Sent [pps]", "Captured [pps / Gbps]",
+                                "Loss [%]", "App / kernel load [%]", "Lost in rx ring / backlog / socket / unexplained"]
     assert "pcap" in text and "afp-v3" in text
     assert "1,488,095" in text  # offered at 64 B
     assert "1,488,095 / 1.000" in text  # captured pps / wire Gbps
@@ -139,7 +139,8 @@ def test_repetitions_are_one_row_with_their_spread():
     cells = header_words(" ".join(body))
     assert "(1,400,000–1,486,607, sd 48,171, n=3)" in cells
     # loss: median 0.010 %, the first rep lost nothing; app / kernel load: medians, then their spreads
-    assert body[0].split()[5:] == ["0.010", "62.0", "/", "12.0", "0", "/", "0", "/", "740", "/", "0"]
+    assert body[0].split()[1:3] == ["1,488,095", "1,480,000"]  # offered (the target), sent (median achieved)
+    assert body[0].split()[6:] == ["0.010", "62.0", "/", "12.0", "0", "/", "0", "/", "740", "/", "0"]
     assert "(0–0.100, sd 0.055)" in cells and "(60.0–70.0, sd 5.3 / 10.0–14.0, sd 2.0)" in cells
     assert "(rep 2, median loss)" in cells
 
@@ -170,8 +171,8 @@ def test_headers_fit_120_columns_without_being_cut():
     text = render(reps, width=120)
     assert "…" not in text
     assert all(len(line) <= 120 for line in text.splitlines())
-    assert headers_of(text) == ["Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]",
-                                "App / kernel load [%]", "Lost at link / backlog / socket / unexplained"]
+    assert headers_of(text) == ["Frame [B]", "Offered [pps]", "Sent [pps]", "Captured [pps / Gbps]",
+                                "Loss [%]", "App / kernel load [%]", "Lost in rx ring / backlog / socket / unexplained"]
 
 
 def test_a_search_is_not_a_row_of_repetitions_but_an_rfc2544_table():
@@ -225,7 +226,7 @@ def test_a_sweep_has_a_table_of_offered_against_captured_and_cpu():
     assert "Sweep: afp-v3 64 B" in words and "first loss at 1,200,000 pps" in words
     rows = [line.split() for line in text.splitlines() if line.strip()[:1].isdigit()]
     assert [r[0] for r in rows] == ["400,000", "800,000", "1,200,000"]
-    assert rows[2][1:4] == ["1,188,000", "/", "0.798"] and rows[2][4] == "1.00"
+    assert rows[2][1:5] == ["1,200,000", "1,188,000", "/", "0.798"] and rows[2][5] == "1.00"
     assert "Iperf-like" not in text
 
 

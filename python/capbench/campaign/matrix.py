@@ -60,7 +60,7 @@ from capbench.trial.apps import Adapter
 from capbench.trial.measure import TrialSetup
 from capbench.trial.sensors import sensor_backends, step_backend
 from capbench.testbed import rxmode
-from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name,
+from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name, wire_pps,
                             max_frame_len, parse_duration, parse_link, parse_rate, parse_sizes)
 
 PINS = ("A:A", "A:B", "auto")
@@ -177,6 +177,8 @@ class Campaign:
     rate: str = _key("100%", "rate")  # of the iperf method
     trial_s: float | None = _key(None, "trial")  # None: each method's own (Method.trial_s)
     precision_pct: float = _key(DEFAULT_PRECISION_PCT, "precision")
+    # The searches' maximum load (MLRsearch's Max Load), a rate as --rate takes it; None: the wire rate.
+    max_rate: str | None = _key(None, "max_rate")
     loss_tolerance_frames: int = _key(0, "loss_tolerance")
     steps_per_sweep: int = _key(DEFAULT_STEPS, "steps")
     pause_s: float = _key(DEFAULT_PAUSE_S, "pause")
@@ -218,6 +220,11 @@ class Campaign:
     def load(self) -> Rate:
         """The iperf method's load, `rate` parsed once (it was checked when the campaign was built)."""
         return parse_rate(self.rate)
+
+    @functools.cached_property
+    def max_load(self) -> Rate | None:
+        """The searches' maximum load, `max_rate` parsed once; None: the wire rate."""
+        return None if self.max_rate is None else parse_rate(self.max_rate)
 
     def group_args(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(capbench-gen options, capbench-cap options) of the groups, or two empty tuples."""
@@ -602,6 +609,7 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
             rate=value_of("rate", lambda v: parse_rate(str(v)).text),
             trial_s=value_of("trial", lambda v: parse_duration(str(v), what=name_of("trial"))),
             precision_pct=value_of("precision", lambda v: _number(v, name_of("precision"))),
+            max_rate=value_of("max_rate", lambda v: parse_rate(str(v)).text),
             loss_tolerance_frames=value_of("loss_tolerance", lambda v: _whole(v, name_of("loss_tolerance"), MAX_FRAMES)),
             steps_per_sweep=value_of("steps", lambda v: _whole(v, name_of("steps"), MAX_SWEEP_STEPS)),
             pause_s=value_of("pause", lambda v: parse_duration(str(v), what=name_of("pause"), allow_zero=True)),
@@ -686,6 +694,18 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
         which = ", ".join(sorted(methods)) + (" chooses its" if len(methods) == 1 else " choose their")
         raise UsageError(f"{name_of('rate')} sets the load of the iperf method, and {which} own loads: leave "
                          f"it out, or add iperf to {name_of('methods')}")
+    if c.max_load is not None:
+        capped = [m.name for m in registry.REGISTRY.values() if m.takes_max_load]
+        if not any(registry.get(x).takes_max_load for x in methods):
+            raise UsageError(f"{name_of('max_rate')} is the highest load of the searches ({', '.join(capped)}): "
+                             f"give one in {name_of('methods')}, or {name_of('rate')} for the iperf method")
+        for size in {s for m in c.matrices for s in m.sizes if isinstance(s, int)}:
+            pps = c.max_load.pps(size, c.link_bps)
+            if pps is None:
+                raise UsageError(f"{name_of('max_rate')} max: give a paced rate, e.g. 50% or 500kpps")
+            if pps > wire_pps(c.link_bps, size) * (1 + 1e-9) + 0.5:
+                raise UsageError(f"{name_of('max_rate')} {c.max_rate} is above the wire rate of {size} B frames "
+                                 f"({wire_pps(c.link_bps, size):,.0f} pps): give a percentage, e.g. 50%")
     if bool(c.groups) != bool(c.group_size) or (c.group_gap_s and not c.groups):
         raise UsageError(f"{name_of('groups')} N and {name_of('group_size')} PKTS go together (and "
                          f"{name_of('group_gap')} with them): give both")

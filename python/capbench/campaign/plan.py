@@ -78,7 +78,8 @@ class Plan:
 def method_settings(c: Campaign) -> MethodSettings:
     """The search settings every method of the campaign shares."""
     return MethodSettings(precision_pct=c.precision_pct, loss_tolerance_frames=c.loss_tolerance_frames,
-                          trial_s=c.trial_s, steps=c.steps_per_sweep, pause_s=c.pause_s)
+                          trial_s=c.trial_s, steps=c.steps_per_sweep, pause_s=c.pause_s,
+                          max_load=c.max_load)
 
 
 def estimate_step(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S) -> Estimate:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from capbench.campaign import matrix as cmod
-from capbench import owners
+from capbench import errors, owners
 from capbench.campaign import execute as campaign_run
 from capbench.testbed import cpu
 from capbench.testbed import hygiene
@@ -37,6 +37,7 @@ from capbench.campaign.plan import Plan, plan_of
 from capbench.remote import topology
 from capbench.remote.ssh import Host
 from capbench.campaign.results import PROFILES_DIR, RunWriter
+from capbench.methods.measurer import disturbed, superseded
 from capbench.methods.verdict import measured
 from capbench import declared
 from capbench.trial import program_probe
@@ -50,9 +51,8 @@ from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 
 # The exit status of a run that ended normally but measured nothing valid: every trial was a lower
 # bound (the generator fell short of its target and nothing was lost, capbench.methods.verdict), so
-# no row is a capture result. 0 is a run with valid results, 1 a run error, 2 bad input, 130/143 an
-# interrupted run.
-NOTHING_MEASURED_STATUS = 3
+# no row is a capture result; the others are declared with it (errors.EXIT_STATUSES).
+NOTHING_MEASURED_STATUS = errors.NOTHING_MEASURED.code
 
 
 def _quiet(*_: Any) -> None:
@@ -130,9 +130,14 @@ def note(text: str) -> None:
 
 
 def run_status(trials: Sequence[TrialResult]) -> int:
-    """The exit status of a run that ended normally: 0 when a trial gave a verdict (lossless or
-    lossy), NOTHING_MEASURED_STATUS when none did."""
-    return 0 if any(measured(r) for r in trials) else NOTHING_MEASURED_STATUS
+    """The exit status of a run that ended normally: NOTHING_MEASURED when no trial gave a verdict
+    (lossless or lossy); DISTURBED when one did, but a trial a method decided on (not a run that a
+    later one replaced) stayed disturbed; MEASURED otherwise (errors.EXIT_STATUSES)."""
+    if not any(measured(r) for r in trials):
+        return NOTHING_MEASURED_STATUS
+    if any(disturbed(r) and not superseded(r) for r in trials):
+        return errors.DISTURBED.code
+    return errors.MEASURED.code
 
 
 def sensor_queue_args(backend: str, c: cmod.Campaign) -> tuple[str, ...]:
@@ -439,6 +444,9 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
         status = run_status(trials)
         if status == NOTHING_MEASURED_STATUS:
             note(f"nothing valid was measured (every trial a lower bound): exit status {status}")
+        elif status == errors.DISTURBED.code:
+            note(f"measured, but the host interfered: trials it decided on stayed disturbed (see the "
+                 f"answers and rows marked disturbed): exit status {status}")
     opts.callbacks.on_end(writer.path, status)
     return status
 

@@ -9,11 +9,12 @@ import textwrap
 
 from capbench import __version__
 from capbench.campaign import matrix as campaign
-from capbench.campaign import runner
 from capbench.cli.described import app_loads_help, engines_help, from_declarations, rings_help
 from capbench.cli.passthrough import PASSTHROUGH
 from capbench.declared import backend_names, engine_names
+from capbench import errors
 from capbench.errors import UsageError
+from capbench.methods.measurer import MAX_ATTEMPTS
 from capbench.methods import registry as methods
 from capbench.remote import ssh_rules
 from capbench.rates import LINKS_BPS, RFC2544_SIZES, SEED_SIZES
@@ -78,11 +79,10 @@ prints what finished, exit status 130).
 A trial is lossless (the generator held the offered load, nothing lost), lossy
 (frames sent were not captured, whether or not the generator held the load),
 or a lower bound (the generator fell short, nothing lost): not a capture result.
-Exit status: 0 when the run measured something (a lossless or lossy trial);
-{nothing} when it ended but every trial was a lower bound (the tables then say
-what to try: a lower --rate, --method rfc2544, --rx-mode, a quieter machine);
-1 for an error during the run; 2 for bad input; 130 after Ctrl-C, 143 after
-SIGTERM.
+A trial the host disturbed (its loss could be the host's) is run again, up to
+{attempts} runs in all, every run recorded; the method decides on the last.
+Exit status:
+{statuses}
 
 examples:
   sudo capbench run
@@ -101,7 +101,7 @@ examples:
   sudo capbench run --method mlr --sizes 64
   sudo capbench run --campaign campaigns/seed2008-quick.toml
   sudo capbench run --resume results/2026-11-23T07-30-05Z
-""".replace("{nothing}", str(runner.NOTHING_MEASURED_STATUS))
+""".replace("{statuses}", "\n".join(errors.exit_status_lines())).replace("{attempts}", str(MAX_ATTEMPTS))
 
 TESTBED_HELP = """\
 up      build two namespaces joined by a veth pair and keep them; prints their names
@@ -284,6 +284,10 @@ def build_parser() -> Parser:
     run.add_argument("--precision", type=float, metavar="PCT",
                      help=f"rfc2544 and mlr: stop when the answer is known to PCT %% of the wire rate "
                           f"{_default('precision')}")
+    run.add_argument("--max-rate", metavar="RATE",
+                     help=f"{', '.join(m.name for m in methods.REGISTRY.values() if m.takes_max_load)}: the "
+                          "highest load a search tries (MLRsearch's Max Load), as --rate takes it (50%%, 500kpps): "
+                          f"to search below the wire rate {_default('max_rate')}")
     run.add_argument("--loss-tolerance", type=int, metavar="N",
                      help=f"rfc2544 and back2back: frames a trial may lose and still pass {_default('loss_tolerance')}")
     run.add_argument("--steps", type=int, metavar="N",

@@ -30,7 +30,8 @@ from capbench.remote import ssh_rules, topology
 from capbench.testbed import host_sysctl, ports, preflight, rxmode
 
 
-MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "count", "trial", "precision", "loss_tolerance",
+MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "count", "trial", "precision", "max_rate",
+                "loss_tolerance",
                 "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring", "rx_ring",
                 "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap", "app", "apps_file",
                 "sensors", "tap_cpu", "profile", "profile_hz")
@@ -90,7 +91,8 @@ def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = Non
             top["proc_cpus"] = [int(x) for x in _list(args.proc_cpus, "--proc-cpus")]
         except ValueError:
             raise UsageError(f"cannot read --proc-cpus {args.proc_cpus!r}: give CPU numbers, e.g. 1,0") from None
-    for flag in ("sizes", "link", "rate", "duration", "count", "trial", "pause", "engine", "precision", "loss_tolerance",
+    for flag in ("sizes", "link", "rate", "duration", "count", "trial", "pause", "engine", "precision", "max_rate",
+                 "loss_tolerance",
                  "steps", "repeat", "groups", "group_size", "group_gap", "tap_cpu", "profile", "profile_hz"):
         if getattr(args, flag) is not None:
             top[flag] = getattr(args, flag)

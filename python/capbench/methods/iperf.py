@@ -1,13 +1,16 @@
 """The seed's "iperf-like" method: constant load at the offered rate, throughput =
 received packets / sending time; one trial per backend and frame length (or size profile).
-It has no answer: its trial is its result."""
+It has no answer: its trial is its result. A trial the host disturbed is run again first
+(methods/measurer.py: measure_decided), every run recorded."""
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from capbench.methods.measurer import measure_decided
 from capbench.methods.method import TRIAL_OVERHEAD_S, Context, Estimate, Method, MethodSettings
 from capbench.rates import Rate
 from capbench.trial.measure import Measurer, TrialResult
@@ -42,8 +45,12 @@ class Iperf(Method):
 
     def run(self, measurer: Any, backend: str, size: int | str, context: Context, *, rate: Any,
             duration_s: float) -> None:
-        context.record(dataclasses.replace(measurer.measure(duration_s, rate), method=self.name,
-                                           purpose="constant load"))
+        def record(result: TrialResult) -> None:
+            context.record(dataclasses.replace(result, method=self.name, purpose="constant load"))
+
+        wait = context.pause or time.sleep
+        record(measure_decided(lambda: measurer.measure(duration_s, rate),
+                               pause=lambda: wait(context.settings.pause_s), on_rerun=record))
         return None
 
     def estimate(self, settings: MethodSettings, duration_s: float, overhead_s: float = TRIAL_OVERHEAD_S

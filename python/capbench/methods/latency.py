@@ -49,6 +49,7 @@ class LatencyAnswer(MethodAnswer):
 
 class Latency(Method):
     name = "latency"
+    takes_max_load = True
     help = "RFC 2544 latency (26.2): the throughput search, then a trial at the throughput for its latency"
     answer_type = LatencyAnswer
     trial_s = RFC2544_TRIAL_S

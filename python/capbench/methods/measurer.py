@@ -17,10 +17,22 @@ a LOSSLESS trial passes a load; a search goes lower after a LOSSY or a
 LOWER_BOUND one, and says what bounded its answer (`bounded_by`). A trial's loss
 ratio is `lost / sent`; its forwarding rate is the rate the generator sent times
 (1 - that ratio).
+
+Repeated evidence before a decision (issue 28)
+----------------------------------------------
+A trial the host disturbed (the record's `disturbed`: its witness saw the host stop or load a
+CPU the trial used, so its loss could be the host's, not the capture's) is run again, at the
+same load and length after the same pause, up to MAX_ATTEMPTS runs in all, before any method
+acts on it. Every run is recorded (`attempt` 1, 2, ...); the method decides on the last: the
+first undisturbed run, or the last disturbed one, which then stays `disturbed` and makes the
+answer say so. The last and not the best: a rule that picks the luckiest of three runs would
+report the host's quiet moments, not the capture's rate. This happens here, in TrialRunner (and
+`measure_decided` for a method without one), so every method gets it without code of its own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -65,6 +77,42 @@ class BurstMeasurer(Protocol):
 Pause = Callable[[float], object]
 OnTrial = Callable[["SearchTrial"], object]
 
+# A trial the host disturbed is run again until it is not, at most this many runs in all (module doc).
+MAX_ATTEMPTS = 3
+
+
+def disturbed(result: object) -> bool:
+    """The host interfered with the trial enough that its loss could be the host's (record field)."""
+    return bool(getattr(result, "disturbed", False))
+
+
+def superseded(result: object) -> bool:
+    """A recorded run that a later attempt replaced: disturbed, and not the last attempt allowed.
+    Readers of trials.jsonl leave these out of a point's repetitions (they are not evidence the
+    method decided on) and count them as runs the host spoiled."""
+    return disturbed(result) and getattr(result, "attempt", 1) < MAX_ATTEMPTS
+
+
+def _attempt(result: TrialOutcome, n: int) -> TrialOutcome:
+    """`result` numbered as the n-th run of its trial (a model's result without the field as it is)."""
+    if n == 1 or not dataclasses.is_dataclass(result) or not hasattr(result, "attempt"):
+        return result
+    return dataclasses.replace(result, attempt=n)  # type: ignore[type-var]
+
+
+def measure_decided(run_once: Callable[[], TrialOutcome], *, pause: Callable[[], object] = lambda: None,
+                    on_rerun: Callable[[TrialOutcome], object] = lambda _r: None) -> TrialOutcome:
+    """`run_once()` until a run is not disturbed, at most MAX_ATTEMPTS runs (module doc): each
+    run the host spoiled goes to `on_rerun` (to be recorded), `pause()` runs before the next;
+    the last run is returned, numbered (`attempt`)."""
+    for n in range(1, MAX_ATTEMPTS + 1):
+        result = _attempt(run_once(), n)
+        if n == MAX_ATTEMPTS or not disturbed(result):
+            return result
+        on_rerun(result)
+        pause()
+    raise AssertionError("unreachable")
+
 
 def same_load(a: float, b: float) -> bool:
     """Two loads a search computed as the same rate (equal but for float rounding)."""
@@ -75,7 +123,7 @@ def same_load(a: float, b: float) -> bool:
 class SearchTrial:
     """One trial a method ran: what it asked for, why, and what came back."""
 
-    index: int  # 0-based, in the order the trials ran
+    index: int  # 0-based, in the order the trials ran (a run the host spoiled has its successor's)
     purpose: str  # e.g. "search", "verify", "phase 1/3", "step 4/26", "burst"
     load_pps: float  # the load asked for (for a burst: the wire rate)
     requested_duration_s: float
@@ -100,6 +148,8 @@ class TrialRunner:
     device's own `pause`, which lets its saturation wear off). `on_trial` is
     called with each trial as soon as it ends, so a caller can record it before
     the next one starts (a campaign interrupted mid-search loses one trial).
+    A disturbed trial is run again (module doc): `on_trial` gets every run, `trials`
+    only the one the method decides on, `reruns` the runs the host spoiled.
     """
 
     def __init__(self, measure: Callable[[float, float], TrialOutcome] | None, *, pause_s: float = 0.0,
@@ -112,6 +162,7 @@ class TrialRunner:
         self.pause_s = pause_s
         self.max_trials = max_trials
         self.trials: list[SearchTrial] = []
+        self.reruns: list[SearchTrial] = []
         self.total_pause_s = 0.0
 
     def run(self, load_pps: float, duration_s: float, purpose: str, *, pause_s: float | None = None,
@@ -120,25 +171,58 @@ class TrialRunner:
         if len(self.trials) >= self.max_trials:
             raise RuntimeError(f"method ran {self.max_trials} trials without finishing: a bug in the search")
         wait = self.pause_s if pause_s is None else pause_s
-        if wait > 0:
-            self._pause(wait)
-            self.total_pause_s += wait
-        if call is None:
+
+        def pause() -> None:
+            if wait > 0:
+                self._pause(wait)
+                self.total_pause_s += wait
+
+        def run_once() -> TrialOutcome:
+            if call is not None:
+                return call()
             assert self._measure is not None
-            result = self._measure(duration_s, load_pps)
-        else:
-            result = call()
-        trial = SearchTrial(index=len(self.trials), purpose=purpose, load_pps=load_pps,
-                            requested_duration_s=duration_s, result=result)
+            return self._measure(duration_s, load_pps)
+
+        def made(result: TrialOutcome) -> SearchTrial:
+            return SearchTrial(index=len(self.trials), purpose=purpose, load_pps=load_pps,
+                               requested_duration_s=duration_s, result=result)
+
+        def spoiled(result: TrialOutcome) -> None:
+            self.reruns.append(made(result))
+            self._tell(self.reruns[-1])
+
+        pause()
+        trial = made(measure_decided(run_once, pause=pause, on_rerun=spoiled))
         self.trials.append(trial)
+        self._tell(trial)
+        return trial
+
+    def _tell(self, trial: SearchTrial) -> None:
         if self._on_trial is not None:
             self._on_trial(trial)
-        return trial
 
     @property
     def total_trial_s(self) -> float:
-        """Traffic time of every trial so far, from the trials' own sending times."""
-        return sum(t.result.duration_s for t in self.trials)
+        """Traffic time of every trial so far (the runs the host spoiled too), from their own sending times."""
+        return sum(t.result.duration_s for t in (*self.trials, *self.reruns))
+
+
+def check_max_load(max_load_pps: float | None, wire_pps: float) -> float:
+    """A search's maximum load (MLRsearch's Max Load, `--max-rate`): the wire rate when not given,
+    else above 0 and at most the wire rate."""
+    if max_load_pps is None:
+        return wire_pps
+    if not 0 < max_load_pps <= wire_pps * (1 + 1e-9):
+        raise UsageError(f"--max-rate {max_load_pps:,.0f} pps must be above 0 and at most the wire rate "
+                         f"({wire_pps:,.0f} pps at this frame length): give a lower rate or a percentage")
+    return min(max_load_pps, wire_pps)
+
+
+def max_load_note(max_load_pps: float, wire_pps: float) -> str:
+    """The note of a search whose highest load passed."""
+    if same_load(max_load_pps, wire_pps):
+        return "the wire rate is a lower bound: the capture path keeps up with the link"
+    return f"the maximum load ({max_load_pps:,.0f} pps, --max-rate) is a lower bound: no loss up to it"
 
 
 def check_precision_pct(precision_pct: float) -> None:

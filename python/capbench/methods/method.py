@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from capbench.errors import UsageError
-from capbench.methods.measurer import SearchTrial
+from capbench.methods.measurer import MAX_ATTEMPTS, SearchTrial, disturbed
 from capbench.methods.verdict import CAPTURE_AT_SENT_RATE, GENERATOR, SET_BY_GENERATOR, STOPPED_BY_GENERATOR
 from capbench.records import RecordError, fields_problem, filled, from_json, plain, upgrade
 from capbench.trial.measure import TrialResult, TrialSetup
@@ -50,6 +50,11 @@ class MethodSettings:
     trial_s: float | None = None  # search / sweep trial length; None: the method's default (Method.trial_s)
     steps: int = DEFAULT_STEPS
     pause_s: float = DEFAULT_PAUSE_S  # before each trial of a search, sweep or burst
+    max_load: Any = None  # a searches' highest load (capbench.rates.Rate, --max-rate); None: the wire rate
+
+    def max_load_pps(self, frame_len: int, link_bps: float) -> float | None:
+        """The highest load a search tries at `frame_len` (MLRsearch's Max Load); None: the wire rate."""
+        return None if self.max_load is None else self.max_load.pps(frame_len, link_bps)
 
     def trial_length(self, method: Method) -> float:
         """The trial length of `method`: the one given, else the method's default."""
@@ -122,15 +127,57 @@ def _tag(default: Any = None) -> Any:
 CAMPAIGN_TAGS = ("step", "repeat", "pin", "app_load", "procs", "size")
 
 
+def interference_of(results: Sequence[Any]) -> dict[str, Any]:
+    """What the host did in the trials `results` that stayed disturbed, in a few figures: the
+    first reason, the longest stop of a CPU and, per trial, the most steal and others' CPU time
+    over the CPUs it used (the witness's host_interference, trial/record.py); {} for none."""
+    found = [r for r in results if disturbed(r)]
+    if not found:
+        return {}
+
+    def per_cpu(r: Any, key: str) -> list[float]:
+        cpus = r.host_interference.values() if isinstance(r.host_interference, dict) else ()
+        return [float(v) for c in cpus if isinstance(c, dict)
+                and isinstance(v := c.get(key), (int, float)) and not isinstance(v, bool)]
+
+    def most(key: str) -> float:
+        """The largest over the trials of: the longest stop on any CPU, or the sum over the CPUs."""
+        if key == "longest_stop_us":
+            return max((max(per_cpu(r, key), default=0.0) for r in found), default=0.0)
+        return max((sum(per_cpu(r, key)) for r in found), default=0.0)
+
+    return {"reason": next((r.disturbed_reason for r in found if r.disturbed_reason), ""),
+            "longest_stop_us": most("longest_stop_us"), "steal_ms": most("steal_ms"), "others_ms": most("others_ms")}
+
+
+def interference_text(interference: dict[str, Any]) -> str:
+    """The interference of interference_of in words: "receive CPU stopped ...; longest stop 20.0 ms,
+    steal 0 ms, others' CPU time 20 ms"."""
+    def number(key: str) -> float:  # a line written by another capbench may hold anything
+        v = interference.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+    parts = [f"longest stop {number('longest_stop_us') / 1000:.1f} ms", f"steal {number('steal_ms'):.0f} ms",
+             f"others' CPU time {number('others_ms'):.0f} ms"]
+    reason = str(interference.get("reason") or "")
+    return "; ".join(([reason] if reason else []) + [", ".join(parts)])
+
+
 @dataclass(frozen=True)
 class MethodAnswer:
     """The answer of one method at one backend and frame length: one line of searches.jsonl.
 
     SCHEMA is the version of the line (`schema`); a line without one is version 1, the plain
-    dicts of capbench before answers were typed, with the same field names. The campaign tags
-    the answer with its step (key, repetition and settings) before it is recorded."""
+    dicts of capbench before answers were typed, with the same field names; version 2 had no
+    `disturbed` (issue 28: no witness watched the host, so nothing was known disturbed). The
+    campaign tags the answer with its step (key, repetition and settings) before it is recorded.
 
-    SCHEMA: ClassVar[int] = 2
+    `disturbed`: the answer rests on trials the host disturbed even after MAX_ATTEMPTS runs each
+    (methods/measurer.py): `disturbed_trials` of the `trials` it decided on, with the
+    `interference` measured (interference_of); `reruns`: the runs the host spoiled that were run
+    again (recorded in trials.jsonl, not counted in `trials`)."""
+
+    SCHEMA: ClassVar[int] = 3
     METHOD: ClassVar[str] = ""
 
     backend: str
@@ -146,6 +193,10 @@ class MethodAnswer:
     app_load: str | None = _tag()
     procs: int | None = _tag()
     size: str | None = _tag()
+    disturbed: bool = _tag(False)
+    disturbed_trials: int = _tag(0)
+    reruns: int = _tag(0)
+    interference: dict[str, Any] = field(default_factory=dict, kw_only=True)
 
     @property
     def method(self) -> str:
@@ -172,7 +223,7 @@ class MethodAnswer:
         RecordError otherwise: a version this capbench does not read, a field of another type,
         a field every version has missing."""
         what = f"{cls.METHOD} answer"
-        line = upgrade({"schema": 1} | d, current=cls.SCHEMA, steps={1: cls.from_v1}, what=what)
+        line = upgrade({"schema": 1} | d, current=cls.SCHEMA, steps={1: cls.from_v1, 2: cls.from_v2}, what=what)
         problem = fields_problem(cls, line)
         if problem:
             raise RecordError("invalid", f"{what}: {problem}")
@@ -186,11 +237,36 @@ class MethodAnswer:
         answer whose version 1 said something in other words first puts it in today's."""
         return filled(cls, d)
 
+    @classmethod
+    def from_v2(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """A version-2 line: no witness watched the host then, so nothing was known disturbed
+        (the new fields' defaults)."""
+        return d
+
     @staticmethod
     def common(r: Any, backend: str) -> dict[str, Any]:
-        """The fields every answer takes from its method's result (and the backend it ran on)."""
+        """The fields every answer takes from its method's result (and the backend it ran on): the
+        trials it decided on, those of them the host still disturbed, and the runs it spoiled."""
+        ran = (*getattr(r, "warmups", ()), *r.trials)  # an MLR warm-up ran, though no goal read it
+        spoiled = [t.result for t in r.trials if disturbed(t.result)]
         return dict(backend=backend, frame_len=r.frame_len, link_bps=r.link_bps, wire_pps=r.wire_pps,
-                    trials=len(r.trials), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s)
+                    trials=len(ran), total_trial_s=r.total_trial_s, total_pause_s=r.total_pause_s,
+                    disturbed=bool(spoiled), disturbed_trials=len(spoiled),
+                    reruns=sum(max(0, getattr(t.result, "attempt", 1) - 1) for t in ran),
+                    interference=interference_of(spoiled))
+
+    def disturbed_note(self) -> str:
+        """"disturbed: ..." for an answer that rests on trials the host disturbed; "" otherwise."""
+        if not self.disturbed:
+            return ""
+        return (f"disturbed: the host interfered in {self.disturbed_trials} of the {self.trials} trials it "
+                f"decided on, each run {MAX_ATTEMPTS} times ({interference_text(self.interference)}): "
+                f"the answer may measure the host, not the capture")
+
+    def said(self) -> str:
+        """The answer in one line with what the host did to it (the terminal's answers)."""
+        note = self.disturbed_note()
+        return f"{self.text()}; {note}" if note else self.text()
 
     def tagged(self, **tags: Any) -> MethodAnswer:
         return dataclasses.replace(self, **tags)
@@ -244,6 +320,7 @@ class Method:
     min_trial_s: ClassVar[float | None] = None  # the shortest trial the campaign accepts
     takes_profiles: ClassVar[bool] = False  # runs at size profiles (imix:...), not only fixed lengths
     sets_own_load: ClassVar[bool] = True  # chooses its loads (False: runs at --rate)
+    takes_max_load: ClassVar[bool] = False  # its loads stay at or below --max-rate (MLRsearch's Max Load)
     # Its trials go through Measurer.measure only, so it runs with several sensors on one stream
     # (trial/sensors.py); False: it builds Measurers of one capture itself (back-to-back's bursts).
     takes_sensors: ClassVar[bool] = True

@@ -53,6 +53,8 @@ from capbench.methods.measurer import (
     SearchTrial,
     TrialOutcome,
     TrialRunner,
+    check_max_load,
+    max_load_note,
     check_loss_tolerance,
     check_pause,
     check_precision_pct,
@@ -158,6 +160,7 @@ def search(
     verify_pause_s: float = VERIFY_PAUSE_S,
     pause: Pause | None = None,
     on_trial: OnTrial | None = None,
+    max_load_pps: float | None = None,
 ) -> Rfc2544Result:
     """Search the RFC 2544 throughput of `measurer` at `frame_len` on a `link_bps` link (module doc).
 
@@ -170,8 +173,9 @@ def search(
     check_loss_tolerance(loss_tolerance_frames)
     check_trial_s(trial_s, minimum_s=MIN_TRIAL_S)
     check_pause(verify_pause_s)
-    max_pps = wire_pps(link_bps, frame_len)
-    precision_pps = max_pps * precision_pct / 100.0
+    wire = wire_pps(link_bps, frame_len)
+    max_pps = check_max_load(max_load_pps, wire)  # the wire rate, or --max-rate
+    precision_pps = wire * precision_pct / 100.0
     runner = TrialRunner(measurer.measure, pause_s=pause_s, pause=pause, on_trial=on_trial)
     notes: list[str] = []
     if trial_s < RFC2544_TRIAL_S:
@@ -184,7 +188,7 @@ def search(
     while True:
         ceiling = max_pps if upper is None else upper
         if upper is None and not passed:
-            rate = max_pps  # the first trial: at wire speed
+            rate = max_pps  # the first trial: at wire speed (or the maximum load)
         elif ceiling - lower > precision_pps * (1 + 1e-9) and not (upper is None and lower >= max_pps):
             rate = (lower + ceiling) / 2.0
         else:
@@ -223,14 +227,15 @@ def search(
             upper = rate
 
     if upper is None and lower >= max_pps:
-        notes.append("the wire rate passed: the capture path keeps up with the link at this frame length")
+        notes.append("the wire rate passed: the capture path keeps up with the link at this frame length"
+                     if same_load(max_pps, wire) else max_load_note(max_pps, wire))
     tried = [(t.load_pps, t.result) for t in runner.trials]
     bounded_by = what_bounded(upper, tried, loss_tolerance_frames) or CAPTURE_LOSS  # a failed trial is at upper
     notes += bound_notes(bounded_by, upper, lower, tried, loss_tolerance_frames)
     return Rfc2544Result(
         frame_len=frame_len,
         link_bps=link_bps,
-        wire_pps=max_pps,
+        wire_pps=wire,
         throughput_pps=lower,
         throughput_gbps=wire_bps(lower, frame_len) / 1e9,
         lowest_lossy_pps=lowest_lossy(tried, loss_tolerance_frames),
@@ -323,6 +328,7 @@ def trial_note(lengths: Iterable[float], short: bool) -> list[str]:
 
 class Rfc2544(Method):
     name = "rfc2544"
+    takes_max_load = True
     help = "RFC 2544 throughput (26.1): binary search for the highest rate without loss, verified"
     answer_type = Rfc2544Answer
     trial_s = RFC2544_TRIAL_S
@@ -342,7 +348,7 @@ class Rfc2544(Method):
         return search(m, frame_len=frame_len, link_bps=c.link_bps, precision_pct=s.precision_pct,
                       loss_tolerance_frames=s.loss_tolerance_frames, trial_s=s.trial_length(self),
                       pause_s=s.pause_s, verify_pause_s=max(s.pause_s, VERIFY_PAUSE_S), pause=c.pause,
-                      on_trial=on_trial)
+                      on_trial=on_trial, max_load_pps=s.max_load_pps(frame_len, c.link_bps))
 
     def run(self, measurer: Any, backend: str, size: int | str, context: Context, **_: Any) -> Rfc2544Answer:
         assert isinstance(size, int)

@@ -28,6 +28,12 @@ application, behind a queue of `buffer_frames` frames:
   falls short is; the receiver then meets what was sent, so one trial can be
   short of its target *and* lose frames (a capacity below `generator_pps`).
 
+- `disturbed_trials`: the trials (0-based, in the order the device ran them) during which the
+  host stopped the receive CPU for `stop_ms` (issue 28): the receiver drains nothing for that
+  long, so the trial loses what arrived then beyond its queue (at least one frame), and the
+  record says what a witness would: `disturbed`, its reason and `host_interference` for the
+  receive CPU. The searches' rule of repeating a disturbed trial is tested with these.
+
 Every result is a `capbench.trial.measure.TrialResult` with consistent integer counts
 (`sent = received + backlog_drops + socket_drops`, nothing lost on the link,
 nothing unexplained); overload drops are split between the backlog queue and
@@ -73,6 +79,8 @@ class SimulatedDevice:
     seed: int = 0
     backend: str = "simulated"
     generator_pps: float | None = None
+    disturbed_trials: frozenset[int] = frozenset()
+    stop_ms: float = 20.0
     # The model's state: its clock, when the last overload's distortion wears off, what it was asked for.
     clock_s: float = field(default=0.0, init=False)
     saturated_until_s: float = field(default=-math.inf, init=False)
@@ -131,6 +139,12 @@ class SimulatedDevice:
         drained = math.floor(capacity * duration_s) + self.buffer_frames
         through = min(sent, drained)
         overload_drops = sent - through
+        stopped = self.trials in self.disturbed_trials
+        if stopped:  # what arrived while the receiver was stopped, beyond its queue, is lost
+            arrived = math.ceil(sent / duration_s * self.stop_ms / 1000.0)
+            stop_drops = min(through, max(1, arrived - self.buffer_frames))
+            through -= stop_drops
+            overload_drops += stop_drops
         background = 0
         if self.background_loss_ratio > 0 and through > 0:
             background = min(through, math.ceil(through * self.background_loss_ratio))
@@ -174,4 +188,14 @@ class SimulatedDevice:
             cap_cpu=None,
             kernel_rx_cpu=None,
             raw={"simulated": {"capacity_pps": capacity, "saturated": distorted, "clock_s": started_s}},
+            **(self._stop() if stopped else {}),
         )
+
+    def _stop(self) -> dict[str, object]:
+        """What a witness records of a trial during which the receive CPU was stopped for stop_ms."""
+        stop_us = round(self.stop_ms * 1000)
+        return {"disturbed": True,
+                "disturbed_reason": f"receive CPU stopped for {self.stop_ms:g} ms (simulated)",
+                "host_interference": {"1": {"roles": ["receive"], "steal_ms": 0, "others_ms": self.stop_ms,
+                                            "others_top": [["simulated", self.stop_ms]],
+                                            "longest_stop_us": stop_us, "stops": 1}}}

@@ -37,6 +37,7 @@ from capbench.methods.measurer import (
     Pause,
     SearchTrial,
     TrialRunner,
+    check_max_load,
     check_trial_s,
 )
 from capbench.methods.method import (DEFAULT_LINK_BPS, DEFAULT_PAUSE_S, DEFAULT_STEPS, TRIAL_OVERHEAD_S, Bound, Context, Estimate, Figures, Method,
@@ -149,15 +150,17 @@ def run(
     link_bps: float = DEFAULT_LINK_BPS,
     steps: int = DEFAULT_STEPS,
     low_pps: float | None = None,
+    high_pps: float | None = None,
     trial_s: float = DEFAULT_TRIAL_S,
     pause_s: float = DEFAULT_PAUSE_S,
     pause: Pause | None = None,
     on_trial: OnTrial | None = None,
 ) -> SweepResult:
-    """One trial of `trial_s` per step from `low_pps` (wire rate / steps) to the wire rate (module doc)."""
+    """One trial of `trial_s` per step from `low_pps` (high / steps) to `high_pps` (the wire rate,
+    or a lower maximum load: --max-rate) (module doc)."""
     check_trial_s(trial_s)
     check_steps(steps)
-    high = wire_pps(link_bps, frame_len)
+    high = check_max_load(high_pps, wire_pps(link_bps, frame_len))
     low = high / steps if low_pps is None else low_pps
     loads = sweep_loads(low, high, steps)
     runner = TrialRunner(measurer.measure, pause_s=pause_s, pause=pause, on_trial=on_trial)
@@ -287,6 +290,7 @@ def _bound(value: float | None, info: dict[str, Any]) -> Bound:
 
 class Sweep(Method):
     name = "sweep"
+    takes_max_load = True
     help = "offered-rate sweep (seed 003): capture rate and CPU at evenly spaced rates up to the wire rate"
     answer_type = SweepAnswer
     trial_s = DEFAULT_TRIAL_S
@@ -299,6 +303,7 @@ class Sweep(Method):
         assert isinstance(size, int)
         s = context.settings
         r = run(measurer, frame_len=size, link_bps=context.link_bps, steps=s.steps, trial_s=s.trial_length(self),
+                high_pps=s.max_load_pps(size, context.link_bps),
                 pause_s=s.pause_s, pause=context.pause, on_trial=tagger(context.record, self.name))
         return SweepAnswer.of(r, backend)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from capbench.methods import registry
+from capbench.methods.measurer import MAX_ATTEMPTS
 from capbench.methods.method import Method
 from capbench.methods.rfc2544 import trial_note
 from capbench.rates import wire_bps
@@ -72,6 +73,25 @@ def generator_notes(g: AnswerGroup, name: str, where: str, what: str) -> list[st
             f"pps, so {what} stopped below it: this figure is a lower bound of the capture's limit, not the limit."]
 
 
+DISTURBED_MARK = "disturbed"
+
+
+def disturbed_mark(g: AnswerGroup) -> str:
+    """The mark after an answer that rests on trials the host disturbed, " disturbed" (with
+    repetitions: in how many of them); "" otherwise."""
+    if not g.disturbed:
+        return ""
+    n = len(g.answers)
+    return f" {DISTURBED_MARK}" + (f" in {len(g.disturbed)} of {n}" if len(g.disturbed) < n else "")
+
+
+def disturbed_notes(g: AnswerGroup, where: str) -> list[str]:
+    """A table's note for an answer that rests on trials the host disturbed: what the host did."""
+    return [f"{where}: {DISTURBED_MARK}: the host interfered in trials the search decided on, each run "
+            f"{MAX_ATTEMPTS} times ({a.interference}): the figure may measure the host, not the capture."
+            for a in g.disturbed[:1]]
+
+
 def _trial_note(gs: list[AnswerGroup]) -> list[str]:
     return trial_note((float(x) for g in gs for x in g.info_values("trial_s")),
                       any(x for g in gs for x in g.info_values("short_trials")))
@@ -106,8 +126,9 @@ def throughput_tables(groups: Iterable[AnswerGroup], method: Method) -> list[Ans
                 unverified = [a for a in g.answers if a.values.get(name) and not a.info.get("verified")]
                 if unverified:
                     text += " (not verified)"
-                text += generator_mark(g, name)
+                text += generator_mark(g, name) + disturbed_mark(g)
                 notes += generator_notes(g, name, f"{size} B {p}", "the search")
+                notes += disturbed_notes(g, f"{size} B {p}")
                 row.append(text)
             rows.append(row)
         derived = any(a.source == "trials" for p in pins for g in by_pin[p] for a in g.answers)
@@ -142,7 +163,10 @@ def goal_tables(groups: Iterable[AnswerGroup], method: Method) -> list[AnswerTab
             continue
         columns = [(p, m) for p in pins for m in goals]
         rows = [[str(size)] + [_pps_cell(cells[p, size].stat(m), size) + generator_mark(cells[p, size], m)
-                               if (p, size) in cells else "" for p, m in columns] for size in sizes]
+                               + disturbed_mark(cells[p, size]) if (p, size) in cells else "" for p, m in columns]
+                for size in sizes]
+        notes += [n for size in sizes for p in pins if (p, size) in cells
+                  for n in disturbed_notes(cells[p, size], f"{size} B {p}")]
         notes += [n for size in sizes for p, m in columns if (p, size) in cells
                   for n in generator_notes(cells[p, size], m, f"{size} B {p} {metric(m).label.removeprefix('MLR ')}",
                                            "the goal's search")]
@@ -171,7 +195,8 @@ def burst_tables(groups: Iterable[AnswerGroup], method: Method) -> list[AnswerTa
                     continue
                 g = cells[p, size]
                 text = f"{s.median:,.0f}" + (f" ({s.lo:,.0f}–{s.hi:,.0f}, sd {s.sd:,.0f}, n={s.n})" if s.spread else "")
-                row.append(f"{text} ({1e3 * s.median / g.wire_pps:.2f} ms){generator_mark(g, name)}")
+                row.append(f"{text} ({1e3 * s.median / g.wire_pps:.2f} ms){generator_mark(g, name)}{disturbed_mark(g)}")
+                notes += disturbed_notes(g, f"{size} B {p}")
                 if g.generator_bound(name):
                     notes.append(f"{size} B {p}: {GENERATOR_BOUND}: the generator could not send the shortest "
                                  f"failing burst at wire rate and nothing was lost, so this figure is a lower bound "

@@ -33,17 +33,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from capbench.errors import CapbenchError
 from capbench.methods import registry
-from capbench.methods.method import Bound, Figures, load_of
+from capbench.methods.method import Bound, Figures, interference_text, load_of
 from capbench.methods.verdict import GENERATOR, GENERATOR_BOUND  # noqa: F401 (GENERATOR_BOUND: the report's word)
 from capbench.rates import link_name, wire_pps
 from capbench.report.keys import SeriesKey, SettingsKey, series_key
 from capbench.report.load import Trial
-from capbench.report.stats import Metric, Stat, stat_of
+from capbench.report.stats import Metric, Stat, decided, stat_of
 from capbench.campaign.results import conforms, numbers, short
 
 # The methods whose answers the report tabulates (a constant-load method has none).
@@ -82,6 +83,10 @@ class Answer:
     notes: tuple[str, ...] = ()
     info: dict[str, Any] = field(default_factory=dict)  # verified, short_trials, trial_s, first_lossy_pps, ...
     bounds: dict[str, Bound] = field(default_factory=dict)  # what bounded each figure (by metric name)
+    # The answer rests on trials the host disturbed (MethodAnswer.disturbed_note, and the
+    # interference measured in words); "": it does not.
+    disturbed: str = ""
+    interference: str = ""
 
     @property
     def key(self) -> tuple[SeriesKey, int]:
@@ -161,6 +166,11 @@ class AnswerGroup:
         return [x for a in self.answers if (x := a.generator_short_pps(name)) is not None]
 
     @property
+    def disturbed(self) -> tuple[Answer, ...]:
+        """The repetitions whose answer rests on trials the host disturbed."""
+        return tuple(a for a in self.answers if a.disturbed)
+
+    @property
     def notes(self) -> list[str]:
         out: list[str] = []
         for a in self.answers:
@@ -226,8 +236,13 @@ def _from_outcome(o: dict[str, Any], series: SeriesKey, trials: tuple[Trial, ...
     trials when they are at hand)."""
     a = registry.answer_from_json(o)
     wire = a.wire_pps or wire_pps(a.link_bps or (trials[0].result.link_bps if trials else 1e9), a.frame_len)
-    return _answer(a.method, series, a.frame_len, a.repeat or 1, a.step or "", wire, trials, "searches.jsonl",
-                   a.figures(tuple(t.result for t in trials), wire))
+    found = _answer(a.method, series, a.frame_len, a.repeat or 1, a.step or "", wire, trials, "searches.jsonl",
+                    a.figures(tuple(t.result for t in trials), wire))
+    note = a.disturbed_note()
+    if not note:
+        return found
+    return dataclasses.replace(found, notes=(*found.notes, note), disturbed=note,
+                               interference=interference_text(a.interference))
 
 
 def _series_of_outcome(o: dict[str, Any], engine: str) -> SeriesKey:
@@ -255,7 +270,7 @@ def answers_of(trials: Iterable[Trial], outcomes: Iterable[dict[str, Any]] = (),
     """Every search's answer, in the order the searches ran (module doc): from its outcome in
     searches.jsonl when there is one, else from its trials."""
     by_step: dict[str, list[Trial]] = {}
-    for t in trials:
+    for t in decided(trials):  # what the searches decided on: not the runs the host spoiled
         if t.method not in SEARCH_METHODS:
             continue
         r = t.result

@@ -23,6 +23,13 @@ fell short of the offered load and nothing was lost) is shown but never judged a
 regression: it did not measure the capture method at that load. One whose generator fell
 short but that lost frames is judged: its loss is capture loss at the rate sent.
 
+The conditions of the two runs (issue 28): where the generator sent a measurement at rates
+that differ by more than its tolerance, the captured rate is not judged (the change is the
+generator's), and the capture is judged by its loss, which is at the rate actually sent. A
+measurement or answer that rests on trials the host disturbed (the witness, `disturbed`) in
+either run is shown and judged, but never a regression. `conditions` lists, per measurement,
+what differed: the rate sent, the trials the host disturbed, other capbench test beds up.
+
 Profiles (--profile), where both runs profiled a measurement: how each group of receive work
 (capbench/profile/groups.toml) changed its share of the receive CPU's time (points) and its
 CPU time per captured packet, and the receive CPU's busy time per packet in all. A profile is
@@ -45,13 +52,15 @@ from capbench.report import profiles
 from capbench.report.answers import AnswerGroup
 from capbench.report.keys import IDENTITY_TEXT, SettingsKey
 from capbench.report.load import RunData
-from capbench.report.stats import (CPU_LEAST_CHANGE_PTS, METRICS, SIGNIFICANCE, SIGNIFICANCE_LEVEL, Group, Metric,
-                                   Stat, iperf_groups, p_value, stat_of)
+from capbench.report.stats import (CPU_LEAST_CHANGE_PTS, METRICS, RATE_LEAST_CHANGE_PCT, SIGNIFICANCE,
+                                   SIGNIFICANCE_LEVEL, Group, Metric, Stat, iperf_groups, p_value, sent_pps, stat_of)
 from capbench.trial.record import TrialResult
-COMPARED = ("rx_pps", "loss_pct", "link_pct", "backlog_pct", "socket_pct", "unexplained_pct", "app_cpu_pct",
+COMPARED = ("rx_pps", "loss_pct", "ring_pct", "link_pct", "backlog_pct", "socket_pct", "unexplained_pct", "app_cpu_pct",
             "kernel_cpu_pct")
 # The figures --fail-on-regression watches; the loss layers are the loss split up.
 WATCHED = ("rx_pps", "loss_pct", "app_cpu_pct", "kernel_cpu_pct")
+# The figures that follow the rate the generator sent: not judged where the runs sent other rates.
+RATE_FIGURES = ("rx_pps", "rx_gbps")
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,8 @@ class Change:
     answer: bool = False  # a search's answer (report.answers), not a figure of iperf-like trials
     judged: bool = True  # False: neither repetitions nor --threshold to judge it by, or a lower bound
     p: float | None = None  # the t-test's p-value (by_repetitions), adjusted by holm() in compare()
+    disturbed: str = ""  # "" or which run's measurement rests on trials the host disturbed: "A", "B", "A and B"
+    apart: str = ""  # "" or why the conditions kept it from being judged (the generator sent other rates)
 
     @property
     def delta(self) -> float:
@@ -100,7 +111,7 @@ class Change:
         """A regression: a judged change beyond the noise (significant), worse, by more than pct %
         of A's value (a figure that was 0, such as loss, and is not any more is worse by more
         than any pct)."""
-        if not self.significant or not self.worse:
+        if not self.significant or not self.worse or self.disturbed:
             return False
         rel = self.rel_pct
         return rel is None or abs(rel) > pct
@@ -132,6 +143,7 @@ class Comparison:
     unanswered: list[tuple[SettingsKey, str, str]] = field(default_factory=list)  # (key, figure, "A"/"B"/"A and B")
     profile: list[ProfileChange] = field(default_factory=list)  # measurements both runs profiled
     profiled_once: list[tuple[SettingsKey, str]] = field(default_factory=list)  # (key, the run, "A" or "B")
+    conditions: list[Conditions] = field(default_factory=list)  # measurements whose conditions differed
 
     @property
     def by_repetitions(self) -> bool:
@@ -179,12 +191,13 @@ class Comparison:
 
 
 def judge(key: SettingsKey, metric: Metric, a: Stat, b: Stat, threshold_pct: float | None, short: str = "",
-          precision: float = 0.0, answer: bool = False) -> Change:
+          precision: float = 0.0, answer: bool = False, disturbed: str = "", apart: str = "") -> Change:
     """The change of one figure and, without repetitions, whether it is beyond --threshold; with
     repetitions its p-value, which holm() weighs against those of the other figures."""
     by_reps = a.n > 1 and b.n > 1
     c = Change(key, metric, a, b, by_reps, short, False, precision, answer,
-               judged=not short and (by_reps or threshold_pct is not None))
+               judged=not short and not apart and (by_reps or threshold_pct is not None), disturbed=disturbed,
+               apart=apart)
     if not c.judged or c.delta == 0 or c.too_small:
         return c
     if by_reps:
@@ -213,14 +226,77 @@ def _short(ga: Group, gb: Group) -> str:
     return " and ".join(name for name, g in (("A", ga), ("B", gb)) if g.short)
 
 
+def _runs(a: bool, b: bool) -> str:
+    """"A", "B", "A and B" or "": the runs of which something holds."""
+    return " and ".join(name for name, x in (("A", a), ("B", b)) if x)
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What differed between the runs around one measurement: the rate the generator sent (median
+    pps; None for a search, whose rates are its own), the trials (or answers) the host disturbed,
+    other capbench test beds up during its trials."""
+
+    key: SettingsKey
+    sent_pps: tuple[float | None, float | None]
+    disturbed: tuple[int, int]
+    measured: tuple[int, int]  # trials (or answers) in each run
+    other_testbeds: tuple[tuple[str, ...], tuple[str, ...]]
+
+    @property
+    def sent_differs(self) -> bool:
+        """The generator sent rates apart by more than its own tolerance (stats.RATE_LEAST_CHANGE_PCT)."""
+        a, b = self.sent_pps
+        return a is not None and b is not None and abs(b - a) > max(a, b) * RATE_LEAST_CHANGE_PCT / 100.0
+
+    @property
+    def disturbed_in(self) -> str:
+        return _runs(self.disturbed[0] > 0, self.disturbed[1] > 0)
+
+    def differed(self) -> list[str]:
+        """What differed, in words ([] when nothing did)."""
+        out = []
+        if self.sent_differs:
+            a, b = self.sent_pps
+            out.append(f"the generator sent {a:,.0f} pps in A, {b:,.0f} pps in B: the captured rate is not judged, "
+                       f"the loss (at the rate sent) is")
+        if any(self.disturbed):
+            out.append("the host disturbed " + " and ".join(
+                f"{n} of {m} in {run}" for run, n, m in zip("AB", self.disturbed, self.measured) if n)
+                + ": no regression is counted there")
+        beds = [f"{', '.join(o)} in {run}" for run, o in zip("AB", self.other_testbeds) if o]
+        if beds and self.other_testbeds[0] != self.other_testbeds[1]:
+            out.append(f"other capbench test beds were up: {'; '.join(beds)}")
+        return out
+
+
+def _group_conditions(key: SettingsKey, ga: Group, gb: Group) -> Conditions:
+    def of(g: Group) -> tuple[float, int, int, tuple[str, ...]]:
+        rs = [t.result for t in g.used]
+        return (sent_pps(g), sum(1 for r in rs if r.disturbed), len(rs),
+                tuple(sorted({o for r in rs for o in r.other_testbeds})))
+    a, b = of(ga), of(gb)
+    return Conditions(key, (a[0], b[0]), (a[1], b[1]), (a[2], b[2]), (a[3], b[3]))
+
+
+def _answer_conditions(ga: AnswerGroup, gb: AnswerGroup) -> Conditions:
+    def of(g: AnswerGroup) -> tuple[int, int, tuple[str, ...]]:
+        others = {o for a in g.answers for t in a.trials for o in t.result.other_testbeds}
+        return len(g.disturbed), len(g.answers), tuple(sorted(others))
+    a, b = of(ga), of(gb)
+    return Conditions(ga.settings_key, (None, None), (a[0], b[0]), (a[1], b[1]), (a[2], b[2]))
+
+
 def _answers(run: RunData) -> dict[SettingsKey, AnswerGroup]:
     return {g.settings_key: g for g in answers_mod.group_answers(answers_mod.run_answers(run)).values()}
 
 
 def answer_changes(ga: AnswerGroup, gb: AnswerGroup, threshold_pct: float | None
                    ) -> tuple[list[Change], list[tuple[SettingsKey, str, str]]]:
-    """The change of every answer of one search step (median over its repetitions in each run)."""
+    """The change of every answer of one search step (median over its repetitions in each run); one
+    that rests on trials the host disturbed is never a regression."""
     names = ga.metrics() + [n for n in gb.metrics() if n not in ga.metrics()]
+    disturbed = _answer_conditions(ga, gb).disturbed_in
     changes, unanswered = [], []
     precision = max(ga.precision_pps, gb.precision_pps)
     for name in names:
@@ -232,7 +308,7 @@ def answer_changes(ga: AnswerGroup, gb: AnswerGroup, threshold_pct: float | None
         # judged and never a regression, as an iperf figure that is a lower bound.
         short = " and ".join(w for w, g in (("A", ga), ("B", gb)) if g.generator_bound(name))
         changes.append(judge(ga.settings_key, answers_mod.metric(name), sa, sb, threshold_pct, short, precision,
-                             answer=True))
+                             answer=True, disturbed=disturbed))
     return changes, unanswered
 
 
@@ -304,13 +380,19 @@ def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Compa
             f"{IDENTITY_TEXT}) and no search step (matched by the same settings but the rates it visited): A has {_some(list(groups_a) + list(answers_a))}; "
             f"B has {_some(list(groups_b) + list(answers_b))}")
     changes = []
+    conditions = []
     for key in common:
         ga, gb = groups_a[key], groups_b[key]
         short = _short(ga, gb)
+        cond = _group_conditions(key, ga, gb)
+        conditions.append(cond)
+        apart = "the generator sent other rates" if cond.sent_differs else ""
         for name in COMPARED:
-            changes.append(judge(key, METRICS[name], ga.stat(name), gb.stat(name), threshold_pct, short))
+            changes.append(judge(key, METRICS[name], ga.stat(name), gb.stat(name), threshold_pct, short,
+                                 disturbed=cond.disturbed_in, apart=apart if name in RATE_FIGURES else ""))
     unanswered: list[tuple[SettingsKey, str, str]] = []
     for key in common_answers:
+        conditions.append(_answer_conditions(answers_a[key], answers_b[key]))
         more, missing = answer_changes(answers_a[key], answers_b[key], threshold_pct)
         changes += more
         unanswered += missing
@@ -318,7 +400,8 @@ def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Compa
     only_a = [k for k in groups_a if k not in groups_b] + [k for k in answers_a if k not in answers_b]
     only_b = [k for k in groups_b if k not in groups_a] + [k for k in answers_b if k not in answers_a]
     profile, once = profile_changes(common, groups_a, groups_b)
-    return Comparison(a, b, changes, only_a, only_b, threshold_pct, unanswered, profile, once)
+    return Comparison(a, b, changes, only_a, only_b, threshold_pct, unanswered, profile, once,
+                      [c for c in conditions if c.differed()])
 
 
 def _some(keys: list[SettingsKey]) -> str:

@@ -81,8 +81,12 @@ def verdict(c: Change) -> str:
     if c.short:
         what = "the generator bounded the answer (a lower bound)" if c.answer else "a lower bound"
         return f"not compared: {what} in {c.short}"
+    if c.apart:
+        return f"not judged: {c.apart}"
     if c.delta == 0:
         return "no change"
+    if c.significant and c.disturbed:
+        return f"{'worse' if c.worse else 'better'}, host disturbed in {c.disturbed}: not a regression"
     if c.significant:
         return "worse" if c.worse else "better"
     if not c.judged:
@@ -208,6 +212,10 @@ def headline(cmp: Comparison) -> list[str]:
     if short:
         lines.append(f"{len(short)} of them not compared: lower bounds (the generator fell short of the offered "
                      f"load and nothing was lost), so they measured the generator, not the capture method.")
+    if cmp.conditions:
+        labels = key_labels([c.key for c in cmp.conditions])
+        lines.append("The conditions differed: " + "; ".join(
+            f"{labels[c.key]}: {', '.join(c.differed())}" for c in cmp.conditions) + ".")
     if cmp.unanswered:
         labels = key_labels([k for k, _n, _w in cmp.unanswered])
         lines.append("No answer to compare (the search found none, or was cut short): " + "; ".join(
@@ -404,7 +412,7 @@ def _change(c: Change) -> dict[str, Any]:
     return {"figure": c.metric.name, "label": c.metric.label, "unit": c.metric.unit, "a": _stat(c.a), "b": _stat(c.b),
             "delta": _num(c.delta), "rel_pct": _num(c.rel_pct), "judged": c.judged, "significant": c.significant,
             "worse": c.worse, "by_repetitions": c.by_repetitions, "p": _num(c.p), "answer": c.answer,
-            "lower_bound_in": c.short or None}
+            "lower_bound_in": c.short or None, "disturbed_in": c.disturbed or None, "not_judged_because": c.apart or None}
 
 
 def to_json(result: Comparison, regressions_pct: float | None = None) -> dict[str, Any]:
@@ -416,6 +424,10 @@ def to_json(result: Comparison, regressions_pct: float | None = None) -> dict[st
         "profile": [{"measurement": p.key.text(), "group": p.group, "share_pct": _change(p.share),
                      "ns_per_packet": _change(p.ns) if p.ns is not None else None} for p in result.profile],
         "only_a": [k.text() for k in result.only_a], "only_b": [k.text() for k in result.only_b],
+        "conditions": [{"measurement": c.key.text(), "sent_pps": {"a": c.sent_pps[0], "b": c.sent_pps[1]},
+                        "disturbed": {"a": c.disturbed[0], "b": c.disturbed[1]},
+                        "other_testbeds": {"a": list(c.other_testbeds[0]), "b": list(c.other_testbeds[1])},
+                        "differed": c.differed()} for c in result.conditions],
     }
     if regressions_pct is not None:
         doc["regressions"] = [{"measurement": c.key.text(), **_change(c)} for c in result.regressions(regressions_pct)]

@@ -1,5 +1,6 @@
 """A run on the terminal: the line of each trial and the progress bars while it runs, and at its
-end the tables, the methods' answers and what to try when rows are lower bounds. `capbench run`
+end the tables, the methods' answers and what to try when rows are lower bounds, then the answer
+(best per length, where each backend starts to lose, how sure each is: print_answer). `capbench run`
 hands these to the campaign runner as its callbacks (campaign.runner.RunCallbacks): the
 campaign layer draws nothing itself."""
 
@@ -10,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -17,8 +19,11 @@ from rich.text import Text
 from capbench.campaign.matrix import Step
 from capbench.errors import CapbenchError
 from capbench.methods import registry
+from capbench.methods.measurer import superseded
 from capbench.methods.verdict import LOSSLESS, LOSSY, LOWER_BOUND, measured, verdict, way_forward
-from capbench.report import tables
+from capbench.report import summary, tables
+from capbench.report.answers import answers_of
+from capbench.report.keys import as_trial
 from capbench.trial.accounting import format_pct
 from capbench.trial.measure import TrialResult
 from capbench.trial.trial_run import Progress
@@ -31,11 +36,11 @@ def progress_bar(done: int, total: int, width: int = 24) -> str:
 
 
 def trial_line(n: int, r: TrialResult) -> str:
-    offered = tables.offered_cell(r)
+    offered, sent = tables.offered_cell(r), tables.sent_cell(r)
     loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
     one = r.method in registry.REGISTRY and registry.get(r.method).answer_type is None  # a trial is its result
     what = r.method if one else f"{r.method} {r.purpose}"
-    line = (f"[{n}] {what:<16} {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} pps  "
+    line = (f"[{n}] {what:<16} {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} sent {sent:>10} pps  "
             f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
     if r.unexplained:
         line += f"  UNEXPLAINED {r.unexplained:,}"
@@ -44,7 +49,10 @@ def trial_line(n: int, r: TrialResult) -> str:
     if verdict(r) == LOWER_BOUND:
         line += "  (generator short, nothing lost: a lower bound)"
     if r.disturbed:
-        line += f"  {tables.DISTURBED_MARK} host: {r.disturbed_reason}"
+        again = "run again" if superseded(r) else f"run {r.attempt} times, decided on as it is"
+        line += f"  {tables.DISTURBED_MARK} DISTURBED: {r.disturbed_reason or 'the host interfered'} ({again})"
+    elif r.attempt > 1:
+        line += f"  (run {r.attempt}: the host disturbed the run before)"
     return line
 
 
@@ -78,7 +86,7 @@ def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
             t.add_row(str(o.get("method", "?")), str(o.get("backend", "?")), str(o.get("frame_len", "?")),
                       str(o.get("pin") or ""), f"not read: {e}", "", "")
             continue
-        t.add_row(a.method, a.backend, str(a.frame_len), a.pin or "", a.text(), str(a.trials),
+        t.add_row(a.method, a.backend, str(a.frame_len), a.pin or "", a.said(), str(a.trials),
                   f"{a.total_trial_s:.1f}")
     return t
 
@@ -102,6 +110,39 @@ def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, An
         console.print(table)
     for line in way_forward_lines(trials):
         console.print(Text(line))
+    print_answer(trials, outcomes, console)
+
+
+ANSWER_TITLE = "The answer"
+
+
+def print_answer(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]], console: Console) -> None:
+    """The run's end (issue 28): the answer, as the report's summary gives it: the best backend per
+    frame length (a table, its Trials column saying how many trials each row rests on), where each
+    backend starts to lose (loss that repeats, with its spread), how sure each point is."""
+    records = [as_trial(t) for t in trials]
+    if not records:
+        return
+    found = answers_of(records, outcomes)
+    best, losses = summary.summary(records, found)
+    headers, rows = summary.best_table(records)
+    console.print(Text(f"\n{ANSWER_TITLE}", style="bold"))
+    if rows:
+        t = Table(title=summary.best_heading(records, found), box=box.SIMPLE_HEAD, title_justify="left")
+        for i, h in enumerate(headers):
+            t.add_column(Text(h), justify="left" if h in ("Best", "Note") else "right", overflow="fold",
+                         no_wrap=i == 0)
+        for row in rows:
+            t.add_row(*(Text(c) for c in row))
+        console.print(t)
+    else:
+        console.print(Text(summary.best_heading(records, found)))
+        for line in best:
+            console.print(Text(f"  {line}"))
+    if losses:
+        console.print(Text("Where each backend starts to lose:"))
+        for line in losses:
+            console.print(Text(f"  {line}"))
 
 
 def trial_progress(n: int, total: int, left_s: float, number: int, r: TrialResult) -> str:
@@ -113,6 +154,7 @@ def trial_progress(n: int, total: int, left_s: float, number: int, r: TrialResul
 def search_bounds(trials: Sequence[TrialResult]) -> str | None:
     """Where a step of several trials stands, from its trials so far: the highest offered rate it
     captured without loss and the lowest it lost at (a search's bounds); None before any."""
+    trials = [r for r in trials if not superseded(r)]  # the runs the search decided on
     lossless = [r.offered_pps for r in trials if r.offered_pps and verdict(r) == LOSSLESS]
     lossy = [r.offered_pps for r in trials if r.offered_pps and verdict(r) == LOSSY]
     if not lossless and not lossy:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 import matplotlib
@@ -24,6 +25,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from capbench import inputs  # noqa: E402
 from capbench.trial.accounting import format_pct  # noqa: E402
+from capbench.trial import loss_layers as account  # noqa: E402  (plots.loss_layers is a figure)
 from capbench.methods.verdict import measured  # noqa: E402
 from capbench.rates import link_name, wire_pps  # noqa: E402
 from capbench.report import answers as answers_mod  # noqa: E402
@@ -94,10 +96,16 @@ def marker_key(kinds: Sequence[str] | None = None) -> Figure:
     fig.legend(handles, [MARKERS[k].meaning for k in kinds], loc="center", ncols=min(3, len(kinds)),
                fontsize="small", frameon=False)
     return fig
-LAYERS = (("link_drops", "link", "#8c564b"), ("backlog_drops", "backlog", "#ff7f0e"),
-          ("socket_drops", "socket", "#1f77b4"), ("xsk_drops", "AF_XDP rings", "#17becf"),
-          ("app_drops", "application", "#9467bd"),
-          ("unexplained", "unexplained", "#d62728"))
+# The loss layers of the bars, from the bottom: (packets of a record, the layer's one name
+# (trial.loss_layers), colour).
+LAYERS: tuple[tuple[Callable[[Any], int], str, str], ...] = (
+    (account.ring_drops, account.RX_RING, "#8c564b"),
+    (account.link_only_drops, account.LINK, "#bcbd22"),
+    (lambda r: r.backlog_drops, account.BACKLOG, "#ff7f0e"),
+    (lambda r: r.socket_drops, account.SOCKET, "#1f77b4"),
+    (lambda r: r.xsk_drops, account.AF_XDP_RINGS, "#17becf"),
+    (lambda r: r.app_drops, account.APPLICATION, "#9467bd"),
+    (lambda r: r.unexplained, account.UNEXPLAINED, "#d62728"))
 
 
 @dataclass(frozen=True)
@@ -369,8 +377,9 @@ def loss_layers(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
                           label="total loss (*: the layers count more drops than are missing)"))
     fig.legend(handles=handles, fontsize="small", loc="outside lower center", ncols=3)
     fig.suptitle("Where the packets were lost, per frame length and backend")
-    return Drawn(fig, "Lost packets by layer (link: before the capture interface; backlog: the kernel's per-CPU "
-                      "queue; socket: the capture socket's ring; application: queued by the socket, never read by the "
+    return Drawn(fig, f"Lost packets by layer ({account.RX_RING}: no room in the capture interface's receive "
+                      f"ring, by its own counter; {account.LINK}: lost before the capture interface, in no counter; "
+                      "backlog: the kernel's per-CPU queue; socket: the capture socket's ring; application: queued by the socket, never read by the "
                       "counter; unexplained: missing by the sequence numbers, counted by no layer), "
                       f"in {unit.name} of the packets sent, labelled with the total loss (of the repetition with the "
                       f"median loss). A {LOWER_BOUND_TEXT} has no bar; a short generator's trial that lost frames has "
@@ -386,7 +395,7 @@ def _layer_heights(r, unit: units.Unit) -> list[tuple[float, str]]:
     disagree, unexplained < 0), the loss is shared among them in their proportions."""
     if not r.sent:
         return []
-    counts = [(max(getattr(r, f), 0), color) for f, _n, color in LAYERS]
+    counts = [(max(packets(r), 0), color) for packets, _n, color in LAYERS]
     counted = sum(c for c, _color in counts)
     shrink = min(1.0, max(r.lost, 0) / counted) if counted else 0.0
     return [(unit.of(100.0 * c * shrink / r.sent), color) for c, color in counts if c > 0 and shrink > 0]

@@ -15,8 +15,10 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from capbench.trial import loss_layers
 from capbench.trial.accounting import format_pct
 from capbench.methods import registry
+from capbench.methods.measurer import disturbed, superseded
 from capbench.methods.verdict import measured
 from capbench.report.keys import SeriesKey, SettingsKey, settings_key
 from capbench.report.load import Trial
@@ -52,7 +54,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("rx_pps", "captured", "pps", True, lambda r: r.rx_pps, least_rel_pct=RATE_LEAST_CHANGE_PCT),
     Metric("rx_gbps", "captured", "Gbps", True, lambda r: r.rx_gbps, least_rel_pct=RATE_LEAST_CHANGE_PCT),
     Metric("loss_pct", "loss", "%", False, lambda r: r.loss_pct, is_loss=True),
-    Metric("link_pct", "lost at link", "% of sent", False, lambda r: _share(r.link_drops, r), is_loss=True),
+    Metric("ring_pct", f"lost in {loss_layers.RX_RING}", "% of sent", False,
+           lambda r: _share(loss_layers.ring_drops(r), r), is_loss=True),
+    Metric("link_pct", f"lost at {loss_layers.LINK} (no counter)", "% of sent", False,
+           lambda r: _share(loss_layers.link_only_drops(r), r), is_loss=True),
     Metric("backlog_pct", "lost in backlog", "% of sent", False, lambda r: _share(r.backlog_drops, r), is_loss=True),
     Metric("socket_pct", "lost at socket", "% of sent", False, lambda r: _share(r.socket_drops, r), is_loss=True),
     # Either sign is a disagreement of the counters: closer to 0 is better.
@@ -187,6 +192,16 @@ def loss_text(s: Stat) -> str:
     return text
 
 
+def decided(trials: Iterable[Trial]) -> list[Trial]:
+    """The trials the methods decided on: without the runs the host disturbed that were run again."""
+    return [t for t in trials if not superseded(t.result)]
+
+
+def reruns(trials: Iterable[Trial]) -> int:
+    """How many runs the host disturbed and were run again (recorded, not repetitions)."""
+    return sum(1 for t in trials if superseded(t.result))
+
+
 @dataclass(frozen=True)
 class Group:
     """The repetitions of one measurement (trials with one SettingsKey)."""
@@ -222,11 +237,37 @@ class Group:
     def any_loss(self) -> bool:
         return any(t.result.lost != 0 for t in self.used)
 
+    @property
+    def lossy_reps(self) -> int:
+        """How many of the repetitions used lost frames."""
+        return sum(1 for t in self.used if t.result.lost != 0)
+
+    @property
+    def loses(self) -> bool:
+        """Loss that repeats (issue 28): lost in two repetitions or more, or in the only one (then
+        measured once: `once`). A loss in one repetition of several did not repeat (`unrepeated`)."""
+        return self.lossy_reps >= 2 or (len(self.used) == 1 and self.lossy_reps == 1)
+
+    @property
+    def unrepeated(self) -> bool:
+        return self.lossy_reps == 1 and len(self.used) > 1
+
+    @property
+    def once(self) -> bool:
+        """One trial decided this point: a loss there may be the host's as well as the capture's."""
+        return len(self.used) == 1
+
+    @property
+    def disturbed(self) -> int:
+        """How many of the repetitions used stayed disturbed by the host after every run allowed."""
+        return sum(1 for t in self.used if disturbed(t.result))
+
 
 def group_trials(trials: Iterable[Trial]) -> dict[SettingsKey, Group]:
-    """Trials grouped by settings, in the order they were first run."""
+    """Trials grouped by settings, in the order they were first run; a run the host disturbed and
+    that was run again (methods.measurer.superseded) is no repetition: it is left out."""
     lists: dict[SettingsKey, list[Trial]] = {}
-    for t in trials:
+    for t in decided(trials):
         lists.setdefault(settings_key(t), []).append(t)
     return {k: Group(k, tuple(v)) for k, v in lists.items()}
 
@@ -276,7 +317,8 @@ class FirstLoss:
     group: Group | None  # the largest frame length with loss; None: no loss where measured
     lossless: tuple[int, ...]  # valid frame lengths without loss
     short: tuple[int, ...]  # frame lengths where the generator fell short (not measured)
-    lossy: tuple[Group, ...] = ()  # every valid frame length with loss, longest first
+    lossy: tuple[Group, ...] = ()  # every valid frame length with loss that repeats (Group.loses), longest first
+    unrepeated: tuple[Group, ...] = ()  # lengths that lost in one repetition of several: counted as lossless
 
     @property
     def all_below_lost(self) -> bool:
@@ -285,18 +327,20 @@ class FirstLoss:
 
 
 def first_loss(groups: Iterable[Group]) -> list[FirstLoss]:
-    """Per series, from the longest frames (the lightest load) down: where loss starts, and every
-    length that lost (a shorter length may have lost nothing: see FirstLoss.all_below_lost)."""
+    """Per series, from the longest frames (the lightest load) down: where loss that repeats starts
+    (Group.loses), and every length that lost so (a shorter length may have lost nothing: see
+    FirstLoss.all_below_lost); the lengths whose loss did not repeat apart."""
     by_series: dict[SeriesKey, list[Group]] = {}
     for g in groups:
         by_series.setdefault(g.series, []).append(g)
     out = []
     for series, gs in by_series.items():
         gs = sorted(gs, key=lambda g: -g.frame_len)
-        lossy = [g for g in gs if not g.short and g.any_loss]
+        lossy = [g for g in gs if not g.short and g.loses]
         out.append(FirstLoss(series, lossy[0] if lossy else None,
-                             tuple(g.frame_len for g in gs if not g.short and not g.any_loss),
-                             tuple(g.frame_len for g in gs if g.short), tuple(lossy)))
+                             tuple(g.frame_len for g in gs if not g.short and not g.loses),
+                             tuple(g.frame_len for g in gs if g.short), tuple(lossy),
+                             tuple(g for g in gs if not g.short and g.unrepeated)))
     return out
 
 

@@ -114,8 +114,27 @@ def best_lines(groups: list[Group]) -> list[str]:
             f"{_in_parens(b.short)}." for b in best_at(groups)]
 
 
-BEST_HEADERS = ("Frame [B]", "Best", "Captured [pps / Gbps]", "Loss", "App / kernel load [%]", "Sent of offered [pps]",
-                "Note")
+BEST_HEADERS = ("Frame [B]", "Best", "Captured [pps / Gbps]", "Loss", "Trials", "App / kernel load [%]",
+                "Sent of offered [pps]", "Note")
+
+
+def trials_cell(g: Group) -> str:
+    """The Trials column: how many trials the row rests on, how many of them lost, how many the
+    host disturbed ("1": measured once)."""
+    n = len(g.used)
+    parts = [f"{g.lossy_reps} lossy"] if n > 1 and g.lossy_reps else []
+    if g.disturbed:
+        parts.append(f"{g.disturbed} disturbed")
+    return f"{n}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+MEASURED_ONCE = ("Each point was measured once: a loss there may be the host's as well as the capture's "
+                 "(--repeat 3 shows which loss repeats).")
+
+
+def measured_once_note(groups: Sequence[Group]) -> str:
+    """One line under the best table and the loss lines when every point rests on one trial."""
+    return MEASURED_ONCE if groups and all(g.once for g in groups if not g.short) else ""
 
 
 def best_rows(groups: list[Group]) -> list[list[str]]:
@@ -124,21 +143,39 @@ def best_rows(groups: list[Group]) -> list[list[str]]:
     for b in best_at(groups):
         g = b.best
         if g is None:
-            rows.append([str(b.size), "—", "—", "—", "—", "—", b.none])
+            rows.append([str(b.size), "—", "—", "—", "—", "—", "—", b.none])
             continue
         rx, app, kernel = g.stat("rx_pps"), g.stat("app_cpu_pct"), g.stat("kernel_cpu_pct")
         offered = g.used[0].result.offered_pps if g.used else None
         reps = f"median of {rx.n}" if rx.n > 1 else ""
         rows.append([str(b.size), b.label, f"{rx.median:,.0f} / {g.stat('rx_gbps').median:.3f}",
-                     loss_text(g.stat("loss_pct")), f"{app.median:.1f} / {kernel.median:.1f}",
+                     loss_text(g.stat("loss_pct")), trials_cell(g), f"{app.median:.1f} / {kernel.median:.1f}",
                      f"{sent_pps(g):,.0f}" + (f" of {offered:,.0f}" if offered is not None else ""),
                      "; ".join(x for x in (b.alone, reps, b.tie, b.short) if x)])
     return rows
 
 
+def _evidence(g: Group) -> str:
+    """How sure a point is (issue 28): "measured once", or in how many repetitions it lost; and
+    whether the host disturbed the trials it rests on."""
+    n = len(g.used)
+    text = "measured once" if g.once else f"lost in {g.lossy_reps} of {n} repetitions"
+    if g.disturbed:
+        text += f", host disturbed {'it' if g.once else f'{g.disturbed} of them'}"
+    return text
+
+
+def _unrepeated_text(fl: FirstLoss) -> str:
+    if not fl.unrepeated:
+        return ""
+    return ("; loss that did not repeat (not counted) at " + ", ".join(
+        f"{g.frame_len} B ({loss_text(g.stat('loss_pct'))}, {_evidence(g)})" for g in fl.unrepeated))
+
+
 def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
     short = (f"; a lower bound at {_sizes(fl.short)} (generator short of the offered load, nothing lost)"
              if fl.short else "")
+    short += _unrepeated_text(fl)
     if fl.group is None:
         if not fl.lossless:
             return (f"{label}: no valid result — at every frame length {LOWER_BOUNDS}"
@@ -149,9 +186,9 @@ def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
         # "from N B down" only when shorter lengths were measured (and lost too)
         where = f"from {g.frame_len} B down" if len(fl.lossy) > 1 else f"at {g.frame_len} B"
         return (f"{label}: loses packets {where} (loss {loss_text(g.stat('loss_pct'))} at "
-                f"{g.frame_len} B, captured {g.stat('rx_gbps').median:.3f} Gbps){short}.")
+                f"{g.frame_len} B, {_evidence(g)}, captured {g.stat('rx_gbps').median:.3f} Gbps){short}.")
     # Not every shorter frame lost: name the lengths that did, and those that did not.
-    lossy = ", ".join(f"{x.frame_len} B ({loss_text(x.stat('loss_pct'))})" for x in fl.lossy)
+    lossy = ", ".join(f"{x.frame_len} B ({loss_text(x.stat('loss_pct'))}, {_evidence(x)})" for x in fl.lossy)
     return f"{label}: loses packets at {lossy}; no loss at {_sizes(fl.lossless)}{short}."
 
 
@@ -225,7 +262,8 @@ def answer_best_lines(groups: Sequence[AnswerGroup]) -> list[str]:
             continue
         best, bs = max(at, key=lambda gs_: gs_[1].median)
         if bs.median <= 0:
-            out.append(f"{size} B: no backend passed any rate ({name} 0 for all).")
+            hosts = "".join(_answer_evidence(g) for g, _s in at[:1])
+            out.append(f"{size} B: no backend passed any rate ({name} 0 for all){hosts}.")
             continue
         tol = max(best.precision_pps, 1e-6 * bs.median)
         tied = sorted(labels[g.series] for g, s in at if g is not best and s.median >= bs.median - tol)
@@ -240,7 +278,8 @@ def answer_best_lines(groups: Sequence[AnswerGroup]) -> list[str]:
         other = (f"; {GENERATOR_BOUND} for {', '.join(others)}: the generator, not the capture, stopped "
                  f"{'its' if len(others) == 1 else 'their'} search" if others else "")
         out.append(f"{size} B: {labels[best.series]} — {name} {bs.median:,.0f} pps "
-                   f"({wire_bps(bs.median, size) / 1e9:.3f} Gbps{wire}){_reps(bs)}{bound}{tie}{other}.")
+                   f"({wire_bps(bs.median, size) / 1e9:.3f} Gbps{wire}){_reps(bs)}{bound}{tie}{other}"
+                   f"{_answer_evidence(best)}.")
     return out
 
 
@@ -271,6 +310,20 @@ def _lowest_lossy(g: AnswerGroup, name: str) -> list[float]:
 
 
 def _search_point(g: AnswerGroup, name: str) -> str:
+    """One frame length of a search's loss line, with how sure it is (_answer_evidence)."""
+    return _search_figure(g, name) + _answer_evidence(g)
+
+
+def _answer_evidence(g: AnswerGroup) -> str:
+    """" (host disturbed K of N searches: ...)" for answers that rest on trials the host disturbed."""
+    if not g.disturbed:
+        return ""
+    n = len(g.answers)
+    some = "the search" if n == 1 else f"{len(g.disturbed)} of {n} searches"
+    return f" (disturbed: the host interfered in {some}: {g.disturbed[0].interference})"
+
+
+def _search_figure(g: AnswerGroup, name: str) -> str:
     s = g.stat(name)
     size = g.frame_len
     if s is None:
@@ -384,4 +437,6 @@ def summary(trials: list[Trial], answers: Sequence[Answer] | None = None) -> tup
     agroups = list(group_answers(found).values())
     best = best_lines(groups) if groups else answer_best_lines(agroups)
     losses = first_loss_lines(groups) if groups else []
-    return best, losses + answer_loss_lines(agroups) + answer_sweep_lines(agroups) + sweep_loss_lines(trials)
+    once = measured_once_note(groups)
+    return best, (losses + answer_loss_lines(agroups) + answer_sweep_lines(agroups) + sweep_loss_lines(trials)
+                  + ([once] if once else []))

@@ -33,15 +33,17 @@ from capbench.report import answers as answers_mod
 from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, pin_of, series_key,
                                   series_labels, settings_key)
 from capbench.report.load import Trial
-from capbench.report.stats import Stat, stat_of, sweep_lines
+from capbench.methods.measurer import superseded
+from capbench.report.stats import Stat, decided, stat_of, sweep_lines
 from capbench.trial.measure import INVALID_LOAD_TEXT, TrialResult
 
 # The seed's columns. In the terminal the last header is broken over lines (it is wider
 # than its cells); the others stay whole as in the seed's Table 1, and rich wraps them at
 # spaces only when a column must shrink to fit the width.
-HEADERS = ("Frame [B]", "Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]",
-           "Lost at link / backlog / socket / unexplained")
-TERMINAL_HEADERS = HEADERS[:-1] + ("Lost at link /\nbacklog / socket /\nunexplained",)
+LOST_AT = f"Lost in {loss_layers.RX_RING} / {loss_layers.BACKLOG} / {loss_layers.SOCKET} / {loss_layers.UNEXPLAINED}"
+HEADERS = ("Frame [B]", "Offered [pps]", "Sent [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]",
+           LOST_AT)
+TERMINAL_HEADERS = HEADERS[:-1] + (LOST_AT.replace(" / ", " /\n", 2),)
 
 
 # The mark of a row the generator fell short in (verdict.generator_short): on its Offered cell,
@@ -56,24 +58,33 @@ LOWER_BOUND_MARK = "lower bound"
 
 
 def offered_cell(r: TrialResult) -> str:
+    """The load asked of the generator (its target, pps); "max" for an unpaced one."""
+    return f"{r.offered_pps:,.0f}" if r.offered_pps is not None else "max"
+
+
+def sent_cell(r: TrialResult) -> str:
     """What the generator really sent per second; `*` when it did not hold the offered load."""
     return f"{r.achieved_pps:,.0f}" + (SHORT_MARK if generator_short(r) else "")
 
 
 def loss_places(r: TrialResult) -> str:
-    """Where the lost packets went: link / backlog / socket / unexplained ("—" when none lost).
+    """Where the lost packets went: rx ring / backlog / socket / unexplained ("—" when none lost).
 
-    An AF_XDP backend has no socket buffer but rings: its drops there stand in the socket's
-    place, marked "xsk". Frames the socket queued that the counter never read follow the
-    socket's, marked "app"."""
+    Frames lost between sender and receiver that no ring counter holds follow the ring's, marked
+    "link". An AF_XDP backend has no socket buffer but rings: its drops there stand in the
+    socket's place, marked "xsk". Frames the socket queued that the counter never read follow
+    the socket's, marked "app"."""
     if r.lost == 0 and r.unexplained == 0 and r.link_drops == 0:
         return "—"
+    ring = f"{loss_layers.ring_drops(r):,}"
+    if loss_layers.link_only_drops(r):
+        ring += f" + {loss_layers.link_only_drops(r):,} {loss_layers.LINK}"
     socket = f"{r.socket_drops:,}"
     if r.xsk_drops:
         socket = f"{r.xsk_drops:,} xsk" if not r.socket_drops else f"{socket} + {r.xsk_drops:,} xsk"
     if r.app_drops:
         socket += f" + {r.app_drops:,} app"
-    return f"{r.link_drops:,} / {r.backlog_drops:,} / {socket} / {r.unexplained:,}"
+    return f"{ring} / {r.backlog_drops:,} / {socket} / {r.unexplained:,}"
 
 
 # --- one row: a trial, or the repetitions of one measurement -----------------------
@@ -105,10 +116,10 @@ def _loss_spread(s: Stat) -> str:
 
 
 def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
-    """(figure, its spread) per column: frame, offered, captured, loss, app / kernel load, lost per
-    layer; of one trial, or of the repetitions of one measurement: the median, and their
+    """(figure, its spread) per column: frame, offered (the target), sent (what the generator
+    achieved), captured, loss, app / kernel load, lost per layer; of one trial, or of the repetitions of one measurement: the median, and their
     min–max and sd ("" when there is one repetition, or none differs). A row whose generator
-    did not hold the offered load is marked `*` in Offered (SHORT_MARK), and its loss is capture
+    did not hold the offered load is marked `*` in Sent (SHORT_MARK), and its loss is capture
     loss; a row that is a lower bound (generator short, nothing lost) says so in Captured
     (LOWER_BOUND_MARK); the repetitions that were lower bounds while others were measured are
     left out, and said so."""
@@ -120,7 +131,7 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
     left_out = len(rs) - len(used)
     left = f"{left_out} lower-bound rep{'s' if left_out > 1 else ''} left out" if left_out else ""
     if len(used) == 1:
-        return [(r.size_label, ""), (f"{r.achieved_pps:,.0f}{mark}", left),
+        return [(r.size_label, ""), (offered_cell(r), ""), (f"{r.achieved_pps:,.0f}{mark}", left),
                 (f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}", bound),
                 (format_pct(r.loss_pct, exact_zero=(r.lost == 0)) + host, ""),
                 (f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}", ""), (loss_places(r), "")]
@@ -134,7 +145,8 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
         places = loss_places(mid)
         which = f"rep {mid.repeat}, median loss" if len({x.repeat for x in used}) == len(used) else "median loss"
     rx_spread = ", ".join(x for x in (bound, _spread(rx, ",.0f", n=True)) if x)
-    return [(r.size_label, ""), (f"{statistics.median(x.achieved_pps for x in used):,.0f}{mark}", left),
+    return [(r.size_label, ""), (offered_cell(r), ""),
+            (f"{statistics.median(x.achieved_pps for x in used):,.0f}{mark}", left),
             (f"{rx.median:,.0f} / {statistics.median(x.rx_gbps for x in used):.3f}", rx_spread),
             (format_pct(loss.median, exact_zero=loss.exact_zero) + host, _loss_spread(loss)),
             (f"{app.median:.1f} / {kernel.median:.1f}", cpu_spread), (places, which)]
@@ -165,8 +177,7 @@ ROW_STYLES = {"short": "dim", "unexplained": "red", "lossy": "yellow", "": None}
 def repetitions(trials: Iterable[AnyTrial]) -> dict[SettingsKey, list[TrialResult]]:
     """iperf-like trials grouped by measurement (report.keys), repetitions together, in order of the first."""
     groups: dict[SettingsKey, list[TrialResult]] = {}
-    for t in trials:
-        t = as_trial(t)
+    for t in decided(as_trial(t) for t in trials):  # a run the host spoiled and that ran again is none
         groups.setdefault(settings_key(t), []).append(t.result)
     return groups
 
@@ -203,8 +214,8 @@ def _table(title: str, headers: Sequence[str]) -> Table:
 
 
 def backend_table(title: str, trials: list[AnyTrial]) -> Table:
-    # "Offered" is what the generator sent (its own count over its sending time), as the
-    # seed's tables give the generator's rate; the target is in the trial record.
+    # "Offered" is the target asked of the generator, "Sent" what it achieved (its own count over
+    # its sending time, the seed's tables' generator rate): a shortfall shows beside the target.
     table = _table(f"Iperf-like capture throughput: {title}", TERMINAL_HEADERS)
     for rs in repetitions(trials).values():
         table.add_row(*(Text(c) for c in row_cells(rs, sep="\n")), style=ROW_STYLES[row_class(rs)])
@@ -229,8 +240,7 @@ def group_by_series(trials: Iterable[AnyTrial]) -> dict[SeriesKey, list[Trial]]:
 # --- sweeps ------------------------------------------------------------------------
 
 
-SWEEP_HEADERS = ("Offered [pps]", "Captured [pps / Gbps]", "Loss [%]", "App / kernel load [%]",
-                 "Lost at link / backlog / socket / unexplained")
+SWEEP_HEADERS = HEADERS[1:]
 TERMINAL_SWEEP_HEADERS = TERMINAL_HEADERS[1:]
 
 
@@ -282,6 +292,54 @@ def program_witness(r: TrialResult) -> list[str]:
     return [f"{r.backend} says: {counts}{file}"] + [x for x in loss_layers.program_remarks(r) if not x.startswith("FAILED")]
 
 
+# What each loss layer is, once per table (trial.loss_layers names them; its per-trial account,
+# with each counter's figures, is in trials.jsonl and the report).
+LAYER_MEANINGS = {
+    loss_layers.RX_RING: "no room in the capture interface's receive ring (the sender's xdp_xmit_errors)",
+    loss_layers.LINK: "lost between the sender and the capture interface, in no interface counter",
+    "interface": "the capture interface's rx_dropped: no room in its receive ring (records without the ring's counter)",
+    loss_layers.BACKLOG: "the kernel's per-CPU backlog (RPS) queue was full (the interface's rx_dropped less the ring's)",
+    loss_layers.SOCKET: "the capture socket's buffer was full (PACKET_STATISTICS tp_drops; pcap: libpcap's ps_drop; "
+                        "a program: its own count)",
+    "application": "taken by the socket, never read by the capture application",
+}
+
+
+def layer_lines(results: Iterable[TrialResult]) -> list[str]:
+    """One line per loss layer that lost frames in any of `results`: its name, what it is, and in
+    how many rows it lost (the numbers are the table's)."""
+    rows: dict[str, int] = {}
+    said: dict[str, str] = {}
+    for r in results:
+        if superseded(r):
+            continue
+        for name, _n, src in loss_layers.layers(r):
+            rows[name] = rows.get(name, 0) + 1
+            said.setdefault(name, src)
+    return [f"{name}: {LAYER_MEANINGS.get(name, said[name])} (lost in {n} row{'s' if n != 1 else ''})"
+            for name, n in rows.items()]
+
+
+def row_remarks(r: TrialResult) -> list[str]:
+    """What a row's numbers cannot say, one line each: a capture program's own count beside
+    capbench's, a failed program, counters that disagree (unexplained packets), the host's
+    interference of a row it stayed disturbed in."""
+    out = program_witness(r)[:1]
+    if r.failure:
+        out.append(f"FAILED: {r.failure}")
+    if r.unexplained:
+        out.append(loss_layers.explain(r))
+    if r.disturbed:
+        out.append(f"disturbed: {r.disturbed_reason or 'the host interfered'} (every run allowed was disturbed)")
+    return out
+
+
+def rerun_note(n: int) -> str:
+    """The line under the tables when the host disturbed runs that were run again."""
+    return (f"{n} run{'s' if n != 1 else ''} the host disturbed {'were' if n != 1 else 'was'} run again (each "
+            f"recorded in trials.jsonl, `attempt`); the tables and answers show the runs decided on.")
+
+
 def short_note(shown: Iterable[TrialResult], loads: bool = True) -> str:
     """What `*` says under tables with rows the generator fell short in: what it sent (verdict's
     words; per load unless `loads` is False, where each row's note says it), and that such a row
@@ -329,17 +387,16 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
     iperf = [t for t in records if registry.constant_load(t.method)]
     for key, rows in group_by_series(iperf).items():
         console.print(backend_table(series_title(key, rows), rows))
+        # The per-row numbers are in the table: under it one line per layer that lost, and only
+        # what a row's numbers cannot say (a program's own count, counters that disagree).
+        for line in layer_lines(t.result for t in rows):
+            console.print(Text(f"  {line}"))
         reps = repetitions(rows)
-        for t in rows:
+        for t in decided(rows):
             r = t.result
-            line = loss_layers.explain(r)
             rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
-            if line:
+            for line in row_remarks(r):
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
-            if r.disturbed:
-                console.print(Text(f"  {_with_b(r.size_label)}{rep}: {DISTURBED_MARK} {r.disturbed_reason}"))
-            if r.app_command:  # the program's own witness beside capbench's
-                console.print(Text(f"  {_with_b(r.size_label)}{rep}: {program_witness(r)[0]}"))
     if any(r.sensors for r in trials):
         _print_sensor_tables(console, records)
     found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)
@@ -362,6 +419,9 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
         console.print("app: queued by the socket, never read by the counter (kernel packets − drops − frames read).")
     if any(r.unexplained for r in shown):
         console.print("[red]Some packets are unexplained: the counters disagree (see trials.jsonl, field raw).[/red]")
+    spoiled = sum(1 for r in trials if superseded(r))
+    if spoiled:
+        console.print(Text(rerun_note(spoiled)))
     if not iperf and not found and not sweeps:
         console.print(f"No iperf-like trial and no search answer among the {len(trials)} trials "
                       f"(methods: {', '.join(sorted({r.method for r in trials}))}).")

@@ -45,6 +45,17 @@ from capbench.trial import accounting
 from capbench.testbed import rxmode
 from capbench.trial.measure import TrialResult
 
+# The layers' names, one each wherever a layer is named: this account, the tables' headers, the
+# figures' legends, compare. The receive ring is "rx ring" everywhere; "link" is only the part of
+# sent − delivered that no counter holds.
+RX_RING = "rx ring"
+LINK = "link"
+BACKLOG = "backlog"
+SOCKET = "socket"
+AF_XDP_RINGS = "AF_XDP rings"
+APPLICATION = "application"
+UNEXPLAINED = "unexplained"
+
 
 def _cap(r: TrialResult) -> dict[str, Any]:
     cap = r.raw.get("cap", {}) if isinstance(r.raw, dict) else {}
@@ -102,6 +113,11 @@ def cpumap_ring_layers(r: TrialResult, base: str) -> list[tuple[str, int, str]]:
         ("link", r.link_drops - ring - veth, f"{base}, in no ring counter"),
     ]
     return [p for p in parts if p[1]]
+
+
+def link_only_drops(r: TrialResult) -> int:
+    """The part of sent − delivered that is not the receive ring's (ring_drops): the "link" layer."""
+    return r.link_drops - ring_drops(r)
 
 
 def interface_share(r: TrialResult) -> accounting.InterfaceShare | None:
