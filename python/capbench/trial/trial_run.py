@@ -6,15 +6,16 @@ behind a tap) share one generator and see the same frames."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capbench.profile.analysis import Role
+from capbench.profile.analysis import Owners, Role
 from capbench.profile.trial_profile import TrialProfile
-from capbench.testbed import cpu
+from capbench.testbed import cgroups, cpu
 from capbench.testbed import nic
 from capbench.testbed import rxmode
 from capbench.rates import Rate
@@ -85,6 +86,7 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
         t1 = time.monotonic()
         if prof is not None:
             prof.disable()
+            owners = trial_owners(kids, parts)  # while its processes still run
         ahead(parts, signal.SIGUSR2)
         for part in parts:
             part.after_load(t1 - t0)
@@ -107,11 +109,22 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
             results = tap.mark(results)
         if prof is not None:
             results = prof.records(results, [roles(sender, part, r, tap_cpu if tap else None)
-                                             for part, r in zip(parts, results)])
+                                             for part, r in zip(parts, results)], owners)
     from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
 
     return [dataclasses.replace(r, loss_layers=tuple(tuple(x) for x in loss_layers.layers(r)),
                                 loss_remarks=tuple(loss_layers.remarks(r))) for r in results]
+
+
+def trial_owners(kids: ChildSet, parts: list[Any]) -> Owners:
+    """The trial's own processes and receive threads (--profile tells their work from others' by
+    them): capbench itself, every process of its run cgroup (each program and all it started; without
+    a cgroup, the children it started), and the NAPI threads its capture sides placed here."""
+    group = cgroups.run_group()
+    pids = {os.getpid(), *(c.pid for c in kids.children), *(group.pids() if group is not None else ())}
+    napis = [napi for part in parts if (napi := getattr(part, "napi", None)) is not None]  # a remote side: none here
+    threads = {pid for napi in napis for pid in napi.pids}
+    return Owners(pids=frozenset(pids), rx_threads=frozenset(threads))
 
 
 def roles(sender: Measurer, part: CaptureSide, r: TrialResult, tap_cpu: int | None) -> dict[str, Role]:
