@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from capbench import declared, inputs
@@ -21,6 +22,7 @@ from capbench.cli.parser import build_parser
 from capbench.cli.testbed import rx_mode_of
 from capbench.errors import CapbenchError, UsageError
 from capbench.trial.record import TrialResult
+from capbench.trial.sensors import worst
 from capbench.profile import perf_record
 from capbench.rates import parse_duration
 from capbench.report import console, tables
@@ -309,12 +311,13 @@ def callbacks(args: argparse.Namespace) -> runner.RunCallbacks:
     left = {"s": None}  # the run's time left as of the last trial (its estimate)
     steps: dict[str, list[TrialResult]] = {}  # each step's trials so far: a search's bounds
 
-    def on_trial(n: int, total: int, left_s: float, number: int, r: TrialResult) -> None:
+    def on_trial(n: int, total: int, left_s: float, number: int, records: Sequence[TrialResult]) -> None:
         left["s"] = left_s
-        steps.setdefault(r.step, []).append(r)
-        say(console.trial_progress(n, total, left_s, number, r))
+        steps.setdefault(records[0].step, []).append(worst(records))  # sensors: the record the method judged
+        say(console.trial_progress(n, total, left_s, number, records))
         if as_json:
-            json_line({"type": "trial", **r.to_record()})
+            for r in records:  # each sensor's record
+                json_line({"type": "trial", **r.to_record()})
 
     def on_answer(outcome: dict) -> None:
         if as_json:
