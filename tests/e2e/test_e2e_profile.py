@@ -165,7 +165,7 @@ def test_profile_where_the_kernel_refuses_perf_events_is_one_line_and_exit_2(tmp
     assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
     assert "refuses perf events" in lines[0] and printable(lines[0]) == lines[0]
     assert not (tmp_path / "results").exists()
-    assert capbench_namespaces() == before
+    assert not capbench_namespaces() - before  # none of its own (other runs' beds may come and go)
 
 
 def test_capture_profile_prints_a_profile_line_and_writes_the_stacks(tb, tmp_path):
