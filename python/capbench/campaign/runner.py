@@ -118,7 +118,7 @@ class TopologyRun:
         t = self.topology
         return testbed.Testbed(id="h" + secrets.token_hex(3)[1:], gen_ns=None, cap_ns=None, gen_if=t.generator.iface,
                                cap_if=t.tap.iface if t.tap else "", gen_mac="", cap_mac="", rx_cpu=None,
-                               dst_mac=self.dst_mac, rx_mode="rps", ports=True,
+                               dst_mac=self.dst_mac, rx_mode=ports.NIC_RX_MODE, ports=True,
                                sensors=len(t.sensors) if t.tap else 0, tap_to=t.tap.clone_to if t.tap else ())
 
 
@@ -210,7 +210,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             sides = []
             for s, backend in zip(t.sensors, sensor_backends(step.backend)):
                 bed = testbed.Testbed(id=tb.id, gen_ns=None, cap_ns=None, gen_if="", cap_if=s.iface, gen_mac="",
-                                      cap_mac="", rx_cpu=s.rx_cpu, rx_mode="rps", ports=True)
+                                      cap_mac="", rx_cpu=s.rx_cpu, rx_mode=ports.NIC_RX_MODE, ports=True)
                 same = s.host == g.host
                 sides.append(Measurer(binaries, bed, make_setup(step, backend, g.cpu if same else None, s.cpu),
                                       cap_host=topo.hosts[s.host], latency_valid=same or t.latency_valid,

@@ -158,13 +158,16 @@ BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS
 
 def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
     """--rx-mode and --napi-sched: the test bed's receive model (capbench.testbed.rxmode)."""
+    # No argparse default: a run on real interfaces or hosts refuses the options when given
+    # (cli.run), and cli.testbed.rx_mode_of applies rxmode's defaults.
     modes = "; ".join(f"{name}: {text}" for name, text in rxmode.RX_MODES.items())
-    parser.add_argument("--rx-mode", default=rxmode.DEFAULT_RX_MODE, metavar="MODE",
-                        help=f"where the capture side's receive work runs ({modes}; default: %(default)s)")
-    parser.add_argument("--napi-sched", default=rxmode.DEFAULT_NAPI_SCHED, metavar="POLICY",
-                        help="--rx-mode napi: the NAPI thread's scheduling, `other` (the normal scheduler, "
-                             "taking turns with a counter on its CPU) or `fifo:N` (real-time priority N, as a "
-                             "NIC's interrupt work preempts user space; default: %(default)s)")
+    parser.add_argument("--rx-mode", metavar="MODE",
+                        help=f"where the capture side's receive work runs on capbench's veth test bed ({modes}; "
+                             f"default: {rxmode.DEFAULT_RX_MODE})")
+    parser.add_argument("--napi-sched", metavar="POLICY",
+                        help=f"--rx-mode napi: the NAPI thread's scheduling, `other` (the normal scheduler, "
+                             f"taking turns with a counter on its CPU) or `fifo:N` (real-time priority N, as a "
+                             f"NIC's interrupt work preempts user space; default: {rxmode.DEFAULT_NAPI_SCHED})")
 
 
 class Parser(argparse.ArgumentParser):

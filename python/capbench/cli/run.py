@@ -180,11 +180,14 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
     return campaign_from_args(args), None, None
 
 
+# The receive model is the veth test bed's: a real interface's receive work is its driver's NAPI,
+# placed by its IRQ affinity (recorded with the port), not capbench's.
+RX_MODE_OPTIONS = (("rx_mode", "--rx-mode"), ("napi_sched", "--napi-sched"))
 TOPOLOGY_EXCLUDES = (("backends", "--backends"), ("sensors", "--sensors"), ("tap_cpu", "--tap-cpu"),
                      ("gen_iface", "--gen-iface"), ("cap_iface", "--cap-iface"), ("gen_netns", "--gen-netns"),
                      ("cap_netns", "--cap-netns"), ("nic_set", "--nic-set"), ("campaign", "--campaign"),
                      ("resume", "--resume"), ("pin", "--pin"), ("gen_cpu", "--gen-cpu"), ("rx_cpu", "--rx-cpu"),
-                     ("cap_cpu", "--cap-cpu"), ("procs", "--procs"), ("proc_cpus", "--proc-cpus"))
+                     ("cap_cpu", "--cap-cpu"), ("procs", "--procs"), ("proc_cpus", "--proc-cpus"), *RX_MODE_OPTIONS)
 
 
 def topology_of(args: argparse.Namespace) -> topology.Topology:
@@ -246,6 +249,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_run_topology(args, binaries)
     if args.insecure_ssh:
         raise UsageError(f"{ssh_rules.INSECURE_FLAG} goes with --topology (the hosts capbench reaches with ssh)")
+    given = [flag for key, flag in RX_MODE_OPTIONS if getattr(args, key, None)]
+    if given and (args.gen_iface or args.cap_iface):
+        raise UsageError(f"{', '.join(given)}: the receive model is capbench's veth test bed's; on real interfaces "
+                         f"the NIC's driver and IRQ affinity place the receive work: leave out {', '.join(given)}")
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)

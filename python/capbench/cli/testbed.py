@@ -24,7 +24,8 @@ def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]
         bed = (read_run(resume) or {}).get("testbed") or {}
         mode, sched = bed.get("rx_mode", "rps"), bed.get("napi_sched") or rxmode.DEFAULT_NAPI_SCHED
     else:
-        mode, sched = args.rx_mode, args.napi_sched
+        mode = args.rx_mode or rxmode.DEFAULT_RX_MODE
+        sched = args.napi_sched or rxmode.DEFAULT_NAPI_SCHED
     rxmode.check_mode(mode)
     sched = rxmode.NapiSched.parse(sched).text
     rxmode.check_available(mode)

@@ -308,7 +308,9 @@ def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Compa
         ga, gb = groups_a[key], groups_b[key]
         short = _short(ga, gb)
         for name in COMPARED:
-            changes.append(judge(key, METRICS[name], ga.stat(name), gb.stat(name), threshold_pct, short))
+            sa, sb = ga.stat(name), gb.stat(name)
+            if sa.n and sb.n:  # a figure not measured in a run (a remote sensor's kernel load) is not compared
+                changes.append(judge(key, METRICS[name], sa, sb, threshold_pct, short))
     unanswered: list[tuple[SettingsKey, str, str]] = []
     for key in common_answers:
         more, missing = answer_changes(answers_a[key], answers_b[key], threshold_pct)

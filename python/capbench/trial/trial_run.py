@@ -323,10 +323,12 @@ class CaptureSide:
         sends the same readings that `assemble` turns into a record here."""
         m, window_s = self.m, self.window_s
         tb = m.testbed
+        # None where nobody knows the receive CPU (a port or remote sensor without rx_cpu): not 0.
         kernel_cpu_pct = (cpu.kernel_rx_pct(self.stat0, self.stat1, m.kernel_rx_cpu)
-                          if m.kernel_rx_cpu is not None else 0.0)
+                          if m.kernel_rx_cpu is not None else None)
         if self.napi:  # the NAPI thread's receive work is its own system time, not softirq time
-            kernel_cpu_pct += cpu.process_cpu_pct(sum(self.napi0.values()), sum(self.napi1.values()), window_s)
+            kernel_cpu_pct = (kernel_cpu_pct or 0.0) + cpu.process_cpu_pct(sum(self.napi0.values()),
+                                                                           sum(self.napi1.values()), window_s)
         return dict(
             caps=[cap.summary() for cap in self.caps] + [m.program_summary(prog) for prog in self.progs],
             xdp=self.xdp.summary() if self.xdp is not None else None,
