@@ -45,7 +45,7 @@ help:
 	@echo "            harnesses with their fuzz profile"
 	@echo "make bench  receive models, generator, capture-backend, capture-program, traffic and"
 	@echo "            profiling benchmarks against trafgen, tcpdump, dumpcap, tshark, netsniff-ng"
-	@echo "            and tcpreplay (about 24 minutes)"
+	@echo "            and tcpreplay (about 22 minutes: README, Measured here)"
 	@echo "make clean  remove the builds (build, build-san); make distclean also removes .venv"
 	@echo "make build-deps  only the Debian packages \`pip install .\` needs to build capbench"
 

@@ -6,6 +6,7 @@ function; a kernel that refuses perf events is one line and exit status 2, with 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import glob
@@ -13,14 +14,18 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from capbench.profile.analysis import OTHERS_FRAME
 from capbench.profile.perf_script import printable
 
 from e2e_env import assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, left_behind, run_capbench, start_run
 
+HOG = "foundhog"  # the comm of test_app_load_spin's busy loop
 SOCKET_FUNCTIONS = ("tpacket_", "packet_rcv", "packet_recvmsg", "xsk_", "__xsk_", "sock_queue_rcv", "skb_copy_datagram")
 
 
@@ -35,13 +40,15 @@ def profiled_run(tmp_path: Path, *args: str) -> list[dict]:
     return trials
 
 
-def stacks_of(trial: dict, cpu: int) -> dict[str, int]:
-    """The trial's folded stacks (its profiles/ file) rooted at CPU `cpu`."""
+def stacks_of(trial: dict, cpu: int, others: bool = True) -> dict[str, int]:
+    """The trial's folded stacks (its profiles/ file) rooted at CPU `cpu`; `others`: with those of
+    others' work (under OTHERS_FRAME: other test beds, other processes of a busy host)."""
     path = trial["_dir"] / trial["profile"]["folded"]
     stacks = {}
     for line in path.read_text().splitlines():
         stack, count = line.rsplit(" ", 1)
-        if stack.startswith(f"CPU {cpu} ") or stack.startswith(f"CPU {cpu};"):
+        if (stack.startswith(f"CPU {cpu} ") or stack.startswith(f"CPU {cpu};")) and (
+                others or stack.split(";")[1] != OTHERS_FRAME):
             stacks[stack] = int(count)
     return stacks
 
@@ -65,11 +72,13 @@ def test_afp_v3_profile_shows_the_socket_path_on_the_receive_cpu_and_the_loop_in
     assert rx["cpus"] == [1] and gen["cpus"] == [0]
     # A CPU gives one sample per period, busy or idle: most of them arrived.
     assert rx["samples"] >= 0.8 * rx["expected_samples"], rx
-    # Most of it at 100 % of 1 GbE; other processes of a busy host take their share (top_processes).
-    assert rx["shares_pct"]["net_rx"] > 20, (rx["shares_pct"], rx["top_processes"])
-    assert rx["groups_pct"]["socket"] > 1, rx["groups_pct"]
+    # The trial's own time there is mostly its receive work at 100 % of 1 GbE; other processes of a
+    # busy host are "others" (others_top_processes), not the trial's.
+    own = 100 - sum(rx["shares_pct"][k] for k in ("others", "idle", "unsampled"))
+    assert rx["shares_pct"]["net_rx"] > 0.5 * own, (rx["shares_pct"], rx["others_top_processes"])
+    assert rx["groups_pct"]["socket"] > 0.02 * own, rx["groups_pct"]
     assert rx["ns_per_packet"] and rx["ns_per_packet"] > 0
-    socket_path = sum(n for s, n in stacks_of(t, 1).items() if "tpacket_rcv_[k]" in s)
+    socket_path = sum(n for s, n in stacks_of(t, 1, others=False).items() if "tpacket_rcv_[k]" in s)
     assert socket_path > 0.01 * rx["samples"], "no tpacket_rcv on the receive CPU"
     # The counter: its own process, on its CPU, in its read loop.
     assert counter["processes"] and counter["cpus"] == [1], counter
@@ -82,26 +91,50 @@ def test_afp_v3_profile_shows_the_socket_path_on_the_receive_cpu_and_the_loop_in
 
 
 def test_xdp_ceiling_profile_has_no_socket_function(plain):
-    """The ceiling's receive work (every stack through the NAPI thread or the NET_RX softirq on the
-    receive CPU) runs its XDP program and the driver, and never a socket function. (Other processes
-    of a busy host may use sockets on that CPU: their stacks are not the receive work.)"""
+    """The ceiling's receive work (every stack of the trial's own through the NAPI thread or the
+    NET_RX softirq on the receive CPU) runs its XDP program and the driver, and never a socket
+    function. (Other processes and other test beds' NAPI threads of a busy host may use sockets on
+    that CPU: their stacks are others', not the trial's receive work.)"""
     t = plain["xdp"]
     rx = t["profile"]["roles"]["receive"]
     assert rx["groups_pct"]["bpf"] > 0 and rx["groups_pct"]["driver"] > 0, rx["groups_pct"]
-    receive_work = [s for s in stacks_of(t, 1) if "napi_threaded_poll_[k]" in s or "net_rx_action_[k]" in s]
+    receive_work = [s for s in stacks_of(t, 1, others=False)
+                    if "napi_threaded_poll_[k]" in s or "net_rx_action_[k]" in s]
     assert receive_work
     found = [f for s in receive_work for f in s.split(";") if f.startswith(SOCKET_FUNCTIONS)]
     assert not found, found[:5]
 
 
+@contextlib.contextmanager
+def cpu_hog(cpu: int, comm: str) -> Iterator[None]:
+    """A busy loop on CPU `cpu`, named `comm`, for the block's duration: another process of a busy
+    host, which the scheduler gives turns on that CPU at every tick."""
+    hog = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c",
+                            f"import ctypes; ctypes.CDLL(None).prctl(15, {comm.encode()!r}, 0, 0, 0)\n"
+                            "while True: pass"])
+    try:
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
 def test_app_load_spin_moves_the_counters_time_into_its_spin(plain, tmp_path):
-    (t,) = profiled_run(tmp_path, "--backends", "afp-v3", "--app-load", "spin:2000")
+    """With a busy loop of another process on the counter's CPU: the scheduler preempts the counter
+    for it at every tick, and those periods are others' (issue 28: a CI run on a busy host read
+    17 % of the counter's time as scheduling)."""
+    with cpu_hog(1, HOG):
+        (t,) = profiled_run(tmp_path, "--backends", "afp-v3", "--app-load", "spin:2000")
     touch = plain["afp-v3"]["profile"]["roles"]["counter"]
     spin = t["profile"]["roles"]["counter"]
     # 2 us per packet: the counter's own time grows by far, and it is the application's (its loop
     # and the clock reads of its spin), not the socket's.
     assert spin["busy_ms"] > 3 * touch["busy_ms"], (spin["busy_ms"], touch["busy_ms"])
-    assert spin["groups_pct"]["app"] > 90, spin["groups_pct"]
+    assert spin["groups_pct"]["app"] > 90, (spin["groups_pct"], spin["others_top_processes"])
+    # The busy loop is others', on the receive CPU and in the time it took from the counter.
+    rx = t["profile"]["roles"]["receive"]
+    assert HOG in names(rx["others_top_processes"]) and HOG not in names(spin["top_processes"]), rx
+    assert rx["others_ms"] > 0 and rx["groups_pct"]["others"] > 0
     assert "v3_ring_run [capbench-cap]" in names(spin["top_total"])
     assert spin["ns_per_packet"] > touch["ns_per_packet"]
 

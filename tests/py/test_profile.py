@@ -73,6 +73,7 @@ def test_group_table_is_complete_and_unambiguous():
     assert [g.kind for g in t.groups].count(groups.USER) == 1
     assert [g.kind for g in t.groups].count(groups.REST) == 1
     assert [g.kind for g in t.groups].count(groups.IDLE) == 1
+    assert [g.kind for g in t.groups].count(groups.OTHERS) == 1
     assert all(re.fullmatch(r"#[0-9a-f]{6}", g.color) for g in t.groups)
     assert all(g.functions for g in t.groups if g.kind == "functions")
     assert len({g.color for g in t.groups}) == len(t.groups)
@@ -199,8 +200,85 @@ def test_time_no_sample_fell_in_is_unsampled_beside_proc_stat():
                                   hz=1000.0, window_s=0.04, profiler_pid=None, facts={}, proc_stat=(before, after))
     rx = rec["roles"]["receive"]
     assert rx["expected_samples"] == 40
-    assert rx["shares_pct"] == {"net_rx": 25.0, "kernel": 0.0, "user": 0.0, "idle": 0.0, "unsampled": 75.0}
+    assert rx["shares_pct"] == {"net_rx": 25.0, "kernel": 0.0, "user": 0.0, "others": 0.0, "idle": 0.0,
+                                "unsampled": 75.0}
     assert rx["groups_pct"]["socket"] == 25.0 and rx["groups_pct"]["unsampled"] == 75.0
     assert rx["stat_idle_pct"] == 50.0 and rx["stat_steal_pct"] == 25.0
     assert rx["ns_per_packet"] == 100_000.0  # 10 ms of busy time over 100 packets
     assert "unsampled" not in rx["groups_ns_per_packet"]
+
+
+NAPI, COUNTER, GEN = 50, 60, 70  # the trial's NAPI thread and processes in the samples below
+RX_WORK = ("tpacket_rcv", "veth_poll", "napi_threaded_poll")
+
+
+def busy_host_samples() -> list[Sample]:
+    """CPU 1 of a trial (its NAPI thread, its counter in a spin) on a busy host, in time order: a
+    Python process and another test bed's NAPI thread run there too, and the counter is preempted
+    by the Python process at the end of a system call (the scheduler's tick, which the sampler's
+    aliases with, hands the CPU over)."""
+    spin = sample("posix_cpu_clock_get", "do_syscall_64", pid=COUNTER, comm="capbench-cap", user=("v3_ring_run",))
+    preempted = sample("__schedule", "schedule", "exit_to_user_mode_loop", "do_syscall_64", pid=COUNTER,
+                       comm="capbench-cap", user=("v3_ring_run",))
+    python = sample(pid=900, comm="python", user=("_PyEval_EvalFrameDefault",))
+    return [sample(*RX_WORK, pid=NAPI, comm="napi/cbaaaaaa-8"), spin, spin, preempted, python, python,
+            sample(*RX_WORK, pid=901, comm="napi/cbbbbbbb-8"),  # another test bed's receive thread
+            sample("veth_poll", "net_rx_action", "handle_softirqs", "irq_exit_rcu", pid=COUNTER,
+                   comm="capbench-cap"),  # another bed's softirq receive work, in the counter's time
+            spin, sample("pv_native_safe_halt", "do_idle", pid=0, comm="swapper/1")]
+
+
+def test_others_work_is_one_named_group_not_the_trials():
+    """Issue 28: with other work on the host a profile charged it to the trial (a receive CPU read
+    4,496 ns/packet when the trial's own threads took 1,534). Now only the trial's processes and
+    receive threads make the figures; the rest is "others", with who it was."""
+    owners = analysis.Owners(pids=frozenset({COUNTER, GEN}), rx_threads=frozenset({NAPI}))
+    roles = {"receive": Role(cpus=(1,)), "counter": Role(cpus=(1,), pids=frozenset({COUNTER}))}
+    rec = analysis.profile_record(busy_host_samples(), roles, packets=10, period_ns=1_000_000, hz=1000.0,
+                                  window_s=0.01, profiler_pid=None, facts={}, owners=owners)
+    rx, counter = rec["roles"]["receive"], rec["roles"]["counter"]
+    # The CPU's 10 periods: the NAPI thread's 1, the counter's 3, idle 1; others' 5 (python twice,
+    # the other bed's thread and softirq, the preempted period handed to python).
+    assert rx["groups_pct"]["others"] == 50.0 and rx["shares_pct"]["others"] == 50.0
+    assert rx["shares_pct"]["net_rx"] == 10.0 and rx["groups_pct"]["socket"] == 10.0
+    assert rx["busy_ms"] == 4.0 and rx["ns_per_packet"] == 400_000.0  # the trial's own 4 ms, not 9 ms
+    assert "others" not in rx["groups_ns_per_packet"]
+    assert rx["others_ms"] == 5.0
+    assert dict(map(tuple, rx["others_top_processes"])) == {"python": 30.0, "napi/cbbbbbbb-8": 10.0,
+                                                            analysis.FOREIGN_NET_RX: 10.0}
+    # The counter's figures are its own time: its spin, all of it the application's; the time the
+    # Python process and the softirq took from it is its others_ms.
+    assert counter["samples"] == 3 and counter["groups_pct"]["app"] == 100.0
+    assert counter["others_ms"] == 2.0
+    assert dict(map(tuple, counter["others_top_processes"])) == {"python": 33.333, analysis.FOREIGN_NET_RX: 33.333}
+    assert rec["owners"] == {"processes": 2, "rx_threads": [NAPI]}
+
+
+def test_without_receive_threads_softirq_receive_work_is_the_trials():
+    """RPS (no receive thread of the trial's): NET_RX softirq work in whatever task runs is the
+    trial's receive work; another device's NAPI thread still is not."""
+    owners = analysis.Owners(pids=frozenset({COUNTER}))
+    samples = [sample("veth_poll", "net_rx_action", "handle_softirqs", pid=900, comm="python"),
+               sample("veth_poll", "net_rx_action", "handle_softirqs", "do_idle", pid=0, comm="swapper/1"),
+               sample(*RX_WORK, pid=901, comm="napi/cbbbbbbb-8")]
+    kinds, takers = analysis.classify_all(samples, owners)
+    assert [k[1] for k in kinds] == ["driver", "driver", "others"] and takers == {2: "napi/cbbbbbbb-8"}
+
+
+def test_a_task_that_waits_by_itself_is_not_preempted():
+    """schedule() from its own poll is the counter's wait, even when another task runs next."""
+    owners = analysis.Owners(pids=frozenset({COUNTER}))
+    wait = sample("__schedule", "schedule", "do_sys_poll", "do_syscall_64", pid=COUNTER, user=("poll",))
+    kinds, _ = analysis.classify_all([wait, sample(pid=900, user=("main",))], owners)
+    assert [k[1] for k in kinds] == ["wakeup", "others"]
+    assert analysis.classify_all([wait], None)[0] == [analysis.classify(wait)]
+
+
+def test_folded_stacks_put_others_work_under_one_frame():
+    owners = analysis.Owners(pids=frozenset({COUNTER, GEN}), rx_threads=frozenset({NAPI}))
+    stacks = analysis.folded(busy_host_samples(), {"receive": Role(cpus=(1,))}, owners)
+    others = {k: n for k, n in stacks.items() if k.split(";")[1] == analysis.OTHERS_FRAME}
+    assert sum(others.values()) == 5 and sum(stacks.values()) == len(busy_host_samples())
+    assert "CPU 1 (receive);napi/cbaaaaaa-8;napi_threaded_poll_[k];veth_poll_[k];tpacket_rcv_[k]" in stacks
+    assert f"CPU 1 (receive);{analysis.OTHERS_FRAME};napi/cbbbbbbb-8;napi_threaded_poll_[k];veth_poll_[k];" \
+           f"tpacket_rcv_[k]" in stacks

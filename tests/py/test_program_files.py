@@ -288,3 +288,20 @@ def test_an_unwrapped_count_is_left_alone():
     summary = {"file_frames": 1000, "received": 1000}
     unwrap_program_counts(witness, summary, 1200)
     assert witness == {"name": "tcpdump", "counts": {"captured": 1000}, "bits": {"captured": 32}}
+
+
+def test_a_program_whose_filter_excludes_the_stream_is_said_to_have_seen_nothing():
+    """Issue 28 item 8: `tcpdump -i x -w y port 9` captures none of capbench's stream; the account
+    read that as 100 % "no counter explains". The remarks say the program saw none of it, by its
+    own count; a program that captured some is not said to have seen nothing."""
+    r = make_result(backend="tcpdump", app_command="tcpdump -i x -w y port 9", received=0, file_frames=0,
+                    app_counts={"captured": 0, "seen": 0, "dropped": 0, "ifdropped": 0})
+    assert loss_layers.saw_nothing(r)
+    said = [line for line in loss_layers.program_remarks(r) if "saw none" in line]
+    assert said == [f"tcpdump saw none of the {r.delivered:,} frames delivered to its interface (its own count: "
+                    f"seen 0, captured 0): its capture filter or settings exclude the stream; its loss is that, "
+                    f"not a layer's"]
+    some = make_result(backend="tcpdump", app_command="tcpdump -i x -w y", received=10, file_frames=10,
+                       app_counts={"captured": 10, "seen": 10, "dropped": 0})
+    assert not loss_layers.saw_nothing(some)
+    assert not loss_layers.saw_nothing(make_result(received=0))  # capbench's own counter: no program

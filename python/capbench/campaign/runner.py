@@ -65,9 +65,10 @@ class RunCallbacks:
     (capbench.report.console) and writes the report; the campaign layer only calls these.
     Each does nothing by default."""
 
-    # After each new trial: (trials run so far, their estimated total, seconds left, the trial's
-    # number in the run (a resumed run's earlier ones counted), the trial).
-    on_trial: Callable[[int, int, float, int, TrialResult], None] = _quiet
+    # After each new trial: (trials run so far, their estimated total, seconds left, the number of
+    # its first record in the run (a resumed run's earlier ones counted), its records: one, or one
+    # per sensor with --sensors or a topology's sensors).
+    on_trial: Callable[[int, int, float, int, Sequence[TrialResult]], None] = _quiet
     on_step: Callable[[int, int, cmod.Step, float], None] = _quiet  # (done, total, step, seconds left)
     # The run's trials and method answers, at its end (or after an error, when trials finished).
     show_results: Callable[[Sequence[TrialResult], Sequence[dict[str, Any]]], None] = _quiet
@@ -120,7 +121,7 @@ class TopologyRun:
         t = self.topology
         return testbed.Testbed(id="h" + secrets.token_hex(3)[1:], gen_ns=None, cap_ns=None, gen_if=t.generator.iface,
                                cap_if=t.tap.iface if t.tap else "", gen_mac="", cap_mac="", rx_cpu=None,
-                               dst_mac=self.dst_mac, rx_mode="rps", ports=True,
+                               dst_mac=self.dst_mac, rx_mode=ports.NIC_RX_MODE, ports=True,
                                sensors=len(t.sensors) if t.tap else 0, tap_to=t.tap.clone_to if t.tap else ())
 
 
@@ -146,6 +147,18 @@ def sensor_queue_args(backend: str, c: cmod.Campaign) -> tuple[str, ...]:
     if c.tap_cpu is None or c.program(backend) is not None or not declared.backend(backend).queues:
         return ()
     return ("--queue", str(c.tap_cpu % testbed.veth_queues()))
+
+
+class Unshown:
+    """The records of a run's list not yet told of (on_trial): each trial's, every sensor's one and
+    not only the last; those in the list at the start (a resumed run's) were told of before."""
+
+    def __init__(self, trials: list[TrialResult]):
+        self.trials, self.shown = trials, len(trials)
+
+    def take(self) -> list[TrialResult]:
+        new, self.shown = self.trials[self.shown:], len(self.trials)
+        return new
 
 
 def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWriter,
@@ -212,7 +225,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             sides = []
             for s, backend in zip(t.sensors, sensor_backends(step.backend)):
                 bed = testbed.Testbed(id=tb.id, gen_ns=None, cap_ns=None, gen_if="", cap_if=s.iface, gen_mac="",
-                                      cap_mac="", rx_cpu=s.rx_cpu, rx_mode="rps", ports=True)
+                                      cap_mac="", rx_cpu=s.rx_cpu, rx_mode=ports.NIC_RX_MODE, ports=True)
                 same = s.host == g.host
                 sides.append(Measurer(binaries, bed, make_setup(step, backend, g.cpu if same else None, s.cpu),
                                       cap_host=topo.hosts[s.host], latency_valid=same or t.latency_valid,
@@ -273,9 +286,12 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             writer.append(r)
             trials.append(r)
 
+        unshown = Unshown(trials)
+
         def on_trial(n: int, total: int, left_s: float) -> None:
             # n counts the trials of this invocation (a resumed run's earlier ones are done).
-            opts.callbacks.on_trial(n, total, left_s, writer.count, trials[-1])
+            new = unshown.take()
+            opts.callbacks.on_trial(n, total, left_s, writer.count - len(new) + 1, new)
 
         def record_outcome(o: dict[str, Any]) -> None:
             writer.append_outcome(o)

@@ -69,10 +69,10 @@ the same in TOML (campaigns/seed2008.toml). Every trial is written as it ends;
 --resume DIR continues an interrupted run without repeating finished trials
 (one run at a time writes DIR: a resume while its run is alive is refused).
 
-Placement: --pin A:A puts the kernel's receive work (the capture veth's RPS
-mask) and the counter on one CPU, A:B on two, auto leaves it to the scheduler;
-on a 2-core machine the generator runs on CPU 0 and A:A (the default, the
-seed's "#1") uses CPU 1. --gen-cpu/--rx-cpu/--cap-cpu set the CPUs one by one
+Placement: --pin A:A puts the kernel's receive work (the capture veth's NAPI
+thread, or its RPS mask with --rx-mode rps) and the counter on one CPU, A:B on
+two, auto leaves it to the scheduler; on a 2-core machine the generator runs on
+CPU 0 and A:A (the default, the seed's "#1") uses CPU 1. --gen-cpu/--rx-cpu/--cap-cpu set the CPUs one by one
 instead. The test bed is removed at the end, on errors and on Ctrl-C (which
 prints what finished, exit status 130).
 
@@ -119,9 +119,10 @@ examples:
 """
 
 REPORT_HELP = """\
-Reads only DIR/trials.jsonl and DIR/run.json, prints the tables, and writes into
-DIR/report/: tables.txt, tables.md, trials.csv, a PNG and an SVG of every figure
-the records hold the data for, and report.html (one self-contained page).
+Reads only DIR/trials.jsonl, DIR/run.json and DIR/searches.jsonl (the methods'
+answers), prints the tables, and writes into DIR/report/: tables.txt, tables.md,
+trials.csv, a PNG and an SVG of every figure the records hold the data for, and
+report.html (one self-contained page).
 A last line cut short by a crash is skipped and counted.
 
 examples:
@@ -157,9 +158,12 @@ BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS
 
 def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
     """--rx-mode and --napi-sched: the test bed's receive model (capbench.testbed.rxmode)."""
+    # No argparse default: a run on real interfaces or hosts refuses the options when given
+    # (cli.run), and cli.testbed.rx_mode_of applies rxmode's defaults.
     modes = "; ".join(f"{name}: {text}" for name, text in rxmode.RX_MODES.items())
-    parser.add_argument("--rx-mode", default=rxmode.DEFAULT_RX_MODE, metavar="MODE",
-                        help=f"where the capture side's receive work runs ({modes}; default: %(default)s)")
+    parser.add_argument("--rx-mode", metavar="MODE",
+                        help=f"where the capture side's receive work runs on capbench's veth test bed ({modes}; "
+                             f"default: {rxmode.DEFAULT_RX_MODE})")
     parser.add_argument("--napi-sched", metavar="POLICY",
                         help="the receive thread's scheduling (--rx-mode napi: the NAPI thread; cpumap: the ring's "
                              "thread), `other` (the normal scheduler, taking turns with a counter on its CPU) or "
@@ -302,7 +306,8 @@ def build_parser() -> Parser:
                           f"(on two), auto (the scheduler decides) {_default('pin')}")
     run.add_argument("--gen-cpu", type=int, metavar="N", help="CPU of the generator (instead of --pin)")
     run.add_argument("--rx-cpu", type=int, metavar="N",
-                     help="CPU that does the kernel's receive work (RPS mask of the capture veth) (instead of --pin)")
+                     help="CPU that does the kernel's receive work (the capture veth's NAPI thread, or its RPS mask "
+                          "with --rx-mode rps) (instead of --pin)")
     run.add_argument("--cap-cpu", type=int, metavar="N", help="CPU of the counter (instead of --pin)")
     run.add_argument("--app-load", metavar="LIST",
                      help=f"work the counter does per packet, comma-separated: {from_declarations(app_loads_help)} "
@@ -341,7 +346,7 @@ def build_parser() -> Parser:
                      help="set what helps a capture benchmark for the run and put it back afterwards: the "
                           "performance CPU governor (where exposed), a backlog of 10,000 packets, "
                           "net.core.rmem_max 64 MiB, and GRO off on the capture interface (run.json records "
-                          "the system either way; --pin sets the RPS masks in every run)")
+                          "the system either way; --pin places the receive work in every run)")
     run.add_argument("--results", default="results", metavar="DIR",
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
     run.add_argument("--settle", default=f"{TrialSetup.settle_s:g}", metavar="S",
@@ -362,7 +367,8 @@ def build_parser() -> Parser:
     tbsub.required = True
     up = tbsub.add_parser("up", help="build a test bed and keep it until `down`")
     up.add_argument("--rx-cpu", type=int, default=None, metavar="N",
-                    help="CPU for the capture veth's receive work (RPS); default: no steering")
+                    help="CPU for the capture veth's receive work (its NAPI thread, or its RPS mask with --rx-mode "
+                         "rps); default: no steering")
     up.add_argument("--backlog", type=int, metavar="N", help=BACKLOG_HELP + " until `down`")
     add_rx_mode_args(up)
     down = tbsub.add_parser("down", help="remove test bed ID, or all that crashed runs left (not those of "

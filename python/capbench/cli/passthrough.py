@@ -54,8 +54,8 @@ PASSTHROUGH_EXAMPLES = {
         "until stopped), --count or --groups say otherwise, and sends to a MAC it is given\n"
         "or learns: --dst-mac MAC; --dst-ip IP (capbench's option) takes IP's MAC from the\n"
         "neighbour table (`ip neigh`); on the generator side of a capbench test bed (--netns\n"
-        "capbench-ID-gen), the test bed's; on a veth whose peer is in the same namespace, the\n"
-        "peer's. --replay sends the capture's frames as they are.",
+        "capbench-ID-gen), the test bed's; on a veth, its peer's (in the same namespace or in\n"
+        "a named one: `ip netns`). --replay sends the capture's frames as they are.",
         "  sudo capbench gen --iface eth1 --size 64 --rate 100% --link 1g --dst-ip 192.0.2.7\n"
         "  sudo capbench gen --netns capbench-1a2b3c-gen --iface cb1a2b3cg --rate 800kpps --count 100000",
     ),
@@ -202,7 +202,7 @@ def gen_safe(ns: str | None, argv: list[str]) -> list[str]:
     capbench-gen itself refuses to send without --rate or --dst-mac and stops after its default
     --duration, which it says on stderr (docs/programs.md); here --dst-ip IP (capbench's option)
     takes IP's MAC from the neighbour table, the generator side of a capbench test bed sends to the
-    test bed's MAC, and a veth whose peer is in the same namespace to that peer. A --replay sends
+    test bed's MAC, and a veth to its peer (in the same namespace or a named other). A --replay sends
     the capture's own frames, MACs and all."""
     if argv[-1:] == ["--dst-ip"]:
         raise UsageError("--dst-ip needs an address: the neighbour table's MAC for it is the destination")
@@ -242,11 +242,12 @@ def _with_dst_mac(ns: str | None, argv: list[str], dst_ip: str | None) -> list[s
                              f"(ping -c 1 -I {iface} {dst_ip}) or give --dst-mac")
         note(f"capbench gen: sending to {mac} ({dst_ip} in the neighbour table of {iface})")
         return [*argv, "--dst-mac", mac]
-    mac = netns.veth_peer_mac(iface, ns)
-    if mac is None:
+    peer = netns.veth_peer_mac(iface, ns)
+    if peer is None:
         raise UsageError(f"capbench gen on {where} (not a capbench test bed) sends only to a MAC it is given or "
                          f"learns: give --dst-mac MAC, or --dst-ip IP to take it from the neighbour table")
-    note(f"capbench gen: sending to {mac} ({iface}'s veth peer)")
+    mac, peer_ns = peer
+    note(f"capbench gen: sending to {mac} ({iface}'s veth peer{f' in {peer_ns}' if peer_ns else ''})")
     return [*argv, "--dst-mac", mac]
 
 

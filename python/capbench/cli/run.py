@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from capbench import declared, inputs
@@ -21,6 +22,7 @@ from capbench.cli.parser import build_parser
 from capbench.cli.testbed import rx_mode_of
 from capbench.errors import CapbenchError, UsageError
 from capbench.trial.record import TrialResult
+from capbench.trial.sensors import worst
 from capbench.profile import perf_record
 from capbench.rates import parse_duration
 from capbench.report import console, tables
@@ -180,11 +182,14 @@ def _campaign_of(args: argparse.Namespace) -> tuple[campaign.Campaign, str | Non
     return campaign_from_args(args), None, None
 
 
+# The receive model is the veth test bed's: a real interface's receive work is its driver's NAPI,
+# placed by its IRQ affinity (recorded with the port), not capbench's.
+RX_MODE_OPTIONS = (("rx_mode", "--rx-mode"), ("napi_sched", "--napi-sched"))
 TOPOLOGY_EXCLUDES = (("backends", "--backends"), ("sensors", "--sensors"), ("tap_cpu", "--tap-cpu"),
                      ("gen_iface", "--gen-iface"), ("cap_iface", "--cap-iface"), ("gen_netns", "--gen-netns"),
                      ("cap_netns", "--cap-netns"), ("nic_set", "--nic-set"), ("campaign", "--campaign"),
                      ("resume", "--resume"), ("pin", "--pin"), ("gen_cpu", "--gen-cpu"), ("rx_cpu", "--rx-cpu"),
-                     ("cap_cpu", "--cap-cpu"), ("procs", "--procs"), ("proc_cpus", "--proc-cpus"))
+                     ("cap_cpu", "--cap-cpu"), ("procs", "--procs"), ("proc_cpus", "--proc-cpus"), *RX_MODE_OPTIONS)
 
 
 def topology_of(args: argparse.Namespace) -> topology.Topology:
@@ -247,6 +252,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_run_topology(args, binaries)
     if args.insecure_ssh:
         raise UsageError(f"{ssh_rules.INSECURE_FLAG} goes with --topology (the hosts capbench reaches with ssh)")
+    given = [flag for key, flag in RX_MODE_OPTIONS if getattr(args, key, None)]
+    if given and (args.gen_iface or args.cap_iface):
+        raise UsageError(f"{', '.join(given)}: the receive model is capbench's veth test bed's; on real interfaces "
+                         f"the NIC's driver and IRQ affinity place the receive work: leave out {', '.join(given)}")
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
@@ -334,12 +343,13 @@ def callbacks(args: argparse.Namespace) -> runner.RunCallbacks:
     left = {"s": None}  # the run's time left as of the last trial (its estimate)
     steps: dict[str, list[TrialResult]] = {}  # each step's trials so far: a search's bounds
 
-    def on_trial(n: int, total: int, left_s: float, number: int, r: TrialResult) -> None:
+    def on_trial(n: int, total: int, left_s: float, number: int, records: Sequence[TrialResult]) -> None:
         left["s"] = left_s
-        steps.setdefault(r.step, []).append(r)
-        say(console.trial_progress(n, total, left_s, number, r))
+        steps.setdefault(records[0].step, []).append(worst(records))  # sensors: the record the method judged
+        say(console.trial_progress(n, total, left_s, number, records))
         if as_json:
-            json_line({"type": "trial", **r.to_record()})
+            for r in records:  # each sensor's record
+                json_line({"type": "trial", **r.to_record()})
 
     def on_answer(outcome: dict) -> None:
         if as_json:

@@ -24,7 +24,7 @@ def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]
         bed = (read_run(resume) or {}).get("testbed") or {}
         mode, sched = bed.get("rx_mode", "rps"), bed.get("napi_sched")
     else:
-        mode, sched = args.rx_mode, args.napi_sched
+        mode, sched = args.rx_mode or rxmode.DEFAULT_RX_MODE, args.napi_sched
     rxmode.check_mode(mode)
     sched = rxmode.NapiSched.parse(sched or rxmode.default_sched(mode)).text
     rxmode.check_available(mode)

@@ -35,6 +35,8 @@ import math
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from capbench.testbed.ports import NIC_RX_MODE
+
 LOSSLESS = "lossless"
 LOSSY = "lossy"
 LOWER_BOUND = "lower bound"
@@ -232,7 +234,9 @@ def way_forward(trials: Iterable[Any]) -> list[str]:
         out.append("--method rfc2544: it searches the highest rate the generator holds and the capture takes "
                    "without loss, and says which of the two bounded it")
     modes = sorted({m for t in short if (m := getattr(t, "rx_mode", None))})
-    if modes == ["rps"]:
+    if modes == [NIC_RX_MODE]:
+        pass  # real interfaces: their driver places the receive work, no test bed mode to choose
+    elif modes == ["rps"]:
         out.append("--rx-mode napi: the capture veth's receive work then runs in a kernel thread on the receive "
                    "CPU, as a NIC's does, not on the generator's CPU (this run used rps)")
     elif modes:

@@ -19,9 +19,9 @@ TABLE = Path(__file__).with_name("groups.toml")
 # The compiler's suffixes on a local copy of a function (GCC's interprocedural optimisations):
 # `tpacket_rcv.constprop.0`, `veth_xdp_rcv_bulk_skb.isra.0`, `foo.part.0`, `foo.cold`.
 _SUFFIX = re.compile(r"(\.(constprop|isra|part|cold|llvm)(\.\d+)?)+$")
-# Samples of these kinds: no function names them (groups.toml's last groups); UNSAMPLED is the time
-# of a CPU no sample fell in.
-USER, REST, IDLE, UNSAMPLED = "user", "rest", "idle", "unsampled"
+# Samples of these kinds: no function names them (groups.toml's last groups); OTHERS is the time of
+# what is not the trial's (profile.analysis.Owners); UNSAMPLED is the time of a CPU no sample fell in.
+USER, REST, OTHERS, IDLE, UNSAMPLED = "user", "rest", "others", "idle", "unsampled"
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Group:
     name: str
     label: str
     color: str
-    kind: str = "functions"  # or USER, REST, IDLE, UNSAMPLED
+    kind: str = "functions"  # or USER, REST, OTHERS, IDLE, UNSAMPLED
     functions: tuple[str, ...] = ()
 
 
@@ -38,13 +38,16 @@ class Table:
     groups: tuple[Group, ...]
     net_rx: tuple[str, ...]
     idle: tuple[str, ...]
+    preempted: tuple[str, ...] = ()
+    rx_thread: tuple[str, ...] = ()
 
     def names(self) -> list[str]:
         return [g.name for g in self.groups]
 
     def busy_names(self) -> list[str]:
-        """The groups of a CPU's busy time: all but the idle task's and the unsampled time."""
-        return [g.name for g in self.groups if g.kind not in (IDLE, UNSAMPLED)]
+        """The groups of the trial's busy time on a CPU: all but others', the idle task's and the
+        unsampled time."""
+        return [g.name for g in self.groups if g.kind not in (OTHERS, IDLE, UNSAMPLED)]
 
     def by_kind(self, kind: str) -> Group:
         return next(g for g in self.groups if g.kind == kind)
@@ -67,7 +70,9 @@ def table(path: Path = TABLE) -> Table:
     data = tomllib.loads(path.read_text())
     groups = tuple(Group(name=g["name"], label=g["label"], color=g["color"], kind=g.get("kind", "functions"),
                          functions=tuple(g.get("functions", ()))) for g in data["group"])
-    return Table(groups=groups, net_rx=tuple(data["context"]["net_rx"]), idle=tuple(data["context"]["idle"]))
+    context = data["context"]
+    return Table(groups=groups, net_rx=tuple(context["net_rx"]), idle=tuple(context["idle"]),
+                 preempted=tuple(context.get("preempted", ())), rx_thread=tuple(context.get("rx_thread", ())))
 
 
 class _Matcher:
@@ -95,17 +100,19 @@ class _Matcher:
 
 
 @functools.cache
-def _matchers(path: Path = TABLE) -> tuple[_Matcher, _Matcher, _Matcher]:
-    """(the groups' functions, the net_rx frames, the idle frames) of the table."""
+def _matchers(path: Path = TABLE) -> tuple[_Matcher, _Matcher, _Matcher, _Matcher, _Matcher]:
+    """(the groups' functions, the net_rx frames, the idle frames, the preemption frames, the receive
+    threads' frames) of the table."""
     t = table(path)
     return (_Matcher([(g.name, g.functions) for g in t.groups if g.kind == "functions"]),
-            _Matcher([("net_rx", t.net_rx)]), _Matcher([("idle", t.idle)]))
+            _Matcher([("net_rx", t.net_rx)]), _Matcher([("idle", t.idle)]),
+            _Matcher([("preempted", t.preempted)]), _Matcher([("rx_thread", t.rx_thread)]))
 
 
 def group_of(kernel_frames: Sequence[str], reaches_user: bool, idle_task: bool, path: Path = TABLE) -> str:
     """The group of one sample: `kernel_frames` its kernel symbols leaf first, `reaches_user` whether
     its stack has user-space frames (or its leaf is one), `idle_task` whether it is pid 0's."""
-    funcs, _, idle = _matchers(path)
+    funcs, _, idle, _, _ = _matchers(path)
     t = table(path)
     for sym in kernel_frames:
         found = funcs.match(sym)
@@ -119,7 +126,7 @@ def group_of(kernel_frames: Sequence[str], reaches_user: bool, idle_task: bool, 
 def frame_group(symbol: str, path: Path = TABLE) -> str | None:
     """The group one kernel frame's function belongs to (a flame graph's colour): the group that
     names it, the idle group for a frame of the idle loop, None when no group names it."""
-    funcs, _, idle = _matchers(path)
+    funcs, _, idle, _, _ = _matchers(path)
     found = funcs.match(symbol)
     if found is None and idle.match(symbol):
         return table(path).by_kind(IDLE).name
@@ -130,3 +137,15 @@ def is_net_rx(kernel_frames: Iterable[str], path: Path = TABLE) -> bool:
     """The sample ran NET_RX receive work (the softirq, a NAPI thread, busy polling)."""
     net_rx = _matchers(path)[1]
     return any(net_rx.match(sym) for sym in kernel_frames)
+
+
+def is_preempted(kernel_frames: Iterable[str], path: Path = TABLE) -> bool:
+    """The sample caught its task being preempted: the CPU handed to the next task."""
+    preempted = _matchers(path)[3]
+    return any(preempted.match(sym) for sym in kernel_frames)
+
+
+def is_rx_thread(kernel_frames: Iterable[str], path: Path = TABLE) -> bool:
+    """The sample is of a kernel thread that does NET_RX receive work (a threaded NAPI poll)."""
+    rx_thread = _matchers(path)[4]
+    return any(rx_thread.match(sym) for sym in kernel_frames)

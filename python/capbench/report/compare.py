@@ -388,8 +388,10 @@ def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Compa
         conditions.append(cond)
         apart = "the generator sent other rates" if cond.sent_differs else ""
         for name in COMPARED:
-            changes.append(judge(key, METRICS[name], ga.stat(name), gb.stat(name), threshold_pct, short,
-                                 disturbed=cond.disturbed_in, apart=apart if name in RATE_FIGURES else ""))
+            sa, sb = ga.stat(name), gb.stat(name)
+            if sa.n and sb.n:  # a figure not measured in a run (a remote sensor's kernel load) is not compared
+                changes.append(judge(key, METRICS[name], sa, sb, threshold_pct, short,
+                                     disturbed=cond.disturbed_in, apart=apart if name in RATE_FIGURES else ""))
     unanswered: list[tuple[SettingsKey, str, str]] = []
     for key in common_answers:
         conditions.append(_answer_conditions(answers_a[key], answers_b[key]))

@@ -40,7 +40,8 @@ def trial_line(n: int, r: TrialResult) -> str:
     loss = format_pct(r.loss_pct, exact_zero=(r.lost == 0))
     one = r.method in registry.REGISTRY and registry.get(r.method).answer_type is None  # a trial is its result
     what = r.method if one else f"{r.method} {r.purpose}"
-    line = (f"[{n}] {what:<16} {r.backend:<7} {r.size_label:>5} B  offered {offered:>9} sent {sent:>10} pps  "
+    sensor = f"sensor {r.sensor} " if r.sensors else ""
+    line = (f"[{n}] {what:<16} {sensor}{r.backend:<7} {r.size_label:>5} B  offered {offered:>9} sent {sent:>10} pps  "
             f"captured {r.rx_pps:>11,.0f} pps ({r.rx_gbps:.3f} Gbps)  loss {loss} %")
     if r.unexplained:
         line += f"  UNEXPLAINED {r.unexplained:,}"
@@ -145,10 +146,14 @@ def print_answer(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any
             console.print(Text(f"  {line}"))
 
 
-def trial_progress(n: int, total: int, left_s: float, number: int, r: TrialResult) -> str:
+def trial_progress(n: int, total: int, left_s: float, number: int, records: Sequence[TrialResult]) -> str:
     """The line after each trial (RunCallbacks.on_trial): the bar of this invocation's trials, the
-    time left, and the trial (`number`: its place in the run, a resumed run's earlier ones counted)."""
-    return f"{progress_bar(n, total, 12)} {n}/~{total} ~{left_s / 60:.1f} min left {trial_line(number, r)}"
+    time left, and the trial (`number`: the place of its first record in the run, a resumed run's
+    earlier ones counted); with several sensors, a line more for each further sensor's record."""
+    head = f"{progress_bar(n, total, 12)} {n}/~{total} ~{left_s / 60:.1f} min left "
+    lines = [head + trial_line(number, records[0])]
+    lines += [" " * len(head) + trial_line(number + i, r) for i, r in enumerate(records[1:], 1)]
+    return "\n".join(lines)
 
 
 def search_bounds(trials: Sequence[TrialResult]) -> str | None:

@@ -64,6 +64,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("unexplained_pct", "unexplained (either sign)", "% of sent", False,
            lambda r: abs(_share(r.unexplained, r)), is_loss=True),
     Metric("app_cpu_pct", "app load", "% CPU", False, lambda r: r.app_cpu_pct, least_change=CPU_LEAST_CHANGE_PTS),
+    # None where not measured (a remote sensor or a port without a receive CPU): left out of the Stat.
     Metric("kernel_cpu_pct", "kernel load", "% CPU", False, lambda r: r.kernel_cpu_pct,
            least_change=CPU_LEAST_CHANGE_PTS),
 )}
@@ -94,10 +95,22 @@ class Stat:
         return Stat(self.median * k, self.lo * k, self.hi * k, self.n, self.sd * abs(k), self.mean * k)
 
 
-def stat_of(values: Iterable[float]) -> Stat:
-    v = list(values)
+def stat_of(values: Iterable[float | None]) -> Stat:
+    """The Stat of the values that were measured (None: not measured, left out); of none, NaN and
+    n 0 (load_text shows it as not measured)."""
+    v = [x for x in values if x is not None]
+    if not v:
+        return Stat(math.nan, math.nan, math.nan, 0)
     return Stat(statistics.median(v), min(v), max(v), len(v), statistics.stdev(v) if len(v) > 1 else 0.0,
                 statistics.fmean(v))
+
+
+NOT_MEASURED = "—"  # a figure nobody measured: never printed as 0
+
+
+def load_text(s: Stat) -> str:
+    """A CPU load (% of one CPU) over repetitions: its median, or NOT_MEASURED."""
+    return NOT_MEASURED if s.n == 0 else f"{s.median:.1f}"
 
 
 SIGNIFICANCE_LEVEL = 0.05
@@ -290,8 +303,10 @@ def same_capture(a: Group, b: Group) -> bool:
 
 
 def cpu_load(g: Group) -> float:
-    """App + kernel load (medians), to the 0.1 % the tables print."""
-    return round(g.stat("app_cpu_pct").median, 1) + round(g.stat("kernel_cpu_pct").median, 1)
+    """App + kernel load (medians), to the 0.1 % the tables print; a kernel load not measured (a
+    remote sensor without a receive CPU) adds nothing."""
+    kernel = g.stat("kernel_cpu_pct")
+    return round(g.stat("app_cpu_pct").median, 1) + (round(kernel.median, 1) if kernel.n else 0.0)
 
 
 def best_per_size(groups: Iterable[Group]) -> list[tuple[int, Group | None]]:

@@ -25,8 +25,8 @@ from capbench.report.answers import (GENERATOR_BOUND, Answer, AnswerGroup, answe
                                      metric, rate_of)
 from capbench.report.keys import series_labels
 from capbench.report.load import Trial
-from capbench.report.stats import (FirstLoss, Group, best_per_size, cpu_load, first_loss, iperf_groups, loss_text,
-                                   same_capture, sent_pps, stat_of, sweep_lines)
+from capbench.report.stats import (FirstLoss, Group, best_per_size, cpu_load, first_loss, iperf_groups, load_text,
+                                   loss_text, same_capture, sent_pps, stat_of, sweep_lines)
 
 
 def _figures(g: Group) -> str:
@@ -34,7 +34,7 @@ def _figures(g: Group) -> str:
     app, kernel = g.stat("app_cpu_pct"), g.stat("kernel_cpu_pct")
     reps = f", median of {rx.n}" if rx.n > 1 else ""
     return (f"{rx.median:,.0f} pps ({gbps.median:.3f} Gbps), loss {loss_text(g.stat('loss_pct'))}, "
-            f"app / kernel load {app.median:.1f} / {kernel.median:.1f} %{reps}")
+            f"app / kernel load {app.median:.1f} / {load_text(kernel)} %{reps}")
 
 
 def _sizes(sizes) -> str:
@@ -149,7 +149,7 @@ def best_rows(groups: list[Group]) -> list[list[str]]:
         offered = g.used[0].result.offered_pps if g.used else None
         reps = f"median of {rx.n}" if rx.n > 1 else ""
         rows.append([str(b.size), b.label, f"{rx.median:,.0f} / {g.stat('rx_gbps').median:.3f}",
-                     loss_text(g.stat("loss_pct")), trials_cell(g), f"{app.median:.1f} / {kernel.median:.1f}",
+                     loss_text(g.stat("loss_pct")), trials_cell(g), f"{app.median:.1f} / {load_text(kernel)}",
                      f"{sent_pps(g):,.0f}" + (f" of {offered:,.0f}" if offered is not None else ""),
                      "; ".join(x for x in (b.alone, reps, b.tie, b.short) if x)])
     return rows

@@ -34,7 +34,7 @@ from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cp
                                   series_labels, settings_key)
 from capbench.report.load import Trial
 from capbench.methods.measurer import superseded
-from capbench.report.stats import Stat, decided, stat_of, sweep_lines
+from capbench.report.stats import Stat, decided, load_text, stat_of, sweep_lines
 from capbench.trial.measure import INVALID_LOAD_TEXT, TrialResult
 
 # The seed's columns. In the terminal the last header is broken over lines (it is wider
@@ -134,7 +134,7 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
         return [(r.size_label, ""), (offered_cell(r), ""), (f"{r.achieved_pps:,.0f}{mark}", left),
                 (f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}", bound),
                 (format_pct(r.loss_pct, exact_zero=(r.lost == 0)) + host, ""),
-                (f"{r.app_cpu_pct:.1f} / {r.kernel_cpu_pct:.1f}", ""), (loss_places(r), "")]
+                (f"{r.app_cpu_pct:.1f} / {load_text(stat_of([r.kernel_cpu_pct]))}", ""), (loss_places(r), "")]
     rx, loss = stat_of(x.rx_pps for x in used), stat_of(x.loss_pct for x in used)
     app, kernel = stat_of(x.app_cpu_pct for x in used), stat_of(x.kernel_cpu_pct for x in used)
     cpu_spread = f"{_spread(app, '.1f') or 'all equal'} / {_spread(kernel, '.1f') or 'all equal'}" \
@@ -149,7 +149,7 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
             (f"{statistics.median(x.achieved_pps for x in used):,.0f}{mark}", left),
             (f"{rx.median:,.0f} / {statistics.median(x.rx_gbps for x in used):.3f}", rx_spread),
             (format_pct(loss.median, exact_zero=loss.exact_zero) + host, _loss_spread(loss)),
-            (f"{app.median:.1f} / {kernel.median:.1f}", cpu_spread), (places, which)]
+            (f"{app.median:.1f} / {load_text(kernel)}", cpu_spread), (places, which)]
 
 
 def row_cells(rs: Sequence[TrialResult], sep: str = " ") -> list[str]:

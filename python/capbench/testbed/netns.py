@@ -168,11 +168,23 @@ def neighbour_mac(ip_addr: str, ifname: str, netns_name: str | None = None) -> s
     return None
 
 
-def veth_peer_mac(ifname: str, netns_name: str | None = None) -> str | None:
-    """The MAC of `ifname`'s veth peer when the peer is in the same namespace (None otherwise)."""
+def veth_peer_mac(ifname: str, netns_name: str | None = None) -> tuple[str, str | None] | None:
+    """(the MAC of `ifname`'s veth peer, the namespace it is in when not `netns_name`'s); None when
+    `ifname` is no veth or its peer's namespace has no name here. A peer in another namespace (the
+    usual two-namespace set-up): the kernel gives the link's IFLA_LINK_NETNSID (that namespace's id
+    as seen from `netns_name`) and IFLA_LINK (the peer's ifindex there); `ip netns list-id` names
+    the namespace of an id (those under /run/netns), and the peer is the link of that index there."""
     link = _ip_json(netns_name, "-d", "link", "show", "dev", ifname)
-    if not link or (link[0].get("linkinfo") or {}).get("info_kind") != "veth" or "link_netnsid" in link[0]:
+    if not link or (link[0].get("linkinfo") or {}).get("info_kind") != "veth":
         return None
-    peer = link[0].get("link")
-    found = _ip_json(netns_name, "link", "show", "dev", peer) if peer else []
-    return str(found[0]["address"]).lower() if found and found[0].get("address") else None
+    where: str | None = None
+    if "link_netnsid" in link[0]:
+        ids = _ip_json(netns_name, "netns", "list-id")
+        where = next((str(n["name"]) for n in ids if n.get("nsid") == link[0]["link_netnsid"] and n.get("name")), None)
+        if where is None:
+            return None
+        found = [x for x in _ip_json(where, "link", "show") if x.get("ifindex") == link[0].get("link_index")]
+    else:
+        peer = link[0].get("link")
+        found = _ip_json(netns_name, "link", "show", "dev", peer) if peer else []
+    return (str(found[0]["address"]).lower(), where) if found and found[0].get("address") else None

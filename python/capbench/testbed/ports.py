@@ -22,6 +22,11 @@ from capbench.owners import Holder, HostSettings
 from capbench.testbed import nic
 from capbench.testbed.veth_pair import Testbed
 
+# The receive model a record of a real interface (a port, a topology's sensor) names: its driver's
+# NAPI, placed by its IRQ affinity, which capbench neither sets nor changes (--rx-mode is its veth
+# test bed's). Records before issue 28 said "rps" for these.
+NIC_RX_MODE = "nic"
+
 
 @dataclass(frozen=True)
 class Ports:
@@ -66,7 +71,7 @@ def ports_testbed(p: Ports, registry: HostSettings | None = None) -> Iterator[Te
     tb_id = "p" + secrets.token_hex(3)[1:]
     tb = Testbed(id=tb_id, gen_ns=p.gen_ns, cap_ns=p.cap_ns, gen_if=p.gen_if, cap_if=p.cap_if,
                  gen_mac=nic.learn_mac(p.gen_ns, p.gen_if), cap_mac=nic.learn_mac(p.cap_ns, p.cap_if),
-                 rx_cpu=None, dst_mac=p.dst_mac or nic.learn_mac(p.cap_ns, p.cap_if), rx_mode="rps", ports=True)
+                 rx_cpu=None, dst_mac=p.dst_mac or nic.learn_mac(p.cap_ns, p.cap_if), rx_mode=NIC_RX_MODE, ports=True)
     registry = registry or HostSettings()
     registry.check()  # before anything changes: a registry it cannot trust stops the run here
     # Alive only while this process runs: the user's namespaces outlive the run.

@@ -178,6 +178,14 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
     return out
 
 
+def saw_nothing(r: TrialResult) -> bool:
+    """A capture program that captured none of the frames the interface delivered, by its own count
+    and its file (a filter that excludes capbench's stream, say): not a loss of any layer."""
+    counts = r.app_counts
+    return (bool(r.app_command) and not r.failure and r.delivered > 0 and r.received == 0
+            and counts.get("captured") == 0 and counts.get("seen", 0) == 0)
+
+
 def program_remarks(r: TrialResult) -> list[str]:
     """A capture program's trial has two witnesses: the program's own counts and capbench's (the
     kernel's counters, and the frames in the program's capture file by their sequence numbers).
@@ -186,6 +194,10 @@ def program_remarks(r: TrialResult) -> list[str]:
         return []
     out = [f"FAILED: {r.failure}"] if r.failure else []
     counts = r.app_counts
+    if saw_nothing(r):
+        own = ", ".join(f"{k} {counts[k]:,}" for k in ("seen", "captured") if k in counts)
+        out.append(f"{r.backend} saw none of the {r.delivered:,} frames delivered to its interface (its own count: "
+                   f"{own}): its capture filter or settings exclude the stream; its loss is that, not a layer's")
     for program in r.raw.get("programs", ()):
         for name, w in program.get("wrapped", {}).items():
             out.append(f"{program['name']}'s {w['bits']}-bit '{name}' counter wrapped {w['times']} time"

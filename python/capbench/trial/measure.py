@@ -568,7 +568,7 @@ class Measurer:
         return read_link_drops(tb.cap_ns, tb.cap_if), read_link_drops(tb.gen_ns, tb.gen_if) if tb.gen_if else None
 
     def _result(self, *, started_at: str, duration_s: float, load: Rate, gen: dict, caps: list[dict],
-                xdp: dict | None, host_softnet_drops: int, app_cpu_pcts: list[float], kernel_cpu_pct: float,
+                xdp: dict | None, host_softnet_drops: int, app_cpu_pcts: list[float], kernel_cpu_pct: float | None,
                 window_s: float, programs: list[dict[str, Any]] = (), iface_rx_dropped: int | None = None,
                 gen_tx_dropped: int | None = None, cap_cpus_seen: tuple[int, ...] = (),
                 napi_cpus_seen: tuple[int, ...] = (), other_testbeds: tuple[str, ...] = (),

@@ -62,7 +62,10 @@ class TrialResult:
     rx_pps: float  # received / duration_s: the seed's iperf-like throughput
     rx_gbps: float  # rx_pps on the wire, with 20 B preamble+gap per frame (rx_gbps_from says whose lengths)
     app_cpu_pct: float  # counter's user+system time, % of one CPU over the load window
-    kernel_cpu_pct: float  # softirq+irq time of the kernel receive CPU over the load window
+    # softirq+irq time of the kernel receive CPU over the load window (and its NAPI threads' time);
+    # None: not measured (a remote sensor or a port whose receive CPU is not known). Records before
+    # issue 28 wrote 0.0 there.
+    kernel_cpu_pct: float | None
     window_s: float
     gen_cpu: int | None
     cap_cpu: int | None
@@ -93,7 +96,8 @@ class TrialResult:
     # and every device's; a cross-check of backlog_drops, never charged to the trial when the
     # capture interface's own counter was read. None where not read.
     host_softnet_drops: int | None = None
-    # The test bed's receive model (rxmode.RX_MODES; records without it are "rps"), the NAPI
+    # The test bed's receive model (rxmode.RX_MODES, or ports.NIC_RX_MODE for a real interface's
+    # driver; records without it, and those of real interfaces before issue 28, are "rps"), the NAPI
     # thread's scheduling ("other", "fifo:N"; "" in rps mode) and the CPUs it ran on.
     rx_mode: str = "rps"
     napi_sched: str = ""

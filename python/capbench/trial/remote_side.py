@@ -35,6 +35,7 @@ from capbench.binaries import PROGRAMS, Binaries, find_binaries
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.rates import Rate
 from capbench.remote.ssh import Host
+from capbench.testbed.ports import NIC_RX_MODE
 from capbench.testbed.procs import ChildSet
 from capbench.testbed.veth_pair import Testbed
 from capbench.trial import apps
@@ -82,7 +83,7 @@ def agent_measurer(spec: dict[str, Any]) -> Measurer:
     build_dir = spec.get("build_dir")
     binaries = Binaries(*(Path(build_dir) / p for p in PROGRAMS)) if build_dir else find_binaries()
     tb = Testbed(id="side", gen_ns=None, cap_ns=spec.get("netns"), gen_if="", cap_if=spec["iface"], gen_mac="",
-                 cap_mac="", rx_cpu=spec.get("rx_cpu"), rx_mode="rps", ports=True)
+                 cap_mac="", rx_cpu=spec.get("rx_cpu"), rx_mode=NIC_RX_MODE, ports=True)
     return Measurer(binaries, tb, setup_from_json(spec["setup"]))
 
 

@@ -6,15 +6,16 @@ behind a tap) share one generator and see the same frames."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capbench.profile.analysis import Role
+from capbench.profile.analysis import Owners, Role
 from capbench.profile.trial_profile import TrialProfile
-from capbench.testbed import cpu
+from capbench.testbed import cgroups, cpu
 from capbench.testbed import nic
 from capbench.testbed import rxmode
 from capbench.rates import Rate
@@ -89,6 +90,7 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
         reading = window.end()
         if prof is not None:
             prof.disable()
+            owners = trial_owners(kids, parts, tap)  # while its processes still run
         ahead(parts, signal.SIGUSR2)
         for part in parts:
             part.after_load(t1 - t0)
@@ -111,7 +113,7 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
             results = tap.mark(results)
         if prof is not None:
             results = prof.records(results, [roles(sender, part, r, tap_cpu if tap else None)
-                                             for part, r in zip(parts, results)])
+                                             for part, r in zip(parts, results)], owners)
     from capbench.trial import loss_layers  # it reads TrialResults: imported here, not at the top
 
     # The host's interference is read on this machine: a side on another host has none here.
@@ -126,6 +128,15 @@ def trial_kernel_pids(parts: list[Any], tap: Tap | None) -> set[int]:
     trial's, not the host's interference."""
     return {pid for holder in (*parts, tap) for napi in [getattr(holder, "napi", None)] if napi
             for pid in napi.pids}
+
+
+def trial_owners(kids: ChildSet, parts: list[Any], tap: Tap | None) -> Owners:
+    """The trial's own processes and receive threads (--profile tells their work from others' by
+    them): capbench itself, every process of its run cgroup (each program and all it started; without
+    a cgroup, the children it started), and the kernel threads it placed here (trial_kernel_pids)."""
+    group = cgroups.run_group()
+    pids = {os.getpid(), *(c.pid for c in kids.children), *(group.pids() if group is not None else ())}
+    return Owners(pids=frozenset(pids), rx_threads=frozenset(trial_kernel_pids(parts, tap)))
 
 
 def roles(sender: Measurer, part: CaptureSide, r: TrialResult, tap_cpu: int | None) -> dict[str, Role]:
@@ -325,10 +336,12 @@ class CaptureSide:
         sends the same readings that `assemble` turns into a record here."""
         m, window_s = self.m, self.window_s
         tb = m.testbed
+        # None where nobody knows the receive CPU (a port or remote sensor without rx_cpu): not 0.
         kernel_cpu_pct = (cpu.kernel_rx_pct(self.stat0, self.stat1, m.kernel_rx_cpu)
-                          if m.kernel_rx_cpu is not None else 0.0)
+                          if m.kernel_rx_cpu is not None else None)
         if self.napi:  # the NAPI thread's receive work is its own system time, not softirq time
-            kernel_cpu_pct += cpu.process_cpu_pct(sum(self.napi0.values()), sum(self.napi1.values()), window_s)
+            kernel_cpu_pct = (kernel_cpu_pct or 0.0) + cpu.process_cpu_pct(sum(self.napi0.values()),
+                                                                           sum(self.napi1.values()), window_s)
         return dict(
             caps=[cap.summary() for cap in self.caps] + [m.program_summary(prog) for prog in self.progs],
             xdp=self.xdp.summary() if self.xdp is not None else None,
