@@ -19,7 +19,7 @@ from capbench.rates import parse_rate
 from capbench.trial import apps
 from capbench.trial.measure import Measurer, TrialSetup
 
-from e2e_env import capbench_namespaces, left_behind, run_capbench
+from e2e_env import assert_run_measured, capbench_namespaces, left_behind, run_capbench
 from host_interference import interference, spoiled, until_undisturbed
 
 FRAMES = 100_000
@@ -140,7 +140,7 @@ def test_user_adapter_from_a_toml_file_runs_through_capbench_run(tmp_path):
     p = run_capbench("run", "--apps-file", str(user_adapter(tmp_path)), "--backends", "mydump,pcap", "--sizes", "64",
                      "--rate", "50kpps", "--duration", "1", "--link", "10g", "--no-report", "--results", str(results),
                      "--backlog", "10000", timeout=300)
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     (d,) = [x for x in results.iterdir() if x.is_dir()]
     trials = {t["backend"]: t for t in map(json.loads, (d / "trials.jsonl").read_text().splitlines())}
     assert set(trials) == {"mydump", "pcap"}
@@ -184,7 +184,7 @@ def test_rfc2544_search_and_several_processes_measure_a_program(tmp_path):
         p = run_capbench("run", "--method", "rfc2544", "--backends", "tcpdump", "--sizes", "1518", "--trial", "1s",
                          "--precision", "10", "--pause", "0", "--results", str(results), "--no-report",
                          "--backlog", "10000", timeout=400)
-        assert p.returncode == 0, p.stderr
+        assert_run_measured(p)
         (d,) = [x for x in results.iterdir() if x.is_dir()]
         return d, [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
 
@@ -197,7 +197,7 @@ def test_rfc2544_search_and_several_processes_measure_a_program(tmp_path):
     p = run_capbench("run", "--backends", "tcpdump", "--procs", "2", "--sizes", "64", "--rate", "20kpps",
                      "--duration", "1", "--link", "10g", "--results", str(tmp_path / "procs"), "--no-report",
                      "--backlog", "10000", timeout=200)
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     (d,) = [x for x in (tmp_path / "procs").iterdir() if x.is_dir()]
     (t,) = [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
     assert t["procs"] == 2 and len(t["raw"]["programs"]) == 2

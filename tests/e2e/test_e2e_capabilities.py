@@ -67,7 +67,7 @@ def test_run_as_nobody_with_the_capabilities(nobodys_dir):
     results = nobodys_dir / "results"
     p, pid = as_nobody(nobodys_dir, preflight.RUN_CAPS, "run", "--sizes", "64", "--duration", "1",
                        "--backends", "afp-v3", "--results", str(results), "--no-report")
-    assert p.returncode in (0, 3), p.stderr  # 3: a lower bound (the generator fell short), said so
+    assert p.returncode in (0, 3, 4), p.stderr  # 3: a lower bound (the generator fell short), said so
     bed = re.search(r"test bed ([0-9a-f]{6}):", p.stderr)
     assert bed, p.stderr
     trials = [json.loads(line) for line in next(results.glob("*/trials.jsonl")).read_text().splitlines()]
@@ -103,7 +103,7 @@ def test_run_afxdp_needs_ipc_lock_under_a_locked_memory_limit(nobodys_dir):
     # Granted it, the run measures afxdp under the same limit.
     p, _ = as_nobody(nobodys_dir, (*preflight.RUN_CAPS, "ipc_lock"), *args,
                      prefix=("prlimit", "--memlock=8388608", "--"))
-    assert p.returncode in (0, 3), p.stderr
+    assert p.returncode in (0, 3, 4), p.stderr
     trials = [json.loads(line) for line in next(results.glob("*/trials.jsonl")).read_text().splitlines()]
     assert [t["backend"] for t in trials] == ["afxdp"] and trials[0]["sent"] > 0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_env import capbench_cmd, capbench_env, missing_prerequisite, run_capbench
+from e2e_env import assert_run_measured, capbench_cmd, capbench_env, missing_prerequisite, run_capbench
 from host_interference import interference, spoiled, until_undisturbed
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
@@ -34,7 +34,7 @@ def test_rfc2544_finds_the_wire_rate_of_a_backend_that_keeps_up(tmp_path):
         p = run_capbench("run", "--method", "rfc2544", "--backends", "afp-v3", "--sizes", "1518", "--trial", "1s",
                          "--precision", "10", "--pause", "0", "--results", str(results), "--no-report",
                          "--backlog", "10000", timeout=300)
-        assert p.returncode == 0, p.stderr
+        assert_run_measured(p)
         return p, run_dir(results)
 
     p, d = until_undisturbed(search, "the RFC 2544 search of afp-v3", lambda r: spoiled(lines(r[1] / "trials.jsonl")))
@@ -50,7 +50,7 @@ def test_rfc2544_finds_the_wire_rate_of_a_backend_that_keeps_up(tmp_path):
 def test_three_placements_record_where_things_ran(tmp_path):
     p = run_capbench("run", "--pin", "A:A,A:B,auto", "--backends", "afp-v3", "--sizes", "512", "--rate", "10%",
                      "--duration", "1", "--results", str(tmp_path), "--no-report")
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     d = run_dir(tmp_path)
     trials = lines(d / "trials.jsonl")
     assert [(t["gen_cpu"], t["kernel_rx_cpu"], t["cap_cpu"]) for t in trials[:2]] == [(0, 1, 1), (0, 1, 0)]
@@ -84,7 +84,7 @@ def test_an_interrupted_run_resumes_without_repeating_a_trial(tmp_path):
     assert json.loads((d / "run.json").read_text())["status"] == "interrupted"
 
     p = run_capbench("run", "--resume", str(d), timeout=120)
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     trials = lines(d / "trials.jsonl")
     assert [t["frame_len"] for t in trials] == [64, 128, 256]  # each once, in order
     assert trials[: len(done)] == done
@@ -105,7 +105,7 @@ def test_a_campaign_file(tmp_path):
                                                                         'rate = "10%"\nsteps = 2\ntrial = "1s"\n'
                                                                         'pause = "0"\n'))
     p = run_capbench("run", "--campaign", str(toml), "--results", str(out), "--no-report", timeout=120)
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     d = run_dir(out)
     trials = lines(d / "trials.jsonl")
     assert [(t["method"], t["backend"]) for t in trials] == [("iperf", "afp-v3"), ("iperf", "raw"),
@@ -121,7 +121,7 @@ def test_repeat_reports_spread_and_tune_restores(tmp_path):
     before = host_sysctl.read(host_sysctl.BACKLOG)
     p = run_capbench("run", "--backends", "afp-v3", "--sizes", "512", "--rate", "10%", "--duration", "1",
                      "--repeat", "3", "--tune", "--results", str(tmp_path), "--no-report")
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     assert "n=3)" in p.stdout  # one row: the median with (min–max, sd, n=3)
     d = run_dir(tmp_path)
     trials = lines(d / "trials.jsonl")
@@ -148,7 +148,7 @@ def test_rfc2544_throughput_at_64b_is_confirmed_by_a_constant_load(tmp_path):
     common = ["--backends", "afp-v3", "--sizes", "64", "--no-report", "--backlog", "100000", "--rx-mode", "rps"]
     p = run_capbench("run", "--method", "rfc2544", "--trial", "1s", "--precision", "10", "--pause", "0.5",
                      "--results", str(tmp_path / "search"), *common, timeout=300)
-    assert p.returncode == 0, p.stderr
+    assert_run_measured(p)
     (o,) = lines(run_dir(tmp_path / "search") / "searches.jsonl")
     assert o["verified"] and o["throughput_pps"] > 0, o
     # The search often ends at the generator's own limit here: a confirming trial whose generator

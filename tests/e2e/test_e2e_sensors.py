@@ -15,7 +15,7 @@ from capbench.trial.measure import Measurer, TrialSetup
 from capbench.trial.sensors import SensorsMeasurer
 
 from conftest import E2E_BACKLOG
-from e2e_env import capbench_namespaces, left_behind, missing_prerequisite, run_capbench, xdp_attached
+from e2e_env import assert_run_measured, capbench_namespaces, left_behind, missing_prerequisite, run_capbench, xdp_attached
 from host_interference import spoiled, until_undisturbed
 
 
@@ -25,7 +25,7 @@ def test_three_sensors_with_three_backends_each_capture_the_whole_stream(tmp_pat
         p = run_capbench("run", "--sensors", "pcap,afp-v3,afxdp", "--sizes", "64", "--rate", "50kpps", "--link",
                          "10g", "--duration", "2", "--results", str(results), "--no-report", "--backlog",
                          str(E2E_BACKLOG), timeout=300)
-        assert p.returncode == 0, p.stderr
+        assert_run_measured(p)
         (d,) = [x for x in results.iterdir() if x.is_dir()]
         return p, [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
 

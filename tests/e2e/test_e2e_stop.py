@@ -29,7 +29,7 @@ from capbench.owners import process_start_ticks
 from capbench.testbed import cgroups
 from capbench.testbed.procs import ChildSet
 
-from e2e_env import as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
+from e2e_env import assert_run_measured, as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
 
 BACKENDS = backend_names()
 KERNEL_COUNTER_BACKENDS = names_where(lambda b: b.kernel_counter)
@@ -154,7 +154,7 @@ def test_the_programs_of_a_killed_capbench_are_ended_by_the_next_run_and_testbed
         if ended_by == "next run":
             p = run_capbench("run", "--backends", "pcap", "--sizes", "64", "--duration", "1", "--no-report",
                              "--results", str(tmp_path / "next"), timeout=300)
-            assert p.returncode == 0, p.stderr
+            assert_run_measured(p)
             out = p.stderr
         else:
             status = run_capbench("testbed", "status").stdout

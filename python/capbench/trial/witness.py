@@ -27,7 +27,10 @@ tracing, no perf events, a run without one) the record holds steal and says what
 `judge()` marks a lossy trial `disturbed` when that interference can explain its loss: a stop of d
 seconds at r frames per second brings d·r frames while the ring's consumer is held off, and a ring
 of N frames overflows by d·r − N; the same for another task's longest stretch on a CPU of the
-receive path, or the others' whole time there once it is OTHERS_SHARE of the window; or when the generator itself fell short. A lossless trial is never disturbed.
+receive path, or the others' whole time there once it is OTHERS_SHARE of the window; or the
+generator's catch-up burst beyond the ring. A generator that fell short sent less, and what it
+sent and the capture lost stays capture loss (a lossless such trial is a lower bound, verdict.py).
+A lossless trial is never disturbed.
 
 `probe()` is the instrument's own resolution, before the first trial: PROBE_S of the witness on
 the run's CPUs with no load, what stops there and how long, and at which rate the ring overflows.
@@ -275,11 +278,10 @@ def judge(r: TrialResult, ring: int) -> tuple[bool, str]:
     and the reason naming the counter and the figure. Never for a lossless trial."""
     if r.lost <= 0:
         return False, ""
+    # A generator that fell short sent less: what was lost of what it sent is the capture's at the
+    # rate it sent (never the host's for that alone); only its catch-up burst beyond the ring, a
+    # candidate below, can explain loss.
     host = _host_reasons(r, ring)
-    if r.invalid_offered_load:  # the generator's CPU stopped: disturbed whatever else shows
-        share = r.achieved_pps / r.offered_pps if r.offered_pps else 0.0
-        return True, "; ".join(host + [f"generator: sent {share:.1%} of the offered load ({_rate_text(r.achieved_pps)} "
-                                       f"of {_rate_text(r.offered_pps or 0)})"])
     return bool(host), "; ".join(host)
 
 
