@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
 import re
@@ -13,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from capbench.methods.measurer import MAX_ATTEMPTS
 from capbench.testbed import netns
 from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed
@@ -69,6 +71,13 @@ def assert_run_measured(p: subprocess.CompletedProcess) -> None:
         assert "lower bound" in p.stdout + p.stderr, (p.stdout, p.stderr)
     if p.returncode == 4:
         assert "the host interfered" in p.stdout + p.stderr, (p.stdout, p.stderr)
+
+
+def decided_trials(path: Path) -> list[dict]:
+    """The records of a trials.jsonl that its methods decided on: without the runs the host
+    disturbed that were run again (methods.measurer.superseded; each is recorded, `attempt`)."""
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return [r for r in records if not (r["disturbed"] and r["attempt"] < MAX_ATTEMPTS)]
 
 
 def capbench_namespaces() -> set[str]:

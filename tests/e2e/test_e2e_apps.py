@@ -19,7 +19,7 @@ from capbench.rates import parse_rate
 from capbench.trial import apps
 from capbench.trial.measure import Measurer, TrialSetup
 
-from e2e_env import assert_run_measured, capbench_namespaces, left_behind, run_capbench
+from e2e_env import decided_trials, assert_run_measured, capbench_namespaces, left_behind, run_capbench
 from host_interference import interference, spoiled, until_undisturbed
 
 FRAMES = 100_000
@@ -199,7 +199,7 @@ def test_rfc2544_search_and_several_processes_measure_a_program(tmp_path):
                      "--backlog", "10000", timeout=200)
     assert_run_measured(p)
     (d,) = [x for x in (tmp_path / "procs").iterdir() if x.is_dir()]
-    (t,) = [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
+    (t,) = decided_trials(d / "trials.jsonl")
     assert t["procs"] == 2 and len(t["raw"]["programs"]) == 2
     assert t["proc_received"] == [20_000, 20_000] or t["lost"] > 0 and t["lost"] == t["link_drops"], t["proc_received"]
     assert len({prog["argv"][-1] for prog in t["raw"]["programs"]}) == 2  # each process its own {out}

@@ -18,7 +18,7 @@ from capbench import owners
 from capbench.testbed import preflight
 from capbench.testbed import veth_pair as testbed
 
-from e2e_env import (READ_INTERPRETER, as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces,
+from e2e_env import (decided_trials, READ_INTERPRETER, as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces,
                      missing_prerequisite)
 
 pytestmark = [
@@ -70,7 +70,7 @@ def test_run_as_nobody_with_the_capabilities(nobodys_dir):
     assert p.returncode in (0, 3, 4), p.stderr  # 3: a lower bound (the generator fell short), said so
     bed = re.search(r"test bed ([0-9a-f]{6}):", p.stderr)
     assert bed, p.stderr
-    trials = [json.loads(line) for line in next(results.glob("*/trials.jsonl")).read_text().splitlines()]
+    trials = decided_trials(next(results.glob("*/trials.jsonl")))
     assert [t["backend"] for t in trials] == ["afp-v3"] and trials[0]["sent"] > 0
     assert not any(bed.group(1) in ns for ns in capbench_namespaces())
     assert beds_of(pid, nobodys_dir) == []
@@ -104,7 +104,7 @@ def test_run_afxdp_needs_ipc_lock_under_a_locked_memory_limit(nobodys_dir):
     p, _ = as_nobody(nobodys_dir, (*preflight.RUN_CAPS, "ipc_lock"), *args,
                      prefix=("prlimit", "--memlock=8388608", "--"))
     assert p.returncode in (0, 3, 4), p.stderr
-    trials = [json.loads(line) for line in next(results.glob("*/trials.jsonl")).read_text().splitlines()]
+    trials = decided_trials(next(results.glob("*/trials.jsonl")))
     assert [t["backend"] for t in trials] == ["afxdp"] and trials[0]["sent"] > 0
 
 

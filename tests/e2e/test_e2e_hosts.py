@@ -21,7 +21,7 @@ from capbench import __version__
 from capbench.testbed import netns
 
 from docs_examples import command_lines, shortened, toml_blocks
-from e2e_env import assert_run_measured, REPO, capbench_cmd, capbench_env, run_capbench, second_user, xdp_attached
+from e2e_env import decided_trials, assert_run_measured, REPO, capbench_cmd, capbench_env, run_capbench, second_user, xdp_attached
 from host_interference import spoiled, until_undisturbed
 from sshd_hosts import missing, sshd_hosts
 
@@ -69,7 +69,7 @@ def topology(hs, tmp_path: Path, *, sensor_hosts=("s1", "s2"), backends=("afp-v3
 
 def trials_of(results: Path) -> tuple[list[dict], dict]:
     (d,) = [x for x in results.iterdir() if x.is_dir()]
-    return ([json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()],
+    return (decided_trials(d / "trials.jsonl"),
             json.loads((d / "run.json").read_text()))
 
 

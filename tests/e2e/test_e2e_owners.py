@@ -22,7 +22,7 @@ from capbench.testbed import host_sysctl
 from capbench.testbed import netns
 from capbench.testbed import preflight
 from capbench.testbed import veth_pair as testbed
-from e2e_env import (READ_INTERPRETER, as_user_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd,
+from e2e_env import (decided_trials, READ_INTERPRETER, as_user_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd,
                      capbench_env, missing_prerequisite, run_capbench, second_user, start_run, unprotected_links)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
@@ -48,7 +48,7 @@ def test_resume_of_a_live_run_is_refused_naming_its_pid(tmp_path):
     finally:
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    trials = [json.loads(line) for line in (d / "trials.jsonl").read_text().splitlines()]
+    trials = decided_trials(d / "trials.jsonl")
     assert [t["frame_len"] for t in trials] == [64, 128]  # the refused resume wrote nothing
     assert json.loads((d / "run.json").read_text())["status"] == "complete"
 

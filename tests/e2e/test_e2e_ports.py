@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from capbench.testbed import netns
 
-from e2e_env import assert_run_measured, missing_prerequisite, run_capbench
+from e2e_env import decided_trials, assert_run_measured, missing_prerequisite, run_capbench
 
 
 @contextlib.contextmanager
@@ -58,7 +58,7 @@ def test_a_run_on_ports_reads_the_nic_and_records_its_settings(tmp_path: Path):
         assert_run_measured(p)
         assert channels(b, pb) == before  # --nic-set put back
         (d,) = [x for x in tmp_path.iterdir() if x.is_dir()]
-        (t,) = [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
+        (t,) = decided_trials(d / "trials.jsonl")
         run = json.loads((d / "run.json").read_text())
     assert t["ports"] is True and t["nic"]["driver"] == "veth", t["nic"]
     assert t["nic"]["channels"]["current"]["tx"] == 1  # the run's setting, recorded with the trial

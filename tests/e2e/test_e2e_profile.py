@@ -23,7 +23,7 @@ import pytest
 from capbench.profile.analysis import OTHERS_FRAME
 from capbench.profile.perf_script import printable
 
-from e2e_env import assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, left_behind, run_capbench, start_run
+from e2e_env import decided_trials, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, left_behind, run_capbench, start_run
 
 HOG = "foundhog"  # the comm of test_app_load_spin's busy loop
 SOCKET_FUNCTIONS = ("tpacket_", "packet_rcv", "packet_recvmsg", "xsk_", "__xsk_", "sock_queue_rcv", "skb_copy_datagram")
@@ -34,7 +34,7 @@ def profiled_run(tmp_path: Path, *args: str) -> list[dict]:
                      "--results", str(tmp_path), *args, timeout=300)
     assert_run_measured(p)
     (run,) = [d for d in tmp_path.iterdir() if d.is_dir()]
-    trials = [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
+    trials = decided_trials(run / "trials.jsonl")
     for t in trials:
         t["_dir"] = run
     return trials

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 from docs_examples import ROOT, toml_blocks
-from e2e_env import assert_run_measured, missing_prerequisite, run_capbench
+from e2e_env import decided_trials, assert_run_measured, missing_prerequisite, run_capbench
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
 def records(results: Path) -> list[dict]:
     (d,) = [p for p in results.iterdir() if p.is_dir()]
-    return [json.loads(line) for line in (d / "trials.jsonl").read_text().splitlines()]
+    return decided_trials(d / "trials.jsonl")
 
 
 def short_campaign() -> str:

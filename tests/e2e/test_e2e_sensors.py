@@ -15,7 +15,7 @@ from capbench.trial.measure import Measurer, TrialSetup
 from capbench.trial.sensors import SensorsMeasurer
 
 from conftest import E2E_BACKLOG
-from e2e_env import assert_run_measured, capbench_namespaces, left_behind, missing_prerequisite, run_capbench, xdp_attached
+from e2e_env import decided_trials, assert_run_measured, capbench_namespaces, left_behind, missing_prerequisite, run_capbench, xdp_attached
 from host_interference import spoiled, until_undisturbed
 
 
@@ -27,7 +27,7 @@ def test_three_sensors_with_three_backends_each_capture_the_whole_stream(tmp_pat
                          str(E2E_BACKLOG), timeout=300)
         assert_run_measured(p)
         (d,) = [x for x in results.iterdir() if x.is_dir()]
-        return p, [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
+        return p, decided_trials(d / "trials.jsonl")
 
     p, trials = until_undisturbed(run, "three sensors", lambda r: spoiled(r[1]))
     assert [(t["sensor"], t["sensors"], t["backend"]) for t in trials] == [

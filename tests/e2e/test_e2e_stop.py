@@ -29,7 +29,7 @@ from capbench.owners import process_start_ticks
 from capbench.testbed import cgroups
 from capbench.testbed.procs import ChildSet
 
-from e2e_env import assert_run_measured, as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
+from e2e_env import decided_trials, assert_run_measured, as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
 
 BACKENDS = backend_names()
 KERNEL_COUNTER_BACKENDS = names_where(lambda b: b.kernel_counter)
@@ -238,7 +238,7 @@ def test_a_program_child_that_ignores_sigterm_and_a_post_command_child_leave_not
     assert proc.returncode == 0, err
     assert most[0] == 1 and most[1] <= 1, most
     (d,) = [x for x in results.iterdir() if x.is_dir()]
-    trials = [json.loads(x) for x in (d / "trials.jsonl").read_text().splitlines()]
+    trials = decided_trials(d / "trials.jsonl")
     assert len(trials) == 2
     for trial in trials:
         (prog,) = trial["raw"]["programs"]
