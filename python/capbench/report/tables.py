@@ -295,7 +295,10 @@ def program_witness(r: TrialResult) -> list[str]:
 # What each loss layer is, once per table (trial.loss_layers names them; its per-trial account,
 # with each counter's figures, is in trials.jsonl and the report).
 LAYER_MEANINGS = {
-    loss_layers.RX_RING: "no room in the capture interface's receive ring (the sender's xdp_xmit_errors)",
+    loss_layers.RX_RING: "no room in the capture side's receive ring (its own counter: the cpumap queue's "
+                         "xdp:xdp_cpumap_enqueue drops; the napi model's veth ring: the sender's xdp_xmit_errors)",
+    loss_layers.VETH_RING: "no room in the veth's own 256-frame ring before the rx ring (the sender's "
+                           "xdp_xmit_errors), drained on the generator's CPU",
     loss_layers.LINK: "lost between the sender and the capture interface, in no interface counter",
     "interface": "the capture interface's rx_dropped: no room in its receive ring (records without the ring's counter)",
     loss_layers.BACKLOG: "the kernel's per-CPU backlog (RPS) queue was full (the interface's rx_dropped less the ring's)",

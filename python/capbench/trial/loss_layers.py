@@ -49,6 +49,7 @@ from capbench.trial.measure import TrialResult
 # figures' legends, compare. The receive ring is "rx ring" everywhere; "link" is only the part of
 # sent − delivered that no counter holds.
 RX_RING = "rx ring"
+VETH_RING = "veth ring"  # the cpumap model: the veth's own ring before the rx ring, drained on the generator's CPU
 LINK = "link"
 BACKLOG = "backlog"
 SOCKET = "socket"
@@ -105,12 +106,12 @@ def cpumap_ring_layers(r: TrialResult, base: str) -> list[tuple[str, int, str]]:
     veth = max(0, min(r.link_drops - ring, r.ring_drops or 0))
     where = "" if r.kernel_rx_cpu is None else f" of CPU {r.kernel_rx_cpu}"
     parts = [
-        ("rx ring", ring, f"{base}: no room in the {r.rx_ring or 0:,}-frame receive ring (the cpumap queue{where}: "
+        (RX_RING, ring, f"{base}: no room in the {r.rx_ring or 0:,}-frame receive ring (the cpumap queue{where}: "
                           f"xdp:xdp_cpumap_enqueue drops)"),
-        ("veth ring", veth, f"{base}: {gen_iface(r)} tx_queue_N_xdp_xmit_errors (ethtool -S), no room in "
+        (VETH_RING, veth, f"{base}: {gen_iface(r)} tx_queue_N_xdp_xmit_errors (ethtool -S), no room in "
                             f"{cap_iface(r)}'s {rxmode.VETH_RING_FRAMES}-frame veth ring, drained on the generator's "
                             f"CPU"),
-        ("link", r.link_drops - ring - veth, f"{base}, in no ring counter"),
+        (LINK, r.link_drops - ring - veth, f"{base}, in no ring counter"),
     ]
     return [p for p in parts if p[1]]
 
