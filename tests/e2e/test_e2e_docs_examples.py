@@ -33,7 +33,7 @@ from capbench.cli.run import campaign_from_args
 
 from capbench.options import option_value, without
 from docs_examples import DOCS, ROOT, command_lines, shortened, shortened_campaign, toml_blocks
-from e2e_env import capbench_cmd, capbench_env, capbench_namespaces
+from e2e_env import decided_trials, capbench_cmd, capbench_env, capbench_namespaces
 from test_e2e_run_lengths import short_campaign
 
 WRONG = "typo"  # docs/campaigns.md's file that is wrong on purpose: test_docs_campaigns runs it
@@ -102,7 +102,7 @@ def run_example(argv: list[str], cwd: Path, results: Path) -> None:
     (bed,) = re.findall(r"^test bed ([0-9a-f]{6}):", p.stderr, re.M)
     assert not {f"capbench-{bed}-gen", f"capbench-{bed}-cap"} & capbench_namespaces()  # its test bed is gone
     (folder,) = results.iterdir()
-    trials = [json.loads(t) for t in (folder / TRIALS_FILE).read_text().splitlines()]
+    trials = decided_trials(folder / TRIALS_FILE)
     searches = folder / "searches.jsonl"
     answers = searches.read_text().splitlines() if searches.exists() else []
     # a trial per iperf step, an answer per search step (its trials are the search's)

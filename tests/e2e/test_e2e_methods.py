@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from capbench.testbed import rxmode
 
-from e2e_env import assert_run_measured, capbench_cmd, capbench_env, missing_prerequisite, run_capbench
+from e2e_env import assert_run_measured, decided_trials, capbench_cmd, capbench_env, missing_prerequisite, run_capbench
 from host_interference import interference, spoiled, until_undisturbed
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
@@ -124,10 +125,11 @@ def test_repeat_reports_spread_and_tune_restores(tmp_path):
     assert_run_measured(p)
     assert "n=3)" in p.stdout  # one row: the median with (min–max, sd, n=3)
     d = run_dir(tmp_path)
-    trials = lines(d / "trials.jsonl")
+    trials = decided_trials(d / "trials.jsonl")
     assert [t["repeat"] for t in trials] == [1, 2, 3]
-    # The default test bed: the capture veth's NAPI thread on CPU 1, no RPS.
-    assert {(t["rx_mode"], t["napi_sched"], tuple(t["napi_cpus_seen"])) for t in trials} == {("napi", "other", (1,))}
+    # The default test bed: the cpumap receive ring's thread on CPU 1 (normal scheduler), no RPS.
+    assert {(t["rx_mode"], t["napi_sched"], tuple(t["napi_cpus_seen"]), t["rx_ring"]) for t in trials} == \
+        {("cpumap", "other", (1,), rxmode.DEFAULT_RX_RING)}
     system = json.loads((d / "run.json").read_text())["system"]
     assert int(system["capture_interface"]["rps_cpus"]["rx-0"].replace(",", ""), 16) == 0
     assert "generic-receive-offload" in system["capture_interface"]["offloads"]
