@@ -123,8 +123,9 @@ def test_a_real_run_writes_a_report_that_chromium_shows(tmp_path):
     # A real run's trials carry the counter's latency percentiles, so the latency figure is drawn too.
     assert set(figure_sizes(v)) == {"fig-throughput", "fig-load", "fig-loss_layers", "fig-latency"}
     assert v.evaluated["tables"][:2] == [2, 2]
-    # about two screens at 1300 px for the whole report, its four figures and its tables
-    assert v.evaluated["height"] < 2_400, v.evaluated["height"]
+    # about two screens at 1300 px for the whole report, its four figures and its tables (the host
+    # probe's line and the best table's Trials column, issue 28, took ~50 px of it)
+    assert v.evaluated["height"] < 2_500, v.evaluated["height"]
     # the summary and every figure first: the tables and the run's settings follow them
     assert max(f["bottom"] for f in v.evaluated["figures"]) < 2_000, v.evaluated["figures"]
     headings = v.evaluated["headings"]
