@@ -14,7 +14,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from capbench.methods.measurer import MAX_ATTEMPTS
+from capbench.methods.measurer import superseded
+from capbench.trial.record import TrialResult
 from capbench.testbed import netns
 from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed
@@ -77,7 +78,7 @@ def decided_trials(path: Path) -> list[dict]:
     """The records of a trials.jsonl that its methods decided on: without the runs the host
     disturbed that were run again (methods.measurer.superseded; each is recorded, `attempt`)."""
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    return [r for r in records if not (r["disturbed"] and r["attempt"] < MAX_ATTEMPTS)]
+    return [r for r in records if not superseded(TrialResult.from_record(r))]
 
 
 def capbench_namespaces() -> set[str]:
