@@ -1,4 +1,4 @@
-"""Find the C programs capbench drives: capbench-gen, capbench-cap, capbench-xdpcount.
+"""Find the C programs capbench drives: capbench-gen, capbench-cap, capbench-xdpcount, capbench-witness.
 
 Search order: the directory in $CAPBENCH_BUILD_DIR; else, for an installed capbench (a wheel:
 `pip install`, pipx; or `meson install`), the bin directory of the prefix it was installed
@@ -15,7 +15,10 @@ from pathlib import Path
 
 from capbench.errors import UsageError
 
-PROGRAMS = ("capbench-gen", "capbench-cap", "capbench-xdpcount")
+PROGRAMS = ("capbench-gen", "capbench-cap", "capbench-xdpcount", "capbench-witness")
+# Those a user also runs by hand (`capbench gen/cap/xdpcount` pass through; their completions):
+# capbench-witness only runs under `capbench run`.
+BY_HAND = PROGRAMS[:3]
 BUILD_DIR_ENV = "CAPBENCH_BUILD_DIR"
 
 
@@ -46,6 +49,7 @@ class Binaries:
     gen: Path
     cap: Path
     xdpcount: Path
+    witness: Path
 
 
 def find_program(name: str) -> Path:
@@ -77,5 +81,5 @@ def find_program(name: str) -> Path:
 
 
 def find_binaries() -> Binaries:
-    """All three programs, or UsageError for the first one missing."""
+    """All the programs, or UsageError for the first one missing."""
     return Binaries(*(find_program(name) for name in PROGRAMS))

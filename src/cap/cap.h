@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "account.h"
 #include "app_load.h"
 #include "capture_writer.h"
 #include "jsonl.h"
@@ -119,6 +120,8 @@ struct cap_kstats {
 	 * stage; for afxdp before the redirect). */
 	uint64_t xdp_packets, xdp_bytes, xdp_capbench, xdp_not_redirected;
 	int has_xdp;
+	/* Row i of the backend's declared account (account.h): its packets. */
+	uint64_t account[CAP_ACCOUNT_ROWS];
 };
 
 /* What a backend can do and where its numbers come from: the rest of
@@ -175,6 +178,9 @@ struct cap_backend {
 	const struct cb_opt *options;
 	struct cap_caps caps;
 	const struct cap_ring_map *ring; /* NULL: no kernel buffer to size */
+	/* Its loss account (account.h), ending with a row whose layer is NULL;
+	 * NULL: not declared yet (the named cap_kstats fields above). */
+	const struct cap_account_row *account;
 	/* Open the capture; prints one line on failure and returns 0 or
 	 * -errno. A failure the user can fix is printed with cb_user_fault()
 	 * (util.h: exit status 2); anything else is exit status 1. */

@@ -170,8 +170,8 @@ def test_a_backend_with_its_own_xdp_program_runs_as_napi_on_a_ring_bed(binaries,
     (("--rx-mode", "cpumap", "--rx-ring", "deep"), ("--rx-ring 'deep'", "frames")),
     (("--rx-mode", "napi", "--rx-ring", "1024"), ("--rx-ring 1024", "--rx-mode cpumap")),
     (("--rx-mode", "cpumap", "--rx-ring", "1024", "--backends", "afxdp"), ("afxdp", "leave out --rx-ring")),
-    (("--rx-mode", "cpumap", "--rx-ring", "1024", "--gen-iface", "eth0", "--cap-iface", "eth1"),
-     ("--rx-ring 1024", "ethtool -G")),
+    (("--rx-ring", "1024", "--gen-iface", "eth0", "--cap-iface", "eth1"), ("--rx-ring 1024", "ethtool -G")),
+    (("--rx-mode", "cpumap", "--gen-iface", "eth0", "--cap-iface", "eth1"), ("--rx-mode", "leave out --rx-mode")),
 ])
 def test_bad_ring_input_is_one_line_and_leaves_nothing(args, words):
     before = capbench_namespaces()

@@ -1,4 +1,4 @@
-"""Fixtures: fake capbench-gen/-cap/-xdpcount that speak the JSON Lines of docs/programs.md.
+"""Fixtures: fake capbench-gen/-cap/-xdpcount (and a capbench-witness that ends at once) that speak the JSON Lines of docs/programs.md.
 
 They let the Measurer and the process handling run without root; their --describe is the
 real build's (what the C programs declare: capbench.declared), so that needs `ninja -C build`.
@@ -12,7 +12,7 @@ import textwrap
 from datetime import timedelta
 
 import pytest
-from capbench.binaries import find_program, repo_dir
+from capbench.binaries import PROGRAMS, find_program, repo_dir
 from capbench.errors import UsageError
 from hypothesis import HealthCheck, settings
 
@@ -39,6 +39,9 @@ FAKE_PROGRAM = textwrap.dedent(
     env = os.environ
     if args == ["--describe"]:  # what the programs declare is the real build's (capbench.declared)
         os.execv(os.path.join(REAL_BUILD, name), [name, "--describe"])
+    if name == "capbench-witness":  # a fake run watches no host: it ends, and the run says why (witness.why_not)
+        print(name + ": the unit tests' fake watches nothing", file=sys.stderr)
+        sys.exit(1)
     with open(env["FAKE_LOG"], "a") as log:
         log.write(json.dumps([name] + args) + "\\n")
 
@@ -121,7 +124,7 @@ def fake_build(tmp_path, monkeypatch):
         real = find_program("capbench-cap").parent
     except UsageError:
         real = repo_dir() / "build"
-    for name in ("capbench-gen", "capbench-cap", "capbench-xdpcount"):
+    for name in PROGRAMS:
         path = build / name
         path.write_text(f"#!{sys.executable}\nREAL_BUILD = {str(real)!r}\n" + FAKE_PROGRAM)
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -14,7 +14,7 @@ import pytest
 from capbench import declared
 from capbench.cli.parser import build_parser
 from capbench.testbed import preflight
-from capbench.binaries import find_program
+from capbench.binaries import PROGRAMS, find_program
 from capbench.errors import UsageError
 
 
@@ -182,7 +182,7 @@ def old_program(tmp_path, monkeypatch, program: str, script: str) -> None:
     """A build directory whose `program` is `script` (the others: the real build's)."""
     build = tmp_path / "old-build"
     build.mkdir()
-    for name in ("capbench-gen", "capbench-cap", "capbench-xdpcount"):
+    for name in PROGRAMS:
         path = build / name
         if name == program:
             path.write_text(f"#!{sys.executable}\n{script}")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from capbench import __version__, declared
-from capbench.binaries import find_program
+from capbench.binaries import BY_HAND, find_program
 from capbench.cli import manuals
 
-PROGRAMS = manuals.PROGRAMS
+PROGRAMS = BY_HAND
 
 
 def build_dir() -> Path:

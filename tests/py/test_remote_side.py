@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from capbench.binaries import Binaries
+from capbench.binaries import PROGRAMS, Binaries
 from capbench.rates import Rate
 from capbench.remote.ssh import Host
 from capbench.testbed.veth_pair import Testbed as Bed
@@ -21,7 +21,7 @@ from capbench.trial.trial_run import assemble
 
 TB = Bed(id="side", gen_ns=None, cap_ns=None, gen_if="", cap_if="eth1", gen_mac="", cap_mac="", rx_cpu=1,
              rx_mode="rps", ports=True)
-BIN = Binaries(*(Path("/b") / p for p in ("capbench-gen", "capbench-cap", "capbench-xdpcount")))
+BIN = Binaries(*(Path("/b") / p for p in PROGRAMS))
 
 
 def test_a_setup_survives_json():

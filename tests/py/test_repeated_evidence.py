@@ -146,3 +146,26 @@ def test_mlr_answer_keeps_its_duration_sum_and_judges_again_with_it():
     f = a.figures(tried, WIRE_64)
     assert f.values["mlr_NDR_pps"] == r.goal("NDR").throughput_pps
     assert f.info["mlr_NDR_bounded_by"] == "capture loss"
+
+
+def test_the_sensors_of_one_trial_are_disturbed_and_run_again_together():
+    """Several sensors on one stream (a tap, a topology): the host disturbing one sensor disturbs the
+    trial, so every sensor's record of it is superseded together and the rerun's records all carry its
+    attempt (the docs topology test counted 9 records of 4 trials of 2 sensors when only the judged one was)."""
+    from capbench.trial.sensors import SensorsMeasurer, one_verdict, worst
+
+    from records import make_result
+
+    quiet = make_result(backend="pcap", sensor=1, sensors=2, received=7_000_000)  # received least: judged
+    hit = make_result(backend="afp-v3", sensor=2, sensors=2, disturbed=True, disturbed_reason="CPU 1 stopped 9 ms")
+    both = one_verdict([quiet, hit])
+    assert [r.disturbed for r in both] == [True, True]
+    assert both[0].disturbed_reason == "sensor 2: CPU 1 stopped 9 ms" and both[1] is hit
+    assert worst(both).sensor == 1 and superseded(worst(both))
+    assert one_verdict([quiet, quiet]) == [quiet, quiet]
+
+    m = SensorsMeasurer.__new__(SensorsMeasurer)
+    m.last = both
+    rerun_of = dataclasses.replace(worst(both), method="rfc2544", purpose="search", attempt=2)
+    assert [(r.sensor, r.attempt, r.method, r.purpose) for r in m.siblings(rerun_of)] == [
+        (1, 2, "rfc2544", "search"), (2, 2, "rfc2544", "search")]

@@ -205,7 +205,7 @@ def test_capbench_witness_refuses_bad_input_in_one_line(args, words):
 
     from capbench.binaries import find_program
 
-    program = find_program("capbench-xdpcount").with_name("capbench-witness")
+    program = find_program("capbench-witness")
     p = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and p.stdout == "", p.stderr
     assert p.stderr.splitlines() == [p.stderr.strip()] and words in p.stderr, p.stderr

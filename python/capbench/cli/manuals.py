@@ -22,11 +22,10 @@ import sys
 from pathlib import Path
 
 from capbench import __version__, declared
-from capbench.binaries import find_program
+from capbench.binaries import BY_HAND, find_program
 from capbench.cli.parser import build_parser
 from capbench.cli.passthrough import PASSTHROUGH, VERSION_FLAGS, own_options
 
-PROGRAMS = ("capbench-gen", "capbench-cap", "capbench-xdpcount")
 # Each shell's completion file of a command NAME, as bash-completion and zsh look them up.
 SHELLS = {"bash": "{name}", "zsh": "_{name}"}
 
@@ -126,7 +125,7 @@ def write_all(out: Path) -> list[Path]:
     man = out / "capbench.1"
     man.write_text(man_page(capbench))
     written = [man]
-    parsers = {"capbench": capbench, **{name: program_parser(name) for name in PROGRAMS}}
+    parsers = {"capbench": capbench, **{name: program_parser(name) for name in BY_HAND}}
     for shell, pattern in SHELLS.items():
         for name, parser in parsers.items():
             path = out / pattern.format(name=name)

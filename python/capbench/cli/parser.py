@@ -43,11 +43,11 @@ Run `capbench COMMAND --help` for the options of each command. Without root,
 grant the capabilities a command names (docs/capabilities.md).
 
 Exit status: 0 success; 1 an error while running; 2 bad input (one line says
-what to fix; nothing was started); 3 a run whose every trial was a lower bound
-(the generator fell short, nothing lost); 130 and 143 stopped by Ctrl-C and
-SIGTERM. `--json` (run, backends, compare) and the
+what to fix; nothing was started); `capbench run --help` explains a run's
+others ({other_statuses}). `--json` (run, backends, compare) and the
 programs' JSON Lines are for scripts: docs/json.md.
-"""
+""".replace("{other_statuses}", ", ".join(s.text.replace(", ", " and ") for s in errors.EXIT_STATUSES
+                                          if s not in (errors.MEASURED, errors.RUN_FAILED, errors.BAD_INPUT)))
 
 RUN_HELP = """\
 By default, for each backend and frame length, one "iperf-like" trial (the

@@ -58,9 +58,14 @@ def _up(args: argparse.Namespace) -> int:
           f"(to {tb.dst_mac}, which no interface has: the capture side sees other-host frames; capbench-gen "
           f"itself: --dst-mac {tb.dst_mac})")
     if tb.rx_mode == "cpumap":
-        print(f"  kernel receive work on the capture side: the kernel thread of a cpumap ring on CPU {tb.rx_cpu} "
-              f"with {tb.napi_sched}, made per trial by capbench-xdpcount --ring FRAMES --ring-cpu {tb.rx_cpu}; "
-              f"the veth's own poll runs on the sending CPU")
+        if tb.rx_cpu is None:  # measure.Measurer.rx_model: no ring without a receive CPU
+            print("  kernel receive work on the capture side: a NAPI thread where the scheduler puts it (a cpumap "
+                  "ring needs a receive CPU: up with --rx-cpu CPU)")
+        else:
+            print(f"  kernel receive work on the capture side: the kernel thread of a cpumap ring on CPU {tb.rx_cpu} "
+                  f"with {tb.napi_sched}, made per trial; by hand: `capbench xdpcount --netns {tb.cap_ns} "
+                  f"--iface {tb.cap_if} --ring {rxmode.DEFAULT_RX_RING} --ring-cpu {tb.rx_cpu}`; the veth's own "
+                  f"poll runs on the sending CPU")
     elif tb.rx_mode == "napi":
         where = "the CPU the scheduler picks (no --rx-cpu)" if tb.rx_cpu is None else f"CPU {tb.rx_cpu}"
         print(f"  kernel receive work on the capture side: a NAPI thread, to go on {where} with {tb.napi_sched}")

@@ -4,7 +4,8 @@ receive CPU and loss account.
 
 `SensorsMeasurer.measure(duration_s, load)` runs one trial of all of them (trial_run.run_trial)
 and gives the methods the record of the sensor that received least: a method's verdict is the
-stream's (an RFC 2544 rate is one every sensor captured without loss). `siblings(trial)` gives
+stream's (an RFC 2544 rate is one every sensor captured without loss), and the host disturbed the
+trial when it disturbed any sensor (`one_verdict`). `siblings(trial)` gives
 every sensor's record of that trial, which the campaign writes, one line each.
 """
 
@@ -36,6 +37,18 @@ def worst(results: Sequence[TrialResult]) -> TrialResult:
     return min(results, key=lambda r: (not r.failure, r.received, r.sensor))
 
 
+def one_verdict(results: Sequence[TrialResult]) -> list[TrialResult]:
+    """The sensors' records of one trial, disturbed together: a trial is run again as a whole when the
+    host disturbed any sensor of it (methods.measurer), so every record of it says so (readers leave
+    all of a superseded trial out, not one sensor's), naming the sensor whose counters showed it."""
+    hit = next((r for r in results if r.disturbed), None)
+    if hit is None:
+        return list(results)
+    return [r if r.disturbed else
+            dataclasses.replace(r, disturbed=True, disturbed_reason=f"sensor {hit.sensor}: {hit.disturbed_reason}")
+            for r in results]
+
+
 class SensorsMeasurer:
     """N sensor Measurers behind the tap of `sender`'s test bed (its `sensors` veth pairs)."""
 
@@ -57,7 +70,7 @@ class SensorsMeasurer:
         return self.sender.testbed
 
     def measure(self, duration_s: float, load: Rate | float) -> TrialResult:
-        self.last = run_trial(self.sender, self.sides, duration_s, load, tap_cpu=self.tap_cpu)
+        self.last = one_verdict(run_trial(self.sender, self.sides, duration_s, load, tap_cpu=self.tap_cpu))
         return worst(self.last)
 
     def siblings(self, trial: TrialResult) -> list[TrialResult]:
@@ -65,4 +78,5 @@ class SensorsMeasurer:
         method and purpose) came from, with those tags; [trial] for any other."""
         if not self.last or not trial.sensors or trial.started_at != self.last[0].started_at:
             return [trial]
-        return [dataclasses.replace(r, method=trial.method, purpose=trial.purpose) for r in self.last]
+        return [dataclasses.replace(r, method=trial.method, purpose=trial.purpose, attempt=trial.attempt)
+                for r in self.last]

@@ -165,7 +165,7 @@ def active() -> Witness | None:
 
 def program_path(binaries: Any) -> Path | None:
     """capbench-witness beside the other programs, None where it was not built."""
-    path = Path(binaries.xdpcount).with_name("capbench-witness")
+    path = Path(binaries.witness)
     return path if os.access(path, os.X_OK) else None
 
 
