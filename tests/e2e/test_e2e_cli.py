@@ -55,8 +55,10 @@ def run_dir(tmp_path: Path) -> Path:
 
 def test_run_writes_trials_and_metadata(tmp_path):
     p = run_capbench("run", "--backends", "afp-v3,pcap", "--sizes", "64,1518", "--duration", "1",
-                     "--results", str(tmp_path))
+                     "--results", str(tmp_path), "--probe", "1")
     assert_run_measured(p)
+    # The host probe before the first trial: one line, and run.json's host_probe on the run's CPUs.
+    assert [x for x in p.stderr.splitlines() if x.startswith("host probe (1")], p.stderr
     # The headers as rich folds them in a table wider than the terminal (Captured [pps /\nGbps]).
     assert all(h in p.stdout for h in ("Frame [B]", "Offered [pps]", "Sent [pps]", "Captured [pps", "Loss [%]")), p.stdout
     d = run_dir(tmp_path)
@@ -76,6 +78,7 @@ def test_run_writes_trials_and_metadata(tmp_path):
         assert meta[key] not in (None, ""), key
     assert meta["settings"]["campaign"]["matrices"][0]["sizes"] == [64, 1518]
     assert meta["placements"]["A:A"]["cap_cpu"] == 1
+    assert meta["host_probe"]["seconds"] == pytest.approx(1, abs=0.3) and set(meta["host_probe"]["cpus"]) == {"0", "1"}
     report = run_capbench("report", str(d))
     assert report.returncode == 0 and "afp-v3" in report.stdout
 

@@ -39,7 +39,7 @@ def test_the_exit_status_follows_the_trials_verdicts(tmp_path):
         assert p.returncode == run_status(trials), p.stderr
     else:
         assert p.returncode == 3, p.stderr
-        assert "No trial measured the capture" in p.stdout and "To measure them, try:" in p.stdout
+        assert "no valid result" in p.stdout and "To measure the lower bounds:" in p.stdout
         assert "--method rfc2544" in p.stdout and "nothing valid was measured" in p.stderr
 
 

@@ -105,7 +105,9 @@ def test_summary_names_the_best_backend_and_never_a_short_trial():
         "bound at 512 B (generator short of the offered load, nothing lost).",
         "afp-v3: loses packets at 64 B (loss 5.20 % at 64 B, measured once, captured 0.433 Gbps).",
         summary.MEASURED_ONCE,
+        summary.advice_line(t for t in load_run(FIXTURE).trials if t.result.frame_len == 512),
     ]
+    assert losses[-1].startswith("To measure the lower bounds: a lower --rate: at 512 B")
 
 
 def test_summary_first_loss_point_and_best_per_size():

@@ -81,4 +81,6 @@ def test_loss_with_lengths_the_generator_could_not_offer():
                                                       invalid_offered_load=True)]
     _, losses = summary.summary(trials)
     assert losses == ["pcap: loses packets at 1518 B (34.62 %, measured once); no loss at 512 B; a lower bound at 64 B "
-                      "(generator short of the offered load, nothing lost).", ONCE]
+                      "(generator short of the offered load, nothing lost).", ONCE,
+                      summary.advice_line(t for t in trials if t.result.frame_len == 64)]
+    assert losses[-1].startswith("To measure the lower bounds: a lower --rate: at 64 B")

@@ -101,6 +101,7 @@ class RunOptions:
     ports: ports.Ports | None = None  # real interfaces instead of a veth test bed (testbed.ports)
     topology: TopologyRun | None = None  # several hosts (docs/topology.md), their connections open
     perf: str | None = None  # --profile: the version of perf, checked to sample here (perf_record.check)
+    probe_s: float = witness.PROBE_S  # --probe: the host probe's length before the first trial; 0: none
 
 
 @dataclass(frozen=True)
@@ -298,7 +299,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             opts.callbacks.on_answer(o)
 
         if topo is None and plan.todo:
-            host_probe(watch, plan, tb, writer)
+            host_probe(watch, plan, tb, writer, opts.probe_s)
         try:
             campaign_run.execute(plan, campaign_run.StepRun(make_measurer, record, record_outcome,
                                                             on_step=opts.callbacks.on_step, on_trial=on_trial))
@@ -337,16 +338,20 @@ def top_rate(plan: Plan) -> float | None:
     return max(rates) if rates else None
 
 
-def host_probe(watch: witness.Witness, plan: Plan, tb: testbed.Testbed, writer: RunWriter) -> None:
+def host_probe(watch: witness.Witness, plan: Plan, tb: testbed.Testbed, writer: RunWriter, seconds: float) -> None:
     """Before the first trial: the host's stops and others' time on the run's CPUs with nothing
-    loaded (witness.probe), into run.json and one line on the terminal."""
+    loaded (witness.probe) for `seconds`, into run.json and one line on the terminal."""
     if watch.child is None:
         writer.meta["host_probe"] = {"not_measured": watch.why_not}
         note(f"host probe: not measured ({watch.why_not}); each trial records steal time only")
         return
+    if seconds == 0:  # the trials' own witness still runs
+        writer.meta["host_probe"] = {"not_measured": "--probe 0"}
+        note("host probe: not run (--probe 0); each trial still records the host's interference")
+        return
     # The shallowest ring of the run is the one a stop overflows first.
     rings = [None] if tb.ports else [rxmode.ring_frames(tb.rx_mode, step.rx_ring) for step in plan.todo]
-    found = witness.probe(watch, min(witness.ring_frames(r) for r in rings or [None]), top_rate(plan))
+    found = witness.probe(watch, min(witness.ring_frames(r) for r in rings or [None]), top_rate(plan), seconds)
     writer.meta["host_probe"] = found.to_json()
     note(found.line())
 

@@ -22,6 +22,7 @@ from capbench.report.keys import IDENTITY_TEXT
 from capbench.testbed import rxmode
 from capbench.trial import apps
 from capbench.trial.measure import TrialSetup
+from capbench.trial.witness import PROBE_S
 
 
 MAIN_HELP = """\
@@ -351,6 +352,11 @@ def build_parser() -> Parser:
                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
     run.add_argument("--settle", default=f"{TrialSetup.settle_s:g}", metavar="S",
                      help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
+    run.add_argument("--probe", default=f"{PROBE_S:g}", metavar="S",
+                     help="before the first trial, watch the run's CPUs for S seconds with nothing loaded: how "
+                          "often and how long the host stops them, and the rate above which such a stop overflows "
+                          "the receive ring (run.json host_probe, one line; longer on a host that stops rarely, 0: "
+                          "none; default: %(default)s)")
     run.add_argument("--json", action="store_true",
                      help="JSON Lines on stdout for scripts (docs/json.md): a \"trial\" line per trial (its record), an "
                           "\"answer\" line per method answer, an \"end\" line with the results folder and the exit "

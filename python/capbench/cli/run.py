@@ -259,6 +259,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
+    probe_s = parse_duration(args.probe, what="--probe", allow_zero=True)
     preflight.require_caps("capbench run", preflight.run_caps(c))
     preflight.require_ip()
     preflight.check_engine(c.engine)
@@ -284,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune,
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(args), ports=on_ports,
-                             perf=perf)
+                             perf=perf, probe_s=probe_s)
     return runner.execute(c, opts, binaries, resume=resume)
 
 

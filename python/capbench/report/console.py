@@ -57,18 +57,6 @@ def trial_line(n: int, r: TrialResult) -> str:
     return line
 
 
-def way_forward_lines(trials: Sequence[TrialResult]) -> list[str]:
-    """Under the tables, when rows are lower bounds: how many, and what to do (verdict.way_forward)."""
-    steps = way_forward(trials)
-    if not steps:
-        return []
-    short = sum(1 for r in trials if not measured(r))
-    what = "No trial measured" if short == len(trials) else f"{short} of {len(trials)} trials did not measure"
-    return ([f"{what} the capture: the generator fell short of the offered load and nothing was lost, so those "
-             f"rows are lower bounds, not results. To measure them, try:"]
-            + [f"  - {step}" for step in steps])
-
-
 def outcome_table(outcomes: Sequence[dict[str, Any]]) -> Table | None:
     """The answers of the searches, one line each in the method's words (MethodAnswer.text): RFC
     2544 throughput, MLR's NDR/PDR, a sweep's first loss, ... An answer that the generator bounded
@@ -109,8 +97,6 @@ def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, An
     table = outcome_table(outcomes)
     if table is not None:
         console.print(table)
-    for line in way_forward_lines(trials):
-        console.print(Text(line))
     print_answer(trials, outcomes, console)
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from capbench.methods import registry
-from capbench.methods.verdict import generator_short, way_forward
+from capbench.methods.verdict import generator_short, measured, way_forward
 from capbench.rates import wire_bps
 from capbench.report.answers import (GENERATOR_BOUND, Answer, AnswerGroup, answers_of, group_answers, main_metric,
                                      metric, rate_of)
@@ -56,10 +56,11 @@ def _tie_text(tied: list[Group], best: Group, labels: dict) -> str:
 LOWER_BOUNDS = "the generator fell short of the offered load and nothing was lost (lower bounds, not results)"
 
 
-def forward_text(trials: Iterable[Trial]) -> str:
-    """"to measure it: ...": what to do about lower bounds (verdict.way_forward), "" when none."""
+def advice_line(trials: Iterable[Trial]) -> str:
+    """What to do about the run's lower bounds (verdict.way_forward), said once after the lines that
+    name them; "" when none."""
     steps = way_forward(t.result for t in trials)
-    return f"; to measure it: {'; '.join(steps)}" if steps else ""
+    return f"To measure the lower bounds: {'; '.join(steps)}." if steps else ""
 
 
 def _sent_text(g: Group) -> str:
@@ -93,8 +94,7 @@ def best_at(groups: list[Group]) -> list[BestAt]:
         short_text = (f"generator short of the offered load for {', '.join(short)}, nothing lost: a lower bound, "
                       f"not a result" if short else "")
         if best is None:
-            out.append(BestAt(size, None, "", none=f"no valid result — for every backend {LOWER_BOUNDS}"
-                                                   f"{forward_text(t for g in at_size for t in g.trials)}"))
+            out.append(BestAt(size, None, "", none=f"no valid result — for every backend {LOWER_BOUNDS}"))
             continue
         others = [g for g in at_size if not g.short and g is not best]
         tied = [g for g in others if same_capture(g, best)]
@@ -178,8 +178,7 @@ def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
     short += _unrepeated_text(fl)
     if fl.group is None:
         if not fl.lossless:
-            return (f"{label}: no valid result — at every frame length {LOWER_BOUNDS}"
-                    f"{forward_text(t for g in groups for t in g.trials)}.")
+            return f"{label}: no valid result — at every frame length {LOWER_BOUNDS}."
         return f"{label}: no loss at {_sizes(fl.lossless)}{short}."
     g = fl.group
     if fl.all_below_lost:
@@ -209,8 +208,7 @@ def sweep_loss_lines(trials: list[Trial]) -> list[str]:
         lossy = [g for g in valid if g.any_loss]
         name = f"{labels[key]} {size} B (sweep)"
         if not valid:
-            out.append(f"{name}: no valid result — at every offered rate {LOWER_BOUNDS}"
-                       f"{forward_text(t for g in groups for t in g.trials)}.")
+            out.append(f"{name}: no valid result — at every offered rate {LOWER_BOUNDS}.")
         elif not lossy:
             out.append(f"{name}: no loss up to {sent_pps(valid[-1]):,.0f} pps.")
         else:
@@ -332,8 +330,7 @@ def _search_figure(g: AnswerGroup, name: str) -> str:
     every = found is not None and not found[0]
     if s.median <= 0:
         if found and every:
-            return (f"{GENERATOR_BOUND} at {size} B: {found[1]}, the lowest rate tried; no rate measured the capture"
-                    f"{forward_text(t for a in g.answers for t in a.trials)}")
+            return f"{GENERATOR_BOUND} at {size} B: {found[1]}, the lowest rate tried; no rate measured the capture"
         return f"loses packets at every rate tried at {size} B"
     if _at_wire(s.median, g):
         return f"no loss up to the wire rate at {size} B"
@@ -437,6 +434,10 @@ def summary(trials: list[Trial], answers: Sequence[Answer] | None = None) -> tup
     agroups = list(group_answers(found).values())
     best = best_lines(groups) if groups else answer_best_lines(agroups)
     losses = first_loss_lines(groups) if groups else []
-    once = measured_once_note(groups)
+    # What to do about lower bounds, once: those of iperf-like rows, and searches that measured no rate.
+    unmeasured = [t for g in groups for t in g.trials] + [t for g in agroups for a in g.answers
+                                                          if not any(measured(t.result) for t in a.trials)
+                                                          for t in a.trials]
+    notes = [x for x in (measured_once_note(groups), advice_line(unmeasured)) if x]
     return best, (losses + answer_loss_lines(agroups) + answer_sweep_lines(agroups) + sweep_loss_lines(trials)
-                  + ([once] if once else []))
+                  + notes)
