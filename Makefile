@@ -45,7 +45,7 @@ help:
 	@echo "            harnesses with their fuzz profile"
 	@echo "make bench  receive models, generator, capture-backend, capture-program, traffic and"
 	@echo "            profiling benchmarks against trafgen, tcpdump, dumpcap, tshark, netsniff-ng"
-	@echo "            and tcpreplay (about 22 minutes: README, Measured here)"
+	@echo "            and tcpreplay (about 22 minutes: bench/README.md)"
 	@echo "make clean  remove the builds (build, build-san); make distclean also removes .venv"
 	@echo "make build-deps  only the Debian packages \`pip install .\` needs to build capbench"
 
@@ -66,7 +66,7 @@ deps build-deps:
 # requirements), this checkout's python/ on its path and the `capbench` command, the C programs
 # those of ./build. Not `pip install -e .`: meson-python's editable install would rebuild on
 # every import and win over PYTHONPATH (tools/dev_venv.py says more). `pip install .` builds a
-# wheel with the programs in it (README, "Installing").
+# wheel with the programs in it (docs/manual.md, "Installing").
 $(VENV)/.installed: pyproject.toml tools/dev_venv.py
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python tools/dev_venv.py test manuals

@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-peers", action="store_true", help="measure pcap alone when tcpdump is not installed")
     p.add_argument("--rx-mode", choices=tuple(rxmode.RX_MODES), default=None,
                    help=f"the test bed's receive model (default: capbench's, {rxmode.DEFAULT_RX_MODE}; "
-                        "README.md, Receive models)")
+                        "bench/README.md, Receive models)")
     p.add_argument("--json", metavar="FILE", help="also write every trial record as JSON")
     args = p.parse_args(argv)
     try:

@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="skip a built-in capture program that is not installed (default: fail)")
     p.add_argument("--rx-mode", choices=tuple(rxmode.RX_MODES), default=None,
                    help=f"the test bed's receive model (default: capbench's, {rxmode.DEFAULT_RX_MODE}; "
-                        "README.md, Receive models)")
+                        "bench/README.md, Receive models)")
     p.add_argument("--json", metavar="FILE", help="also write every trial as JSON")
     adapters = programs()
     p.add_argument("--only", metavar="LIST", help="measure only these, comma-separated: backends (pcap, raw, "

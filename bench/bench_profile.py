@@ -502,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="perf samples per second on each CPU (default: %(default)s, capbench run --profile's)")
     p.add_argument("--rx-mode", choices=tuple(rxmode.RX_MODES), default=None,
                    help=f"the test bed's receive model (default: capbench's, {rxmode.DEFAULT_RX_MODE}; "
-                        "README.md, Receive models)")
+                        "bench/README.md, Receive models)")
     p.add_argument("--json", metavar="FILE", help="also write the figures and each trial's key numbers as JSON")
     args = p.parse_args(argv)
     duration_s = args.duration

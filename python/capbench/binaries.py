@@ -73,7 +73,7 @@ def find_program(name: str) -> Path:
         return Path(found)
     if installed is not None:
         fix = (f"reinstall capbench (`pip install` builds the programs into {installed}; it needs the "
-               f"build packages of README.md, \"Installing\"), or set {BUILD_DIR_ENV} to a build directory")
+               f"build packages of docs/manual.md, \"Installing\"), or set {BUILD_DIR_ENV} to a build directory")
     else:
         fix = (f"build it with `make` in {repo_dir()} (or `meson setup build && ninja -C build`), "
                f"or set {BUILD_DIR_ENV}")

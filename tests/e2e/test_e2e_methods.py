@@ -148,7 +148,7 @@ def test_rfc2544_throughput_at_64b_is_confirmed_by_a_constant_load(tmp_path):
     # A backlog of 100,000 packets: at the ~1 Mpps found here it rides out a 20 ms vCPU stall in the
     # confirming trial as it did in the search.
     # The rps test bed: a search answer and its confirming trial are compared here, and under napi a
-    # vCPU stop longer than the veth's 256-frame ring lasts drops frames at any rate (README,
+    # vCPU stop longer than the veth's 256-frame ring lasts drops frames at any rate (bench/README.md,
     # "Receive models"), which would fail either at random.
     common = ["--backends", "afp-v3", "--sizes", "64", "--no-report", "--backlog", "100000", "--rx-mode", "rps"]
     p = run_capbench("run", "--method", "rfc2544", "--trial", "1s", "--precision", "10", "--pause", "0.5",

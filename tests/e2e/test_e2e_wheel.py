@@ -116,7 +116,7 @@ def test_installed_capbench_without_its_programs(wheel, tmp_path, program):
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.splitlines() == [
         f"capbench: {program} not found in {bin_dir.resolve()} nor on PATH: reinstall capbench (`pip install` "
-        f"builds the programs into {bin_dir.resolve()}; it needs the build packages of README.md, \"Installing\"), "
+        f"builds the programs into {bin_dir.resolve()}; it needs the build packages of docs/manual.md, \"Installing\"), "
         f"or set CAPBENCH_BUILD_DIR to a build directory"]
 
 
@@ -134,7 +134,7 @@ def test_installed_capbench_runs_a_trial(wheel, tmp_path):
 
 
 def test_meson_install_under_a_prefix(tmp_path):
-    """README's `meson install`: the programs in PREFIX/bin, the package in the Python directory
+    """The manual's `meson install`: the programs in PREFIX/bin, the package in the Python directory
     under PREFIX, where the installed capbench finds them (not the checkout's)."""
     prefix, build = tmp_path / "prefix", tmp_path / "build"
     for argv in (["meson", "setup", "--prefix", str(prefix), str(build), str(REPO)], ["ninja", "-C", str(build)],

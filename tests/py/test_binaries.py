@@ -70,5 +70,5 @@ def test_installed_package_without_programs_names_reinstall(tmp_path):
     bin_dir = tmp_path / "venv" / "bin"
     assert last == (f"capbench.errors.UsageError: capbench-gen not found in {bin_dir} nor on PATH: reinstall "
                     f"capbench (`pip install` builds the programs into {bin_dir}; it needs the build packages of "
-                    f"README.md, \"Installing\"), or set CAPBENCH_BUILD_DIR to a build directory")
+                    f"docs/manual.md, \"Installing\"), or set CAPBENCH_BUILD_DIR to a build directory")
     assert "lib/python3.11" not in last.split(" nor on PATH")[0]  # not the source tree's build/ guessed there

@@ -1,4 +1,4 @@
-"""README's and docs/programs.md's backend tables say what the programs declare (--describe):
+"""docs/manual.md's and docs/programs.md's backend tables say what the programs declare (--describe):
 the same backends in the same order, and each row's options are options of that backend."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def common_options() -> set[str]:
 
 
 def readme_backend_rows() -> list[list[str]]:
-    """The rows of README's backend table: | `name` | mechanism | the seeds' idea |."""
-    lines = (ROOT / "README.md").read_text().splitlines()
+    """The rows of the manual's backend table: | `name` | mechanism | the seeds' idea |."""
+    lines = (ROOT / "docs" / "manual.md").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if re.match(r"\|\s*backend\s*\|\s*mechanism\s*\|", line))
     rows = []
     for line in lines[start + 2:]:

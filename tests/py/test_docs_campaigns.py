@@ -138,7 +138,7 @@ def test_the_docstrings_example_runs_its_matrices():
 
 def test_the_docs_hold_the_command_lines_this_test_reads():
     files = {f for f, _ in command_lines()}
-    assert {"README.md", "campaigns.md", "apps.md", "topology.md"} <= files
+    assert {"manual.md", "campaigns.md", "apps.md", "topology.md"} <= files
 
 
 @pytest.mark.parametrize("argv", [a for _, a in command_lines()], ids=lambda a: " ".join(a)[:60])

@@ -241,7 +241,7 @@ def build_parser() -> Parser:
                           "docs/apps.md)")
     ports = run.add_argument_group(
         "real interfaces", "instead of the veth test bed: two ports cabled together, or a port and a tap "
-        "(README, \"On real hardware\"); a run on ports needs an explicit --rate (iperf) or --link (searches)")
+        "(docs/manual.md, \"On real hardware\"); a run on ports needs an explicit --rate (iperf) or --link (searches)")
     run.add_argument("--topology", metavar="FILE.toml",
                      help="several hosts: the generator and the sensors of FILE (docs/topology.md), reached with "
                           "ssh; each sensor's backend is the file's (instead of --backends/--sensors)")

@@ -62,10 +62,10 @@ RX_MODES = {
     "cpumap": "a receive ring of --rx-ring frames (a BPF cpumap queue) whose kernel thread does the receive work "
               "on the receive CPU (a NIC host's ring and poll)",
 }
-# cpumap: a ring of a NIC's depth (bench_rx_ring.py, README "Receive ring"); napi and rps stay.
+# cpumap: a ring of a NIC's depth (bench/bench_rx_ring.py, bench/README.md "Receive ring"); napi and rps stay.
 DEFAULT_RX_MODE = "cpumap"
 # The normal scheduler: bench_rx_mode.py measured that at real-time priority the NAPI thread
-# starves a counter on its CPU (2 % of it) and the generator holds its rate less often (README).
+# starves a counter on its CPU (2 % of it) and the generator holds its rate less often (bench/README.md).
 DEFAULT_NAPI_SCHED = "other"
 # drivers/net/veth.c VETH_RING_SIZE: the frames one receive queue of a veth holds.
 VETH_RING_FRAMES = 256
@@ -73,9 +73,9 @@ VETH_RING_FRAMES = 256
 # checks the same limit (CB_RX_RING_MAX).
 RX_RING_MAX = 16384
 # The cpumap model's ring when --rx-ring is not given: the depth of a common NIC's receive ring
-# (mlx5 1024 by default, ixgbe/i40e 512, up to 4096-8192), chosen from bench_rx_ring.py (README).
+# (mlx5 1024 by default, ixgbe/i40e 512, up to 4096-8192), chosen from bench_rx_ring.py (bench/README.md).
 DEFAULT_RX_RING = 4096
-# The cpumap thread's scheduling when --napi-sched is not given (bench_rx_ring.py, README).
+# The cpumap thread's scheduling when --napi-sched is not given (bench_rx_ring.py, bench/README.md).
 DEFAULT_RING_SCHED = "other"
 NAPI_WAIT_S = 2.0  # how long the kernel has to start the NAPI thread after the XDP attach
 
