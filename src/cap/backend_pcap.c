@@ -318,6 +318,7 @@ const struct cap_backend cap_backend_pcap = {
 		  .needs = { "libpcap", "packet_socket" } },
 	.ring = &pcap_ring,
 	.account = pcap_account,
+	.account_cross_checks = 1u << PCAP_ROW_IFDROP,
 	.summary = pcap_be_summary,
 	.open = pcap_be_open,
 	.run = pcap_be_run,

@@ -136,6 +136,8 @@ static void put_account(struct cb_json *j, const struct cap_backend *be, const s
 		cb_json_str(j, "layer", be->account[i].layer);
 		cb_json_str(j, "counter", be->account[i].counter);
 		cb_json_u64(j, "packets", k->account[i]);
+		if (CAP_ACCOUNT_CROSS_CHECK(be, i))
+			cb_json_bool(j, "cross_check", 1);
 		cb_json_obj_end(j);
 	}
 	cb_json_arr_end(j);

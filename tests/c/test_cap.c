@@ -271,7 +271,8 @@ static void test_describe_is_json_with_every_backend(void **state)
 /* Every backend declares its loss account (account.h): each row says its
  * layer, counter and explanation, no two rows are the same counter, and
  * stats() has a slot for each; only a kernel counter (xdp), which loses
- * nothing of its own, may declare none. --describe prints every row. */
+ * nothing of its own, may declare none. --describe prints every row, and
+ * which are cross-checks. */
 static void test_every_backend_declares_its_account(void **state)
 {
 	run_cap((const char *[]){ "--describe", NULL }, &r);
@@ -290,12 +291,14 @@ static void test_every_backend_declares_its_account(void **state)
 			assert_true(row->layer[0] && row->counter[0] && strlen(row->explains) > 20);
 			for (const struct cap_account_row *o = b->account; o < row; o++)
 				assert_false(!strcmp(o->layer, row->layer) && !strcmp(o->counter, row->counter));
-			snprintf(want, sizeof(want), "{\"layer\":\"%s\",\"counter\":\"%s\",\"explains\":\"%s\"}",
-				 row->layer, row->counter, row->explains);
+			snprintf(want, sizeof(want), "{\"layer\":\"%s\",\"counter\":\"%s\",\"explains\":\"%s\",\"cross_check\":%s}",
+				 row->layer, row->counter, row->explains,
+				 CAP_ACCOUNT_CROSS_CHECK(b, row - b->account) ? "true" : "false");
 			assert_non_null(strstr(r.out, want));
 		}
 		if (!b->caps.kernel_counter)
 			assert_true(n > 0);
+		assert_true(n >= 32 || b->account_cross_checks >> n == 0); /* only its rows are cross-checks */
 	}
 }
 
