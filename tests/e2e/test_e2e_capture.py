@@ -139,6 +139,9 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
     assert r.unexplained == 0, stages
     assert r.lost == r.link_drops + r.backlog_drops + r.socket_drops + r.xsk_drops + r.app_drops, stages
     assert sum(n for _, n, _ in r.loss_layers) == r.lost  # the account's lines hold every loss, none twice
+    # The backend's own rows, as its C file declares them (the summary's account), hold its kernel drops.
+    assert r.layers is not None
+    assert sum(row.packets for row in r.layers if not row.cross_check) == r.socket_drops + r.xsk_drops, r.layers
     # The capture veth's own rx_dropped holds the link's drops (its ring was full), the backlog's
     # (the kernel charges the device) and the failed redirects into a full AF_XDP ring: no more. The
     # cpumap model's ring is no device's: its drops are its tracepoint's (rx_ring_drops).
