@@ -198,6 +198,22 @@ def _bytes_text(n: int) -> str:
 
 
 @dataclass(frozen=True)
+class AccountRow:
+    """One row of a backend's loss account as its C file declares it (src/cap/account.h): its
+    summary's `account` gives each row's packets in this order."""
+
+    layer: str
+    counter: str
+    explains: str
+    cross_check: bool  # a layer capbench counts itself (the NIC's): not in its kernel_drops
+
+    @classmethod
+    def read(cls, r: _Reader) -> AccountRow:
+        return cls(layer=r.str("layer"), counter=r.str("counter"), explains=r.str("explains"),
+                   cross_check=r.bool("cross_check"))
+
+
+@dataclass(frozen=True)
 class Backend:
     """A capture backend of capbench-cap, as its C file declares it."""
 
@@ -224,6 +240,8 @@ class Backend:
     queues: bool  # binds receive queues (--queue)
     needs: tuple[str, ...]  # what preflight must find here (testbed.preflight.NEED_CHECKS has a check for each)
     ring: RingSpec | None  # None: --ring does not apply
+    # Its loss account's rows; None: not declared (a null, or a document from before issue 29).
+    account: tuple[AccountRow, ...] | None = None
 
     @classmethod
     def read(cls, r: _Reader) -> Backend:
@@ -235,7 +253,8 @@ class Backend:
                    xsk_stats=caps.bool("xsk_stats"), queue_count=caps.bool("queue_count"),
                    kernel_stats=caps.str("kernel_stats"), clock=caps.str("clock"),
                    writes_pcap=caps.bool("writes_pcap"), workers=caps.bool("workers"), queues=caps.bool("queues"),
-                   needs=needs, ring=None if ring is None else RingSpec.read(ring))
+                   needs=needs, ring=None if ring is None else RingSpec.read(ring),
+                   account=None if r.raw("account") is None else tuple(AccountRow.read(a) for a in r.objects("account")))
 
     def ring_args(self, ring_bytes: int) -> tuple[str, ...]:
         """capbench-cap options that give this backend a kernel buffer of about `ring_bytes`

@@ -24,4 +24,10 @@ struct cap_account_row {
 	const char *explains; /* one sentence: why frames are lost there and what governs it */
 };
 
+/* Row i is a cross-check when bit i of cap_backend.account_cross_checks is
+ * set: it counts a layer before the backend's hand-over (the NIC's) that
+ * capbench reads from its own counter too, so it is shown beside that layer,
+ * is not in the backend's kernel_drops and is not added to the account. */
+#define CAP_ACCOUNT_CROSS_CHECK(be, i) (((be)->account_cross_checks >> (i)) & 1u)
+
 #endif

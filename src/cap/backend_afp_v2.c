@@ -158,6 +158,7 @@ static void afp_v2_stats(void *state, struct cap_kstats *out)
 	/* TPACKET_V2 answers with struct tpacket_stats (no freeze count); the
 	 * kernel zeroes it on every read, so we keep the 64-bit sums. */
 	packet_stats_accumulate(st->fd, 0, &st->kstats);
+	st->kstats.account[0] = st->kstats.drops;
 	*out = st->kstats;
 }
 
@@ -202,6 +203,14 @@ static const struct cap_ring_map afp_v2_ring = {
 	.count_option = "--frame-count", .unit_bytes = DEFAULT_FRAME_SIZE,
 };
 
+/* Its loss account (account.h); row 0 is filled in afp_v2_stats(). */
+static const struct cap_account_row afp_v2_account[] = {
+	{ "socket", "PACKET_STATISTICS tp_drops",
+	  "the frame at the ring's head was still the reader's (the ring was full): the kernel dropped the "
+	  "packet; --frame-count frames (capbench --ring) and the reader's speed govern it" },
+	{ NULL },
+};
+
 const struct cap_backend cap_backend_afp_v2 = {
 	.name = "afp-v2",
 	.describe = "AF_PACKET with its own TPACKET_V2 frame ring",
@@ -210,6 +219,7 @@ const struct cap_backend cap_backend_afp_v2 = {
 	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
 		  .needs = { "packet_socket", "tpacket_v2" } },
 	.ring = &afp_v2_ring,
+	.account = afp_v2_account,
 	.open = afp_v2_open,
 	.run = afp_v2_run,
 	.stats = afp_v2_stats,

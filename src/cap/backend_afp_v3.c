@@ -37,6 +37,7 @@ static void afp_v3_stats(void *state, struct cap_kstats *out)
 	struct v3_ring *r = state;
 
 	v3_ring_stats(r);
+	r->kstats.account[0] = r->kstats.drops;
 	*out = r->kstats;
 }
 
@@ -65,6 +66,15 @@ static const struct cap_ring_map afp_v3_ring = {
 	.unit_option = "--block-size",
 };
 
+/* Its loss account (account.h); row 0 is filled in afp_v3_stats(). */
+static const struct cap_account_row afp_v3_account[] = {
+	{ "socket", "PACKET_STATISTICS tp_drops",
+	  "every block of the ring was still the reader's (the ring froze, tp_freeze_q_cnt counts how often): "
+	  "the kernel dropped the packet; --block-count x --block-size (capbench --ring) and the reader's "
+	  "speed govern it" },
+	{ NULL },
+};
+
 const struct cap_backend cap_backend_afp_v3 = {
 	.name = "afp-v3",
 	.describe = "AF_PACKET with its own TPACKET_V3 block ring",
@@ -73,6 +83,7 @@ const struct cap_backend cap_backend_afp_v3 = {
 	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
 		  .needs = { "packet_socket", "tpacket_v3" } },
 	.ring = &afp_v3_ring,
+	.account = afp_v3_account,
 	.open = afp_v3_open,
 	.run = afp_v3_run,
 	.stats = afp_v3_stats,

@@ -493,6 +493,37 @@ static int afxdp_run(void *state, struct cap_worker *w)
 	}
 }
 
+/* Its loss account (account.h). A frame that finds the fill ring empty
+ * counts in rx_dropped and in rx_fill_ring_empty_descs (xsk.c, the same
+ * event): those are one row, the rest of rx_dropped (a frame too large for
+ * a UMEM frame) another, so that no frame is in two rows. */
+enum { XSK_ROW_FILL, XSK_ROW_DROPPED, XSK_ROW_FULL, XSK_ROW_OTHER_QUEUES };
+static const struct cap_account_row afxdp_account[] = {
+	[XSK_ROW_FILL] = { "AF_XDP fill ring", "XDP_STATISTICS rx_dropped (rx_fill_ring_empty_descs)",
+			   "the socket's fill ring had no free UMEM frame to copy the frame into: the reader "
+			   "had not yet given back the frames it read (--frame-count, the reader's speed)" },
+	[XSK_ROW_DROPPED] = { "AF_XDP rx_dropped", "XDP_STATISTICS rx_dropped",
+			      "rx_dropped that is not an empty fill ring: the frame did not fit a UMEM frame" },
+	[XSK_ROW_FULL] = { "AF_XDP RX ring", "XDP_STATISTICS rx_ring_full",
+			   "the socket's RX ring was full: the reader had not yet taken the descriptors "
+			   "(--ring-size, capbench --ring, and the reader's speed govern it)" },
+	[XSK_ROW_OTHER_QUEUES] = { "AF_XDP queues", "XDP program not_redirected",
+				   "the frame arrived on a receive queue no socket is bound to and went on to "
+				   "the stack: --queue all binds every queue" },
+	{ NULL },
+};
+
+/* The rows of one socket's (or all sockets') XDP_STATISTICS. */
+static void xsk_account(struct cap_kstats *k)
+{
+	uint64_t fill = k->rx_fill_ring_empty_descs < k->rx_dropped ? k->rx_fill_ring_empty_descs
+								      : k->rx_dropped;
+
+	k->account[XSK_ROW_FILL] = fill;
+	k->account[XSK_ROW_DROPPED] = k->rx_dropped - fill;
+	k->account[XSK_ROW_FULL] = k->rx_ring_full;
+}
+
 static void afxdp_stats(void *state, struct cap_kstats *out)
 {
 	struct afxdp *st = state;
@@ -512,6 +543,7 @@ static void afxdp_stats(void *state, struct cap_kstats *out)
 			qk->rx_ring_full = xs.rx_ring_full;
 			qk->rx_fill_ring_empty_descs = xs.rx_fill_ring_empty_descs;
 			qk->drops = qk->rx_dropped + qk->rx_ring_full;
+			xsk_account(qk);
 			qk->has_xsk = 1;
 			k->has_xsk = 1;
 		}
@@ -525,6 +557,8 @@ static void afxdp_stats(void *state, struct cap_kstats *out)
 	 * dropped there; frames of other queues went to the stack. */
 	k->packets = k->xdp_packets - k->xdp_not_redirected;
 	k->drops = k->rx_dropped + k->rx_ring_full + k->xdp_not_redirected;
+	xsk_account(k);
+	k->account[XSK_ROW_OTHER_QUEUES] = k->xdp_not_redirected;
 	*out = *k;
 }
 
@@ -629,6 +663,7 @@ const struct cap_backend cap_backend_afxdp = {
 		  .clock = CAP_CLOCK_READ, .workers = 1, .queues = 1,
 		  .needs = { "libxdp", "af_xdp", "xdp_link" } },
 	.ring = &afxdp_ring,
+	.account = afxdp_account,
 	.open = afxdp_open,
 	.run = afxdp_run,
 	.stats = afxdp_stats,

@@ -149,6 +149,7 @@ static void fanout_stats(void *state, struct cap_kstats *out)
 		out->freeze_q += k->freeze_q;
 		out->has_freeze_q = k->has_freeze_q;
 	}
+	out->account[0] = out->drops;
 }
 
 /*
@@ -177,6 +178,7 @@ static void fanout_wake(void *state)
 static void fanout_worker_stats(void *state, unsigned int worker, struct cap_kstats *out)
 {
 	*out = ((struct fanout *)state)->ring[worker].kstats;
+	out->account[0] = out->drops;
 }
 
 /* One ring per worker, all mapped at once. */
@@ -221,6 +223,16 @@ static const struct cap_ring_map fanout_ring = {
 	.unit_option = "--block-size",
 };
 
+/* Its loss account (account.h): the rings' sum in fanout_stats(), each
+ * worker's ring in fanout_worker_stats(). */
+static const struct cap_account_row fanout_account[] = {
+	{ "socket", "PACKET_STATISTICS tp_drops",
+	  "every block of the ring of the worker the fanout mode chose was still that worker's: the kernel "
+	  "dropped the packet (it is not handed to another member unless the mode is rollover); the rings' "
+	  "size (capbench --ring), the workers' speed and the mode's spread govern it" },
+	{ NULL },
+};
+
 const struct cap_backend cap_backend_fanout = {
 	.name = "fanout",
 	.describe = "--workers threads, each its own TPACKET_V3 ring, in one PACKET_FANOUT group",
@@ -229,6 +241,7 @@ const struct cap_backend cap_backend_fanout = {
 	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
 		  .workers = 1, .needs = { "packet_socket", "tpacket_v3", "fanout" } },
 	.ring = &fanout_ring,
+	.account = fanout_account,
 	.summary = fanout_summary,
 	.open = fanout_open,
 	.run = fanout_run,

@@ -244,6 +244,23 @@ static int pcap_be_run(void *state, struct cap_worker *w)
 	return err;
 }
 
+/* Its loss account (account.h), filled in pcap_be_stats(). libpcap (1.10,
+ * pcap-linux.c) reads ps_ifdrop, in promiscuous mode only, from the
+ * device's rx_missed_errors + rx_fifo_errors (sysfs): the NIC's own drops
+ * before the host, 0 on a veth. */
+enum { PCAP_ROW_DROP, PCAP_ROW_IFDROP };
+static const struct cap_account_row pcap_account[] = {
+	[PCAP_ROW_DROP] = { "socket", "pcap_stats ps_drop",
+			    "libpcap's ring (a TPACKET_V3 ring of --buffer-size bytes, capbench --ring) was "
+			    "full: the kernel dropped the packet (PACKET_STATISTICS tp_drops); the reader's "
+			    "speed governs it" },
+	[PCAP_ROW_IFDROP] = { "NIC", "pcap_stats ps_ifdrop",
+			      "the NIC had no room for the frame before the host saw it (rx_missed_errors + "
+			      "rx_fifo_errors, read by libpcap in promiscuous mode only, for all the "
+			      "interface's traffic)" },
+	{ NULL },
+};
+
 static void pcap_be_stats(void *state, struct cap_kstats *out)
 {
 	struct pcap_be *st = state;
@@ -253,6 +270,8 @@ static void pcap_be_stats(void *state, struct cap_kstats *out)
 	out->drops = __atomic_load_n(&st->totals.drops, __ATOMIC_RELAXED);
 	out->ifdrop = __atomic_load_n(&st->totals.ifdrop, __ATOMIC_RELAXED);
 	out->has_ifdrop = 1;
+	out->account[PCAP_ROW_DROP] = out->drops;
+	out->account[PCAP_ROW_IFDROP] = out->ifdrop;
 }
 
 static void pcap_be_wake(void *state)
@@ -298,6 +317,8 @@ const struct cap_backend cap_backend_pcap = {
 	.caps = { .kernel_stats = "pcap_stats", .clock = CAP_CLOCK_KERNEL,
 		  .needs = { "libpcap", "packet_socket" } },
 	.ring = &pcap_ring,
+	.account = pcap_account,
+	.account_cross_checks = 1u << PCAP_ROW_IFDROP,
 	.summary = pcap_be_summary,
 	.open = pcap_be_open,
 	.run = pcap_be_run,

@@ -212,6 +212,7 @@ static void raw_stats(void *state, struct cap_kstats *out)
 	/* A socket without a ring answers with struct tpacket_stats; the
 	 * kernel zeroes it on every read, so we keep the 64-bit sums. */
 	packet_stats_accumulate(st->fd, 0, &st->kstats);
+	st->kstats.account[0] = st->kstats.drops;
 	*out = st->kstats;
 }
 
@@ -240,6 +241,15 @@ static const struct cb_opt raw_options[] = {
 
 static const struct cap_ring_map raw_ring = { .count_option = "--buffer-size", .unit_bytes = 1 };
 
+/* Its loss account (account.h); row 0 is filled in raw_stats(). */
+static const struct cap_account_row raw_account[] = {
+	{ "socket", "PACKET_STATISTICS tp_drops",
+	  "the socket's receive queue had used up its SO_RCVBUF (charged with each skb's truesize, not the "
+	  "frame's length): the kernel dropped the packet; --buffer-size (capbench --ring) and the reader's "
+	  "speed govern it" },
+	{ NULL },
+};
+
 const struct cap_backend cap_backend_raw = {
 	.name = "raw",
 	.describe = "AF_PACKET socket without a ring, recvmmsg batches",
@@ -248,6 +258,7 @@ const struct cap_backend cap_backend_raw = {
 	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
 		  .needs = { "packet_socket" } },
 	.ring = &raw_ring,
+	.account = raw_account,
 	.open = raw_open,
 	.run = raw_run,
 	.stats = raw_stats,

@@ -124,6 +124,25 @@ static void put_worker_cpus(struct cb_json *j, const struct cap_cfg *cfg)
 	cb_json_arr_end(j);
 }
 
+/* "account": the backend's declared loss account (account.h), a row per
+ * layer with its packets; nothing for a backend that declares none yet. */
+static void put_account(struct cb_json *j, const struct cap_backend *be, const struct cap_kstats *k)
+{
+	if (!be->account)
+		return;
+	cb_json_arr_begin(j, "account");
+	for (unsigned int i = 0; i < CAP_ACCOUNT_ROWS && be->account[i].layer; i++) {
+		cb_json_elem_begin(j);
+		cb_json_str(j, "layer", be->account[i].layer);
+		cb_json_str(j, "counter", be->account[i].counter);
+		cb_json_u64(j, "packets", k->account[i]);
+		if (CAP_ACCOUNT_CROSS_CHECK(be, i))
+			cb_json_bool(j, "cross_check", 1);
+		cb_json_obj_end(j);
+	}
+	cb_json_arr_end(j);
+}
+
 static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be, void *state,
 			  const struct worker_ctx *ctx, const struct cap_totals *m,
 			  const struct cap_kstats *k, double duration_s)
@@ -167,6 +186,7 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 		cb_json_u64(&j, "rx_fill_ring_empty_descs", k->rx_fill_ring_empty_descs);
 	}
 	cb_json_obj_end(&j);
+	put_account(&j, be, k);
 	if (be->summary)
 		be->summary(state, &j);
 	if (!be->caps.kernel_counter && cfg->load.kind != APP_LOAD_NONE) {
@@ -215,6 +235,7 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 
 			be->worker_stats(state, i, &wk);
 			cb_json_u64(&j, "kernel_drops", wk.drops);
+			put_account(&j, be, &wk);
 		}
 		cb_json_obj_end(&j);
 	}

@@ -181,6 +181,7 @@ struct cap_backend {
 	/* Its loss account (account.h), ending with a row whose layer is NULL;
 	 * NULL: not declared yet (the named cap_kstats fields above). */
 	const struct cap_account_row *account;
+	unsigned int account_cross_checks; /* CAP_ACCOUNT_CROSS_CHECK (account.h) */
 	/* Open the capture; prints one line on failure and returns 0 or
 	 * -errno. A failure the user can fix is printed with cb_user_fault()
 	 * (util.h: exit status 2); anything else is exit status 1. */

@@ -336,6 +336,27 @@ static void put_caps(struct cb_json *j, const struct cap_caps *c)
 	cb_json_obj_end(j);
 }
 
+/* The backend's loss account (account.h): its rows with what explains them. */
+static void put_account_rows(struct cb_json *j, const struct cap_backend *b)
+{
+	const struct cap_account_row *rows = b->account;
+
+	if (!rows) {
+		cb_json_str(j, "account", NULL);
+		return;
+	}
+	cb_json_arr_begin(j, "account");
+	for (unsigned int i = 0; i < CAP_ACCOUNT_ROWS && rows[i].layer; i++) {
+		cb_json_elem_begin(j);
+		cb_json_str(j, "layer", rows[i].layer);
+		cb_json_str(j, "counter", rows[i].counter);
+		cb_json_str(j, "explains", rows[i].explains);
+		cb_json_bool(j, "cross_check", CAP_ACCOUNT_CROSS_CHECK(b, i));
+		cb_json_obj_end(j);
+	}
+	cb_json_arr_end(j);
+}
+
 int cap_describe(FILE *out)
 {
 	static struct cb_json j;
@@ -348,6 +369,7 @@ int cap_describe(FILE *out)
 		cb_opt_describe_variant(&j, b->name, b->describe, b->seed, b->options);
 		put_caps(&j, &b->caps);
 		put_ring(&j, b);
+		put_account_rows(&j, b);
 		cb_json_obj_end(&j);
 	}
 	cb_json_arr_end(&j);

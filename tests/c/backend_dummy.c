@@ -21,6 +21,14 @@ static const struct cb_opt dummy_options[] = {
 	CB_OPT_END,
 };
 
+/* A layer no other backend has: capbench must carry it to the record, the
+ * tables and the report without knowing it (tests/py/test_account_rows.py). */
+static const struct cap_account_row dummy_account[] = {
+	{ "dummy tray", "the dummy's tray_spills",
+	  "the dummy's tray had no room: a layer only this backend has" },
+	{ NULL },
+};
+
 const struct cap_backend cap_backend_dummy = {
 	.name = "dummy",
 	.describe = "a test backend that captures nothing",
@@ -28,5 +36,6 @@ const struct cap_backend cap_backend_dummy = {
 	.options = dummy_options,
 	.caps = { .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
 		  .needs = { "packet_socket" } },
+	.account = dummy_account,
 	.open = dummy_open,
 };

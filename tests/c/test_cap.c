@@ -268,6 +268,40 @@ static void test_describe_is_json_with_every_backend(void **state)
 	assert_false(json_valid("{\"a\":1} x"));
 }
 
+/* Every backend declares its loss account (account.h): each row says its
+ * layer, counter and explanation, no two rows are the same counter, and
+ * stats() has a slot for each; only a kernel counter (xdp), which loses
+ * nothing of its own, may declare none. --describe prints every row, and
+ * which are cross-checks. */
+static void test_every_backend_declares_its_account(void **state)
+{
+	run_cap((const char *[]){ "--describe", NULL }, &r);
+	assert_int_equal(r.status, 0);
+	for (int i = 0; cap_backends[i]; i++) {
+		const struct cap_backend *b = cap_backends[i];
+		unsigned int n = 0;
+
+		assert_non_null(b->account);
+		for (const struct cap_account_row *row = b->account; row->layer; row++, n++) {
+			char want[512];
+
+			assert_true(n < CAP_ACCOUNT_ROWS);
+			assert_non_null(row->counter);
+			assert_non_null(row->explains);
+			assert_true(row->layer[0] && row->counter[0] && strlen(row->explains) > 20);
+			for (const struct cap_account_row *o = b->account; o < row; o++)
+				assert_false(!strcmp(o->layer, row->layer) && !strcmp(o->counter, row->counter));
+			snprintf(want, sizeof(want), "{\"layer\":\"%s\",\"counter\":\"%s\",\"explains\":\"%s\",\"cross_check\":%s}",
+				 row->layer, row->counter, row->explains,
+				 CAP_ACCOUNT_CROSS_CHECK(b, row - b->account) ? "true" : "false");
+			assert_non_null(strstr(r.out, want));
+		}
+		if (!b->caps.kernel_counter)
+			assert_true(n > 0);
+		assert_true(n >= 32 || b->account_cross_checks >> n == 0); /* only its rows are cross-checks */
+	}
+}
+
 /* The --app-load grammar table parses each form at its bounds. */
 static void test_app_load_forms(void **state)
 {
@@ -310,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_shared_option_takes_the_backends_range),
 		cmocka_unit_test(test_help_lists_every_option),
 		cmocka_unit_test(test_describe_is_json_with_every_backend),
+		cmocka_unit_test(test_every_backend_declares_its_account),
 		cmocka_unit_test(test_app_load_forms),
 	};
 

@@ -24,6 +24,9 @@ static void test_describe_and_help_list_the_dummy(void **state)
 	assert_true(json_valid(r.out));
 	assert_non_null(strstr(r.out, "{\"name\":\"dummy\",\"summary\":\"a test backend"));
 	assert_non_null(strstr(r.out, "\"help\":\"frames the dummy pretends to read per call\""));
+	/* Its loss account, a layer of its own, with what explains it. */
+	assert_non_null(strstr(r.out, "\"account\":[{\"layer\":\"dummy tray\",\"counter\":\"the dummy's "
+			       "tray_spills\",\"explains\":\"the dummy's tray had no room"));
 	run_cap((const char *[]){ "--help", NULL }, &r);
 	assert_non_null(strstr(r.out, "--backend dummy: a test backend that captures nothing"));
 }

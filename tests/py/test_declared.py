@@ -252,3 +252,15 @@ def test_the_named_size_lists_are_the_generators():
 
     declared_lists = {p.name: p.lengths for p in declared.gen().size_profiles if p.lengths}
     assert declared_lists == NAMED_SIZES
+
+
+def test_each_backend_declares_its_loss_account():
+    """--describe carries each backend's account rows (src/cap/account.h); a document without them
+    (before issue 29) reads as not declared."""
+    for b in declared.backends():
+        assert b.account is not None, b.name
+        assert all(a.layer and a.counter and a.explains for a in b.account), b.name
+    pcap = declared.backend("pcap")
+    assert [(a.layer, a.counter, a.cross_check) for a in pcap.account] == [
+        ("socket", "pcap_stats ps_drop", False), ("NIC", "pcap_stats ps_ifdrop", True)]
+    assert read_cap(sample_cap()).backend(read_cap(sample_cap()).backend_names[0]).account is None

@@ -102,8 +102,9 @@ LAYERS: tuple[tuple[Callable[[Any], int], str, str], ...] = (
     (account.ring_drops, account.RX_RING, "#8c564b"),
     (account.link_only_drops, account.LINK, "#bcbd22"),
     (lambda r: r.backlog_drops, account.BACKLOG, "#ff7f0e"),
-    (lambda r: r.socket_drops, account.SOCKET, "#1f77b4"),
-    (lambda r: r.xsk_drops, account.AF_XDP_RINGS, "#17becf"),
+    (lambda r: account.own_drops(r, account.SOCKET), account.SOCKET, "#1f77b4"),
+    (lambda r: account.own_drops(r, account.AF_XDP), account.AF_XDP_RINGS, "#17becf"),
+    (account.other_own_drops, account.OTHER_OWN, "#7f7f7f"),
     (lambda r: r.app_drops, account.APPLICATION, "#9467bd"),
     (lambda r: r.unexplained, account.UNEXPLAINED, "#d62728"))
 

@@ -59,7 +59,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("link_pct", f"lost at {loss_layers.LINK} (no counter)", "% of sent", False,
            lambda r: _share(loss_layers.link_only_drops(r), r), is_loss=True),
     Metric("backlog_pct", "lost in backlog", "% of sent", False, lambda r: _share(r.backlog_drops, r), is_loss=True),
-    Metric("socket_pct", "lost at socket", "% of sent", False, lambda r: _share(r.socket_drops, r), is_loss=True),
+    Metric("socket_pct", "lost at socket", "% of sent", False, lambda r: _share(loss_layers.own_drops(r, loss_layers.SOCKET), r),
+           is_loss=True),
     # Either sign is a disagreement of the counters: closer to 0 is better.
     Metric("unexplained_pct", "unexplained (either sign)", "% of sent", False,
            lambda r: abs(_share(r.unexplained, r)), is_loss=True),

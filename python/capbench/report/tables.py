@@ -71,17 +71,19 @@ def loss_places(r: TrialResult) -> str:
     """Where the lost packets went: rx ring / backlog / socket / unexplained ("—" when none lost).
 
     Frames lost between sender and receiver that no ring counter holds follow the ring's, marked
-    "link". An AF_XDP backend has no socket buffer but rings: its drops there stand in the
-    socket's place, marked "xsk". Frames the socket queued that the counter never read follow
-    the socket's, marked "app"."""
+    "link". The capture program's own layers (its declared rows) stand in the socket's place:
+    the socket's unmarked, any other marked with its tag (LAYER_TAGS: the AF_XDP rings' "xsk"; a
+    layer without one, by its name). Frames the socket queued that the counter never read follow,
+    marked "app"."""
     if r.lost == 0 and r.unexplained == 0 and r.link_drops == 0:
         return "—"
     ring = f"{loss_layers.ring_drops(r):,}"
     if loss_layers.link_only_drops(r):
         ring += f" + {loss_layers.link_only_drops(r):,} {loss_layers.LINK}"
-    socket = f"{r.socket_drops:,}"
-    if r.xsk_drops:
-        socket = f"{r.xsk_drops:,} xsk" if not r.socket_drops else f"{socket} + {r.xsk_drops:,} xsk"
+    own = loss_layers.own_families(r)
+    socket_n = own.pop(loss_layers.SOCKET, 0)
+    parts = ([f"{socket_n:,}"] if socket_n or not own else []) + [f"{n:,} {layer_tag(name)}" for name, n in own.items()]
+    socket = " + ".join(parts)
     if r.app_drops:
         socket += f" + {r.app_drops:,} app"
     return f"{ring} / {r.backlog_drops:,} / {socket} / {r.unexplained:,}"
@@ -292,6 +294,17 @@ def program_witness(r: TrialResult) -> list[str]:
     return [f"{r.backend} says: {counts}{file}"] + [x for x in loss_layers.program_remarks(r) if not x.startswith("FAILED")]
 
 
+# The capture program's layer families that the Lost column marks with a short tag (loss_places);
+# the others are marked by their name.
+LAYER_TAGS = {loss_layers.AF_XDP: "xsk"}
+# What a tag says, under a table that shows it.
+TAG_MEANINGS = {"xsk": "dropped in the AF_XDP socket's rings (XDP_STATISTICS: RX ring full, fill ring empty)."}
+
+
+def layer_tag(family: str) -> str:
+    return LAYER_TAGS.get(family, family)
+
+
 # What each loss layer is, once per table (trial.loss_layers names them; its per-trial account,
 # with each counter's figures, is in trials.jsonl and the report).
 LAYER_MEANINGS = {
@@ -306,6 +319,18 @@ LAYER_MEANINGS = {
                         "a program: its own count)",
     "application": "taken by the socket, never read by the capture application",
 }
+
+
+def own_tag_lines(results: Iterable[TrialResult]) -> list[tuple[str, str]]:
+    """(tag, what it means) for each capture program's layer the Lost column marks in `results`
+    (loss_places), in the order first seen: a known tag's meaning, else the layer's counter."""
+    out: dict[str, str] = {}
+    for r in results:
+        for row in loss_layers.own_rows(r):
+            family = loss_layers.family(row.layer)
+            if row.packets and family != loss_layers.SOCKET:
+                out.setdefault(layer_tag(family), TAG_MEANINGS.get(layer_tag(family), f"{row.counter}."))
+    return list(out.items())
 
 
 def layer_lines(results: Iterable[TrialResult]) -> list[str]:
@@ -416,8 +441,8 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
         console.print(Text(f"{SHORT_MARK} {note}"))
     if note := disturbed_note(shown):
         console.print(Text(note))
-    if any(r.xsk_drops for r in shown):
-        console.print("xsk: dropped in the AF_XDP socket's rings (XDP_STATISTICS: RX ring full, fill ring empty).")
+    for tag, meaning in own_tag_lines(shown):
+        console.print(Text(f"{tag}: {meaning}"))  # a counter's words are text, not markup
     if any(r.app_drops for r in shown):
         console.print("app: queued by the socket, never read by the counter (kernel packets − drops − frames read).")
     if any(r.unexplained for r in shown):

@@ -32,6 +32,7 @@ from typing import Any
 from capbench import inputs
 from capbench.errors import RunError, UsageError
 from capbench.testbed.procs import Lines
+from capbench.trial import record
 
 FIELDS = ("iface", "out", "cpu", "duration", "outdir")  # what a template may name
 STREAMS = ("stderr", "stdout")
@@ -107,6 +108,43 @@ def _values(*, iface: str, out: str, cpu: int | None, duration_s: float, outdir:
     if cpu is not None:
         values["cpu"] = cpu
     return values
+
+
+# --- the loss account ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AccountRow:
+    """One row of the program's loss account (docs/apps.md, "Its loss account"), as capbench-cap's
+    backends declare theirs in C: the layer where the program loses frames, the counter that says
+    so, the sentence that explains it, and which of the program's counts holds its packets.
+    `cross_check`: the layer is before the program's hand-over and capbench reads it from its own
+    counter too (the NIC's): shown beside that layer, never added to the account."""
+
+    layer: str
+    counter: str
+    explains: str
+    count: str  # the name of one of the adapter's counts
+    cross_check: bool = False
+
+
+# An adapter that declares no account: its 'dropped' count, when it has one, is the socket layer's
+# (what every libpcap program prints: ps_drop, PACKET_STATISTICS tp_drops).
+DEFAULT_DROP_COUNT = "dropped"
+
+
+def default_account(name: str) -> tuple[AccountRow, ...]:
+    """The account of an adapter that declares none but has a 'dropped' count."""
+    return (AccountRow(layer="socket", counter=record.PROGRAM_SOCKET_COUNTER.format(backend=name),
+                       explains="the program's own report of the kernel's drops at its socket",
+                       count=DEFAULT_DROP_COUNT),)
+
+
+def account_rows(account: Sequence[AccountRow], counts: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The rows with their packets from the program's `counts` (a count it did not print: 0), in
+    the shape of capbench-cap's summary `account`."""
+    return [{"layer": a.layer, "counter": a.counter, "packets": int(counts.get(a.count, 0)),
+             **({"cross_check": True} if a.cross_check else {})} for a in account]
 
 
 # --- counts ----------------------------------------------------------------------------
@@ -315,6 +353,9 @@ class Adapter:
     # The user the program switches to when started as root before it opens its files (tcpdump: its
     # build's default, or -Z): capbench gives that user its {outdir} and a fresh {out}.
     drops_to: str | None = None
+    # Its loss account, each row's packets one of its counts; None: not declared (default_account
+    # when it has a 'dropped' count, else none). The account property says which.
+    declared_account: tuple[AccountRow, ...] | None = None
 
     def __post_init__(self) -> None:
         what = f"adapter {self.name!r}"
@@ -348,10 +389,21 @@ class Adapter:
             if c.name in seen:
                 raise AdapterError(f"{what}: count {c.name!r} twice")
             seen.add(c.name)
+        for a in self.declared_account or ():
+            if a.count not in seen:
+                raise AdapterError(f"{what}: account row {a.layer!r} reads count {a.count!r}, which it does not have: "
+                                   f"use one of {', '.join(sorted(seen)) or 'its counts (it has none)'}")
         # A trial's `received` is the frames of the capture file, else the program's captured count.
         if self.file_format is None and "captured" not in seen:
             raise AdapterError(f"{what}: capbench cannot tell what it captured: give a count named 'captured' or "
                                f"file_format = \"pcap\" with {{out}} in the command")
+
+    @property
+    def account(self) -> tuple[AccountRow, ...]:
+        """Its loss account: the declared rows, else the default for a program with a 'dropped' count."""
+        if self.declared_account is not None:
+            return self.declared_account
+        return default_account(self.name) if any(c.name == DEFAULT_DROP_COUNT for c in self.counts) else ()
 
     @property
     def program(self) -> str:
@@ -430,7 +482,8 @@ def _in_range(value: float, bounds: tuple[float, float], what: str) -> None:
 # --- the TOML schema -------------------------------------------------------------------
 
 _ADAPTER_KEYS = ("command", "summary", "package", "stop", "ready", "settle_s", "file_format", "notes", "counts",
-                 "post", "drops_to")
+                 "post", "drops_to", "account")
+_ACCOUNT_KEYS = ("layer", "counter", "explains", "count", "cross_check")
 _STOP_KEYS = ("signal", "grace_s")
 _READY_KEYS = ("pattern", "stream", "delay_s")
 _COUNT_KEYS = ("source", "pattern", "json_path", "meaning", "required", "absent_means_zero", "bits")
@@ -526,6 +579,21 @@ def _count(t: _Table, name: str) -> Count:
         raise t.fail(None, str(e)) from None
 
 
+def _account_row(t: _Table) -> AccountRow:
+    return AccountRow(layer=t.get("layer", str, "the layer's name (socket, ...)", _REQUIRED).strip(),
+                      counter=t.get("counter", str, "what counts it, as the program names it", _REQUIRED).strip(),
+                      explains=t.get("explains", str, "one sentence: why frames are lost there", _REQUIRED).strip(),
+                      count=t.get("count", str, "the name of one of its counts", _REQUIRED),
+                      cross_check=t.get("cross_check", bool, "true or false", False))
+
+
+def _account(t: _Table, name: str) -> tuple[AccountRow, ...] | None:
+    rows = t.get("account", list, "an array of tables ([[NAME.account]])")
+    if rows is None:
+        return None
+    return tuple(_account_row(_Table(body, t.where, f"{name}.account", _ACCOUNT_KEYS, t.text)) for body in rows)
+
+
 def _adapter(t: _Table, name: str) -> Adapter:
     command = t.get("command", str, "the program's command template", _REQUIRED)
     try:
@@ -546,7 +614,7 @@ def _adapter(t: _Table, name: str) -> Adapter:
                        ready_delay_s=ready.seconds("delay_s", 0.0), settle_s=t.seconds("settle_s", 0.0),
                        counts=counts, file_format=t.get("file_format", str, "pcap"),
                        notes=t.get("notes", str, "text", "").strip(), post=t.get("post", str, "a command template"),
-                       drops_to=t.get("drops_to", str, "a user's name"))
+                       drops_to=t.get("drops_to", str, "a user's name"), declared_account=_account(t, name))
     except AdapterError as e:
         raise t.fail(None, str(e)) from None
 

@@ -19,12 +19,13 @@ Layers, from the wire up (each with the counter it comes from):
     backlog      the RPS queue's drops: the capture interface's own rx_dropped less
                  the ring's (the kernel charges a refused frame to its device);
                  softnet_stat, per CPU for the whole host, only where that was not read
-    socket       PACKET_STATISTICS tp_drops (freeze_q counted apart); for pcap,
-                 libpcap's ps_drop
-    AF_XDP       XDP_STATISTICS, each cause on its own line: the fill ring empty
-                 (rx_dropped, rx_fill_ring_empty_descs), other rx_dropped, the RX
-                 ring full (rx_ring_full); and frames on receive queues no AF_XDP
-                 socket is bound to (the program's not_redirected count)
+    the capture  the rows the capture program declares (record.LayerCount: capbench-cap's
+    program's    backend in its C file, an adapter in apps.toml), each with its counter, as
+    own layers   they are: PACKET_STATISTICS tp_drops at the socket (freeze_q counted
+                 apart), libpcap's ps_drop, XDP_STATISTICS' causes in the AF_XDP rings,
+                 frames on receive queues no AF_XDP socket is bound to, or a layer only a
+                 new backend has. No backend is named here; its cross-check rows (pcap's
+                 NIC) are layers capbench counts itself, so they are no layer here.
     application  frames that the socket took but the counter never read
                  (kernel packets − kernel drops − frames read; the record's app_drops)
 
@@ -44,6 +45,7 @@ from typing import Any
 from capbench.trial import accounting
 from capbench.testbed import rxmode
 from capbench.trial.measure import TrialResult
+from capbench.trial.record import LIBPCAP_SOCKET_COUNTER, PACKET_SOCKET_COUNTER, LayerCount
 
 # The layers' names, one each wherever a layer is named: this account, the tables' headers, the
 # figures' legends, compare. The receive ring is "rx ring" everywhere; "link" is only the part of
@@ -54,6 +56,8 @@ LINK = "link"
 BACKLOG = "backlog"
 SOCKET = "socket"
 AF_XDP_RINGS = "AF_XDP rings"
+OTHER_OWN = "the capture's other layers"  # the figures' bar for layers only one backend or adapter declares
+AF_XDP = "AF_XDP"  # the family of the AF_XDP layers ("AF_XDP RX ring", ...), counted together in the tables
 APPLICATION = "application"
 UNEXPLAINED = "unexplained"
 
@@ -133,7 +137,7 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
     """(layer, packets, counter) for every layer that lost packets, in order from the wire up.
     Their packets add up to lost − unexplained."""
     out: list[tuple[str, int, str]] = []
-    cap, kernel = _cap(r), _kernel(r)
+    kernel = _kernel(r)
     if r.link_drops:
         out += _link_layers(r)
     if r.backlog_drops:
@@ -144,31 +148,7 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
         else:
             out.append(("backlog", r.backlog_drops, f"{cap_iface(r)} rx_dropped {r.iface_rx_dropped:,} − rx ring "
                                                     f"{r.ring_drops or 0:,}: the RPS backlog queue was full"))
-    if r.socket_drops:
-        if r.app_command:
-            out.append(("socket", r.socket_drops, f"{r.backend}'s own report of the kernel's drops (its 'dropped' "
-                                                  f"count; for libpcap programs ps_drop, PACKET_STATISTICS tp_drops)"))
-        elif r.backend == "pcap":
-            out.append(("socket", r.socket_drops, "libpcap's ps_drop (pcap_stats)"))
-        else:
-            # tp_freeze_q_cnt counts how often the ring froze (every block was owned by user
-            # space, af_packet.c prb_freeze_queue), not the packets dropped while it was.
-            freeze = kernel.get("freeze_q")
-            extra = (f"; the ring froze {freeze:,} time{'s' if freeze != 1 else ''} (tp_freeze_q_cnt)"
-                     if freeze else "")
-            out.append(("socket", r.socket_drops, f"PACKET_STATISTICS tp_drops{extra}"))
-    if r.xsk_drops:
-        # The afxdp backend's kernel drops are its sockets' ring drops plus the frames its
-        # XDP program found on a receive queue no socket is bound to (those go on to the stack).
-        other_queues = not_redirected(r)
-        rings = r.xsk_drops - other_queues
-        if rings:
-            out += _xsk_ring_layers(rings, kernel)
-        if other_queues:
-            bound = ", ".join(str(q) for q in cap.get("queues", [cap.get("queue", 0)]))
-            out.append(("AF_XDP queues", other_queues,
-                        f"on receive queues without a socket (bound: {bound}), passed to the stack: "
-                        f"the XDP program's not_redirected; --queue all binds every queue"))
+    out += [(row.layer, row.packets, _counter_text(row, kernel)) for row in own_rows(r) if row.packets]
     if r.app_drops and r.app_command:
         out.append(("application", r.app_drops,
                     f"{r.backend} says it captured {r.app_counts.get('captured', 0):,}, its capture file holds "
@@ -177,6 +157,48 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
         out.append(("application", r.app_drops,
                     "taken by the socket, never read by the counter (kernel packets − kernel drops − frames read)"))
     return out
+
+
+def own_rows(r: TrialResult) -> list[LayerCount]:
+    """The capture program's own layers (its declared rows, record.layers), cross-checks left out:
+    their packets add up to socket_drops + xsk_drops."""
+    return [row for row in r.own_layers if not row.cross_check]
+
+
+def _counter_text(row: LayerCount, kernel: dict[str, Any]) -> str:
+    """A row's counter as the account says it: with PACKET_STATISTICS, how often the ring froze."""
+    # tp_freeze_q_cnt counts how often the ring froze (every block was owned by user space,
+    # af_packet.c prb_freeze_queue), not the packets dropped while it was.
+    freeze = kernel.get("freeze_q") if row.counter == PACKET_SOCKET_COUNTER else None
+    return row.counter + (f"; the ring froze {freeze:,} time{'s' if freeze != 1 else ''} (tp_freeze_q_cnt)"
+                          if freeze else "")
+
+
+def family(layer: str) -> str:
+    """The group a layer is counted in where the tables and remarks give one figure for several:
+    the AF_XDP rings' causes are "AF_XDP"; any other layer is its own."""
+    return AF_XDP if layer.startswith(AF_XDP + " ") else layer
+
+
+def own_families(r: TrialResult) -> dict[str, int]:
+    """The capture program's own drops by family, in the order its rows are declared; families
+    that lost nothing left out."""
+    out: dict[str, int] = {}
+    for row in own_rows(r):
+        if row.packets:
+            out[family(row.layer)] = out.get(family(row.layer), 0) + row.packets
+    return out
+
+
+def own_drops(r: TrialResult, family_name: str) -> int:
+    """The capture program's drops in one family of its layers (SOCKET, AF_XDP)."""
+    return own_families(r).get(family_name, 0)
+
+
+def other_own_drops(r: TrialResult) -> int:
+    """The capture program's drops in layers of neither the socket nor the AF_XDP rings: a layer
+    only its backend or adapter declares."""
+    return sum(n for name, n in own_families(r).items() if name not in (SOCKET, AF_XDP))
 
 
 def saw_nothing(r: TrialResult) -> bool:
@@ -313,39 +335,18 @@ def _link_layers(r: TrialResult) -> list[tuple[str, int, str]]:
     return out
 
 
-def _xsk_ring_layers(rings: int, kernel: dict[str, Any]) -> list[tuple[str, int, str]]:
-    """The AF_XDP rings' drops, one line per XDP_STATISTICS cause.
-
-    A frame that finds the fill ring empty counts in rx_dropped and in
-    rx_fill_ring_empty_descs (the same frames); one that finds the RX ring full only in
-    rx_ring_full. Without those counters, or when they do not add up to the ring drops,
-    one line for all."""
-    try:
-        dropped, full = int(kernel["rx_dropped"]), int(kernel["rx_ring_full"])
-        empty = int(kernel.get("rx_fill_ring_empty_descs", 0))
-    except (KeyError, TypeError, ValueError):
-        dropped = full = empty = -1
-    if dropped < 0 or full < 0 or dropped + full != rings:
-        return [("AF_XDP rings", rings, "XDP_STATISTICS rx_dropped + rx_ring_full")]
-    fill = min(max(empty, 0), dropped)
-    out = []
-    if fill:
-        out.append(("AF_XDP fill ring", fill, "XDP_STATISTICS rx_dropped: the fill ring was empty "
-                                              f"(rx_fill_ring_empty_descs {empty:,})"))
-    if dropped - fill:
-        out.append(("AF_XDP rx_dropped", dropped - fill, "XDP_STATISTICS rx_dropped, not an empty fill ring"))
-    if full:
-        out.append(("AF_XDP RX ring", full, "XDP_STATISTICS rx_ring_full: the RX ring was full"))
-    return out
-
-
 def kernel_drops(r: TrialResult) -> tuple[int, list[str]]:
     """The kernel's drop counters of this trial (rx ring + backlog + socket + AF_XDP): their sum,
     and the names of those that counted. The ring's is the part of the link layer the sender's
     xdp_xmit_errors counted (records without it: none)."""
-    parts = [(name, n) for name, n in (("rx ring", ring_drops(r)), ("backlog", r.backlog_drops),
-                                       ("socket", r.socket_drops), ("AF_XDP", r.xsk_drops)) if n]
+    parts = [(name, n) for name, n in (("rx ring", ring_drops(r)), ("backlog", r.backlog_drops)) if n]
+    parts += list(own_families(r).items())
     return sum(n for _, n in parts), [f"{name} {n:,}" for name, n in parts]
+
+
+# The counters a capture program's users read as its whole loss, though they see only its own
+# layer, never the backlog before it (libpcap's ps_drop), by the rows' counters that name them.
+OWN_VIEW = {LIBPCAP_SOCKET_COUNTER: "libpcap's ps_drop", "pcap_stats ps_drop": "libpcap's ps_drop"}
 
 
 def remarks(r: TrialResult) -> list[str]:
@@ -354,9 +355,9 @@ def remarks(r: TrialResult) -> list[str]:
     if r.gen_late:
         out.append(f"generator: {r.gen_late:,} frames left more than one gap late "
                    f"(largest lag {r.gen_max_lag_ns / 1e3:,.0f} us); late, not lost")
-    if r.backend == "pcap" and r.backlog_drops:
-        out.append(f"libpcap's ps_drop counted {r.socket_drops:,} of the {r.lost:,} lost: it cannot see the "
-                   f"{r.backlog_drops:,} dropped before the socket")
+    if r.backlog_drops:
+        out += [f"{OWN_VIEW[row.counter]} counted {row.packets:,} of the {r.lost:,} lost: it cannot see the "
+                f"{r.backlog_drops:,} dropped before the socket" for row in own_rows(r) if row.counter in OWN_VIEW]
     seq_gaps = r.seq_lost  # None: the counter read no sequence numbers (a kernel counter, app load none)
     if seq_gaps is not None and r.lost and seq_gaps > r.lost:
         out.append(f"the sequence numbers show {seq_gaps:,} missing, more than the {r.lost:,} lost by the counts")
@@ -373,6 +374,10 @@ def remarks(r: TrialResult) -> list[str]:
         if r.lost > seq_gaps:  # missing above the highest sequence number received: no gap shows them
             notes.append(f"{r.lost - seq_gaps:,} lost after the last frame received leave no gap")
         out.append(line + (f" ({', '.join(notes)})" if notes else ""))
+    # A cross-check row (pcap's ps_ifdrop: the NIC's drops) counts a layer capbench reads itself.
+    out += [f"{row.counter} counted {row.packets:,} in the {row.layer} layer, which capbench counts from its own "
+            f"counter (the account's {row.layer} line, if any): a cross-check, not added"
+            for row in r.own_layers if row.cross_check and row.packets]
     if r.app_load == "none" and r.lost:
         out.append("app load none: the counter read no stamps, so `received` counts every frame, "
                    "foreign ones too, and no sequence check ran")

@@ -58,9 +58,9 @@ from capbench.rates import WIRE_OVERHEAD_B, Rate, link_name, wire_bps
 from capbench.remote.ssh import Host
 from capbench.testbed.veth_pair import Testbed, veth_queues
 from capbench.profile.perf_record import Profiling
-from capbench.trial.apps import Adapter, unwrap_count
+from capbench.trial.apps import Adapter, AccountRow, account_rows, default_account, unwrap_count
 from capbench.trial.program_run import ProgramFileError, ProgramRun
-from capbench.trial.record import TrialResult
+from capbench.trial.record import LayerCount, TrialResult
 
 DECODE_TIMEOUT_S = 60.0  # capbench-cap --read of a program's file: ~1 s for 10 million frames here
 STOP_TIMEOUT_S = 10.0  # how long a trial's programs have to stop after SIGTERM
@@ -155,6 +155,28 @@ def program_drops(program: dict[str, Any], cap: dict[str, Any]) -> int:
     return max(0, int(captured) - int(cap["file_frames"]))
 
 
+def program_account(program: dict[str, Any]) -> list[dict[str, Any]]:
+    """A capture program's loss account (its adapter's rows, apps.AccountRow) with the packets of
+    its counts, in the shape of capbench-cap's summary `account`; a witness without them (written
+    before issue 29) has the default account."""
+    rows = program.get("account")
+    account = default_account(program["name"]) if rows is None else [AccountRow(**a) for a in rows]
+    return account_rows(account, program["counts"])
+
+
+def account_drops(account: list[dict[str, Any]]) -> int:
+    """The drops a summary's account holds: its rows but the cross-checks (capbench-cap's kernel_drops)."""
+    return sum(int(row["packets"]) for row in account if not row.get("cross_check"))
+
+
+def layer_counts(cap: dict[str, Any]) -> tuple[LayerCount, ...] | None:
+    """The summary's `account` rows as the record keeps them; None where it has none."""
+    if not isinstance(cap.get("account"), list):
+        return None
+    return tuple(LayerCount(layer=str(row["layer"]), counter=str(row["counter"]), packets=int(row["packets"]),
+                            cross_check=bool(row.get("cross_check", False))) for row in cap["account"])
+
+
 def unwrap_program_counts(program: dict[str, Any], summary: dict[str, Any], delivered: int | None) -> None:
     """A program's counters that wrapped (its adapter's `bits`: tcpdump's are 32-bit and wrap every
     4.8 min at 14.88 Mpps) unwrapped in place against capbench's own counts: `captured` against the
@@ -174,7 +196,8 @@ def unwrap_program_counts(program: dict[str, Any], summary: dict[str, Any], deli
                 counts[name] = value
     if wrapped:
         program["wrapped"] = wrapped
-        summary["kernel_drops"] = int(counts.get("dropped", 0))
+        summary["account"] = program_account(program)
+        summary["kernel_drops"] = account_drops(summary["account"])
         if file_frames is None:
             summary["received"] = int(counts.get("captured", 0))
 
@@ -531,8 +554,9 @@ class Measurer:
             prog.failure = f"{prog.name} wrote no capture file at {{out}} ({prog.out})"
         counts = prog.counts
         received = decoded["received"] if "received" in decoded else counts.get("captured", 0)
+        account = account_rows(prog.adapter.account, counts)
         return {**decoded, "iface": self.testbed.cap_if, "received": int(received),
-                "kernel_drops": int(counts.get("dropped", 0))}
+                "kernel_drops": account_drops(account), "account": account}
 
     def decode_file(self, prog: ProgramRun) -> dict[str, Any]:
         """`capbench-cap --read FILE`'s summary of the program's capture file; {} (and the trial's
@@ -723,6 +747,8 @@ class Measurer:
             ports=self.testbed.ports,
             nic=dict(nic_desc or {}),
             nic_counters=dict(nic_counters or {}),
+            # The capture program's declared rows; None from a summary without them (an older capture side).
+            layers=layer_counts(cap),
             raw=raw,
         )
 

@@ -23,6 +23,7 @@ by line as it arrives (apps.CountReader): capbench keeps only its counts and a t
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import signal
@@ -371,4 +372,6 @@ class ProgramRun:
             "stderr_tail": child.stderr_lines[-RECORD_TAIL_LINES:] if child else [],
             # The width of its counters that wrap (measure.unwrap_program_counts).
             "bits": {c.name: c.bits for c in self.adapter.counts if c.bits < 64},
+            # Its loss account's rows and the count each reads (apps.account_rows).
+            "account": [dataclasses.asdict(a) for a in self.adapter.account],
         }

@@ -31,6 +31,19 @@ _UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
 @dataclass(frozen=True)
+class LayerCount:
+    """One row of the capture program's loss account, as the program declares it: capbench-cap's
+    backend in its C file (its summary's `account`, docs/programs.md), a capture program's adapter in
+    apps.toml (`account`). `cross_check`: a layer before the program's hand-over that capbench reads
+    from its own counter too (pcap's NIC row): shown beside that layer, not added to the account."""
+
+    layer: str  # where: "socket", "AF_XDP RX ring", ... (one name per layer everywhere)
+    counter: str  # what counts it, as its source names it ("PACKET_STATISTICS tp_drops")
+    packets: int
+    cross_check: bool = False
+
+
+@dataclass(frozen=True)
 class TrialResult:
     """One trial record: a line of trials.jsonl. Counts are packets; names carry their units."""
 
@@ -199,12 +212,29 @@ class TrialResult:
     # kernel, user, idle), the groups of groups.toml, its top functions and its CPU time per
     # captured packet. Empty: not profiled.
     profile: dict[str, Any] = field(default_factory=dict)
+    # The capture program's own part of the loss account, its declared rows with their packets
+    # (LayerCount): from capbench-cap's summary `account` or the adapter's declared rows. The rows
+    # that are no cross-check add up to socket_drops + xsk_drops. Records before issue 29 lack it
+    # (None): own_layers derives their rows from those named fields and the kernel counters in raw
+    # (named_layers, the upgrade of that shape). Read it through own_layers.
+    layers: tuple[LayerCount, ...] | None = None
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
     loss_remarks: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = TRIAL_SCHEMA
+
+    @property
+    def own_layers(self) -> tuple[LayerCount, ...]:
+        """The capture program's rows (`layers`); for a record before issue 29 (None) the rows its
+        named fields stand for (named_layers), read from them each time, so a copy with other
+        counts (dataclasses.replace) has its own."""
+        if self.layers is not None:
+            return self.layers
+        return tuple(LayerCount(**row) for row in named_layers(
+            {"socket_drops": self.socket_drops, "xsk_drops": self.xsk_drops, "raw": self.raw,
+             "app_command": self.app_command, "backend": self.backend}))
 
     @property
     def size_label(self) -> str:
@@ -266,6 +296,59 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
         elif record[name] != want:
             return f"{name} is {short(record[name])}, but the counts give {want:,}"
     return None
+
+
+# The rows a record before issue 29 stands for, with the counters' words the account used then.
+PROGRAM_SOCKET_COUNTER = ("{backend}'s own report of the kernel's drops (its 'dropped' count; for libpcap programs "
+                          "ps_drop, PACKET_STATISTICS tp_drops)")
+LIBPCAP_SOCKET_COUNTER = "libpcap's ps_drop (pcap_stats)"
+PACKET_SOCKET_COUNTER = "PACKET_STATISTICS tp_drops"
+
+
+def named_layers(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The capture program's rows of a record written before issue 29, from its named fields:
+    socket_drops (a program's own 'dropped', libpcap's ps_drop, else PACKET_STATISTICS tp_drops),
+    xsk_drops split by the XDP_STATISTICS counters in raw (each cause a row when they add up,
+    else one row) and the afxdp program's not_redirected. The one place that knows those shapes."""
+    socket, xsk = int(record.get("socket_drops", 0)), int(record.get("xsk_drops", 0))
+    raw = record.get("raw") if isinstance(record.get("raw"), dict) else {}
+    cap = raw.get("cap") if isinstance(raw.get("cap"), dict) else {}
+    kernel = cap.get("kernel") if isinstance(cap.get("kernel"), dict) else {}
+    if record.get("app_command"):
+        counter = PROGRAM_SOCKET_COUNTER.format(backend=record.get("backend", ""))
+    else:
+        counter = LIBPCAP_SOCKET_COUNTER if record.get("backend") == "pcap" else PACKET_SOCKET_COUNTER
+    rows = [("socket", counter, socket)] if socket or not xsk else []
+    if xsk:
+        other_queues = int((cap.get("xdp") or {}).get("not_redirected", 0))
+        rows += _xsk_rows(xsk - other_queues, kernel)
+        if other_queues:
+            bound = ", ".join(str(q) for q in cap.get("queues", [cap.get("queue", 0)]))
+            rows.append(("AF_XDP queues", f"on receive queues without a socket (bound: {bound}), passed to the "
+                                          f"stack: the XDP program's not_redirected; --queue all binds every queue",
+                         other_queues))
+    return [{"layer": layer, "counter": counter, "packets": n} for layer, counter, n in rows]
+
+
+def _xsk_rows(rings: int, kernel: Mapping[str, Any]) -> list[tuple[str, str, int]]:
+    """The AF_XDP rings' drops of an older afxdp record, one row per XDP_STATISTICS cause.
+
+    A frame that finds the fill ring empty counts in rx_dropped and in rx_fill_ring_empty_descs
+    (the same frames); one that finds the RX ring full only in rx_ring_full. Without those
+    counters, or when they do not add up to the ring drops, one row for all."""
+    try:
+        dropped, full = int(kernel["rx_dropped"]), int(kernel["rx_ring_full"])
+        empty = int(kernel.get("rx_fill_ring_empty_descs", 0))
+    except (KeyError, TypeError, ValueError):
+        dropped = full = empty = -1
+    if dropped < 0 or full < 0 or dropped + full != rings:
+        return [("AF_XDP rings", "XDP_STATISTICS rx_dropped + rx_ring_full", rings)] if rings else []
+    fill = min(max(empty, 0), dropped)
+    rows = [("AF_XDP fill ring", f"XDP_STATISTICS rx_dropped: the fill ring was empty (rx_fill_ring_empty_descs "
+                                 f"{empty:,})", fill),
+            ("AF_XDP rx_dropped", "XDP_STATISTICS rx_dropped, not an empty fill ring", dropped - fill),
+            ("AF_XDP RX ring", "XDP_STATISTICS rx_ring_full: the RX ring was full", full)]
+    return [row for row in rows if row[2]]
 
 
 def load_trial(record: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> TrialResult:

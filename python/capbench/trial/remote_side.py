@@ -59,7 +59,10 @@ def setup_from_json(d: dict[str, Any]) -> TrialSetup:
     d = dict(d)
     app = d.pop("app", None)
     if app is not None:
-        app = apps.Adapter(**{**app, "counts": tuple(apps.Count(**c) for c in app["counts"])})
+        account = app.get("declared_account")
+        app = apps.Adapter(**{**app, "counts": tuple(apps.Count(**c) for c in app["counts"]),
+                              "declared_account": None if account is None else tuple(apps.AccountRow(**a)
+                                                                                      for a in account)})
     # JSON has lists where TrialSetup has tuples: every tuple field (its declared type) back to one.
     for f in dataclasses.fields(TrialSetup):
         if str(f.type).startswith("tuple") and d.get(f.name) is not None:
