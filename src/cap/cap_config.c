@@ -456,8 +456,13 @@ static void configure_filter(const struct cb_opt_set *s, const struct cap_backen
 	if (!dead)
 		cb_fatal("libpcap cannot open a dead handle to compile the filter");
 	pcap_freecode(&prog);
-	if (pcap_compile(dead, &prog, cfg->filter, 1, PCAP_NETMASK_UNKNOWN) < 0)
-		cb_usage_error("bad filter '%s': %s", cfg->filter, pcap_geterr(dead));
+	if (pcap_compile(dead, &prog, cfg->filter, 1, PCAP_NETMASK_UNKNOWN) < 0) {
+		char why[PCAP_ERRBUF_SIZE];
+
+		snprintf(why, sizeof(why), "%s", pcap_geterr(dead));
+		pcap_close(dead); /* nothing left behind (the fuzzer catches the exit) */
+		cb_usage_error("bad filter '%s': %s", cfg->filter, why);
+	}
 	pcap_close(dead);
 	cfg->filter_insns = prog.bf_insns;
 	cfg->filter_len = prog.bf_len;
