@@ -148,13 +148,17 @@ def test_a_filter_after_the_options_captures_what_tcpdump_with_it_captures(tb, t
     try:
         summary, _ = capture_while(tb, [*args, "udp"], _send_both(tb, tmp_path), interrupt=True)
     finally:
-        td.terminate()
-        td.wait(timeout=10)
+        td.send_signal(signal.SIGINT)
+        _, td_err = td.communicate(timeout=10)
     assert summary["filter"] == "udp"
     assert (summary["received"], summary["foreign"]) == (STAMPED, 0), summary
-    # tcpdump's count with the same filter over the same frames: the stream and its trailers.
-    tcpdump_frames = len(tool("tcpdump", "-nn", "-r", str(out)).splitlines())
-    assert summary["packets"] == tcpdump_frames == STAMPED + summary["trailer"]["seen"], summary
+    # tcpdump's count with the same filter over the same frames: the stream and its trailers, as the
+    # kernel counted what passed tcpdump's filter (a tcpdump slowed by a busy host may not have
+    # written them all when it is stopped; the kernel's count does not wait for it).
+    passed = re.search(r"^(\d+) packets? received by filter", td_err, re.M)
+    assert passed, td_err
+    assert summary["packets"] == int(passed[1]) == STAMPED + summary["trailer"]["seen"], (summary, td_err)
+    assert len(tool("tcpdump", "-nn", "-r", str(out)).splitlines()) <= int(passed[1])
 
     summary, _ = capture_while(tb, [*args, "--filter", "not udp"], _send_both(tb, tmp_path), interrupt=True)
     assert summary["filter"] == "not udp"
