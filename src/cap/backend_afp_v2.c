@@ -217,6 +217,7 @@ const struct cap_backend cap_backend_afp_v2 = {
 	.seed = "PF_RING's ring buffer (seed 000): one packet per fixed-size frame, no system call per packet",
 	.options = afp_v2_options,
 	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .filter = CAP_FILTER_SOCKET,
 		  .needs = { "packet_socket", "tpacket_v2" } },
 	.ring = &afp_v2_ring,
 	.account = afp_v2_account,

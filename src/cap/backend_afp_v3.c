@@ -81,6 +81,7 @@ const struct cap_backend cap_backend_afp_v3 = {
 	.seed = "szedata2's block aggregation (seed 000): the kernel hands over whole blocks of packets",
 	.options = afp_v3_options,
 	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .filter = CAP_FILTER_SOCKET,
 		  .needs = { "packet_socket", "tpacket_v3" } },
 	.ring = &afp_v3_ring,
 	.account = afp_v3_account,

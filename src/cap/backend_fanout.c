@@ -239,6 +239,7 @@ const struct cap_backend cap_backend_fanout = {
 	.options = fanout_options,
 	.seed = "TNAPI's per-queue capture threads (seed 001): one ring per worker, the kernel spreads the packets",
 	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .filter = CAP_FILTER_SOCKET,
 		  .workers = 1, .needs = { "packet_socket", "tpacket_v3", "fanout" } },
 	.ring = &fanout_ring,
 	.account = fanout_account,

@@ -47,6 +47,7 @@ static int pcap_be_open(const struct cap_cfg *cfg, void **state)
 {
 	char errbuf[PCAP_ERRBUF_SIZE] = "";
 	struct pcap_be *st = calloc(1, sizeof(*st));
+	struct bpf_program prog;
 	int rc, err;
 
 	if (!st)
@@ -99,6 +100,16 @@ static int pcap_be_open(const struct cap_cfg *cfg, void **state)
 	}
 	if (rc > 0 && rc != PCAP_WARNING_PROMISC_NOTSUP)
 		fprintf(stderr, "capbench-cap: libpcap warns: %s\n", pcap_statustostr(rc));
+	/* --filter: libpcap attaches it to its packet socket (or, where the
+	 * kernel cannot take it, runs it in user space itself). */
+	prog.bf_len = cfg->filter_len;
+	prog.bf_insns = (struct bpf_insn *)cfg->filter_insns;
+	if (cfg->filter && pcap_setfilter(st->p, &prog) < 0) {
+		err = -EINVAL;
+		fprintf(stderr, "capbench-cap: libpcap cannot apply the filter '%s': %s\n", cfg->filter,
+			pcap_geterr(st->p));
+		goto err_close;
+	}
 	*state = st;
 	return 0;
 
@@ -314,7 +325,7 @@ const struct cap_backend cap_backend_pcap = {
 	.describe = "libpcap: pcap_next per packet, or pcap_dispatch per buffer",
 	.seed = "the seeds' counter (seed 000, Appendix B): libpcap's pcap_next, one call per packet",
 	.options = pcap_options,
-	.caps = { .kernel_stats = "pcap_stats", .clock = CAP_CLOCK_KERNEL,
+	.caps = { .kernel_stats = "pcap_stats", .filter = CAP_FILTER_LIBPCAP, .clock = CAP_CLOCK_KERNEL,
 		  .needs = { "libpcap", "packet_socket" } },
 	.ring = &pcap_ring,
 	.account = pcap_account,

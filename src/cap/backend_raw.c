@@ -93,7 +93,7 @@ static int raw_open(const struct cap_cfg *cfg, void **state)
 		st->msgs[i].msg_hdr.msg_control = st->ctrl + i * CTRL_LEN;
 	}
 
-	st->fd = pktsock_open(-1);
+	st->fd = pktsock_open(cfg, -1);
 	if (st->fd < 0) {
 		err = st->fd;
 		goto err_free;
@@ -256,6 +256,7 @@ const struct cap_backend cap_backend_raw = {
 	.seed = "the plain stack: one copy per packet through the socket's receive queue",
 	.options = raw_options,
 	.caps = { .queue_count = 1, .kernel_stats = "packet_statistics", .clock = CAP_CLOCK_KERNEL,
+		  .filter = CAP_FILTER_SOCKET,
 		  .needs = { "packet_socket" } },
 	.ring = &raw_ring,
 	.account = raw_account,

@@ -156,6 +156,8 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	cb_json_begin(&j, "summary");
 	cb_json_str(&j, "backend", be->name);
 	cb_json_str(&j, "iface", cfg->iface);
+	if (cfg->filter) /* only the frames it matched were captured */
+		cb_json_str(&j, "filter", cfg->filter);
 	if (!be->caps.kernel_counter)
 		cb_json_str(&j, "app_load", load);
 	cb_json_double(&j, "duration_s", duration_s);

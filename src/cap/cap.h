@@ -55,6 +55,16 @@ struct cap_cfg {
 	int need_wakeup;         /* XDP_USE_NEED_WAKEUP (default on) */
 	int busy_poll;           /* SO_PREFER_BUSY_POLL + SO_BUSY_POLL + SO_BUSY_POLL_BUDGET */
 	int promisc;
+	/* A capture filter in libpcap's syntax (--filter EXPR, or the operands
+	 * after the options as tcpdump takes them); NULL: none. cap_configure
+	 * compiles it (classic BPF for DLT_EN10MB: filter_len instructions of
+	 * libpcap's struct bpf_insn, which is the kernel's struct sock_filter;
+	 * not named here, as linux/bpf.h has a struct bpf_insn of its own),
+	 * which the backend attaches where its kernel path takes it
+	 * (caps.filter). */
+	const char *filter;
+	const void *filter_insns;
+	unsigned int filter_len;
 	const char *write_path;  /* --write FILE.pcap|.pcapng; NULL = write nothing */
 	const char *read_path;   /* --read FILE: decode a capture file instead (cap_read.c) */
 	uint64_t group_size;     /* frames per group (--group-size); 0 = no groups */
@@ -132,6 +142,13 @@ enum cap_clock {
 	CAP_CLOCK_READ,   /* the time the read loop took the batch */
 };
 
+/* Where a backend applies a capture filter (--filter). */
+enum cap_filter_at {
+	CAP_FILTER_NONE,    /* takes none: refused */
+	CAP_FILTER_SOCKET,  /* SO_ATTACH_FILTER on each of its packet sockets */
+	CAP_FILTER_LIBPCAP, /* pcap_setfilter() */
+};
+
 struct cap_caps {
 	/* Attaches its own XDP program, which counts the "delivered" stage. */
 	int own_xdp;
@@ -148,6 +165,7 @@ struct cap_caps {
 	enum cap_clock clock;
 	int workers;              /* several worker threads (--workers / --worker-cpus) */
 	int queues;               /* binds receive queues (--queue) */
+	enum cap_filter_at filter;
 	/* What preflight must find: libpcap, packet_socket, tpacket_v2,
 	 * tpacket_v3, fanout, libxdp, af_xdp, xdp_link. NULL-terminated. */
 	const char *needs[8];

@@ -17,8 +17,9 @@
  * pktsock_bind(): no frame of another interface slips in while the socket
  * is being set up. `version` is TPACKET_V2 or TPACKET_V3 for a ring
  * (PACKET_VERSION must be set before PACKET_RX_RING), or -1 for none.
- * Returns the descriptor or -errno. */
-int pktsock_open(int version);
+ * cfg->filter, if any, is attached (SO_ATTACH_FILTER). Returns the
+ * descriptor or -errno. */
+int pktsock_open(const struct cap_cfg *cfg, int version);
 
 /* A packet socket with a receive ring, bound to cfg->iface: pktsock_open(),
  * PACKET_RX_RING with `req` (struct tpacket_req or tpacket_req3), the

@@ -116,7 +116,10 @@ void cb_opt_collect(struct cb_opt_set *s, int argc, char **argv)
 		s->given[i] = 1;
 		s->value[i] = s->row[i]->type == CB_OPT_FLAG ? "" : optarg;
 	}
-	if (optind < argc)
+	s->first_operand = optind;
+	s->argc = argc;
+	s->argv = argv;
+	if (optind < argc && !s->takes_operands)
 		cb_usage_error("unexpected argument '%s' (see --help)", argv[optind]);
 }
 

@@ -85,6 +85,12 @@ struct cb_opt_set {
 	const struct cb_opt *row[CB_OPT_MAX_NAMES]; /* the first row of that name */
 	const char *value[CB_OPT_MAX_NAMES];        /* NULL: not given; "" for a flag */
 	int given[CB_OPT_MAX_NAMES];
+	/* Operands after the options (getopt puts them last): refused unless
+	 * the program sets takes_operands before cb_opt_collect; then argv
+	 * [first_operand, argc) are they. */
+	int takes_operands;
+	int first_operand, argc;
+	char **argv;
 };
 
 /* The set of a program: its common table and the option that names the
@@ -95,7 +101,8 @@ void cb_opt_set_add(struct cb_opt_set *s, const char *name, const struct cb_opt 
 /* Read argv (getopt_long over every table; a repeated option keeps its last
  * value). -h/--help and --describe are not handled here: the program gives
  * rows for them in its common table and reads them after. Unknown options
- * and extra arguments end the program with a usage error. */
+ * and extra arguments (unless s->takes_operands) end the program with a
+ * usage error. */
 void cb_opt_collect(struct cb_opt_set *s, int argc, char **argv);
 /* The value given for --name (NULL: not given; "" for a flag). */
 const char *cb_opt_value(const struct cb_opt_set *s, const char *name);

@@ -157,28 +157,59 @@ static void take_names(int fd, unsigned int epoch)
 	}
 }
 
-static int set_trial_pids(int fd, char *list)
+/* The pids of a snapshot line: 0, or -EINVAL for a bad one or more than
+ * CB_WITNESS_PIDS. */
+static int parse_pids(char *list, __u32 *pids, unsigned int *n)
 {
-	__u32 key, next, pids[CB_WITNESS_PIDS];
-	unsigned int n = 0;
 	char *save = NULL, *tok;
-	__u8 one = 1;
 
+	*n = 0;
 	for (tok = strtok_r(list, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
 		uint64_t pid;
 
-		if (cb_parse_u64(tok, &pid) || pid == 0 || pid > 0x7fffffff || n == CB_WITNESS_PIDS)
+		if (cb_parse_u64(tok, &pid) || pid == 0 || pid > 0x7fffffff || *n == CB_WITNESS_PIDS)
 			return -EINVAL;
-		pids[n++] = (__u32)pid;
+		pids[(*n)++] = (__u32)pid;
 	}
-	while (!bpf_map_get_next_key(fd, NULL, &next)) {
-		key = next;
-		bpf_map_delete_elem(fd, &key);
-	}
+	return 0;
+}
+
+/* The trial's pids become `pids` in two steps around the interval's edge
+ * (main): the new ones are added before it and the old ones removed after
+ * it. A trial thread busy across the edge (a cpumap thread still draining its
+ * ring when the load ends) is then the trial's at every charge inside its
+ * window: added after the edge, or removed before it, the charges meanwhile
+ * (a canary period's, each) went to others, by name, in the trial's window. */
+static int add_trial_pids(int fd, const __u32 *pids, unsigned int n)
+{
+	__u8 one = 1;
+
 	for (unsigned int i = 0; i < n; i++)
 		if (bpf_map_update_elem(fd, &pids[i], &one, BPF_ANY))
 			return -errno;
 	return 0;
+}
+
+static void keep_only_trial_pids(int fd, const __u32 *pids, unsigned int n)
+{
+	static __u32 stale[CB_WITNESS_PIDS];
+	__u32 key, next;
+	unsigned int n_stale = 0;
+	void *prev = NULL;
+
+	/* Collected first: a hash map's next key after a deleted one starts again from the first. */
+	while (n_stale < CB_WITNESS_PIDS && !bpf_map_get_next_key(fd, prev, &next)) {
+		unsigned int i = 0;
+
+		while (i < n && pids[i] != next)
+			i++;
+		if (i == n)
+			stale[n_stale++] = next;
+		key = next;
+		prev = &key;
+	}
+	for (unsigned int i = 0; i < n_stale; i++)
+		bpf_map_delete_elem(fd, &stale[i]);
 }
 
 /* The snapshot of the interval that epoch `e` (just raised) closed. */
@@ -429,14 +460,24 @@ int main(int argc, char **argv)
 
 			*nl = 0;
 			if (!strncmp(line, "snapshot", 8) && (line[8] == 0 || line[8] == ' ')) {
-				unsigned long long at = cb_now_ns();
+				int pids_fd = bpf_map__fd(skel->maps.trial_pids);
+				unsigned long long at;
+				__u32 pids[CB_WITNESS_PIDS];
+				unsigned int n;
 
+				if (parse_pids(line + 8, pids, &n)) {
+					err = "bad pid list: give up to 64 pids after snapshot";
+					n = 0;
+				} else if (add_trial_pids(pids_fd, pids, n)) {
+					err = "the pid list does not fit the witness's map";
+				}
+				/* The edge: the interval closes here (add before, remove after). */
+				at = cb_now_ns();
 				ring_buffer__consume(rb);
 				skel->bss->epoch++;
 				take_names(bpf_map__fd(skel->maps.others_by_name), skel->bss->epoch);
-				if (set_trial_pids(bpf_map__fd(skel->maps.trial_pids), line + 8))
-					err = "bad pid list: give up to 64 pids after snapshot";
 				print_snapshot(skel, skel->bss->epoch, ++seq, since, err);
+				keep_only_trial_pids(pids_fd, pids, n);
 				since = at;
 			} else if (line[0]) {
 				fprintf(stderr, "capbench-witness: unknown command (give snapshot [PID...])\n");

@@ -203,3 +203,24 @@ def test_rfc2544_search_and_several_processes_measure_a_program(tmp_path):
     assert t["procs"] == 2 and len(t["raw"]["programs"]) == 2
     assert t["proc_received"] == [20_000, 20_000] or t["lost"] > 0 and t["lost"] == t["link_drops"], t["proc_received"]
     assert len({prog["argv"][-1] for prog in t["raw"]["programs"]}) == 2  # each process its own {out}
+
+
+def test_a_program_whose_filter_excludes_the_stream_saw_nothing_and_one_that_matches_captured_all(binaries, tb):
+    """tcpdump with a filter (issue 28, item 8): "not udp" keeps none of capbench's UDP stream, and the
+    record says the program saw nothing of it (its own count), not that a layer lost it; "udp" keeps
+    every frame, by tcpdump's count and by capbench's decode of its file alike."""
+    from capbench.trial import loss_layers
+
+    frames, rate = 10_000, "20kpps"  # half a second each, far below what tcpdump keeps up with
+    excluded = measure(binaries, tb, apps.from_spec("tdnot=tcpdump -i {iface} -w {out} not udp", BUILTIN),
+                       frames=frames, rate=rate)
+    account = dict(delivered=excluded.delivered, received=excluded.received, counts=excluded.app_counts,
+                   remarks=excluded.loss_remarks, failure=excluded.failure)
+    assert excluded.delivered == frames and excluded.received == 0, account
+    assert loss_layers.saw_nothing(excluded), account
+    assert any(f"saw none of the {frames:,} frames delivered" in line and "filter" in line
+               for line in excluded.loss_remarks), account
+    matched = measure_unstalled(binaries, tb, apps.from_spec("tdudp=tcpdump -i {iface} -w {out} udp", BUILTIN),
+                                frames=frames, rate=rate)
+    assert matched.received == frames == matched.app_counts.get("captured"), (matched.app_counts, matched.loss_remarks)
+    assert not loss_layers.saw_nothing(matched)

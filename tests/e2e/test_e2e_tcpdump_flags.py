@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 from capbench import __version__
@@ -28,15 +30,18 @@ def tool(*argv: str) -> str:
     return p.stdout
 
 
-def capture_while(tb, args: list[str], send) -> tuple[dict, str]:
+def capture_while(tb, args: list[str], send, interrupt: bool = False) -> tuple[dict, str]:
     """`capbench capture ARGS` in the test bed's capture namespace while send() sends: its
-    summary and its stderr."""
+    summary and its stderr. `interrupt`: Ctrl-C once sent (else -c ends it)."""
     cap = subprocess.Popen(capbench_cmd("capture", "--netns", tb.cap_ns, "-i", tb.cap_if, *args, "--duration", "60"),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=capbench_env())
     try:
         assert cap.stdout is not None
         assert json.loads(cap.stdout.readline())["type"] == "ready"
         send()
+        if interrupt:
+            time.sleep(0.2)  # the last frames reach the socket
+            cap.send_signal(signal.SIGINT)
         rest, err = cap.communicate(timeout=30)
     finally:
         if cap.poll() is None:
@@ -109,3 +114,64 @@ def test_written_file_is_readable_by_capbench_cap_read_too(tb, tmp_path, binarie
                                      timeout=30, check=True).stdout.splitlines()[-1])
     assert (live["packets"], live["received"], live["trailer"]["seen"]) == (503, 500, 3)
     assert (read["file_frames"], read["received"], read["lost"]) == (503, 500, 0)
+
+
+def _send_both(tb, tmp_path):
+    """The foreign frames (another EtherType) and capbench's UDP stream, which the filters tell apart."""
+    foreign = write_pcap(tmp_path / "foreign.pcap", [300] * FOREIGN, snaplen=300)
+
+    def send():
+        tool(*netns.exec_argv(tb.gen_ns, ["tcpreplay", "-q", "-i", tb.gen_if, "--pps", "2000", str(foreign)]))
+        send_stamped(tb, STAMPED, "--size", "200")
+    return send
+
+
+def tcpdump_while(tb, out, expr: str) -> subprocess.Popen:
+    """tcpdump with the same filter on the capture veth, writing `out`, once it listens."""
+    td = subprocess.Popen(netns.exec_argv(tb.cap_ns, ["tcpdump", "-i", tb.cap_if, "-U", "-w", str(out), expr]),
+                          stderr=subprocess.PIPE, text=True)
+    assert td.stderr is not None
+    line = td.stderr.readline()
+    assert "listening on" in line, line
+    return td
+
+
+@pytest.mark.parametrize("backend", ["pcap", "afp-v3", "fanout"])
+def test_a_filter_after_the_options_captures_what_tcpdump_with_it_captures(tb, tmp_path, backend):
+    """A filter as tcpdump takes it (after the options) is compiled by libpcap and applied in the
+    kernel: libpcap's socket (pcap), the packet socket (afp-v3), each fanout socket. "udp" keeps
+    capbench's stream and none of the foreign frames, as tcpdump with "udp" beside it does; "not udp"
+    keeps nothing of the stream. The summary records the filter."""
+    out = tmp_path / "td.pcap"
+    args = ["-b", backend, *(["--workers", "2"] if backend == "fanout" else [])]
+    td = tcpdump_while(tb, out, "udp")
+    try:
+        summary, _ = capture_while(tb, [*args, "udp"], _send_both(tb, tmp_path), interrupt=True)
+    finally:
+        td.send_signal(signal.SIGINT)
+        _, td_err = td.communicate(timeout=10)
+    assert summary["filter"] == "udp"
+    assert (summary["received"], summary["foreign"]) == (STAMPED, 0), summary
+    # tcpdump's count with the same filter over the same frames: the stream and its trailers, as the
+    # kernel counted what passed tcpdump's filter (a tcpdump slowed by a busy host may not have
+    # written them all when it is stopped; the kernel's count does not wait for it).
+    passed = re.search(r"^(\d+) packets? received by filter", td_err, re.M)
+    assert passed, td_err
+    assert summary["packets"] == int(passed[1]) == STAMPED + summary["trailer"]["seen"], (summary, td_err)
+    assert len(tool("tcpdump", "-nn", "-r", str(out)).splitlines()) <= int(passed[1])
+
+    summary, _ = capture_while(tb, [*args, "--filter", "not udp"], _send_both(tb, tmp_path), interrupt=True)
+    assert summary["filter"] == "not udp"
+    assert (summary["received"], summary["foreign"], summary["packets"]) == (0, FOREIGN, FOREIGN), summary
+    # The frames the filter kept out were never queued to the socket: the kernel counts none of them.
+    assert summary["kernel"]["packets"] == FOREIGN and summary["kernel"]["drops"] == 0, summary
+
+
+def test_a_bad_filter_is_libpcaps_own_message_in_one_line(tb):
+    p = run_capbench("capture", "--netns", tb.cap_ns, "-i", tb.cap_if, "udp", "port", timeout=30)
+    assert p.returncode == 2 and p.stdout == "", p
+    assert p.stderr.strip().splitlines() == ["capbench-cap: bad filter 'udp port': can't parse filter expression: "
+                                             "syntax error"], p.stderr
+    p = run_capbench("capture", "--netns", tb.cap_ns, "-i", tb.cap_if, "-b", "afxdp", "udp", timeout=30)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "pcap, raw, afp-v2, afp-v3, fanout" \
+        in p.stderr, p.stderr

@@ -10,6 +10,7 @@ import json
 import secrets
 import subprocess
 import sys
+import time
 
 import pytest
 from capbench.rates import parse_rate
@@ -131,3 +132,30 @@ def test_the_probe_reads_every_cpu_of_the_run_and_says_what_its_stops_mean(watch
     assert line.startswith("host probe (") and "CPU 0 stops " in line and "CPU 1 stops " in line
     assert ("Too noisy" in line) == found.noisy()
     assert found.noisy() or limit is None or limit >= 1_488_095.0
+
+
+def test_a_trial_thread_busy_when_the_window_opens_and_closes_is_never_others(watch):
+    """The trial's kernel threads are named in the snapshot that opens its window and run across both
+    edges (a cpumap thread still draining its ring when the load ends). capbench-witness must take
+    them as the trial's from the instant the window opens to the instant it closes: it once raised
+    the interval first and set the pids after reading the names (milliseconds with many names), so
+    a canary firing meanwhile charged the busy thread to others, by name, inside the trial's window.
+    A real-time busy loop on CPU 1, outside the run's cgroup, stands in for the thread."""
+    name = f"witnbusy{secrets.token_hex(3)}"
+    busy = subprocess.Popen([sys.executable, "-c", HOG, name, "1", "1.6"], stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 2
+        while open(f"/proc/{busy.pid}/comm").read().strip() != name:  # it named itself: its loop runs
+            assert time.monotonic() < deadline and busy.poll() is None
+            time.sleep(0.01)
+        time.sleep(0.1)
+        for _ in range(4):  # each edge is a race: four windows, each opened and closed on the busy loop
+            window = witness.Window(watch)
+            window.begin({busy.pid})
+            time.sleep(0.2)
+            v = witness.interference(window.end(), {1: ["receive"]})["1"]
+            assert name not in dict(v["others_top"]) and v["others_longest_name"] != name, v
+            assert v["trial_ms"] >= 100, v  # the loop had the CPU (but for real-time throttling's 5 %)
+    finally:
+        busy.kill()
+        busy.wait()

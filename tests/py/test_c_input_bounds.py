@@ -166,3 +166,32 @@ def test_an_unknown_interface_is_the_users_to_fix(prog):
     p = subprocess.run([str(find_program(prog)), *required, "--iface", "cb-no-such-if"], capture_output=True, text=True,
                        timeout=20, stdin=subprocess.DEVNULL)
     refused(p, "unknown interface 'cb-no-such-if'", "ip link")
+
+
+@pytest.mark.parametrize("backend", ["pcap", "raw", "afp-v2", "afp-v3", "fanout"])
+def test_a_filter_is_compiled_before_anything_opens(backend):
+    """--filter EXPR or EXPR after the options (tcpdump's way), compiled by libpcap under --check."""
+    assert run("capbench-cap", "--backend", backend, "udp", "and", "port", "9").returncode == 0
+    assert run("capbench-cap", "--backend", backend, "--filter", "not udp").returncode == 0
+    # An empty expression is no filter, as in tcpdump.
+    assert run("capbench-cap", "--backend", backend, "--filter", "").returncode == 0
+
+
+def test_a_bad_filter_is_libpcaps_message_in_one_line():
+    refused(run("capbench-cap", "udp", "port"), "bad filter 'udp port': ", "syntax error")
+    refused(run("capbench-cap", "--filter", "ether proto nosuchproto"), "bad filter 'ether proto nosuchproto': ")
+
+
+@pytest.mark.parametrize("backend", ["afxdp", "xdp"])
+def test_a_backend_without_a_socket_filter_refuses_one_naming_those_that_take_it(backend):
+    refused(run("capbench-cap", "--backend", backend, "udp"), f"--backend {backend} takes no capture filter",
+            "use one of pcap, raw, afp-v2, afp-v3, fanout")
+
+
+def test_a_filter_is_given_once_and_never_to_read(tmp_path):
+    refused(run("capbench-cap", "--filter", "udp", "tcp"), "two filters: 'udp' (--filter) and 'tcp'")
+    f = tmp_path / "t.pcap"
+    f.write_bytes(PCAP_HEADER + record(1))
+    p = subprocess.run([str(find_program("capbench-cap")), "--read", str(f), "udp"], capture_output=True, text=True,
+                       timeout=20)
+    refused(p, "unexpected argument 'udp'")

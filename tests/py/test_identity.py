@@ -46,6 +46,7 @@ VARIANTS = [
     ("backend options", {"backend_args": "--block-size 65536"}),
     ("receive mode", {"rx_mode": "napi"}),
     ("NAPI thread priority", {"rx_mode": "napi", "napi_sched": "fifo:50"}),
+    ("cpumap ring thread priority", {"rx_mode": "cpumap", "napi_sched": "fifo:50"}),
     ("groups", {"step": BASE_STEP.replace("|rep=1", "|groups=10x1000+0.5s|rep=1")}),
     ("length mix", {"size": "imix:seed"}),
 ]
@@ -193,3 +194,12 @@ def test_a_report_keeps_runs_of_two_receive_modes_apart(tmp_path):
     text = " ".join(terminal_tables(load_run(run), width=200).split())
     assert text.count("Iperf-like capture throughput: afp-v3") == 2
     assert "rx mode napi, NAPI thread fifo:50)" in text
+
+
+def test_titles_name_the_receive_thread_of_the_trials_model():
+    """The napi_sched axis is the scheduling of the model's own thread: a cpumap trial's is the cpumap
+    ring's thread, never "NAPI thread"."""
+    napi = keys.series_key(base(rx_mode="napi", napi_sched="fifo:50")).title()
+    cpumap = keys.series_key(base(rx_mode="cpumap", napi_sched="fifo:50")).title()
+    assert "NAPI thread fifo:50" in napi and "cpumap" not in napi.replace("rx mode cpumap", "")
+    assert "cpumap ring's thread fifo:50" in cpumap and "NAPI" not in cpumap, cpumap

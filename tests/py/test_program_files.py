@@ -305,3 +305,16 @@ def test_a_program_whose_filter_excludes_the_stream_is_said_to_have_seen_nothing
                        app_counts={"captured": 10, "seen": 10, "dropped": 0})
     assert not loss_layers.saw_nothing(some)
     assert not loss_layers.saw_nothing(make_result(received=0))  # capbench's own counter: no program
+
+
+def test_a_counter_whose_filter_excludes_the_stream_is_said_to_have_matched_none():
+    """capbench-cap with --filter (issue 28 item 8): a filter that excludes capbench's stream is said
+    to, with what the kernel queued to the socket; with no filter, or frames received, nothing is said."""
+    cap = {"filter": "not udp", "kernel": {"packets": 0, "drops": 0}}
+    r = make_result(backend="afp-v3", received=0, raw={"cap": cap})
+    said = [line for line in loss_layers.remarks(r) if "filter" in line]
+    assert said == [f"capbench-cap's filter 'not udp' matched none of the {r.delivered:,} frames delivered to its "
+                    f"interface (the kernel queued 0 frames to its socket): the filter excludes the stream; its "
+                    f"loss is that, not a layer's"]
+    assert not loss_layers.filter_remarks(make_result(backend="afp-v3", received=0, raw={"cap": {}}))
+    assert not loss_layers.filter_remarks(make_result(backend="afp-v3", received=10, raw={"cap": cap}))

@@ -237,3 +237,35 @@ def copy_fixture_from(src, dest):
     run = dest / "run"
     shutil.copytree(src, run)
     return run
+
+
+def _labels(ax) -> list[str]:
+    """The series an axis draws (errorbar containers carry the labels)."""
+    return ax.get_legend_handles_labels()[1]
+
+
+def test_load_leaves_out_a_kernel_load_nobody_measured_and_says_so(tmp_path):
+    """A remote sensor's or a port's kernel load is None (not measured): no NaN point, no 0, a caption."""
+    trials = [trial(backend=b, frame_len=size, received=400_000, kernel_cpu_pct=None if b == "pcap" else 30.0)
+              for b in ("pcap", "afp-v3") for size in (64, 1518)]
+    drawn = plots.load(trials)
+    assert isinstance(drawn, plots.Drawn), drawn
+    assert _labels(drawn.figure.axes[0]) == ["pcap", "afp-v3"]
+    assert _labels(drawn.figure.axes[1]) == ["afp-v3"]  # pcap's kernel load: no line at all
+    for ax in drawn.figure.axes:
+        for ln in ax.lines:
+            assert not any(y != y for y in ln.get_ydata()), (ln.get_label(), list(ln.get_ydata()))  # no NaN
+    assert "Kernel receive load was not measured for pcap at 64 B, pcap at 1518 B" in drawn.caption
+    assert "left out" in drawn.caption
+    assert "not measured" not in plots.load([t for t in trials if t.result.backend == "afp-v3"]).caption
+    draw_and_check(tmp_path, "load", trials, "pcap", "afp-v3")
+
+
+def test_sweep_leaves_out_an_unmeasured_kernel_load_and_says_so():
+    trials = [trial("sweep", backend="pcap", frame_len=64, sent=int(rate * 5), received=int(rate * 5 * 0.99),
+                    rate=f"{rate:.0f}pps", offered_pps=rate, kernel_cpu_pct=None)
+              for rate in (wire_pps(1e9, 64) * s for s in (0.25, 0.5, 1.0))]
+    drawn = plots.sweep(trials)
+    labels = _labels(drawn.figure.axes[1])
+    assert "pcap 64 B app" in labels and "pcap 64 B kernel" not in labels
+    assert "Kernel load was not measured for pcap 64 B at " in drawn.caption and "left out" in drawn.caption

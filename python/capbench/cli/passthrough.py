@@ -61,8 +61,9 @@ PASSTHROUGH_EXAMPLES = {
     ),
     "capture": (
         "Ctrl-C ends the capture with its summary line.\n\n"
-        "tcpdump's -i IF, -w FILE, -c N (every frame counts) and -s SNAPLEN are the\n"
-        "counter's own; its summary tells capbench's frames apart from the others.\n\n"
+        "tcpdump's -i IF, -w FILE, -c N (every frame counts), -s SNAPLEN and a filter\n"
+        "expression after the options (or --filter EXPR) are the counter's own; its\n"
+        "summary tells capbench's frames apart from the others.\n\n"
         "capbench's own options (the rest go to the counter):\n"
         "{own}\n"
         "\n"
@@ -71,6 +72,8 @@ PASSTHROUGH_EXAMPLES = {
         "{own_xdp}, run `capbench xdpcount` there, or send with --engine afpacket.",
         "  sudo capbench capture -i eth1 -w out.pcap -c 1000 -s 128\n"
         "      tcpdump's flags: the first 1,000 frames of any kind, 128 B of each, into out.pcap\n"
+        "  sudo capbench capture -i eth1 -b afp-v3 -c 1000 udp port 9\n"
+        "      a filter as tcpdump takes it, applied in the kernel (the summary's \"filter\")\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1\n"
         "  sudo capbench capture --netns capbench-1a2b3c-cap --iface cb1a2b3cc --backend pcap --duration 10\n"
         "  sudo capbench capture --iface eth1 --backend afp-v3 --cpu 1 --duration 10 --profile\n"

@@ -8,7 +8,7 @@ a measurement is:
 - SeriesKey, one line in a figure, one table: method, backend, link, generator engine,
   application load, placement (the pin and the CPUs of generator, kernel receive work and
   counter), and every setting of AXES that differs from its default (processes, ring size,
-  backend options, receive mode, NAPI thread scheduling, groups, a mix of frame lengths);
+  backend options, receive mode, the receive thread's scheduling, groups, a mix of frame lengths);
 - SettingsKey: a series at one frame length and one rate.
 
 What a trial merely observed (where the scheduler ran the counter's threads, the CPUs its
@@ -25,6 +25,7 @@ from typing import Any
 
 from capbench.rates import link_name
 from capbench.report.load import Trial
+from capbench.testbed import rxmode
 from capbench.trial.measure import TrialResult
 
 # Trials or their typed results: the terminal tables hold results, the report their records.
@@ -99,6 +100,10 @@ class Axis:
     title: str  # how keys and titles name it: "ring 4 MiB"
     text: Callable[[Any], str] = str  # the value as titles show it
     get: Callable[[Trial], Any] | None = None  # for a setting not in the record as such
+    titled: Callable[[Trial], str] | None = None  # a title that depends on the trial's other settings
+
+    def title_of(self, t: Trial) -> str:
+        return self.titled(t) if self.titled is not None else self.title
 
 
 # Every setting of a trial that makes it another measurement, beyond method, backend, link,
@@ -109,7 +114,9 @@ AXES: tuple[Axis, ...] = (
     Axis("ring_bytes", 0, "ring", _bytes),
     Axis("backend_args", "", "backend args"),
     Axis("rx_mode", "rps", "rx mode"),  # napi: the capture veth's NAPI thread does the receive work; rps: RPS
-    Axis("napi_sched", "", "NAPI thread"),  # its scheduling ("other", "fifo:50"); "" with rps
+    # The receive thread's scheduling ("other", "fifo:50"; "" with rps), named after its model's thread.
+    Axis("napi_sched", "", "receive thread",
+         titled=lambda t: rxmode.RECEIVE_THREADS.get(str(value(t, "rx_mode", "rps")), "receive thread")),
     # The receive ring's depth in frames (--rx-ring with --rx-mode cpumap; the veth's 256 before).
     Axis("rx_ring", 256, "rx ring", lambda v: "—" if v is None else f"{v:,} frames"),
     Axis("groups", "", "groups", get=lambda t: _step_part(str(value(t, "step", "") or ""), "groups")),
@@ -211,7 +218,7 @@ def series_key(t: AnyTrial) -> SeriesKey:
     for axis in AXES:
         v = axis_value(t, axis)
         if v != axis.default:
-            extra.append((axis.title, axis.text(v)))
+            extra.append((axis.title_of(t), axis.text(v)))
     return SeriesKey(method=t.method, backend=r.backend, link=link_name(r.link_bps), engine=r.gen_engine,
                      app_load=r.app_load or (PROGRAM_APP_LOAD if r.app_command else "touch"), placement=f"{pin_of(t)} ({placement_of(t)})",
                      extra=tuple(extra))

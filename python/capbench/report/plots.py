@@ -174,11 +174,29 @@ def _frame_axis(ax, sizes) -> None:
         ax.set_xticks(sizes)
 
 
-def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float = 1.0) -> bool:
-    """One line per series over frame length through the measured points; lower bounds as their markers."""
-    any_short = False
+def _unmeasured(gs, metric: str) -> list:
+    """The groups in which no trial measured `metric` (None in every record: a remote sensor's or a
+    port's kernel load is not read here). They are left out of that metric's lines, never drawn as 0."""
+    return [g for g in gs if g.stat(metric).n == 0]
+
+
+def _unmeasured_note(what: str, left_out: Sequence[str]) -> str:
+    """The caption's sentence on points left out because `what` was not measured there."""
+    if not left_out:
+        return ""
+    return (f" {what[0].upper()}{what[1:]} was not measured for {', '.join(left_out)} (a remote sensor's or a "
+            f"port's receive CPU is not read here): those points are left out.")
+
+
+def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float = 1.0) -> tuple[bool, list[str]]:
+    """One line per series over frame length through the measured points; lower bounds as their markers.
+    Also the points left out as not measured (`_unmeasured`), named "label at N B"."""
+    any_short, left_out = False, []
     for key, gs in groups_by_series.items():
         gs = sorted(gs, key=lambda g: g.frame_len)
+        unmeasured = _unmeasured(gs, metric)
+        left_out += [f"{labels[key]} at {g.frame_len} B" for g in unmeasured]
+        gs = [g for g in gs if g not in unmeasured]
         valid = [g for g in gs if not g.short]
         short = [g for g in gs if g.short]
         scaled = [g.stat(metric).scaled(scale) for g in valid]
@@ -188,7 +206,7 @@ def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float =
             any_short = True
             _mark(ax, [g.frame_len for g in short], [g.stat(metric).median * scale for g in short], colors[key],
                   "lower_bound", label=None if valid else f"{labels[key]} (lower bound)")
-    return any_short
+    return any_short, left_out
 
 
 def _finish(ax, xlabel: str, ylabel: str, legend: bool = True) -> None:
@@ -286,7 +304,7 @@ def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel]
     if isinstance(d, Skipped):
         return d
     fig = Figure(figsize=(7.5, 3.2), layout="constrained")
-    short = False
+    short, left_out = False, {}
     sizes, links = {g.frame_len for g in d.groups}, {g.trials[0].result.link_bps for g in d.groups}
     shown = [units.pick(p.quantity, [g.stat(p.metric).hi * p.base for g in d.groups]
                         + ([_wire_top(sizes, links, p.quantity == "bps")] if p.wire else []))
@@ -297,13 +315,15 @@ def _frame_panels(trials: list[Trial], title: str, panels: tuple[_Panel, _Panel]
         scale = panel.base / unit.factor
         if panel.wire:
             _wire(ax, d.groups, per_bps=panel.quantity == "bps", scale=1 / unit.factor)
-        short = _per_frame(ax, d.by, d.labels, d.colors, panel.metric, scale) or short
+        panel_short, left_out[panel.ylabel] = _per_frame(ax, d.by, d.labels, d.colors, panel.metric, scale)
+        short = panel_short or short
         _frame_axis(ax, sizes)
         _finish(ax, "frame length [B]", units.label(panel.ylabel, unit, panel.after), legend=False)
     _legend_below(fig, fig.axes[0])
     fig.suptitle(title)
     return Drawn(fig, caption + _repetition_note(d.groups) + _cpus_note(d)
-                 + (f" {SHORT_NOTE[0].upper()}{SHORT_NOTE[1:]}." if short else ""))
+                 + (f" {SHORT_NOTE[0].upper()}{SHORT_NOTE[1:]}." if short else "")
+                 + "".join(_unmeasured_note(what, points) for what, points in left_out.items()))
 
 
 def throughput(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
@@ -472,6 +492,7 @@ def sweep(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn
     k = 1 / unit.factor
     cpu = units.pick("pct", [g.stat(m).hi for gs in lines.values() for g in gs
                              for m in ("app_cpu_pct", "kernel_cpu_pct")])
+    left_out = []
     for (key, size), gs in lines.items():
         valid, short = [g for g in gs if not g.short], [g for g in gs if g.short]
         color, label = colors[(key, size)], f"{labels[key]} {size} B"
@@ -479,9 +500,13 @@ def sweep(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn
             xs = [sent(g) * k for g in valid]
             _errorbar(ax_rate, xs, [g.stat("rx_pps").scaled(k) for g in valid], color, label)
             _errorbar(ax_cpu, xs, [g.stat("app_cpu_pct").scaled(1 / cpu.factor) for g in valid], color, f"{label} app")
-            _errorbar(ax_cpu, xs, [g.stat("kernel_cpu_pct").scaled(1 / cpu.factor) for g in valid], color,
-                      f"{label} kernel",
-                      kind="kernel", linestyle=":")
+            unmeasured = _unmeasured(valid, "kernel_cpu_pct")
+            left_out += [f"{label} at {sent(g):,.0f} pps" for g in unmeasured]
+            kernel = [g for g in valid if g not in unmeasured]
+            if kernel:
+                _errorbar(ax_cpu, [sent(g) * k for g in kernel],
+                          [g.stat("kernel_cpu_pct").scaled(1 / cpu.factor) for g in kernel], color, f"{label} kernel",
+                          kind="kernel", linestyle=":")
         if short:  # x is what the generator really sent, but not the rate the step named
             _mark(ax_rate, [sent(g) * k for g in short], [g.stat("rx_pps").median * k for g in short], color,
                   "lower_bound")
@@ -490,7 +515,8 @@ def sweep(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn
     _finish(ax_cpu, units.label("offered rate (sent by the generator)", unit), units.label("CPU", cpu, "of one CPU"))
     fig.suptitle("Capture rate and CPU usage vs offered rate")
     return Drawn(fig, "Captured rate (top) and application and kernel load (bottom) against the rate the "
-                      "generator sent." + _repetition_note([g for gs in lines.values() for g in gs]))
+                      "generator sent." + _repetition_note([g for gs in lines.values() for g in gs])
+                 + _unmeasured_note("kernel load", left_out))
 
 
 def repetitions(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:

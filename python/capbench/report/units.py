@@ -47,7 +47,8 @@ def pick(quantity: str, values: Iterable[float]) -> Unit:
     """The unit of `quantity` for values (in its base unit): the largest in which the largest
     magnitude is at least 1 (or its `least`); the smallest when there are no values or all are 0."""
     units = UNITS[quantity]
-    top = max((abs(v) for v in values), default=0.0)
+    # NaN is a figure not measured (stats.stat_of of none): it chooses no unit.
+    top = max((abs(v) for v in values if not math.isnan(v)), default=0.0)
     chosen = units[0]
     for u in units:
         if top >= (u.factor if u.least is None else u.least):

@@ -62,6 +62,9 @@ RX_MODES = {
     "cpumap": "a receive ring of --rx-ring frames (a BPF cpumap queue) whose kernel thread does the receive work "
               "on the receive CPU (a NIC host's ring and poll)",
 }
+# The kernel thread that does a model's receive work, as titles and tables name it (rps has none: the
+# sender's softirq does it).
+RECEIVE_THREADS = {"napi": "NAPI thread", "cpumap": "cpumap ring's thread"}
 # cpumap: a ring of a NIC's depth (bench/bench_rx_ring.py, bench/README.md "Receive ring"); napi and rps stay.
 DEFAULT_RX_MODE = "cpumap"
 # The normal scheduler: bench_rx_mode.py measured that at real-time priority the NAPI thread

@@ -209,6 +209,26 @@ def saw_nothing(r: TrialResult) -> bool:
             and counts.get("captured") == 0 and counts.get("seen", 0) == 0)
 
 
+def counter_filter(r: TrialResult) -> str | None:
+    """The capture filter capbench's counter ran with (its summary's `filter`: --backend-args
+    'B=--filter EXPR'), None without one."""
+    cap = r.raw.get("cap") if isinstance(r.raw, dict) else None
+    found = cap.get("filter") if isinstance(cap, dict) else None
+    return str(found) if found is not None else None
+
+
+def filter_remarks(r: TrialResult) -> list[str]:
+    """capbench's counter whose filter matched none of the stream: the kernel queued none of it to the
+    socket (the filter runs before), so its loss is the filter's, not a layer's."""
+    expr = counter_filter(r)
+    if expr is None or r.app_command or r.failure or r.delivered <= 0 or r.received:
+        return []
+    queued = ((r.raw.get("cap") or {}).get("kernel") or {}).get("packets")
+    return [f"capbench-cap's filter '{expr}' matched none of the {r.delivered:,} frames delivered to its interface"
+            + (f" (the kernel queued {queued:,} frames to its socket)" if isinstance(queued, int) else "")
+            + ": the filter excludes the stream; its loss is that, not a layer's"]
+
+
 def program_remarks(r: TrialResult) -> list[str]:
     """A capture program's trial has two witnesses: the program's own counts and capbench's (the
     kernel's counters, and the frames in the program's capture file by their sequence numbers).
@@ -390,6 +410,7 @@ def remarks(r: TrialResult) -> list[str]:
                    f"(--catch-up), the rest at the link's wire rate")
     out += _interface_remarks(r)
     out += program_remarks(r)
+    out += filter_remarks(r)
     if r.unexplained > 0:
         out.append(f"{r.unexplained:,} lost packets no counter explains")
     elif r.unexplained < 0:
