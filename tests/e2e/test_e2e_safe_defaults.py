@@ -169,8 +169,11 @@ def test_gen_in_a_capbench_testbed_sends_to_its_mac(tb, binaries):
 def up() -> str:
     p = run_capbench("testbed", "up")
     assert p.returncode == 0, p.stderr
-    assert f"capbench xdpcount --netns capbench-" in p.stdout and "capbench-xdpcount" not in p.stdout
-    return re.search(r"test bed ([0-9a-f]{6})", p.stdout).group(1)
+    tb_id = re.search(r"test bed ([0-9a-f]{6})", p.stdout).group(1)
+    if not (f"capbench xdpcount --netns capbench-" in p.stdout and "capbench-xdpcount" not in p.stdout):
+        run_capbench("testbed", "down", tb_id)  # a failed check leaves no test bed behind
+        raise AssertionError(p.stdout)
+    return tb_id
 
 
 def test_testbed_down_without_id_keeps_what_testbed_up_built():
