@@ -224,6 +224,10 @@ class Backend:
     queues: bool  # binds receive queues (--queue)
     needs: tuple[str, ...]  # what preflight must find here (testbed.preflight.NEED_CHECKS has a check for each)
     ring: RingSpec | None  # None: --ring does not apply
+    # Its workers poll without sleeping (dpdk): their CPUs are busy whatever the traffic.
+    polls: bool = False
+    # Why this capbench-cap cannot run it (built without the library it needs), or None.
+    absent: str | None = None
 
     @classmethod
     def read(cls, r: _Reader) -> Backend:
@@ -235,7 +239,9 @@ class Backend:
                    xsk_stats=caps.bool("xsk_stats"), queue_count=caps.bool("queue_count"),
                    kernel_stats=caps.str("kernel_stats"), clock=caps.str("clock"),
                    writes_pcap=caps.bool("writes_pcap"), workers=caps.bool("workers"), queues=caps.bool("queues"),
-                   needs=needs, ring=None if ring is None else RingSpec.read(ring))
+                   needs=needs, ring=None if ring is None else RingSpec.read(ring),
+                   polls=caps.bool("polls", optional=True, default=False),
+                   absent=r._get("absent", (str, type(None)), "a string or null", optional=True))
 
     def ring_args(self, ring_bytes: int) -> tuple[str, ...]:
         """capbench-cap options that give this backend a kernel buffer of about `ring_bytes`

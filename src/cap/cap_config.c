@@ -332,6 +332,7 @@ static void put_caps(struct cb_json *j, const struct cap_caps *c)
 	cb_json_bool(j, "writes_pcap", !c->kernel_counter);
 	cb_json_bool(j, "workers", c->workers);
 	cb_json_bool(j, "queues", c->queues);
+	cb_json_bool(j, "polls", c->polls);
 	cb_json_strs(j, "needs", c->needs, 8);
 	cb_json_obj_end(j);
 }
@@ -348,6 +349,7 @@ int cap_describe(FILE *out)
 		cb_opt_describe_variant(&j, b->name, b->describe, b->seed, b->options);
 		put_caps(&j, &b->caps);
 		put_ring(&j, b);
+		cb_json_str(&j, "absent", b->absent);
 		cb_json_obj_end(&j);
 	}
 	cb_json_arr_end(&j);
@@ -393,6 +395,8 @@ static void configure(const struct cb_opt_set *s, const struct cap_backend *be, 
 	if (!cb_opt_value(s, "iface") && !check)
 		cb_usage_error("no interface given: use --iface IF, or --read FILE to decode a capture "
 			       "(see --help)");
+	if (be->absent)
+		cb_usage_error("--backend %s: %s", be->name, be->absent);
 	cb_opt_check_owner(s, be->options, be->name);
 	cb_opt_apply(s, common_options, cfg);
 	cb_opt_apply(s, be->options, cfg);

@@ -152,8 +152,8 @@ static void test_options_of_other_backends_are_refused(void **state)
 		}
 	}
 	run_cap((const char *[]){ "--check", "--backend", "pcap", "--batch", "3", NULL }, &r);
-	assert_string_equal(r.err, "capbench-cap: --batch is an option of --backend raw and afxdp, "
-			    "not of pcap\n");
+	assert_string_equal(r.err, "capbench-cap: --batch is an option of --backend raw, afxdp and "
+			    "dpdk, not of pcap\n");
 	run_cap((const char *[]){ "--check", "--backend", "raw", "--immediate", "--pcap-api", "next", NULL }, &r);
 	assert_string_equal(r.err, "capbench-cap: --pcap-api and --immediate are options "
 			    "of --backend pcap, not of raw\n");
