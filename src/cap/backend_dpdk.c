@@ -165,30 +165,54 @@ struct dpdk {
 	struct dpdk_queue q[];
 };
 
-/* The last line DPDK logged (its reason for a refusal), without a trailing
- * newline; "no reason given" if it logged nothing. */
-static const char *last_log_line(struct dpdk *st, char *out, size_t len)
+/* Lines DPDK logs around a refusal that say nothing about its reason. */
+static int says_nothing(const char *line, size_t n)
 {
-	const char *end, *start;
+	static const char *const generic[] = {
+		"Invalid 'command line' arguments", "probe failed", "Selected IOVA mode",
+		"Detected ", "FATAL", "Cannot probe devices", "Usage:",
+	};
+
+	if (!n)
+		return 1;
+	for (size_t i = 0; i < sizeof(generic) / sizeof(generic[0]); i++)
+		if (memmem(line, n, generic[i], strlen(generic[i])))
+			return 1;
+	return 0;
+}
+
+/* DPDK's reason for a refusal: the last line it logged that is not one of
+ * the generic ones, without the newline; "no reason given" if none. */
+static const char *dpdk_reason(struct dpdk *st, char *out, size_t len)
+{
+	const char *end;
 
 	fflush(st->log);
 	snprintf(out, len, "no reason given");
-	if (!st->log_buf || !st->log_len)
+	if (!st->log_buf)
 		return out;
 	end = st->log_buf + st->log_len;
-	while (end > st->log_buf && (end[-1] == '\n' || end[-1] == ' '))
-		end--;
-	start = end;
-	while (start > st->log_buf && start[-1] != '\n')
-		start--;
-	if (end > start)
-		snprintf(out, len, "%.*s", (int)(end - start), start);
+	while (end > st->log_buf) {
+		const char *start = end;
+
+		while (start > st->log_buf && start[-1] != '\n')
+			start--;
+		if (!says_nothing(start, (size_t)(end - start))) {
+			size_t n = (size_t)(end - start);
+
+			while (n && (start[n - 1] == '\n' || start[n - 1] == ' ' || start[n - 1] == '.'))
+				n--;
+			snprintf(out, len, "%.*s", (int)n, start);
+			return out;
+		}
+		end = start > st->log_buf ? start - 1 : start;
+	}
 	return out;
 }
 
-/* What getopt and EAL wrote to stderr while parsing (an unknown option),
- * first line, without the program's name; empty if nothing. */
-static void first_line_of(int fd, char *out, size_t len)
+/* What getopt wrote to stderr while EAL parsed (an unknown option): its
+ * first line, without the program's name; empty if nothing useful. */
+static void getopt_said(int fd, char *out, size_t len)
 {
 	char buf[2048];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -199,6 +223,8 @@ static void first_line_of(int fd, char *out, size_t len)
 		return;
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
+	if (says_nothing(buf, strlen(buf)))
+		return;
 	if (!strncmp(s, "capbench-cap: ", 14))
 		s += 14;
 	snprintf(out, len, "%s", s);
@@ -218,33 +244,39 @@ static int start_eal(const struct cap_cfg *cfg, struct dpdk *st, struct cap_dpdk
 {
 	int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
 	int scratch = memfd_create("capbench-eal-output", MFD_CLOEXEC);
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), saved_opterr = opterr;
 	cpu_set_t cpus;
 	int have_cpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0, ret, err;
 	uint64_t t0 = cb_now_ns();
 	char why[2048], said[2048];
 
-	if (saved_out < 0 || saved_err < 0 || scratch < 0)
+	if (saved_out < 0 || saved_err < 0 || scratch < 0 || null < 0)
 		cb_fatal("cannot set aside stdout for EAL: %s", strerror(errno));
 	for (int i = 0; i < a->argc; i++)
 		snprintf(st->eal + strlen(st->eal), sizeof(st->eal) - strlen(st->eal), "%s%s",
 			 i ? " " : "", a->argv[i]);
 	fflush(stdout);
 	fflush(stderr);
-	dup2(scratch, STDOUT_FILENO);
+	dup2(null, STDOUT_FILENO);
 	dup2(scratch, STDERR_FILENO);
-	optind = 1; /* EAL's getopt, after capbench-cap's own */
+	/* EAL's getopt, after capbench-cap's own (which is silent): from the
+	 * first argument, naming an unknown option. */
+	optind = 1;
+	opterr = 1;
 	ret = rte_eal_init(a->argc, a->argv);
 	err = rte_errno;
+	opterr = saved_opterr;
 	fflush(stdout);
 	fflush(stderr);
 	dup2(saved_out, STDOUT_FILENO);
 	dup2(saved_err, STDERR_FILENO);
 	close(saved_out);
 	close(saved_err);
+	close(null);
 	if (have_cpus)
 		sched_setaffinity(0, sizeof(cpus), &cpus);
 	st->eal_init_s = (double)(cb_now_ns() - t0) / 1e9;
-	first_line_of(scratch, said, sizeof(said));
+	getopt_said(scratch, said, sizeof(said));
 	close(scratch);
 	if (ret >= 0) {
 		st->eal_up = 1;
@@ -252,8 +284,8 @@ static int start_eal(const struct cap_cfg *cfg, struct dpdk *st, struct cap_dpdk
 	}
 	/* EAL refused its options, the --eal words, or the port's devargs
 	 * (a device it cannot probe): the user's to fix, in DPDK's words. */
-	if (!said[0] || strstr(said, "Usage:"))
-		last_log_line(st, said, sizeof(said));
+	if (!said[0])
+		dpdk_reason(st, said, sizeof(said));
 	snprintf(why, sizeof(why), "%s", said);
 	return cb_user_fault(-(err ? err : EINVAL), "DPDK's EAL refuses to start (%s): %s; check "
 			     "--eal and --dpdk-devargs", st->eal, why);
@@ -415,9 +447,14 @@ static int setup_port(const struct cap_cfg *cfg, struct dpdk *st)
 	int err;
 
 	memset(&conf, 0, sizeof(conf));
+	/* A PCI port EAL did not take: absent, or still its kernel driver's. */
+	if (rte_eth_dev_count_avail() == 0 && cap_dpdk_is_pci(st->devargs))
+		return cb_user_fault(-ENODEV, "DPDK found no port at PCI address '%s': check that it is "
+				     "there and bound to vfio-pci, not to its kernel driver (dpdk-devbind.py "
+				     "--status; dpdk-devbind.py -b vfio-pci %s)", st->devargs, st->devargs);
 	if (rte_eth_dev_count_avail() == 0)
 		return cb_user_fault(-ENODEV, "DPDK found no port for '%s': %s", st->devargs,
-				     last_log_line(st, why, sizeof(why)));
+				     dpdk_reason(st, why, sizeof(why)));
 	st->port = (uint16_t)rte_eth_find_next_owned_by(0, RTE_ETH_DEV_NO_OWNER);
 	if ((err = rte_eth_dev_info_get(st->port, &info)))
 		return cb_user_fault(err, "DPDK cannot describe port '%s': %s", st->devargs, strerror(-err));
@@ -439,7 +476,7 @@ static int setup_port(const struct cap_cfg *cfg, struct dpdk *st)
 	/* net_af_xdp pairs every RX queue with a TX queue. */
 	if ((err = rte_eth_dev_configure(st->port, st->nq, st->nq, &conf)))
 		return cb_user_fault(err, "DPDK refuses to configure port '%s' with %u queues: %s",
-				     st->devargs, st->nq, last_log_line(st, why, sizeof(why)));
+				     st->devargs, st->nq, dpdk_reason(st, why, sizeof(why)));
 	for (uint16_t q = 0; q < st->nq; q++) {
 		err = rte_eth_rx_queue_setup(st->port, q, (uint16_t)st->ring_size,
 					     (unsigned int)rte_eth_dev_socket_id(st->port), NULL, st->pool);
@@ -448,11 +485,11 @@ static int setup_port(const struct cap_cfg *cfg, struct dpdk *st)
 						     (unsigned int)rte_eth_dev_socket_id(st->port), NULL);
 		if (err)
 			return cb_user_fault(err, "DPDK cannot set up queue %u of port '%s' (%u descriptors): %s",
-					     q, st->devargs, st->ring_size, last_log_line(st, why, sizeof(why)));
+					     q, st->devargs, st->ring_size, dpdk_reason(st, why, sizeof(why)));
 	}
 	if ((err = rte_eth_dev_start(st->port)))
 		return cb_user_fault(err, "DPDK cannot start port '%s': %s", st->devargs,
-				     last_log_line(st, why, sizeof(why)));
+				     dpdk_reason(st, why, sizeof(why)));
 	st->port_up = 1;
 	return 0;
 }
