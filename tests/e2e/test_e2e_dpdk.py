@@ -1,0 +1,125 @@
+"""capbench-cap's dpdk backend on a real veth test bed: net_af_xdp (with capbench's own XDP
+program) and net_af_packet capture every frame through `capbench run`, and nothing of DPDK's is
+left behind: no XDP program, no EAL runtime directory, no process; also after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from capbench import declared
+from capbench.testbed import netns
+
+from e2e_env import assert_run_measured, capbench_namespaces, decided_trials, left_behind, run_capbench, xdp_attached
+from host_interference import spoiled, until_undisturbed
+
+# EAL's runtime directories, as root (the backend removes its own, and a killed one's next time).
+EAL_RUNTIME = Path("/var/run/dpdk")
+FRAMES = 100_000
+
+
+@pytest.fixture(scope="module", autouse=True)
+def dpdk_built(binaries):
+    absent = declared.backend("dpdk").absent
+    if absent:
+        pytest.skip(f"the dpdk backend is not built: {absent}")
+
+
+def eal_dirs() -> set[str]:
+    return {p.name for p in EAL_RUNTIME.glob("capbench-*")} if EAL_RUNTIME.is_dir() else set()
+
+
+@pytest.mark.parametrize("driver", ["af_xdp", "af_packet"])
+def test_captures_every_frame(tmp_path, driver):
+    # 100,000 frames at 50 kpps. The worker polls its CPU (100 %): it gets CPU 1 alone, and the
+    # capture veth's receive work (its NAPI thread) runs on CPU 0 with the generator, so the
+    # polling never starves the kernel's side of the rings.
+    before_ns, before_dirs = capbench_namespaces(), eal_dirs()
+
+    def attempt(i: int) -> tuple[Path, list[dict]]:
+        results = tmp_path / f"r{i}"
+        p = run_capbench("run", "--backends", "dpdk", "--backend-args", f"dpdk=--dpdk-driver {driver}",
+                         "--sizes", "64", "--rate", "50kpps", "--duration", "2", "--gen-cpu", "0", "--rx-cpu", "0",
+                         "--cap-cpu", "1", "--results", str(results), "--no-report", timeout=200)
+        assert_run_measured(p)
+        (d,) = [x for x in results.iterdir() if x.is_dir()]
+        return d, decided_trials(d / "trials.jsonl")
+
+    _, trials = until_undisturbed(attempt, f"the dpdk backend ({driver})", lambda r: spoiled(r[1]))
+    (t,) = trials
+    cap = t["raw"]["cap"]
+    assert cap["dpdk_driver"] == f"net_{driver}" and cap["polls"] is True, cap
+    assert t["sent"] == FRAMES and t["received"] == FRAMES and t["lost"] == 0, t
+    # capbench's own XDP program counted every frame that reached the interface.
+    assert cap["delivered"] == FRAMES and cap["xdp"]["capbench"] == FRAMES, cap
+    assert cap["imissed"] == cap["rx_nombuf"] == cap["ierrors"] == 0, cap
+    assert left_behind(before_ns) == set()
+    assert eal_dirs() <= before_dirs
+    assert not xdp_attached(), "an XDP program was left on an interface of capbench's namespace"
+
+
+def test_bad_input_is_one_line(binaries):
+    before = eal_dirs()
+
+    def refused(*args: str) -> str:
+        p = subprocess.run([str(binaries.cap), "--backend", "dpdk", "--iface", "lo", "--duration", "0.2", *args],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
+        (line,) = p.stderr.splitlines()
+        return line
+
+    # EAL's own reason, for an option it refuses and for one it does not know.
+    assert "Option --legacy-mem is not compatible with --in-memory" in refused("--eal", "--in-memory")
+    assert "unrecognized option '--bogus'" in refused("--eal", "--bogus")
+    assert "Unable to parse device 'net_nosuch0'" in refused("--dpdk-devargs", "net_nosuch0")
+    assert "dpdk-devbind.py" in refused("--dpdk-devargs", "0000:99:00.0")
+    assert "consecutive receive queues" in refused("--queue", "0,2")
+    assert eal_dirs() <= before
+
+
+def start_cap(binaries, tb, driver: str) -> subprocess.Popen:
+    p = subprocess.Popen(["ip", "netns", "exec", tb.cap_ns, str(binaries.cap), "--backend", "dpdk", "--dpdk-driver",
+                          driver, "--iface", tb.cap_if, "--cpu", "1"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    ready = json.loads(p.stdout.readline() or "null")
+    assert ready and ready["type"] == "ready", p.stderr.read() if p.poll() is not None else ready
+    return p
+
+
+def promiscuity(tb) -> int:
+    out = netns.ip("-n", tb.cap_ns, "-d", "-j", "link", "show", "dev", tb.cap_if)
+    return json.loads(out)[0]["promiscuity"]
+
+
+@pytest.mark.parametrize("driver", ["af_xdp", "af_packet"])
+def test_nothing_is_left_after_sigterm_or_sigkill(binaries, tb, driver):
+    before = eal_dirs()
+    p = start_cap(binaries, tb, driver)
+    assert xdp_attached(tb.cap_ns) == [tb.cap_if] and promiscuity(tb) == 1
+    assert len(eal_dirs() - before) == 1
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=10)
+    assert p.returncode == 0, err
+    assert json.loads(out.splitlines()[-1])["type"] == "summary"
+    assert xdp_attached(tb.cap_ns) == [] and promiscuity(tb) == 0 and eal_dirs() == before
+
+    # SIGKILL: the kernel removes the bpf_link (so the program) and the promiscuous membership
+    # with the last descriptor; EAL's empty runtime directory stays until the next start.
+    p = start_cap(binaries, tb, driver)
+    (killed,) = eal_dirs() - before
+    p.kill()
+    p.communicate(timeout=10)
+    deadline = time.monotonic() + 5
+    while xdp_attached(tb.cap_ns) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert xdp_attached(tb.cap_ns) == [] and promiscuity(tb) == 0
+    assert eal_dirs() - before == {killed}
+    p = start_cap(binaries, tb, driver)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=10)
+    assert p.returncode == 0 and eal_dirs() == before
