@@ -743,6 +743,7 @@ static void dpdk_summary(void *state, struct cb_json *j)
 		cb_json_u64(j, "rx_ring_full", st->xsk_ring_full);
 		cb_json_u64(j, "rx_dropped", st->xsk_rx_dropped);
 		cb_json_u64(j, "rx_fill_ring_empty_descs", st->xsk_fill_empty);
+		cb_json_u64(j, "not_redirected", st->kstats.xdp_not_redirected);
 	} else if (st->driver == CAP_DPDK_AF_PACKET) {
 		cb_json_u64(j, "packet_sockets", st->n_sock);
 		cb_json_u64(j, "tp_drops", st->tp_drops);

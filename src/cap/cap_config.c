@@ -395,9 +395,9 @@ static void configure(const struct cb_opt_set *s, const struct cap_backend *be, 
 	if (!cb_opt_value(s, "iface") && !check)
 		cb_usage_error("no interface given: use --iface IF, or --read FILE to decode a capture "
 			       "(see --help)");
+	cb_opt_check_owner(s, be->options, be->name);
 	if (be->absent)
 		cb_usage_error("--backend %s: %s", be->name, be->absent);
-	cb_opt_check_owner(s, be->options, be->name);
 	cb_opt_apply(s, common_options, cfg);
 	cb_opt_apply(s, be->options, cfg);
 	check_groups(cfg);

@@ -180,10 +180,21 @@ static uint64_t stored(const struct cb_opt *o, const struct cap_cfg *cfg)
 	return o->size == 8 ? *(const uint64_t *)p : *(const uint32_t *)p;
 }
 
-/* Every backend's table takes its own defaults, and stores them. */
+/* Every backend's table takes its own defaults, and stores them; a backend
+ * this build cannot run (dpdk without libdpdk) is refused with its reason. */
 static void test_every_table_parses_its_defaults(void **state)
 {
 	for (int i = 0; cap_backends[i]; i++) {
+		if (cap_backends[i]->absent) {
+			char want[512];
+
+			run_cap((const char *[]){ "--check", "--backend", cap_backends[i]->name, NULL }, &r);
+			assert_int_equal(r.status, CB_EXIT_USAGE);
+			snprintf(want, sizeof(want), "capbench-cap: --backend %s: %s\n", cap_backends[i]->name,
+				 cap_backends[i]->absent);
+			assert_string_equal(r.err, want);
+			continue;
+		}
 		for (const struct cb_opt *o = cap_backends[i]->options; o && o->name; o++) {
 			char flag[64], val[32];
 			const char *v = default_arg(o, val, sizeof(val));
