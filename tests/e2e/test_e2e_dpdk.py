@@ -64,21 +64,20 @@ def test_captures_every_frame(tmp_path, driver):
     assert not xdp_attached(), "an XDP program was left on an interface of capbench's namespace"
 
 
-def overload(binaries, tb, driver: str) -> tuple[dict, dict]:
-    """20,000 frames at 100 kpps to a dpdk counter that spends 20 us on each (at most 50 kpps):
-    (generator, counter) summaries. The worker polls CPU 0; the capture veth's receive work and
-    the generator are on CPU 1 (the test bed's rx_cpu), so the frames arrive on the veth's
-    receive queue 1 (the sender's CPU), which net_af_xdp binds."""
+def stream(binaries, tb, driver: str, frames: int, rate: str, *cap_args: str) -> tuple[dict, dict]:
+    """`frames` at `rate` to a dpdk counter: (generator, counter) summaries. The worker polls CPU 0;
+    the capture veth's receive work and the generator are on CPU 1 (the test bed's rx_cpu), so
+    the frames arrive on the veth's receive queue 1 (the sender's CPU), which net_af_xdp binds."""
     from capbench.testbed.procs import ChildSet
 
     with ChildSet() as kids:
         cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", "dpdk",
-                                          "--dpdk-driver", driver, "--cpu", "0", "--app-load", "spin:20000",
+                                          "--dpdk-driver", driver, "--cpu", "0", *cap_args,
                                           *(["--queue", "1"] if driver == "af_xdp" else [])],
                          netns_name=tb.cap_ns)
         cap.wait_for("ready", 10)
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--cpu", "1", "--trailer", "0",
-                                          "--dst-mac", tb.dst_mac, "--rate", "100kpps", "--count", "20000"],
+                                          "--dst-mac", tb.dst_mac, "--rate", rate, "--count", str(frames)],
                          netns_name=tb.gen_ns)
         gen.wait(30)
         time.sleep(0.5)  # the worker reads what its ring still holds
@@ -86,17 +85,30 @@ def overload(binaries, tb, driver: str) -> tuple[dict, dict]:
         return gen.summary(), cap.summary()
 
 
+def judge(r: tuple[dict, dict]) -> str | None:
+    """The host's doing: frames lost before the capture veth's XDP hook (its receive ring)."""
+    gen, cap = r
+    short = gen["sent"] - cap["delivered"]
+    return f"{short:,} frames lost before the capture veth's XDP hook" if short else None
+
+
+def test_writes_what_it_reads(binaries, tb, tmp_path):
+    pcap = tmp_path / "dpdk.pcap"
+    gen, cap = until_undisturbed(lambda _: stream(binaries, tb, "af_xdp", 5_000, "50kpps", "--write", str(pcap)),
+                                 "dpdk --write", judge)
+    assert cap["received"] == 5_000 and cap["write"]["records"] == cap["packets"], cap
+    info = subprocess.run(["capinfos", "-M", "-c", str(pcap)], capture_output=True, text=True, check=True)
+    assert f"Number of packets:   {cap['packets']}" in info.stdout, info.stdout
+
+
 @pytest.mark.parametrize("driver, row", [("af_xdp", "imissed"), ("af_packet", "tp_drops")])
 def test_overload_lands_in_the_layer_that_counted_it(binaries, tb, driver, row):
     # net_af_xdp: the fill ring runs out first (the driver keeps 2,048 frames in it, the RX ring
     # has as many), counted as the socket's rx_dropped, which is the port's imissed.
     # net_af_packet: its ring fills, PACKET_STATISTICS tp_drops, which DPDK does not count.
-    def judge(r: tuple[dict, dict]) -> str | None:
-        gen, cap = r
-        short = gen["sent"] - cap["delivered"]
-        return f"{short:,} frames lost before the capture veth's XDP hook" if short else None
-
-    gen, cap = until_undisturbed(lambda _: overload(binaries, tb, driver), f"dpdk {driver} overload", judge)
+    # 20 us of work per frame: at most 50 kpps, offered 100 kpps.
+    gen, cap = until_undisturbed(lambda _: stream(binaries, tb, driver, 20_000, "100kpps", "--app-load", "spin:20000"),
+                                 f"dpdk {driver} overload", judge)
     assert gen["sent"] == cap["delivered"] == 20_000
     lost = 20_000 - cap["received"]
     assert lost > 1_000, cap
