@@ -87,7 +87,8 @@ static const struct cb_opt dpdk_options[] = {
 		  "program) or af_packet (net_af_packet)", CB_OPT_AT(struct cap_cfg, dpdk_driver) },
 	{ .name = "dpdk-devargs", .type = CB_OPT_STRING, .arg = "DEVARGS",
 	  .help = "a real port instead: its PCI address (0000:01:00.0, bound to vfio-pci with "
-		  "dpdk-devbind.py) or any devargs EAL takes", CB_OPT_AT(struct cap_cfg, dpdk_devargs) },
+		  "dpdk-devbind.py) or any devargs EAL takes; --iface is then optional (a name for "
+		  "the port in the output)", CB_OPT_AT(struct cap_cfg, dpdk_devargs) },
 	{ .name = "eal", .type = CB_OPT_STRING, .arg = "OPTIONS",
 	  .help = "more EAL options, split on blanks, after capbench-cap's own (--no-huge --no-shconf "
 		  "-l CPUS -m 256 --file-prefix capbench-PID)", CB_OPT_AT(struct cap_cfg, dpdk_eal) },
@@ -799,7 +800,7 @@ const struct cap_backend cap_backend_dpdk = {
 	.seed = "the kernel bypass of PF_RING ZC, netmap, szedata2 and Sniffer10G (seeds 000, 001, 004)",
 	.options = dpdk_options,
 	.caps = { .own_xdp = 1, .kernel_stats = "rte_eth_stats", .clock = CAP_CLOCK_READ,
-		  .workers = 1, .queues = 1, .polls = 1, .needs = { "libdpdk", "af_xdp", "xdp_link" } },
+		  .workers = 1, .queues = 1, .polls = 1, .port_option = "dpdk-devargs", .needs = { "libdpdk", "af_xdp", "xdp_link" } },
 	.account = dpdk_account,
 	DPDK_OPS,
 };

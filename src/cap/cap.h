@@ -157,6 +157,9 @@ struct cap_caps {
 	/* Its workers poll without sleeping: their CPUs are busy whatever
 	 * the traffic (a profile's idle polling is the backend's own). */
 	int polls;
+	/* Its option that names the port instead of --iface (without the
+	 * dashes), or NULL: given, --iface need not be a kernel interface. */
+	const char *port_option;
 	/* What preflight must find: libpcap, packet_socket, tpacket_v2,
 	 * tpacket_v3, fanout, libxdp, libdpdk, af_xdp, xdp_link. NULL-terminated. */
 	const char *needs[8];

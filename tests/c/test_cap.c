@@ -180,6 +180,28 @@ static uint64_t stored(const struct cb_opt *o, const struct cap_cfg *cfg)
 	return o->size == 8 ? *(const uint64_t *)p : *(const uint32_t *)p;
 }
 
+/* A backend's own port option stands for --iface: a PCI port bound to
+ * vfio-pci has no kernel interface. */
+static void test_a_port_option_needs_no_interface(void **state)
+{
+	const struct cap_backend *be = backend("dpdk");
+	char *argv[] = { "capbench-cap", "--check", "--backend", "dpdk", "--dpdk-devargs",
+			 "0000:01:00.0", NULL };
+	struct cap_cfg cfg;
+	int check;
+
+	assert_string_equal(be->caps.port_option, "dpdk-devargs");
+	if (be->absent)
+		return; /* refused with its line: test_every_table_parses_its_defaults */
+	optind = 0;
+	assert_ptr_equal(cap_configure(6, argv, &cfg, &check), be);
+	assert_string_equal(cfg.iface, "0000:01:00.0");
+	assert_int_equal(cfg.ifindex, 0);
+	run_cap((const char *[]){ "--backend", "dpdk", "--duration", "1", NULL }, &r);
+	assert_string_equal(r.err, "capbench-cap: no interface given: use --iface IF, or --read FILE to "
+			    "decode a capture (see --help)\n");
+}
+
 /* Every backend's table takes its own defaults, and stores them; a backend
  * this build cannot run (dpdk without libdpdk) is refused with its reason. */
 static void test_every_table_parses_its_defaults(void **state)
@@ -318,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_ring_bytes),
 		cmocka_unit_test(test_options_of_other_backends_are_refused),
 		cmocka_unit_test(test_every_table_parses_its_defaults),
+		cmocka_unit_test(test_a_port_option_needs_no_interface),
 		cmocka_unit_test(test_shared_option_takes_the_backends_range),
 		cmocka_unit_test(test_help_lists_every_option),
 		cmocka_unit_test(test_describe_is_json_with_every_backend),
