@@ -25,10 +25,14 @@ BUILD_PACKAGES := clang libbpf-dev libxdp-dev libpcap-dev zlib1g-dev libelf-dev 
 # the sanitizer build; openssh-server and openssh-client: the SSH tests run an sshd per network
 # namespace as remote hosts; argus-server and argus-client: the argus capture-program adapter
 # and its racount; linux-perf: `--profile` samples every CPU with perf record; help2man: the
-# programs' man pages from their --help; zsh: the test that it reads the completions).
+# programs' man pages from their --help; zsh: the test that it reads the completions;
+# libdpdk-dev: headers and pkg-config's libdpdk, so that capbench-cap's dpdk backend is built
+# (meson's `dpdk` feature, auto), dpdk: its drivers (net_af_xdp, net_af_packet, loaded by EAL
+# as plugins), dpdk-dev: dpdk-testpmd and dpdk-devbind.py).
 APT_PACKAGES := $(BUILD_PACKAGES) libclang-rt-14-dev llvm libcmocka-dev iproute2 \
                 tcpdump tshark netsniff-ng ethtool tcpreplay chromium \
-                openssh-server openssh-client argus-server argus-client linux-perf help2man zsh
+                openssh-server openssh-client argus-server argus-client linux-perf help2man zsh \
+                libdpdk-dev dpdk dpdk-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -91,9 +95,11 @@ run: venv build
 test-c: build
 	meson test -C $(BUILD) --print-errorlogs
 
+# Without DPDK: its libraries are not built with the sanitizers, and EAL's memory is its own
+# (the dpdk backend's option and EAL-argument code, which has no DPDK in it, is still tested).
 $(BUILD_SAN)/build.ninja:
 	CC=clang meson setup $(BUILD_SAN) -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
-	  -Dbuildtype=debugoptimized -Dc_args=-fno-sanitize-recover=all
+	  -Dbuildtype=debugoptimized -Dc_args=-fno-sanitize-recover=all -Ddpdk=disabled
 
 build-san: deps $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)

@@ -242,6 +242,10 @@ class Backend:
     ring: RingSpec | None  # None: --ring does not apply
     # Its loss account's rows; None: not declared (a null, or a document from before issue 29).
     account: tuple[AccountRow, ...] | None = None
+    # Its workers poll without sleeping (dpdk): their CPUs are busy whatever the traffic.
+    polls: bool = False
+    # Why this capbench-cap cannot run it (built without the library it needs), or None.
+    absent: str | None = None
 
     @classmethod
     def read(cls, r: _Reader) -> Backend:
@@ -254,7 +258,9 @@ class Backend:
                    kernel_stats=caps.str("kernel_stats"), clock=caps.str("clock"),
                    writes_pcap=caps.bool("writes_pcap"), workers=caps.bool("workers"), queues=caps.bool("queues"),
                    needs=needs, ring=None if ring is None else RingSpec.read(ring),
-                   account=None if r.raw("account") is None else tuple(AccountRow.read(a) for a in r.objects("account")))
+                   account=None if r.raw("account") is None else tuple(AccountRow.read(a) for a in r.objects("account")),
+                   polls=caps.bool("polls", optional=True, default=False),
+                   absent=r._get("absent", (str, type(None)), "a string or null", optional=True))
 
     def ring_args(self, ring_bytes: int) -> tuple[str, ...]:
         """capbench-cap options that give this backend a kernel buffer of about `ring_bytes`

@@ -12,13 +12,15 @@
  */
 #include "cb_frame.bpf.h"
 
-/* One slot per receive queue; user space sizes it before loading. */
+/* One slot per receive queue. Named xsks_map: DPDK's net_af_xdp, given this
+ * object with xdp_prog= (the dpdk backend), puts its sockets into the map of
+ * that name. */
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, 1);
+	__uint(max_entries, CB_XSK_SLOTS);
 	__type(key, __u32);
 	__type(value, __u32);
-} xsks SEC(".maps");
+} xsks_map SEC(".maps");
 
 SEC("xdp")
 int cb_xsk(struct xdp_md *ctx)
@@ -27,7 +29,7 @@ int cb_xsk(struct xdp_md *ctx)
 	long ret;
 
 	cb_count_frame(ctx, &c);
-	ret = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+	ret = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 	if (ret != XDP_REDIRECT && c)
 		c->not_redirected++;
 	return (int)ret;

@@ -255,7 +255,7 @@ static int load_program(struct afxdp *st)
 		err = -errno;
 		goto fail;
 	}
-	err = bpf_map__set_max_entries(st->skel->maps.xsks, slots);
+	err = bpf_map__set_max_entries(st->skel->maps.xsks_map, slots);
 	if (!err)
 		err = xdp_xsk_bpf__load(st->skel);
 	if (err)
@@ -263,7 +263,7 @@ static int load_program(struct afxdp *st)
 	for (unsigned int i = 0; i < st->n; i++) {
 		uint32_t key = st->q[i].queue;
 
-		if (bpf_map_update_elem(bpf_map__fd(st->skel->maps.xsks), &key, &st->q[i].fd, 0)) {
+		if (bpf_map_update_elem(bpf_map__fd(st->skel->maps.xsks_map), &key, &st->q[i].fd, 0)) {
 			err = -errno;
 			goto fail;
 		}

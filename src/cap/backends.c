@@ -17,6 +17,7 @@
 	X(fanout)       \
 	X(afxdp)        \
 	X(xdp)          \
+	X(dpdk)         \
 	CAP_TEST_BACKENDS(X)
 
 /* The test build of tests/c/test_cap_dummy.c adds its backend the same way

@@ -22,9 +22,10 @@
 #include "rx_stats.h"
 #include "seqmerge.h"
 #include "seqtrack.h"
+#include "xdp_counts.h"
 
 #define CAP_MAX_WORKERS 256 /* a fanout group holds at most 256 sockets by default */
-#define CAP_MAX_QUEUE 4095  /* the highest receive queue number --queue takes */
+#define CAP_MAX_QUEUE (CB_XSK_SLOTS - 1) /* the highest receive queue number --queue takes */
 #define CAP_SNAPLEN_MAX 262144 /* --snaplen's default and largest, tcpdump's */
 
 struct cap_cfg {
@@ -65,6 +66,11 @@ struct cap_cfg {
 	const char *filter;
 	const void *filter_insns;
 	unsigned int filter_len;
+	/* dpdk (backend_dpdk.c): the virtual device on --iface (enum
+	 * cap_dpdk_driver), or the user's devargs; more EAL options. */
+	int dpdk_driver;
+	const char *dpdk_devargs;
+	const char *dpdk_eal;
 	const char *write_path;  /* --write FILE.pcap|.pcapng; NULL = write nothing */
 	const char *read_path;   /* --read FILE: decode a capture file instead (cap_read.c) */
 	uint64_t group_size;     /* frames per group (--group-size); 0 = no groups */
@@ -166,8 +172,14 @@ struct cap_caps {
 	int workers;              /* several worker threads (--workers / --worker-cpus) */
 	int queues;               /* binds receive queues (--queue) */
 	enum cap_filter_at filter;
+	/* Its workers poll without sleeping: their CPUs are busy whatever
+	 * the traffic (a profile's idle polling is the backend's own). */
+	int polls;
+	/* Its option that names the port instead of --iface (without the
+	 * dashes), or NULL: given, --iface need not be a kernel interface. */
+	const char *port_option;
 	/* What preflight must find: libpcap, packet_socket, tpacket_v2,
-	 * tpacket_v3, fanout, libxdp, af_xdp, xdp_link. NULL-terminated. */
+	 * tpacket_v3, fanout, libxdp, libdpdk, af_xdp, xdp_link. NULL-terminated. */
 	const char *needs[8];
 };
 
@@ -227,6 +239,9 @@ struct cap_backend {
 	 * ring_options as the fix. */
 	uint64_t (*ring_bytes)(const struct cap_cfg *cfg, char *what, size_t len);
 	const char *ring_options;
+	/* Why this build cannot run it (a library it was built without), or
+	 * NULL: listed all the same, refused with this line. */
+	const char *absent;
 };
 
 /* The counts the main thread takes from the workers (or the --read loop)

@@ -339,6 +339,7 @@ static void put_caps(struct cb_json *j, const struct cap_caps *c)
 	cb_json_bool(j, "writes_pcap", !c->kernel_counter);
 	cb_json_bool(j, "workers", c->workers);
 	cb_json_bool(j, "queues", c->queues);
+	cb_json_bool(j, "polls", c->polls);
 	cb_json_strs(j, "needs", c->needs, 8);
 	cb_json_obj_end(j);
 }
@@ -377,6 +378,7 @@ int cap_describe(FILE *out)
 		put_caps(&j, &b->caps);
 		put_ring(&j, b);
 		put_account_rows(&j, b);
+		cb_json_str(&j, "absent", b->absent);
 		cb_json_obj_end(&j);
 	}
 	cb_json_arr_end(&j);
@@ -501,6 +503,9 @@ static void configure(const struct cb_opt_set *s, const struct cap_backend *be, 
 	struct cap_args a = { cb_opt_value(s, "worker-cpus"), cb_opt_value(s, "queue") };
 	const char *app_load = cb_opt_value(s, "app-load");
 	int check = cb_opt_value(s, "check") != NULL;
+	/* A backend's own port option (dpdk's --dpdk-devargs) names a port
+	 * the kernel may not see (bound to vfio-pci): no interface then. */
+	const char *port = be->caps.port_option ? cb_opt_value(s, be->caps.port_option) : NULL;
 	char errbuf[512];
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -510,10 +515,12 @@ static void configure(const struct cb_opt_set *s, const struct cap_backend *be, 
 	cfg->interval_s = 1.0;
 	cfg->promisc = 1;
 	cfg->need_wakeup = 1;
-	if (!cb_opt_value(s, "iface") && !check)
+	if (!cb_opt_value(s, "iface") && !check && !port)
 		cb_usage_error("no interface given: use --iface IF, or --read FILE to decode a capture "
 			       "(see --help)");
 	cb_opt_check_owner(s, be->options, be->name);
+	if (be->absent)
+		cb_usage_error("--backend %s: %s", be->name, be->absent);
 	cb_opt_apply(s, common_options, cfg);
 	cb_opt_apply(s, be->options, cfg);
 	check_groups(cfg);
@@ -537,7 +544,9 @@ static void configure(const struct cb_opt_set *s, const struct cap_backend *be, 
 	}
 	/* --check without --iface: the options alone (an afxdp --queue all then
 	 * stands for one queue). */
-	cfg->ifindex = cfg->iface ? cb_ifindex(cfg->iface) : 0;
+	if (port && !cfg->iface)
+		cfg->iface = port; /* the name the lines give it */
+	cfg->ifindex = cfg->iface && !port ? cb_ifindex(cfg->iface) : 0;
 	if (cfg->ifindex < 0)
 		cb_usage_error("unknown interface '%s': check `ip link` (and the namespace)",
 			       cfg->iface);

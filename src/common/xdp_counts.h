@@ -18,6 +18,12 @@ struct cb_xdp_counts {
 	unsigned long long trailer;        /* trailer frames (stamp.h): not capbench frames */
 };
 
+/* The AF_XDP redirect program's XSKMAP (xdp_xsk.bpf.c): one slot per receive
+ * queue, 0..CB_XSK_SLOTS - 1 (capbench-cap's --queue). The afxdp backend
+ * shrinks it to the queues it binds before loading; the dpdk backend's
+ * net_af_xdp loads the object as it is. A slot is one pointer. */
+#define CB_XSK_SLOTS 4096
+
 /* The tap (xdp_count.bpf.c, cb_tap): the most interfaces one frame is cloned to. */
 #define CB_TAP_MAX_TARGETS 64
 

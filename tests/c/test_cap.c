@@ -152,8 +152,8 @@ static void test_options_of_other_backends_are_refused(void **state)
 		}
 	}
 	run_cap((const char *[]){ "--check", "--backend", "pcap", "--batch", "3", NULL }, &r);
-	assert_string_equal(r.err, "capbench-cap: --batch is an option of --backend raw and afxdp, "
-			    "not of pcap\n");
+	assert_string_equal(r.err, "capbench-cap: --batch is an option of --backend raw, afxdp and "
+			    "dpdk, not of pcap\n");
 	run_cap((const char *[]){ "--check", "--backend", "raw", "--immediate", "--pcap-api", "next", NULL }, &r);
 	assert_string_equal(r.err, "capbench-cap: --pcap-api and --immediate are options "
 			    "of --backend pcap, not of raw\n");
@@ -180,10 +180,43 @@ static uint64_t stored(const struct cb_opt *o, const struct cap_cfg *cfg)
 	return o->size == 8 ? *(const uint64_t *)p : *(const uint32_t *)p;
 }
 
-/* Every backend's table takes its own defaults, and stores them. */
+/* A backend's own port option stands for --iface: a PCI port bound to
+ * vfio-pci has no kernel interface. */
+static void test_a_port_option_needs_no_interface(void **state)
+{
+	const struct cap_backend *be = backend("dpdk");
+	char *argv[] = { "capbench-cap", "--check", "--backend", "dpdk", "--dpdk-devargs",
+			 "0000:01:00.0", NULL };
+	struct cap_cfg cfg;
+	int check;
+
+	assert_string_equal(be->caps.port_option, "dpdk-devargs");
+	if (be->absent)
+		return; /* refused with its line: test_every_table_parses_its_defaults */
+	optind = 0;
+	assert_ptr_equal(cap_configure(6, argv, &cfg, &check), be);
+	assert_string_equal(cfg.iface, "0000:01:00.0");
+	assert_int_equal(cfg.ifindex, 0);
+	run_cap((const char *[]){ "--backend", "dpdk", "--duration", "1", NULL }, &r);
+	assert_string_equal(r.err, "capbench-cap: no interface given: use --iface IF, or --read FILE to "
+			    "decode a capture (see --help)\n");
+}
+
+/* Every backend's table takes its own defaults, and stores them; a backend
+ * this build cannot run (dpdk without libdpdk) is refused with its reason. */
 static void test_every_table_parses_its_defaults(void **state)
 {
 	for (int i = 0; cap_backends[i]; i++) {
+		if (cap_backends[i]->absent) {
+			char want[512];
+
+			run_cap((const char *[]){ "--check", "--backend", cap_backends[i]->name, NULL }, &r);
+			assert_int_equal(r.status, CB_EXIT_USAGE);
+			snprintf(want, sizeof(want), "capbench-cap: --backend %s: %s\n", cap_backends[i]->name,
+				 cap_backends[i]->absent);
+			assert_string_equal(r.err, want);
+			continue;
+		}
 		for (const struct cb_opt *o = cap_backends[i]->options; o && o->name; o++) {
 			char flag[64], val[32];
 			const char *v = default_arg(o, val, sizeof(val));
@@ -341,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_ring_bytes),
 		cmocka_unit_test(test_options_of_other_backends_are_refused),
 		cmocka_unit_test(test_every_table_parses_its_defaults),
+		cmocka_unit_test(test_a_port_option_needs_no_interface),
 		cmocka_unit_test(test_shared_option_takes_the_backends_range),
 		cmocka_unit_test(test_help_lists_every_option),
 		cmocka_unit_test(test_describe_is_json_with_every_backend),

@@ -45,8 +45,8 @@ static void test_its_option_parses_with_its_range(void **state)
 	assert_string_equal(r.err, "capbench-cap: bad --batch '9': give 1..8 dummy frames\n");
 	/* Its owners now include the dummy; another backend's option is refused. */
 	run_cap((const char *[]){ "--check", "--backend", "pcap", "--batch", "3", NULL }, &r);
-	assert_string_equal(r.err, "capbench-cap: --batch is an option of --backend raw, afxdp and "
-			    "dummy, not of pcap\n");
+	assert_string_equal(r.err, "capbench-cap: --batch is an option of --backend raw, afxdp, "
+			    "dpdk and dummy, not of pcap\n");
 	run_cap((const char *[]){ "--check", "--backend", "dummy", "--immediate", "--pcap-api", "next", NULL }, &r);
 	assert_string_equal(r.err, "capbench-cap: --pcap-api and --immediate are options "
 			    "of --backend pcap, not of dummy\n");

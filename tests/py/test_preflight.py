@@ -151,3 +151,31 @@ def test_a_bpf_syscall_refused_for_want_of_capabilities_names_them(monkeypatch):
     monkeypatch.setattr(preflight, "bpf_syscall_error", lambda: "ENOSYS (Function not implemented)")
     with pytest.raises(UsageError, match="CONFIG_BPF_SYSCALL"):
         preflight.check_bpf()
+
+
+def test_a_backend_built_without_its_library_says_why(monkeypatch):
+    # capbench-cap built without libdpdk still declares dpdk, with the reason it cannot run:
+    # `capbench backends` and a run's checks say that line, before anything else is checked.
+    import dataclasses
+    from types import SimpleNamespace
+
+    from capbench import declared
+
+    why = "capbench-cap was built without DPDK (meson found no libdpdk): apt-get install libdpdk-dev, then rebuild"
+    real = declared.cap()
+    absent = dataclasses.replace(real.backend("dpdk"), absent=why)
+    fake = dataclasses.replace(real, backends=tuple(absent if b.name == "dpdk" else b for b in real.backends))
+    monkeypatch.setattr(declared, "cap", lambda: fake)
+    assert preflight.backend_status("dpdk") == (False, why)
+    campaign = SimpleNamespace(matrices=[SimpleNamespace(backends=("afp-v3", "dpdk"), backend_args=(), procs=(1,),
+                                                        rings=(0,))])
+    with pytest.raises(UsageError, match=r"^--backends dpdk: capbench-cap was built without DPDK"):
+        preflight.check_backend_args(campaign, "capbench-cap")
+
+
+def test_the_describe_document_reads_absent_and_polls():
+    from capbench import declared
+
+    dpdk = declared.backend("dpdk")
+    assert dpdk.polls and not declared.backend("afxdp").polls
+    assert dpdk.absent is None or "libdpdk" in dpdk.absent

@@ -180,6 +180,8 @@ def backend_status(name: str) -> tuple[bool, str]:
     if name not in declared.backend_names():
         return False, "unknown backend"
     backend = declared.backend(name)
+    if backend.absent:
+        return False, backend.absent
     unknown = [need for need in backend.needs if need not in NEED_CHECKS]
     if unknown:
         return False, f"it needs {', '.join(unknown)}, which this capbench cannot check: rebuild with make"
@@ -194,6 +196,8 @@ def backend_status(name: str) -> tuple[bool, str]:
     whys = [why for need, why in found if need not in covered]
     if backend.kernel_counter:
         whys.append("counts and drops in the driver (the ceiling, not a capture)")
+    if backend.polls:
+        whys.append("its workers poll: each keeps its CPU busy whatever the traffic")
     return True, "; ".join(whys) or "nothing to check"
 
 
@@ -208,6 +212,10 @@ def _libpcap_status() -> tuple[bool, str]:
 
 def _libxdp_status() -> tuple[bool, str]:
     return _library("xdp", "libxdp1 (and libxdp-dev to build)")
+
+
+def _libdpdk_status() -> tuple[bool, str]:
+    return _library("rte_eal", "dpdk")
 
 
 def _xdp_link_status() -> tuple[bool, str]:
@@ -272,6 +280,7 @@ def _fanout_status() -> tuple[bool, str]:
 NEED_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
     "libpcap": _libpcap_status,
     "libxdp": _libxdp_status,
+    "libdpdk": _libdpdk_status,
     "packet_socket": _packet_socket_status,
     "tpacket_v2": lambda: _packet_socket_status(tpacket=_TPACKET_V2),
     "tpacket_v3": lambda: _packet_socket_status(tpacket=_TPACKET_V3),
@@ -321,6 +330,11 @@ def check_backend_args(c, cap: str) -> None:
     value or a ring too large for this machine is one line before anything is built."""
     import shlex  # noqa: PLC0415
 
+    for m in c.matrices:
+        for backend in m.backends:
+            absent = backend in declared.backend_names() and declared.backend(backend).absent
+            if absent:
+                raise UsageError(f"--backends {backend}: {absent}")
     for m in c.matrices:
         for backend, args in m.backend_args:
             if backend not in m.backends:
