@@ -88,7 +88,9 @@ def test_report_of_the_stored_run_in_chromium(tmp_path):
     assert v.evaluated["tables"][:2] == [3, 3]  # pcap and afp-v3, three frame lengths each
     (skipped,) = v.evaluated["skipped"]  # the figures without data: one line naming the six
     assert skipped.startswith("Not drawn (no data in this run): ") and skipped.count(",") == 5, skipped
-    assert v.evaluated["height"] < 2_400, v.evaluated["height"]
+    # about two screens at 1300 px, as a real run's (the answer's one line on lower bounds and the loss
+    # figure's row for the capture's declared layers, issues 28 and 29, took ~70 px)
+    assert v.evaluated["height"] < 2_500, v.evaluated["height"]
     for heading in ("Summary", "Best backend per frame length", "Run", "Tables", "Figures"):
         assert heading in v.evaluated["headings"]
 
