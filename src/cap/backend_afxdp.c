@@ -270,14 +270,7 @@ static int load_program(struct afxdp *st)
 	}
 	return 0;
 fail:
-	/* Without CAP_BPF/CAP_SYS_ADMIN (EPERM) the user's to fix; the
-	 * verifier's or the kernel's refusal is a failure. */
-	if (err == -EPERM)
-		return cb_user_fault(err, "cannot load the AF_XDP redirect program: %s: run as root",
-				     strerror(-err));
-	fprintf(stderr, "capbench-cap: cannot load the AF_XDP redirect program: %s\n",
-		strerror(-err));
-	return err;
+	return cap_bpf_load_failed(err, "the AF_XDP redirect program");
 }
 
 /* The UMEM, socket and filled fill ring of one queue. Returns 0 or -errno

@@ -353,14 +353,8 @@ static int attach_counter(const struct cap_cfg *cfg, struct dpdk *st)
 
 	cb_libbpf_quiet();
 	st->skel = xdp_xsk_bpf__open_and_load();
-	if (!st->skel) {
-		err = -errno;
-		if (err == -EPERM)
-			return cb_user_fault(err, "cannot load capbench's XDP program: %s: run as root",
-					     strerror(-err));
-		fprintf(stderr, "capbench-cap: cannot load capbench's XDP program: %s\n", strerror(-err));
-		return err;
-	}
+	if (!st->skel)
+		return cap_bpf_load_failed(-errno, "capbench's XDP program");
 	if ((err = cap_xdp_hook_attach(cfg, &st->hook, bpf_program__fd(st->skel->progs.cb_xsk))))
 		return err;
 	st->counts_fd = bpf_map__fd(st->skel->maps.counts);

@@ -53,14 +53,7 @@ static int xdp_open(const struct cap_cfg *cfg, void **state)
 	cb_libbpf_quiet();
 	st->skel = xdp_ceiling_bpf__open_and_load();
 	if (!st->skel) {
-		err = -errno;
-		/* Without CAP_BPF/CAP_SYS_ADMIN the user's to fix; else a failure. */
-		if (err == -EPERM)
-			cb_user_fault(err, "cannot load the XDP ceiling program: %s: run as root",
-				      strerror(-err));
-		else
-			fprintf(stderr, "capbench-cap: cannot load the XDP ceiling program: %s\n",
-				strerror(-err));
+		err = cap_bpf_load_failed(-errno, "the XDP ceiling program");
 		goto err_promisc;
 	}
 	err = cap_xdp_hook_attach(cfg, &st->hook, bpf_program__fd(st->skel->progs.cb_ceiling));

@@ -98,3 +98,11 @@ unsigned int cap_rx_queue_count(const char *iface)
 		n++;
 	}
 }
+
+int cap_bpf_load_failed(int err, const char *what)
+{
+	if (err == -EPERM)
+		return cb_user_fault(err, "cannot load %s: %s: run as root", what, strerror(-err));
+	fprintf(stderr, "capbench-cap: cannot load %s: %s\n", what, strerror(-err));
+	return err;
+}

@@ -24,6 +24,12 @@ int cap_xdp_hook_init(const struct cap_cfg *cfg, struct cap_xdp_hook *h);
  * through a bpf_link. Returns 0 or -errno after printing one line. */
 int cap_xdp_hook_attach(const struct cap_cfg *cfg, struct cap_xdp_hook *h, int prog_fd);
 
+/* A BPF skeleton that did not load (err: -errno): one line naming `what`,
+ * and err. Without CAP_BPF/CAP_SYS_ADMIN (EPERM) the user's to fix (exit
+ * status 2: run as root); the verifier's or the kernel's refusal is a
+ * failure. */
+int cap_bpf_load_failed(int err, const char *what);
+
 /* Detach the program, then let the interface leave promiscuous mode. */
 void cap_xdp_hook_release(struct cap_xdp_hook *h);
 
