@@ -503,7 +503,7 @@ static const struct cap_account_row afxdp_account[] = {
 	[XSK_ROW_OTHER_QUEUES] = { "AF_XDP queues", "XDP program not_redirected",
 				   "the frame arrived on a receive queue no socket is bound to and went on to "
 				   "the stack: --queue all binds every queue" },
-	{ NULL },
+	{ NULL, NULL, NULL },
 };
 
 /* The rows of one socket's (or all sockets') XDP_STATISTICS. */

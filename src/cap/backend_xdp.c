@@ -141,7 +141,7 @@ static void xdp_close(void *state)
 /* Its loss account (account.h): none. The program drops every frame on
  * purpose after counting it; what it never saw is the test bed's layers. */
 static const struct cap_account_row xdp_account[] = {
-	{ NULL },
+	{ NULL, NULL, NULL },
 };
 
 const struct cap_backend cap_backend_xdp = {
