@@ -172,7 +172,7 @@ def _unrepeated_text(fl: FirstLoss) -> str:
         f"{g.frame_len} B ({loss_text(g.stat('loss_pct'))}, {_evidence(g)})" for g in fl.unrepeated))
 
 
-def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
+def _loss_line(fl: FirstLoss, label: str) -> str:
     short = (f"; a lower bound at {_sizes(fl.short)} (generator short of the offered load, nothing lost)"
              if fl.short else "")
     short += _unrepeated_text(fl)
@@ -193,8 +193,7 @@ def _loss_line(fl: FirstLoss, label: str, groups: Sequence[Group] = ()) -> str:
 
 def first_loss_lines(groups: list[Group]) -> list[str]:
     labels = series_labels(g.series for g in groups)
-    return [_loss_line(fl, labels[fl.series], [g for g in groups if g.series == fl.series])
-            for fl in first_loss(groups)]
+    return [_loss_line(fl, labels[fl.series]) for fl in first_loss(groups)]
 
 
 def sweep_loss_lines(trials: list[Trial]) -> list[str]:
