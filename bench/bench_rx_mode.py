@@ -46,6 +46,7 @@ from capbench.testbed import veth_pair as testbed
 from capbench.trial.accounting import format_pct
 from capbench.errors import CapbenchError, Terminated
 from capbench.methods import mlr
+from capbench.methods.measurer import disturbed
 from capbench.rates import parse_rate
 from capbench.campaign.results import machine_info
 from capbench.declared import backend_names
@@ -126,7 +127,10 @@ def mlr_search(binaries, tb, cap_cpu: int, trial_s: float, rx_ring: int = 0) -> 
     m = Measurer(binaries, tb, setup)
     r = mlr.search(m, frame_len=FRAME_LEN, link_bps=LINK, precision_pct=1.0, final_trial_s=trial_s,
                    initial_trial_s=min(0.5, trial_s), pause_s=0.5)
-    return {g.name: {"pps": g.throughput_pps, "bounded_by": g.bounded_by} for g in r.goals}
+    # The trials the answer rests on that stayed disturbed after their reruns, and the reruns.
+    spoiled = sum(1 for t in r.trials if disturbed(t.result))
+    return {g.name: {"pps": g.throughput_pps, "bounded_by": g.bounded_by, "disturbed_trials": spoiled,
+                     "reruns": len(r.reruns)} for g in r.goals}
 
 
 def run_model(binaries, peers, label, mode, sched, cap_cpu, args) -> ModelResult:
