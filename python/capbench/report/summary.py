@@ -83,6 +83,12 @@ class BestAt:
     tie: str = ""  # who captured as much (_tie_text)
     short: str = ""  # the backends that were lower bounds at this length
     none: str = ""
+    short_names: tuple[str, ...] = ()  # those backends, for the table's short Note
+
+
+# The table's Note says a lower bound in a few words: the lines on where each backend starts to lose
+# (the terminal) and the note under the table (the report) say once what a lower bound is.
+NONE_CELL = "no valid result: lower bounds only"
 
 
 def best_at(groups: list[Group]) -> list[BestAt]:
@@ -100,7 +106,7 @@ def best_at(groups: list[Group]) -> list[BestAt]:
         tied = [g for g in others if same_capture(g, best)]
         out.append(BestAt(size, best, labels[best.series],
                           "the only backend measured" if not others and len(labels) > 1 and not short else "",
-                          _tie_text(tied, best, labels) if tied else "", short_text))
+                          _tie_text(tied, best, labels) if tied else "", short_text, short_names=tuple(short)))
     return out
 
 
@@ -137,13 +143,17 @@ def measured_once_note(groups: Sequence[Group]) -> str:
     return MEASURED_ONCE if groups and all(g.once for g in groups if not g.short) else ""
 
 
+def _short_cell(names: Sequence[str]) -> str:
+    return f"lower bound for {', '.join(names)}" if names else ""
+
+
 def best_rows(groups: list[Group]) -> list[list[str]]:
     """best_lines as the rows of a table (BEST_HEADERS): the figures in columns, the rest in the Note."""
     rows = []
     for b in best_at(groups):
         g = b.best
         if g is None:
-            rows.append([str(b.size), "—", "—", "—", "—", "—", "—", b.none])
+            rows.append([str(b.size), "—", "—", "—", "—", "—", "—", NONE_CELL])
             continue
         rx, app, kernel = g.stat("rx_pps"), g.stat("app_cpu_pct"), g.stat("kernel_cpu_pct")
         offered = g.used[0].result.offered_pps if g.used else None
@@ -151,7 +161,7 @@ def best_rows(groups: list[Group]) -> list[list[str]]:
         rows.append([str(b.size), b.label, f"{rx.median:,.0f} / {g.stat('rx_gbps').median:.3f}",
                      loss_text(g.stat("loss_pct")), trials_cell(g), f"{app.median:.1f} / {load_text(kernel)}",
                      f"{sent_pps(g):,.0f}" + (f" of {offered:,.0f}" if offered is not None else ""),
-                     "; ".join(x for x in (b.alone, reps, b.tie, b.short) if x)])
+                     "; ".join(x for x in (b.alone, reps, b.tie, _short_cell(b.short_names)) if x)])
     return rows
 
 
