@@ -109,15 +109,77 @@ class Option:
     default: bool | int | float | str | None = None  # a number, a flag's false, a text ("the page size"), None
     choices: tuple[str, ...] = ()  # type choice only
     short: str | None = None  # "-i", or None
+    # A knob's values for a search (capbench tune, run --vary), ascending: numbers (bytes, count),
+    # a choice's names, a flag's "off" and "on"; (): not a knob.
+    candidates: tuple[int | str, ...] = ()
 
     @classmethod
     def read(cls, r: _Reader) -> Option:
         default = r.raw("default")
         if not isinstance(default, (bool, int, float, str, type(None))):
             raise r.fail(f"{r.where}.default is not a number, a flag, a string or null")
-        return cls(name=r.str("name"), type=r.str("type"), help=r.str("help", optional=True, default=""),
-                   min=r.int("min", optional=True), max=r.int("max", optional=True), default=default,
-                   choices=r.strs("choices", optional=True), short=r.str("short", optional=True, default=None))
+        candidates = r.raw("candidates")
+        option = cls(name=r.str("name"), type=r.str("type"), help=r.str("help", optional=True, default=""),
+                     min=r.int("min", optional=True), max=r.int("max", optional=True), default=default,
+                     choices=r.strs("choices", optional=True), short=r.str("short", optional=True, default=None),
+                     candidates=tuple(candidates) if isinstance(candidates, list) else ())
+        if candidates is not None and not option._candidates_fit(candidates):
+            raise r.fail(f"{r.where}.candidates is not a list of values the option takes")
+        return option
+
+    def _candidates_fit(self, raw: Any) -> bool:
+        """The candidates are a list of what the option takes: numbers in its range, its choices."""
+        if not isinstance(raw, list) or not raw:
+            return False
+        if self.type in ("bytes", "count"):
+            return all(isinstance(v, int) and not isinstance(v, bool) and self.value_problem(str(v)) is None
+                       for v in raw)
+        return all(isinstance(v, str) and self.value_problem(v) is None for v in raw)
+
+    def value(self, text: str) -> int | str:
+        """`text` as this option takes it: bytes (k/M/G, binary multiples) and counts as numbers, a
+        choice or a flag's off/on as given; ValueError when it does not read."""
+        if self.type == "bytes":
+            return parse_bytes(text)
+        if self.type == "count":
+            if not text.strip().isdigit():
+                raise ValueError(text)
+            return int(text)
+        return text
+
+    def value_problem(self, text: str) -> str | None:
+        """Why the option does not take `text` (a knob's value), or None. Its own rules beyond its
+        range (a power of two) are the program's to check, as it runs."""
+        if self.type in ("bytes", "count"):
+            try:
+                v = self.value(text)
+            except ValueError:
+                return f"give a {'size such as 64k or 4M' if self.type == 'bytes' else 'whole number'}"
+            lo, hi = self.min or 0, self.max
+            if v < lo or (hi is not None and v > hi):
+                return f"give {lo} to {hi}" if hi is not None else f"give {lo} or more"
+            return None
+        if self.type == "choice":
+            return None if text in self.choices else f"give {', '.join(self.choices)}"
+        if self.type == "flag":
+            return None if text in FLAG_VALUES else f"give {' or '.join(FLAG_VALUES)}"
+        return "it is not a knob"
+
+
+FLAG_VALUES = ("off", "on")  # a flag as a knob's value: left out, given
+_BYTE_UNITS = {"": 0, "k": 10, "m": 20, "g": 30}
+
+
+def parse_bytes(text: str) -> int:
+    """Bytes as capbench-cap reads them (cb_parse_bytes): digits, an optional k, M or G (binary
+    multiples) and an optional B; ValueError otherwise."""
+    t = text.strip().lower()
+    t = t[:-1] if t.endswith("b") else t
+    unit = t[-1:] if t[-1:] in ("k", "m", "g") else ""
+    digits = t[:len(t) - len(unit)]
+    if not digits.isdigit() or len(digits) > 19:
+        raise ValueError(text)
+    return int(digits) << _BYTE_UNITS[unit]
 
 
 def _options(r: _Reader, key: str) -> tuple[Option, ...]:
@@ -181,6 +243,11 @@ class RingSpec:
         if self.max is not None:
             count = min(self.max, count)
         return (*unit, self.count_option, str(count), *(x for o in self.same_as_count for x in (o, str(count))))
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """Every option this mapping sets: a backend option of these and --ring set one thing."""
+        return (self.count_option, *((self.unit_option,) if self.unit_option else ()), *self.same_as_count)
 
     def text(self) -> str:
         """For help texts: what one --ring of B bytes becomes."""

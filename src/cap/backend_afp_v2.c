@@ -171,11 +171,12 @@ static void afp_v2_close(void *state)
 	free(st);
 }
 
-static uint64_t afp_v2_ring_bytes(const struct cap_cfg *cfg, char *what, size_t len)
+static uint64_t afp_v2_ring_bytes(const struct cap_cfg *cfg, unsigned int *sockets, char *what, size_t len)
 {
 	struct tpacket_req req;
 	uint64_t bytes = v2_geometry(cfg, &req);
 
+	*sockets = 1;
 	snprintf(what, len, "a ring of %u frames of %u B", req.tp_frame_nr, req.tp_frame_size);
 	return bytes;
 }
@@ -195,7 +196,8 @@ static const struct cb_opt afp_v2_options[] = {
 	{ .name = "frame-count", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 1u << 22,
 	  .has_default = 1, .def = DEFAULT_FRAME_COUNT,
 	  .help = "frames in the ring, rounded up to whole blocks", .what = "frames",
-	  .fix = "give 1..4194304", CB_OPT_AT(struct cap_cfg, frame_count) },
+	  .fix = "give 1..4194304", .tunable = 1, .tune_min = 1024, .tune_max = 65536,
+	  CB_OPT_AT(struct cap_cfg, frame_count) },
 	CB_OPT_END,
 };
 

@@ -47,11 +47,12 @@ static void afp_v3_close(void *state)
 	free(state);
 }
 
-static uint64_t afp_v3_ring_bytes(const struct cap_cfg *cfg, char *what, size_t len)
+static uint64_t afp_v3_ring_bytes(const struct cap_cfg *cfg, unsigned int *sockets, char *what, size_t len)
 {
 	uint32_t size, count;
 	uint64_t bytes = v3_ring_geometry(cfg, &size, &count);
 
+	*sockets = 1;
 	snprintf(what, len, "a ring of %" PRIu32 " blocks of %" PRIu32 " B", count, size);
 	return bytes;
 }

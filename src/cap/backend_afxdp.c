@@ -596,14 +596,15 @@ static void afxdp_close(void *state)
 
 /* A UMEM per queue, each mapped with MAP_POPULATE and pinned by the kernel
  * when it is registered. */
-static uint64_t afxdp_ring_bytes(const struct cap_cfg *cfg, char *what, size_t len)
+static uint64_t afxdp_ring_bytes(const struct cap_cfg *cfg, unsigned int *sockets, char *what, size_t len)
 {
+	*sockets = cfg->n_queues;
 	if (cfg->n_queues == 1)
 		snprintf(what, len, "a UMEM of %u frames of %u B", umem_frames(cfg), FRAME_SIZE);
 	else
 		snprintf(what, len, "%u UMEMs (one per queue) of %u frames of %u B", cfg->n_queues,
 			 umem_frames(cfg), FRAME_SIZE);
-	return (uint64_t)umem_frames(cfg) * FRAME_SIZE * cfg->n_queues;
+	return (uint64_t)umem_frames(cfg) * FRAME_SIZE;
 }
 
 static const struct cb_opt_choice xdp_binds[] = {
@@ -619,7 +620,8 @@ static const struct cb_opt afxdp_options[] = {
 	  .fix = "give 1..4096 descriptors", CB_OPT_AT(struct cap_cfg, batch) },
 	{ .name = "frame-count", .type = CB_OPT_COUNT, .arg = "N", .min = 64, .max = 1u << 20,
 	  .has_default = 1, .def_text = "--ring-size", .help = "UMEM frames of 2 KiB",
-	  .fix = "give 64..1048576 frames (of 2 KiB each)", CB_OPT_AT(struct cap_cfg, frame_count) },
+	  .fix = "give 64..1048576 frames (of 2 KiB each)", .tunable = 1, .tune_min = 1024,
+	  .tune_max = 65536, CB_OPT_AT(struct cap_cfg, frame_count) },
 	{ .name = "xdp-bind", .type = CB_OPT_CHOICE, .arg = "MODE", .choices = xdp_binds,
 	  .has_default = 1, .def = CAP_XDP_BIND_AUTO,
 	  .help = "copy, zerocopy (fails where the driver has none, e.g. veth) or auto (zero-copy "
@@ -630,12 +632,12 @@ static const struct cb_opt afxdp_options[] = {
 	{ .name = "ring-size", .type = CB_OPT_COUNT, .arg = "N", .min = 64, .max = 1u << 20,
 	  .has_default = 1, .def = DEFAULT_RING_SIZE, .help = "RX ring descriptors, a power of two",
 	  .valid = cb_opt_not_power_of_two, .fix = "give a power of two from 64 to 1048576",
-	  CB_OPT_AT(struct cap_cfg, ring_size) },
+	  .tunable = 1, .tune_min = 1024, .tune_max = 16384, CB_OPT_AT(struct cap_cfg, ring_size) },
 	{ .name = "no-need-wakeup", .type = CB_OPT_FLAG, .flag_value = 0,
 	  .help = "bind without XDP_USE_NEED_WAKEUP", CB_OPT_AT(struct cap_cfg, need_wakeup) },
 	{ .name = "busy-poll", .type = CB_OPT_FLAG, .flag_value = 1,
 	  .help = "busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL 20 us, SO_BUSY_POLL_BUDGET = "
-		  "--batch): spins a CPU", CB_OPT_AT(struct cap_cfg, busy_poll) },
+		  "--batch): spins a CPU", .tunable = 1, CB_OPT_AT(struct cap_cfg, busy_poll) },
 	{ .name = "worker-cpus", .type = CB_OPT_CPUS, .arg = "LIST", .has_default = 1,
 	  .def_text = "consecutive CPUs from --cpu, wrapping around (without --cpu: not pinned)",
 	  .help = "pin worker i to the i-th CPU of LIST (0,1 or 0-3)" },

@@ -182,17 +182,18 @@ static void fanout_worker_stats(void *state, unsigned int worker, struct cap_kst
 }
 
 /* One ring per worker, all mapped at once. */
-static uint64_t fanout_ring_bytes(const struct cap_cfg *cfg, char *what, size_t len)
+static uint64_t fanout_ring_bytes(const struct cap_cfg *cfg, unsigned int *sockets, char *what, size_t len)
 {
 	uint32_t size, count;
 	uint64_t bytes = v3_ring_geometry(cfg, &size, &count);
 
+	*sockets = cfg->workers;
 	if (cfg->workers == 1)
 		snprintf(what, len, "a ring of %" PRIu32 " blocks of %" PRIu32 " B", count, size);
 	else
 		snprintf(what, len, "%u rings (one per worker) of %" PRIu32 " blocks of %" PRIu32 " B",
 			 cfg->workers, count, size);
-	return bytes * cfg->workers;
+	return bytes;
 }
 
 static void fanout_summary(void *state, struct cb_json *j)
@@ -206,7 +207,7 @@ static const struct cb_opt fanout_options[] = {
 	  .has_default = 1, .def = 1, .def_text = "1, or one per --worker-cpus",
 	  .help = "worker threads, one socket and ring each; more than the CPUs share them",
 	  .fix = "give 1..256 (a fanout group holds at most 256 sockets)",
-	  CB_OPT_AT(struct cap_cfg, workers) },
+	  .tunable = 1, .tune_max = 4, CB_OPT_AT(struct cap_cfg, workers) },
 	{ .name = "worker-cpus", .type = CB_OPT_CPUS, .arg = "LIST", .has_default = 1,
 	  .def_text = "consecutive CPUs from --cpu or 0, wrapping around",
 	  .help = "pin worker i to the i-th CPU of LIST (0,1 or 0-3)" },
@@ -214,7 +215,8 @@ static const struct cb_opt fanout_options[] = {
 	  .has_default = 1, .def = PACKET_FANOUT_HASH,
 	  .help = "how the kernel spreads packets over the workers: hash (of the flow), lb (round "
 		  "robin), cpu (the receiving CPU), qm (the receive queue), rollover (stay on one "
-		  "worker, move on when its ring is full)", CB_OPT_AT(struct cap_cfg, fanout_mode) },
+		  "worker, move on when its ring is full)", .tunable = 1,
+	  CB_OPT_AT(struct cap_cfg, fanout_mode) },
 	CB_OPT_END,
 };
 

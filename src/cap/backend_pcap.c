@@ -22,6 +22,7 @@
  * non-blocking mode.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #define READ_TIMEOUT_MS   10      /* libpcap's poll timeout and block retire timeout */
 #define STATS_EVERY_NS    200000000ull
 #define STATS_CHECK_MASK  4095    /* look at the clock every 4096 packets */
+#define DEFAULT_BUFFER    (2u << 20) /* libpcap's own default buffer */
 
 struct pcap_be {
 	pcap_t *p;
@@ -303,6 +305,16 @@ static void pcap_be_summary(void *state, struct cb_json *j)
 	cb_json_str(j, "pcap_api", ((struct pcap_be *)state)->dispatch ? "dispatch" : "next");
 }
 
+/* libpcap maps a TPACKET_V3 ring of --buffer-size bytes (pcap_set_buffer_size). */
+static uint64_t pcap_ring_bytes(const struct cap_cfg *cfg, unsigned int *sockets, char *what, size_t len)
+{
+	uint64_t bytes = cfg->buffer_size ? cfg->buffer_size : DEFAULT_BUFFER;
+
+	*sockets = 1;
+	snprintf(what, len, "a libpcap buffer of %" PRIu64 " B", bytes);
+	return bytes;
+}
+
 static const struct cb_opt_choice pcap_apis[] = { { "next", 0 }, { "dispatch", 1 }, { NULL, 0 } };
 
 static const struct cb_opt pcap_options[] = {
@@ -313,8 +325,9 @@ static const struct cb_opt pcap_options[] = {
 	{ .name = "immediate", .type = CB_OPT_FLAG, .flag_value = 1,
 	  .help = "immediate mode: deliver each packet at once", CB_OPT_AT(struct cap_cfg, immediate) },
 	{ .name = "buffer-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 1, .max = (1ull << 31) - 1,
-	  .has_default = 1, .def = 2u << 20, .help = "kernel buffer, e.g. 4M or 64M (libpcap's default)",
-	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", CB_OPT_AT(struct cap_cfg, buffer_size) },
+	  .has_default = 1, .def = DEFAULT_BUFFER, .help = "kernel buffer, e.g. 4M or 64M (libpcap's default)",
+	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", .tunable = 1, .tune_min = 256u << 10,
+	  .tune_max = 256u << 20, CB_OPT_AT(struct cap_cfg, buffer_size) },
 	CB_OPT_END,
 };
 
@@ -336,4 +349,6 @@ const struct cap_backend cap_backend_pcap = {
 	.stats = pcap_be_stats,
 	.wake = pcap_be_wake,
 	.close = pcap_be_close,
+	.ring_bytes = pcap_ring_bytes,
+	.ring_options = "use a smaller --buffer-size",
 };

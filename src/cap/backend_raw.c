@@ -20,6 +20,7 @@
  * expected) falls back to the read time and is counted ("read_timed").
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/if_packet.h>
 #include <poll.h>
 #include <stdio.h>
@@ -221,6 +222,17 @@ static void raw_summary(void *state, struct cb_json *j)
 	cb_json_u64(j, "read_timed", ((struct raw *)state)->read_timed);
 }
 
+/* One socket whose receive buffer is charged as frames wait in it (forced
+ * past rmem_max, so it is the size asked for). */
+static uint64_t raw_ring_bytes(const struct cap_cfg *cfg, unsigned int *sockets, char *what, size_t len)
+{
+	uint64_t bytes = cfg->buffer_size ? cfg->buffer_size : DEFAULT_RCVBUF;
+
+	*sockets = 1;
+	snprintf(what, len, "a socket receive buffer of %" PRIu64 " B", bytes);
+	return bytes;
+}
+
 static void raw_close(void *state)
 {
 	struct raw *st = state;
@@ -232,7 +244,8 @@ static void raw_close(void *state)
 static const struct cb_opt raw_options[] = {
 	{ .name = "buffer-size", .type = CB_OPT_BYTES, .arg = "BYTES", .min = 1, .max = (1ull << 31) - 1,
 	  .has_default = 1, .def = DEFAULT_RCVBUF, .help = "socket receive buffer, SO_RCVBUF",
-	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", CB_OPT_AT(struct cap_cfg, buffer_size) },
+	  .fix = "give bytes up to 2147483647 (2G - 1), e.g. 4M", .tunable = 1, .tune_min = 256u << 10,
+	  .tune_max = 256u << 20, CB_OPT_AT(struct cap_cfg, buffer_size) },
 	{ .name = "batch", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 1024, .has_default = 1,
 	  .def = DEFAULT_BATCH, .help = "packets per recvmmsg call",
 	  .fix = "give 1..1024 packets per recvmmsg call", CB_OPT_AT(struct cap_cfg, batch) },
@@ -265,4 +278,6 @@ const struct cap_backend cap_backend_raw = {
 	.stats = raw_stats,
 	.summary = raw_summary,
 	.close = raw_close,
+	.ring_bytes = raw_ring_bytes,
+	.ring_options = "use a smaller --buffer-size",
 };

@@ -143,6 +143,23 @@ static void put_account(struct cb_json *j, const struct cap_backend *be, const s
 	cb_json_arr_end(j);
 }
 
+/* "ring_bytes": one socket's kernel buffer as this run's options made it
+ * (the last of each option wins), and "ring_sockets": how many have one.
+ * capbench records and labels a trial's ring from this, not from what it
+ * asked for. */
+static void put_ring(struct cb_json *j, const struct cap_backend *be, const struct cap_cfg *cfg)
+{
+	unsigned int sockets;
+	char what[128];
+	uint64_t bytes;
+
+	if (!be->ring_bytes)
+		return;
+	bytes = be->ring_bytes(cfg, &sockets, what, sizeof(what));
+	cb_json_u64(j, "ring_bytes", bytes);
+	cb_json_u64(j, "ring_sockets", sockets);
+}
+
 static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *be, void *state,
 			  const struct worker_ctx *ctx, const struct cap_totals *m,
 			  const struct cap_kstats *k, double duration_s)
@@ -189,6 +206,7 @@ static void print_summary(const struct cap_cfg *cfg, const struct cap_backend *b
 	}
 	cb_json_obj_end(&j);
 	put_account(&j, be, k);
+	put_ring(&j, be, cfg);
 	if (be->summary)
 		be->summary(state, &j);
 	if (!be->caps.kernel_counter && cfg->load.kind != APP_LOAD_NONE) {

@@ -232,12 +232,14 @@ struct cap_backend {
 	/* Optional: the backend's own fields of the summary line. */
 	void (*summary)(void *state, struct cb_json *j);
 	void (*close)(void *state);
-	/* Optional, for backends that map rings (packet rings, UMEMs): the
-	 * bytes cfg's rings take, all sockets together, with their geometry
-	 * written to `what` ("a ring of 32 blocks of 1048576 B"). cap.c
-	 * refuses more than half of the machine's memory, naming
-	 * ring_options as the fix. */
-	uint64_t (*ring_bytes)(const struct cap_cfg *cfg, char *what, size_t len);
+	/* Optional, for backends with a kernel buffer to size (packet rings,
+	 * UMEMs, a socket's receive buffer): the bytes one socket's buffer
+	 * takes as cfg's options make it (what capbench --ring sets; the
+	 * summary's ring_bytes), *sockets the sockets that have one, with their
+	 * geometry written to `what` ("a ring of 32 blocks of 1048576 B").
+	 * cap.c refuses more than half of the machine's memory for all of
+	 * them together, naming ring_options as the fix. */
+	uint64_t (*ring_bytes)(const struct cap_cfg *cfg, unsigned int *sockets, char *what, size_t len);
 	const char *ring_options;
 	/* Why this build cannot run it (a library it was built without), or
 	 * NULL: listed all the same, refused with this line. */

@@ -284,10 +284,11 @@ static void check_ring_memory(const struct cap_backend *be, const struct cap_cfg
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
 	char what[128], size[32], limit[32];
 	uint64_t bytes, max;
+	unsigned int sockets;
 
 	if (!be->ring_bytes || pages <= 0 || page <= 0)
 		return;
-	bytes = be->ring_bytes(cfg, what, sizeof(what));
+	bytes = be->ring_bytes(cfg, &sockets, what, sizeof(what)) * sockets;
 	max = (uint64_t)pages * (uint64_t)page / 2;
 	if (bytes <= max)
 		return;

@@ -28,10 +28,12 @@ void v3_block_size_fix(char *buf, size_t len);
 	  .max = 1u << 30, .has_default = 1, .def = V3_DEFAULT_BLOCK_SIZE,                       \
 	  .help = "ring block size, a power-of-two multiple of the page size",                  \
 	  .valid = v3_block_size_invalid, .fix_fn = v3_block_size_fix,                          \
+	  .tunable = 1, .tune_min = 64u << 10, .tune_max = 4u << 20,                           \
 	  CB_OPT_AT(struct cap_cfg, block_size) },                                             \
 	{ .name = "block-count", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = 65536,     \
 	  .has_default = 1, .def = V3_DEFAULT_BLOCK_COUNT, .help = "blocks per ring",           \
-	  .what = "blocks", .fix = "give 1..65536", CB_OPT_AT(struct cap_cfg, block_count) },  \
+	  .what = "blocks", .fix = "give 1..65536", .tunable = 1, .tune_min = 4,               \
+	  .tune_max = 128, CB_OPT_AT(struct cap_cfg, block_count) },                           \
 	{ .name = "block-timeout", .type = CB_OPT_MS, .arg = "MS", .min = 1, .max = 60000,     \
 	  .has_default = 1, .def = V3_DEFAULT_TIMEOUT_MS,                                      \
 	  .help = "hand over a partly filled block after MS ms", .fix = "give 1..60000 ms",     \

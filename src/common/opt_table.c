@@ -20,6 +20,29 @@ int cb_opt_not_power_of_two(uint64_t v)
 	return !v || (v & (v - 1)) != 0;
 }
 
+/* The row takes v: within min..max and its own rule. */
+static int takes(const struct cb_opt *o, uint64_t v)
+{
+	return v >= o->min && (!o->max || v <= o->max) && !(o->valid && o->valid(v));
+}
+
+unsigned int cb_opt_candidates(const struct cb_opt *o, uint64_t *out, unsigned int max)
+{
+	uint64_t lo, hi, v;
+	unsigned int n = 0;
+
+	if (!o->tunable || (o->type != CB_OPT_COUNT && o->type != CB_OPT_BYTES))
+		return 0;
+	lo = o->tune_min ? o->tune_min : o->min;
+	hi = o->tune_max ? o->tune_max : o->max;
+	if (!hi)
+		hi = UINT64_MAX;
+	for (v = 1; v && v <= hi && n < max; v <<= 1)
+		if (v >= lo && takes(o, v))
+			out[n++] = v;
+	return n;
+}
+
 const struct cb_opt *cb_opt_find(const struct cb_opt *table, const char *name)
 {
 	for (; table && table->name; table++)
@@ -213,7 +236,7 @@ void cb_opt_parse(const struct cb_opt *o, const char *value, void *cfg)
 		return;
 	}
 	if (o->type == CB_OPT_COUNT || o->type == CB_OPT_MS || o->type == CB_OPT_BYTES) {
-		if (err || v < o->min || (o->max && v > o->max) || (o->valid && o->valid(v)))
+		if (err || !takes(o, v))
 			bad(o, value);
 	}
 	store(o, cfg, v);
@@ -379,6 +402,29 @@ static const char *const type_names[] = {
 	[CB_OPT_CPU] = "cpu",
 };
 
+/* A tunable row's "candidates": its numbers, or its choices' names. */
+static void put_candidates(struct cb_json *j, const struct cb_opt *o)
+{
+	uint64_t v[64];
+	unsigned int n;
+
+	if (!o->tunable)
+		return;
+	cb_json_arr_begin(j, "candidates");
+	if (o->type == CB_OPT_CHOICE) {
+		for (const struct cb_opt_choice *c = o->choices; c->name; c++)
+			cb_json_arr_str(j, c->name);
+	} else if (o->type == CB_OPT_FLAG) { /* left out, given */
+		cb_json_arr_str(j, "off");
+		cb_json_arr_str(j, "on");
+	} else {
+		n = cb_opt_candidates(o, v, 64);
+		for (unsigned int i = 0; i < n; i++)
+			cb_json_arr_u64(j, v[i]);
+	}
+	cb_json_arr_end(j);
+}
+
 void cb_opt_describe(struct cb_json *j, const char *key, const struct cb_opt *table)
 {
 	char name[64];
@@ -416,6 +462,7 @@ void cb_opt_describe(struct cb_json *j, const char *key, const struct cb_opt *ta
 				cb_json_arr_str(j, c->name);
 			cb_json_arr_end(j);
 		}
+		put_candidates(j, o);
 		cb_json_str(j, "help", o->help);
 		cb_json_obj_end(j);
 	}

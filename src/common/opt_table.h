@@ -67,6 +67,14 @@ struct cb_opt {
 	size_t off;
 	unsigned int size;
 	int flag_value;        /* FLAG: what it stores */
+	/* A knob (capbench tune, capbench run --vary): an option that changes
+	 * how the capture loses, with the values a search tries. COUNT and
+	 * BYTES: the powers of two from tune_min to tune_max (0: the row's min,
+	 * max) that the row takes; CHOICE: every choice; FLAG: "off" (left out)
+	 * and "on" (given). --describe prints them
+	 * as the option's "candidates". */
+	int tunable;
+	uint64_t tune_min, tune_max;
 };
 
 #define CB_OPT_END { .name = NULL }
@@ -117,6 +125,11 @@ void cb_opt_apply_text(const struct cb_opt_set *s, const struct cb_opt *table, v
 void cb_opt_check_owner(const struct cb_opt_set *s, const struct cb_opt *own, const char *variant);
 /* Parse one value with its row (exits 2 when bad) into dst. */
 void cb_opt_parse(const struct cb_opt *o, const char *value, void *cfg);
+
+/* A tunable row's numeric candidates (COUNT, BYTES), ascending, into out[]
+ * (at most `max`); returns how many. 0 for a row that is not tunable or not
+ * numeric. */
+unsigned int cb_opt_candidates(const struct cb_opt *o, uint64_t *out, unsigned int max);
 
 /* A `valid` check: nonzero for what is not a power of two. */
 int cb_opt_not_power_of_two(uint64_t v);

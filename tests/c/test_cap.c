@@ -76,8 +76,9 @@ static const struct cap_backend *backend(const char *name)
 static uint64_t ring(const char *name, const struct cap_cfg *cfg)
 {
 	char what[128];
+	unsigned int sockets;
 
-	return backend(name)->ring_bytes(cfg, what, sizeof(what));
+	return backend(name)->ring_bytes(cfg, &sockets, what, sizeof(what)) * sockets;
 }
 
 static void test_ring_bytes(void **state)
@@ -113,12 +114,59 @@ static void test_ring_bytes(void **state)
 	assert_int_equal(ring("afxdp", &cfg), 2 * 1024 * 2048);
 	cfg.frame_count = 4096;
 	assert_int_equal(ring("afxdp", &cfg), 2 * 4096 * 2048);
-	/* Backends without a ring of their own. */
-	assert_null(backend("pcap")->ring_bytes);
+	/* A socket's buffer: raw's SO_RCVBUF (64 MiB), libpcap's (2 MiB). */
+	assert_int_equal(ring("raw", &cfg), 64u << 20);
+	cfg.buffer_size = 4u << 20;
+	assert_int_equal(ring("pcap", &cfg), 4u << 20);
+	cfg.buffer_size = 0;
+	assert_int_equal(ring("pcap", &cfg), 2u << 20);
+	/* A backend without a buffer of its own. */
 	assert_null(backend("xdp")->ring_bytes);
 }
 
 /* --- option tables ------------------------------------------------------- */
+
+static int odd_refused(uint64_t v)
+{
+	return v % 2;
+}
+
+/* A tunable row's candidates: the powers of two of its tune range that the
+ * row itself takes (its min..max and its own rule). */
+static void test_candidates(void **state)
+{
+	const struct cb_opt *size = cb_opt_find(backend("afp-v3")->options, "block-size");
+	const struct cb_opt *workers = cb_opt_find(backend("fanout")->options, "workers");
+	const struct cb_opt *timeout = cb_opt_find(backend("afp-v3")->options, "block-timeout");
+	struct cb_opt row = { .name = "n", .type = CB_OPT_COUNT, .min = 3, .max = 40, .tunable = 1 };
+	uint64_t v[64];
+	unsigned int n;
+
+	(void)state;
+	n = cb_opt_candidates(size, v, 64);
+	assert_int_equal(n, 7);
+	assert_int_equal(v[0], 64u << 10);
+	for (unsigned int i = 1; i < n; i++)
+		assert_int_equal(v[i], 2 * v[i - 1]);
+	assert_int_equal(v[n - 1], 4u << 20);
+	n = cb_opt_candidates(workers, v, 64);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[2], 4);
+	/* Not tunable: none. */
+	assert_int_equal(cb_opt_candidates(timeout, v, 64), 0);
+	/* Without a tune range: the powers of two inside min..max. */
+	n = cb_opt_candidates(&row, v, 64);
+	assert_int_equal(n, 4);
+	assert_int_equal(v[0], 4);
+	assert_int_equal(v[3], 32);
+	assert_int_equal(cb_opt_candidates(&row, v, 2), 2);
+	/* A rule of its own leaves out what the row refuses. */
+	row.valid = odd_refused;
+	row.min = 1;
+	n = cb_opt_candidates(&row, v, 64);
+	assert_int_equal(n, 5);
+	assert_int_equal(v[0], 2);
+}
 
 static struct run_result r;
 
@@ -296,6 +344,11 @@ static void test_describe_is_json_with_every_backend(void **state)
 		snprintf(want, sizeof(want), "{\"name\":\"%s\"", f->name);
 		assert_non_null(strstr(r.out, want));
 	}
+	/* A knob's candidates: powers of two of its tune range, its choices,
+	 * a flag's off and on. */
+	assert_non_null(strstr(r.out, "\"candidates\":[65536,131072,262144,524288,1048576,2097152,4194304]"));
+	assert_non_null(strstr(r.out, "\"candidates\":[\"hash\",\"lb\",\"cpu\",\"qm\",\"rollover\"]"));
+	assert_non_null(strstr(r.out, "\"candidates\":[\"off\",\"on\"]"));
 	/* A checker that can fail. */
 	assert_false(json_valid("{\"a\":1,}"));
 	assert_false(json_valid("{\"a\":1} x"));
@@ -372,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_quantile_is_the_bucket_midpoint),
 		cmocka_unit_test(test_quantile_error_is_half_a_bucket),
 		cmocka_unit_test(test_ring_bytes),
+		cmocka_unit_test(test_candidates),
 		cmocka_unit_test(test_options_of_other_backends_are_refused),
 		cmocka_unit_test(test_every_table_parses_its_defaults),
 		cmocka_unit_test(test_a_port_option_needs_no_interface),

@@ -110,7 +110,8 @@ FAKE_PROGRAM = textwrap.dedent(
             received=int(env.get("FAKE_RECEIVED", "1000")), foreign=3, lost=int(env.get("FAKE_SEQ_LOST", "0")),
             duplicates=1, reordered=2, max_seq=999, kernel_drops=int(env.get("FAKE_KDROPS", "0")),
             lengths=json.loads(env.get("FAKE_LENGTHS", "{}")),
-            kernel={"packets": 1000, "drops": int(env.get("FAKE_KDROPS", "0"))}, cpu=opt("--cpu"))
+            kernel={"packets": 1000, "drops": int(env.get("FAKE_KDROPS", "0"))}, cpu=opt("--cpu"),
+            **({"ring_bytes": int(env["FAKE_RING_BYTES"])} if "FAKE_RING_BYTES" in env else {}))
     """
 )
 

@@ -44,6 +44,8 @@ VARIANTS = [
     ("ring size", {"ring_bytes": 4 << 20}),
     ("another ring size", {"ring_bytes": 64 << 20}),
     ("backend options", {"backend_args": "--block-size 65536"}),
+    ("a backend knob", {"knobs": {"afp-v3:block-size": "4M"}}),
+    ("another backend knob", {"knobs": {"afp-v3:block-count": "8"}}),
     ("receive mode", {"rx_mode": "napi"}),
     ("NAPI thread priority", {"rx_mode": "napi", "napi_sched": "fifo:50"}),
     ("cpumap ring thread priority", {"rx_mode": "cpumap", "napi_sched": "fifo:50"}),

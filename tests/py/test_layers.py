@@ -17,7 +17,7 @@ import pytest
 
 PACKAGE = Path(__file__).parents[2] / "python" / "capbench"
 # Above the top-level modules, lowest first; the packages of one entry are one layer.
-LAYERS = (("testbed", "remote", "profile"), ("trial",), ("methods",), ("campaign",), ("report",), ("cli",))
+LAYERS = (("testbed", "remote", "profile"), ("trial",), ("methods",), ("campaign",), ("report",), ("tune",), ("cli",))
 PACKAGES = {name: i for i, names in enumerate(LAYERS) for name in names}
 TOP = "__main__"  # `python -m capbench`: above everything
 

@@ -44,12 +44,13 @@ import os
 import re
 import shlex
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from capbench import declared, inputs
+from capbench.options import option_value
 from capbench.profile.perf_record import DEFAULT_HZ, HZ_RANGE
 from capbench.errors import UsageError
 from capbench.methods import registry
@@ -95,6 +96,19 @@ class Step:
     count: int = 0
     dur: str = ""  # duration_s as the key names it ("10s"), only in a campaign of several durations
     rx_ring: int = 0  # the cpumap model's receive ring in frames (rxmode); 0 = rxmode.DEFAULT_RX_RING
+    # The knobs this step sets (--vary, capbench tune): (knob, value as given), in the order given.
+    # A run knob's value is in its field above too; a backend knob's option is in knob_args.
+    knobs: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def config(self) -> str:
+        """The knobs as tables and keys name them: "afp-v3:block-size=1M ring=4M" ("" for none)."""
+        return config_text(self.knobs)
+
+    @property
+    def knob_args(self) -> tuple[str, ...]:
+        """The capbench-cap options of this step's backend knobs (after its --backend-args)."""
+        return tuple(a for name, value in self.knobs for a in knob_option_args(name, value, self.backend))
 
     @property
     def key(self) -> str:
@@ -116,7 +130,7 @@ class Step:
 # report reads pin= and groups= back (report.keys).
 STEP_KEY_PARTS = (("pin", "pin", True), ("load", "app_load", True), ("procs", "procs", True),
                   ("ring", "ring", False), ("rx_ring", "rx_ring", False), ("args", "backend_args", False), ("groups", "groups", False),
-                  ("dur", "dur", False), ("count", "count", False))
+                  ("dur", "dur", False), ("count", "count", False), ("knobs", "config", False))
 
 
 def _key(default: Any, key: str) -> Any:
@@ -146,6 +160,10 @@ class Matrix:
     # only in short runs): each duration's sending time, or with counts each count's frames.
     durations: tuple[float, ...] = _key((5.0,), "duration")
     counts: tuple[int, ...] = _key((), "count")  # (): by duration
+    # Knobs as axes (--vary KNOB=V1,V2, capbench tune): (knob, its values), each knob once. A run
+    # knob (RUN_KNOBS) sets its Step field, a backend knob ("afp-v3:block-size") its backend's option;
+    # each backend's steps take every combination of the knobs it has (tune.knobs.space says which).
+    vary: tuple[tuple[str, tuple[str, ...]], ...] = _key((), "vary")
 
     @property
     def lengths(self) -> tuple[tuple[float, int], ...]:
@@ -157,17 +175,24 @@ class Matrix:
         """How many steps it makes (before two matrices' shared steps are merged): a search's
         steps do not vary with the run length."""
         per_length = sum(1 if registry.get(m).sets_own_load else len(self.lengths) for m in self.methods)
+        configs = sum(len(self.configs(b)) for b in self.backends)
         return per_length * math.prod(len(x) for x in (self.pins, self.app_loads, self.procs, self.rings,
-                                                       self.rx_rings, self.backends, self.sizes)) * self.repeat
+                                                       self.rx_rings, self.sizes)) * configs * self.repeat
+
+    def configs(self, backend: str) -> list[tuple[tuple[str, str], ...]]:
+        """Every combination of the varied knobs `backend` has (one empty one when none)."""
+        axes = [[(name, v) for v in values] for name, values in self.vary if knob_applies(name, backend)]
+        return list(itertools.product(*axes))
 
     def steps(self) -> list[Step]:
         args = dict(self.backend_args)
         own_load = {m: registry.get(m).sets_own_load for m in self.methods}
-        return [Step(m, b, s, p, a, n, r, ring, args.get(b, ""), rx_ring=rx_ring,
-                     **({} if own_load[m] else {"duration_s": d, "count": count}))
+        return [with_knobs(Step(m, b, s, p, a, n, r, ring, args.get(b, ""), rx_ring=rx_ring,
+                                **({} if own_load[m] else {"duration_s": d, "count": count})), config)
                 for m, p, a, n, ring, rx_ring, (d, count), b, s, r in itertools.product(
                     self.methods, self.pins, self.app_loads, self.procs, self.rings, self.rx_rings, self.lengths,
-                    self.backends, self.sizes, range(1, self.repeat + 1))]
+                    self.backends, self.sizes, range(1, self.repeat + 1))
+                for config in self.configs(b)]
 
 
 @dataclass(frozen=True)
@@ -338,8 +363,112 @@ def check_pin(pin: str) -> str:
     return up
 
 
+# --- knobs: settings a run varies (--vary) and capbench tune searches ---------------------------
+#
+# A knob is a run setting (below: the Step field it sets, how its value reads, the Matrix axis
+# that sets it otherwise) or a backend's option that its C table marks tunable ("afp-v3:block-size":
+# declared.Option.candidates). tune/knobs.py declares each knob's candidates and what it governs;
+# here is what a knob's value does to a step, once. The poll thread's scheduling (--napi-sched) is
+# no knob here: it is the test bed's, built once per run (runner), so it cannot vary by step.
+RUN_KNOBS: dict[str, tuple[str, Callable[[str], Any], str]] = {
+    "ring": ("ring", parse_ring, "rings"),
+    "rx-ring": ("rx_ring", rxmode.parse_rx_ring, "rx_rings"),
+    "pin": ("pin", check_pin, "pins"),
+}
+KNOB_SEP = ":"  # "afp-v3:block-size": a backend's knob
+
+
+def config_text(knobs: Iterable[tuple[str, str]]) -> str:
+    """A configuration as keys, tables and figures name it: "afp-v3:block-size=1M ring=4M"."""
+    return " ".join(f"{k}={v}" for k, v in knobs)
+
+
+def split_knob(name: str) -> tuple[str, str] | None:
+    """(backend, "--option") of a backend knob's name; None for a run knob's."""
+    backend, sep, option = name.partition(KNOB_SEP)
+    return (backend, f"--{option}") if sep else None
+
+
+def knob_applies(name: str, backend: str) -> bool:
+    """A run knob applies to every backend, a backend knob to its own."""
+    owner = split_knob(name)
+    return owner is None or owner[0] == backend
+
+
+def knob_option_args(name: str, value: str, backend: str) -> tuple[str, ...]:
+    """capbench-cap's options for a backend knob of `backend` (a flag's "on": the flag, "off":
+    nothing); () for a run knob, another backend's, or a capture program's (program_knob_values)."""
+    owner = split_knob(name)
+    if owner is None or owner[0] != backend or backend not in declared.backend_names():
+        return ()
+    option = declared.backend(backend).option(owner[1])
+    if option is not None and option.type == "flag":
+        return (owner[1],) if value == declared.FLAG_VALUES[1] else ()
+    return (owner[1], value)
+
+
+def program_knob_values(knobs: Iterable[tuple[str, str]], program: str) -> dict[str, str]:
+    """{field: value} of a capture program's knobs in a configuration: its template's fields."""
+    return {owner[1][2:]: v for n, v in knobs if (owner := split_knob(n)) is not None and owner[0] == program}
+
+
+def with_knobs(step: Step, config: tuple[tuple[str, str], ...]) -> Step:
+    """`step` with the knobs of `config` set: a run knob's value in its field."""
+    fields = {RUN_KNOBS[n][0]: RUN_KNOBS[n][1](v) for n, v in config if n in RUN_KNOBS}
+    return dataclasses.replace(step, knobs=config, **fields) if config else step
+
+
+def knob_option(name: str, backends_known: Sequence[str]) -> declared.Option:
+    """The option of backend knob `name` (a tunable one of a capbench-cap backend), or one line
+    naming the knobs that backend has."""
+    backend, flag = split_knob(name) or ("", "")
+    if backend not in backends_known or backend not in declared.backend_names():
+        raise UsageError(f"unknown knob {name!r}: a knob is {', '.join(RUN_KNOBS)}, BACKEND:OPTION of a "
+                         f"capbench-cap backend ({', '.join(declared.backend_names())}) or PROGRAM:KNOB of a "
+                         f"capture program's adapter")
+    option = declared.backend(backend).option(flag)
+    if option is None or not option.candidates:
+        tunable = [o.name[2:] for o in declared.backend(backend).options if o.candidates]
+        raise UsageError(f"{backend} has no knob {flag[2:]!r}: its knobs are "
+                         f"{', '.join(tunable) or 'none'} (and {', '.join(RUN_KNOBS)})")
+    return option
+
+
+def check_knob_value(name: str, value: str, backends_known: Sequence[str],
+                     programs: Mapping[str, Adapter] | None = None) -> str:
+    """`value` if knob `name` takes it, else one line saying what it takes (`programs`: the capture
+    programs' adapters, whose knobs are theirs)."""
+    if name in RUN_KNOBS:
+        RUN_KNOBS[name][1](value)
+        return value
+    owner = split_knob(name)
+    if owner is not None and owner[0] in (programs or {}) and owner[0] not in declared.backend_names():
+        adapter = (programs or {})[owner[0]]
+        if owner[1][2:] not in adapter.knob_names:
+            raise UsageError(f"{owner[0]} has no knob {owner[1][2:]!r}: its knobs are "
+                             f"{', '.join(adapter.knob_names) or 'none'} (and {', '.join(RUN_KNOBS)})")
+        return adapter.knob(owner[1][2:]).check(value, f"knob {name}")
+    problem = knob_option(name, backends_known).value_problem(value)
+    if problem:
+        raise UsageError(f"knob {name} {value!r}: {problem}")
+    return value
+
+
+def parse_vary(value: Any, what: str, backends_known: Sequence[str],
+               programs: Mapping[str, Adapter] | None = None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """{knob: values} (a campaign's table, or --vary KNOB=V1,V2 gathered so), each value checked."""
+    if not isinstance(value, dict) or not value:
+        raise UsageError(f"{what} must map knobs to their values, e.g. \"afp-v3:block-size\" = [\"1M\", \"4M\"]")
+    out = []
+    for name, values in value.items():
+        texts = _listed(values, f"{what} {name}", lambda v, _w: str(v))
+        out.append((str(name), tuple(check_knob_value(str(name), v, backends_known, programs) for v in texts)))
+    return tuple(out)
+
+
 def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Sequence[str],
-                name_of: Callable[[str], str] = str, cap_backends: Sequence[str] | None = None) -> Matrix:
+                name_of: Callable[[str], str] = str, cap_backends: Sequence[str] | None = None,
+                programs: Mapping[str, Adapter] | None = None) -> Matrix:
     """A matrix: `base` with the keys of `d` replaced (values checked, `where` names the table,
     or is empty for the flags of `capbench run`)."""
     pre = f"{where}: " if where else ""
@@ -387,6 +516,10 @@ def matrix_from(d: dict[str, Any], base: Matrix, where: str, backends_known: Seq
                                                      lambda v, what: parse_duration(str(v), what=what)), counts=())
     if "count" in d:
         m = dataclasses.replace(m, counts=_listed(d["count"], f"{pre}{name_of('count')}", _frames))
+    if "vary" in d:
+        m = dataclasses.replace(m, vary=parse_vary(d["vary"], f"{pre}{name_of('vary')}",
+                                                   backends_known if cap_backends is None else cap_backends,
+                                                   programs))
     if "repeat" in d:
         if (isinstance(d["repeat"], bool) or not isinstance(d["repeat"], int)
                 or not 1 <= d["repeat"] <= MAX_REPEAT):
@@ -593,8 +726,9 @@ def build(top: dict[str, Any], matrices: Sequence[dict[str, Any]], *, backends_k
     backends_known = cap_backends + tuple(n for n in programs if n not in cap_backends)
     try:
         base = matrix_from(top, Matrix(), f"{where}[campaign]" if where else "",
-                           backends_known, name_of, cap_backends)
-        built = tuple(matrix_from(t, base, f"{where}[[matrix]] #{i + 1}", backends_known, name_of, cap_backends)
+                           backends_known, name_of, cap_backends, programs)
+        built = tuple(matrix_from(t, base, f"{where}[[matrix]] #{i + 1}", backends_known, name_of, cap_backends,
+                                  programs)
                       for i, t in enumerate(matrices)) or (base,)
         if sensors:
             known_sensors = matrix_from({"backends": list(sensors)}, Matrix(), "", backends_known, name_of).backends
@@ -683,6 +817,47 @@ def _proc_cpus(value: Any, name_of: Callable[[str], str]) -> tuple[int, ...] | N
     return cpus
 
 
+def check_set_once(m: Matrix, name_of: Callable[[str], str] = str) -> None:
+    """A knob is set in one place: a run setting by its axis or by a knob, a backend's option by
+    its --backend-args or by a knob, and its buffer by --ring or by the options --ring maps to
+    (a later --block-size would win over --ring's, and the trial be labelled with a buffer it
+    did not run). Also: a backend knob's backend is measured."""
+    varied = dict(m.vary)
+    for name, (_, _, axis) in RUN_KNOBS.items():
+        if name in varied and getattr(m, axis) != default_of(_keyed_name(axis)):
+            raise UsageError(f"{name_of(_keyed_name(axis))} and {name_of('vary')} {name} both set {name}: give one")
+    for name in varied:
+        owner = split_knob(name)
+        if owner is not None and owner[0] not in m.backends:
+            raise UsageError(f"{name_of('vary')} {name}: {owner[0]} is not measured (backends "
+                             f"{', '.join(m.backends)}): add it to {name_of('backends')}")
+    ring_from = name_of("ring") if m.rings != default_of("ring") else f"{name_of('vary')} ring"
+    ring_given = m.rings != default_of("ring") or "ring" in varied
+    for backend, args in dict(m.backend_args).items():
+        words = shlex.split(args)
+        for name in varied:
+            owner = split_knob(name)
+            if owner is not None and owner[0] == backend and option_value(words, owner[1]) is not None:
+                raise UsageError(f"{name_of('backend_args')} for {backend} sets {owner[1]}, which "
+                                 f"{name_of('vary')} {name} varies: give it in one of them")
+    for backend in m.backends:
+        spec = declared.backend(backend).ring if backend in declared.backend_names() else None
+        if spec is None or not ring_given:
+            continue
+        words = shlex.split(dict(m.backend_args).get(backend, ""))
+        owned = [split_knob(n) for n in varied if split_knob(n) is not None]
+        clashes = ([(name_of("backend_args"), o) for o in spec.options if option_value(words, o) is not None]
+                   + [(name_of("vary"), o) for b, o in owned if b == backend and o in spec.options])
+        for where, option in clashes:
+            raise UsageError(f"{ring_from} and {where} {option} both set {backend}'s buffer (--ring is "
+                             f"{spec.text()}): give one of them")
+
+
+def _keyed_name(field_name: str) -> str:
+    """The [campaign] key of a Matrix field."""
+    return next(f.metadata["key"] for f in dataclasses.fields(Matrix) if f.name == field_name)
+
+
 def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
     """What no single key can say: the rate against every frame length, the search methods'
     fixed lengths, the search parameters, the backends' limits. (A profile's frame lengths
@@ -748,6 +923,7 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
         raise UsageError(f"{name_of('backend_args')} names {backend}, which no matrix measures (backends "
                          f"{', '.join(sorted(measured))}): add it to {name_of('backends')} or leave its options out")
     for m in c.matrices:
+        check_set_once(m, name_of)
         for size in m.sizes:
             if isinstance(size, int):
                 rate.check(size, c.link_bps)

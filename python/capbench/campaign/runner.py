@@ -40,6 +40,7 @@ from capbench.campaign.results import PROFILES_DIR, RunWriter
 from capbench.methods.measurer import disturbed, superseded
 from capbench.methods.verdict import measured
 from capbench import declared
+from capbench.trial.apps import Adapter
 from capbench.trial import program_probe
 from capbench.trial import witness
 from capbench.methods import registry
@@ -277,11 +278,17 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                engine=c.engine, gen_cpu=gen_cpu, cap_cpu=cap_cpu, app_load=step.app_load,
                                settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring, rx_ring=step.rx_ring,
                                cap_args=tuple(shlex.split(step.backend_args)) + sensor_queue_args(backend, c),
+                               knobs=step.knobs, knob_args=step.knob_args,
                                group_args=c.group_args()[1],
                                gen_args=c.group_args()[0] + (("--count", str(step.count)) if step.count else ()),
                                proc_cpus=(None if c.proc_cpus is None or step.procs == 1 else
                                           tuple(c.proc_cpus[i % len(c.proc_cpus)] for i in range(step.procs))),
-                               app=c.program(backend), profile=profiling)
+                               app=program_of(backend, step), profile=profiling)
+
+        def program_of(backend: str, step: cmod.Step) -> Adapter | None:
+            """The capture program's adapter of a step, running with the step's knobs of it."""
+            app = c.program(backend)
+            return None if app is None else app.with_knob_values(cmod.program_knob_values(step.knobs, backend))
 
         def record(r: TrialResult) -> None:
             writer.append(r)

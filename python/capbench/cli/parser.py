@@ -333,6 +333,11 @@ def build_parser() -> Parser:
     run.add_argument("--ring", metavar="LIST",
                      help=f"kernel buffer sizes, comma-separated (256k, 4M, 64M), B bytes given to each backend "
                           f"as {from_declarations(rings_help)} (default: each backend's own)")
+    run.add_argument("--vary", action="append", metavar="KNOB=LIST",
+                     help="vary a knob as an axis (repeat for several; the steps take every combination): "
+                          "ring, rx-ring, pin or a backend's tunable option, e.g. --vary 'afp-v3:block-size=1M,4M' "
+                          "(`capbench backends` lists each backend's knobs; a knob is set once: not with "
+                          "--ring, or the option in --backend-args)")
     run.add_argument("--rx-ring", metavar="LIST",
                      help=f"--rx-mode cpumap: the receive ring's depth in frames, comma-separated, 1 to "
                           f"{rxmode.RX_RING_MAX} (a NIC's holds 512-4096; default: {rxmode.DEFAULT_RX_RING})")

@@ -30,13 +30,14 @@ from capbench.remote import hosts as hosts_mod
 from capbench.trial import remote_side
 from capbench.remote import ssh_rules, topology
 from capbench.testbed import host_sysctl, ports, preflight, rxmode
+from capbench.tune import knobs
 
 
 MATRIX_FLAGS = ("method", "backends", "sizes", "link", "rate", "duration", "count", "trial", "precision", "max_rate",
                 "loss_tolerance",
                 "steps", "pause", "engine", "pin", "gen_cpu", "rx_cpu", "cap_cpu", "app_load", "procs", "ring", "rx_ring",
                 "repeat", "backend_args", "proc_cpus", "groups", "group_size", "group_gap", "app", "apps_file",
-                "sensors", "tap_cpu", "profile", "profile_hz")
+                "sensors", "tap_cpu", "profile", "profile_hz", "vary")
 # The placement of the CPU flags when none is given: the seed's "#1" on two cores.
 DEFAULT_CPUS = (0, 1, 1)
 
@@ -48,6 +49,19 @@ def _list(text: str, flag: str) -> list[str]:
     if len(set(items)) != len(items):
         raise UsageError(f"a value is listed twice in {flag} {text}")
     return items
+
+
+def vary_table(items: list[str]) -> dict[str, str]:
+    """{knob: "V1,V2"} of the --vary KNOB=V1,V2 flags (hyperfine's -L), each knob once."""
+    table: dict[str, str] = {}
+    for item in items:
+        name, eq, values = item.partition("=")
+        if not eq or not name.strip() or not values.strip():
+            raise UsageError(f"cannot read --vary {item!r}: give KNOB=V1,V2, e.g. 'afp-v3:block-size=1M,4M'")
+        if name.strip() in table:
+            raise UsageError(f"--vary gives {name.strip()} twice: list all its values in one")
+        table[name.strip()] = values
+    return table
 
 
 def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = None) -> campaign.Campaign:
@@ -76,6 +90,8 @@ def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = Non
             if backend.strip() in top["backend_args"]:
                 raise UsageError(f"--backend-args gives {backend.strip()} twice: put all its options in one")
             top["backend_args"][backend.strip()] = opts
+    if args.vary:
+        top["vary"] = vary_table(args.vary)
     if args.app:
         top["apps"] = {}
         for item in args.app:
@@ -290,20 +306,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def check_rx_ring(c: campaign.Campaign, rx_mode: str, on_ports: bool) -> None:
-    """--rx-ring (a matrix's rx_ring) only where it applies: the veth test bed's cpumap model, and
-    backends whose receive work its thread can do (not those with their own XDP program)."""
-    given = [m for m in c.matrices if any(m.rx_rings)]
+    """--rx-ring (a step's rx_ring: a matrix's, or --vary rx-ring) only where it applies: the veth
+    test bed's cpumap model, and backends whose receive work its thread can do (not those with
+    their own XDP program)."""
+    given = [s for s in c.steps() if s.rx_ring]
     if not given:
         return
-    depth = ",".join(str(r) for r in dict.fromkeys(r for m in given for r in m.rx_rings if r))
+    depth = ",".join(str(r) for r in dict.fromkeys(s.rx_ring for s in given))
     if on_ports:
         raise UsageError(f"--rx-ring {depth} sets the veth test bed's ring: on your own ports the NIC's receive ring "
                          f"is its own (ethtool -G, --nic-set); leave out --rx-ring")
     if rx_mode != "cpumap":
         raise UsageError(f"--rx-ring {depth} sets the cpumap model's ring: add --rx-mode cpumap (--rx-mode {rx_mode} "
                          f"has the veth's fixed {rxmode.VETH_RING_FRAMES}-frame ring)")
-    own = sorted({b for m in given for b in m.backends if b in declared.backend_names()
-                  and declared.backend(b).own_xdp})
+    own = sorted({s.backend for s in given if s.backend in declared.backend_names()
+                  and declared.backend(s.backend).own_xdp})
     if own:
         raise UsageError(f"--rx-ring with {', '.join(own)}: their own XDP program runs in the capture veth's poll, "
                          f"before any ring it could feed; leave out --rx-ring for them (their trials use the "
@@ -365,7 +382,7 @@ def callbacks(args: argparse.Namespace) -> runner.RunCallbacks:
 
     def show_results(trials, outcomes) -> None:
         live.clear()
-        console.print_results(trials, outcomes, console.human_console(stderr=as_json))
+        console.print_results(trials, outcomes, console.human_console(stderr=as_json), knobs.advice_lines(trials))
 
     return runner.RunCallbacks(on_trial=on_trial, on_step=on_step, show_results=show_results,
                                write_report=write_run_report, repeated=tables.repeated_rates,

@@ -88,7 +88,9 @@ def human_console(*, stderr: bool = False, width: int = 120) -> Console:
 
 
 def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]],
-                  console: Console | None = None) -> None:
+                  console: Console | None = None, advice: Sequence[str] = ()) -> None:
+    """Every table of the run, then its answer (print_answer) with `advice`: what to change where
+    it lost (the command's, which knows the knobs: tune.knobs.advice_lines)."""
     if console is None:
         console = human_console()
     # iperf-like tables from the iperf trials, the RFC 2544 (#1 A:A / #2 A:B), MLR and
@@ -97,13 +99,14 @@ def print_results(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, An
     table = outcome_table(outcomes)
     if table is not None:
         console.print(table)
-    print_answer(trials, outcomes, console)
+    print_answer(trials, outcomes, console, advice)
 
 
 ANSWER_TITLE = "The answer"
 
 
-def print_answer(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]], console: Console) -> None:
+def print_answer(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any]], console: Console,
+                 advice: Sequence[str] = ()) -> None:
     """The run's end (issue 28): the answer, as the report's summary gives it: the best backend per
     frame length (a table, its Trials column saying how many trials each row rests on), where each
     backend starts to lose (loss that repeats, with its spread), how sure each point is."""
@@ -129,6 +132,10 @@ def print_answer(trials: Sequence[TrialResult], outcomes: Sequence[dict[str, Any
     if losses:
         console.print(Text("Where each backend starts to lose:"))
         for line in losses:
+            console.print(Text(f"  {line}"))
+    if advice:
+        console.print(Text("What governs the loss, and how to search it:"))
+        for line in advice:
             console.print(Text(f"  {line}"))
 
 

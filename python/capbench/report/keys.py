@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from capbench.campaign.matrix import RUN_KNOBS, config_text, split_knob
 from capbench.rates import link_name
 from capbench.report.load import Trial
 from capbench.testbed import rxmode
@@ -91,6 +92,17 @@ def _sensor(t: Trial) -> tuple[int, int] | int:
     return (int(value(t, "sensor", 0) or 0), n) if n else 0
 
 
+def knobs_of(t: Trial) -> dict[str, str]:
+    """The knobs a trial's step set (capbench run --vary, capbench tune); {} for none."""
+    return dict(value(t, "knobs", {}) or {})
+
+
+def _backend_knobs(t: Trial) -> str:
+    """A trial's backend knobs, "block-size=1M" (its backend is the series'); its run knobs show as
+    their own settings (ring, rx ring, placement)."""
+    return config_text((split_knob(n)[1][2:], v) for n, v in knobs_of(t).items() if split_knob(n))
+
+
 @dataclass(frozen=True)
 class Axis:
     """A setting of a measurement beyond the SeriesKey's own fields."""
@@ -113,6 +125,7 @@ AXES: tuple[Axis, ...] = (
     Axis("procs", 1, "procs"),  # capture processes
     Axis("ring_bytes", 0, "ring", _bytes),
     Axis("backend_args", "", "backend args"),
+    Axis("knobs", "", "knobs", get=_backend_knobs),  # the backend options a --vary or tune set
     Axis("rx_mode", "rps", "rx mode"),  # napi: the capture veth's NAPI thread does the receive work; rps: RPS
     # The receive thread's scheduling ("other", "fifo:50"; "" with rps), named after its model's thread.
     Axis("napi_sched", "", "receive thread",
@@ -131,6 +144,27 @@ PROGRAM_APP_LOAD = "its own"
 # What the key is made of, in words (error messages and help).
 IDENTITY_TEXT = ("method, backend, frame length, rate, link, engine, app load, placement, "
                  + ", ".join(a.title for a in AXES))
+
+
+# The settings a run knob sets (campaign.matrix.RUN_KNOBS): the axis, or the placement ("pin").
+KNOB_AXES = {"ring": "ring_bytes", "rx-ring": "rx_ring", "pin": "placement", "knobs": "knobs"}
+assert set(KNOB_AXES) - {"knobs"} == set(RUN_KNOBS), "a run knob without the axis it sets"
+
+
+def without_knobs(t: AnyTrial) -> SeriesKey:
+    """A trial's series but the settings its knobs set: what the configurations of a --vary (or a
+    tune) share, which a ranking of them groups by."""
+    t = as_trial(t)
+    knobs = knobs_of(t)
+    set_here = {KNOB_AXES["knobs"]} | {KNOB_AXES[n] for n in knobs if n in KNOB_AXES}
+    if not _step_part(str(value(t, "step", "") or ""), "ring"):
+        # no --ring: the buffer it ran is its options' (ring_bytes from the program's summary),
+        # the same --backend-args for all, so a backend knob made any difference
+        set_here.add(KNOB_AXES["ring"])
+    titles = {a.title_of(t) for a in AXES if a.name in set_here}
+    k = series_key(t)
+    return dataclasses.replace(k, extra=tuple(e for e in k.extra if e[0] not in titles),
+                               placement="placement by knob" if KNOB_AXES["pin"] in set_here else k.placement)
 
 
 def axis_value(t: Trial, axis: Axis) -> Any:

@@ -162,6 +162,9 @@ def _errorbar(ax, xs, stats_, color, label, kind="measured", linestyle="-"):
                 capsize=3 if has_spread else 0, **marker_style(kind, color))
 
 
+FEW_LENGTHS = 4  # a frame-length axis of this many lengths or fewer ticks each and dodges its series
+
+
 def _frame_axis(ax, sizes) -> None:
     """A frame-length x axis: ticks at the lengths measured when they are few, and one length
     centred in a range around it (not matplotlib's ±3 B)."""
@@ -169,9 +172,27 @@ def _frame_axis(ax, sizes) -> None:
     if not sizes:
         return
     if len(sizes) == 1:
-        ax.set_xlim(sizes[0] - max(sizes[0] * 0.5, 1), sizes[0] + max(sizes[0] * 0.5, 1))
-    if len(sizes) <= 4:
+        ax.set_xlim(sizes[0] - _half_range(sizes[0]), sizes[0] + _half_range(sizes[0]))
+    if len(sizes) <= FEW_LENGTHS:
         ax.set_xticks(sizes)
+
+
+def _half_range(size: int) -> float:
+    """How far either side of one frame length its axis reaches."""
+    return max(size * 0.5, 1)
+
+
+def _dodge(keys, sizes) -> dict:
+    """Each series' x offset in bytes: at a few frame lengths, several series (the settings of a
+    --vary) side by side around each length, within 60 % of the gap to the next (or of the range
+    shown around one length), so that their points and bars do not hide each other; 0 along a
+    longer axis, where the lines tell them apart."""
+    keys, sizes = sorted(set(keys)), sorted(set(sizes))
+    if len(keys) < 2 or not sizes or len(sizes) > FEW_LENGTHS:
+        return {k: 0.0 for k in keys}
+    gap = min((b - a for a, b in zip(sizes, sizes[1:])), default=_half_range(sizes[0]))
+    step = 0.6 * gap / len(keys)
+    return {k: (i - (len(keys) - 1) / 2) * step for i, k in enumerate(keys)}
 
 
 def _unmeasured(gs, metric: str) -> list:
@@ -189,9 +210,11 @@ def _unmeasured_note(what: str, left_out: Sequence[str]) -> str:
 
 
 def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float = 1.0) -> tuple[bool, list[str]]:
-    """One line per series over frame length through the measured points; lower bounds as their markers.
+    """One line per series over frame length through the measured points (side by side at a few
+    lengths: _dodge); lower bounds as their markers.
     Also the points left out as not measured (`_unmeasured`), named "label at N B"."""
     any_short, left_out = False, []
+    dx = _dodge(groups_by_series, {g.frame_len for gs in groups_by_series.values() for g in gs})
     for key, gs in groups_by_series.items():
         gs = sorted(gs, key=lambda g: g.frame_len)
         unmeasured = _unmeasured(gs, metric)
@@ -201,11 +224,11 @@ def _per_frame(ax, groups_by_series, labels, colors, metric: str, scale: float =
         short = [g for g in gs if g.short]
         scaled = [g.stat(metric).scaled(scale) for g in valid]
         if valid:
-            _errorbar(ax, [g.frame_len for g in valid], scaled, colors[key], labels[key])
+            _errorbar(ax, [g.frame_len + dx[key] for g in valid], scaled, colors[key], labels[key])
         if short:
             any_short = True
-            _mark(ax, [g.frame_len for g in short], [g.stat(metric).median * scale for g in short], colors[key],
-                  "lower_bound", label=None if valid else f"{labels[key]} (lower bound)")
+            _mark(ax, [g.frame_len + dx[key] for g in short], [g.stat(metric).median * scale for g in short],
+                  colors[key], "lower_bound", label=None if valid else f"{labels[key]} (lower bound)")
     return any_short, left_out
 
 
@@ -239,7 +262,7 @@ def _wire_xs(sizes) -> list[float]:
     """Where the wire rate is drawn: over the lengths measured, or around the one measured."""
     sizes = sorted(sizes)
     if len(sizes) == 1:
-        return [sizes[0] - max(sizes[0] * 0.5, 1), sizes[0], sizes[0] + max(sizes[0] * 0.5, 1)]  # _frame_axis's
+        return [sizes[0] - _half_range(sizes[0]), sizes[0], sizes[0] + _half_range(sizes[0])]  # _frame_axis's
     return list(range(min(sizes), max(sizes) + 1, max(1, (max(sizes) - min(sizes)) // 200)))
 
 

@@ -30,8 +30,9 @@ from capbench.methods.verdict import (CAPTURE_AT_SENT_RATE, SET_BY_GENERATOR, ge
 from capbench.methods import registry
 from capbench.report import answer_tables, profiles
 from capbench.report import answers as answers_mod
-from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, pin_of, series_key,
-                                  series_labels, settings_key)
+from capbench.campaign.matrix import config_text
+from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, knobs_of, pin_of, series_key,
+                                  series_labels, settings_key, without_knobs)
 from capbench.report.load import Trial
 from capbench.methods.measurer import superseded
 from capbench.report.stats import Stat, decided, load_text, stat_of, sweep_lines
@@ -239,6 +240,55 @@ def group_by_series(trials: Iterable[AnyTrial]) -> dict[SeriesKey, list[Trial]]:
     return groups
 
 
+# --- the settings of a --vary, ranked -------------------------------------------------------
+
+RANK_HEADERS = ("#", "Knobs", "Loss [%]", "Captured [pps]", "Reps")
+WITHIN_SPREAD_MARK = "≈"  # a setting whose loss range reaches the best's: not told apart from it
+
+
+def _loss_median(rs: Sequence[TrialResult]) -> tuple[float, float]:
+    """How settings rank: the median loss of the repetitions that count, then the most captured."""
+    used = _used(rs)
+    return stat_of(r.loss_pct for r in used).median, -stat_of(r.rx_pps for r in used).median
+
+
+def ranking_tables(trials: Iterable[AnyTrial]) -> list[answers_mod.AnswerTable]:
+    """Per measurement that several knob settings of one run share (backend, frame length, rate
+    and every setting but the knobs'), the settings ranked by median loss, then captured rate,
+    with the spread of their repetitions; a setting whose loss range reaches the best's is marked
+    WITHIN_SPREAD_MARK: the repetitions do not tell it from the best."""
+    groups: dict[tuple, dict[str, list[TrialResult]]] = {}
+    for t in decided(as_trial(t) for t in trials):
+        if registry.constant_load(t.method) and knobs_of(t):
+            where = (without_knobs(t), t.result.frame_len, t.result.rate)
+            groups.setdefault(where, {}).setdefault(config_text(knobs_of(t).items()), []).append(t.result)
+    out = []
+    for (key, frame_len, rate), by_config in groups.items():
+        if len(by_config) < 2:
+            continue
+        ranked = sorted(by_config.items(), key=lambda kv: _loss_median(kv[1]))
+        best = stat_of(r.loss_pct for r in _used(ranked[0][1]))
+        rows, classes = [], []
+        for i, (config, rs) in enumerate(ranked, 1):
+            used = _used(rs)
+            loss, rx = stat_of(r.loss_pct for r in used), stat_of(r.rx_pps for r in used)
+            near = i > 1 and loss.n > 1 and best.n > 1 and loss.lo <= best.hi
+            rows.append([f"{i}{WITHIN_SPREAD_MARK if near else ''}", config,
+                         format_pct(loss.median, exact_zero=loss.exact_zero)
+                         + (f" ({_loss_spread(loss)})" if loss.spread else ""),
+                         f"{rx.median:,.0f}" + (f" ({_spread(rx, ',.0f')})" if rx.spread else ""), str(loss.n)])
+            classes.append(row_class(rs))
+        reps = min(len(_used(rs)) for rs in by_config.values())
+        notes = [f"{WITHIN_SPREAD_MARK}: its loss range reaches the best's, so its repetitions do not tell it "
+                 f"from #1." if any(WITHIN_SPREAD_MARK in r[0] for r in rows) else "",
+                 "One repetition each: an order this close may be noise; --repeat 3 shows the spreads."
+                 if reps < 2 else ""]
+        out.append(answers_mod.AnswerTable(
+            f"Settings ranked by loss: {key.method} {key.backend} {frame_len} B at {rate} "
+            f"({key.title()})", list(RANK_HEADERS), rows, [n for n in notes if n], classes))
+    return out
+
+
 # --- sweeps ------------------------------------------------------------------------
 
 
@@ -425,6 +475,8 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
             rep = f" (rep {r.repeat})" if r.step and len(reps[settings_key(t)]) > 1 else ""
             for line in row_remarks(r):
                 console.print(Text(f"  {_with_b(r.size_label)}{rep}: {line}"))
+    for t in ranking_tables(iperf):
+        _print_answer_table(console, t)
     if any(r.sensors for r in trials):
         _print_sensor_tables(console, records)
     found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)

@@ -30,8 +30,8 @@ from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import iperf_groups
 from capbench.report.tables import HEADERS as TABLE_HEADERS
-from capbench.report.tables import (DISTURBED_MARK, SHORT_MARK, disturbed_note, program_witness, row_cells, row_class,
-                                    short_note, sweep_tables)
+from capbench.report.tables import (DISTURBED_MARK, SHORT_MARK, disturbed_note, program_witness, ranking_tables,
+                                    row_cells, row_class, short_note, sweep_tables)
 from capbench.trial.measure import TrialResult
 
 HEADERS = (*TABLE_HEADERS, "Note")
@@ -229,7 +229,7 @@ def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> st
     for t in iperf_tables(trials):
         notes = "".join(f"\n\\{n}\n" if n.startswith(SHORT_MARK) else f"\n{n}\n" for n in t.notes)  # not a bullet
         parts.append(f"### {t.title}\n\n{md_table(t.headers, t.rows)}\n{notes}")
-    for t in answer_tables(trials, answers):
+    for t in ranking_tables(trials) + answer_tables(trials, answers):
         notes = "".join(f"\n{n}\n" for n in t.notes)
         parts.append(f"### {t.title}\n\n{md_table(t.headers, t.rows, text_last=False)}\n{notes}")
     totals = loss_totals(trials)

@@ -349,11 +349,12 @@ def check_backend_args(c, cap: str) -> None:
                 # AF_XDP (no ndo_xsk_wakeup/XSK pool support): the bind would fail at open.
                 raise UsageError(f"--backend-args for {backend}: --xdp-bind zerocopy cannot work on capbench run's "
                                  f"veth test bed (veth has no zero-copy AF_XDP): use --xdp-bind copy or leave it out")
-    combos = sorted({(b, args, ring) for m in c.matrices for b, args in m.backend_args if b in m.backends
-                     for ring in m.rings})
-    for backend, args, ring in combos:
+    # Each backend's options as its steps give them: --ring's, --backend-args and its knobs' (--vary).
+    combos = sorted({(s.backend, s.ring, s.backend_args, s.knob_args, s.config) for s in c.steps()
+                     if s.backend in declared.backend_names() and (s.backend_args or s.knob_args)})
+    for backend, ring, args, knob_args, config in combos:
         ring_args = declared.ring_args(backend, ring)
-        why = program_refusal([cap, "--check", "--backend", backend, *ring_args, *shlex.split(args)])
+        why = program_refusal([cap, "--check", "--backend", backend, *ring_args, *shlex.split(args), *knob_args])
         if why is not None:
-            raise UsageError(f"--backend-args for {backend}: {why}")
+            raise UsageError(f"{f'--vary {config}' if knob_args else '--backend-args'} for {backend}: {why}")
 

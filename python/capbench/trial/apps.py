@@ -62,8 +62,9 @@ class CountError(RunError):
 # --- templates -------------------------------------------------------------------------
 
 
-def _template_fields(template: str, what: str) -> tuple[list[str], set[str]]:
-    """The words of `template` and the fields they name; AdapterError for what cannot be a template."""
+def _template_fields(template: str, what: str, knobs: Collection[str] = ()) -> tuple[list[str], set[str]]:
+    """The words of `template` and the fields they name (FIELDS, and the adapter's `knobs`);
+    AdapterError for what cannot be a template."""
     try:
         words = inputs.command_words(template, what)  # no NUL byte, no word or command too long to start
     except ValueError as e:
@@ -81,16 +82,17 @@ def _template_fields(template: str, what: str) -> tuple[list[str], set[str]]:
         for _, name, spec, conversion in parsed:
             if name is None:
                 continue
-            if name not in FIELDS:
-                raise AdapterError(f"{what}: unknown field {{{name}}}: use {', '.join('{' + f + '}' for f in FIELDS)}")
+            if name not in FIELDS and name not in knobs:
+                raise AdapterError(f"{what}: unknown field {{{name}}}: use "
+                                   f"{', '.join('{' + f + '}' for f in (*FIELDS, *knobs))}")
             if spec or conversion:
                 raise AdapterError(f"{what}: write {{{name}}} alone, without a format or conversion")
             names.add(name)
     return words, names
 
 
-def _check_command(command: str, what: str) -> tuple[list[str], set[str]]:
-    words, names = _template_fields(command, what)
+def _check_command(command: str, what: str, knobs: Collection[str] = ()) -> tuple[list[str], set[str]]:
+    words, names = _template_fields(command, what, knobs)
     if "iface" not in names:
         raise AdapterError(f"{what} has no {{iface}}: the program must capture on the interface capbench gives")
     return words, names
@@ -108,6 +110,32 @@ def _values(*, iface: str, out: str, cpu: int | None, duration_s: float, outdir:
     if cpu is not None:
         values["cpu"] = cpu
     return values
+
+
+# --- knobs ---------------------------------------------------------------------------------
+
+KNOB_VALUE_RE = re.compile(r"[A-Za-z0-9._:+-]{1,64}")  # one word of the command, never an option of its own
+
+
+@dataclass(frozen=True)
+class AdapterKnob:
+    """A setting of the program that changes how it loses (docs/apps.md, "Its knobs"): a field of
+    its command template ({buffer} in tcpdump's `-B {buffer}`), the values a search tries, the one
+    it runs with when not set, and the layers of its account it governs. `capbench run --vary
+    PROGRAM:NAME=V1,V2` and `capbench tune` vary it (tune.knobs)."""
+
+    name: str
+    candidates: tuple[str, ...]
+    default: str
+    governs: tuple[str, ...] = ()
+    meaning: str = ""
+
+    def check(self, value: str, what: str) -> str:
+        """`value` if it can be the field's word: letters, digits and . _ : + - (not starting with -)."""
+        if not KNOB_VALUE_RE.fullmatch(value) or value.startswith("-"):
+            raise AdapterError(f"{what} {value!r}: a knob's value is one word of letters, digits and . _ : + -, "
+                               f"such as {self.candidates[0] if self.candidates else self.default}")
+        return value
 
 
 # --- the loss account ------------------------------------------------------------------
@@ -356,13 +384,27 @@ class Adapter:
     # Its loss account, each row's packets one of its counts; None: not declared (default_account
     # when it has a 'dropped' count, else none). The account property says which.
     declared_account: tuple[AccountRow, ...] | None = None
+    # Its knobs (fields of its templates, with candidates), and the values this copy runs with
+    # (with_knob_values: a step's --vary or a tune's configuration; the defaults otherwise).
+    knobs: tuple[AdapterKnob, ...] = ()
+    knob_values: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         what = f"adapter {self.name!r}"
         if not NAME_RE.fullmatch(self.name):
             raise AdapterError(f"{what}: a name is letters, digits, _ . + - (at most 40), starting with a letter "
                                "or digit")
-        _, names = _check_command(self.command, f"{what}: command")
+        _, names = _check_command(self.command, f"{what}: command", self.knob_names)
+        for k in self.knobs:
+            if k.name in FIELDS or not k.name.isidentifier():
+                raise AdapterError(f"{what}: knob {k.name!r}: a knob's name is a word (letters, digits, _) that "
+                                   f"is not a field of every adapter ({', '.join(FIELDS)})")
+            for v in (*k.candidates, k.default):
+                k.check(v, f"{what}: knob {k.name}")
+        for name, value in self.knob_values:
+            if name not in self.knob_names:
+                raise AdapterError(f"{what} has no knob {name!r}: its knobs are {', '.join(self.knob_names) or 'none'}")
+            self.knob(name).check(value, f"{what}: knob {name}")
         if self.file_format is not None and self.file_format not in FILE_FORMATS:
             raise AdapterError(f"{what}: file_format {self.file_format!r}: use {' or '.join(FILE_FORMATS)}, or leave "
                                "it out")
@@ -379,7 +421,7 @@ class Adapter:
         _in_range(self.ready_delay_s, DELAY_S, f"{what}: ready delay_s")
         _in_range(self.settle_s, DELAY_S, f"{what}: settle_s")
         if self.post is not None:
-            _template_fields(self.post, f"{what}: post")
+            _template_fields(self.post, f"{what}: post", self.knob_names)
         if self.drops_to is not None and not NAME_RE.fullmatch(self.drops_to):
             raise AdapterError(f"{what}: drops_to: give a user's name")
         if any(c.source == POST for c in self.counts) and self.post is None:
@@ -399,6 +441,22 @@ class Adapter:
                                f"file_format = \"pcap\" with {{out}} in the command")
 
     @property
+    def knob_names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.knobs)
+
+    def knob(self, name: str) -> AdapterKnob:
+        return next(k for k in self.knobs if k.name == name)
+
+    def with_knob_values(self, values: Mapping[str, str]) -> Adapter:
+        """This adapter running with these knob values (the others at their defaults); checked."""
+        return replace(self, knob_values=tuple(values.items())) if values else self
+
+    def knob_fields(self) -> dict[str, str]:
+        """The template's knob fields: each knob's value for this run, else its default."""
+        given = dict(self.knob_values)
+        return {k.name: given.get(k.name, k.default) for k in self.knobs}
+
+    @property
     def account(self) -> tuple[AccountRow, ...]:
         """Its loss account: the declared rows, else the default for a program with a 'dropped' count."""
         if self.declared_account is not None:
@@ -412,8 +470,8 @@ class Adapter:
 
     def argv(self, *, iface: str, out: str, cpu: int | None, duration_s: float, outdir: str) -> list[str]:
         """The command with the fields substituted, one word at a time."""
-        words, _ = _check_command(self.command, f"adapter {self.name!r}: command")
-        values = _values(iface=iface, out=out, cpu=cpu, duration_s=duration_s, outdir=outdir)
+        words, _ = _check_command(self.command, f"adapter {self.name!r}: command", self.knob_names)
+        values = _values(iface=iface, out=out, cpu=cpu, duration_s=duration_s, outdir=outdir) | self.knob_fields()
         return _substitute(words, values, f"adapter {self.name!r}: command")
 
     def file_paths(self, *, iface: str, out: str, cpu: int | None, duration_s: float,
@@ -430,7 +488,7 @@ class Adapter:
 
     def check(self) -> None:
         """AdapterError unless the template is sound and the program is there."""
-        _check_command(self.command, f"adapter {self.name!r}: command")
+        _check_command(self.command, f"adapter {self.name!r}: command", self.knob_names)
         for program in (self.program, *([shlex.split(self.post)[0]] if self.post else [])):
             found = (os.path.isfile(program) and os.access(program, os.X_OK)) if "/" in program else \
                 shutil.which(program)
@@ -470,7 +528,7 @@ def post_argv(adapter: Adapter, *, iface: str, out: str, cpu: int | None, durati
     """The adapter's post command with its fields, None without one."""
     if adapter.post is None:
         return None
-    values = _values(iface=iface, out=out, cpu=cpu, duration_s=duration_s, outdir=outdir)
+    values = _values(iface=iface, out=out, cpu=cpu, duration_s=duration_s, outdir=outdir) | adapter.knob_fields()
     return _substitute(shlex.split(adapter.post), values, f"adapter {adapter.name!r}: post")
 
 
@@ -482,7 +540,8 @@ def _in_range(value: float, bounds: tuple[float, float], what: str) -> None:
 # --- the TOML schema -------------------------------------------------------------------
 
 _ADAPTER_KEYS = ("command", "summary", "package", "stop", "ready", "settle_s", "file_format", "notes", "counts",
-                 "post", "drops_to", "account")
+                 "post", "drops_to", "account", "knobs")
+_KNOB_KEYS = ("candidates", "default", "governs", "meaning")
 _ACCOUNT_KEYS = ("layer", "counter", "explains", "count", "cross_check")
 _STOP_KEYS = ("signal", "grace_s")
 _READY_KEYS = ("pattern", "stream", "delay_s")
@@ -594,6 +653,22 @@ def _account(t: _Table, name: str) -> tuple[AccountRow, ...] | None:
     return tuple(_account_row(_Table(body, t.where, f"{name}.account", _ACCOUNT_KEYS, t.text)) for body in rows)
 
 
+def _strings(t: _Table, key: str, what: str, required: bool = True) -> tuple[str, ...]:
+    """A list of strings (numbers read as their text: candidates = [256, 1024])."""
+    values = t.get(key, list, what, _REQUIRED if required else [])
+    if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values) or (required and not values):
+        raise t.fail(key, f"is not {what}")
+    return tuple(str(v) for v in values)
+
+
+def _knob(t: _Table, name: str) -> AdapterKnob:
+    candidates = _strings(t, "candidates", "a list of the values a search tries, ascending")
+    default = t.get("default", (str, int), "the value it runs with when not set", _REQUIRED)
+    return AdapterKnob(name=name, candidates=candidates, default=str(default),
+                       governs=_strings(t, "governs", "a list of its account's layers", required=False),
+                       meaning=t.get("meaning", str, "one line: what it sets", "").strip())
+
+
 def _adapter(t: _Table, name: str) -> Adapter:
     command = t.get("command", str, "the program's command template", _REQUIRED)
     try:
@@ -614,7 +689,9 @@ def _adapter(t: _Table, name: str) -> Adapter:
                        ready_delay_s=ready.seconds("delay_s", 0.0), settle_s=t.seconds("settle_s", 0.0),
                        counts=counts, file_format=t.get("file_format", str, "pcap"),
                        notes=t.get("notes", str, "text", "").strip(), post=t.get("post", str, "a command template"),
-                       drops_to=t.get("drops_to", str, "a user's name"), declared_account=_account(t, name))
+                       drops_to=t.get("drops_to", str, "a user's name"), declared_account=_account(t, name),
+                       knobs=tuple(_knob(_Table(body, t.where, f"{name}.knobs.{kname}", _KNOB_KEYS, t.text), kname)
+                                   for kname, body in t.get("knobs", dict, "a table of knobs", {}).items()))
     except AdapterError as e:
         raise t.fail(None, str(e)) from None
 
@@ -670,7 +747,8 @@ def from_spec(spec: str, known: Mapping[str, Adapter]) -> Adapter:
         raise AdapterError(f"--app {spec!r}: give NAME=COMMAND, e.g. 'mydump=tcpdump -i {{iface}} -w {{out}}'")
     if not NAME_RE.fullmatch(name):
         raise AdapterError(f"--app {spec!r}: NAME is letters, digits, _ . + - (at most 40)")
-    words, names = _check_command(command, f"--app {name}")
+    # a known adapter's knob fields may be named; the adapter the template ends with checks its own
+    words, names = _check_command(command, f"--app {name}", {k for a in known.values() for k in a.knob_names})
     if name in known:
         return known[name].with_command(command)
     program = os.path.basename(words[0])

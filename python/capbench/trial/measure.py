@@ -98,6 +98,11 @@ class TrialSetup:
     procs: int = 1  # independent capture processes on the interface, each sees every frame (seed 001)
     ring_bytes: int = 0  # the backend's kernel buffer (declared.Backend.ring_args); 0 = its default
     rx_ring: int = 0  # --rx-mode cpumap: the receive ring's frames (rxmode); 0 = rxmode.DEFAULT_RX_RING
+    # The knobs its step sets (--vary, capbench tune), (knob, value), which the record keeps: a
+    # backend knob's capbench-cap options are knob_args (after cap_args), a run knob's value is in
+    # ring_bytes, rx_ring or the placement.
+    knobs: tuple[tuple[str, str], ...] = ()
+    knob_args: tuple[str, ...] = ()
     proc_cpus: tuple[int | None, ...] | None = None  # CPU of each; None: all on cap_cpu
     # A capture program under test instead of capbench-cap (trial/apps.py): `backend` is its name.
     app: Adapter | None = None
@@ -335,6 +340,20 @@ def _delta(before: tuple[int, int] | None, after: tuple[int, int] | None, i: int
     return increase(None if before is None else before[i], None if after is None else after[i])
 
 
+def ring_ran(backend: declared.Backend, ring_bytes: int, cap_args: tuple[str, ...], cap: dict) -> int:
+    """The kernel buffer a trial ran, for its record and labels: capbench-cap's own summary says
+    it (`ring_bytes`: one socket's, after every option, the last of each winning), wherever the
+    trial set it (--ring, or the backend's options that --ring maps to); 0 where it set nothing
+    (the backend's default, as records have said since --ring came) or a summary without it (a
+    capture program, a capbench-cap from before it said so: then the one asked for)."""
+    spec = backend.ring
+    set_here = ring_bytes or (spec is not None and any(option_value(list(cap_args), o) is not None
+                                                        for o in spec.options))
+    if not set_here:
+        return 0
+    return int(cap.get("ring_bytes", ring_bytes))
+
+
 def _percentiles(h: dict | None) -> dict[str, int]:
     """capbench-cap's {"n", "min", "p50", ..., "p99_9", "max"} as {"min_ns", "p50_ns", ..., "p99.9_ns"}."""
     if not h or not h.get("n"):
@@ -472,6 +491,7 @@ class Measurer:
             *self.xsk_queue_args(),
             *self.worker_cpu_args(),
             *s.cap_args,
+            *s.knob_args,
             *s.group_args,
         ]
 
@@ -485,10 +505,10 @@ class Measurer:
         s = self.setup
         if self.backend.option("--workers") is None:
             return ()
-        given = option_value(list(s.cap_args), "--worker-cpus")
+        given = option_value(list(s.cap_args + s.knob_args), "--worker-cpus")
         if given is not None:
             return tuple(sorted(cpu.parse_cpu_list(given)))
-        workers = int(option_value(list(s.cap_args), "--workers") or 1)
+        workers = int(option_value(list(s.cap_args + s.knob_args), "--workers") or 1)
         usable = cpu.usable_cpus()
         free = [c for c in usable if c != s.gen_cpu]
         if s.cap_cpu in free:
@@ -498,7 +518,7 @@ class Measurer:
 
     def worker_cpu_args(self) -> tuple[str, ...]:
         """--worker-cpus for the CPUs chosen here, unless --backend-args gave them."""
-        if option_value(list(self.setup.cap_args), "--worker-cpus") is not None:
+        if option_value(list(self.setup.cap_args + self.setup.knob_args), "--worker-cpus") is not None:
             return ()
         cpus = self.worker_cpus
         return ("--worker-cpus", ",".join(map(str, cpus))) if cpus else ()
@@ -727,8 +747,9 @@ class Measurer:
             rx_clock=str(cap.get("rx_clock", "")),
             group_size=int((cap.get("groups") or {}).get("size", 0)),
             group_received=tuple((cap.get("groups") or {}).get("received", ())),
-            ring_bytes=s.ring_bytes,
+            ring_bytes=ring_ran(self.backend, s.ring_bytes, s.cap_args + s.knob_args, cap),
             backend_args=shlex.join(s.cap_args),
+            knobs=dict(s.knobs),
             cap_cpus_seen=cap_cpus_seen,
             # Where capbench-cap pinned its workers (its summary), else where they were asked to go.
             worker_cpus=tuple(int(c) for c in cap.get("worker_cpus", ()) if int(c) >= 0) or self.worker_cpus,

@@ -149,8 +149,14 @@ class TrialResult:
     rx_clock: str = ""
     group_size: int = 0
     group_received: tuple[int, ...] = ()
-    ring_bytes: int = 0  # the kernel buffer asked for (--ring); 0 = the backend's default
+    # The kernel buffer of one socket the trial ran (capbench-cap's summary: what its options made,
+    # after --ring and --backend-args), where the trial set one; 0 = the backend's default. Before
+    # issue 30 it was the --ring asked for, which a later --backend-args option could override.
+    ring_bytes: int = 0
     backend_args: str = ""  # the backend's own options from --backend-args, as given
+    # The knobs its step set (capbench run --vary, capbench tune): knob -> value as given
+    # ("afp-v3:block-size": "1M", "ring": "4M"); {}: none (the settings above say the rest).
+    knobs: dict[str, str] = field(default_factory=dict)
     cap_cpus_seen: tuple[int, ...] = ()  # CPUs the counter's read loops last ran on (end of the load)
     worker_cpus: tuple[int, ...] = ()  # fanout: the CPUs its workers were pinned to, in worker order
     # The frame lengths behind rx_gbps: "frame length" (one size), "received" (the counter's

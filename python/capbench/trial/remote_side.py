@@ -62,7 +62,11 @@ def setup_from_json(d: dict[str, Any]) -> TrialSetup:
         account = app.get("declared_account")
         app = apps.Adapter(**{**app, "counts": tuple(apps.Count(**c) for c in app["counts"]),
                               "declared_account": None if account is None else tuple(apps.AccountRow(**a)
-                                                                                      for a in account)})
+                                                                                      for a in account),
+                              "knobs": tuple(apps.AdapterKnob(**{**k, "candidates": tuple(k["candidates"]),
+                                                                 "governs": tuple(k["governs"])})
+                                             for k in app.get("knobs", ())),
+                              "knob_values": tuple(tuple(v) for v in app.get("knob_values", ()))})
     # JSON has lists where TrialSetup has tuples: every tuple field (its declared type) back to one.
     for f in dataclasses.fields(TrialSetup):
         if str(f.type).startswith("tuple") and d.get(f.name) is not None:

@@ -1,9 +1,24 @@
 """Knobs: the settings `capbench tune` searches and `capbench run --vary` varies (issue 30).
 
 A knob is one setting that changes how a capture stack loses: capbench's own run settings
-(`--ring`, the capture buffer; `--rx-ring`, the test bed's receive ring) and, declared by each
-backend in its C option table, the options that set the same things in more detail. A knob is
-set in one place only: `--ring` and a backend option that sets the same buffer are one knob.
+(`--ring`, the capture buffer; `--rx-ring`, the test bed's receive ring; `--pin`, where the
+counter runs beside the receive work) and, declared by each backend in its C option table, the
+options a backend marks tunable with their candidates (`capbench-cap --describe`: an option's
+`candidates`), named "BACKEND:OPTION" ("afp-v3:block-size"). A knob is set in one place only:
+`--ring` and the backend options it maps to set one buffer, so a configuration (or a run) that
+gives both is refused in one line (campaign.matrix.check_set_once, the one place that says so).
+
+What a knob's value does to a step (a run knob's Step field, a backend knob's option) is
+campaign.matrix's (RUN_KNOBS, knob_option_args); this module declares the space: each knob's
+candidates, default and the account layers it governs.
+
+A capture program's knobs are its adapter's (apps.toml `[NAME.knobs.KNOB]`, a field of its
+command template: tcpdump's `-B {buffer}`), named "PROGRAM:KNOB"; `space` knows those of the
+built-in adapters (a user's adapter file is a run's: `capbench run --vary` takes its knobs).
+
+Not a knob here: the poll thread's scheduling (`--napi-sched other|fifo:50`) is the test bed's,
+built once per run, so one run cannot vary it by configuration: compare it in two runs (two
+test beds).
 
 A configuration is a mapping knob name -> value text (the value as the user would write it);
 `apply` turns it into the Matrix whose trials run it, `run_args` into a ready `capbench run`
@@ -13,13 +28,22 @@ line, `label` into the words a table and a figure show.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from capbench import declared
-from capbench.campaign.matrix import MAX_RING, Matrix, parse_ring
+from capbench.campaign import matrix as campaign
+from capbench.campaign.matrix import MAX_RING, Matrix
 from capbench.errors import UsageError
+from capbench.methods import registry
+from capbench.methods.measurer import superseded
+from capbench.methods.verdict import measured
+from capbench.report.keys import step_base
 from capbench.testbed import rxmode
+from capbench.trial import apps, loss_layers
+from capbench.trial.accounting import format_pct
+from capbench.trial.record import TrialResult
 
 Config = Mapping[str, str]  # knob name -> value, as the user writes it ("4M", "1024")
 
@@ -58,22 +82,81 @@ def _bytes_text(n: int) -> str:
 RING_CANDIDATES = tuple(_bytes_text(n) for n in _by_fours(256 << 10, min(64 << 20, MAX_RING)))
 # The receive ring's candidates: the veth's own depth up to cpumap's limit (256, 1024, 4096, 16384).
 RX_RING_CANDIDATES = tuple(str(n) for n in _by_fours(rxmode.VETH_RING_FRAMES, rxmode.RX_RING_MAX))
+# The placements a search tries: the counter on the receive work's CPU, and on another.
+PIN_CANDIDATES = ("A:A", "A:B")
+
+
+def _governed(backend: declared.Backend | None, flags: Sequence[str]) -> tuple[str, ...]:
+    """The layers of `backend`'s account whose explanation names one of `flags`: the rows say
+    what governs them ("--block-count x --block-size (capbench --ring) ... govern it")."""
+    rows = (backend.account or ()) if backend is not None else ()
+    return tuple(dict.fromkeys(r.layer for r in rows if not r.cross_check and any(f in r.explains for f in flags)))
+
+
+def _value_text(option: declared.Option, v: int | str) -> str:
+    """A candidate or default as a user writes it: bytes as 64k, 4M."""
+    return _bytes_text(v) if option.type == "bytes" and isinstance(v, int) else str(v)
+
+
+def _default_text(option: declared.Option) -> str:
+    """The option's default as a knob's value; "" where it is words ("--ring-size", "1, or one
+    per --worker-cpus"): the program's own."""
+    if option.type == "flag":
+        return declared.FLAG_VALUES[0]
+    d = option.default
+    if isinstance(d, int) and not isinstance(d, bool):
+        return _value_text(option, d)
+    return d if isinstance(d, str) and option.type == "choice" else ""
+
+
+def _backend_knob(b: declared.Backend, option: declared.Option) -> Knob:
+    # An option --ring maps to governs what --ring governs, where a row names only --ring.
+    ring_option = b.ring is not None and option.name in b.ring.options
+    return Knob(f"{b.name}{campaign.KNOB_SEP}{option.name[2:]}", option.name, "backend",
+                tuple(_value_text(option, v) for v in option.candidates), _default_text(option),
+                _governed(b, (option.name, "--ring") if ring_option else (option.name,)), b.name)
 
 
 def _run_knobs(backend: str) -> tuple[Knob, ...]:
-    spec = declared.backend(backend).ring if backend in declared.backend_names() else None
-    knobs = [Knob("rx-ring", "--rx-ring", "run", RX_RING_CANDIDATES, str(rxmode.DEFAULT_RX_RING), ("rx ring",))]
-    if spec is not None:
-        knobs.insert(0, Knob("ring", "--ring", "run", RING_CANDIDATES, "", ("socket",)))
+    b = declared.backend(backend) if backend in declared.backend_names() else None
+    knobs = [Knob("rx-ring", "--rx-ring", "run", RX_RING_CANDIDATES, str(rxmode.DEFAULT_RX_RING),
+                  (loss_layers.RX_RING,)),
+             Knob("pin", "--pin", "run", PIN_CANDIDATES, campaign.default_text("pin"))]
+    if b is not None and b.ring is not None:
+        knobs.insert(0, Knob("ring", "--ring", "run", RING_CANDIDATES, "", _governed(b, ("--ring",))))
     return tuple(knobs)
 
 
+def _program_knob(program: str, k: apps.AdapterKnob) -> Knob:
+    """A capture program's knob (its adapter's `knobs`): a field of its command template."""
+    return Knob(f"{program}{campaign.KNOB_SEP}{k.name}", f"{{{k.name}}}", "backend", k.candidates, k.default,
+                k.governs, program)
+
+
+def _all(backend: str) -> tuple[Knob, ...]:
+    if backend in declared.backend_names():
+        b = declared.backend(backend)
+        own = tuple(_backend_knob(b, o) for o in b.options if o.candidates)
+    else:  # a capture program capbench ships an adapter for (apps.toml)
+        adapter = apps.builtin().get(backend)
+        own = tuple(_program_knob(backend, k) for k in adapter.knobs) if adapter is not None else ()
+    return _run_knobs(backend) + own
+
+
+def _finer(k: Knob, knobs: Sequence[Knob]) -> bool:
+    """"ring" where the backend's own knobs set the same buffer in detail (afp-v3's block size
+    and count): the two are one knob, and the default space keeps the finer."""
+    return k.name == "ring" and any(o.scope == "backend" and (b := declared.backend(o.backend)).ring is not None
+                                    and o.flag in b.ring.options for o in knobs)
+
+
 def space(backend: str, names: Sequence[str] | None = None) -> tuple[Knob, ...]:
-    """The knobs of `backend` on the test bed: all of them, or those `names` names (an unknown
-    name is one line naming the knobs there are)."""
-    knobs = _run_knobs(backend)
+    """The knobs of `backend` on the test bed: all of them (but `ring` where the backend's own
+    knobs size the same buffer: a configuration sets one of them), or those `names` names (an
+    unknown name is one line naming the knobs there are)."""
+    knobs = _all(backend)
     if names is None:
-        return knobs
+        return tuple(k for k in knobs if not _finer(k, knobs))
     by_name = {k.name: k for k in knobs}
     unknown = [n for n in names if n not in by_name]
     if unknown:
@@ -84,33 +167,30 @@ def space(backend: str, names: Sequence[str] | None = None) -> tuple[Knob, ...]:
 
 def check(knob: Knob, value: str) -> str:
     """`value` if `knob` takes it, else one line saying its range."""
-    if knob.name == "ring":
-        parse_ring(value)
-    elif knob.name == "rx-ring":
-        rxmode.parse_rx_ring(value)
-    return value
+    return campaign.check_knob_value(knob.name, value, declared.backend_names(), apps.builtin())
 
 
 def apply(matrix: Matrix, config: Config, knobs: Sequence[Knob]) -> Matrix:
-    """`matrix` (of one backend) with every knob of `config` set: the Matrix its trials run."""
+    """`matrix` (of one backend) with every knob of `config` set: the Matrix its trials run (its
+    steps carry the configuration, its records keep it). A knob set twice (`ring` with the options
+    it maps to, or with the matrix's own --ring) is one line."""
     by_name = {k.name: k for k in knobs}
-    changes: dict = {}
     for name, value in config.items():
         check(by_name[name], value)
-        if name == "ring":
-            changes["rings"] = (parse_ring(value),)
-        elif name == "rx-ring":
-            changes["rx_rings"] = (rxmode.parse_rx_ring(value),)
-    return dataclasses.replace(matrix, **changes)
+    vary = dict(matrix.vary) | {name: (value,) for name, value in config.items()}
+    out = dataclasses.replace(matrix, vary=tuple(vary.items()))
+    campaign.check_set_once(out)
+    return out
 
 
 def label(config: Config) -> str:
     """"ring=4M rx-ring=1024", in the order the knobs were given; "defaults" when none is set."""
-    return " ".join(f"{k}={v}" for k, v in config.items()) or "defaults"
+    return campaign.config_text(config.items()) or "defaults"
 
 
 def run_args(config: Config, knobs: Sequence[Knob]) -> list[str]:
-    """The `capbench run` arguments that set `config` (the best configuration as a ready line)."""
+    """The `capbench run` arguments that set `config` (the best configuration as a ready line):
+    a run knob's own flag, a backend knob's --vary of one value."""
     by_name = {k.name: k for k in knobs}
     out: list[str] = []
     for name, value in config.items():
@@ -118,5 +198,46 @@ def run_args(config: Config, knobs: Sequence[Knob]) -> list[str]:
         if k.scope == "run":
             out += [k.flag, value]
         else:
-            out += ["--backend-args", f"{k.backend}={k.flag} {value}"]
+            out += ["--vary", f"{name}={value}"]
+    return out
+
+
+# --- advice: the knob that governs where a run lost (capbench run's end) -----------------------
+
+
+def _searchable(k: Knob, r: TrialResult) -> bool:
+    """Whether a search could change `k` on the test bed `r` ran on: the receive ring's depth is
+    the cpumap model's (--rx-mode cpumap); the veth's own 256 frames cannot grow."""
+    return k.name != "rx-ring" or r.rx_mode == "cpumap"
+
+
+def advice_lines(trials: Iterable[TrialResult]) -> list[str]:
+    """One line per lossy configuration of a run's iperf-like trials (the repetitions of a step
+    together, judged on the one with the median loss), where a counter shows loss in a layer
+    that a knob governs (Knob.governs against the account's layers): the layers, their counters,
+    the knobs and the `capbench tune` line that searches them. Nothing where no counter shows
+    the loss in such a layer (the loss is the host's, or no knob governs its layer)."""
+    steps: dict[str, list[TrialResult]] = {}
+    for r in trials:
+        if registry.constant_load(r.method) and not superseded(r) and measured(r) and r.step:
+            steps.setdefault(step_base(r.step), []).append(r)
+    out = []
+    for rs in steps.values():
+        if statistics.median(r.loss_pct for r in rs) <= 0:
+            continue
+        r = sorted(rs, key=lambda x: x.loss_pct)[(len(rs) - 1) // 2]
+        knobs = [k for k in space(r.backend) if _searchable(k, r)]  # one knob per setting
+        found = [(layer, n, counter, [k.name for k in knobs if layer in k.governs])
+                 for layer, n, counter in loss_layers.layers(r)]
+        found = [f for f in found if f[3]]
+        if not found:
+            continue
+        names = list(dict.fromkeys(name for *_, governing in found for name in governing))
+        where = "; ".join(f"the {layer} layer lost {n:,} ({counter}), governed by {', '.join(governing)}"
+                          for layer, n, counter, governing in found)
+        fixed = r.size_label.isdigit()
+        size = f"--sizes {r.size_label}" if fixed else f"--size {r.size_label}"
+        loss = format_pct(r.loss_pct, exact_zero=r.lost == 0)
+        out.append(f"{r.backend} {r.size_label}{' B' if fixed else ''} lost {loss} %: {where}; search them: "
+                   f"capbench tune --backends {r.backend} {size} --knobs {','.join(names)}")
     return out
