@@ -356,6 +356,9 @@ class Adapter:
     # Its loss account, each row's packets one of its counts; None: not declared (default_account
     # when it has a 'dropped' count, else none). The account property says which.
     declared_account: tuple[AccountRow, ...] | None = None
+    # Its capture threads poll without sleeping (testpmd's forwarding lcore): their CPU is busy
+    # whatever the traffic, so it is placed as capbench-cap's polling backends are (campaign/plan.py).
+    polls: bool = False
 
     def __post_init__(self) -> None:
         what = f"adapter {self.name!r}"
@@ -482,7 +485,7 @@ def _in_range(value: float, bounds: tuple[float, float], what: str) -> None:
 # --- the TOML schema -------------------------------------------------------------------
 
 _ADAPTER_KEYS = ("command", "summary", "package", "stop", "ready", "settle_s", "file_format", "notes", "counts",
-                 "post", "drops_to", "account")
+                 "post", "drops_to", "account", "polls")
 _ACCOUNT_KEYS = ("layer", "counter", "explains", "count", "cross_check")
 _STOP_KEYS = ("signal", "grace_s")
 _READY_KEYS = ("pattern", "stream", "delay_s")
@@ -614,7 +617,8 @@ def _adapter(t: _Table, name: str) -> Adapter:
                        ready_delay_s=ready.seconds("delay_s", 0.0), settle_s=t.seconds("settle_s", 0.0),
                        counts=counts, file_format=t.get("file_format", str, "pcap"),
                        notes=t.get("notes", str, "text", "").strip(), post=t.get("post", str, "a command template"),
-                       drops_to=t.get("drops_to", str, "a user's name"), declared_account=_account(t, name))
+                       drops_to=t.get("drops_to", str, "a user's name"), declared_account=_account(t, name),
+                       polls=t.get("polls", bool, "true or false", False))
     except AdapterError as e:
         raise t.fail(None, str(e)) from None
 
