@@ -5,6 +5,7 @@ left behind: no XDP program, no EAL runtime directory, no process; also after SI
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from capbench import declared
-from capbench.testbed import netns
+from capbench.testbed import cpu, netns
 
 from e2e_env import assert_run_measured, capbench_namespaces, decided_trials, left_behind, run_capbench, xdp_attached
 from host_interference import spoiled, until_undisturbed
@@ -177,3 +178,70 @@ def test_nothing_is_left_after_sigterm_or_sigkill(binaries, tb, driver):
     p.send_signal(signal.SIGINT)
     p.communicate(timeout=10)
     assert p.returncode == 0 and eal_dirs() == before
+
+
+def test_testpmd_rxonly_counts_what_the_dpdk_backend_counts(tmp_path):
+    # The same bounded stream (100,000 frames at 50 kpps) to capbench-cap's dpdk backend and to
+    # DPDK's own testpmd rxonly, each on the same port (net_af_packet on the capture veth) and
+    # placed as test_captures_every_frame's: testpmd's counts are the port's rte_eth_stats it
+    # printed, its rows those its adapter declares, and they agree with the backend's, layer by layer.
+    if shutil.which("dpdk-testpmd") is None:
+        pytest.skip("dpdk-testpmd is not installed: apt-get install dpdk-dev")
+    before_ns = capbench_namespaces()
+
+    def attempt(i: int) -> list[dict]:
+        results = tmp_path / f"r{i}"
+        p = run_capbench("run", "--backends", "dpdk,testpmd", "--backend-args", "dpdk=--dpdk-driver af_packet",
+                         "--sizes", "64", "--rate", "50kpps", "--duration", "2", "--gen-cpu", "0", "--rx-cpu", "0",
+                         "--cap-cpu", "1", "--napi-sched", "fifo:50", "--results", str(results), "--no-report",
+                         timeout=300)
+        assert_run_measured(p)
+        (d,) = [x for x in results.iterdir() if x.is_dir()]
+        return decided_trials(d / "trials.jsonl")
+
+    trials = until_undisturbed(attempt, "dpdk and testpmd", spoiled)
+    by = {t["backend"]: t for t in trials}
+    dpdk, testpmd = by["dpdk"], by["testpmd"]
+    for t in (dpdk, testpmd):
+        assert t["sent"] == t["received"] == FRAMES and t["lost"] == t["unexplained"] == 0, t
+        assert t["polls"] is True and t["cap_cpu"] == 1, t
+    # testpmd's own counts: the port's statistics it printed (every frame the port received).
+    assert testpmd["app_counts"] == {"captured": FRAMES, "dropped": 0, "errors": 0, "nombuf": 0}, testpmd["app_counts"]
+    assert "--forward-mode=rxonly" in testpmd["app_command"] and testpmd["failure"] == ""
+    assert dpdk["raw"]["cap"]["packets"] == FRAMES
+
+    def rows(t: dict) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for row in t["layers"]:
+            out[row["layer"]] = out.get(row["layer"], 0) + row["packets"]
+        return out
+
+    # testpmd declares the port's and the pool's rows; the backend has those and its sockets'.
+    assert set(rows(testpmd)) == {"DPDK port", "mbuf pool"} <= set(rows(dpdk))
+    assert {k: rows(dpdk)[k] for k in rows(testpmd)} == rows(testpmd) == {"DPDK port": 0, "mbuf pool": 0}
+    # Nothing of testpmd's is left: its process, its EAL runtime directory (the adapter's post
+    # command removes it), the test bed.
+    assert not (EAL_RUNTIME.is_dir() and list(EAL_RUNTIME.glob("capbench-testpmd-*")))
+    assert subprocess.run(["pgrep", "-f", "capbench-testpmd-"], capture_output=True).returncode == 1
+    assert left_behind(before_ns) == set()
+
+
+def test_a_poller_gets_a_cpu_of_its_own_or_the_run_says_why_not(tmp_path):
+    # The default placement (A:A) with the dpdk backend, one short trial: on two CPUs its worker
+    # must share the receive CPU, which the run says before the trials (and in run.json); with a
+    # third CPU it goes there.
+    p = run_capbench("run", "--backends", "dpdk", "--sizes", "64", "--rate", "10kpps", "--duration", "0.5",
+                     "--results", str(tmp_path), "--no-report", timeout=120)
+    assert_run_measured(p)
+    (d,) = [x for x in tmp_path.iterdir() if x.is_dir()]
+    (t,) = [json.loads(line) for line in (d / "trials.jsonl").read_text().splitlines()][-1:]
+    notes = json.loads((d / "run.json").read_text()).get("notes", [])
+    assert t["polls"] is True
+    if len(cpu.usable_cpus()) > 2:
+        assert t["cap_cpu"] not in (t["gen_cpu"], t["kernel_rx_cpu"]), t
+        assert "polls on CPU" not in p.stderr
+    else:
+        assert t["cap_cpu"] == t["kernel_rx_cpu"] == 1, t
+        line = "placement A:A: dpdk polls on CPU 1, the CPU of the kernel thread that drains the receive ring"
+        assert line in p.stderr and any(n.startswith(line) for n in notes), (p.stderr, notes)
+        assert "--pin A:B or --cap-cpu" in p.stderr

@@ -78,7 +78,11 @@ def test_backends_json_lists_every_declared_backend_and_program():
     lines = [json.loads(line) for line in p.stdout.splitlines()]
     assert [m["name"] for m in lines if m["type"] == "backend"] == list(declared.backend_names())
     assert {m["name"] for m in lines if m["type"] == "program"} == set(apps.builtin())
-    assert all(set(m) == {"type", "name", "works", "why"} and isinstance(m["works"], bool) for m in lines)
+    assert all(set(m) == {"type", "name", "works", "why", "account"} and isinstance(m["works"], bool) for m in lines)
+    # Each one's loss account as declared (its C file, its adapter): layer and counter of each row.
+    rows = {m["name"]: [(a["layer"], a["counter"]) for a in m["account"]] for m in lines}
+    assert rows["afp-v3"] == [(r.layer, r.counter) for r in declared.backend("afp-v3").account]
+    assert ("socket", "PACKET_STATISTICS tp_drops") in rows["afp-v3"] and rows["argus"] == []
     assert all(m["works"] for m in lines if m["name"] in ("afp-v3", "pcap", "tcpdump")), lines
 
 

@@ -178,3 +178,31 @@ def test_a_cross_check_that_counted_is_a_remark_not_a_layer():
     assert [name for name, _, _ in loss_layers.layers(r)] == ["interface"]  # the link's 40, by capbench's counters
     assert ("pcap_stats ps_ifdrop counted 40 in the NIC layer, which capbench counts from its own counter (the "
             "account's NIC line, if any): a cross-check, not added") in loss_layers.remarks(r)
+
+
+def test_capbench_backends_lists_each_ones_account_rows(fake_build, capsys):
+    import argparse
+
+    from capbench import declared
+    from capbench.cli import info
+
+    assert info.cmd_backends(argparse.Namespace(json=False, apps_file=None)) == 0
+    lines = capsys.readouterr().out.splitlines()
+
+    def own(name: str) -> list[str]:
+        rows, i = [], next(i for i, line in enumerate(lines) if line.startswith(name + " "))
+        for line in lines[i + 1:]:
+            if not line.startswith(" "):
+                break
+            rows.append(line.strip())
+        return rows
+
+    assert own("dpdk") == [f"loses in {r.layer}: {r.counter}" for r in declared.backend("dpdk").account]
+    assert own("dpdk")[0] == "loses in DPDK port: rte_eth_stats imissed"
+    assert own("afp-v3") == ["loses in socket: PACKET_STATISTICS tp_drops"]
+    assert own("testpmd")[0] == "loses in DPDK port: its 'RX-missed' (rte_eth_stats imissed)"
+    assert own("tcpdump")[-1].endswith("(a cross-check, not added)") and own("argus") == []
+    assert info.cmd_backends(argparse.Namespace(json=True, apps_file=None)) == 0
+    docs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    dpdk = next(d for d in docs if d["name"] == "dpdk")
+    assert [(a["layer"], a["counter"]) for a in dpdk["account"]][:1] == [("DPDK port", "rte_eth_stats imissed")]

@@ -74,9 +74,20 @@ def test_ready_pattern_is_in_the_output_on_its_stream(name):
     assert d["first_frame_at_s"] <= d["ready_at_s"] + 0.01
 
 
+def test_testpmd_reads_the_port_statistics_it_printed():
+    """testpmd rxonly (DPDK 22.11) writes no file: its counts are the port's statistics, printed each
+    second (--stats-period) and at its exit (the forward statistics, after SIGINT: exit status 0)."""
+    counts, d = counts_of("testpmd", "100k")
+    assert counts == {"captured": 100_000, "dropped": 0, "errors": 0, "nombuf": 0}
+    assert counts["captured"] == d["delivered"] == d["sent"] and d["exit_status"] == 0
+    a = apps.builtin()["testpmd"]
+    assert d["command"] == a.command and any(re.search(a.ready_pattern, line) for line in d["stdout"].splitlines())
+
+
 def test_builtin_adapters_are_sound():
     b = apps.builtin()
-    assert set(b) == {"tcpdump", "dumpcap", "tshark", "netsniff-ng", "argus"}
+    assert set(b) == {"tcpdump", "dumpcap", "tshark", "netsniff-ng", "argus", "testpmd"}
+    assert [name for name, a in b.items() if a.polls] == ["testpmd"]
     for a in (b[name] for name in ("tcpdump", "dumpcap", "tshark", "netsniff-ng")):
         assert a.stop_signal == signal.SIGINT and a.file_format == "pcap" and a.summary and a.notes
         assert {c.name for c in a.counts} >= {"captured", "dropped"} and a.post is None
@@ -84,6 +95,11 @@ def test_builtin_adapters_are_sound():
     argus = b["argus"]
     assert argus.file_format is None and argus.post.startswith("racount ") and argus.stop_signal == signal.SIGTERM
     assert [(c.name, c.source) for c in argus.counts] == [("captured", apps.POST)]
+    # testpmd writes no file: its counts are the port's statistics it prints; it polls.
+    testpmd = b["testpmd"]
+    assert testpmd.file_format is None and testpmd.program == "dpdk-testpmd" and testpmd.package == "dpdk-dev"
+    assert [(a.layer, a.count) for a in testpmd.account] == [("DPDK port", "dropped"), ("DPDK port", "errors"),
+                                                             ("mbuf pool", "nombuf")]
 
 
 def test_argv_substitutes_per_word():
@@ -147,10 +163,19 @@ def one_line_error(text: str) -> str:
     (("command = \"x -i {iface} -w {out}\"", "command = 3"), r"\[x\] command: is not"),
     (("meaning = \"m\"", ""), r"meaning: missing"),
     (("x -i {iface} -w {out}", "x -i {iface}"), r"needs \{out\}"),
+    (("file_format", "polls = \"yes\"\nfile_format"), r"\[x\] polls: is not true or false"),
 ])
 def test_schema_errors(change, expect):
     assert change[0] in BASE
     assert re.search(expect, one_line_error(BASE.replace(change[0], change[1], 1)))
+
+
+def test_a_polling_program_is_placed_as_a_polling_backend():
+    from capbench.trial.measure import program_backend
+
+    a = apps.parse(BASE.replace("file_format", "polls = true\nfile_format", 1), "t")["x"]
+    assert a.polls and program_backend(a).polls
+    assert not apps.parse(BASE, "t")["x"].polls and not program_backend(apps.builtin()["tcpdump"]).polls
 
 
 def test_not_toml_and_not_a_table():

@@ -102,6 +102,30 @@ def test_placements_on_two_and_four_cpus():
     assert plan.placement("auto", [0, 1]) == plan.Placement(0, None, None, False)
 
 
+def test_a_polling_counter_gets_a_cpu_of_its_own_or_the_run_says_why_not():
+    # A:A with a poller: the third CPU where there is one, A:A and a note on two CPUs.
+    assert plan.placement("A:A", [0, 1, 2, 3], polls=True) == plan.Placement(0, 1, 2, False)
+    assert plan.placement("A:A", [0, 1], polls=True) == plan.Placement(0, 1, 1, False)
+    # dpdk declares it polls (capbench-cap --describe); pcap does not, and keeps A:A.
+    c = cmod.build({"methods": ["iperf"], "sizes": [64], "backends": ["pcap", "dpdk"]}, [],
+                   backends_known=(*BACKENDS, "dpdk"))
+    pcap, dpdk = c.steps()
+    assert (c.polls("pcap"), c.polls("dpdk")) == (False, True)
+    four = plan.plan_of(c, resume.progress_of([], []), [0, 1, 2, 3])
+    assert (four.placement(pcap).cap_cpu, four.placement(dpdk).cap_cpu) == (1, 2)
+    assert four.polling_notes() == []
+    two = plan.plan_of(c, resume.progress_of([], []), [0, 1])
+    assert two.placement(dpdk) == two.placement(pcap) == plan.Placement(0, 1, 1, False)
+    (line,) = two.polling_notes()
+    assert line.startswith("placement A:A: dpdk polls on CPU 1, the CPU of the kernel thread that drains the receive "
+                           "ring (no CPU of its own on this 2-CPU machine)"), line
+    assert line.endswith("--pin A:B or --cap-cpu") and line in two.shared_notes()
+    # CPUs given one by one are the placement as given, a poller's too.
+    custom = dataclasses.replace(c, custom_cpus=(0, 0, 1),
+                                 matrices=tuple(dataclasses.replace(m, pins=(cmod.CUSTOM_PIN,)) for m in c.matrices))
+    assert plan.plan_of(custom, resume.progress_of([], []), [0, 1]).polling_notes() == []
+
+
 def test_the_plan_places_each_pin_once_and_keeps_what_is_done_out_of_todo():
     c = cmod.build({"methods": ["iperf"], "sizes": [64, 128], "backends": ["pcap"], "pin": ["A:A", "A:B"]}, [],
                    backends_known=BACKENDS)

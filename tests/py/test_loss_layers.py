@@ -295,3 +295,19 @@ def test_the_cpumap_ring_and_the_veth_ring_are_layers_of_their_own():
 def test_an_older_record_had_the_veths_ring():
     r = make_result()
     assert (r.rx_ring, r.rx_ring_drops) == (256, None)
+
+
+def test_a_poller_on_the_rings_cpu_is_named_with_its_ring_counter_and_the_fix():
+    # dpdk at A:A on two CPUs: its worker polls CPU 1, where the veth's NAPI thread drains the ring.
+    lossy = dict(backend="dpdk", sent=100_000, received=60_000, delivered=60_000, ring_drops=40_000, rx_mode="napi",
+                 seq_lost=40_000)
+    (remark,) = [x for x in loss_layers.remarks(result(polls=True, **lossy)) if "polls" in x]
+    assert remark.startswith("dpdk polls on CPU 1, where the kernel thread that drains the receive ring runs only when "
+                             "the scheduler takes the CPU from the poller: the rx ring lost 40,000 by its counter, "
+                             "sent − delivered"), remark
+    assert "xdp_xmit_errors" in remark and remark.endswith("--pin A:B or --cap-cpu"), remark
+    # Not for a counter that sleeps, nor for a poller on a CPU of its own, nor without ring loss.
+    assert not [x for x in loss_layers.remarks(result(**lossy)) if "polls" in x]
+    assert not [x for x in loss_layers.remarks(result(polls=True, cap_cpu=2, **lossy)) if "polls" in x]
+    clean = result(backend="dpdk", sent=100_000, polls=True, ring_drops=0)
+    assert loss_layers.polling_remarks(clean) == []

@@ -241,6 +241,14 @@ class Campaign:
         """The adapter of a backend that is a capture program; None for capbench-cap's backends."""
         return None if backend in declared.backend_names() else self.programs.get(backend)
 
+    def polls(self, backend: str) -> bool:
+        """Whether a step's counter polls, keeping its CPU busy whatever the traffic (a backend's
+        declared capability, an adapter's `polls`); a step of several sensors, when one does."""
+        def one(name: str) -> bool:
+            program = self.program(name)
+            return program.polls if program is not None else declared.backend(name).polls
+        return any(one(name) for name in sensor_backends(backend))
+
     @functools.cached_property
     def load(self) -> Rate:
         """The iperf method's load, `rate` parsed once (it was checked when the campaign was built)."""

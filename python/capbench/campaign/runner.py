@@ -170,6 +170,8 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
     writer.meta["placements"] = {pin: dataclasses.asdict(p) for pin, p in plan.placements.items()}
     if plan.shared_notes():
         writer.meta["notes"] = plan.shared_notes()
+    for line in plan.polling_notes():  # before the trials: their rx ring will lose frames
+        note(line)
     first_rx = plan.placement(steps[0]).rx_cpu if steps else None
     status = 0
     topo = opts.topology

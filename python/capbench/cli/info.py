@@ -20,20 +20,25 @@ from capbench.trial import apps
 def cmd_backends(args: argparse.Namespace) -> int:
     """Every backend capbench-cap declares, and whether it works here (a capbench-cap that is
     missing or cannot describe itself is one line: the backends are what it says they are).
-    Any of the three programs missing is that line too (exit 2): a run needs them all. With
-    --json, one JSON line each (docs/json.md)."""
+    Any of the three programs missing is that line too (exit 2): a run needs them all. Under each,
+    the rows of its loss account: the layer where it can lose a frame and the counter that counts
+    it there. With --json, one JSON line each (docs/json.md)."""
     find_binaries()
     as_json = bool(getattr(args, "json", False))
 
-    def show(kind: str, name: str, ok: bool, why: str, width: int) -> None:
+    def show(kind: str, name: str, ok: bool, why: str, width: int, account: list[tuple[str, str, bool]]) -> None:
         if as_json:
-            print(json.dumps({"type": kind, "name": name, "works": ok, "why": why}, separators=(",", ":")))
-        else:
-            print(f"{name:<{width}} {'works here' if ok else 'does not work here'}: {why}")
+            print(json.dumps({"type": kind, "name": name, "works": ok, "why": why,
+                              "account": [{"layer": layer, "counter": counter, "cross_check": cross}
+                                          for layer, counter, cross in account]}, separators=(",", ":")))
+            return
+        print(f"{name:<{width}} {'works here' if ok else 'does not work here'}: {why}")
+        for layer, counter, cross in account:
+            print(f"{'':<{width}}   loses in {layer}: {counter}" + (" (a cross-check, not added)" if cross else ""))
 
-    for name in declared.backend_names():
-        ok, why = preflight.backend_status(name)
-        show("backend", name, ok, why, 8)
+    for b in declared.backends():
+        ok, why = preflight.backend_status(b.name)
+        show("backend", b.name, ok, why, 8, [(r.layer, r.counter, r.cross_check) for r in b.account or ()])
     if not as_json:
         print("capture programs (the thing under test: `capbench run --backends NAME`, docs/apps.md):")
     programs = apps.registry(getattr(args, "apps_file", None) or (), reserved=declared.backend_names())
@@ -43,7 +48,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
             ok, why = True, f"{shutil.which(app.program)}; {app.summary}"
         except UsageError as e:
             ok, why = False, str(e)
-        show("program", name, ok, why, 11)
+        show("program", name, ok, why, 11, [(r.layer, r.counter, r.cross_check) for r in app.account])
     return 0
 
 

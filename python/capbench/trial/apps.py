@@ -388,6 +388,9 @@ class Adapter:
     # (with_knob_values: a step's --vary or a tune's configuration; the defaults otherwise).
     knobs: tuple[AdapterKnob, ...] = ()
     knob_values: tuple[tuple[str, str], ...] = ()
+    # Its capture threads poll without sleeping (testpmd's forwarding lcore): their CPU is busy
+    # whatever the traffic, so it is placed as capbench-cap's polling backends are (campaign/plan.py).
+    polls: bool = False
 
     def __post_init__(self) -> None:
         what = f"adapter {self.name!r}"
@@ -540,7 +543,7 @@ def _in_range(value: float, bounds: tuple[float, float], what: str) -> None:
 # --- the TOML schema -------------------------------------------------------------------
 
 _ADAPTER_KEYS = ("command", "summary", "package", "stop", "ready", "settle_s", "file_format", "notes", "counts",
-                 "post", "drops_to", "account", "knobs")
+                 "post", "drops_to", "account", "knobs", "polls")
 _KNOB_KEYS = ("candidates", "default", "governs", "meaning")
 _ACCOUNT_KEYS = ("layer", "counter", "explains", "count", "cross_check")
 _STOP_KEYS = ("signal", "grace_s")
@@ -691,7 +694,8 @@ def _adapter(t: _Table, name: str) -> Adapter:
                        notes=t.get("notes", str, "text", "").strip(), post=t.get("post", str, "a command template"),
                        drops_to=t.get("drops_to", str, "a user's name"), declared_account=_account(t, name),
                        knobs=tuple(_knob(_Table(body, t.where, f"{name}.knobs.{kname}", _KNOB_KEYS, t.text), kname)
-                                   for kname, body in t.get("knobs", dict, "a table of knobs", {}).items()))
+                                   for kname, body in t.get("knobs", dict, "a table of knobs", {}).items()),
+                       polls=t.get("polls", bool, "true or false", False))
     except AdapterError as e:
         raise t.fail(None, str(e)) from None
 

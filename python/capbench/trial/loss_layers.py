@@ -409,6 +409,7 @@ def remarks(r: TrialResult) -> list[str]:
                    f"{r.catchup_burst_frames:,} frames; it sends at most {catch_up:,} of them faster than the link "
                    f"(--catch-up), the rest at the link's wire rate")
     out += _interface_remarks(r)
+    out += polling_remarks(r)
     out += program_remarks(r)
     out += filter_remarks(r)
     if r.unexplained > 0:
@@ -417,6 +418,23 @@ def remarks(r: TrialResult) -> list[str]:
         out.append(f"the kernel counters claim {-r.unexplained:,} more drops than packets were lost "
                    f"(other traffic on the same CPU, or a counter that wrapped)")
     return out
+
+
+def polling_remarks(r: TrialResult) -> list[str]:
+    """A counter that polls (record.polls) on the CPU of the kernel thread that drains the receive
+    ring (its NAPI thread, or the cpumap ring's): the poller never yields, so that thread runs only
+    when the scheduler takes the CPU from it, and the ring overflows. Said where the rx ring lost
+    frames, from its counter, with the fix (campaign/plan.placement gives a poller a CPU of its own
+    where there is one)."""
+    if not r.polls or r.cap_cpu is None or r.cap_cpu != r.kernel_rx_cpu:
+        return []
+    ring = [(n, counter) for name, n, counter in layers(r) if name == RX_RING]
+    if not ring:
+        return []
+    n, counter = ring[0]
+    return [f"{r.backend} polls on CPU {r.cap_cpu}, where the kernel thread that drains the receive ring runs only when "
+            f"the scheduler takes the CPU from the poller: the rx ring lost {n:,} by its counter, {counter}; give the "
+            f"counter a CPU apart with --pin A:B or --cap-cpu"]
 
 
 def _softnet_remarks(r: TrialResult) -> list[str]:

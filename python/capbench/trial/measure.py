@@ -232,7 +232,7 @@ def program_backend(app: Adapter) -> declared.Backend:
     return declared.Backend(name=app.name, summary=app.summary, seed="the user's own capture program",
                             options=(), own_xdp=False, kernel_counter=False, xsk_stats=False, queue_count=False,
                             kernel_stats="program", clock="file", writes_pcap=app.file_format is not None,
-                            workers=False, queues=False, needs=(), ring=None)
+                            workers=False, queues=False, needs=(), ring=None, polls=app.polls)
 
 
 def read_link_drops(netns_name: str | None, iface: str) -> tuple[int, int] | None:
@@ -751,6 +751,7 @@ class Measurer:
             backend_args=shlex.join(s.cap_args),
             knobs=dict(s.knobs),
             cap_cpus_seen=cap_cpus_seen,
+            polls=self.backend.polls,
             # Where capbench-cap pinned its workers (its summary), else where they were asked to go.
             worker_cpus=tuple(int(c) for c in cap.get("worker_cpus", ()) if int(c) >= 0) or self.worker_cpus,
             other_testbeds=other_testbeds,

@@ -159,6 +159,10 @@ class TrialResult:
     knobs: dict[str, str] = field(default_factory=dict)
     cap_cpus_seen: tuple[int, ...] = ()  # CPUs the counter's read loops last ran on (end of the load)
     worker_cpus: tuple[int, ...] = ()  # fanout: the CPUs its workers were pinned to, in worker order
+    # The counter polls (its backend's or adapter's `polls`: dpdk, testpmd): its CPU was busy
+    # whatever the traffic, so app_cpu_pct is ~100 % per worker by design, and beside the receive
+    # work it starves the ring's kernel thread (loss_layers.polling_remarks).
+    polls: bool = False
     # The frame lengths behind rx_gbps: "frame length" (one size), "received" (the counter's
     # histogram of the frames it received, for a mix), "sent mix" (no histogram: the counter
     # read no stamps, so the received frames are taken to have the mix sent).
