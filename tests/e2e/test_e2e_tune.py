@@ -20,7 +20,7 @@ from e2e_env import (assert_run_measured, capbench_cmd, capbench_env, capbench_n
 
 RATE = "300kpps"  # a 16-frame ring overflows whenever its thread is held off for 53 µs at this rate
 TUNE = ("--backends", "afp-v3", "--sizes", "64", "--rate", RATE, "--knobs", "ring,rx-ring",
-        "--candidates", "ring=256k,4M", "--candidates", "rx-ring=16,4096", "--budget", "45s", "--probe", "0",
+        "--candidates", "ring=4M,16M", "--candidates", "rx-ring=16,4096", "--budget", "45s", "--probe", "0",
         "--no-report")
 
 
@@ -73,7 +73,7 @@ def test_a_tune_stopped_and_resumed_repeats_no_trial_ranks_the_tiny_ring_last_an
 
     summary = json.loads((folder / "tune" / "tune.json").read_text())[0]
     ranking = summary["ranking"]
-    assert len(ranking) == 5  # the defaults and ring 256k/4M x rx-ring 16/4096
+    assert len(ranking) == 5  # the defaults and ring 4M/16M x rx-ring 16/4096
     tiny = [r for r in ranking if r["config"].get("rx-ring") == "16"]
     assert [r["rank"] for r in tiny] == [4, 5], ranking  # the two configurations of the tiny ring: last
     assert min(v for r in tiny for v in r["values"]) > max(ranking[0]["values"]), ranking

@@ -75,7 +75,8 @@ def verdict(out: search.Outcome, c: int) -> str:
         return "best"
     cmp = out.comparisons.get(c)
     if cmp is None:
-        return f"out after rung {out.highest_rung(c) + 1}"
+        rung = out.highest_rung(c)
+        return "not in the final race" if rung == out.final_rung else f"out after rung {rung + 1}"
     p = "" if cmp.p_value is None else f" (p {cmp.p_value:.2g})"
     return f"worse beyond noise{p}" if cmp.significant else f"within noise of the best{p}"
 
@@ -184,7 +185,7 @@ def reasons(tune: Tune, space: Space, rows: Sequence[Row]) -> list[str]:
     out = []
     config = space.configs[best.config]
     for k in space.knobs:
-        if k.name not in config:
+        if config.get(k.name, k.default) == k.default:  # the best runs it as the defaults do
             continue
         for layer in k.governs:
             before, after = base.layers.get(layer, 0.0), best.layers.get(layer, 0.0)
@@ -232,14 +233,18 @@ def figure(tune: Tune, space: Space) -> plots.Figure | None:
         first = [(x_of(c), m.value) for (c, r, _), m in got.items() if r == 0 and not math.isnan(m.value)]
         ax.plot([x for x, _ in first], [unit.of(v) for _, v in first], "o", color="0.6", markersize=4,
                 label=f"each configuration, {lengths[0]:g} s trials")
+        shown: set[str] = set()
         for c in out.finalists:
             vs = out.values(c)
             if not vs:
                 continue
             med = statistics.median(vs)
+            kind = "best" if c == out.best else "the other finalists"
             ax.errorbar([x_of(c)], [unit.of(med)], yerr=[[unit.of(med - min(vs))], [unit.of(max(vs) - med)]],
                         fmt="o", capsize=4, color="C0" if c == out.best else "C1",
-                        label=None if c != out.best else f"best, {lengths[out.final_rung]:g} s trials")
+                        label=None if kind in shown else f"{kind}, {lengths[out.final_rung]:g} s trials (median, "
+                                                         f"min to max)")
+            shown.add(kind)
         ax.set_xticks(range(len(ticks)), ticks)
         ax.set_xlabel(k.name)
         ax.set_ylabel(f"{tune.goal.title} [{unit.name}]")

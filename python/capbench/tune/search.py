@@ -221,9 +221,11 @@ class _Race:
         self.race(rung, alive)
         finalists = self.ranked(self.out.finalists, rung)
         self.out.finalists = tuple(finalists)
-        others = sorted((c for c in range(self.n) if c not in finalists),
+        # The race's winner, then every other configuration by the highest rung it reached and its
+        # mean there: a finalist that lost the race ranks among those it was chosen with by value.
+        others = sorted((c for c in range(self.n) if c != finalists[0]),
                         key=lambda c: (-self.out.highest_rung(c), self.score(c, self.out.highest_rung(c)), c))
-        self.out.ranking = (*finalists, *others)
+        self.out.ranking = (finalists[0], *others)
         self.out.comparisons = {c: self.compare(finalists[0], c, rung) for c in finalists[1:]}
         return self.out
 
