@@ -2,7 +2,7 @@
 
 Layers, lowest first: the top-level modules shared by all (errors, inputs, options, rates, binaries,
 held_signals, owners, records, declared, ...) < testbed and remote (a host's programs, reached
-with ssh: beside the test bed, each may use the other) < trial < methods < campaign < report < cli.
+with ssh: beside the test bed, each may use the other) < trial < methods < campaign < report < tune < cli.
 The test bed knows nothing of trials, a trial nothing of methods, a method nothing of campaigns, the
 campaign layer nothing of how its results are shown (it tells the command layer through callbacks,
 campaign.runner.RunCallbacks), and nothing but `python -m capbench` imports the command line.

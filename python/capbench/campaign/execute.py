@@ -18,7 +18,8 @@ from capbench.campaign.matrix import Step
 from capbench.campaign.plan import Plan, method_settings
 from capbench.campaign.resume import ReplayMeasurer
 from capbench.methods import dispatch
-from capbench.methods.method import Context
+from capbench.methods.method import Context, MethodAnswer, MethodSettings
+from capbench.rates import Rate
 from capbench.trial.measure import TrialResult
 from capbench.trial.sensors import worst
 
@@ -45,6 +46,31 @@ def judged(recorded: Sequence[TrialResult]) -> list[TrialResult]:
     return [worst(ts) for ts in trials.values()]
 
 
+def run_step(step: Step, run: StepRun, settings: MethodSettings, link_bps: float, recorded: Sequence[TrialResult],
+             *, rate: Rate, duration_s: float, on_new: Callable[[], None] = lambda: None) -> MethodAnswer | None:
+    """One step: its method on the step's Measurer, the `recorded` trials of a cut-short step
+    replayed first (ReplayMeasurer); every new trial tagged with the step and recorded (then
+    `on_new()`), the answer (None for a method without one) recorded as its searches.jsonl line."""
+    measurer = ReplayMeasurer(run.make_measurer(step), judged(recorded))
+
+    def record(trial: TrialResult) -> None:
+        if measurer.last_was_replay:  # a replayed trial is in trials.jsonl already
+            return
+        # Several sensors on one stream: the method judged one record, every sensor has one.
+        siblings = getattr(measurer.measurer, "siblings", None)
+        for t in siblings(trial) if siblings is not None else (trial,):
+            run.record(dataclasses.replace(t, step=step.key, repeat=step.repeat, requested_frames=step.count))
+        on_new()
+
+    context = Context(dataclasses.replace(settings, method=step.method), link_bps, record, run.pause)
+    answer = dispatch.run_step(step.method, measurer, step.backend, step.size, context, rate=rate,
+                               duration_s=duration_s)
+    if answer is not None:  # tagged with its step, then recorded as its searches.jsonl line
+        run.record_outcome(answer.tagged(step=step.key, repeat=step.repeat, pin=step.pin, app_load=step.app_load,
+                                         procs=step.procs, size=str(step.size)).to_json())
+    return answer
+
+
 def execute(plan: Plan, run: StepRun) -> int:
     """Run every step of the plan not yet done; return how many ran."""
     c, steps, todo, progress = plan.campaign, plan.steps, plan.todo, plan.progress
@@ -55,28 +81,18 @@ def execute(plan: Plan, run: StepRun) -> int:
     # Trials: those run so far, and the estimate of all (corrected as each step ends).
     count = {"run": 0, "total": plan.estimated_trials(todo)}
     began = time.monotonic()
+
+    def on_new() -> None:
+        count["run"] += 1
+        if run.on_trial is not None:
+            n, total = count["run"], max(count["total"], count["run"])
+            # The time the trials so far took each, for each still to come.
+            run.on_trial(n, total, (time.monotonic() - began) / n * (total - n))
+
     for step in todo:
-        measurer = ReplayMeasurer(run.make_measurer(step), judged(progress.trials.get(step.key, ())))
-
-        def record(trial: TrialResult, step: Step = step, measurer: ReplayMeasurer = measurer) -> None:
-            if not measurer.last_was_replay:  # a replayed trial is in trials.jsonl already
-                # Several sensors on one stream: the method judged one record, every sensor has one.
-                siblings = getattr(measurer.measurer, "siblings", None)
-                for t in siblings(trial) if siblings is not None else (trial,):
-                    run.record(dataclasses.replace(t, step=step.key, repeat=step.repeat, requested_frames=step.count))
-                count["run"] += 1
-                if run.on_trial is not None:
-                    n, total = count["run"], max(count["total"], count["run"])
-                    # The time the trials so far took each, for each still to come.
-                    run.on_trial(n, total, (time.monotonic() - began) / n * (total - n))
-
-        context = Context(dataclasses.replace(settings, method=step.method), c.link_bps, record, run.pause)
         started = time.monotonic()
-        answer = dispatch.run_step(step.method, measurer, step.backend, step.size, context, rate=c.load,
-                                   duration_s=c.trial_duration_s(step))
-        if answer is not None:  # tagged with its step, then recorded as its searches.jsonl line
-            run.record_outcome(answer.tagged(step=step.key, repeat=step.repeat, pin=step.pin, app_load=step.app_load,
-                                             procs=step.procs, size=str(step.size)).to_json())
+        run_step(step, run, settings, c.link_bps, progress.trials.get(step.key, ()), rate=c.load,
+                 duration_s=c.trial_duration_s(step), on_new=on_new)
         done += 1
         took_s += time.monotonic() - started
         later = todo[todo.index(step) + 1:]

@@ -103,6 +103,10 @@ class RunOptions:
     topology: TopologyRun | None = None  # several hosts (docs/topology.md), their connections open
     perf: str | None = None  # --profile: the version of perf, checked to sample here (perf_record.check)
     probe_s: float = witness.PROBE_S  # --probe: the host probe's length before the first trial; 0: none
+    # How the plan's steps are walked on the test bed: campaign.execute.execute, each step in turn;
+    # `capbench tune` walks its own (capbench.tune), choosing each next step from the answers so far.
+    drive: Callable[[Plan, campaign_run.StepRun], Any] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # run.json's settings besides the campaign's
 
 
 @dataclass(frozen=True)
@@ -310,8 +314,8 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
         if topo is None and plan.todo:
             host_probe(watch, plan, tb, writer, opts.probe_s)
         try:
-            campaign_run.execute(plan, campaign_run.StepRun(make_measurer, record, record_outcome,
-                                                            on_step=opts.callbacks.on_step, on_trial=on_trial))
+            (opts.drive or campaign_run.execute)(plan, campaign_run.StepRun(
+                make_measurer, record, record_outcome, on_step=opts.callbacks.on_step, on_trial=on_trial))
         except KeyboardInterrupt:
             note(f"interrupted: the test bed is removed; {after_stop(writer)}")
             status = 130
@@ -377,7 +381,8 @@ def open_results(c: cmod.Campaign, opts: RunOptions, resume: Path | None) -> tup
         except BaseException:
             lock.release()
             raise
-    writer = RunWriter.create(opts.results, {"campaign": campaign_settings(c)}, command=list(opts.command))
+    writer = RunWriter.create(opts.results, {"campaign": campaign_settings(c), **opts.settings},
+                              command=list(opts.command))
     try:
         return writer, owners.lock_results(writer.path)
     except BaseException:
@@ -390,10 +395,18 @@ def has_results(writer: RunWriter) -> bool:
     return writer.count > 0 or (writer.path / results.SEARCHES_FILE).exists()
 
 
+def resume_command(writer: RunWriter) -> str:
+    """The command that continues the run of `writer`: `capbench run --resume DIR`, or the
+    resume of the command that made it (`capbench tune`)."""
+    command = writer.meta.get("command")
+    name = command[1] if isinstance(command, list) and len(command) > 1 and command[1] == "tune" else "run"
+    return f"capbench {name} --resume {writer.path}"
+
+
 def after_stop(writer: RunWriter) -> str:
     """What becomes of a stopped run's results."""
     if has_results(writer):
-        return f"`capbench run --resume {writer.path}` continues where this stopped"
+        return f"`{resume_command(writer)}` continues where this stopped"
     return "no trial had finished, so no results folder is kept"
 
 
@@ -452,8 +465,9 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
     plan = plan_of(c, progress, cpu.usable_cpus())
     steps, todo = plan.steps, plan.todo
     est = plan.estimated_s(todo)
-    note(f"capbench campaign {c.name}: {len(steps)} steps, {len(todo)} to run (about {est / 60:.1f} min), "
-         f"{len(c.matrices)} matrix(es)")
+    if opts.drive is None:  # a driver of its own says what it will run (`capbench tune`: its budget)
+        note(f"capbench campaign {c.name}: {len(steps)} steps, {len(todo)} to run (about {est / 60:.1f} min), "
+             f"{len(c.matrices)} matrix(es)")
     trials: list[TrialResult] = [t for ts in progress.trials.values() for t in ts]
     try:
         with writer:
@@ -463,7 +477,7 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
     except CapbenchError:
         if trials:
             opts.callbacks.show_results(trials, results.read_outcomes(writer.path))
-            note(f"results of what finished: {writer.path}; `capbench run --resume {writer.path}` continues")
+            note(f"results of what finished: {writer.path}; `{resume_command(writer)}` continues")
         raise
     opts.callbacks.show_results(trials, results.read_outcomes(writer.path))
     if has_results(writer):

@@ -18,6 +18,7 @@ from capbench.cli.passthrough import PASSTHROUGH, cmd_passthrough
 from capbench.cli.run import cmd_run
 from capbench.cli.side import cmd_side
 from capbench.cli.testbed import cmd_testbed
+from capbench.cli.tune import cmd_tune
 from capbench.errors import CapbenchError, Terminated, UsageError
 from capbench.testbed import veth_pair as testbed
 
@@ -27,7 +28,8 @@ def _main(argv: list[str]) -> int:
         return cmd_passthrough(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     handler = {"run": cmd_run, "testbed": cmd_testbed, "backends": cmd_backends, "report": cmd_report,
-               "compare": cmd_compare, "side": cmd_side}
+               "compare": cmd_compare, "side": cmd_side,
+               "tune": cmd_tune}
     return handler[args.command](args)
 
 

@@ -23,6 +23,7 @@ from capbench.testbed import rxmode
 from capbench.trial import apps
 from capbench.trial.measure import TrialSetup
 from capbench.trial.witness import PROBE_S
+from capbench.tune import search, tuning
 
 
 MAIN_HELP = """\
@@ -103,6 +104,35 @@ examples:
   sudo capbench run --campaign campaigns/seed2008-quick.toml
   sudo capbench run --resume results/2026-11-23T07-30-05Z
 """.replace("{statuses}", "\n".join(errors.exit_status_lines())).replace("{attempts}", str(MAX_ATTEMPTS))
+
+TUNE_HELP = """\
+Searches the settings ("knobs") of a backend or capture program for the
+configuration that captures best on this host: every combination of the knobs'
+candidates, and the defaults. Successive halving: every configuration is
+measured once with short trials, the better third again with longer ones, as
+long as the budget allows; the best {finalists} and the defaults then race,
+measured again round after round, a configuration that {test}
+finds worse than the leader dropping out, until one is left or the budget is
+spent. The goal: MLR's PDR (default) or NDR, or with --rate the loss at that
+rate (ties go to the lower CPU time per packet).
+
+It ends with a table ranked by the goal (median and spread over the
+repetitions, CPU per packet, where the loss was by layer of the account), the
+best configuration as a ready `capbench run` line, a campaign file of it and the
+defaults (DIR/tune/best-BACKEND.toml) to confirm it, a figure of the goal
+against each knob (DIR/tune/goal-by-knob-BACKEND.png), and, where a counter shows
+it, what the best changed ("the rx ring lost 3.1 % at the defaults; rx-ring
+16384 removed it"). Every trial is in DIR/trials.jsonl and every search's answer
+in DIR/searches.jsonl, as a run's: `capbench report DIR` and `capbench compare`
+read it; --resume DIR continues a tune that was stopped, repeating no trial.
+
+examples:
+  sudo capbench tune --backends afp-v3                           ring and rx-ring at 64 B, PDR, 20 min
+  sudo capbench tune --backends afp-v3 --budget 15m --knobs ring
+  sudo capbench tune --backends afp-v3 --rate 500kpps --budget 3m  the loss at 500 kpps
+  sudo capbench tune --backends afp-v3 --rate 300kpps --candidates rx-ring=16,4096
+  sudo capbench tune --resume results/2026-11-28T08-00-00Z
+""".replace("{finalists}", str(search.FINALISTS)).replace("{test}", search.SIGNIFICANCE)
 
 TESTBED_HELP = """\
 up      build two namespaces joined by a veth pair and keep them; prints their names
@@ -371,6 +401,46 @@ def build_parser() -> Parser:
     run.add_argument("--no-report", action="store_true",
                      help="do not write the report (tables, figures, report.html) into the results directory "
                           "at the end; `capbench report DIR` writes it later")
+
+    tune = sub.add_parser("tune", help="search a backend's settings for those that capture best here",
+                          description=TUNE_HELP, formatter_class=_formatter, allow_abbrev=False)
+    tune.add_argument("--backends", metavar="LIST",
+                      help="the backends or capture programs to tune, comma-separated (several: each gets its share "
+                           "of the budget, and the output compares their bests)")
+    tune.add_argument("--sizes", metavar="SIZE",
+                      help=f"the one frame length (or, with --rate, a profile such as imix:seed) to tune at "
+                           f"(default: {tuning.DEFAULT_SIZE})")
+    tune.add_argument("--replay", metavar="FILE.pcap", help="with --rate: send the frames of a capture file "
+                                                             "(--sizes trace:FILE.pcap)")
+    tune.add_argument("--budget", default=tuning.DEFAULT_BUDGET, metavar="TIME",
+                      help="how long the search may take (90s, 20m, 1h; default: %(default)s); one too small for "
+                           "every configuration once and the shortest race is refused, saying the smallest that works")
+    tune.add_argument("--goal", metavar="GOAL",
+                      help="what to maximise: pdr (MLR's partial drop rate, loss <= 0.5 %%) or ndr (no loss), or to "
+                           "minimise: loss (at --rate) (default: pdr, or loss with --rate)")
+    tune.add_argument("--rate", help="the offered load of --goal loss, as `capbench run --rate` takes it (500kpps, 50%%)")
+    tune.add_argument("--knobs", metavar="LIST",
+                      help="the knobs to search, comma-separated (default: all the backend's: ring, the capture "
+                           "buffer as --ring sets it, and rx-ring, the test bed's receive ring as --rx-ring does)")
+    tune.add_argument("--candidates", metavar="KNOB=LIST", action="append",
+                      help="the values to try of a knob instead of its declared ones, e.g. rx-ring=64,1024,16384 "
+                           "(each checked against the knob's range; repeat for several knobs)")
+    tune.add_argument("--link", help=f"emulated link speed: {', '.join(LINKS_BPS)} {_default('link')}")
+    tune.add_argument("--pin", metavar="PIN", help=f"the placement: A:A, A:B or auto {_default('pin')}")
+    tune.add_argument("--engine", choices=from_declarations(engine_names, None),
+                      help=f"generator engine {_default('engine')}")
+    add_rx_mode_args(tune)
+    tune.add_argument("--resume", metavar="DIR", help="continue the stopped tune in DIR, repeating no trial")
+    tune.add_argument("--results", default="results", metavar="DIR",
+                      help="write results to DIR/<UTC time>/ (default: %(default)s)")
+    tune.add_argument("--settle", default=f"{TrialSetup.settle_s:g}", metavar="S",
+                      help="wait after sending for queues to drain before reading the counters (default: %(default)s)")
+    tune.add_argument("--probe", default=f"{PROBE_S:g}", metavar="S",
+                      help="before the first trial, watch the run's CPUs for S seconds (as capbench run --probe; "
+                           "default: %(default)s)")
+    tune.add_argument("--quiet", action="store_true", help="no live line while a trial sends")
+    tune.add_argument("--no-report", action="store_true",
+                      help="do not write the run's report (report/) at the end; the tune's own files are written")
 
     tb = sub.add_parser("testbed", help="build, list or remove veth test beds",
                         description=TESTBED_HELP, formatter_class=_formatter, allow_abbrev=False)

@@ -276,11 +276,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     probe_s = parse_duration(args.probe, what="--probe", allow_zero=True)
-    preflight.require_caps("capbench run", preflight.run_caps(c))
-    preflight.require_ip()
-    preflight.check_engine(c.engine)
-    preflight.check_profiles(c, str(binaries.gen))
-    preflight.check_backend_args(c, str(binaries.cap))
+    check_here(c, binaries, "capbench run")
     if c.custom_cpus is not None:
         gen, rx, cap = c.custom_cpus
         preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
@@ -303,6 +299,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(args), ports=on_ports,
                              perf=perf, probe_s=probe_s)
     return runner.execute(c, opts, binaries, resume=resume)
+
+
+def check_here(c: campaign.Campaign, binaries, command: str) -> None:
+    """What the campaign needs of this machine, before anything starts: the capabilities, `ip`, the
+    generator's engine, its size profiles and the backends' options as the programs judge them."""
+    preflight.require_caps(command, preflight.run_caps(c))
+    preflight.require_ip()
+    preflight.check_engine(c.engine)
+    preflight.check_profiles(c, str(binaries.gen))
+    preflight.check_backend_args(c, str(binaries.cap))
 
 
 def check_rx_ring(c: campaign.Campaign, rx_mode: str, on_ports: bool) -> None:
@@ -340,14 +346,20 @@ def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | Non
                                  dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set)
 
 
-def callbacks(args: argparse.Namespace) -> runner.RunCallbacks:
+def live_line(args: argparse.Namespace) -> console.LiveLine:
+    """The live line of a run: on a terminal, and not with --quiet."""
+    return console.LiveLine(enabled=not args.quiet and sys.stdout.isatty() and sys.stderr.isatty())
+
+
+def callbacks(args: argparse.Namespace, live: console.LiveLine | None = None) -> runner.RunCallbacks:
     """What the runner shows while and after it runs: a line per trial and per step, the tables,
     the report; the repetitions whose scatter run.json warns about. With --json, stdout gets JSON
     Lines (docs/json.md: a "trial" line per trial, an "answer" line per method answer, an "end"
     line) and every human line and table goes to stderr. The live line (once a second while a
-    trial sends) only on a terminal, and not with --quiet."""
+    trial sends) only on a terminal, and not with --quiet (`live`: a caller's own, to clear it
+    before lines of its own)."""
     as_json = args.json
-    live = console.LiveLine(enabled=not args.quiet and sys.stdout.isatty() and sys.stderr.isatty())
+    live = live or live_line(args)
 
     def say(line: str) -> None:
         live.clear()

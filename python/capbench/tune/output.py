@@ -1,0 +1,295 @@
+"""What `capbench tune` ends with: a table ranked by the goal with its spread, the best
+configuration as a ready `capbench run` line and a campaign file, the goal against each knob as a
+figure, and the reasons the loss account gives (only where a counter shows the layer).
+
+Everything here reads the tune's measurements (tuning.Tune) after its search; the files go into
+the results folder's `tune/`: ranking.txt, best.toml, tune.json and goal-by-knob.{png,svg}.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import shlex
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from capbench import inputs
+from capbench.campaign.matrix import Matrix
+from capbench.rates import link_name
+from capbench.report import plots, units
+from capbench.report.stats import fmt_stat, stat_of
+from capbench.tune import knobs as knobs_mod
+from capbench.tune import search
+from capbench.tune.tuning import Measured, Space, Tune
+
+TUNE_DIR = "tune"  # in the results folder
+CONFIRM_REPEAT = 3  # the campaign file's repetitions of the best and the defaults
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration in the ranking."""
+
+    rank: int
+    config: int
+    label: str
+    rung: int  # the rung its figures are from: the final one for a finalist, else the highest it reached
+    values: tuple[float, ...]
+    cpu_ns: float | None
+    layers: dict[str, float]
+    verdict: str  # the best; within noise of it; worse beyond noise; out at a rung
+    disturbed: bool
+
+
+def rows_of(tune: Tune, space: Space) -> list[Row]:
+    out = tune.results[space.backend]
+    got = tune.measured[space.backend]
+    rows = []
+    for rank, c in enumerate(out.ranking, start=1):
+        rung = out.final_rung if c in out.finalists else out.highest_rung(c)
+        ms = [m for (cc, r, _), m in sorted(got.items()) if cc == c and r == rung]
+        cpus = [m.cpu_ns for m in ms if m.cpu_ns is not None]
+        rows.append(Row(rank, c, knobs_mod.label(space.configs[c]), rung, tuple(m.value for m in ms),
+                        statistics.median(cpus) if cpus else None, merged_layers(ms), verdict(out, c),
+                        any(m.disturbed for m in ms)))
+    return rows
+
+
+def merged_layers(ms: Sequence[Measured]) -> dict[str, float]:
+    """Each layer's median share over the measurements (0 where one did not lose there)."""
+    names = dict.fromkeys(name for m in ms for name in m.layers)
+    return {n: statistics.median(m.layers.get(n, 0.0) for m in ms) for n in names} if ms else {}
+
+
+def verdict(out: search.Outcome, c: int) -> str:
+    if c == out.best:
+        return "best"
+    cmp = out.comparisons.get(c)
+    if cmp is None:
+        rung = out.highest_rung(c)
+        return "not in the final race" if rung == out.final_rung else f"out after rung {rung + 1}"
+    p = "" if cmp.p_value is None else f" (p {cmp.p_value:.2g})"
+    return f"worse beyond noise{p}" if cmp.significant else f"within noise of the best{p}"
+
+
+def layers_text(layers: dict[str, float]) -> str:
+    shown = [(n, v) for n, v in sorted(layers.items(), key=lambda x: -x[1]) if v > 0]
+    return ", ".join(f"{n} {v:.2g} %" for n, v in shown) or "none"
+
+
+def goal_stat_text(tune: Tune, values: Sequence[float]) -> str:
+    s = stat_of(values)
+    if tune.goal.unit == "pps":
+        return fmt_stat(s.scaled(1e-3), ",.0f", n=True) + " kpps"
+    return fmt_stat(s, ".3g", n=True) + " %"
+
+
+def cpu_text(ns: float | None) -> str:
+    return "—" if ns is None else f"{ns:,.0f} ns"
+
+
+def table(tune: Tune, space: Space, rows: Sequence[Row]) -> Table:
+    lengths = tune.goal.lengths_s
+    bound = "its upper bound" if tune.goal.mlr_goal else "the rate"
+    t = Table(title=f"capbench tune {space.backend}: {tune.goal.title} per configuration, best first "
+                    f"(median, min–max over repetitions)", box=box.SIMPLE_HEAD, title_justify="left")
+    for h in ("#", "Configuration", tune.goal.title, "Trials of", "CPU / packet", f"Loss by layer at {bound}",
+              "Verdict"):
+        t.add_column(Text(h), justify="right" if h in ("#", "CPU / packet", "Trials of") else "left")
+    for r in rows:
+        mark = " (disturbed)" if r.disturbed else ""
+        t.add_row(str(r.rank), r.label, goal_stat_text(tune, r.values), f"{lengths[r.rung]:g} s", cpu_text(r.cpu_ns),
+                  layers_text(r.layers), r.verdict + mark)
+    return t
+
+
+def final_length(tune: Tune, space: Space) -> float:
+    """The trial length the race was run with: the one a run that confirms it should use."""
+    return tune.goal.lengths_s[tune.results[space.backend].final_rung]
+
+
+def run_line(tune: Tune, space: Space, config: int) -> list[str]:
+    """The `capbench run` command of one configuration, at the tune's size and goal."""
+    c = tune.campaign
+    size = tune.base[space.backend].sizes[0]
+    words = ["sudo", "capbench", "run", "--backends", space.backend, "--sizes", str(size),
+             "--method", tune.goal.method, "--link", link_name(c.link_bps)]
+    if tune.goal.mlr_goal:
+        words += ["--trial", f"{final_length(tune, space):g}"]
+    else:
+        words += ["--rate", c.rate, "--duration", f"{final_length(tune, space):g}"]
+    pins = tune.base[space.backend].pins
+    if pins != Matrix().pins:  # a placement the tune was given
+        words += ["--pin", ",".join(pins)]
+    return words + knobs_mod.run_args(space.configs[config], space.knobs)
+
+
+def campaign_key(knob: knobs_mod.Knob) -> str:
+    """The campaign key of a run knob: its `capbench run` flag's name (campaign.matrix keys are)."""
+    return knob.flag.lstrip("-").replace("-", "_")
+
+
+def matrix_toml(space: Space, config: int) -> list[str]:
+    lines = ["", "[[matrix]]", f"# {knobs_mod.label(space.configs[config])}"]
+    backend_args = []
+    by_name = {k.name: k for k in space.knobs}
+    for name, value in space.configs[config].items():
+        k = by_name[name]
+        if k.scope == "run":
+            lines.append(f"{campaign_key(k)} = [{json.dumps(value)}]")
+        else:
+            backend_args.append(f"{k.flag} {value}")
+    if backend_args:
+        lines.append(f"backend_args = {{ {json.dumps(space.backend)} = {json.dumps(shlex.join(backend_args))} }}")
+    return lines
+
+
+def campaign_toml(tune: Tune, space: Space, best: int) -> str:
+    """A campaign of the best configuration and the defaults, CONFIRM_REPEAT times each: the run
+    that confirms the tune's answer (`capbench run --campaign best.toml`)."""
+    c = tune.campaign
+    head = ["# Written by capbench tune: its best configuration and the defaults, to confirm the answer.",
+            "[campaign]", f"name = {json.dumps('tune-' + space.backend)}",
+            f"methods = [{json.dumps(tune.goal.method)}]", f"backends = [{json.dumps(space.backend)}]",
+            f"sizes = {json.dumps(str(tune.base[space.backend].sizes[0]))}", f"link = {json.dumps(link_name(c.link_bps))}",
+            f"repeat = {CONFIRM_REPEAT}"]
+    pins = tune.base[space.backend].pins
+    if pins != Matrix().pins:
+        head.append(f"pin = {json.dumps(list(pins))}")
+    if tune.goal.mlr_goal:
+        head.append(f"trial = \"{final_length(tune, space):g}s\"")
+    else:
+        head += [f"rate = {json.dumps(c.rate)}", f"duration = \"{final_length(tune, space):g}s\""]
+    body = matrix_toml(space, best) + (matrix_toml(space, search.BASELINE) if best != search.BASELINE else [])
+    return "\n".join(head + body) + "\n"
+
+
+def reasons(tune: Tune, space: Space, rows: Sequence[Row]) -> list[str]:
+    """What the account says the best configuration changed: for each layer where the defaults
+    lost (a counter shows it) and a knob of the best governs, what it lost there at the defaults
+    and with the best."""
+    by_config = {r.config: r for r in rows}
+    best, base = by_config[rows[0].config], by_config.get(search.BASELINE)
+    if base is None or best.config == search.BASELINE:
+        return []
+    where = " (at each one's upper bound)" if tune.goal.mlr_goal else f" (at {tune.campaign.rate})"
+    out = []
+    config = space.configs[best.config]
+    for k in space.knobs:
+        if config.get(k.name, k.default) == k.default:  # the best runs it as the defaults do
+            continue
+        for layer in k.governs:
+            before, after = base.layers.get(layer, 0.0), best.layers.get(layer, 0.0)
+            if before > 0 and after < before:
+                done = "removed it" if after == 0 else f"brought it to {after:.2g} %"
+                out.append(f"the {layer} lost {before:.2g} % at the defaults; {k.name} {config[k.name]} {done}{where}")
+    return out
+
+
+def best_text(tune: Tune, space: Space, rows: Sequence[Row]) -> str:
+    out = tune.results[space.backend]
+    best = rows[0]
+    text = f"best of {space.backend}: {best.label}, {tune.goal.title} {goal_stat_text(tune, best.values)}"
+    if best.config == search.BASELINE:
+        return text + ": no configuration beat the defaults beyond the noise"
+    base = next((r for r in rows if r.config == search.BASELINE), None)
+    if base is None or base.rung != best.rung:
+        return text
+    p = search.welch(out.values(best.config), out.values(search.BASELINE))
+    if p is None:
+        return text + "; the defaults were not repeated, so the difference is not judged"
+    than = f"the defaults' {goal_stat_text(tune, base.values)}"
+    return text + (f": better than {than} beyond the noise ({search.SIGNIFICANCE}, p {p:.2g})" if p < search.SIGNIFICANCE_LEVEL
+                   else f": within noise of {than} (p {p:.2g})")
+
+
+def figure(tune: Tune, space: Space) -> plots.Figure | None:
+    """The goal against each knob: every configuration's first-rung value at its knob's value
+    (dots), the finalists' final-rung values (median, bars min to max)."""
+    out, got = tune.results[space.backend], tune.measured[space.backend]
+    if not space.knobs:
+        return None
+    values = [m.value for m in got.values() if not math.isnan(m.value)]
+    unit = units.pick(tune.goal.unit, values)
+    fig = plots.Figure(figsize=(4.2 * len(space.knobs), 3.6), layout="constrained")
+    lengths = tune.goal.lengths_s
+    for i, k in enumerate(space.knobs):
+        ax = fig.add_subplot(1, len(space.knobs), i + 1)
+        ticks = ([] if k.default in k.candidates else ["default"]) + list(k.candidates)
+        where = {v: n for n, v in enumerate(ticks)}
+
+        def x_of(c: int) -> int:
+            return where[space.configs[c].get(k.name, k.default if k.default in where else "default")]
+
+        first = [(x_of(c), m.value) for (c, r, _), m in got.items() if r == 0 and not math.isnan(m.value)]
+        ax.plot([x for x, _ in first], [unit.of(v) for _, v in first], "o", color="0.6", markersize=4,
+                label=f"each configuration, {lengths[0]:g} s trials")
+        shown: set[str] = set()
+        for c in out.finalists:
+            vs = out.values(c)
+            if not vs:
+                continue
+            med = statistics.median(vs)
+            kind = "best" if c == out.best else "the other finalists"
+            ax.errorbar([x_of(c)], [unit.of(med)], yerr=[[unit.of(med - min(vs))], [unit.of(max(vs) - med)]],
+                        fmt="o", capsize=4, color="C0" if c == out.best else "C1",
+                        label=None if kind in shown else f"{kind}, {lengths[out.final_rung]:g} s trials (median, "
+                                                         f"min to max)")
+            shown.add(kind)
+        ax.set_xticks(range(len(ticks)), ticks)
+        ax.set_xlabel(k.name)
+        ax.set_ylabel(f"{tune.goal.title} [{unit.name}]")
+        ax.grid(True, alpha=0.3)
+        if i == 0:
+            ax.legend(fontsize="small")
+    fig.suptitle(f"capbench tune {space.backend}: {tune.goal.title} against each knob")
+    return fig
+
+
+def summary_json(tune: Tune, space: Space, rows: Sequence[Row]) -> dict:
+    return {"backend": space.backend, "goal": tune.goal.name, "unit": tune.goal.unit,
+            "knobs": [k.name for k in space.knobs], "final_trial_s": tune.goal.lengths_s[tune.results[space.backend].final_rung],
+            "spent_s": tune.results[space.backend].spent_s,
+            "ranking": [{"rank": r.rank, "config": dict(space.configs[r.config]), "label": r.label,
+                         "trial_s": tune.goal.lengths_s[r.rung], "values": list(r.values), "cpu_ns": r.cpu_ns,
+                         "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed} for r in rows],
+            "run": run_line(tune, space, rows[0].config), "reasons": reasons(tune, space, rows)}
+
+
+def finish(tune: Tune, path: Path, console: Console) -> None:
+    """Print each backend's ranking, its best and why; write them into `path`/tune/."""
+    folder = path / TUNE_DIR
+    folder.mkdir(exist_ok=True)
+    texts, summaries = [], []
+    for space in tune.spaces:
+        if space.backend not in tune.results:
+            continue
+        rows = rows_of(tune, space)
+        t = table(tune, space, rows)
+        console.print(t)
+        plain = Console(record=True, width=160, file=io.StringIO())
+        plain.print(t)
+        lines = [best_text(tune, space, rows), *(f"  {x}" for x in reasons(tune, space, rows)),
+                 "run it: " + shlex.join(run_line(tune, space, rows[0].config))]
+        toml = folder / f"best-{space.backend}.toml"
+        inputs.write_own(toml, campaign_toml(tune, space, rows[0].config))
+        lines.append(f"confirm it against the defaults: sudo capbench run --campaign {toml}")
+        fig = figure(tune, space)
+        if fig is not None:
+            png, _ = plots.save(fig, folder / f"goal-by-knob-{space.backend}")
+            lines.append(f"figure: {png}")
+        for line in lines:
+            console.print(Text(line))
+        texts.append(plain.export_text() + "\n".join(lines) + "\n")
+        summaries.append(summary_json(tune, space, rows))
+    inputs.write_own(folder / "ranking.txt", "\n".join(texts))
+    inputs.write_own(folder / "tune.json", json.dumps(summaries, indent=2) + "\n")

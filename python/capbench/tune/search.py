@@ -1,0 +1,241 @@
+"""The search of `capbench tune`: successive halving, then a race of the finalists (issue 30).
+
+A pure function of a `measure(configuration, rung, repetition)` callback, so it runs the same on
+the test bed, on the simulated device (tests/py/test_tune_search.py) and on a resumed run, whose
+recorded measurements the callback hands back (the same values and costs, so the same decisions).
+
+- **Rungs.** A rung is a trial length (an MLR search's final trial, an iperf trial's duration) and
+  the method's own estimate of what one measurement there costs. Every configuration is measured
+  once on the first (shortest) rung; the better third (at least FINALISTS) climbs to the next rung
+  and is measured there, as long as the budget left still covers that rung and the final race on
+  it; the configurations left then race on the rung where the climbing stopped.
+- **The race.** The FINALISTS best so far, and the defaults (configuration 0: the baseline a person
+  compares with), are measured again, round after round, while the budget covers a round. From
+  MIN_REPS values each on, a finalist the leader beats significantly drops out of the race (F-race);
+  the race ends when one is left, at MAX_REPS, or when the next round does not fit the budget.
+- **Budget.** Planned with the estimates, scaled by how the measurements so far compared with
+  theirs (the costs the callback returns: the recorded time they took), so a host slower than the
+  estimate ends the climbing earlier instead of overrunning (per rung: an estimate may be off by
+  more on one rung than on another). A budget that does not cover every
+  configuration on the first rung and the shortest race is refused (`smallest_budget`).
+- **Significance.** Welch's two-sample t-test at 95 % on the repeated goal values of two
+  finalists: configurations differ in their spread (a configuration that loses scatters far more
+  than one that does not), so no pooled variance; and with 3 to 10 values each, a rank test
+  (Mann-Whitney) cannot reach 5 % at all below 4 values each (its smallest two-sided p for 3
+  against 3 is 0.1). Two finalists the test does not separate are "within noise" of each other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from capbench.report.stats import t_p_value
+
+KEEP = 1 / 3  # the share of a rung's configurations that climbs to the next (successive halving's 1/eta)
+FINALISTS = 3  # configurations in the final race, besides the defaults
+MIN_REPS = 3  # values of a finalist before the test may drop it (and what the shortest race gives each)
+MAX_REPS = 10  # values of a finalist at most: beyond them the spread is known well enough
+SIGNIFICANCE_LEVEL = 0.05
+SIGNIFICANCE = "Welch's two-sample t-test at 95 %"
+BASELINE = 0  # the configuration every race keeps: the defaults
+
+
+@dataclass(frozen=True)
+class Rung:
+    """A trial length and the method's estimate of one measurement at it."""
+
+    length_s: float
+    cost_s: float
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measurement of a configuration: its goal value, what it cost (seconds, charged to the
+    budget), its CPU time per captured packet (ns; breaks ties, lower is better)."""
+
+    value: float
+    cost_s: float
+    cpu_ns: float | None = None
+
+
+Measure = Callable[[int, int, int], Measurement]  # (configuration, rung, repetition from 1) -> its measurement
+
+
+class BudgetTooSmall(ValueError):
+    """The budget does not cover the shortest search; `least_s` would."""
+
+    def __init__(self, least_s: float):
+        super().__init__(f"the smallest budget is {least_s:.0f} s")
+        self.least_s = least_s
+
+
+@dataclass(frozen=True)
+class Settings:
+    budget_s: float
+    rungs: tuple[Rung, ...]  # shortest first
+    higher_is_better: bool = True  # PDR and NDR; the loss at a rate is better lower
+    finalists: int = FINALISTS
+    min_reps: int = MIN_REPS
+    max_reps: int = MAX_REPS
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A finalist against the leader: Welch's p-value (None: fewer than two values of one) and
+    whether the difference is beyond the noise."""
+
+    p_value: float | None
+    significant: bool
+
+
+@dataclass
+class Outcome:
+    """What the search measured and found."""
+
+    measured: dict[tuple[int, int], list[Measurement]] = field(default_factory=dict)  # (config, rung) -> values
+    final_rung: int = 0
+    finalists: tuple[int, ...] = ()  # in the race (the defaults among them), best first
+    ranking: tuple[int, ...] = ()  # every configuration, best first
+    spent_s: float = 0.0
+    comparisons: dict[int, Comparison] = field(default_factory=dict)  # finalist -> against the best
+
+    def values(self, config: int, rung: int | None = None) -> list[float]:
+        """The goal values of `config` on `rung` (the final rung by default)."""
+        return [m.value for m in self.measured.get((config, self.final_rung if rung is None else rung), [])]
+
+    def highest_rung(self, config: int) -> int:
+        return max(r for c, r in self.measured if c == config)
+
+    @property
+    def best(self) -> int:
+        return self.ranking[0]
+
+
+def smallest_budget(n: int, s: Settings) -> float:
+    """The shortest search of `n` configurations: each once on the first rung, then the race of
+    the finalists and the defaults on it to MIN_REPS values each."""
+    racing = min(n, s.finalists + 1)
+    return s.rungs[0].cost_s * (n + racing * (s.min_reps - 1))
+
+
+def welch(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Welch's two-sided p-value of the means of `a` and `b`; None with fewer than two values of
+    either. Two samples that do not vary: 1 when equal, 0 when not."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    ma, mb = math.fsum(a) / len(a), math.fsum(b) / len(b)
+    va = math.fsum((x - ma) ** 2 for x in a) / (len(a) - 1) / len(a)
+    vb = math.fsum((x - mb) ** 2 for x in b) / (len(b) - 1) / len(b)
+    if va + vb == 0:
+        return 1.0 if ma == mb else 0.0
+    t = (mb - ma) / math.sqrt(va + vb)
+    # Welch-Satterthwaite degrees of freedom (a term of a sample that does not vary is 0).
+    df = (va + vb) ** 2 / sum(v * v / (len(x) - 1) for v, x in ((va, a), (vb, b)) if v)
+    return t_p_value(t, df)
+
+
+class _Race:
+    def __init__(self, n: int, measure: Measure, s: Settings):
+        self.n, self.measure, self.s = n, measure, s
+        self.out = Outcome()
+        self.estimated_s: dict[int, float] = {}  # rung -> the estimates of its measurements so far
+        self.spent_s: dict[int, float] = {}  # rung -> what they cost
+
+    def scale(self, rung: int) -> float:
+        """How the measurements on `rung` compared with their estimates; before any there, how all
+        so far did (1 before any at all): an estimate can be off by more on one rung than another."""
+        if self.estimated_s.get(rung):
+            return self.spent_s[rung] / self.estimated_s[rung]
+        estimated = sum(self.estimated_s.values())
+        return sum(self.spent_s.values()) / estimated if estimated else 1.0
+
+    def left_s(self) -> float:
+        return self.s.budget_s - self.out.spent_s
+
+    def take(self, config: int, rung: int) -> None:
+        got = self.out.measured.setdefault((config, rung), [])
+        m = self.measure(config, rung, len(got) + 1)
+        got.append(m)
+        self.out.spent_s += m.cost_s
+        self.spent_s[rung] = self.spent_s.get(rung, 0.0) + m.cost_s
+        self.estimated_s[rung] = self.estimated_s.get(rung, 0.0) + self.s.rungs[rung].cost_s
+
+    def score(self, config: int, rung: int) -> tuple[float, float]:
+        """The sort key of a configuration on a rung (smaller first): its mean goal, better first,
+        then its CPU time per packet (a tie of lossless configurations goes to the cheaper)."""
+        ms = self.out.measured[(config, rung)]
+        mean = math.fsum(m.value for m in ms) / len(ms)
+        cpus = [m.cpu_ns for m in ms if m.cpu_ns is not None]
+        cpu = math.fsum(cpus) / len(cpus) if cpus else math.inf
+        return (-mean if self.s.higher_is_better else mean, cpu)
+
+    def ranked(self, configs: Sequence[int], rung: int) -> list[int]:
+        return sorted(configs, key=lambda c: (self.score(c, rung), c))
+
+    def climb(self) -> tuple[int, list[int]]:
+        """Every configuration on the first rung, the better third up while the budget allows;
+        (the rung reached, the configurations on it)."""
+        alive, rung = list(range(self.n)), 0
+        for c in alive:
+            self.take(c, rung)
+        while rung + 1 < len(self.s.rungs):
+            keep = self.ranked(alive, rung)[:max(self.s.finalists, math.ceil(len(alive) * KEEP))]
+            if BASELINE not in keep:
+                keep.append(BASELINE)
+            racing = min(len(keep), self.s.finalists + 1)
+            need_s = self.s.rungs[rung + 1].cost_s * (len(keep) + racing * (self.s.min_reps - 1)) * self.scale(rung + 1)
+            if need_s > self.left_s():
+                break
+            alive, rung = keep, rung + 1
+            for c in alive:
+                self.take(c, rung)
+        return rung, alive
+
+    def race(self, rung: int, alive: Sequence[int]) -> list[int]:
+        """The finalists raced on `rung` (module doc); those still in the race at its end."""
+        racing = self.ranked(alive, rung)[:self.s.finalists]
+        if BASELINE not in racing:
+            racing.append(BASELINE)
+        self.out.finalists = tuple(racing)
+        cost = self.s.rungs[rung].cost_s
+        while len(racing) > 1:
+            reps = min(len(self.out.measured[(c, rung)]) for c in racing)
+            if reps >= self.s.max_reps or cost * len(racing) * self.scale(rung) > self.left_s():
+                break
+            for c in racing:
+                self.take(c, rung)
+            if reps + 1 >= self.s.min_reps:
+                leader = self.ranked(racing, rung)[0]
+                racing = [c for c in racing if c == leader or not self.compare(leader, c, rung).significant]
+        return racing
+
+    def compare(self, leader: int, other: int, rung: int) -> Comparison:
+        p = welch(self.out.values(leader, rung), self.out.values(other, rung))
+        return Comparison(p, p is not None and p < SIGNIFICANCE_LEVEL)
+
+    def run(self) -> Outcome:
+        rung, alive = self.climb()
+        self.out.final_rung = rung
+        self.race(rung, alive)
+        finalists = self.ranked(self.out.finalists, rung)
+        self.out.finalists = tuple(finalists)
+        # The race's winner, then every other configuration by the highest rung it reached and its
+        # mean there: a finalist that lost the race ranks among those it was chosen with by value.
+        others = sorted((c for c in range(self.n) if c != finalists[0]),
+                        key=lambda c: (-self.out.highest_rung(c), self.score(c, self.out.highest_rung(c)), c))
+        self.out.ranking = (finalists[0], *others)
+        self.out.comparisons = {c: self.compare(finalists[0], c, rung) for c in finalists[1:]}
+        return self.out
+
+
+def search(n: int, measure: Measure, s: Settings) -> Outcome:
+    """Search `n` configurations (0: the defaults) by `measure` within `s.budget_s` (module doc);
+    BudgetTooSmall when the budget does not cover the shortest search."""
+    if n < 1 or not s.rungs:
+        raise ValueError("a search needs a configuration and a rung")
+    least = smallest_budget(n, s)
+    if s.budget_s < least:
+        raise BudgetTooSmall(least)
+    return _Race(n, measure, s).run()

@@ -1,0 +1,100 @@
+"""`capbench tune` on a real veth test bed (issue 30), on a short budget: afp-v3 over its ring and
+the test bed's receive ring, one receive ring (16 frames) so small that it loses at the rate tried.
+The tune is interrupted after a few trials and resumed: no trial runs twice, the tiny ring ranks
+last, and the best configuration's `capbench run` line runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e_env import (assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, decided_trials,
+                     left_behind, missing_prerequisite, run_capbench)
+
+RATE = "300kpps"  # a 16-frame ring overflows whenever its thread is held off for 53 µs at this rate
+TUNE = ("--backends", "afp-v3", "--sizes", "64", "--rate", RATE, "--knobs", "ring,rx-ring",
+        "--candidates", "ring=4M,16M", "--candidates", "rx-ring=16,4096", "--budget", "45s", "--probe", "0",
+        "--no-report")
+
+
+def trial_lines(folder: Path) -> list[dict]:
+    path = folder / "trials.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture
+def prerequisites():
+    why = missing_prerequisite()
+    if why:
+        pytest.skip(why)
+
+
+def test_a_tune_stopped_and_resumed_repeats_no_trial_ranks_the_tiny_ring_last_and_its_best_line_runs(
+        tmp_path, prerequisites):
+    before = capbench_namespaces()
+    results = tmp_path / "results"
+    proc = subprocess.Popen(capbench_cmd("tune", "--results", str(results), *TUNE), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=capbench_env(), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        folder = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            made = list(results.glob("*/trials.jsonl")) if results.exists() else []
+            if made and len(trial_lines(made[0].parent)) >= 3:
+                folder = made[0].parent
+                break
+            time.sleep(0.2)
+        assert folder is not None, f"no three trials recorded: {proc.communicate()}"
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the test bed goes, the folder stays
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert f"capbench tune --resume {folder}" in err, err
+    done = trial_lines(folder)
+    assert json.loads((folder / "run.json").read_text())["status"] == "interrupted"
+
+    p = run_capbench("tune", "--resume", str(folder), "--probe", "0", "--no-report", timeout=300)
+    assert_run_measured(p)
+    trials = trial_lines(folder)
+    assert trials[:len(done)] == done  # kept as they were
+    runs = [(t["step"], t["attempt"]) for t in trials]
+    assert len(runs) == len(set(runs)), "a trial ran twice"
+    assert len(trials) > len(done)
+
+    summary = json.loads((folder / "tune" / "tune.json").read_text())[0]
+    ranking = summary["ranking"]
+    assert len(ranking) == 5  # the defaults and ring 4M/16M x rx-ring 16/4096
+    tiny = [r for r in ranking if r["config"].get("rx-ring") == "16"]
+    assert [r["rank"] for r in tiny] == [4, 5], ranking  # the two configurations of the tiny ring: last
+    assert min(v for r in tiny for v in r["values"]) > max(ranking[0]["values"]), ranking
+    assert all(r["layers_pct"].get("rx ring", 0) > 0 for r in tiny), ranking  # the account says where
+    assert "capbench run" in p.stdout and "best of afp-v3" in p.stdout, p.stdout
+    assert (folder / "tune" / "goal-by-knob-afp-v3.png").stat().st_size > 0
+
+    # The best configuration's line, as printed, runs (without sudo: the test is root).
+    line = summary["run"]
+    assert line[:3] == ["sudo", "capbench", "run"]
+    p = run_capbench(*line[2:], "--results", str(tmp_path / "best"), "--no-report", timeout=120)
+    assert_run_measured(p)
+    best_run = next((tmp_path / "best").iterdir())
+    (best,) = decided_trials(best_run / "trials.jsonl")
+    assert best["loss_pct"] < min(v for r in tiny for v in r["values"]), shlex.join(line)
+
+    # report and compare read a tune like any other run (a tune's measurements name their trial
+    # length, `run 2 s`: a run of one length names none, so compare matches a tune with a tune).
+    p = run_capbench("report", str(folder), "--out", str(tmp_path / "report"), timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "rx ring 16 frames" in p.stdout, p.stdout
+    p = run_capbench("compare", str(folder), str(folder), "--out", str(tmp_path / "compare"), timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert not left_behind(before)
