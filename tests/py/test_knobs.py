@@ -43,8 +43,11 @@ def one_line(e: pytest.ExceptionInfo) -> str:
 def test_candidates_are_the_powers_of_two_of_the_declared_tune_range():
     block_size = declared.backend("afp-v3").option("--block-size")
     assert block_size.candidates == tuple(64 * KIB << i for i in range(7))  # 64k .. 4M, the C row's
-    by_name = {k.name: k for k in knobs.space("afp-v3")}
+    by_name = {k.name: k for k in knobs.space("afp-v3", ["afp-v3:block-size", "afp-v3:block-count"])}
     assert by_name["afp-v3:block-size"].candidates == ("64k", "128k", "256k", "512k", "1M", "2M", "4M")
+    # The default space tries three of them, spread over the range, and the default.
+    default = {k.name: k for k in knobs.space("afp-v3")}
+    assert default["afp-v3:block-size"].candidates == ("64k", "512k", "1M", "4M")
     assert by_name["afp-v3:block-size"].default == "1M" and by_name["afp-v3:block-count"].default == "32"
     assert declared.backend("fanout").option("--workers").candidates == (1, 2, 4)
     assert declared.backend("fanout").option("--fanout-mode").candidates == \
@@ -77,7 +80,9 @@ def test_a_knob_governs_the_account_layers_whose_rows_name_it():
 
 def test_the_default_space_keeps_the_finer_of_two_knobs_that_set_one_buffer():
     names = [k.name for k in knobs.space("afp-v3")]
-    assert "ring" not in names and {"afp-v3:block-size", "afp-v3:block-count", "rx-ring", "pin"} <= set(names)
+    assert "ring" not in names and {"afp-v3:block-size", "afp-v3:block-count", "rx-ring"} <= set(names)
+    assert "pin" not in names and [k.name for k in knobs.space("afp-v3", ["pin"])] == ["pin"]  # when asked
+    assert "rx-ring" not in [k.name for k in knobs.space("afxdp")]  # its trials run as napi
     assert [k.name for k in knobs.space("afp-v3", ["ring"])] == ["ring"]  # still there by name
     with pytest.raises(UsageError) as e:
         knobs.space("xdp", ["ring"])  # no buffer to size
