@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))  # this tree's capbench
 
@@ -25,6 +25,8 @@ from capbench.testbed.veth_pair import Testbed  # noqa: E402
 from capbench.rates import parse_duration  # noqa: E402
 from capbench.trial.accounting import format_pct  # noqa: E402
 from capbench.trial.record import TrialResult  # noqa: E402
+
+T = TypeVar("T")
 
 RX_CPU = 1  # the capture veth's RPS target
 
@@ -84,6 +86,24 @@ def load_note() -> str | None:
     return "; ".join(parts) or None
 
 
+def preflight(prog: str, needs: str, check: Callable[[], T]) -> T | None:
+    """A bench's start: root (for `needs`), then `check()` (binaries, peers, kernel features), and
+    the load before the run said on stderr. None, the problem said in one line, when one fails
+    (the bench then exits 2)."""
+    if os.geteuid() != 0:
+        print(f"{prog} needs root ({needs}): run it with sudo", file=sys.stderr)
+        return None
+    try:
+        found = check()
+    except CapbenchError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return None
+    busy = load_note()
+    if busy:
+        note(f"note: {busy}: the figures may be disturbed")
+    return found
+
+
 def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
               body: Callable[[Binaries, Testbed, dict[str, bool]], object],
               rx_mode: str | None = None) -> tuple[int, object, str]:
@@ -91,18 +111,10 @@ def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
     receive model, None for capbench's default), `body(binaries, tb, peers)`.
 
     Returns (exit status, body's result or None, test bed id)."""
-    if os.geteuid() != 0:
-        print(f"{prog} needs root (network namespaces, XDP, BPF): run it with sudo", file=sys.stderr)
+    found = preflight(prog, "network namespaces, XDP, BPF", lambda: (find_binaries(), find_peers(packages, skip_peers)))
+    if found is None:
         return 2, None, ""
-    try:
-        binaries = find_binaries()
-        peers = find_peers(packages, skip_peers)
-    except UsageError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return 2, None, ""
-    busy = load_note()
-    if busy:
-        note(f"note: {busy}: the figures may be disturbed")
+    binaries, peers = found
     try:
         with testbed.testbed(rx_cpu=RX_CPU, purpose="bench",
                              **({} if rx_mode is None else {"rx_mode": rx_mode})) as tb:

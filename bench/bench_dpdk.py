@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
 import signal
 import statistics
@@ -321,23 +320,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
+def needs_dpdk():
+    """capbench's programs, testpmd, and a capbench-cap built with its dpdk backend."""
+    binaries = bc.find_binaries()
+    bc.find_peers({TESTPMD: TESTPMD_PACKAGE}, skip=False)
+    absent = declared.backend("dpdk").absent
+    if absent:
+        raise UsageError(absent)
+    return binaries
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench_dpdk.py needs root (network namespaces, XDP, BPF, DPDK): run it with sudo", file=sys.stderr)
+    binaries = bc.preflight("bench_dpdk.py", "network namespaces, XDP, BPF, DPDK", needs_dpdk)
+    if binaries is None:
         return 2
-    try:
-        binaries = bc.find_binaries()
-        bc.find_peers({TESTPMD: TESTPMD_PACKAGE}, skip=False)
-        absent = declared.backend("dpdk").absent
-        if absent:
-            raise UsageError(absent)
-    except CapbenchError as e:
-        print(f"bench_dpdk.py: {e}", file=sys.stderr)
-        return 2
-    busy = bc.load_note()
-    if busy:
-        bc.note(f"note: {busy}: the figures may be disturbed")
     t0 = time.monotonic()
     try:
         gens, caps = run(binaries, a)

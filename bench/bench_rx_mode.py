@@ -245,18 +245,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench_rx_mode.py needs root (network namespaces, XDP, BPF): run it with sudo", file=sys.stderr)
+    found = bc.preflight("bench_rx_mode.py", "network namespaces, XDP, BPF",
+                         lambda: (bc.find_binaries(), bc.find_peers({TRAFGEN: PEER_PACKAGES[TRAFGEN]}, args.skip_peers)))
+    if found is None:
         return 2
-    try:
-        binaries = bc.find_binaries()
-        peers = bc.find_peers({TRAFGEN: PEER_PACKAGES[TRAFGEN]}, args.skip_peers)
-    except CapbenchError as e:
-        print(f"bench_rx_mode.py: {e}", file=sys.stderr)
-        return 2
-    busy = bc.load_note()
-    if busy:
-        bc.note(f"note: {busy}: the figures may be disturbed")
+    binaries, peers = found
     t0 = time.monotonic()
     probe = stall_probe(RX_CPU, STALL_PROBE_S)
     results = []

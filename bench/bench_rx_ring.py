@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -234,18 +233,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench_rx_ring.py needs root (network namespaces, XDP, BPF): run it with sudo", file=sys.stderr)
+    binaries = bc.preflight("bench_rx_ring.py", "network namespaces, XDP, BPF",
+                            lambda: (rxmode.check_available("cpumap"), bc.find_binaries())[1])
+    if binaries is None:
         return 2
-    try:
-        binaries = bc.find_binaries()
-        rxmode.check_available("cpumap")
-    except CapbenchError as e:
-        print(f"bench_rx_ring.py: {e}", file=sys.stderr)
-        return 2
-    busy = bc.load_note()
-    if busy:
-        bc.note(f"note: {busy}: the figures may be disturbed")
     wanted = [w.strip() for w in args.models.split(",")] if args.models else None
     t0 = time.monotonic()
     results = []
