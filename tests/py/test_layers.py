@@ -11,6 +11,9 @@ campaign.runner.RunCallbacks), and nothing but `python -m capbench` imports the 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,3 +100,13 @@ def test_the_check_sees_a_campaign_module_import_upwards(tmp_path, source, allow
     probe.write_text(f"def f():\n    {source}\n")
     found = imports("capbench.campaign.runner", probe)
     assert found and all(layer(i) <= layer("capbench.campaign.runner") for i in found) is allowed
+
+
+def test_the_command_line_loads_matplotlib_only_to_draw():
+    """`capbench` with any command starts without matplotlib (it wants a writable config directory, which
+    an unprivileged user running capbench may not have, and takes a third of a second): the commands that
+    draw import it where they draw (cli/run.py, cli/info.py, cli/tune.py)."""
+    code = "import sys, capbench.cli.main; print(sorted(m for m in sys.modules if m.startswith('matplotlib'))[:3])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)}).stdout
+    assert out.strip() == "[]", out

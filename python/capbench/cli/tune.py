@@ -23,7 +23,7 @@ from capbench.errors import UsageError
 from capbench.rates import parse_duration
 from capbench.report import console
 from capbench.tune import knobs as knobs_mod
-from capbench.tune import output, search, tuning
+from capbench.tune import search, tuning
 
 
 def _knob_names(args: argparse.Namespace) -> list[str] | None:
@@ -170,6 +170,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     def on_end(path: Path, status: int) -> None:
         base.on_end(path, status)
         if len(tune.results) == len(tune.spaces):
+            from capbench.tune import output  # matplotlib loads only for the commands that draw
+
             output.finish(tune, path, console.human_console())
 
     callbacks = dataclasses.replace(base, show_results=lambda trials, outcomes: None, on_end=on_end)
