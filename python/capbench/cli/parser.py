@@ -420,8 +420,10 @@ def build_parser() -> Parser:
                            "minimise: loss (at --rate) (default: pdr, or loss with --rate)")
     tune.add_argument("--rate", help="the offered load of --goal loss, as `capbench run --rate` takes it (500kpps, 50%%)")
     tune.add_argument("--knobs", metavar="LIST",
-                      help="the knobs to search, comma-separated (default: all the backend's: ring, the capture "
-                           "buffer as --ring sets it, and rx-ring, the test bed's receive ring as --rx-ring does)")
+                      help="the knobs to search, comma-separated, each with every candidate (default: the "
+                           "backend's own knobs and rx-ring, the test bed's receive ring, three candidates each "
+                           "spread over the range plus the default; `ring` and `pin` only when named; an unknown "
+                           "knob's error lists the backend's)")
     tune.add_argument("--candidates", metavar="KNOB=LIST", action="append",
                       help="the values to try of a knob instead of its declared ones, e.g. rx-ring=64,1024,16384 "
                            "(each checked against the knob's range; repeat for several knobs)")
