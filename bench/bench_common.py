@@ -104,6 +104,19 @@ def preflight(prog: str, needs: str, check: Callable[[], T]) -> T | None:
     return found
 
 
+def until_stopped(body: Callable[[], T]) -> tuple[int, T | None]:
+    """(0, body()), or the exit status of a bench stopped by Ctrl-C (130) or SIGTERM (143), said on
+    stderr: the test beds' context managers have removed them by then."""
+    try:
+        return 0, body()
+    except KeyboardInterrupt:
+        note("interrupted: the test beds are removed")
+        return 130, None
+    except Terminated:
+        note("terminated: the test beds are removed")
+        return 143, None
+
+
 def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
               body: Callable[[Binaries, Testbed, dict[str, bool]], object],
               rx_mode: str | None = None) -> tuple[int, object, str]:
@@ -115,17 +128,15 @@ def run_bench(prog: str, packages: dict[str, str], skip_peers: bool,
     if found is None:
         return 2, None, ""
     binaries, peers = found
-    try:
+    def on_bed() -> tuple[object, str]:
         with testbed.testbed(rx_cpu=RX_CPU, purpose="bench",
                              **({} if rx_mode is None else {"rx_mode": rx_mode})) as tb:
             note(f"test bed {tb.id}: {tb.gen_ns}/{tb.gen_if} -> {tb.cap_ns}/{tb.cap_if}, receive work on CPU {RX_CPU} ({tb.rx_mode})")
-            return 0, body(binaries, tb, peers), tb.id
-    except KeyboardInterrupt:
-        note("interrupted: the test bed is removed")
-        return 130, None, ""
-    except Terminated:
-        note("terminated: the test bed is removed")
-        return 143, None, ""
+            return body(binaries, tb, peers), tb.id
+
+    try:
+        status, done = until_stopped(on_bed)
+        return (status, *(done or (None, "")))
     except CapbenchError as e:  # the test bed itself could not be built or removed
         print(f"{prog}: {e}", file=sys.stderr)
         return 1, None, ""

@@ -53,7 +53,7 @@ from capbench import declared
 from capbench.binaries import Binaries
 from capbench.campaign.plan import own_cpu_for_poller, placement
 from capbench.campaign.results import machine_info
-from capbench.errors import CapbenchError, Terminated, UsageError
+from capbench.errors import CapbenchError, UsageError
 from capbench.methods import mlr
 from capbench.methods.measurer import disturbed
 from capbench.rates import link_name, parse_link, parse_rate, wire_pps
@@ -337,16 +337,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.monotonic()
     try:
-        gens, caps = run(binaries, a)
-    except KeyboardInterrupt:
-        bc.note("interrupted: the test beds are removed")
-        return 130
-    except Terminated:
-        bc.note("terminated: the test beds are removed")
-        return 143
+        status, found = bc.until_stopped(lambda: run(binaries, a))
     except CapbenchError as e:
         print(f"bench_dpdk.py: {e}", file=sys.stderr)
         return 1
+    if status:
+        return status
+    gens, caps = found
     print_report(gens, caps, a)
     bc.note(f"total time {time.monotonic() - t0:.0f} s")
     if a.json:

@@ -44,7 +44,7 @@ from rich.table import Table
 from capbench.testbed import cpu
 from capbench.testbed import veth_pair as testbed
 from capbench.trial.accounting import format_pct
-from capbench.errors import CapbenchError, Terminated
+from capbench.errors import CapbenchError
 from capbench.methods import mlr
 from capbench.methods.measurer import disturbed
 from capbench.rates import parse_rate
@@ -252,16 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     binaries, peers = found
     t0 = time.monotonic()
     probe = stall_probe(RX_CPU, STALL_PROBE_S)
-    results = []
-    try:
-        for label, mode, sched, cap_cpu in MODELS:
-            results.append(run_model(binaries, peers, label, mode, sched, cap_cpu, args))
-    except KeyboardInterrupt:
-        bc.note("interrupted: the test beds are removed")
-        return 130
-    except Terminated:
-        bc.note("terminated: the test beds are removed")
-        return 143
+    status, results = bc.until_stopped(lambda: [run_model(binaries, peers, label, mode, sched, cap_cpu, args)
+                                                for label, mode, sched, cap_cpu in MODELS])
+    if status:
+        return status
     print_report(probe, results)
     bc.note(f"total time {time.monotonic() - t0:.0f} s")
     if args.json:

@@ -46,7 +46,7 @@ from rich.table import Table
 
 from capbench.campaign.matrix import Matrix
 from capbench.campaign.results import machine_info
-from capbench.errors import CapbenchError, Terminated
+from capbench.errors import CapbenchError
 from capbench.rates import parse_rate, parse_sizes
 from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed
@@ -239,17 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     wanted = [w.strip() for w in args.models.split(",")] if args.models else None
     t0 = time.monotonic()
-    results = []
-    try:
-        for label, mode, sched, rx_ring in MODELS:
-            if wanted is None or any(w in label for w in wanted):
-                results.append(run_model(binaries, label, mode, sched, rx_ring, args))
-    except KeyboardInterrupt:
-        bc.note("interrupted: the test beds are removed")
-        return 130
-    except Terminated:
-        bc.note("terminated: the test beds are removed")
-        return 143
+    status, results = bc.until_stopped(lambda: [run_model(binaries, label, mode, sched, rx_ring, args)
+                                                for label, mode, sched, rx_ring in MODELS
+                                                if wanted is None or any(w in label for w in wanted)])
+    if status:
+        return status
     print_report(results, args.sizes)
     bc.note(f"total time {time.monotonic() - t0:.0f} s")
     if args.json:
