@@ -184,16 +184,17 @@ def run_stream(binaries, tb, gen_args: list[str], *, backend: str = "afp-v3", se
 def stream_interference(summaries: tuple[dict, dict, dict]) -> str | None:
     """Why the host spoiled a stream, by the programs' own counters: the generator fell behind
     its schedule, or the counter lost frames that never reached the capture veth's XDP hook
-    (xdpcount's count: they were dropped in its receive ring) while its socket dropped none."""
+    (xdpcount's count: they were dropped in the veth's ring) or that the cpumap ring dropped
+    (xdpcount's ring_drops: its thread did not run), while its socket dropped none."""
     gen, cap, xdp = summaries
     why = []
     if 0 < gen.get("offered_share", 1.0) < 0.999:
         why.append(f"the generator sent {gen['offered_share']:.2%} of the load (largest lag "
                    f"{gen.get('max_lag_ns', 0) / 1e6:.1f} ms)")
     lost = cap.get("lost", 0)
-    in_ring = gen.get("sent", 0) - xdp.get("capbench", 0)
+    in_ring = gen.get("sent", 0) - xdp.get("capbench", 0) + xdp.get("ring_drops", 0)
     if lost and lost == in_ring and not cap.get("kernel_drops"):
-        why.append(f"{lost:,} frames lost before the capture veth's XDP hook (its receive ring), none in the socket")
+        why.append(f"{lost:,} frames lost in the receive ring, before the capture socket, none in the socket")
     return "; ".join(why) or None
 
 
@@ -208,16 +209,18 @@ def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[d
 
     from capbench.testbed.procs import ChildSet
 
+    # As a trial of a backend without XDP of its own does (Measurer.xdpcount_argv): on the cpumap
+    # test bed the frames wait in the cpumap ring of the default depth, whose thread runs on the
+    # receive CPU; on the napi bed in the veth's 256-frame ring, its NAPI thread there.
+    ring = ["--ring", str(rxmode.DEFAULT_RX_RING), "--ring-cpu", str(tb.rx_cpu)] if tb.rx_mode == "cpumap" else []
     with ChildSet() as kids:
-        xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if],
+        xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if, *ring],
                          netns_name=tb.cap_ns)
-        xdp.wait_for("ready", 5)
+        ready = xdp.wait_for("ready", 5)
         cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", backend,
                                           "--cpu", "1", *cap_args], netns_name=tb.cap_ns)
         cap.wait_for("ready", 5)
-        # As a trial of a backend without a ring does: the NAPI thread on the receive CPU (napi and
-        # cpumap test beds; this plain xdpcount has no cpumap ring).
-        rxmode.place_testbed(tb, "rps" if tb.rx_mode == "rps" else "napi")
+        rxmode.place_testbed(tb, tb.rx_mode, ready.get("ring_map_id"))
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--trailer", "0",
                                           "--dst-mac", tb.dst_mac, *gen_args],
                          netns_name=tb.gen_ns)

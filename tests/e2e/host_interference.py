@@ -15,7 +15,8 @@ What counts as the host's doing, each from the counter of the layer it belongs t
 - every lost frame is in a layer that only a stopped receive CPU fills at these rates: the
   capture veth's receive ring (the sender's tx_queue_N_xdp_xmit_errors, part of `link_drops`)
   or the receive CPU's backlog (the capture veth's own rx_dropped), and none is in the
-  socket, the AF_XDP ring, the application or unexplained.
+  socket, the AF_XDP ring, the application or unexplained — unless the trial's counter polls
+  on the receive CPU: then it starves the ring's thread itself, and that loss is the trial's.
 - capbench's interference witness marked the trial `disturbed` (trial/witness.py): a stop of a
   CPU of the trial, or another task's time there, explains at least half its loss, wherever the
   loss fell (with a receive ring of 4096 frames, a held counter overflows its socket first).
@@ -55,7 +56,8 @@ def interference(r: Any) -> str | None:
                    f"(largest lag {_get(r, 'gen_max_lag_ns') / 1e6:.1f} ms)")
     lost = _get(r, "lost")
     host_layers = _get(r, "link_drops") + _get(r, "backlog_drops")
-    if lost > 0 and lost == host_layers and not any(_get(r, k) for k in CODE_LAYERS):
+    starves_its_ring = _get(r, "polls") and _get(r, "cap_cpu") == _get(r, "kernel_rx_cpu")
+    if lost > 0 and lost == host_layers and not any(_get(r, k) for k in CODE_LAYERS) and not starves_its_ring:
         ring = _get(r, "ring_drops")
         why.append(f"{lost:,} frames lost in the receive ring ({ring if ring is not None else '?'}) and backlog "
                    f"({_get(r, 'backlog_drops'):,}) only, the generator's largest lag "

