@@ -752,6 +752,7 @@ class Measurer:
             knobs=dict(s.knobs),
             cap_cpus_seen=cap_cpus_seen,
             polls=self.backend.polls,
+            idle_poll_pct=float(cap["idle_poll_pct"]) if "idle_poll_pct" in cap else None,
             # Where capbench-cap pinned its workers (its summary), else where they were asked to go.
             worker_cpus=tuple(int(c) for c in cap.get("worker_cpus", ()) if int(c) >= 0) or self.worker_cpus,
             other_testbeds=other_testbeds,

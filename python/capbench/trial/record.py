@@ -163,6 +163,10 @@ class TrialResult:
     # whatever the traffic, so app_cpu_pct is ~100 % per worker by design, and beside the receive
     # work it starves the ring's kernel thread (loss_layers.polling_remarks).
     polls: bool = False
+    # Of a polling counter's time, the share its read loops spent in polls that found nothing (its
+    # summary's idle_poll_pct: the dpdk backend times each turn of its loop); the idle part of its
+    # ~100 % CPU. None: it does not poll, or does not say (testpmd, records before issue 29).
+    idle_poll_pct: float | None = None
     # The frame lengths behind rx_gbps: "frame length" (one size), "received" (the counter's
     # histogram of the frames it received, for a mix), "sent mix" (no histogram: the counter
     # read no stamps, so the received frames are taken to have the mix sent).
