@@ -99,10 +99,10 @@ def test_a_trial_record_without_later_fields_reads_their_defaults_or_the_runs():
     assert load_trial(record | {"method": "sweep"}, {"method": "mlr"}).method == "sweep"
 
 
-@pytest.mark.parametrize("schema, why", [(TRIAL_SCHEMA + 1, "trial schema 2 (a newer capbench's), this capbench reads 1"),
-                                         (0, "trial schema 0, this capbench reads 1"),
-                                         ("1", 'trial schema "1", this capbench reads 1'),
-                                         (None, "trial schema null, this capbench reads 1")])
+@pytest.mark.parametrize("schema, why", [(TRIAL_SCHEMA + 1, "trial schema 3 (a newer capbench's), this capbench reads 1 to 2"),
+                                         (0, "trial schema 0, this capbench reads 1 to 2"),
+                                         ("1", 'trial schema "1", this capbench reads 1 to 2'),
+                                         (None, "trial schema null, this capbench reads 1 to 2")])
 def test_a_trial_record_of_a_version_not_read_is_one_line(schema, why):
     with pytest.raises(RecordError) as e:
         load_trial(make_result().to_record() | {"schema": schema})
