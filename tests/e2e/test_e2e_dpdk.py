@@ -326,7 +326,7 @@ def test_packet_statistics_are_read_from_outside_the_program(binaries, tb):
         kids.stop_all()
     # The buffer holds a few frames: the rest of the 2,000 (and any other frame) were dropped.
     assert packets >= 2_000 and 1_000 < drops < packets, (packets, drops)
-    assert again == (0, 0)
+    assert again[0] < 100, again  # zeroed by the first read: only what came since
 
 
 def test_a_poller_gets_a_cpu_of_its_own_or_the_run_says_why_not(tmp_path):
