@@ -69,15 +69,16 @@ def test_captures_every_frame(tmp_path, driver):
     assert not xdp_attached(), "an XDP program was left on an interface of capbench's namespace"
 
 
-def stream(binaries, tb, driver: str, frames: int, rate: str, *cap_args: str) -> tuple[dict, dict]:
+def stream(binaries, tb, driver: str, frames: int, rate: str, *cap_args: str,
+           pin: tuple[str, ...] = ("--cpu", "0"), wrap: tuple[str, ...] = ()) -> tuple[dict, dict]:
     """`frames` at `rate` to a dpdk counter: (generator, counter) summaries. The worker polls CPU 0;
     the capture veth's receive work and the generator are on CPU 1 (the test bed's rx_cpu), so
     the frames arrive on the veth's receive queue 1 (the sender's CPU), which net_af_xdp binds."""
     from capbench.testbed.procs import ChildSet
 
     with ChildSet() as kids:
-        cap = kids.start("capbench-cap", [str(binaries.cap), "--iface", tb.cap_if, "--backend", "dpdk",
-                                          "--dpdk-driver", driver, "--cpu", "0", *cap_args,
+        cap = kids.start("capbench-cap", [*wrap, str(binaries.cap), "--iface", tb.cap_if, "--backend", "dpdk",
+                                          "--dpdk-driver", driver, *pin, *cap_args,
                                           *(["--queue", "1"] if driver == "af_xdp" else [])],
                          netns_name=tb.cap_ns)
         cap.wait_for("ready", 10)
@@ -114,8 +115,9 @@ def test_each_queue_is_polled_and_accounted(binaries, tb):
     # hash: capbench-gen's one flow lands on one of them). Both workers poll CPU 0 by turns, apart
     # from the generator and the receive work on CPU 1. Each queue's counts are its own: they add
     # up to the port's, and the queue that got nothing spent all of its polling idle.
+    # (--worker-cpus takes distinct CPUs: the process is put on CPU 0 and its workers left unpinned.)
     gen, cap = until_undisturbed(lambda _: stream(binaries, tb, "af_packet", 5_000, "20kpps", "--queue", "0-1",
-                                                  "--worker-cpus", "0,0"), "dpdk with two queues", judge)
+                                                  pin=(), wrap=("taskset", "-c", "0")), "dpdk with two queues", judge)
     assert cap["received"] == 5_000 and cap["kernel_drops"] == 0, cap
     queues, workers = cap["queues"], cap["workers"]
     assert [q["queue"] for q in queues] == [0, 1] and len(workers) == 2 and cap["packet_sockets"] == 2, cap

@@ -102,7 +102,7 @@ def test_builtin_adapters_are_sound():
     testpmd = b["testpmd"]
     assert testpmd.file_format is None and testpmd.program == "dpdk-testpmd" and testpmd.package == "dpdk-dev"
     assert [(a.layer, a.count) for a in testpmd.account] == [("DPDK port", "dropped"), ("DPDK port", "errors"),
-                                                             ("mbuf pool", "nombuf")]
+                                                             ("mbuf pool", "nombuf"), ("socket", "tp_drops")]
 
 
 def test_argv_substitutes_per_word():
