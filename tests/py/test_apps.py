@@ -162,7 +162,7 @@ def one_line_error(text: str) -> str:
     (("x -i {iface} -w {out}", "x -i {iface} -w {out} {colour}"), r"unknown field \{colour\}"),
     (("x -i {iface} -w {out}", "x -i {iface} -w {out:>3}"), "without a format"),
     (("x -i {iface} -w {out}", "x -i {iface} -w {out} '"), "cannot split"),
-    (("source = \"stderr\"", "source = \"stdin\""), "use stderr, stdout, post or file:TEMPLATE"),
+    (("source = \"stderr\"", "source = \"stdin\""), "use stderr, stdout, post, packet_statistics or file:TEMPLATE"),
     (("command = \"x -i {iface} -w {out}\"", "command = 3"), r"\[x\] command: is not"),
     (("meaning = \"m\"", ""), r"meaning: missing"),
     (("x -i {iface} -w {out}", "x -i {iface}"), r"needs \{out\}"),

@@ -62,7 +62,7 @@ def test_trial_record_has_the_contract_fields_and_round_trips(fake_build):
     record = r.to_record()
     for name in REQUIRED_FIELDS:
         assert name in record, name
-    assert record["schema"] == 1
+    assert record["schema"] == 2
     assert record["app_load"] == "spin:100"
     assert record["rate"] == "5000pps" and record["offered_pps"] == 5000
     assert record["invalid_offered_load"] is False  # 1000 frames in 0.1 s: above 5000 pps

@@ -276,7 +276,11 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     """Why `record` cannot be a trial capbench measured (None: it can). Derived from TrialResult's
     fields and types and from accounting.account: a wrong type, NaN or infinity, a number beyond
     a 64-bit counter, a count, rate or time below zero, more frames received than sent, or an
-    account (lost, link_drops, unexplained, loss_pct) other than the one the counts give."""
+    account (lost, link_drops, unexplained, loss_pct) other than the one the counts give. A record of
+    an older version is judged in today's shape (its upgrade)."""
+    version = record.get("schema")
+    if isinstance(version, int) and not isinstance(version, bool) and min(_UPGRADES) <= version < TRIAL_SCHEMA:
+        record = upgrade(dict(record), current=TRIAL_SCHEMA, steps=_UPGRADES, what="trial")
     for name, tp in field_types(TrialResult).items():
         if name not in record:
             continue
