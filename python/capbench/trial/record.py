@@ -40,9 +40,17 @@ NAMED_DROP_FIELDS = ("socket_drops", "xsk_drops")
 def _named_fields_to_rows(record: dict[str, Any]) -> dict[str, Any]:
     """Version 1 -> 2: the named fields become rows where the record has none (written before
     issue 29), and go; a record with rows already (those add up to the named fields) keeps its rows."""
+    for name in NAMED_DROP_FIELDS:  # counts, as version 1 checked them: RecordError otherwise
+        if name in record:
+            problem = type_problem(name, record[name], int) or number_problem(name, record[name], signed=False)
+            if problem:
+                raise RecordError("invalid", problem)
     out = {k: v for k, v in record.items() if k not in NAMED_DROP_FIELDS}
     if record.get(LAYERS) is None:
-        out[LAYERS] = named_layers(record)
+        try:
+            out[LAYERS] = named_layers(record)
+        except (TypeError, ValueError, AttributeError) as e:  # raw, free-form, of another shape
+            raise RecordError("invalid", f"its drops cannot be read as rows: {e}") from None
     return out
 
 
@@ -280,7 +288,10 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     an older version is judged in today's shape (its upgrade)."""
     version = record.get("schema")
     if isinstance(version, int) and not isinstance(version, bool) and min(_UPGRADES) <= version < TRIAL_SCHEMA:
-        record = upgrade(dict(record), current=TRIAL_SCHEMA, steps=_UPGRADES, what="trial")
+        try:
+            record = upgrade(dict(record), current=TRIAL_SCHEMA, steps=_UPGRADES, what="trial")
+        except RecordError as e:
+            return str(e)
     for name, tp in field_types(TrialResult).items():
         if name not in record:
             continue
