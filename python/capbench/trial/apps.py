@@ -704,7 +704,7 @@ def parse(text: str, where: str) -> dict[str, Adapter]:
     """The adapters of one TOML document; `where` names it in every message."""
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except ValueError as e:  # TOMLDecodeError, or an integer of thousands of digits
         raise AdapterError(f"{where}: not valid TOML: {str(e)[:200]}") from None
     except RecursionError:
         raise AdapterError(f"{where}: not valid TOML: tables nested too deep") from None
