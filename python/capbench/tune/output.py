@@ -259,10 +259,11 @@ def summary_json(tune: Tune, space: Space, rows: Sequence[Row]) -> dict:
     return {"backend": space.backend, "goal": tune.goal.name, "unit": tune.goal.unit,
             "knobs": [k.name for k in space.knobs], "final_trial_s": tune.goal.lengths_s[tune.results[space.backend].final_rung],
             "spent_s": tune.results[space.backend].spent_s,
-            "ranking": [{"rank": r.rank, "config": dict(space.configs[r.config]), "label": r.label,
+            "ranking": [{"rank": r.rank, "index": r.config, "config": dict(space.configs[r.config]), "label": r.label,
                          "trial_s": tune.goal.lengths_s[r.rung], "values": list(r.values), "cpu_ns": r.cpu_ns,
                          "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed} for r in rows],
-            "run": run_line(tune, space, rows[0].config), "reasons": reasons(tune, space, rows)}
+            "run": run_line(tune, space, rows[0].config), "defaults_run": run_line(tune, space, search.BASELINE),
+            "reasons": reasons(tune, space, rows)}
 
 
 def finish(tune: Tune, path: Path, console: Console) -> None:
