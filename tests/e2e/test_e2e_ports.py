@@ -66,6 +66,9 @@ def test_a_run_on_ports_reads_the_nic_and_records_its_settings(tmp_path: Path):
     # --nic-set for the run, a NIC knob per configuration (veth: rx channels), --pin on a port
     # without IRQs but with RPS (--rx-mode rps): each held and put back, each recorded.
     with cabled_ports() as (a, pa, b, pb):
+        # veth attaches an XDP program (the capture port's delivered counter) only where its receive
+        # queues are at least its peer's transmit queues: the sending port gets one.
+        netns.run_in(a, ["ethtool", "-L", pa, "tx", "1"])
         before = channels(b, pb)
         p = run_capbench("run", *port_args(a, pa, b, pb), "--rate", "50kpps", "--link", "10g", "--sizes", "64",
                          "--duration", "1", "--nic-set", "tx-channels=1", "--backends", "afp-v3", "--results",

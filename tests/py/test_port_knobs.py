@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 from capbench.campaign import matrix as cmod
+from capbench.cli import tune as tune_cli
+from capbench.cli.parser import build_parser
 from capbench.errors import UsageError
 from capbench.owners import HostSettings
 from capbench.report import keys
 from capbench.report.load import Trial
 from capbench.testbed import nic, ports
 from capbench.testbed.veth_pair import Testbed
-from capbench.tune import knobs
+from capbench.tune import knobs, output
 
 FIX = Path(__file__).parent / "fixtures" / "nic"
 
@@ -188,7 +190,7 @@ def test_a_nic_knob_on_the_veth_test_bed_is_one_line():
 
 
 def test_a_campaign_varies_nic_knobs_as_any_knob():
-    c = cmod.build({"backends": ["afp-v3"], "sizes": "64", "vary": {"nic-ring": ["512", "1024"]}}, [],
+    c = cmod.build({"backends": ["afp-v3"], "sizes": [64], "vary": {"nic-ring": ["512", "1024"]}}, [],
                    backends_known=("afp-v3",))
     steps = c.steps()
     assert [s.knobs for s in steps] == [(("nic-ring", "512"),), (("nic-ring", "1024"),)]
@@ -218,3 +220,16 @@ def test_a_queue_s_rps_cpus_are_a_declared_host_setting_of_their_own_kind():
     assert nic.is_rps_setting(s.path, "0") and nic.is_rps_setting("rps//eth1/rx-0", "ff")
     assert not nic.is_rps_setting("rps//eth1/tx-0", "1") and not nic.is_rps_setting("rps//eth1/rx-0", "00000000,2")
     assert not nic.is_rps_setting("rps//eth1/../rx-0", "1") and not nic.is_rps_setting("rps//eth1/rx-0", "g")
+
+
+def test_a_tune_on_ports_searches_the_nic_knobs_and_its_run_line_names_the_ports(ethtool_prints):
+    veth(ethtool_prints)  # "lo": a link that exists here, with a veth's ethtool output
+    args = build_parser().parse_args(["tune", "--backends", "afp-v3", "--gen-iface", "lo", "--cap-iface", "lo",
+                                      "--link", "10g", "--knobs", "nic-channels"])
+    t = tune_cli.tune_of(args)
+    assert [k.name for k in t.spaces[0].knobs] == ["nic-channels"]
+    assert t.spaces[0].configs == ({}, {"nic-channels": "1"}, {"nic-channels": "2"})  # 4: what it has now
+    assert t.run_args == ("--gen-iface", "lo", "--cap-iface", "lo")
+    line = output.run_line(t, t.spaces[0], 1)
+    assert line[-2:] == ["--vary", "nic-channels=1"] and line[line.index("--cap-iface") + 1] == "lo"
+    assert 'vary = { "nic-channels" = ["1"] }' in output.matrix_toml(t.spaces[0], 1)
