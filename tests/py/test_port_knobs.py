@@ -17,8 +17,8 @@ from capbench.owners import HostSettings
 from capbench.report import keys
 from capbench.report.load import Trial
 from capbench.testbed import nic, ports
-from capbench.testbed.veth_pair import Testbed
-from capbench.tune import knobs, output
+from capbench.testbed.veth_pair import Testbed as Bed
+from capbench.tune import knobs, output, search
 
 FIX = Path(__file__).parent / "fixtures" / "nic"
 
@@ -98,7 +98,7 @@ def test_an_irq_s_cpus_are_a_declared_host_setting():
 
 
 def test_a_port_without_irqs_says_so_and_steers_nothing(tmp_path):
-    tb = Testbed(id="ptest1", gen_ns="a", cap_ns="b", gen_if="pa", cap_if="pb", gen_mac="", cap_mac="", rx_cpu=None,
+    tb = Bed(id="ptest1", gen_ns="a", cap_ns="b", gen_if="pa", cap_if="pb", gen_mac="", cap_mac="", rx_cpu=None,
                  rx_mode=ports.NIC_RX_MODE, ports=True)
     reason = nic.irqs("pb", {}, "veth")
     held = ports.StepSettings(tb, HostSettings(tmp_path), rx_irqs=reason)
@@ -204,7 +204,7 @@ def test_a_value_the_driver_refuses_is_one_line_and_nothing_stays_held(ethtool_p
     veth(ethtool_prints)
     ethtool_prints["-L"] = (False, "netlink error: Invalid argument")
     # "lo" in this namespace: a link that exists (the registry reads and writes only those).
-    tb = Testbed(id="ptest2", gen_ns=None, cap_ns=None, gen_if="pa", cap_if="lo", gen_mac="", cap_mac="",
+    tb = Bed(id="ptest2", gen_ns=None, cap_ns=None, gen_if="pa", cap_if="lo", gen_mac="", cap_mac="",
                  rx_cpu=None, rx_mode=ports.NIC_RX_MODE, ports=True)
     held = ports.StepSettings(tb, HostSettings(tmp_path), rx_irqs="none: test")
     with pytest.raises(UsageError) as e:
@@ -230,6 +230,7 @@ def test_a_tune_on_ports_searches_the_nic_knobs_and_its_run_line_names_the_ports
     assert [k.name for k in t.spaces[0].knobs] == ["nic-channels"]
     assert t.spaces[0].configs == ({}, {"nic-channels": "1"}, {"nic-channels": "2"})  # 4: what it has now
     assert t.run_args == ("--gen-iface", "lo", "--cap-iface", "lo")
+    t.results["afp-v3"] = search.Outcome(final_rung=2)  # as a search ends
     line = output.run_line(t, t.spaces[0], 1)
     assert line[-2:] == ["--vary", "nic-channels=1"] and line[line.index("--cap-iface") + 1] == "lo"
     assert 'vary = { "nic-channels" = ["1"] }' in output.matrix_toml(t.spaces[0], 1)
