@@ -60,7 +60,7 @@ from capbench.trial import apps
 from capbench.trial.apps import Adapter
 from capbench.trial.measure import TrialSetup
 from capbench.trial.sensors import sensor_backends, step_backend
-from capbench.testbed import rxmode
+from capbench.testbed import nic, rxmode
 from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name, wire_pps,
                             max_frame_len, parse_duration, parse_link, parse_rate, parse_sizes)
 
@@ -374,8 +374,9 @@ def check_pin(pin: str) -> str:
 # --- knobs: settings a run varies (--vary) and capbench tune searches ---------------------------
 #
 # A knob is a run setting (below: the Step field it sets, how its value reads, the Matrix axis
-# that sets it otherwise) or a backend's option that its C table marks tunable ("afp-v3:block-size":
-# declared.Option.candidates). tune/knobs.py declares each knob's candidates and what it governs;
+# that sets it otherwise), a setting of a port's NIC (testbed.nic.NIC_KNOBS: "nic-ring"; only in
+# the step's knobs, set on the port by testbed.ports.StepSettings) or a backend's option that its C
+# table marks tunable ("afp-v3:block-size": declared.Option.candidates). tune/knobs.py declares each knob's candidates and what it governs;
 # here is what a knob's value does to a step, once. The poll thread's scheduling (--napi-sched) is
 # no knob here: it is the test bed's, built once per run (runner), so it cannot vary by step.
 RUN_KNOBS: dict[str, tuple[str, Callable[[str], Any], str]] = {
@@ -431,7 +432,8 @@ def knob_option(name: str, backends_known: Sequence[str]) -> declared.Option:
     naming the knobs that backend has."""
     backend, flag = split_knob(name) or ("", "")
     if backend not in backends_known or backend not in declared.backend_names():
-        raise UsageError(f"unknown knob {name!r}: a knob is {', '.join(RUN_KNOBS)}, BACKEND:OPTION of a "
+        raise UsageError(f"unknown knob {name!r}: a knob is {', '.join(RUN_KNOBS)}, on a port "
+                         f"{', '.join(nic.NIC_KNOBS)}, BACKEND:OPTION of a "
                          f"capbench-cap backend ({', '.join(declared.backend_names())}) or PROGRAM:KNOB of a "
                          f"capture program's adapter")
     option = declared.backend(backend).option(flag)
@@ -449,6 +451,8 @@ def check_knob_value(name: str, value: str, backends_known: Sequence[str],
     if name in RUN_KNOBS:
         RUN_KNOBS[name][1](value)
         return value
+    if name in nic.NIC_KNOBS:  # a port's NIC setting: its driver's limits are checked on the port
+        return nic.check_knob_text(name, value)
     owner = split_knob(name)
     if owner is not None and owner[0] in (programs or {}) and owner[0] not in declared.backend_names():
         adapter = (programs or {})[owner[0]]

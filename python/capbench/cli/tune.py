@@ -21,6 +21,7 @@ from capbench.cli.parser import build_parser
 from capbench.cli.testbed import rx_mode_of
 from capbench.errors import UsageError
 from capbench.rates import parse_duration
+from capbench.testbed import ports
 from capbench.report import console
 from capbench.tune import knobs as knobs_mod
 from capbench.tune import search, tuning
@@ -49,9 +50,10 @@ def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
     return out
 
 
-def space_of(backend: str, args: argparse.Namespace) -> tuning.Space:
-    """The knobs of `backend` the tune searches (knobs.space), each candidate checked (knobs.check)."""
-    knobs = list(knobs_mod.space(backend, _knob_names(args)))
+def space_of(backend: str, args: argparse.Namespace, port: knobs_mod.Port | None = None) -> tuning.Space:
+    """The knobs of `backend` the tune searches (knobs.space; on `port`, the capture port of a tune
+    on ports, its NIC's), each candidate checked (knobs.check)."""
+    knobs = list(knobs_mod.space(backend, _knob_names(args), port))
     given = _candidates(args)
     for i, k in enumerate(knobs):
         if k.name in given:
@@ -100,10 +102,15 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
             top[key] = getattr(args, key)
     c = campaign.build(top, [], backends_known=declared.backend_names(), name_of=lambda key: {
         "methods": "--goal", "backends": "--backends", "sizes": "--sizes"}.get(key, "--" + key.replace("_", "-")))
-    spaces = tuple(space_of(b, args) for b in backends)
+    on_ports = ports_of(args)
+    if on_ports is not None:
+        on_ports.check_exist()  # before its NIC's knobs are read
+    port = (on_ports.cap_ns, on_ports.cap_if) if on_ports is not None else None
+    spaces = tuple(space_of(b, args, port) for b in backends)
     base = {b: dataclasses.replace(c.matrices[0], backends=(b,)) for b in backends}
     matrices = tuple(knobs_mod.apply(base[sp.backend], cfg, sp.knobs) for sp in spaces for cfg in sp.configs)
-    tune = tuning.Tune(dataclasses.replace(c, matrices=matrices), spaces, goal, budget_s, base, outcomes)
+    tune = tuning.Tune(dataclasses.replace(c, matrices=matrices), spaces, goal, budget_s, base, outcomes,
+                       run_args=port_args(args) if on_ports is not None else ())
     least_s = tune.smallest_budget_s()
     if budget_s < least_s:
         n = sum(len(sp.configs) for sp in spaces)
@@ -130,15 +137,30 @@ def _resumed_args(d: Path) -> argparse.Namespace:
     return old
 
 
+# The flags of the ports (parser.add_port_args), as the best configuration's `capbench run` line repeats them.
+PORT_FLAGS = ("gen_iface", "cap_iface", "gen_netns", "cap_netns", "dst_mac", "nic_set")
 TUNE_FLAGS = ("backends", "sizes", "replay", "goal", "rate", "knobs", "candidates", "link", "engine", "pin",
-              "rx_mode", "napi_sched")
+              "rx_mode", "napi_sched", *PORT_FLAGS)
+
+
+def ports_of(args: argparse.Namespace) -> ports.Ports | None:
+    """The ports of a tune (its flags; a resumed tune's are those of the command that started it)."""
+    return ports.ports_from_args(args.gen_iface, args.cap_iface, gen_ns=args.gen_netns, cap_ns=args.cap_netns,
+                                 dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set,
+                                 rps=args.rx_mode == "rps")
+
+
+def port_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """The ports' flags as given, for the best configuration's `capbench run` line."""
+    words = [w for f in PORT_FLAGS if getattr(args, f) is not None for w in ("--" + f.replace("_", "-"), getattr(args, f))]
+    return tuple(words + (["--force-iface"] if args.force_iface else []))
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     binaries = find_binaries()  # first: the campaign is read with the backends the programs declare
     resume = None
     if args.resume is not None:
-        given = [f for f in TUNE_FLAGS if getattr(args, f) is not None]
+        given = [f for f in TUNE_FLAGS if getattr(args, f) is not None] + (["force_iface"] if args.force_iface else [])
         if given:
             raise UsageError(f"--resume continues a tune with the settings it started with: give no "
                              f"{', '.join('--' + f.replace('_', '-') for f in given)}")
@@ -155,8 +177,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     probe_s = parse_duration(args.probe, what="--probe", allow_zero=True)
     run_cli.check_here(c, binaries, "capbench tune")
-    rx_mode, napi_sched = rx_mode_of(args if resume is None else old, resume)
-    run_cli.check_rx_ring(c, rx_mode, False)
+    flags = args if resume is None else old  # the tune's own flags (a resumed one's from its folder)
+    run_cli.check_rx_mode_on_ports(flags)
+    rx_mode, napi_sched = rx_mode_of(flags, resume)
+    on_ports = ports_of(flags)
+    run_cli.check_rx_ring(c, rx_mode, on_ports is not None)
+    run_cli.check_ports(c, on_ports)
     args.json = False  # the tune's output is its ranking (tune.output), not run's JSON Lines
     live = run_cli.live_line(args)
     base = run_cli.callbacks(args, live)
@@ -184,5 +210,5 @@ def cmd_tune(args: argparse.Namespace) -> int:
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]],
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks, probe_s=probe_s,
-                             drive=tune.drive, settings=settings)
+                             drive=tune.drive, settings=settings, ports=on_ports)
     return runner.execute(c, opts, binaries, resume=resume)

@@ -98,9 +98,10 @@ def knobs_of(t: Trial) -> dict[str, str]:
 
 
 def _backend_knobs(t: Trial) -> str:
-    """A trial's backend knobs, "block-size=1M" (its backend is the series'); its run knobs show as
-    their own settings (ring, rx ring, placement)."""
-    return config_text((split_knob(n)[1][2:], v) for n, v in knobs_of(t).items() if split_knob(n))
+    """A trial's backend knobs, "block-size=1M" (its backend is the series'), and its port's NIC
+    knobs ("nic-ring=1024"); its run knobs show as their own settings (ring, rx ring, placement)."""
+    return config_text((owner[1][2:] if (owner := split_knob(n)) else n, v) for n, v in knobs_of(t).items()
+                       if n not in RUN_KNOBS)
 
 
 @dataclass(frozen=True)

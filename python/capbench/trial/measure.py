@@ -442,7 +442,9 @@ class Measurer:
         passes on to the stack; theirs are redirected into the AF_XDP socket, copy
         included, or dropped)."""
         if self.testbed.ports:
-            return None  # the NIC's IRQ affinity places it (the record's nic says where)
+            # the CPU its receive IRQs were steered to (ports.StepSettings); None: left where the
+            # NIC's IRQ affinity had them (the record's nic says where they ran: rx_interrupts)
+            return self.testbed.rx_cpu
         if self.napi_mode:
             return self.testbed.rx_cpu  # None: left to the scheduler (napi_cpus_seen says where it ran)
         if self.backend.own_xdp or self.testbed.rx_cpu is None:

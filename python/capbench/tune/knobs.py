@@ -12,6 +12,14 @@ What a knob's value does to a step (a run knob's Step field, a backend knob's op
 campaign.matrix's (RUN_KNOBS, knob_option_args); this module declares the space: each knob's
 candidates, default and the account layers it governs.
 
+On the user's own ports (`--gen-iface/--cap-iface`) the capture port's NIC adds its knobs
+(testbed.nic.NIC_KNOBS): its receive ring (`nic-ring`, ethtool -G rx), interrupt coalescing
+(`nic-rx-usecs`, -C rx-usecs) and channels (`nic-channels`, -L combined, or rx where the driver has
+no combined ones), their candidates from what the driver reports (`ethtool -g`/`-l` maximums) and
+their default the value it runs now; each configuration's are held on the port and put back
+(testbed.ports.StepSettings). The veth test bed has none of them (one line), and a port has no
+`rx-ring` (the veth test bed's ring).
+
 A capture program's knobs are its adapter's (apps.toml `[NAME.knobs.KNOB]`, a field of its
 command template: tcpdump's `-B {buffer}`), named "PROGRAM:KNOB"; `space` knows those of the
 built-in adapters (a user's adapter file is a run's: `capbench run --vary` takes its knobs).
@@ -40,7 +48,7 @@ from capbench.methods import registry
 from capbench.methods.measurer import superseded
 from capbench.methods.verdict import measured
 from capbench.report.keys import step_base
-from capbench.testbed import rxmode
+from capbench.testbed import nic, ports, rxmode
 from capbench.trial import apps, loss_layers
 from capbench.trial.accounting import format_pct
 from capbench.trial.record import TrialResult
@@ -54,7 +62,8 @@ class Knob:
 
     name: str  # as --knobs and --vary name it: "ring", "rx-ring", "afp-v3:block-size"
     flag: str  # the option that sets it: capbench run's "--ring", or the backend's "--block-size"
-    scope: str  # "run": a capbench run setting (a Matrix field); "backend": one backend's option
+    scope: str  # "run": a capbench run setting (a Matrix field); "backend": one backend's option;
+    # "port": a setting of the capture port's NIC (testbed.nic.NIC_KNOBS), on ports only
     candidates: tuple[str, ...]  # the values a search tries, ascending
     default: str  # what runs when it is not set ("" : the backend's or test bed's own)
     governs: tuple[str, ...] = ()  # the account layers ("rx ring", "socket") whose loss it changes
@@ -117,12 +126,43 @@ def _backend_knob(b: declared.Backend, option: declared.Option) -> Knob:
                 _governed(b, (option.name, "--ring") if ring_option else (option.name,)), b.name)
 
 
-def _run_knobs(backend: str) -> tuple[Knob, ...]:
+Port = tuple[str | None, str]  # the capture port: (its namespace, None: capbench's own; its name)
+
+
+def _port_knob(reading: nic.KnobReading) -> Knob:
+    """A NIC knob of the capture port: its candidates from the driver, its default what it runs now.
+    Each governs the NIC's own drops (the NIC layer on a port: its receive ring had no room): the
+    ring's depth, how long frames wait there for an interrupt, how many rings share the load."""
+    k = reading.knob
+    return Knob(k.name, f"ethtool {nic.GROUPS[k.group][1]} {reading.param}", "port", reading.candidates(),
+                str(reading.current), (loss_layers.NIC,))
+
+
+def _port_knobs(port: Port | None, names: Sequence[str] | None) -> tuple[Knob, ...]:
+    """The NIC knobs of `port` (those `names` names, or every one its driver can change); on the
+    veth test bed (None) a NIC knob named is one line."""
+    if port is None:
+        ports.check_veth_bed(names or ())
+        return ()
+    out = []
+    for name in nic.NIC_KNOBS:
+        if names is not None and name not in names:
+            continue
+        try:
+            out.append(_port_knob(nic.read_knob(*port, name)))
+        except UsageError:
+            if names is not None:  # asked for: why this port cannot (ethtool's own reason)
+                raise
+    return tuple(out)
+
+
+def _run_knobs(backend: str, on_port: bool = False) -> tuple[Knob, ...]:
     b = declared.backend(backend) if backend in declared.backend_names() else None
     knobs = [Knob("pin", "--pin", "run", PIN_CANDIDATES, campaign.default_text("pin"))]
     # A backend with its own XDP program (afxdp, xdp) takes frames in the veth's poll, before the
     # cpumap ring: its trials run as napi and --rx-ring is refused with it (testbed/rxmode.py).
-    if b is None or not b.own_xdp:
+    # A port's receive ring is its NIC's (nic-ring).
+    if not on_port and (b is None or not b.own_xdp):
         knobs.insert(0, Knob("rx-ring", "--rx-ring", "run", RX_RING_CANDIDATES, str(rxmode.DEFAULT_RX_RING),
                              (loss_layers.RX_RING,)))
     if b is not None and b.ring is not None:
@@ -136,14 +176,14 @@ def _program_knob(program: str, k: apps.AdapterKnob) -> Knob:
                 k.governs, program)
 
 
-def _all(backend: str) -> tuple[Knob, ...]:
+def _all(backend: str, port: Port | None = None, names: Sequence[str] | None = None) -> tuple[Knob, ...]:
     if backend in declared.backend_names():
         b = declared.backend(backend)
         own = tuple(_backend_knob(b, o) for o in b.options if o.candidates)
     else:  # a capture program capbench ships an adapter for (apps.toml)
         adapter = apps.builtin().get(backend)
         own = tuple(_program_knob(backend, k) for k in adapter.knobs) if adapter is not None else ()
-    return _run_knobs(backend) + own
+    return _run_knobs(backend, port is not None) + _port_knobs(port, names) + own
 
 
 def _finer(k: Knob, knobs: Sequence[Knob]) -> bool:
@@ -169,12 +209,13 @@ def _spread(k: Knob) -> Knob:
     return dataclasses.replace(k, candidates=tuple(v for i, v in enumerate(c) if i in picks or v == k.default))
 
 
-def space(backend: str, names: Sequence[str] | None = None) -> tuple[Knob, ...]:
-    """The knobs of `backend` on the test bed: by default its own and the test bed's with a few
-    candidates each (_spread; not `ring` where the backend's own knobs size the same buffer: a
-    configuration sets one of them; not the ASKED_ONLY), or those `names` names with every
-    candidate (an unknown name is one line naming the knobs there are)."""
-    knobs = _all(backend)
+def space(backend: str, names: Sequence[str] | None = None, port: Port | None = None) -> tuple[Knob, ...]:
+    """The knobs of `backend` on the test bed (or on `port`, the capture port of a run on ports): by
+    default its own and the test bed's (the port's) with a few candidates each (_spread; not `ring`
+    where the backend's own knobs size the same buffer: a configuration sets one of them; not the
+    ASKED_ONLY), or those `names` names with every candidate (an unknown name is one line naming
+    the knobs there are)."""
+    knobs = _all(backend, port, names)
     if names is None:
         return tuple(_spread(k) for k in knobs if not _finer(k, knobs) and k.name not in ASKED_ONLY)
     by_name = {k.name: k for k in knobs}

@@ -130,7 +130,7 @@ def run_line(tune: Tune, space: Space, config: int) -> list[str]:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:  # a placement the tune was given
         words += ["--pin", ",".join(pins)]
-    return words + knobs_mod.run_args(space.configs[config], space.knobs)
+    return words + list(tune.run_args) + knobs_mod.run_args(space.configs[config], space.knobs)
 
 
 def campaign_key(knob: knobs_mod.Knob) -> str:
@@ -140,14 +140,18 @@ def campaign_key(knob: knobs_mod.Knob) -> str:
 
 def matrix_toml(space: Space, config: int) -> list[str]:
     lines = ["", "[[matrix]]", f"# {knobs_mod.label(space.configs[config])}"]
-    backend_args = []
+    backend_args, vary = [], []
     by_name = {k.name: k for k in space.knobs}
     for name, value in space.configs[config].items():
         k = by_name[name]
         if k.scope == "run":
             lines.append(f"{campaign_key(k)} = [{json.dumps(value)}]")
+        elif k.scope == "port":  # a NIC knob is set on the ports of the run (--cap-iface), by --vary
+            vary.append(f"{json.dumps(name)} = [{json.dumps(value)}]")
         else:
             backend_args.append(f"{k.flag} {value}")
+    if vary:
+        lines.append(f"vary = {{ {', '.join(vary)} }}")
     if backend_args:
         lines.append(f"backend_args = {{ {json.dumps(space.backend)} = {json.dumps(shlex.join(backend_args))} }}")
     return lines

@@ -160,6 +160,8 @@ class Tune:
     budget_s: float  # the whole tune's; each backend gets its share
     base: Mapping[str, Matrix]  # backend -> its matrix before any knob is set
     outcomes: Sequence[Mapping[str, Any]] = ()
+    # The flags every `capbench run` line of it repeats besides a configuration's: a tune on ports, its ports'.
+    run_args: tuple[str, ...] = ()
     say: Callable[[str], None] = lambda line: None
     results: dict[str, search.Outcome] = field(default_factory=dict)  # backend -> what its search found
     measured: dict[str, dict[tuple[int, int, int], Measured]] = field(default_factory=dict)
