@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import math
 import sys
+import time
 from pathlib import Path
 
 from capbench import declared
@@ -20,6 +22,7 @@ from capbench.cli import run as run_cli
 from capbench.cli.parser import build_parser
 from capbench.cli.testbed import rx_mode_of
 from capbench.errors import UsageError
+from capbench.profile import perf_record
 from capbench.rates import parse_duration
 from capbench.testbed import ports
 from capbench.report import console
@@ -97,7 +100,7 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
     budget_s = parse_duration(args.budget, what="--budget")
     top = {"name": "capbench tune", "methods": [goal.method], "backends": backends, "sizes": size_of(args),
            "pause": f"{tuning.PAUSE_S:g}"}
-    for key in ("rate", "link", "engine", "pin"):
+    for key in ("rate", "link", "engine", "pin", "profile", "profile_hz"):
         if getattr(args, key) is not None:
             top[key] = getattr(args, key)
     c = campaign.build(top, [], backends_known=declared.backend_names(), name_of=lambda key: {
@@ -122,8 +125,8 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
     return tune
 
 
-def _resumed_args(d: Path) -> argparse.Namespace:
-    """The flags of the tune that made results folder `d`."""
+def _resumed_args(d: Path) -> tuple[argparse.Namespace, dict]:
+    """The flags of the tune that made results folder `d`, and its run.json."""
     meta = run_cli.resumable_run(d)
     if meta.get("status") == "complete":
         raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
@@ -134,13 +137,25 @@ def _resumed_args(d: Path) -> argparse.Namespace:
     if old is None or old.command != "tune" or old.resume:
         raise UsageError(f"{d}/run.json does not hold the `capbench tune` command that made it: resume it with "
                          f"the command that made it")
-    return old
+    return old, meta
+
+
+def _started(meta: dict) -> tuple[float, ...]:
+    """When the earlier invocations of a tune began (run.json's started_at and resumed_at), as far as
+    run.json says (a time it does not hold is left out: that set-up is not charged)."""
+    out = []
+    for text in [meta.get("started_at"), *(meta.get("resumed_at") or [])]:
+        try:
+            out.append(datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            continue
+    return tuple(out)
 
 
 # The flags of the ports (parser.add_port_args), as the best configuration's `capbench run` line repeats them.
 PORT_FLAGS = ("gen_iface", "cap_iface", "gen_netns", "cap_netns", "dst_mac", "nic_set")
 TUNE_FLAGS = ("backends", "sizes", "replay", "goal", "rate", "knobs", "candidates", "link", "engine", "pin",
-              "rx_mode", "napi_sched", *PORT_FLAGS)
+              "rx_mode", "napi_sched", "profile", "profile_hz", *PORT_FLAGS)
 
 
 def ports_of(args: argparse.Namespace) -> ports.Ports | None:
@@ -157,15 +172,17 @@ def port_args(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    began = time.time()  # the set-up the budget pays for starts here (Tune.setup_s)
     binaries = find_binaries()  # first: the campaign is read with the backends the programs declare
-    resume = None
+    resume, earlier = None, ()
     if args.resume is not None:
         given = [f for f in TUNE_FLAGS if getattr(args, f) is not None] + (["force_iface"] if args.force_iface else [])
         if given:
             raise UsageError(f"--resume continues a tune with the settings it started with: give no "
                              f"{', '.join('--' + f.replace('_', '-') for f in given)}")
         resume = Path(args.resume)
-        old = _resumed_args(resume)
+        old, meta = _resumed_args(resume)
+        earlier = _started(meta)
         tune = tune_of(old, results.read_outcomes(resume))
         budget_text = old.budget
     else:
@@ -192,6 +209,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         note(line)
 
     tune.say = say
+    tune.starts, tune.report = (*earlier, began), not args.no_report
 
     def on_end(path: Path, status: int) -> None:
         base.on_end(path, status)
@@ -207,8 +225,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
                          "configurations": {sp.backend: [dict(cfg) for cfg in sp.configs] for sp in tune.spaces}}}
     note(f"capbench tune: {', '.join(f'{len(sp.configs)} configurations of {sp.backend}' for sp in tune.spaces)}, "
          f"goal {tune.goal.title}, budget {tune.budget_s / 60:.1f} min")
+    perf = perf_record.check() if c.profile else None  # perf here, and the kernel lets it sample
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]],
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks, probe_s=probe_s,
-                             drive=tune.drive, settings=settings, ports=on_ports)
+                             drive=tune.drive, settings=settings, ports=on_ports, perf=perf)
     return runner.execute(c, opts, binaries, resume=resume)

@@ -47,7 +47,7 @@ from capbench.errors import UsageError
 from capbench.methods import registry
 from capbench.methods.measurer import superseded
 from capbench.methods.verdict import measured
-from capbench.report.keys import step_base
+from capbench.report.keys import DEFAULTS, step_base
 from capbench.testbed import nic, ports, rxmode
 from capbench.trial import apps, loss_layers
 from capbench.trial.accounting import format_pct
@@ -246,7 +246,7 @@ def apply(matrix: Matrix, config: Config, knobs: Sequence[Knob]) -> Matrix:
 
 def label(config: Config) -> str:
     """"ring=4M rx-ring=1024", in the order the knobs were given; "defaults" when none is set."""
-    return campaign.config_text(config.items()) or "defaults"
+    return campaign.config_text(config.items()) or DEFAULTS
 
 
 def run_args(config: Config, knobs: Sequence[Knob]) -> list[str]:

@@ -14,7 +14,7 @@ import math
 import shlex
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich import box
@@ -25,8 +25,9 @@ from rich.text import Text
 from capbench import inputs
 from capbench.campaign.matrix import Matrix
 from capbench.rates import link_name
-from capbench.report import plots, units
-from capbench.report.stats import fmt_stat, stat_of
+from capbench.profile import groups as cpu_groups
+from capbench.report import plots, profiles, units
+from capbench.report.stats import CPU_LEAST_CHANGE_PTS, fmt_stat, stat_of
 from capbench.tune import knobs as knobs_mod
 from capbench.tune import search
 from capbench.tune.tuning import Measured, Space, Tune
@@ -48,6 +49,7 @@ class Row:
     layers: dict[str, float]
     verdict: str  # the best; within noise of it; worse beyond noise; out at a rung
     disturbed: bool
+    cpu_pct: dict[str, dict[str, float]] = field(default_factory=dict)  # with --profile: merged_cpu
 
 
 def rows_of(tune: Tune, space: Space) -> list[Row]:
@@ -60,7 +62,7 @@ def rows_of(tune: Tune, space: Space) -> list[Row]:
         cpus = [m.cpu_ns for m in ms if m.cpu_ns is not None]
         rows.append(Row(rank, c, knobs_mod.label(space.configs[c]), rung, tuple(m.value for m in ms),
                         statistics.median(cpus) if cpus else None, merged_layers(ms), verdict(out, c),
-                        any(m.disturbed for m in ms)))
+                        any(m.disturbed for m in ms), merged_cpu(ms)))
     return rows
 
 
@@ -68,6 +70,17 @@ def merged_layers(ms: Sequence[Measured]) -> dict[str, float]:
     """Each layer's median share over the measurements (0 where one did not lose there)."""
     names = dict.fromkeys(name for m in ms for name in m.layers)
     return {n: statistics.median(m.layers.get(n, 0.0) for m in ms) for n in names} if ms else {}
+
+
+def merged_cpu(ms: Sequence[Measured]) -> dict[str, dict[str, float]]:
+    """Where the CPU time went (--profile: Measured.cpu_pct), each role's groups the mean over the
+    measurements that profiled it; {} where none did."""
+    out = {}
+    for role in dict.fromkeys(r for m in ms for r in m.cpu_pct):
+        shares = [m.cpu_pct[role] for m in ms if role in m.cpu_pct]
+        out[role] = {g: statistics.fmean(x.get(g, 0.0) for x in shares) for g in dict.fromkeys(
+            g for x in shares for g in x)}
+    return out
 
 
 def verdict(out: search.Outcome, c: int) -> str:
@@ -139,8 +152,11 @@ def campaign_key(knob: knobs_mod.Knob) -> str:
 
 
 def matrix_toml(space: Space, config: int) -> list[str]:
+    """A matrix of one configuration: a run knob as its own key, a backend's (or a program's) knobs
+    as a `vary` of one value each, as run_line sets them, so that its trials record the knobs as
+    the tune's did and `capbench compare` matches the two."""
     lines = ["", "[[matrix]]", f"# {knobs_mod.label(space.configs[config])}"]
-    backend_args, vary = [], []
+    vary = []
     by_name = {k.name: k for k in space.knobs}
     for name, value in space.configs[config].items():
         k = by_name[name]
@@ -149,11 +165,9 @@ def matrix_toml(space: Space, config: int) -> list[str]:
         elif k.scope == "port":  # a NIC knob is set on the ports of the run (--cap-iface), by --vary
             vary.append(f"{json.dumps(name)} = [{json.dumps(value)}]")
         else:
-            backend_args.append(f"{k.flag} {value}")
+            vary.append(f"{json.dumps(name)} = [{json.dumps(value)}]")
     if vary:
         lines.append(f"vary = {{ {', '.join(vary)} }}")
-    if backend_args:
-        lines.append(f"backend_args = {{ {json.dumps(space.backend)} = {json.dumps(shlex.join(backend_args))} }}")
     return lines
 
 
@@ -196,6 +210,31 @@ def reasons(tune: Tune, space: Space, rows: Sequence[Row]) -> list[str]:
             if before > 0 and after < before:
                 done = "removed it" if after == 0 else f"brought it to {after:.2g} %"
                 out.append(f"the {layer} lost {before:.2g} % at the defaults; {k.name} {config[k.name]} {done}{where}")
+    return out + cpu_reasons(tune, base, best)
+
+
+# How the reasons name a profile's roles (profile.analysis: the counter's processes, the receive CPU).
+ROLE_WORDS = {profiles.COUNTER: ("the counter", "of its CPU time"), profiles.RECEIVE: ("the receive CPU", "of its time")}
+
+
+def cpu_reasons(tune: Tune, base: Row, best: Row) -> list[str]:
+    """With --profile: for the counter and the receive CPU, the group of work (groups.toml) whose
+    share of their time changed most from the defaults to the best, where both were profiled and
+    it changed by more than CPU_LEAST_CHANGE_PTS points (a profile's shares move that much by
+    sampling alone): only what the profiles measured."""
+    where = " (at each one's value)" if tune.goal.mlr_goal else f" (at {tune.campaign.rate})"
+    out = []
+    table = cpu_groups.table()
+    for role, (who, of) in ROLE_WORDS.items():
+        before, after = base.cpu_pct.get(role), best.cpu_pct.get(role)
+        if not before or not after:
+            continue
+        changes = [(abs(after.get(g, 0.0) - before.get(g, 0.0)), g) for g in table.busy_names()]
+        moved, group = max(changes, default=(0.0, ""))
+        if moved <= CPU_LEAST_CHANGE_PTS:
+            continue
+        out.append(f"{who} spent {before.get(group, 0.0):.0f} % {of} in {table.label(group)} at the defaults, "
+                   f"{after.get(group, 0.0):.0f} % with {best.label}{where}")
     return out
 
 
@@ -265,7 +304,8 @@ def summary_json(tune: Tune, space: Space, rows: Sequence[Row]) -> dict:
             "spent_s": tune.results[space.backend].spent_s,
             "ranking": [{"rank": r.rank, "index": r.config, "config": dict(space.configs[r.config]), "label": r.label,
                          "trial_s": tune.goal.lengths_s[r.rung], "values": list(r.values), "cpu_ns": r.cpu_ns,
-                         "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed} for r in rows],
+                         "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed,
+                         "cpu_groups_pct": r.cpu_pct} for r in rows],
             "run": run_line(tune, space, rows[0].config), "defaults_run": run_line(tune, space, search.BASELINE),
             "reasons": reasons(tune, space, rows)}
 

@@ -16,7 +16,9 @@ recorded measurements the callback hands back (the same values and costs, so the
 - **Budget.** Planned with the estimates, scaled by how the measurements so far compared with
   theirs (the costs the callback returns: the recorded time they took), so a host slower than the
   estimate ends the climbing earlier instead of overrunning (per rung: an estimate may be off by
-  more on one rung than on another). A budget that does not cover every
+  more on one rung than on another). What else the budget pays for (`Settings.overhead_s`: the
+  test bed's set-up as measured, the report at the end as estimated) is taken off what is left
+  before each decision. A budget that does not cover every
   configuration on the first rung and the shortest race is refused (`smallest_budget`).
 - **Significance.** Welch's two-sample t-test at 95 % on the repeated goal values of two
   finalists: configurations differ in their spread (a configuration that loses scatters far more
@@ -79,6 +81,8 @@ class Settings:
     finalists: int = FINALISTS
     min_reps: int = MIN_REPS
     max_reps: int = MAX_REPS
+    # What the budget pays for besides the measurements, asked before each decision (seconds).
+    overhead_s: Callable[[], float] = lambda: 0.0
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,7 @@ class _Race:
         return sum(self.spent_s.values()) / estimated if estimated else 1.0
 
     def left_s(self) -> float:
-        return self.s.budget_s - self.out.spent_s
+        return self.s.budget_s - self.out.spent_s - self.s.overhead_s()
 
     def take(self, config: int, rung: int) -> None:
         got = self.out.measured.setdefault((config, rung), [])
