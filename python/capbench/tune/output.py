@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import shlex
 import statistics
 from collections.abc import Sequence
@@ -22,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from capbench import inputs
+from capbench import declared, inputs
+from capbench.campaign import matrix as cmod
 from capbench.campaign.matrix import Matrix
 from capbench.rates import link_name
 from capbench.report import plots, units
@@ -70,7 +72,14 @@ def merged_layers(ms: Sequence[Measured]) -> dict[str, float]:
     return {n: statistics.median(m.layers.get(n, 0.0) for m in ms) for n in names} if ms else {}
 
 
+def over_limit_text(out: search.Outcome, c: int) -> str:
+    """Why `c` cannot be best under --max-app-cpu."""
+    return f"app CPU {out.over_limit[c]:.0f} % > --max-app-cpu {out.max_app_cpu_pct:g} %"
+
+
 def verdict(out: search.Outcome, c: int) -> str:
+    if c in out.over_limit:
+        return "not eligible: " + over_limit_text(out, c)
     if c == out.best:
         return "best"
     cmp = out.comparisons.get(c)
@@ -130,7 +139,25 @@ def run_line(tune: Tune, space: Space, config: int) -> list[str]:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:  # a placement the tune was given
         words += ["--pin", ",".join(pins)]
+    for f in apps_files(tune):  # where a program's adapter is the user's
+        words += ["--apps-file", f]
     return words + knobs_mod.run_args(space.configs[config], space.knobs)
+
+
+def apps_files(tune: Tune) -> list[str]:
+    """The tune's adapter files (--apps-file), absolute: its lines and files work from anywhere."""
+    return [os.path.abspath(f) for f in tune.campaign.apps_files]
+
+
+def program_command(tune: Tune, space: Space, config: int) -> str | None:
+    """A capture program's command template with the configuration's knob values filled in (the
+    others at their defaults), its run fields left for capbench ({iface}, {out}): what `capbench run
+    --app NAME=...` takes, or the line to run by hand. None for a capbench-cap backend."""
+    app = tune.campaign.program(space.backend)
+    if app is None:
+        return None
+    values = cmod.program_knob_values(space.configs[config].items(), space.backend)
+    return app.with_knob_values(values).filled_command()
 
 
 def campaign_key(knob: knobs_mod.Knob) -> str:
@@ -142,12 +169,17 @@ def matrix_toml(space: Space, config: int) -> list[str]:
     lines = ["", "[[matrix]]", f"# {knobs_mod.label(space.configs[config])}"]
     backend_args = []
     by_name = {k.name: k for k in space.knobs}
+    varied = {}
     for name, value in space.configs[config].items():
         k = by_name[name]
         if k.scope == "run":
             lines.append(f"{campaign_key(k)} = [{json.dumps(value)}]")
-        else:
+        elif k.scope == "backend" and k.backend in declared.backend_names():
             backend_args.append(f"{k.flag} {value}")
+        else:  # a program's template field, a host setting: no key or option of its own, a knob
+            varied[name] = [value]
+    if varied:
+        lines.append(f"vary = {{ {', '.join(f'{json.dumps(n)} = {json.dumps(v)}' for n, v in varied.items())} }}")
     if backend_args:
         lines.append(f"backend_args = {{ {json.dumps(space.backend)} = {json.dumps(shlex.join(backend_args))} }}")
     return lines
@@ -165,6 +197,8 @@ def campaign_toml(tune: Tune, space: Space, best: int) -> str:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:
         head.append(f"pin = {json.dumps(list(pins))}")
+    if apps_files(tune):
+        head.append(f"apps_files = {json.dumps(apps_files(tune))}")
     if tune.goal.mlr_goal:
         head.append(f"trial = \"{final_length(tune, space):g}s\"")
     else:
@@ -199,6 +233,8 @@ def best_text(tune: Tune, space: Space, rows: Sequence[Row]) -> str:
     out = tune.results[space.backend]
     best = rows[0]
     text = f"best of {space.backend}: {best.label}, {tune.goal.title} {goal_stat_text(tune, best.values)}"
+    if best.config in out.over_limit:  # every configuration is over the CPU limit
+        text += f" (no configuration is eligible; this one's {over_limit_text(out, best.config)})"
     if best.config == search.BASELINE:
         return text + ": no configuration beat the defaults beyond the noise"
     base = next((r for r in rows if r.config == search.BASELINE), None)
@@ -262,7 +298,8 @@ def summary_json(tune: Tune, space: Space, rows: Sequence[Row]) -> dict:
             "ranking": [{"rank": r.rank, "config": dict(space.configs[r.config]), "label": r.label,
                          "trial_s": tune.goal.lengths_s[r.rung], "values": list(r.values), "cpu_ns": r.cpu_ns,
                          "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed} for r in rows],
-            "run": run_line(tune, space, rows[0].config), "reasons": reasons(tune, space, rows)}
+            "run": run_line(tune, space, rows[0].config), "reasons": reasons(tune, space, rows),
+            **({"command": command} if (command := program_command(tune, space, rows[0].config)) else {})}
 
 
 def finish(tune: Tune, path: Path, console: Console) -> None:
@@ -280,6 +317,9 @@ def finish(tune: Tune, path: Path, console: Console) -> None:
         plain.print(t)
         lines = [best_text(tune, space, rows), *(f"  {x}" for x in reasons(tune, space, rows)),
                  "run it: " + shlex.join(run_line(tune, space, rows[0].config))]
+        command = program_command(tune, space, rows[0].config)
+        if command is not None:
+            lines.append(f"{space.backend}'s command with it: {command}")
         toml = folder / f"best-{space.backend}.toml"
         inputs.write_own(toml, campaign_toml(tune, space, rows[0].config))
         lines.append(f"confirm it against the defaults: sudo capbench run --campaign {toml}")

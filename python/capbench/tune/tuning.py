@@ -103,6 +103,7 @@ class Measured:
     value: float
     cost_s: float
     cpu_ns: float | None  # CPU time (counter + kernel receive work) per captured packet
+    app_cpu_pct: float | None  # the application's CPU, % of one CPU (the record's app_cpu_pct), at the goal's load
     layers: dict[str, float]  # where the loss that bounds it happened: layer -> % of sent
     trials: int
     disturbed: bool  # its answer rests on a trial the host disturbed
@@ -134,6 +135,12 @@ def cpu_ns(trials: Sequence[TrialResult]) -> float | None:
     return math.fsum(busy) / received * 1e9 if busy and received else None
 
 
+def app_cpu(trials: Sequence[TrialResult]) -> float | None:
+    """The application's CPU over the trials (the mean of their records' app_cpu_pct: the counter's
+    or the program's user and system time, % of one CPU); None without a trial."""
+    return math.fsum(t.app_cpu_pct for t in trials) / len(trials) if trials else None
+
+
 def layer_shares(trials: Sequence[TrialResult]) -> dict[str, float]:
     """Where the trials lost their frames: each layer's packets, % of the frames sent, from the
     account (loss_layers.layers: only what a counter shows)."""
@@ -160,6 +167,7 @@ class Tune:
     budget_s: float  # the whole tune's; each backend gets its share
     base: Mapping[str, Matrix]  # backend -> its matrix before any knob is set
     outcomes: Sequence[Mapping[str, Any]] = ()
+    max_app_cpu_pct: float | None = None  # --max-app-cpu: above it a configuration is not eligible (search)
     say: Callable[[str], None] = lambda line: None
     results: dict[str, search.Outcome] = field(default_factory=dict)  # backend -> what its search found
     measured: dict[str, dict[tuple[int, int, int], Measured]] = field(default_factory=dict)
@@ -182,7 +190,8 @@ class Tune:
                                    precision_pct=min(50.0, self.campaign.precision_pct * lengths[-1] / lengths[rung]))
 
     def search_settings(self) -> search.Settings:
-        return search.Settings(self.share_s, self.rungs(), higher_is_better=self.goal.higher_is_better)
+        return search.Settings(self.share_s, self.rungs(), higher_is_better=self.goal.higher_is_better,
+                               max_app_cpu_pct=self.max_app_cpu_pct)
 
     def smallest_budget_s(self) -> float:
         """The smallest budget that covers the shortest search of every backend."""
@@ -190,7 +199,7 @@ class Tune:
         return max(search.smallest_budget(len(sp.configs), s) for sp in self.spaces) * len(self.spaces)
 
     def step(self, space: Space, config: int, rung: int, rep: int) -> Step:
-        m = knobs_mod.apply(self.base[space.backend], space.configs[config], space.knobs)
+        m = knobs_mod.apply(self.base[space.backend], space.configs[config], space.knobs, self.campaign.programs)
         (step,) = m.steps()
         length = self.goal.lengths_s[rung]
         own_load = registry.get(self.goal.method).sets_own_load
@@ -219,7 +228,7 @@ class Tune:
                 got[(config, rung, rep)] = m
                 spent["s"] += m.cost_s
                 self.say(self.progress_line(space, m, spent["s"]))
-                return search.Measurement(m.value, m.cost_s, m.cpu_ns)
+                return search.Measurement(m.value, m.cost_s, m.cpu_ns, m.app_cpu_pct)
 
             self.results[space.backend] = search.search(len(space.configs), measure, self.search_settings())
 
@@ -259,7 +268,7 @@ class Tune:
         else:
             at_value = bounding = decided[-1:]
         return Measured(config, rung, rep, key, value, cost_of(trials, self.campaign.pause_s), cpu_ns(at_value),
-                        layer_shares(bounding), len(trials), any(t.disturbed for t in decided))
+                        app_cpu(at_value), layer_shares(bounding), len(trials), any(t.disturbed for t in decided))
 
     def progress_line(self, space: Space, m: Measured, spent_s: float) -> str:
         """The line after each measurement: the budget spent, the rung, the configuration and its goal."""
