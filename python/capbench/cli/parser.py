@@ -125,12 +125,19 @@ it, what the best changed ("the rx ring lost 3.1 % at the defaults; rx-ring
 16384 removed it"). Every trial is in DIR/trials.jsonl and every search's answer
 in DIR/searches.jsonl, as a run's: `capbench report DIR` and `capbench compare`
 read it; --resume DIR continues a tune that was stopped, repeating no trial.
+For a capture program it also prints the program's command template with the
+best values filled in. --max-app-cpu PCT rules out a configuration whose
+application took more than PCT % of one CPU at the goal's load: it ranks after
+the others, and its row says why.
 
 examples:
   sudo capbench tune --backends afp-v3                           ring and rx-ring at 64 B, PDR, 20 min
   sudo capbench tune --backends afp-v3 --budget 15m --knobs ring
   sudo capbench tune --backends afp-v3 --rate 500kpps --budget 3m  the loss at 500 kpps
   sudo capbench tune --backends afp-v3 --rate 300kpps --candidates rx-ring=16,4096
+  sudo capbench tune --backends tcpdump --rate 300kpps --max-app-cpu 50     tcpdump's -B, its CPU under 50 %
+  sudo capbench tune --apps-file mine.toml --backends mydump --rate 300kpps   the knobs mine.toml declares
+  sudo capbench tune --backends pcap --rx-mode rps --knobs backlog            net.core.netdev_max_backlog
   sudo capbench tune --resume results/2026-11-28T08-00-00Z
 """.replace("{finalists}", str(search.FINALISTS)).replace("{test}", search.SIGNIFICANCE)
 
@@ -419,14 +426,23 @@ def build_parser() -> Parser:
                       help="what to maximise: pdr (MLR's partial drop rate, loss <= 0.5 %%) or ndr (no loss), or to "
                            "minimise: loss (at --rate) (default: pdr, or loss with --rate)")
     tune.add_argument("--rate", help="the offered load of --goal loss, as `capbench run --rate` takes it (500kpps, 50%%)")
+    tune.add_argument("--max-app-cpu", type=_percent, metavar="PCT",
+                      help="a configuration whose application (the counter or program) takes more than PCT %% of one "
+                           "CPU at the goal's load (the records' app CPU) is not eligible to be best: the table "
+                           "ranks it after the others and says why")
     tune.add_argument("--knobs", metavar="LIST",
                       help="the knobs to search, comma-separated, each with every candidate (default: the "
-                           "backend's own knobs and rx-ring, the test bed's receive ring, three candidates each "
-                           "spread over the range plus the default; `ring` and `pin` only when named; an unknown "
-                           "knob's error lists the backend's)")
+                           "backend's own knobs and rx-ring, the test bed's receive ring, or with --rx-mode rps "
+                           "backlog, the receive CPU's backlog queue; three candidates each spread over the range "
+                           "plus the default; `ring` and `pin` only when named; an unknown knob's error lists the "
+                           "backend's)")
     tune.add_argument("--candidates", metavar="KNOB=LIST", action="append",
                       help="the values to try of a knob instead of its declared ones, e.g. rx-ring=64,1024,16384 "
                            "(each checked against the knob's range; repeat for several knobs)")
+    tune.add_argument("--apps-file", metavar="FILE.toml", action="append",
+                      help="adapters for capture programs (docs/apps.md), as capbench run takes them: their "
+                           "programs can be tuned (--backends NAME), over the knobs each declares "
+                           "([NAME.knobs.KNOB])")
     tune.add_argument("--link", help=f"emulated link speed: {', '.join(LINKS_BPS)} {_default('link')}")
     tune.add_argument("--pin", metavar="PIN", help=f"the placement: A:A, A:B or auto {_default('pin')}")
     tune.add_argument("--engine", choices=from_declarations(engine_names, None),
