@@ -229,7 +229,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                 if program is not None:  # before the first trial: it starts, stops and its counts read
                     bed = tb.sensor(i + 1, first_rx) if c.sensors else tb
                     program_probe.probe(program, bed.cap_ns, bed.cap_if, plan.placement(steps[0]).cap_cpu)
-        steered = {"cpu": first_rx}
+        steered = {"cpu": first_rx, "backlog": 0}
 
         def topology_measurer(step: cmod.Step) -> SensorsMeasurer:
             """The topology's generator (and tap) on its host, each sensor on its own: a sensor on
@@ -258,6 +258,9 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                 for bed in (tb, *(tb.sensor(i + 1, None) for i in range(tb.sensors))):
                     testbed.steer(bed, p.rx_cpu)
                 steered["cpu"] = p.rx_cpu
+            if step.backlog != steered["backlog"]:  # the backlog knob: the host's setting for this step
+                testbed.hold_backlog(tb, step.backlog or None)
+                steered["backlog"] = step.backlog
             if c.sensors:
                 # Each sensor captures with its own backend behind the tap; the sender is the step's
                 # generator into the tap (its first sensor's setup: the generator's options are shared).
@@ -291,6 +294,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
                                engine=c.engine, gen_cpu=gen_cpu, cap_cpu=cap_cpu, app_load=step.app_load,
                                settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring, rx_ring=step.rx_ring,
+                               backlog=step.backlog,
                                cap_args=tuple(shlex.split(step.backend_args)) + sensor_queue_args(backend, c),
                                knobs=step.knobs, knob_args=step.knob_args,
                                group_args=c.group_args()[1],

@@ -128,6 +128,10 @@ afp-v3:block-size=4M"). Set-up, the final report and the measurements all come
 out of --budget. Every trial is in DIR/trials.jsonl and every search's answer
 in DIR/searches.jsonl, as a run's: `capbench report DIR` and `capbench compare`
 read it; --resume DIR continues a tune that was stopped, repeating no trial.
+For a capture program it also prints the program's command template with the
+best values filled in. --max-app-cpu PCT rules out a configuration whose
+application took more than PCT % of one CPU at the goal's load: it ranks after
+the others, and its row says why.
 
 examples:
   sudo capbench tune --backends afp-v3                           ring and rx-ring at 64 B, PDR, 20 min
@@ -135,6 +139,9 @@ examples:
   sudo capbench tune --backends afp-v3 --rate 500kpps --budget 3m  the loss at 500 kpps
   sudo capbench tune --backends afp-v3 --rate 300kpps --candidates rx-ring=16,4096
   sudo capbench tune --backends afp-v3 --gen-iface eth1 --cap-iface eth2 --link 10g --knobs nic-ring,nic-rx-usecs
+  sudo capbench tune --backends tcpdump --rate 300kpps --max-app-cpu 50     tcpdump's -B, its CPU under 50 %
+  sudo capbench tune --apps-file mine.toml --backends mydump --rate 300kpps   the knobs mine.toml declares
+  sudo capbench tune --backends pcap --rx-mode rps --knobs backlog            net.core.netdev_max_backlog
   sudo capbench tune --resume results/2026-11-28T08-00-00Z
 """.replace("{finalists}", str(search.FINALISTS)).replace("{test}", search.SIGNIFICANCE)
 
@@ -429,12 +436,17 @@ def build_parser() -> Parser:
                       help="what to maximise: pdr (MLR's partial drop rate, loss <= 0.5 %%) or ndr (no loss), or to "
                            "minimise: loss (at --rate) (default: pdr, or loss with --rate)")
     tune.add_argument("--rate", help="the offered load of --goal loss, as `capbench run --rate` takes it (500kpps, 50%%)")
+    tune.add_argument("--max-app-cpu", type=_percent, metavar="PCT",
+                      help="a configuration whose application (the counter or program) takes more than PCT %% of one "
+                           "CPU at the goal's load (the records' app CPU) is not eligible to be best: the table "
+                           "ranks it after the others and says why")
     tune.add_argument("--knobs", metavar="LIST",
                       help="the knobs to search, comma-separated, each with every candidate (default: the "
-                           "backend's own knobs and rx-ring, the test bed's receive ring, three candidates each "
-                           "spread over the range plus the default; `ring` and `pin` only when named; an unknown "
-                           "knob's error lists the backend's; on ports --cap-iface's NIC has nic-ring, "
-                           "nic-rx-usecs and nic-channels instead of rx-ring, held and put back)")
+                           "backend's own knobs and rx-ring, the test bed's receive ring, or with --rx-mode rps "
+                           "backlog, the receive CPU's backlog queue; three candidates each spread over the range "
+                           "plus the default; `ring` and `pin` only when named; an unknown knob's error lists the "
+                           "backend's; on ports --cap-iface's NIC has nic-ring, nic-rx-usecs and nic-channels "
+                           "instead of rx-ring, held and put back)")
     tune.add_argument("--candidates", metavar="KNOB=LIST", action="append",
                       help="the values to try of a knob instead of its declared ones, e.g. rx-ring=64,1024,16384 "
                            "(each checked against the knob's range; repeat for several knobs)")
@@ -444,6 +456,10 @@ def build_parser() -> Parser:
                            "went with the best configuration and with the defaults")
     tune.add_argument("--profile-hz", type=int, metavar="N",
                       help=f"with --profile: samples per second on each CPU {_default('profile_hz')}")
+    tune.add_argument("--apps-file", metavar="FILE.toml", action="append",
+                      help="adapters for capture programs (docs/apps.md), as capbench run takes them: their "
+                           "programs can be tuned (--backends NAME), over the knobs each declares "
+                           "([NAME.knobs.KNOB])")
     tune.add_argument("--link", help=f"emulated link speed: {', '.join(LINKS_BPS)} {_default('link')}")
     tune.add_argument("--pin", metavar="PIN", help=f"the placement: A:A, A:B or auto {_default('pin')}")
     tune.add_argument("--engine", choices=from_declarations(engine_names, None),

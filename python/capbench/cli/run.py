@@ -235,6 +235,7 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
     if nic_knobs:
         raise UsageError(f"knob {nic_knobs[0]} is set on a run's own capture port (--gen-iface/--cap-iface), not on "
                          f"a topology's sensors: set their NICs with ethtool on each host, or leave it out")
+    check_backlog_knob(c, "rps", True, None)
     if c.profile:
         raise UsageError("--profile samples this machine's CPUs only: profile each host's capture with a run on "
                          "that host (--gen-iface/--cap-iface), or leave out --profile with --topology")
@@ -285,6 +286,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         preflight.check_cpus(proc_cpus=proc_cpu)
     rx_mode, napi_sched = rx_mode_of(args, resume)
     check_rx_ring(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None)
+    check_backlog_knob(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None, backlog)
     on_ports = ports_of(args, resume)
     if on_ports is not None and c.sensors:
         raise UsageError("--sensors builds its tap on capbench's veth test bed: leave out --gen-iface/--cap-iface")
@@ -351,6 +353,22 @@ def check_rx_ring(c: campaign.Campaign, rx_mode: str, on_ports: bool) -> None:
         raise UsageError(f"--rx-ring with {', '.join(own)}: their own XDP program runs in the capture veth's poll, "
                          f"before any ring it could feed; leave out --rx-ring for them (their trials use the "
                          f"veth's {rxmode.VETH_RING_FRAMES}-frame ring, --rx-mode napi)")
+
+
+def check_backlog_knob(c: campaign.Campaign, rx_mode: str, on_ports: bool, backlog: int | None) -> None:
+    """The backlog knob (--vary backlog=N) only where its queue is on the frames' way (knobs.BACKLOG:
+    the veth test bed's rps model) and set once: not with --backlog, which holds the same sysctl at
+    N or more for the whole run."""
+    name = knobs.BACKLOG.name
+    if not any(n == name for s in c.steps() for n, _ in s.knobs):
+        return
+    if backlog is not None:
+        raise UsageError(f"--backlog {backlog} and --vary {name} both set net.core.netdev_max_backlog: give one "
+                         f"(--backlog holds N or more for the whole run, the knob exactly N for its steps)")
+    if on_ports:
+        raise UsageError(f"--vary {name} is the veth test bed's (--rx-mode rps): on your own ports or hosts give "
+                         f"--backlog N, which holds the host's backlog at N or more for the run")
+    knobs.check_applies(knobs.BACKLOG, rx_mode)
 
 
 def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | None:

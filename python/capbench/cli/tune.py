@@ -24,7 +24,7 @@ from capbench.cli.testbed import rx_mode_of
 from capbench.errors import UsageError
 from capbench.profile import perf_record
 from capbench.rates import parse_duration
-from capbench.testbed import ports
+from capbench.testbed import cpu, ports, rxmode
 from capbench.report import console
 from capbench.tune import knobs as knobs_mod
 from capbench.tune import search, tuning
@@ -53,17 +53,21 @@ def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
     return out
 
 
-def space_of(backend: str, args: argparse.Namespace, port: knobs_mod.Port | None = None) -> tuning.Space:
-    """The knobs of `backend` the tune searches (knobs.space; on `port`, the capture port of a tune
-    on ports, its NIC's), each candidate checked (knobs.check)."""
-    knobs = list(knobs_mod.space(backend, _knob_names(args), port))
+def space_of(backend: str, args: argparse.Namespace, programs: knobs_mod.Programs,
+             port: knobs_mod.Port | None = None) -> tuning.Space:
+    """The knobs of `backend` the tune searches (knobs.space; a capture program's from its adapter
+    in `programs`, the campaign's; on `port`, the capture port of a tune on ports, its NIC's; those
+    the test bed's receive model passes), each candidate checked (knobs.check)."""
+    rx_mode = args.rx_mode or rxmode.DEFAULT_RX_MODE
+    rxmode.check_mode(rx_mode)
+    knobs = list(knobs_mod.space(backend, _knob_names(args), port, programs, rx_mode))
     given = _candidates(args)
     for i, k in enumerate(knobs):
         if k.name in given:
             knobs[i] = dataclasses.replace(k, candidates=tuple(given[k.name]))
         for value in knobs[i].candidates:
             try:
-                knobs_mod.check(knobs[i], value)
+                knobs_mod.check(knobs[i], value, programs)
             except UsageError as e:
                 raise UsageError(f"{backend} knob {k.name} {value}: {e}") from None
     return tuning.space_of(backend, knobs)
@@ -80,6 +84,17 @@ def goal_of(args: argparse.Namespace) -> tuning.Goal:
     if not goal.mlr_goal and args.rate is None:
         raise UsageError("--goal loss is the loss at a rate: give --rate, e.g. --rate 500kpps")
     return goal
+
+
+def max_app_cpu_of(args: argparse.Namespace) -> float | None:
+    """--max-app-cpu PCT, checked: above 0 (nothing runs on no CPU at all) and at most every CPU here
+    (app CPU is % of one CPU, summed over a backend's processes)."""
+    pct = args.max_app_cpu
+    most = 100 * len(cpu.online_cpus())
+    if pct is not None and not 0 < pct <= most:
+        raise UsageError(f"--max-app-cpu {pct:g}: give the application's CPU limit in % of one CPU, above 0 and at "
+                         f"most {most} ({most // 100} CPUs here), e.g. --max-app-cpu 50")
+    return pct
 
 
 def size_of(args: argparse.Namespace) -> str:
@@ -103,17 +118,22 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
     for key in ("rate", "link", "engine", "pin", "profile", "profile_hz"):
         if getattr(args, key) is not None:
             top[key] = getattr(args, key)
+    if args.apps_file:  # a user's adapters: their programs are backends, their knobs searched
+        top["apps_files"] = list(args.apps_file)
     c = campaign.build(top, [], backends_known=declared.backend_names(), name_of=lambda key: {
-        "methods": "--goal", "backends": "--backends", "sizes": "--sizes"}.get(key, "--" + key.replace("_", "-")))
+        "methods": "--goal", "backends": "--backends", "sizes": "--sizes", "apps_files": "--apps-file"}.get(
+        key, "--" + key.replace("_", "-")))
     on_ports = ports_of(args)
     if on_ports is not None:
         on_ports.check_exist()  # before its NIC's knobs are read
     port = (on_ports.cap_ns, on_ports.cap_if) if on_ports is not None else None
-    spaces = tuple(space_of(b, args, port) for b in backends)
+    spaces = tuple(space_of(b, args, c.programs, port) for b in backends)
     base = {b: dataclasses.replace(c.matrices[0], backends=(b,)) for b in backends}
-    matrices = tuple(knobs_mod.apply(base[sp.backend], cfg, sp.knobs) for sp in spaces for cfg in sp.configs)
+    matrices = tuple(knobs_mod.apply(base[sp.backend], cfg, sp.knobs, c.programs)
+                     for sp in spaces for cfg in sp.configs)
     tune = tuning.Tune(dataclasses.replace(c, matrices=matrices), spaces, goal, budget_s, base, outcomes,
-                       run_args=port_args(args) if on_ports is not None else ())
+                       run_args=port_args(args) if on_ports is not None else (),
+                       max_app_cpu_pct=max_app_cpu_of(args))
     least_s = tune.smallest_budget_s()
     if budget_s < least_s:
         n = sum(len(sp.configs) for sp in spaces)
@@ -155,7 +175,8 @@ def _started(meta: dict) -> tuple[float, ...]:
 # The flags of the ports (parser.add_port_args), as the best configuration's `capbench run` line repeats them.
 PORT_FLAGS = ("gen_iface", "cap_iface", "gen_netns", "cap_netns", "dst_mac", "nic_set")
 TUNE_FLAGS = ("backends", "sizes", "replay", "goal", "rate", "knobs", "candidates", "link", "engine", "pin",
-              "rx_mode", "napi_sched", "profile", "profile_hz", *PORT_FLAGS)
+              "rx_mode", "napi_sched", "profile", "profile_hz", "apps_file", "max_app_cpu",
+              *PORT_FLAGS)
 
 
 def ports_of(args: argparse.Namespace) -> ports.Ports | None:
@@ -220,11 +241,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     callbacks = dataclasses.replace(base, show_results=lambda trials, outcomes: None, on_end=on_end)
     settings = {"tune": {"goal": tune.goal.name, "budget": budget_text, "budget_s": tune.budget_s,
+                         "max_app_cpu_pct": tune.max_app_cpu_pct,
                          "trial_lengths_s": list(tune.goal.lengths_s),
                          "knobs": {sp.backend: {k.name: list(k.candidates) for k in sp.knobs} for sp in tune.spaces},
                          "configurations": {sp.backend: [dict(cfg) for cfg in sp.configs] for sp in tune.spaces}}}
     note(f"capbench tune: {', '.join(f'{len(sp.configs)} configurations of {sp.backend}' for sp in tune.spaces)}, "
-         f"goal {tune.goal.title}, budget {tune.budget_s / 60:.1f} min")
+         f"goal {tune.goal.title}"
+         f"{'' if tune.max_app_cpu_pct is None else f' with the application under {tune.max_app_cpu_pct:g} % CPU'}, "
+         f"budget {tune.budget_s / 60:.1f} min")
     perf = perf_record.check() if c.profile else None  # perf here, and the kernel lets it sample
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]],

@@ -136,6 +136,8 @@ AXES: tuple[Axis, ...] = (
          titled=lambda t: rxmode.RECEIVE_THREADS.get(str(value(t, "rx_mode", "rps")), "receive thread")),
     # The receive ring's depth in frames (--rx-ring with --rx-mode cpumap; the veth's 256 before).
     Axis("rx_ring", 256, "rx ring", lambda v: "—" if v is None else f"{v:,} frames"),
+    # The receive CPU's backlog queue in packets, where a knob set it (the host's own otherwise).
+    Axis("backlog", None, "backlog", lambda v: f"{v:,} packets"),
     Axis("groups", "", "groups", get=lambda t: _step_part(str(value(t, "step", "") or ""), "groups")),
     # The run length where a campaign varies it (--duration LIST) or counts frames (--count).
     Axis("run", "", "run", get=lambda t: _run_length(str(value(t, "step", "") or ""))),
@@ -151,7 +153,7 @@ IDENTITY_TEXT = ("method, backend, frame length, rate, link, engine, app load, p
 
 
 # The settings a run knob sets (campaign.matrix.RUN_KNOBS): the axis, or the placement ("pin").
-KNOB_AXES = {"ring": "ring_bytes", "rx-ring": "rx_ring", "pin": "placement", "knobs": "knobs"}
+KNOB_AXES = {"ring": "ring_bytes", "rx-ring": "rx_ring", "pin": "placement", "backlog": "backlog", "knobs": "knobs"}
 assert set(KNOB_AXES) - {"knobs"} == set(RUN_KNOBS), "a run knob without the axis it sets"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import shlex
 import statistics
 from collections.abc import Sequence
@@ -22,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from capbench import inputs
+from capbench import declared, inputs
+from capbench.campaign import matrix as cmod
 from capbench.campaign.matrix import Matrix
 from capbench.rates import link_name
 from capbench.profile import groups as cpu_groups
@@ -83,7 +85,14 @@ def merged_cpu(ms: Sequence[Measured]) -> dict[str, dict[str, float]]:
     return out
 
 
+def over_limit_text(out: search.Outcome, c: int) -> str:
+    """Why `c` cannot be best under --max-app-cpu."""
+    return f"app CPU {out.over_limit[c]:.0f} % > --max-app-cpu {out.max_app_cpu_pct:g} %"
+
+
 def verdict(out: search.Outcome, c: int) -> str:
+    if c in out.over_limit:
+        return "not eligible: " + over_limit_text(out, c)
     if c == out.best:
         return "best"
     cmp = out.comparisons.get(c)
@@ -143,7 +152,25 @@ def run_line(tune: Tune, space: Space, config: int) -> list[str]:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:  # a placement the tune was given
         words += ["--pin", ",".join(pins)]
+    for f in apps_files(tune):  # where a program's adapter is the user's
+        words += ["--apps-file", f]
     return words + list(tune.run_args) + knobs_mod.run_args(space.configs[config], space.knobs)
+
+
+def apps_files(tune: Tune) -> list[str]:
+    """The tune's adapter files (--apps-file), absolute: its lines and files work from anywhere."""
+    return [os.path.abspath(f) for f in tune.campaign.apps_files]
+
+
+def program_command(tune: Tune, space: Space, config: int) -> str | None:
+    """A capture program's command template with the configuration's knob values filled in (the
+    others at their defaults), its run fields left for capbench ({iface}, {out}): what `capbench run
+    --app NAME=...` takes, or the line to run by hand. None for a capbench-cap backend."""
+    app = tune.campaign.program(space.backend)
+    if app is None:
+        return None
+    values = cmod.program_knob_values(space.configs[config].items(), space.backend)
+    return app.with_knob_values(values).filled_command()
 
 
 def campaign_key(knob: knobs_mod.Knob) -> str:
@@ -162,9 +189,7 @@ def matrix_toml(space: Space, config: int) -> list[str]:
         k = by_name[name]
         if k.scope == "run":
             lines.append(f"{campaign_key(k)} = [{json.dumps(value)}]")
-        elif k.scope == "port":  # a NIC knob is set on the ports of the run (--cap-iface), by --vary
-            vary.append(f"{json.dumps(name)} = [{json.dumps(value)}]")
-        else:
+        else:  # a NIC's, a backend's or program's knob, a host setting: as --vary sets it
             vary.append(f"{json.dumps(name)} = [{json.dumps(value)}]")
     if vary:
         lines.append(f"vary = {{ {', '.join(vary)} }}")
@@ -183,6 +208,8 @@ def campaign_toml(tune: Tune, space: Space, best: int) -> str:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:
         head.append(f"pin = {json.dumps(list(pins))}")
+    if apps_files(tune):
+        head.append(f"apps_files = {json.dumps(apps_files(tune))}")
     if tune.goal.mlr_goal:
         head.append(f"trial = \"{final_length(tune, space):g}s\"")
     else:
@@ -242,6 +269,8 @@ def best_text(tune: Tune, space: Space, rows: Sequence[Row]) -> str:
     out = tune.results[space.backend]
     best = rows[0]
     text = f"best of {space.backend}: {best.label}, {tune.goal.title} {goal_stat_text(tune, best.values)}"
+    if best.config in out.over_limit:  # every configuration is over the CPU limit
+        text += f" (no configuration is eligible; this one's {over_limit_text(out, best.config)})"
     if best.config == search.BASELINE:
         return text + ": no configuration beat the defaults beyond the noise"
     base = next((r for r in rows if r.config == search.BASELINE), None)
@@ -307,7 +336,8 @@ def summary_json(tune: Tune, space: Space, rows: Sequence[Row]) -> dict:
                          "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed,
                          "cpu_groups_pct": r.cpu_pct} for r in rows],
             "run": run_line(tune, space, rows[0].config), "defaults_run": run_line(tune, space, search.BASELINE),
-            "reasons": reasons(tune, space, rows)}
+            "reasons": reasons(tune, space, rows),
+            **({"command": command} if (command := program_command(tune, space, rows[0].config)) else {})}
 
 
 def finish(tune: Tune, path: Path, console: Console) -> None:
@@ -325,6 +355,9 @@ def finish(tune: Tune, path: Path, console: Console) -> None:
         plain.print(t)
         lines = [best_text(tune, space, rows), *(f"  {x}" for x in reasons(tune, space, rows)),
                  "run it: " + shlex.join(run_line(tune, space, rows[0].config))]
+        command = program_command(tune, space, rows[0].config)
+        if command is not None:
+            lines.append(f"{space.backend}'s command with it: {command}")
         toml = folder / f"best-{space.backend}.toml"
         inputs.write_own(toml, campaign_toml(tune, space, rows[0].config))
         lines.append(f"confirm it against the defaults: sudo capbench run --campaign {toml}")

@@ -115,6 +115,7 @@ class Measured:
     value: float
     cost_s: float
     cpu_ns: float | None  # CPU time (counter + kernel receive work) per captured packet
+    app_cpu_pct: float | None  # the application's CPU, % of one CPU (the record's app_cpu_pct), at the goal's load
     layers: dict[str, float]  # where the loss that bounds it happened: layer -> % of sent
     trials: int
     disturbed: bool  # its answer rests on a trial the host disturbed
@@ -150,6 +151,12 @@ def cpu_ns(trials: Sequence[TrialResult]) -> float | None:
             if t.kernel_cpu_pct is not None or t.app_cpu_pct]
     received = sum(t.received for t in trials)
     return math.fsum(busy) / received * 1e9 if busy and received else None
+
+
+def app_cpu(trials: Sequence[TrialResult]) -> float | None:
+    """The application's CPU over the trials (the mean of their records' app_cpu_pct: the counter's
+    or the program's user and system time, % of one CPU); None without a trial."""
+    return math.fsum(t.app_cpu_pct for t in trials) / len(trials) if trials else None
 
 
 def layer_shares(trials: Sequence[TrialResult]) -> dict[str, float]:
@@ -196,6 +203,7 @@ class Tune:
     outcomes: Sequence[Mapping[str, Any]] = ()
     # The flags every `capbench run` line of it repeats besides a configuration's: a tune on ports, its ports'.
     run_args: tuple[str, ...] = ()
+    max_app_cpu_pct: float | None = None  # --max-app-cpu: above it a configuration is not eligible (search)
     say: Callable[[str], None] = lambda line: None
     results: dict[str, search.Outcome] = field(default_factory=dict)  # backend -> what its search found
     measured: dict[str, dict[tuple[int, int, int], Measured]] = field(default_factory=dict)
@@ -249,7 +257,7 @@ class Tune:
 
     def search_settings(self, overhead_s: Callable[[], float] = lambda: 0.0) -> search.Settings:
         return search.Settings(self.share_s, self.rungs(), higher_is_better=self.goal.higher_is_better,
-                               overhead_s=overhead_s)
+                               overhead_s=overhead_s, max_app_cpu_pct=self.max_app_cpu_pct)
 
     def smallest_budget_s(self) -> float:
         """The smallest budget that covers the shortest search of every backend."""
@@ -257,7 +265,7 @@ class Tune:
         return max(search.smallest_budget(len(sp.configs), s) for sp in self.spaces) * len(self.spaces)
 
     def step(self, space: Space, config: int, rung: int, rep: int) -> Step:
-        m = knobs_mod.apply(self.base[space.backend], space.configs[config], space.knobs)
+        m = knobs_mod.apply(self.base[space.backend], space.configs[config], space.knobs, self.campaign.programs)
         (step,) = m.steps()
         length = self.goal.lengths_s[rung]
         own_load = registry.get(self.goal.method).sets_own_load
@@ -292,7 +300,7 @@ class Tune:
                 got[(config, rung, rep)] = m
                 spent["s"] += m.cost_s
                 self.say(self.progress_line(space, m, self.charged_s(spent["s"])))
-                return search.Measurement(m.value, m.cost_s, m.cpu_ns)
+                return search.Measurement(m.value, m.cost_s, m.cpu_ns, m.app_cpu_pct)
 
             self.results[space.backend] = search.search(len(space.configs), measure, self.search_settings(overhead_s))
 
@@ -334,7 +342,8 @@ class Tune:
         else:
             at_value = bounding = decided[-1:]
         return Measured(config, rung, rep, key, value, cost_of(trials, self.campaign.pause_s), cpu_ns(at_value),
-                        layer_shares(bounding), len(trials), any(t.disturbed for t in decided), cpu_shares(at_value))
+                        app_cpu(at_value), layer_shares(bounding), len(trials), any(t.disturbed for t in decided),
+                        cpu_shares(at_value))
 
     def progress_line(self, space: Space, m: Measured, spent_s: float) -> str:
         """The line after each measurement: the budget spent, the rung, the configuration and its goal."""
