@@ -662,6 +662,9 @@ class HostSettings:
                     if setting.kind != FILE:
                         entry["kind"] = setting.kind
                 change = not setting.met_by(found)
+                # A holder may ask again for another value (a run's next configuration): if the
+                # write fails, it holds what it held before, which is still in force.
+                before = entry["holders"].get(holder.id), entry["set"]
                 entry["holders"][holder.id] = asdict(holder) | {"found": found, "wants": setting.value}
                 if change:
                     entry["set"] = setting.value
@@ -671,7 +674,10 @@ class HostSettings:
                     try:
                         how.write(setting.path, setting.value)
                     except (RunError, SettingGone):
-                        del entry["holders"][holder.id]
+                        if before[0] is not None:
+                            entry["holders"][holder.id], entry["set"] = before
+                        else:
+                            del entry["holders"][holder.id]
                         if not entry["holders"]:
                             del reg["settings"][setting.path]
                         self._save(reg)

@@ -165,6 +165,16 @@ def number_problem(name: str, value: Any, *, signed: bool = False) -> str | None
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
 
 
+# Every control character, line ends and tabs too (a kept line is one line): printable() turns them into "?".
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` on one line, a tab as a space and every other control character as `?`: what a program printed, a name perf
+    read, before it goes into a record (control_text), a message, a terminal or SVG text."""
+    return _UNPRINTABLE.sub("?", text.replace("\t", " "))
+
+
 def control_text(value: Any) -> str | None:
     """The first text (a string or a key) anywhere in a JSON value that holds a control
     character, shown as JSON; None when there is none."""

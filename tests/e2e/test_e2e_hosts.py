@@ -166,11 +166,19 @@ def test_the_docs_topology_runs(lab, tmp_path):
             return next((f"the answer is disturbed: {o['interference'].get('reason')}" for o in found
                          if o.get("disturbed")), None)
 
+        def unverified(results: Path) -> str | None:
+            """The sensor hosts' trials have no witness here (their CPUs are this machine's, shared with
+            whatever else runs): a confirming trial that lost at the answer's rate is sent again."""
+            found = [json.loads(x) for f in results.glob("*/searches.jsonl") for x in f.read_text().splitlines()]
+            return next((f"its confirming trial lost at {o.get('throughput_pps', 0):,.0f} pps" for o in found
+                         if o.get("method") == "rfc2544" and not o.get("verified")), None)
+
         # A search whose confirming trials the host spoiled (host_interference), or whose answer says the
-        # host disturbed it, runs again.
+        # host disturbed it, or was not confirmed, runs again.
         results, trials, run = until_undisturbed(
             docs_line, " ".join(argv),
-            lambda r: spoiled([t for t in r[1] if t["purpose"] == "verify"]) or disturbed_answer(r[0]))
+            lambda r: spoiled([t for t in r[1] if t["purpose"] == "verify"]) or disturbed_answer(r[0])
+            or unverified(r[0]))
         assert {t["host"] for t in trials} == {"s1", "s2"} and {t["backend"] for t in trials} == {"afp-v3", "tcpdump"}
         assert run["clocks"]["synchronized"] == "ptp"
         # PTP said: latency across hosts is kept, carried onto the realtime clocks (the hosts here share

@@ -151,10 +151,24 @@ def test_rfc2544_throughput_at_64b_is_confirmed_by_a_constant_load(tmp_path):
     # vCPU stop longer than the veth's 256-frame ring lasts drops frames at any rate (bench/README.md,
     # "Receive models"), which would fail either at random.
     common = ["--backends", "afp-v3", "--sizes", "64", "--no-report", "--backlog", "100000", "--rx-mode", "rps"]
-    p = run_capbench("run", "--method", "rfc2544", "--trial", "1s", "--precision", "10", "--pause", "0.5",
-                     "--results", str(tmp_path / "search"), *common, timeout=300)
-    assert_run_measured(p)
-    (o,) = lines(run_dir(tmp_path / "search") / "searches.jsonl")
+    def search(attempt: int):
+        p = run_capbench("run", "--method", "rfc2544", "--trial", "1s", "--precision", "10", "--pause", "0.5",
+                         "--results", str(tmp_path / f"search{attempt}"), *common, timeout=300)
+        assert_run_measured(p)
+        (o,) = lines(run_dir(tmp_path / f"search{attempt}") / "searches.jsonl")
+        return o
+
+    def unconfirmed(o) -> str | None:
+        """An answer the host disturbed (its witness says so), or whose confirming trial lost: on a
+        host shared with other work the search runs again."""
+        if o.get("disturbed"):
+            return f"the answer is disturbed: {o['interference'].get('reason')}"
+        if o["verified"]:
+            return None
+        return (f"its confirming trial lost at {o['throughput_pps']:,.0f} pps" if o["throughput_pps"]
+                else "no load was lossless in the search")
+
+    o = until_undisturbed(search, "the RFC 2544 search", unconfirmed)
     assert o["verified"] and o["throughput_pps"] > 0, o
     # The search often ends at the generator's own limit here: a confirming trial whose generator
     # then falls short did not offer the rate and confirms nothing, nor does one that lost frames
@@ -165,9 +179,11 @@ def test_rfc2544_throughput_at_64b_is_confirmed_by_a_constant_load(tmp_path):
         out = tmp_path / f"confirm{attempt}"
         p = run_capbench("run", "--rate", f"{o['throughput_pps']:.0f}pps", "--duration", "1",
                          "--results", str(out), *common, timeout=120)
-        (t,) = lines(run_dir(out) / "trials.jsonl")
+        (t,) = decided_trials(run_dir(out) / "trials.jsonl")
         # Exit status 3: the only trial was a lower bound (the generator fell short, nothing lost).
-        assert p.returncode == (3 if t["invalid_offered_load"] and not t["lost"] else 0), p.stderr
+        # Exit status 4: the host stayed in its way (the witness says so; it runs again below).
+        assert p.returncode == (4 if t["disturbed"] else 3 if t["invalid_offered_load"] and not t["lost"] else 0), \
+            p.stderr
         return t
 
     t = until_undisturbed(confirm, f"the confirming trial at {o['throughput_pps']:,.0f} pps", interference)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from capbench.trial.measure import SCRATCH_PREFIX
 
-from e2e_env import (assert_run_measured, capbench_cmd, capbench_env, missing_prerequisite, second_user,
+from e2e_env import (assert_run_measured, capbench_cmd, decided_trials, capbench_env, missing_prerequisite, second_user,
                      unprotected_links)
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
@@ -146,7 +146,7 @@ def test_a_watcher_planting_links_and_fifos_in_the_scratch_folders_achieves_noth
     # The run is unaffected: tcpdump's trial has both witnesses and no failure.
     assert_run_measured(p)
     (trials,) = (tmp_path / "r").glob("*/trials.jsonl")
-    (record,) = [json.loads(line) for line in trials.read_text().splitlines()]
+    (record,) = decided_trials(trials)  # a trial the host disturbed is run again
     assert record["backend"] == "tcpdump" and not record["failure"], record["failure"]
     assert record["file_frames"] and record["app_counts"]["captured"] == record["file_frames"]
 
@@ -177,9 +177,9 @@ def flood_adapters(tmp_path: Path) -> Path:
 def test_a_program_that_floods_capbench_leaves_its_memory_under_the_bound(tmp_path):
     p, peak = run_sampled(["run", "--apps-file", str(flood_adapters(tmp_path)), "--backends", ",".join(FLOODS),
                            "--sizes", "64", "--duration", "3", "--no-report", "--results", str(tmp_path / "r")])
-    assert p.returncode in (0, 1, 3), p.stderr
+    assert p.returncode in (0, 1, 3, 4), p.stderr  # 4: the host disturbed the floods' trials
     (trials,) = (tmp_path / "r").glob("*/trials.jsonl")
-    records = {r["backend"]: r for r in map(json.loads, trials.read_text().splitlines())}
+    records = {r["backend"]: r for r in decided_trials(trials)}
     assert set(records) == set(FLOODS), p.stderr
     print(f"capbench's peak RSS during the floods: {peak / 1024:.1f} MiB (bound {RSS_BOUND_KIB / 1024:.0f} MiB)")
     assert 0 < peak < RSS_BOUND_KIB, f"{peak / 1024:.1f} MiB"

@@ -90,11 +90,15 @@ def test_a_tune_stopped_and_resumed_repeats_no_trial_ranks_the_tiny_ring_last_an
     (best,) = decided_trials(best_run / "trials.jsonl")
     assert best["loss_pct"] < min(v for r in tiny for v in r["values"]), shlex.join(line)
 
-    # report and compare read a tune like any other run (a tune's measurements name their trial
-    # length, `run 2 s`: a run of one length names none, so compare matches a tune with a tune).
+    # report and compare read a tune like any other run; compare matches a tune's measurement with
+    # the plain run of its configuration (which names no trial length: the tune's longest is taken).
     p = run_capbench("report", str(folder), "--out", str(tmp_path / "report"), timeout=300)
     assert p.returncode == 0, p.stderr
     assert "rx ring 16 frames" in p.stdout, p.stdout
     p = run_capbench("compare", str(folder), str(folder), "--out", str(tmp_path / "compare"), timeout=300)
     assert p.returncode == 0, p.stderr
+    p = run_capbench("compare", str(folder), str(best_run), "--json", timeout=300)
+    assert p.returncode == 0, p.stderr
+    matched = {c["measurement"] for c in json.loads(p.stdout)["changes"]}
+    assert len(matched) == 1 and f"run {summary['final_trial_s']:g} s" in matched.pop(), p.stdout
     assert not left_behind(before)

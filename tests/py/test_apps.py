@@ -183,6 +183,8 @@ def test_a_polling_program_is_placed_as_a_polling_backend():
 
 def test_not_toml_and_not_a_table():
     assert "not valid TOML" in one_line_error("[x\n")
+    # tomllib refuses an integer of thousands of digits with a plain ValueError
+    assert "not valid TOML" in one_line_error("x = " + "9" * 5000 + "\n")
     assert "is not a table" in one_line_error("x = 1\n")
 
 

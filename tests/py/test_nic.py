@@ -300,3 +300,24 @@ def test_an_unbounded_send_is_refused():
     with pytest.raises(UsageError, match="bounded --duration or --count"):
         nic.check_bounded_send("eth1", rate="1kpps", duration_s=None, count=None)
     nic.check_bounded_send("eth1", rate="1kpps", duration_s=None, count=10)
+
+
+def test_a_holder_asking_for_another_value_keeps_what_it_held_when_that_fails(tmp_path, fake_kind):
+    # A run on ports sets a NIC knob per configuration: the next value is asked for by the same holder.
+    reg, me = HostSettings(tmp_path), Holder.of_this_process("one")
+    reg.hold(me, Setting("k/a", "2", at_least=False, kind="fake"))
+    reg.hold(me, Setting("k/a", "3", at_least=False, kind="fake"))
+    assert fake_kind["k/a"] == "3" and reg.held()["k/a"]["original"] == "1"
+    works = owners.ACCESSORS["fake"]
+
+    def refuse(path, value):
+        raise RunError("netlink error: Invalid argument")
+
+    owners.register_accessor("fake", works.read, refuse)  # the driver refuses the next value
+    with pytest.raises(RunError, match="Invalid argument"):
+        reg.hold(me, Setting("k/a", "9", at_least=False, kind="fake"))
+    owners.register_accessor("fake", works.read, works.write)
+    held = reg.held()["k/a"]
+    assert (held["set"], held["original"], held["holders"]["one"]["wants"]) == ("3", "1", "3")
+    reg.release("one")
+    assert fake_kind["k/a"] == "1"  # put back, not left at 3

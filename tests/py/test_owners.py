@@ -409,6 +409,8 @@ def test_capbench_declares_the_settings_it_makes_and_nothing_else():
             ok("ethtool/capbench-abcdef-cap/eth1/ring/rx", "4096", "ethtool"),
             ok("ethtool//eth0/channels/combined", "2", "ethtool"),
             ok("ethtool//eth0/coalesce/adaptive-rx", "off", "ethtool"),
+            ok("/proc/irq/42/smp_affinity_list", "0-3,8"), ok("/proc/irq/7/smp_affinity_list", "1"),
+            ok("rps/capbench-abcdef-cap/eth1/rx-3", "2", "rps"),
             # and not:
             ok("/proc/sys/net/core/netdev_max_backlog", "1000 "), ok("/proc/sys/kernel/core_pattern", "|/x"),
             ok("/proc/sys/net/core/rmem_default", "212992"), ok("/etc/passwd", "root"),
@@ -422,11 +424,14 @@ def test_capbench_declares_the_settings_it_makes_and_nothing_else():
             ok("ethtool//eth0/ring/rx", str(2**32), "ethtool"), ok("ethtool/../eth0/ring/rx", "1", "ethtool"),
             ok("ethtool//eth0/ring/rx/x", "1", "ethtool"), ok("ethtool//" + "e" * 16 + "/ring/rx", "1", "ethtool"),
             ok("/proc/sys/net/core/netdev_max_backlog", "1000", "ethtool"),
+            ok("/proc/irq/42/smp_affinity", "3"), ok("/proc/irq/42/smp_affinity_list", "1 2"),
+            ok("/proc/irq/../smp_affinity_list", "1"), ok("/proc/irq/42/smp_affinity_list", "1", "ethtool"),
+            ok("rps//eth1/rx-0", "1"), ok("rps//eth1/rx-0/../x", "1", "rps"),
         ]))
     """
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=PYTHON_DIR), check=True).stdout
-    assert json.loads(out) == [True] * 7 + [False] * 17
+    assert json.loads(out) == [True] * 10 + [False] * 23
 
 
 @pytest.mark.parametrize("what", [owners.REGISTRY, owners.REGISTRY_LOCK, "folder"])

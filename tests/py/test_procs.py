@@ -43,6 +43,16 @@ def test_early_exit_reports_stderr_line():
         child.wait_for("ready", 5)
 
 
+def test_kept_lines_hold_no_control_character():
+    """What a program prints goes into records (stdout_tail, stderr_tail) and error lines, which
+    may hold no control character (records.control_text): each is kept as '?'."""
+    child = Child("flood", script(r"import sys; sys.stderr.write('a\0\x1b[2Jb\n'); print('c\x07d'); sys.exit(1)"))
+    assert child.wait(5) == 1
+    assert list(child.stderr_lines) == ["a??[2Jb"] and list(child.stdout_lines) == ["c?d"]
+    with pytest.raises(ChildError, match=r"exit status 1.: a\?\?\[2Jb$"):
+        child.summary()
+
+
 def test_missing_ready_times_out():
     child = Child("slow", script("import time; time.sleep(30)"))
     t0 = time.monotonic()

@@ -49,7 +49,7 @@ def test_loss_layers_show_a_short_generator_s_loss_and_no_bar_for_a_lower_bound(
 
 def test_figures_without_records_are_skipped_with_a_reason(report):
     skipped = {f.name: f.skipped for f in report.figures if f.skipped is not None}
-    assert set(skipped) == {"rfc2544", "sweep", "repetitions", "loss_groups", "latency", "cpu_time"}
+    assert set(skipped) == {"rfc2544", "mlr", "sweep", "repetitions", "loss_groups", "latency", "cpu_time"}
     assert "--method rfc2544" in skipped["rfc2544"]
     assert "--profile" in skipped["cpu_time"]
     assert "--repeat" in skipped["repetitions"]
@@ -99,7 +99,9 @@ def test_rfc2544_throughput_is_the_highest_rate_whose_verification_passed(tmp_pa
     k = axis_unit("pps", drawn.figure.axes[0].get_ylabel()).factor
     assert k == 1e6  # the wire rate at 64 B, 1,488,095 pps, is the largest value: Mpps
     assert [y * k for y in lines["pcap"].get_ydata()] == pytest.approx([372_023])
-    assert list(lines["afp-v3"].get_xdata()) == [64, 512]
+    # two backends at a few lengths: side by side around each length (plots._dodge), afp-v3 left of it
+    left = min(plots._dodge(["afp-v3", "pcap"], [64, 512]).values())  # two series, afp-v3 first
+    assert list(lines["afp-v3"].get_xdata()) == [64 + left, 512 + left]
     assert [y * k for y in lines["afp-v3"].get_ydata()] == pytest.approx([744_047, 58_741])
     found = {(a.series.backend, a.frame_len): a.values["rfc2544_pps"] for a in answers.answers_of(trials)}
     assert found == {("pcap", 64): 372_023, ("afp-v3", 64): 744_047, ("afp-v3", 512): 58_741}
@@ -215,7 +217,7 @@ SEARCHES = FIXTURE.parent / "run-searches-a"  # iperf, rfc2544, mlr and sweep st
 def test_figures_of_a_campaign_of_methods(tmp_path):
     report = write_report(copy_fixture_from(SEARCHES, tmp_path))
     drawn = {f.name for f in report.figures if f.skipped is None}
-    assert drawn == {"throughput", "load", "loss_layers", "rfc2544", "sweep", "repetitions"}
+    assert drawn == {"throughput", "load", "loss_layers", "rfc2544", "mlr", "sweep", "repetitions"}
     for name in drawn:
         assert_png(report.dir / f"{name}.png")
     assert {"pcap A:A", "afp-v3 A:B", "wire rate (1g)"} <= set(svg_texts(report.dir / "rfc2544.svg"))

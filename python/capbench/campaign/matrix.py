@@ -60,7 +60,7 @@ from capbench.trial import apps
 from capbench.trial.apps import Adapter
 from capbench.trial.measure import TrialSetup
 from capbench.trial.sensors import sensor_backends, step_backend
-from capbench.testbed import rxmode
+from capbench.testbed import host_sysctl, nic, rxmode
 from capbench.rates import (MAX_DURATION_S, MAX_DURATION_TEXT, MAX_FRAMES, NAMED_SIZES, SEED_SIZES, Rate, link_name, wire_pps,
                             max_frame_len, parse_duration, parse_link, parse_rate, parse_sizes)
 
@@ -96,6 +96,9 @@ class Step:
     count: int = 0
     dur: str = ""  # duration_s as the key names it ("10s"), only in a campaign of several durations
     rx_ring: int = 0  # the cpumap model's receive ring in frames (rxmode); 0 = rxmode.DEFAULT_RX_RING
+    # net.core.netdev_max_backlog held at exactly this for the step (the backlog knob, host_sysctl);
+    # 0 = the host's own.
+    backlog: int = 0
     # The knobs this step sets (--vary, capbench tune): (knob, value as given), in the order given.
     # A run knob's value is in its field above too; a backend knob's option is in knob_args.
     knobs: tuple[tuple[str, str], ...] = ()
@@ -129,7 +132,8 @@ class Step:
 # recorded before it existed still name their steps (--resume). One line per setting; the
 # report reads pin= and groups= back (report.keys).
 STEP_KEY_PARTS = (("pin", "pin", True), ("load", "app_load", True), ("procs", "procs", True),
-                  ("ring", "ring", False), ("rx_ring", "rx_ring", False), ("args", "backend_args", False), ("groups", "groups", False),
+                  ("ring", "ring", False), ("rx_ring", "rx_ring", False), ("backlog", "backlog", False),
+                  ("args", "backend_args", False), ("groups", "groups", False),
                   ("dur", "dur", False), ("count", "count", False), ("knobs", "config", False))
 
 
@@ -374,14 +378,18 @@ def check_pin(pin: str) -> str:
 # --- knobs: settings a run varies (--vary) and capbench tune searches ---------------------------
 #
 # A knob is a run setting (below: the Step field it sets, how its value reads, the Matrix axis
-# that sets it otherwise) or a backend's option that its C table marks tunable ("afp-v3:block-size":
-# declared.Option.candidates). tune/knobs.py declares each knob's candidates and what it governs;
+# that sets it otherwise), a setting of a port's NIC (testbed.nic.NIC_KNOBS: "nic-ring"; only in
+# the step's knobs, set on the port by testbed.ports.StepSettings) or a backend's option that its C
+# table marks tunable ("afp-v3:block-size": declared.Option.candidates). tune/knobs.py declares each knob's candidates and what it governs;
 # here is what a knob's value does to a step, once. The poll thread's scheduling (--napi-sched) is
-# no knob here: it is the test bed's, built once per run (runner), so it cannot vary by step.
-RUN_KNOBS: dict[str, tuple[str, Callable[[str], Any], str]] = {
+# no knob here: it is the test bed's, built once per run (runner), so it cannot vary by step. The
+# backlog is a host setting the runner holds for each step that sets it (no Matrix axis: a run's
+# --backlog is its test bed's, at least N for the whole run).
+RUN_KNOBS: dict[str, tuple[str, Callable[[str], Any], str | None]] = {
     "ring": ("ring", parse_ring, "rings"),
     "rx-ring": ("rx_ring", rxmode.parse_rx_ring, "rx_rings"),
     "pin": ("pin", check_pin, "pins"),
+    "backlog": ("backlog", host_sysctl.parse_backlog, None),
 }
 KNOB_SEP = ":"  # "afp-v3:block-size": a backend's knob
 
@@ -431,7 +439,8 @@ def knob_option(name: str, backends_known: Sequence[str]) -> declared.Option:
     naming the knobs that backend has."""
     backend, flag = split_knob(name) or ("", "")
     if backend not in backends_known or backend not in declared.backend_names():
-        raise UsageError(f"unknown knob {name!r}: a knob is {', '.join(RUN_KNOBS)}, BACKEND:OPTION of a "
+        raise UsageError(f"unknown knob {name!r}: a knob is {', '.join(RUN_KNOBS)}, on a port "
+                         f"{', '.join(nic.NIC_KNOBS)}, BACKEND:OPTION of a "
                          f"capbench-cap backend ({', '.join(declared.backend_names())}) or PROGRAM:KNOB of a "
                          f"capture program's adapter")
     option = declared.backend(backend).option(flag)
@@ -449,6 +458,8 @@ def check_knob_value(name: str, value: str, backends_known: Sequence[str],
     if name in RUN_KNOBS:
         RUN_KNOBS[name][1](value)
         return value
+    if name in nic.NIC_KNOBS:  # a port's NIC setting: its driver's limits are checked on the port
+        return nic.check_knob_text(name, value)
     owner = split_knob(name)
     if owner is not None and owner[0] in (programs or {}) and owner[0] not in declared.backend_names():
         adapter = (programs or {})[owner[0]]
@@ -832,7 +843,7 @@ def check_set_once(m: Matrix, name_of: Callable[[str], str] = str) -> None:
     did not run). Also: a backend knob's backend is measured."""
     varied = dict(m.vary)
     for name, (_, _, axis) in RUN_KNOBS.items():
-        if name in varied and getattr(m, axis) != default_of(_keyed_name(axis)):
+        if name in varied and axis is not None and getattr(m, axis) != default_of(_keyed_name(axis)):
             raise UsageError(f"{name_of(_keyed_name(axis))} and {name_of('vary')} {name} both set {name}: give one")
     for name in varied:
         owner = split_knob(name)

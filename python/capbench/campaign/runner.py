@@ -189,7 +189,10 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
     # for a topology's hosts (their CPUs are not this machine's).
     watched = (witness.running(None, (), "the hosts of a topology are not watched") if topo is not None else
                witness.running(witness.program_path(binaries), run_cpus(plan)))
-    with bed as tb, watched as watch:
+    with bed as tb, watched as watch, contextlib.ExitStack() as held:
+        # On ports, each step's NIC knobs and receive CPU (its IRQs steered there), put back at the end.
+        port = (held.enter_context(ports.step_settings(tb, rps=opts.ports.rps))
+                if tb.ports and topo is None and opts.ports is not None else None)
         writer.meta["testbed"] = dataclasses.asdict(tb)
         if tb.rx_mode == "cpumap":  # the depths of its receive ring the run uses (each trial records its own)
             writer.meta["testbed"]["rx_ring"] = sorted({r or rxmode.DEFAULT_RX_RING for m in c.matrices
@@ -203,6 +206,9 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                      "left out: the clocks are not known to agree ([clocks] synchronized)"}
         elif tb.ports:
             writer.meta["ports"] = ports.describe(tb)
+            if port is not None and port.no_irqs_line():
+                writer.meta["ports"]["irq_steering"] = port.no_irqs_line()
+                note(port.no_irqs_line())
         state = testbed.read_state(tb.id) or {}
         tuned_if = hygiene.tune_interface(tb.cap_ns, tb.cap_if) if opts.tune else {}
         writer.meta["system"] = hygiene.snapshot(*((None, None) if topo else (tb.cap_ns, tb.cap_if))) | {
@@ -223,7 +229,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                 if program is not None:  # before the first trial: it starts, stops and its counts read
                     bed = tb.sensor(i + 1, first_rx) if c.sensors else tb
                     program_probe.probe(program, bed.cap_ns, bed.cap_if, plan.placement(steps[0]).cap_cpu)
-        steered = {"cpu": first_rx}
+        steered = {"cpu": first_rx, "backlog": 0}
 
         def topology_measurer(step: cmod.Step) -> SensorsMeasurer:
             """The topology's generator (and tap) on its host, each sensor on its own: a sensor on
@@ -246,10 +252,15 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
             if topo is not None:
                 return topology_measurer(step)
             p = plan.placement(step)
+            if port is not None:  # the step's NIC knobs, and its receive IRQs on its receive CPU
+                port.apply(step.knobs, p.rx_cpu)
             if p.rx_cpu != steered["cpu"] and not tb.ports:  # steer the receive work of this step's placement
                 for bed in (tb, *(tb.sensor(i + 1, None) for i in range(tb.sensors))):
                     testbed.steer(bed, p.rx_cpu)
                 steered["cpu"] = p.rx_cpu
+            if step.backlog != steered["backlog"]:  # the backlog knob: the host's setting for this step
+                testbed.hold_backlog(tb, step.backlog or None)
+                steered["backlog"] = step.backlog
             if c.sensors:
                 # Each sensor captures with its own backend behind the tap; the sender is the step's
                 # generator into the tap (its first sensor's setup: the generator's options are shared).
@@ -257,9 +268,9 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                          for i, backend in enumerate(sensor_backends(step.backend))]
                 return SensorsMeasurer(Measurer(binaries, tb, sides[0].setup, on_second=watcher(step)), sides,
                                        c.tap_cpu)
-            # On ports the NIC's IRQ affinity places the receive work (recorded), not capbench.
-            return make_side(step, p, step.backend, tb if tb.ports else dataclasses.replace(tb, rx_cpu=p.rx_cpu),
-                             on_second=watcher(step))
+            # On ports the receive work runs where its IRQs were steered (none: their affinity, recorded).
+            rx_cpu = port.irq_cpu if port is not None else p.rx_cpu
+            return make_side(step, p, step.backend, dataclasses.replace(tb, rx_cpu=rx_cpu), on_second=watcher(step))
 
         def make_side(step: cmod.Step, p: Any, backend: str, bed: Any,
                       on_second: Callable[[Any], None] | None = None) -> Measurer:
@@ -283,6 +294,7 @@ def run_campaign(plan: Plan, opts: RunOptions, binaries: Binaries, writer: RunWr
                                size_profile=size if isinstance(size, str) else None, link_bps=c.link_bps,
                                engine=c.engine, gen_cpu=gen_cpu, cap_cpu=cap_cpu, app_load=step.app_load,
                                settle_s=opts.settle_s, procs=step.procs, ring_bytes=step.ring, rx_ring=step.rx_ring,
+                               backlog=step.backlog,
                                cap_args=tuple(shlex.split(step.backend_args)) + sensor_queue_args(backend, c),
                                knobs=step.knobs, knob_args=step.knob_args,
                                group_args=c.group_args()[1],

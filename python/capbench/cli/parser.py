@@ -122,15 +122,26 @@ best configuration as a ready `capbench run` line, a campaign file of it and the
 defaults (DIR/tune/best-BACKEND.toml) to confirm it, a figure of the goal
 against each knob (DIR/tune/goal-by-knob-BACKEND.png), and, where a counter shows
 it, what the best changed ("the rx ring lost 3.1 % at the defaults; rx-ring
-16384 removed it"). Every trial is in DIR/trials.jsonl and every search's answer
+16384 removed it") and, with --profile, where the CPU time went ("the counter
+spent 41 % of its CPU in socket and ring copy at the defaults, 22 % with
+afp-v3:block-size=4M"). Set-up, the final report and the measurements all come
+out of --budget. Every trial is in DIR/trials.jsonl and every search's answer
 in DIR/searches.jsonl, as a run's: `capbench report DIR` and `capbench compare`
 read it; --resume DIR continues a tune that was stopped, repeating no trial.
+For a capture program it also prints the program's command template with the
+best values filled in. --max-app-cpu PCT rules out a configuration whose
+application took more than PCT % of one CPU at the goal's load: it ranks after
+the others, and its row says why.
 
 examples:
   sudo capbench tune --backends afp-v3                           ring and rx-ring at 64 B, PDR, 20 min
   sudo capbench tune --backends afp-v3 --budget 15m --knobs ring
   sudo capbench tune --backends afp-v3 --rate 500kpps --budget 3m  the loss at 500 kpps
   sudo capbench tune --backends afp-v3 --rate 300kpps --candidates rx-ring=16,4096
+  sudo capbench tune --backends afp-v3 --gen-iface eth1 --cap-iface eth2 --link 10g --knobs nic-ring,nic-rx-usecs
+  sudo capbench tune --backends tcpdump --rate 300kpps --max-app-cpu 50     tcpdump's -B, its CPU under 50 %
+  sudo capbench tune --apps-file mine.toml --backends mydump --rate 300kpps   the knobs mine.toml declares
+  sudo capbench tune --backends pcap --rx-mode rps --knobs backlog            net.core.netdev_max_backlog
   sudo capbench tune --resume results/2026-11-28T08-00-00Z
 """.replace("{finalists}", str(search.FINALISTS)).replace("{test}", search.SIGNIFICANCE)
 
@@ -187,6 +198,27 @@ BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS
                 "host-wide) to N packets, put back when the last run holding it ends")
 
 
+def add_port_args(parser: argparse.ArgumentParser) -> None:
+    """The real interfaces of `capbench run` and `capbench tune` (testbed.ports)."""
+    ports = parser.add_argument_group(
+        "real interfaces", "instead of the veth test bed: two ports cabled together, or a port and a tap "
+        "(docs/manual.md, \"On real hardware\"); a run on ports needs an explicit --rate (iperf) or --link (searches)")
+    ports.add_argument("--gen-iface", metavar="IF", help="the port capbench-gen sends on")
+    ports.add_argument("--cap-iface", metavar="IF", help="the port the capture listens on")
+    ports.add_argument("--gen-netns", metavar="NS", help="the named network namespace of --gen-iface (`ip netns "
+                       "list`; default: the one capbench runs in)")
+    ports.add_argument("--cap-netns", metavar="NS", help="the named network namespace of --cap-iface (default: the "
+                       "one capbench runs in)")
+    ports.add_argument("--dst-mac", metavar="MAC", help="the destination of every frame (default: the MAC of "
+                       "--cap-iface, never a broadcast)")
+    ports.add_argument("--force-iface", action="store_true",
+                       help="use a port (or a --topology interface) even when it carries a default route or an "
+                            "SSH session")
+    ports.add_argument("--nic-set", metavar="LIST",
+                       help="change --cap-iface for the run and put it back after: ring sizes (rx=4096,tx=4096), "
+                            "channels (combined=2, rx-channels=1) or coalescing (rx-usecs=50,adaptive-rx=off)")
+
+
 def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
     """--rx-mode and --napi-sched: the test bed's receive model (capbench.testbed.rxmode)."""
     # No argparse default: a run on real interfaces or hosts refuses the options when given
@@ -194,7 +226,8 @@ def add_rx_mode_args(parser: argparse.ArgumentParser) -> None:
     modes = "; ".join(f"{name}: {text}" for name, text in rxmode.RX_MODES.items())
     parser.add_argument("--rx-mode", metavar="MODE",
                         help=f"where the capture side's receive work runs on capbench's veth test bed ({modes}; "
-                             f"default: {rxmode.DEFAULT_RX_MODE})")
+                             f"default: {rxmode.DEFAULT_RX_MODE}); on your own ports only rps, which steers each "
+                             f"receive queue's RPS to the receive CPU besides its IRQ")
     parser.add_argument("--napi-sched", metavar="POLICY",
                         help="the receive thread's scheduling (--rx-mode napi: the NAPI thread; cpumap: the ring's "
                              "thread), `other` (the normal scheduler, taking turns with a counter on its CPU) or "
@@ -269,9 +302,7 @@ def build_parser() -> Parser:
                           "picks the adapter that says how to stop it and read its counts, e.g. "
                           "--app 'tcpdump-B=tcpdump -i {iface} -B 65536 -w {out}' (repeat for several; "
                           "docs/apps.md)")
-    ports = run.add_argument_group(
-        "real interfaces", "instead of the veth test bed: two ports cabled together, or a port and a tap "
-        "(docs/manual.md, \"On real hardware\"); a run on ports needs an explicit --rate (iperf) or --link (searches)")
+    add_port_args(run)
     run.add_argument("--topology", metavar="FILE.toml",
                      help="several hosts: the generator and the sensors of FILE (docs/topology.md), reached with "
                           "ssh; each sensor's backend is the file's (instead of --backends/--sensors)")
@@ -279,20 +310,6 @@ def build_parser() -> Parser:
                      help="with --topology: let ssh use settings that run commands on this machine (ProxyCommand, "
                           "LocalCommand, KnownHostsCommand, Match exec ...) or log in without checking the host's "
                           "key (StrictHostKeyChecking=no or accept-new); run.json records it (docs/topology.md)")
-    ports.add_argument("--gen-iface", metavar="IF", help="the port capbench-gen sends on")
-    ports.add_argument("--cap-iface", metavar="IF", help="the port the capture listens on")
-    ports.add_argument("--gen-netns", metavar="NS", help="the named network namespace of --gen-iface (`ip netns "
-                       "list`; default: the one capbench runs in)")
-    ports.add_argument("--cap-netns", metavar="NS", help="the named network namespace of --cap-iface (default: the "
-                       "one capbench runs in)")
-    ports.add_argument("--dst-mac", metavar="MAC", help="the destination of every frame (default: the MAC of "
-                       "--cap-iface, never a broadcast)")
-    ports.add_argument("--force-iface", action="store_true",
-                       help="use a port (or a --topology interface) even when it carries a default route or an "
-                            "SSH session")
-    ports.add_argument("--nic-set", metavar="LIST",
-                       help="change --cap-iface for the run and put it back after: ring sizes (rx=4096,tx=4096), "
-                            "channels (combined=2, rx-channels=1) or coalescing (rx-usecs=50,adaptive-rx=off)")
     run.add_argument("--apps-file", metavar="FILE.toml", action="append",
                      help="adapters for capture programs: how to start, stop and read each (docs/apps.md); "
                           "their names become backends")
@@ -419,19 +436,36 @@ def build_parser() -> Parser:
                       help="what to maximise: pdr (MLR's partial drop rate, loss <= 0.5 %%) or ndr (no loss), or to "
                            "minimise: loss (at --rate) (default: pdr, or loss with --rate)")
     tune.add_argument("--rate", help="the offered load of --goal loss, as `capbench run --rate` takes it (500kpps, 50%%)")
+    tune.add_argument("--max-app-cpu", type=_percent, metavar="PCT",
+                      help="a configuration whose application (the counter or program) takes more than PCT %% of one "
+                           "CPU at the goal's load (the records' app CPU) is not eligible to be best: the table "
+                           "ranks it after the others and says why")
     tune.add_argument("--knobs", metavar="LIST",
                       help="the knobs to search, comma-separated, each with every candidate (default: the "
-                           "backend's own knobs and rx-ring, the test bed's receive ring, three candidates each "
-                           "spread over the range plus the default; `ring` and `pin` only when named; an unknown "
-                           "knob's error lists the backend's)")
+                           "backend's own knobs and rx-ring, the test bed's receive ring, or with --rx-mode rps "
+                           "backlog, the receive CPU's backlog queue; three candidates each spread over the range "
+                           "plus the default; `ring` and `pin` only when named; an unknown knob's error lists the "
+                           "backend's; on ports --cap-iface's NIC has nic-ring, nic-rx-usecs and nic-channels "
+                           "instead of rx-ring, held and put back)")
     tune.add_argument("--candidates", metavar="KNOB=LIST", action="append",
                       help="the values to try of a knob instead of its declared ones, e.g. rx-ring=64,1024,16384 "
                            "(each checked against the knob's range; repeat for several knobs)")
+    tune.add_argument("--profile", action="store_true", default=None,
+                      help="profile every trial as `capbench run --profile` does (needs perf: linux-perf); the "
+                           "reasons under the ranking then also say where the counter's and the receive CPU's time "
+                           "went with the best configuration and with the defaults")
+    tune.add_argument("--profile-hz", type=int, metavar="N",
+                      help=f"with --profile: samples per second on each CPU {_default('profile_hz')}")
+    tune.add_argument("--apps-file", metavar="FILE.toml", action="append",
+                      help="adapters for capture programs (docs/apps.md), as capbench run takes them: their "
+                           "programs can be tuned (--backends NAME), over the knobs each declares "
+                           "([NAME.knobs.KNOB])")
     tune.add_argument("--link", help=f"emulated link speed: {', '.join(LINKS_BPS)} {_default('link')}")
     tune.add_argument("--pin", metavar="PIN", help=f"the placement: A:A, A:B or auto {_default('pin')}")
     tune.add_argument("--engine", choices=from_declarations(engine_names, None),
                       help=f"generator engine {_default('engine')}")
     add_rx_mode_args(tune)
+    add_port_args(tune)
     tune.add_argument("--resume", metavar="DIR", help="continue the stopped tune in DIR, repeating no trial")
     tune.add_argument("--results", default="results", metavar="DIR",
                       help="write results to DIR/<UTC time>/ (default: %(default)s)")

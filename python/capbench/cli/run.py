@@ -231,6 +231,11 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
     t = topology_of(args)
     c = campaign_from_args(args, sensors=[s.backends[0] for s in t.sensors])
     check_rx_ring(c, "rps", on_ports=True)  # a topology's sensors capture on their hosts' NICs
+    nic_knobs = list(ports.knob_values(s.knobs for s in c.steps()))
+    if nic_knobs:
+        raise UsageError(f"knob {nic_knobs[0]} is set on a run's own capture port (--gen-iface/--cap-iface), not on "
+                         f"a topology's sensors: set their NICs with ethtool on each host, or leave it out")
+    check_backlog_knob(c, "rps", True, None)
     if c.profile:
         raise UsageError("--profile samples this machine's CPUs only: profile each host's capture with a run on "
                          "that host (--gen-iface/--cap-iface), or leave out --profile with --topology")
@@ -268,10 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_run_topology(args, binaries)
     if args.insecure_ssh:
         raise UsageError(f"{ssh_rules.INSECURE_FLAG} goes with --topology (the hosts capbench reaches with ssh)")
-    given = [flag for key, flag in RX_MODE_OPTIONS if getattr(args, key, None)]
-    if given and (args.gen_iface or args.cap_iface):
-        raise UsageError(f"{', '.join(given)}: the receive model is capbench's veth test bed's; on real interfaces "
-                         f"the NIC's driver and IRQ affinity place the receive work: leave out {', '.join(given)}")
+    check_rx_mode_on_ports(args)
     c, toml_text, resume = _campaign_of(args)
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
@@ -284,21 +286,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         preflight.check_cpus(proc_cpus=proc_cpu)
     rx_mode, napi_sched = rx_mode_of(args, resume)
     check_rx_ring(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None)
+    check_backlog_knob(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None, backlog)
     on_ports = ports_of(args, resume)
     if on_ports is not None and c.sensors:
         raise UsageError("--sensors builds its tap on capbench's veth test bed: leave out --gen-iface/--cap-iface")
     if c.tap_cpu is not None:
         preflight.check_cpus(tap_cpu=c.tap_cpu)
-    if on_ports is not None:
-        methods = {x for m in c.matrices for x in m.methods}
-        on_ports.check(iperf="iperf" in methods, searches=bool(methods - {"iperf"}), rate_given="rate" in c.given,
-                       link_given="link" in c.given)
+    check_ports(c, on_ports)
     perf = perf_record.check() if c.profile else None  # perf here, and the kernel lets it sample
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune,
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(args), ports=on_ports,
                              perf=perf, probe_s=probe_s)
     return runner.execute(c, opts, binaries, resume=resume)
+
+
+def check_rx_mode_on_ports(args: argparse.Namespace) -> None:
+    """On ports the receive model is the NIC's (its IRQs steered by --pin); `--rx-mode rps` asks for
+    each receive queue's RPS to the receive CPU too (testbed.ports.StepSettings)."""
+    given = [flag for key, flag in RX_MODE_OPTIONS if getattr(args, key, None) and (key, args.rx_mode) != ("rx_mode", "rps")]
+    if given and (args.gen_iface or args.cap_iface):
+        raise UsageError(f"{', '.join(given)}: the receive model is capbench's veth test bed's; on real interfaces "
+                         f"the NIC's driver and its IRQs (steered by --pin) place the receive work, and "
+                         f"--rx-mode rps adds RPS: leave out {', '.join(given)}")
+
+
+def check_ports(c: campaign.Campaign, on_ports: ports.Ports | None) -> None:
+    """The ports before anything is sent or changed, with the values of the NIC knobs the steps set
+    (nic-ring ...) against the driver; on the veth test bed, a NIC knob is one line."""
+    nic_knobs = ports.knob_values(s.knobs for s in c.steps())
+    if on_ports is None:
+        ports.check_veth_bed(nic_knobs)
+        return
+    methods = {x for m in c.matrices for x in m.methods}
+    on_ports.check(iperf="iperf" in methods, searches=bool(methods - {"iperf"}), rate_given="rate" in c.given,
+                   link_given="link" in c.given, knobs=nic_knobs)
 
 
 def check_here(c: campaign.Campaign, binaries, command: str) -> None:
@@ -333,6 +355,22 @@ def check_rx_ring(c: campaign.Campaign, rx_mode: str, on_ports: bool) -> None:
                          f"veth's {rxmode.VETH_RING_FRAMES}-frame ring, --rx-mode napi)")
 
 
+def check_backlog_knob(c: campaign.Campaign, rx_mode: str, on_ports: bool, backlog: int | None) -> None:
+    """The backlog knob (--vary backlog=N) only where its queue is on the frames' way (knobs.BACKLOG:
+    the veth test bed's rps model) and set once: not with --backlog, which holds the same sysctl at
+    N or more for the whole run."""
+    name = knobs.BACKLOG.name
+    if not any(n == name for s in c.steps() for n, _ in s.knobs):
+        return
+    if backlog is not None:
+        raise UsageError(f"--backlog {backlog} and --vary {name} both set net.core.netdev_max_backlog: give one "
+                         f"(--backlog holds N or more for the whole run, the knob exactly N for its steps)")
+    if on_ports:
+        raise UsageError(f"--vary {name} is the veth test bed's (--rx-mode rps): on your own ports or hosts give "
+                         f"--backlog N, which holds the host's backlog at N or more for the run")
+    knobs.check_applies(knobs.BACKLOG, rx_mode)
+
+
 def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | None:
     """The real interfaces of a run (--gen-iface/--cap-iface ...), a resumed run's own from the
     command that started it; None: the veth test bed."""
@@ -343,7 +381,8 @@ def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | Non
         except (UsageError, SystemExit):
             return None
     return ports.ports_from_args(args.gen_iface, args.cap_iface, gen_ns=args.gen_netns, cap_ns=args.cap_netns,
-                                 dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set)
+                                 dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set,
+                                 rps=args.rx_mode == "rps")
 
 
 def live_line(args: argparse.Namespace) -> console.LiveLine:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import math
 import sys
+import time
 from pathlib import Path
 
 from capbench import declared
@@ -20,7 +22,9 @@ from capbench.cli import run as run_cli
 from capbench.cli.parser import build_parser
 from capbench.cli.testbed import rx_mode_of
 from capbench.errors import UsageError
+from capbench.profile import perf_record
 from capbench.rates import parse_duration
+from capbench.testbed import cpu, ports, rxmode
 from capbench.report import console
 from capbench.tune import knobs as knobs_mod
 from capbench.tune import search, tuning
@@ -49,16 +53,21 @@ def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
     return out
 
 
-def space_of(backend: str, args: argparse.Namespace) -> tuning.Space:
-    """The knobs of `backend` the tune searches (knobs.space), each candidate checked (knobs.check)."""
-    knobs = list(knobs_mod.space(backend, _knob_names(args)))
+def space_of(backend: str, args: argparse.Namespace, programs: knobs_mod.Programs,
+             port: knobs_mod.Port | None = None) -> tuning.Space:
+    """The knobs of `backend` the tune searches (knobs.space; a capture program's from its adapter
+    in `programs`, the campaign's; on `port`, the capture port of a tune on ports, its NIC's; those
+    the test bed's receive model passes), each candidate checked (knobs.check)."""
+    rx_mode = args.rx_mode or rxmode.DEFAULT_RX_MODE
+    rxmode.check_mode(rx_mode)
+    knobs = list(knobs_mod.space(backend, _knob_names(args), port, programs, rx_mode))
     given = _candidates(args)
     for i, k in enumerate(knobs):
         if k.name in given:
             knobs[i] = dataclasses.replace(k, candidates=tuple(given[k.name]))
         for value in knobs[i].candidates:
             try:
-                knobs_mod.check(knobs[i], value)
+                knobs_mod.check(knobs[i], value, programs)
             except UsageError as e:
                 raise UsageError(f"{backend} knob {k.name} {value}: {e}") from None
     return tuning.space_of(backend, knobs)
@@ -75,6 +84,17 @@ def goal_of(args: argparse.Namespace) -> tuning.Goal:
     if not goal.mlr_goal and args.rate is None:
         raise UsageError("--goal loss is the loss at a rate: give --rate, e.g. --rate 500kpps")
     return goal
+
+
+def max_app_cpu_of(args: argparse.Namespace) -> float | None:
+    """--max-app-cpu PCT, checked: above 0 (nothing runs on no CPU at all) and at most every CPU here
+    (app CPU is % of one CPU, summed over a backend's processes)."""
+    pct = args.max_app_cpu
+    most = 100 * len(cpu.online_cpus())
+    if pct is not None and not 0 < pct <= most:
+        raise UsageError(f"--max-app-cpu {pct:g}: give the application's CPU limit in % of one CPU, above 0 and at "
+                         f"most {most} ({most // 100} CPUs here), e.g. --max-app-cpu 50")
+    return pct
 
 
 def size_of(args: argparse.Namespace) -> str:
@@ -95,15 +115,25 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
     budget_s = parse_duration(args.budget, what="--budget")
     top = {"name": "capbench tune", "methods": [goal.method], "backends": backends, "sizes": size_of(args),
            "pause": f"{tuning.PAUSE_S:g}"}
-    for key in ("rate", "link", "engine", "pin"):
+    for key in ("rate", "link", "engine", "pin", "profile", "profile_hz"):
         if getattr(args, key) is not None:
             top[key] = getattr(args, key)
+    if args.apps_file:  # a user's adapters: their programs are backends, their knobs searched
+        top["apps_files"] = list(args.apps_file)
     c = campaign.build(top, [], backends_known=declared.backend_names(), name_of=lambda key: {
-        "methods": "--goal", "backends": "--backends", "sizes": "--sizes"}.get(key, "--" + key.replace("_", "-")))
-    spaces = tuple(space_of(b, args) for b in backends)
+        "methods": "--goal", "backends": "--backends", "sizes": "--sizes", "apps_files": "--apps-file"}.get(
+        key, "--" + key.replace("_", "-")))
+    on_ports = ports_of(args)
+    if on_ports is not None:
+        on_ports.check_exist()  # before its NIC's knobs are read
+    port = (on_ports.cap_ns, on_ports.cap_if) if on_ports is not None else None
+    spaces = tuple(space_of(b, args, c.programs, port) for b in backends)
     base = {b: dataclasses.replace(c.matrices[0], backends=(b,)) for b in backends}
-    matrices = tuple(knobs_mod.apply(base[sp.backend], cfg, sp.knobs) for sp in spaces for cfg in sp.configs)
-    tune = tuning.Tune(dataclasses.replace(c, matrices=matrices), spaces, goal, budget_s, base, outcomes)
+    matrices = tuple(knobs_mod.apply(base[sp.backend], cfg, sp.knobs, c.programs)
+                     for sp in spaces for cfg in sp.configs)
+    tune = tuning.Tune(dataclasses.replace(c, matrices=matrices), spaces, goal, budget_s, base, outcomes,
+                       run_args=port_args(args) if on_ports is not None else (),
+                       max_app_cpu_pct=max_app_cpu_of(args))
     least_s = tune.smallest_budget_s()
     if budget_s < least_s:
         n = sum(len(sp.configs) for sp in spaces)
@@ -115,8 +145,8 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
     return tune
 
 
-def _resumed_args(d: Path) -> argparse.Namespace:
-    """The flags of the tune that made results folder `d`."""
+def _resumed_args(d: Path) -> tuple[argparse.Namespace, dict]:
+    """The flags of the tune that made results folder `d`, and its run.json."""
     meta = run_cli.resumable_run(d)
     if meta.get("status") == "complete":
         raise UsageError(f"{d} is complete: nothing to resume (run.json says so)")
@@ -127,23 +157,53 @@ def _resumed_args(d: Path) -> argparse.Namespace:
     if old is None or old.command != "tune" or old.resume:
         raise UsageError(f"{d}/run.json does not hold the `capbench tune` command that made it: resume it with "
                          f"the command that made it")
-    return old
+    return old, meta
 
 
+def _started(meta: dict) -> tuple[float, ...]:
+    """When the earlier invocations of a tune began (run.json's started_at and resumed_at), as far as
+    run.json says (a time it does not hold is left out: that set-up is not charged)."""
+    out = []
+    for text in [meta.get("started_at"), *(meta.get("resumed_at") or [])]:
+        try:
+            out.append(datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            continue
+    return tuple(out)
+
+
+# The flags of the ports (parser.add_port_args), as the best configuration's `capbench run` line repeats them.
+PORT_FLAGS = ("gen_iface", "cap_iface", "gen_netns", "cap_netns", "dst_mac", "nic_set")
 TUNE_FLAGS = ("backends", "sizes", "replay", "goal", "rate", "knobs", "candidates", "link", "engine", "pin",
-              "rx_mode", "napi_sched")
+              "rx_mode", "napi_sched", "profile", "profile_hz", "apps_file", "max_app_cpu",
+              *PORT_FLAGS)
+
+
+def ports_of(args: argparse.Namespace) -> ports.Ports | None:
+    """The ports of a tune (its flags; a resumed tune's are those of the command that started it)."""
+    return ports.ports_from_args(args.gen_iface, args.cap_iface, gen_ns=args.gen_netns, cap_ns=args.cap_netns,
+                                 dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set,
+                                 rps=args.rx_mode == "rps")
+
+
+def port_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """The ports' flags as given, for the best configuration's `capbench run` line."""
+    words = [w for f in PORT_FLAGS if getattr(args, f) is not None for w in ("--" + f.replace("_", "-"), getattr(args, f))]
+    return tuple(words + (["--force-iface"] if args.force_iface else []))
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    began = time.time()  # the set-up the budget pays for starts here (Tune.setup_s)
     binaries = find_binaries()  # first: the campaign is read with the backends the programs declare
-    resume = None
+    resume, earlier = None, ()
     if args.resume is not None:
-        given = [f for f in TUNE_FLAGS if getattr(args, f) is not None]
+        given = [f for f in TUNE_FLAGS if getattr(args, f) is not None] + (["force_iface"] if args.force_iface else [])
         if given:
             raise UsageError(f"--resume continues a tune with the settings it started with: give no "
                              f"{', '.join('--' + f.replace('_', '-') for f in given)}")
         resume = Path(args.resume)
-        old = _resumed_args(resume)
+        old, meta = _resumed_args(resume)
+        earlier = _started(meta)
         tune = tune_of(old, results.read_outcomes(resume))
         budget_text = old.budget
     else:
@@ -155,8 +215,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     probe_s = parse_duration(args.probe, what="--probe", allow_zero=True)
     run_cli.check_here(c, binaries, "capbench tune")
-    rx_mode, napi_sched = rx_mode_of(args if resume is None else old, resume)
-    run_cli.check_rx_ring(c, rx_mode, False)
+    flags = args if resume is None else old  # the tune's own flags (a resumed one's from its folder)
+    run_cli.check_rx_mode_on_ports(flags)
+    rx_mode, napi_sched = rx_mode_of(flags, resume)
+    on_ports = ports_of(flags)
+    run_cli.check_rx_ring(c, rx_mode, on_ports is not None)
+    run_cli.check_ports(c, on_ports)
     args.json = False  # the tune's output is its ranking (tune.output), not run's JSON Lines
     live = run_cli.live_line(args)
     base = run_cli.callbacks(args, live)
@@ -166,6 +230,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         note(line)
 
     tune.say = say
+    tune.starts, tune.report = (*earlier, began), not args.no_report
 
     def on_end(path: Path, status: int) -> None:
         base.on_end(path, status)
@@ -176,13 +241,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     callbacks = dataclasses.replace(base, show_results=lambda trials, outcomes: None, on_end=on_end)
     settings = {"tune": {"goal": tune.goal.name, "budget": budget_text, "budget_s": tune.budget_s,
+                         "max_app_cpu_pct": tune.max_app_cpu_pct,
                          "trial_lengths_s": list(tune.goal.lengths_s),
                          "knobs": {sp.backend: {k.name: list(k.candidates) for k in sp.knobs} for sp in tune.spaces},
                          "configurations": {sp.backend: [dict(cfg) for cfg in sp.configs] for sp in tune.spaces}}}
     note(f"capbench tune: {', '.join(f'{len(sp.configs)} configurations of {sp.backend}' for sp in tune.spaces)}, "
-         f"goal {tune.goal.title}, budget {tune.budget_s / 60:.1f} min")
+         f"goal {tune.goal.title}"
+         f"{'' if tune.max_app_cpu_pct is None else f' with the application under {tune.max_app_cpu_pct:g} % CPU'}, "
+         f"budget {tune.budget_s / 60:.1f} min")
+    perf = perf_record.check() if c.profile else None  # perf here, and the kernel lets it sample
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]],
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks, probe_s=probe_s,
-                             drive=tune.drive, settings=settings)
+                             drive=tune.drive, settings=settings, ports=on_ports, perf=perf)
     return runner.execute(c, opts, binaries, resume=resume)

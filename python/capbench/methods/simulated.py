@@ -37,8 +37,10 @@ application, behind a queue of `buffer_frames` frames:
 Every result is a `capbench.trial.measure.TrialResult` with consistent integer counts
 (`sent = received + backlog_drops + the socket layer's drops`, nothing lost on the link,
 nothing unexplained); overload drops are split between the backlog queue and
-the socket by `backlog_drop_share`, background losses are socket drops. CPU
-figures are 0: a model has no CPU time to report. `raw["simulated"]` holds the
+the socket by `backlog_drop_share`, background losses are socket drops. The
+application's CPU (`app_cpu_pct`) is `app_cpu_ns` per received frame, at most one
+CPU (a counter that costs more per frame than the frames leave it time for is
+busy all the time); the kernel's is 0. `raw["simulated"]` holds the
 trial's effective capacity and whether saturation distorted it.
 """
 
@@ -82,6 +84,7 @@ class SimulatedDevice:
     generator_pps: float | None = None
     disturbed_trials: frozenset[int] = frozenset()
     stop_ms: float = 20.0
+    app_cpu_ns: float = 0.0  # the application's CPU time per received frame
     # The model's state: its clock, when the last overload's distortion wears off, what it was asked for.
     clock_s: float = field(default=0.0, init=False)
     saturated_until_s: float = field(default=-math.inf, init=False)
@@ -96,8 +99,8 @@ class SimulatedDevice:
             raise ValueError(f"background loss ratio {self.background_loss_ratio!r} must be in [0, 1)")
         if self.generator_pps is not None and not self.generator_pps > 0:
             raise ValueError(f"generator rate {self.generator_pps!r} pps must be above 0")
-        if self.noise_pct < 0 or self.buffer_frames < 0 or self.saturation_factor < 0:
-            raise ValueError("noise, buffer and saturation factor must be 0 or more")
+        if self.noise_pct < 0 or self.buffer_frames < 0 or self.saturation_factor < 0 or self.app_cpu_ns < 0:
+            raise ValueError("noise, buffer, saturation factor and CPU per frame must be 0 or more")
         self._rng = random.Random(self.seed)
 
     @property
@@ -182,7 +185,7 @@ class SimulatedDevice:
             seq_lost=acc.lost,
             rx_pps=rx_pps,
             rx_gbps=wire_bps(rx_pps, self.frame_len) / 1e9,
-            app_cpu_pct=0.0,
+            app_cpu_pct=min(100.0, rx_pps * self.app_cpu_ns / 1e7),  # ns per frame x frames per s, % of 1 s
             kernel_cpu_pct=0.0,
             window_s=duration_s,
             gen_cpu=None,

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from capbench.errors import RunError, UsageError
 from capbench.profile import perf_script
+from capbench.records import printable
 from capbench.testbed import cpu
 from capbench.testbed.procs import Child, ChildSet
 
@@ -210,6 +211,6 @@ class Sampler:
         unordered = _UNORDERED.search(p.stderr)
         if p.returncode != 0 and not (unordered and p.stdout):
             raise RunError(f"--profile: perf script failed ({refusal(p.stderr)})")
-        warnings = [perf_script.printable(line.strip()) for line in p.stderr.splitlines()
+        warnings = [printable(line.strip()) for line in p.stderr.splitlines()
                     if line.strip() and ("lost" in line.lower() or _UNORDERED.search(line))]
         return perf_script.parse(p.stdout.splitlines()), warnings

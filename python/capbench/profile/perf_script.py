@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from capbench.records import printable
+
 # The header: everything before the last "pid/tid [cpu] period" is the comm (it may hold spaces).
 _HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<period>\d+)\s*$")
 # A frame: its address (hex), then the symbol, then the object in parentheses at the line's end.
@@ -27,12 +29,6 @@ _FRAME = re.compile(r"^\s+(?P<ip>[0-9a-fA-F]{1,16})\s+(?P<sym>.*?)\s+\((?P<dso>.
 # this address is the kernel's (a JIT-compiled BPF program included), one below it user space's.
 KERNEL_START = 0x8000_0000_0000_0000
 UNKNOWN = "[unknown]"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def printable(text: str) -> str:
-    """`text` with every control character as `?`: names go into records and SVG text."""
-    return _CONTROL.sub("?", text)
 
 
 @dataclass(frozen=True)

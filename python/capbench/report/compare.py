@@ -1,7 +1,9 @@
 """`capbench compare A B`: the same measurements in two runs, and what changed beyond the noise.
 
 iperf-like trials are matched by their SettingsKey (report.keys: every setting that makes a
-measurement, ring size and backend options included). For every figure (captured rate, loss
+measurement, ring size and backend options included); where only one run names its run length
+(a tune names each rung's trial length, a run of one length none), by the same key but for it,
+the longest of that run's (keys.matched). For every figure (captured rate, loss
 and its layers, application and kernel load) the change is B's median minus A's.
 
 Searches are compared by their answers, never trial by trial (a search visits whatever
@@ -50,7 +52,7 @@ from capbench.profile import groups as cpu_groups
 from capbench.report import answers as answers_mod
 from capbench.report import profiles
 from capbench.report.answers import AnswerGroup
-from capbench.report.keys import IDENTITY_TEXT, SettingsKey
+from capbench.report.keys import IDENTITY_TEXT, SettingsKey, matched
 from capbench.report.load import RunData
 from capbench.report.stats import (CPU_LEAST_CHANGE_PTS, METRICS, RATE_LEAST_CHANGE_PCT, SIGNIFICANCE,
                                    SIGNIFICANCE_LEVEL, Group, Metric, Stat, iperf_groups, p_value, sent_pps, stat_of)
@@ -371,9 +373,15 @@ def compare(a: RunData, b: RunData, threshold_pct: float | None = None) -> Compa
     if threshold_pct is not None and not (threshold_pct > 0 and math.isfinite(threshold_pct)):
         raise UsageError(f"--threshold {threshold_pct:g}: give a percentage above 0, e.g. 5")
     groups_a, groups_b = iperf_groups(a.trials), iperf_groups(b.trials)
-    common = [k for k in groups_a if k in groups_b]
     answers_a, answers_b = _answers(a), _answers(b)
-    common_answers = [k for k in answers_a if k in answers_b]
+    # B's measurements under the keys of A's they match (keys.matched: a tune's run length).
+    pairs, answer_pairs = matched(groups_a, groups_b), matched(answers_a, answers_b)
+    groups_b = {k: g for k, g in groups_b.items() if k not in pairs.values()} | {
+        ka: groups_b[kb] for ka, kb in pairs.items()}
+    answers_b = {k: g for k, g in answers_b.items() if k not in answer_pairs.values()} | {
+        ka: answers_b[kb] for ka, kb in answer_pairs.items()}
+    common = [k for k in groups_a if k in pairs]
+    common_answers = [k for k in answers_a if k in answer_pairs]
     if not common and not common_answers:
         raise UsageError(
             f"{a.path} and {b.path} have no measurement in common: no iperf-like measurement (matched by "

@@ -29,7 +29,7 @@ from capbench import inputs
 from capbench.errors import UsageError
 from capbench.profile import groups
 from capbench.profile.analysis import KERNEL_MARK
-from capbench.profile.perf_script import printable
+from capbench.records import printable
 
 MIN_SHARE = 0.001  # frames narrower than 0.1 % of the samples are not drawn
 # perf's deepest call chain is kernel.perf_event_max_stack (127 by default); the CPU and the

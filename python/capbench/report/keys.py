@@ -92,15 +92,19 @@ def _sensor(t: Trial) -> tuple[int, int] | int:
     return (int(value(t, "sensor", 0) or 0), n) if n else 0
 
 
+DEFAULTS = "defaults"  # how tables name the configuration of a step that set no knob (a tune's baseline)
+
+
 def knobs_of(t: Trial) -> dict[str, str]:
     """The knobs a trial's step set (capbench run --vary, capbench tune); {} for none."""
     return dict(value(t, "knobs", {}) or {})
 
 
 def _backend_knobs(t: Trial) -> str:
-    """A trial's backend knobs, "block-size=1M" (its backend is the series'); its run knobs show as
-    their own settings (ring, rx ring, placement)."""
-    return config_text((split_knob(n)[1][2:], v) for n, v in knobs_of(t).items() if split_knob(n))
+    """A trial's backend knobs, "block-size=1M" (its backend is the series'), and its port's NIC
+    knobs ("nic-ring=1024"); its run knobs show as their own settings (ring, rx ring, placement)."""
+    return config_text((owner[1][2:] if (owner := split_knob(n)) else n, v) for n, v in knobs_of(t).items()
+                       if n not in RUN_KNOBS)
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,8 @@ AXES: tuple[Axis, ...] = (
          titled=lambda t: rxmode.RECEIVE_THREADS.get(str(value(t, "rx_mode", "rps")), "receive thread")),
     # The receive ring's depth in frames (--rx-ring with --rx-mode cpumap; the veth's 256 before).
     Axis("rx_ring", 256, "rx ring", lambda v: "—" if v is None else f"{v:,} frames"),
+    # The receive CPU's backlog queue in packets, where a knob set it (the host's own otherwise).
+    Axis("backlog", None, "backlog", lambda v: f"{v:,} packets"),
     Axis("groups", "", "groups", get=lambda t: _step_part(str(value(t, "step", "") or ""), "groups")),
     # The run length where a campaign varies it (--duration LIST) or counts frames (--count).
     Axis("run", "", "run", get=lambda t: _run_length(str(value(t, "step", "") or ""))),
@@ -147,16 +153,17 @@ IDENTITY_TEXT = ("method, backend, frame length, rate, link, engine, app load, p
 
 
 # The settings a run knob sets (campaign.matrix.RUN_KNOBS): the axis, or the placement ("pin").
-KNOB_AXES = {"ring": "ring_bytes", "rx-ring": "rx_ring", "pin": "placement", "knobs": "knobs"}
+KNOB_AXES = {"ring": "ring_bytes", "rx-ring": "rx_ring", "pin": "placement", "backlog": "backlog", "knobs": "knobs"}
 assert set(KNOB_AXES) - {"knobs"} == set(RUN_KNOBS), "a run knob without the axis it sets"
 
 
-def without_knobs(t: AnyTrial) -> SeriesKey:
-    """A trial's series but the settings its knobs set: what the configurations of a --vary (or a
-    tune) share, which a ranking of them groups by."""
+def without_knobs(t: AnyTrial, also: Iterable[str] = ()) -> SeriesKey:
+    """A trial's series but the settings its knobs set, and those the knobs `also` set elsewhere in
+    its run (a tune's defaults set none, and run the rx ring its other configurations vary): what
+    the configurations of a --vary (or a tune) share, which a ranking of them groups by."""
     t = as_trial(t)
     knobs = knobs_of(t)
-    set_here = {KNOB_AXES["knobs"]} | {KNOB_AXES[n] for n in knobs if n in KNOB_AXES}
+    set_here = {KNOB_AXES["knobs"]} | {KNOB_AXES[n] for n in (*knobs, *also) if n in KNOB_AXES}
     if not _step_part(str(value(t, "step", "") or ""), "ring"):
         # no --ring: the buffer it ran is its options' (ring_bytes from the program's summary),
         # the same --backend-args for all, so a backend knob made any difference
@@ -262,6 +269,50 @@ def settings_key(t: AnyTrial) -> SettingsKey:
     """The key `capbench compare` matches trials by, and repetitions share."""
     t = as_trial(t)
     return SettingsKey(series_key(t), t.result.frame_len, t.result.rate)
+
+
+RUN_AXIS = next(a for a in AXES if a.name == "run")
+
+
+def run_length(key: SettingsKey) -> float | None:
+    """The run length a key names (its `run` setting: `2 s`, `1,000 frames`, as a number); None
+    when it names none (a run of one length)."""
+    text = dict(key.series.extra).get(RUN_AXIS.title)
+    return None if text is None else float(text.split()[0].replace(",", ""))
+
+
+def without_run_length(key: SettingsKey) -> SettingsKey:
+    extra = tuple(e for e in key.series.extra if e[0] != RUN_AXIS.title)
+    return dataclasses.replace(key, series=dataclasses.replace(key.series, extra=extra))
+
+
+def matched(a: Iterable[SettingsKey], b: Iterable[SettingsKey]) -> dict[SettingsKey, SettingsKey]:
+    """A's keys matched to B's (`capbench compare`): the same key; else, where only one of the runs
+    names the run length (a tune names each rung's trial length, `run 2 s`, and a campaign of
+    several durations each duration; a run of one length names none), the same key but for it,
+    the longest of that run's lengths: a tune's last rung, the one it decided on and its best
+    configuration's run line repeats."""
+    a, b = list(dict.fromkeys(a)), list(dict.fromkeys(b))
+    out = {k: k for k in a if k in set(b)}
+    rest_a = [k for k in a if k not in out]
+    rest_b = [k for k in b if k not in out.values()]
+
+    def by_base(keys: list[SettingsKey], named: bool) -> dict[SettingsKey, SettingsKey]:
+        """base -> the key of the longest run length (named) or the one key naming none."""
+        found: dict[SettingsKey, SettingsKey] = {}
+        for k in keys:
+            length = run_length(k)
+            if (length is not None) != named:
+                continue
+            base = without_run_length(k)
+            if base not in found or (named and length > (run_length(found[base]) or 0.0)):
+                found[base] = k
+        return found
+
+    for named_a in (True, False):
+        side_a, side_b = by_base(rest_a, named_a), by_base(rest_b, not named_a)
+        out |= {ka: side_b[base] for base, ka in side_a.items() if base in side_b}
+    return out
 
 
 def cpus_used(trials: Iterable[AnyTrial]) -> str:

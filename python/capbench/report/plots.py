@@ -450,48 +450,115 @@ def _answer_link(g: answers_mod.AnswerGroup) -> float:
         g.wire_pps * (g.frame_len + 20) * 8  # from the wire rate: frame + preamble and gap
 
 
-def rfc2544(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
-    """RFC 2544 throughput against frame length: each search's answer (searches.jsonl, else the
-    rate whose verification passed), medians over repetitions with min–max bars."""
+def _answer_groups(trials: list[Trial], answers: Sequence[Answer] | None, method: str
+                   ) -> dict[SeriesKey, list[answers_mod.AnswerGroup]]:
+    """The answers of one search method by series, each series' frame lengths in order."""
     found = answers if answers is not None else answers_mod.answers_of(trials)
-    groups = [g for g in answers_mod.group_answers(found).values() if g.method == "rfc2544"]
-    if not groups:
-        return Skipped("no RFC 2544 searches in this run (they come from `capbench run --method rfc2544`)")
     by: dict[SeriesKey, list[answers_mod.AnswerGroup]] = {}
-    for g in groups:
-        by.setdefault(g.series, []).append(g)
-    labels, colors = series_labels(by), _colors(by)
-    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
-    ax = fig.subplots()
+    for g in answers_mod.group_answers(found).values():
+        if g.method == method:
+            by.setdefault(g.series, []).append(g)
+    return {k: sorted(gs, key=lambda g: g.frame_len) for k, gs in by.items()}
+
+
+def _answer_panel(ax, by: dict[SeriesKey, list[answers_mod.AnswerGroup]], metric: str, unit: units.Unit,
+                  labels: dict[SeriesKey, str], colors: dict[SeriesKey, str],
+                  unverified: Callable[[Answer], bool] = lambda a: False) -> list[str]:
+    """One line per series through its answers `metric` over frame length, side by side at a few
+    lengths (_dodge: the settings of a --vary or a tune at one length), the wire rate dashed, the
+    `unverified` answers marked; the measurements without an answer, named."""
+    groups = [g for gs in by.values() for g in gs]
     sizes, links = {g.frame_len for g in groups}, {_answer_link(g) for g in groups}
-    unit = units.pick("pps", [_wire_top(sizes, links)] + [s.hi for g in groups if (s := g.stat("rfc2544_pps"))])
     _wire_line(ax, sizes, links, scale=1 / unit.factor)
-    missing, unverified = [], False
+    dx = _dodge(by, sizes)
+    missing = []
     for key, gs in by.items():
-        gs = sorted(gs, key=lambda g: g.frame_len)
-        points = [(g, g.stat("rfc2544_pps")) for g in gs]
+        points = [(g, g.stat(metric)) for g in gs]
         missing += [f"{labels[key]} {g.frame_len} B" for g, s in points if s is None]
         points = [(g, s.scaled(1 / unit.factor)) for g, s in points if s is not None]
         if points:
-            _errorbar(ax, [g.frame_len for g, _s in points], [s for _g, s in points], colors[key], labels[key])
-        shaky = [(g, s) for g, s in points if any(a.values.get("rfc2544_pps") and not a.info.get("verified")
-                                                   for a in g.answers)]
+            _errorbar(ax, [g.frame_len + dx[key] for g, _s in points], [s for _g, s in points], colors[key],
+                      labels[key])
+        shaky = [(g, s) for g, s in points if any(unverified(a) for a in g.answers)]
         if shaky:
-            unverified = True
-            _mark(ax, [g.frame_len for g, _s in shaky], [s.median for _g, s in shaky], colors[key], "unverified")
+            _mark(ax, [g.frame_len + dx[key] for g, _s in shaky], [s.median for _g, s in shaky], colors[key],
+                  "unverified")
     _frame_axis(ax, sizes)
+    return missing
+
+
+def _answer_unit(by: dict[SeriesKey, list[answers_mod.AnswerGroup]], metrics: Sequence[str]) -> units.Unit:
+    groups = [g for gs in by.values() for g in gs]
+    sizes, links = {g.frame_len for g in groups}, {_answer_link(g) for g in groups}
+    return units.pick("pps", [_wire_top(sizes, links)] + [s.hi for g in groups for m in metrics if (s := g.stat(m))])
+
+
+def rfc2544(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
+    """RFC 2544 throughput against frame length: each search's answer (searches.jsonl, else the
+    rate whose verification passed), medians over repetitions with min–max bars."""
+    by = _answer_groups(trials, answers, "rfc2544")
+    if not by:
+        return Skipped("no RFC 2544 searches in this run (they come from `capbench run --method rfc2544`)")
+    groups = [g for gs in by.values() for g in gs]
+    labels, colors = series_labels(by), _colors(by)
+    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
+    ax = fig.subplots()
+    unit = _answer_unit(by, ("rfc2544_pps",))
+
+    def shaky(a: Answer) -> bool:
+        return bool(a.values.get("rfc2544_pps")) and not a.info.get("verified")
+
+    missing = _answer_panel(ax, by, "rfc2544_pps", unit, labels, colors, shaky)
+    unverified = any(shaky(a) for g in groups for a in g.answers)
     _finish(ax, "frame length [B]", units.label("RFC 2544 throughput", unit))
     fig.suptitle("RFC 2544 throughput vs frame length")
     derived = any(a.source == "trials" for g in groups for a in g.answers)
     caption = ("The highest rate each backend captured without loss (RFC 2544 section 26.1): each search's answer "
                + ("as the method recorded it (searches.jsonl)" if not derived else
                   "(searches.jsonl, or where it holds none, the rate of the verification trial that passed)")
-               + "; the wire rate dashed." + _answer_repetition_note(groups))
+               + "; the wire rate dashed." + _answer_repetition_note(groups) + _side_by_side_note(by))
     if unverified:
         caption += f" Open diamonds: an {MARKERS['unverified'].meaning[len('RFC 2544 '):]}."
     if missing:
         caption += f" No answer (no verification passed, or the search was cut short): {', '.join(missing)}."
     return Drawn(fig, caption)
+
+
+def mlr(trials: list[Trial], answers: Sequence[Answer] | None = None) -> Drawn | Skipped:
+    """The MLR search's goals against frame length, a panel per goal (NDR, PDR): each search's
+    lower bound, medians over repetitions with min–max bars."""
+    by = _answer_groups(trials, answers, "mlr")
+    if not by:
+        return Skipped("no MLR searches in this run (they come from `capbench run --method mlr` and `capbench tune`)")
+    groups = [g for gs in by.values() for g in gs]
+    goals = list(dict.fromkeys(m for g in groups for m in g.metrics()))
+    if not goals:
+        return Skipped("no MLR search in this run gave an answer (each was cut short before its searches.jsonl line)")
+    labels, colors = series_labels(by), _colors(by)
+    fig = Figure(figsize=(4.2 * len(goals) + 1.0, 3.6), layout="constrained")
+    axes = fig.subplots(1, len(goals), sharey=True, squeeze=False)[0]
+    unit = _answer_unit(by, goals)
+    missing = []
+    for ax, goal in zip(axes, goals):
+        name = answers_mod.metric(goal).label
+        missing += [f"{name} of {m}" for m in _answer_panel(ax, by, goal, unit, labels, colors)]
+        _finish(ax, "frame length [B]", units.label(name, unit) if ax is axes[0] else "", legend=False)
+        ax.set_title(name, fontsize="medium")
+    _legend_below(fig, axes[0])
+    fig.suptitle("MLR search: throughput of each goal vs frame length")
+    caption = ("Each goal's throughput (the lower bound of the highest load that met its loss ratio, FD.io "
+               "CSIT's MLRsearch) as the search recorded it (searches.jsonl); the wire rate dashed."
+               + _answer_repetition_note(groups) + _side_by_side_note(by))
+    if missing:
+        caption += f" No answer (the search was cut short, or no load met the goal): {', '.join(missing)}."
+    return Drawn(fig, caption)
+
+
+def _side_by_side_note(by: dict[SeriesKey, list[answers_mod.AnswerGroup]]) -> str:
+    sizes = {g.frame_len for gs in by.values() for g in gs}
+    moved = set(_dodge(by, sizes).values()) - {0.0}
+    return (" Several settings at one frame length are drawn side by side around it (their x offset is no "
+            "length of its own).") if moved else ""
 
 
 def _answer_repetition_note(groups) -> str:
@@ -776,6 +843,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("load", "Application and kernel load vs frame length", load),
     FigureSpec("loss_layers", "Loss by layer", loss_layers),
     FigureSpec("rfc2544", "RFC 2544 throughput vs frame length", rfc2544),
+    FigureSpec("mlr", "MLR throughput vs frame length", mlr),
     FigureSpec("sweep", "Capture rate and CPU vs offered rate", sweep),
     FigureSpec("repetitions", "Repetitions: run-to-run spread", repetitions),
     FigureSpec("loss_groups", "Loss per group", loss_groups),

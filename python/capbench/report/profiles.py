@@ -18,7 +18,7 @@ from typing import Any
 
 from capbench.profile import groups
 from capbench.profile.analysis import SHARES
-from capbench.profile.perf_script import printable
+from capbench.records import printable
 from capbench.report.keys import AnyTrial, SettingsKey, as_trial, series_labels, settings_key
 from capbench.report.load import Trial
 from capbench.trial.record import TrialResult

@@ -31,8 +31,8 @@ from capbench.methods import registry
 from capbench.report import answer_tables, profiles
 from capbench.report import answers as answers_mod
 from capbench.campaign.matrix import config_text
-from capbench.report.keys import (AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, knobs_of, pin_of, series_key,
-                                  series_labels, settings_key, without_knobs)
+from capbench.report.keys import (DEFAULTS, AnyTrial, SeriesKey, SettingsKey, as_trial, cpus_used, knobs_of, pin_of,
+                                  series_key, series_labels, settings_key, without_knobs)
 from capbench.report.load import Trial
 from capbench.methods.measurer import superseded
 from capbench.report.stats import Stat, decided, load_text, stat_of, sweep_lines
@@ -268,10 +268,11 @@ def ranking_tables(trials: Iterable[AnyTrial]) -> list[answers_mod.AnswerTable]:
     with the spread of their repetitions; a setting whose loss range reaches the best's is marked
     WITHIN_SPREAD_MARK: the repetitions do not tell it from the best."""
     groups: dict[tuple, dict[str, list[TrialResult]]] = {}
-    for t in decided(as_trial(t) for t in trials):
-        if registry.constant_load(t.method) and knobs_of(t):
-            where = (without_knobs(t), t.result.frame_len, t.result.rate)
-            groups.setdefault(where, {}).setdefault(config_text(knobs_of(t).items()), []).append(t.result)
+    used = [t for t in decided(as_trial(t) for t in trials) if registry.constant_load(t.method)]
+    names = {n for t in used for n in knobs_of(t)}  # every knob the run set (a tune's defaults set none)
+    for t in used if names else ():
+        where = (without_knobs(t, names), t.result.frame_len, t.result.rate)
+        groups.setdefault(where, {}).setdefault(config_text(knobs_of(t).items()) or DEFAULTS, []).append(t.result)
     out = []
     for (key, frame_len, rate), by_config in groups.items():
         if len(by_config) < 2:
@@ -296,6 +297,53 @@ def ranking_tables(trials: Iterable[AnyTrial]) -> list[answers_mod.AnswerTable]:
         out.append(answers_mod.AnswerTable(
             f"Settings ranked by loss: {key.method} {key.backend} {frame_len} B at {rate} "
             f"({key.title()})", list(RANK_HEADERS), rows, [n for n in notes if n], classes))
+    return out
+
+
+def answer_ranking_tables(found: Iterable[answers_mod.Answer]) -> list[answers_mod.AnswerTable]:
+    """The same for searches (RFC 2544, MLR: issue 30): per search that several knob settings of
+    one run share (method, backend, frame length and every setting but the knobs'; a tune's
+    defaults among them), the settings ranked by each of its figures (MLR: each goal), median
+    over the repetitions with their spread; a setting whose range reaches the best's is marked
+    WITHIN_SPREAD_MARK."""
+    found = [a for a in found if a.trials]
+    names = {n for a in found for n in knobs_of(a.trials[0])}  # every knob the run set
+    if not names:
+        return []
+    groups: dict[tuple, dict[str, list[answers_mod.Answer]]] = {}
+    for a in found:
+        t = a.trials[0]
+        where = (without_knobs(t, names), a.frame_len)
+        groups.setdefault(where, {}).setdefault(config_text(knobs_of(t).items()) or DEFAULTS, []).append(a)
+    out = []
+    for (key, frame_len), by_config in groups.items():
+        if len(by_config) < 2:
+            continue
+        metrics = list(dict.fromkeys(m for answers in by_config.values() for a in answers for m in a.values))
+        for name in metrics:
+            stats_ = {c: stat_of(vs) for c, answers in by_config.items()
+                      if (vs := [v for a in answers if (v := a.values.get(name)) is not None])}
+            if len(stats_) < 2:
+                continue
+            label = answers_mod.metric(name).label
+            ranked = sorted(stats_.items(), key=lambda kv: (-kv[1].median, kv[0]))
+            best = ranked[0][1]
+            rows = []
+            for i, (config, st) in enumerate(ranked, 1):
+                near = i > 1 and st.n > 1 and best.n > 1 and st.hi >= best.lo
+                disturbed = sum(1 for a in by_config[config] if a.disturbed)
+                rows.append([f"{i}{WITHIN_SPREAD_MARK if near else ''}", config,
+                             f"{st.median:,.0f}" + (f" ({_spread(st, ',.0f')})" if st.spread else ""), str(st.n),
+                             f"{disturbed} of {len(by_config[config])}" if disturbed else "—"])
+            reps = min(st.n for st in stats_.values())
+            notes = [f"{WITHIN_SPREAD_MARK}: its range reaches the best's, so its repetitions do not tell it from "
+                     f"#1." if any(WITHIN_SPREAD_MARK in r[0] for r in rows) else "",
+                     "One search each: an order this close may be noise; --repeat 3 shows the spreads."
+                     if reps < 2 else ""]
+            out.append(answers_mod.AnswerTable(
+                f"Settings ranked by {label}: {key.backend} {frame_len} B ({key.title()})",
+                ["#", "Knobs", f"{label} [{answers_mod.metric(name).unit}]", "Reps", "Disturbed"], rows,
+                [n for n in notes if n]))
     return out
 
 
@@ -490,7 +538,7 @@ def print_tables(trials: Iterable[AnyTrial], console: Console | None = None,
     if any(r.sensors for r in trials):
         _print_sensor_tables(console, records)
     found = answers_mod.answers_of(records, outcomes, loss_tolerance_frames)
-    for t in answer_tables.tables(found):
+    for t in answer_tables.tables(found) + answer_ranking_tables(found):
         _print_answer_table(console, t)
     sweeps = sweep_tables(records, found, sep="\n")
     for t in sweeps:

@@ -30,8 +30,8 @@ from capbench.report.keys import SeriesKey, cpus_used, series_key, series_labels
 from capbench.report.load import Trial
 from capbench.report.stats import iperf_groups
 from capbench.report.tables import HEADERS as TABLE_HEADERS
-from capbench.report.tables import (DISTURBED_MARK, SHORT_MARK, disturbed_note, program_witness, ranking_tables,
-                                    row_cells, row_class, short_note, sweep_tables)
+from capbench.report.tables import (DISTURBED_MARK, SHORT_MARK, answer_ranking_tables, disturbed_note, program_witness,
+                                    ranking_tables, row_cells, row_class, short_note, sweep_tables)
 from capbench.trial.measure import TrialResult
 
 HEADERS = (*TABLE_HEADERS, "Note")
@@ -229,7 +229,8 @@ def markdown(trials: list[Trial], answers: Sequence[Answer] | None = None) -> st
     for t in iperf_tables(trials):
         notes = "".join(f"\n\\{n}\n" if n.startswith(SHORT_MARK) else f"\n{n}\n" for n in t.notes)  # not a bullet
         parts.append(f"### {t.title}\n\n{md_table(t.headers, t.rows)}\n{notes}")
-    for t in ranking_tables(trials) + answer_tables(trials, answers):
+    found = list(answers) if answers is not None else answers_mod.answers_of(trials)
+    for t in ranking_tables(trials) + answer_tables(trials, found) + answer_ranking_tables(found):
         notes = "".join(f"\n{n}\n" for n in t.notes)
         parts.append(f"### {t.title}\n\n{md_table(t.headers, t.rows, text_last=False)}\n{notes}")
     totals = loss_totals(trials)

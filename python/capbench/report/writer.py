@@ -251,7 +251,8 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
     # The searches' answers open; a row per measurement (iperf-like, a sweep's steps) folded where long
     table_html = "\n".join(
         [html.table_html(html.Table(t.title, t.headers, t.rows, t.classes or None, text_last=False,
-                                    notes=tuple(t.notes))) for t in answer_tables.tables(found)]
+                                    notes=tuple(t.notes)))
+         for t in answer_tables.tables(found) + tables.ranking_tables(run.trials) + tables.answer_ranking_tables(found)]
         + [html.table_html(html.Table(t.title, t.headers, t.rows, t.classes or None, text_last=text_last,
                                       notes=tuple(t.notes), folded=len(t.rows) > FOLD_ROWS))
            for tables_of, text_last in ((tables_md.iperf_tables(run.trials), True),

@@ -13,6 +13,10 @@ and the default 1,000 packets last 10 ms at 100 kpps. `--backlog` lets a user
 take that stall out of a measurement, or keep it in (the default: the system as
 it is).
 
+The `backlog` knob (`capbench run --vary backlog=N`, `capbench tune --knobs backlog`) sets it
+to exactly N for the steps that ask, one step after another (`setting(..., exact=True)`), held
+by the run's test bed like --backlog's: put back as below.
+
 A raised value is held by the test bed that needed it (capbench.owners): it is
 put back to the value the first holder found when the last test bed holding it
 is removed (`capbench testbed down` after a crashed run too), and only if nobody
@@ -50,6 +54,11 @@ def _path(key: str) -> Path:
     return PROC_SYS / key.replace(".", "/")
 
 
+def path(key: str) -> str:
+    """The file of sysctl `key`: the registry's key of a setting of it (Setting.path)."""
+    return str(_path(key))
+
+
 def read(key: str) -> str | None:
     """The value of a sysctl as text, None where this kernel (or namespace) has none."""
     try:
@@ -70,6 +79,18 @@ def check_backlog(value: int) -> int:
     return value
 
 
+def parse_backlog(text: str) -> int:
+    """The backlog knob's value: a packet count in the kernel's range, as --backlog's (check_backlog)."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= BACKLOG_MAX:
+        raise UsageError(f"backlog {text!r}: give a packet count from 1 to {BACKLOG_MAX} (the kernel's default "
+                         f"is 1000), e.g. backlog=10000")
+    return value
+
+
 def held_here(path: str, value: str) -> bool:
     """Whether `path` at `value` is one of the sysctls a run raises (HELD), at a count: what the
     registry may read and write back (owners.declare)."""
@@ -79,11 +100,12 @@ def held_here(path: str, value: str) -> bool:
 owners.declare(owners.FILE, held_here)
 
 
-def setting(key: str, value: int) -> Setting:
-    """The sysctl `key` (one of HELD) at `value` or more, for a run to hold (owners.HostSettings)."""
+def setting(key: str, value: int, exact: bool = False) -> Setting:
+    """The sysctl `key` (one of HELD) at `value` or more (`exact`: at `value`, lower too), for a run
+    to hold (owners.HostSettings)."""
     if key not in HELD:
         raise ValueError(f"{key} is not one of the sysctls capbench holds (host_sysctl.HELD)")
     if read(key) is None:
         raise UsageError(f"this kernel has no {key} here: run capbench in the initial network namespace, "
                          f"or leave out the option that sets it")
-    return Setting(path=str(_path(key)), value=str(value), at_least=True, key=key)
+    return Setting(path=str(_path(key)), value=str(value), at_least=not exact, key=key)

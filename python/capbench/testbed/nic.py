@@ -381,6 +381,167 @@ def irqs(ifname: str, sysfs: Mapping[str, Any], driver: str | None,
     return found or f"none found: no IRQ in /proc/interrupts is named after {ifname} or is its device's"
 
 
+# A queue IRQ whose name says it only transmits ("eth1-tx-0", virtio's "output.0"): no receive work.
+TX_ONLY_IRQ = ("tx", "output")
+
+
+def rx_irqs(found: list[dict[str, Any]] | str) -> list[dict[str, Any]] | str:
+    """Of irqs()'s entries, those that run receive work: each queue's IRQ that is not transmit-only
+    (igb's TxRx, mlx5's comp, virtio's input); a device with no queue in its IRQ names (e1000's one
+    "eth0") has its receive work on all of them. A reason (text) stays a reason."""
+    if isinstance(found, str):
+        return found
+    queued = [e for e in found if e.get("queue") is not None]
+    if not queued:
+        return list(found)
+    return [e for e in queued if (m := QUEUE_IN_IRQ_NAME.search(e["name"])) and m.group(1).lower() not in TX_ONLY_IRQ]
+
+
+def port_rx_irqs(ns: str | None, ifname: str, proc: Path = Path("/proc")) -> list[dict[str, Any]] | str:
+    """The receive IRQs of port `ifname` in `ns` (rx_irqs of irqs()), or why it has none."""
+    ran, _ = ethtool(ns, "-i", ifname)
+    driver = parse_info(ran.out).get("driver") if ran.ok else None
+    found = rx_irqs(irqs(ifname, _sysfs(ns, ifname), driver or None, proc))
+    return found or f"none: no IRQ of {ifname} runs receive work (its IRQs are transmit-only)"
+
+
+def parse_interrupt_counts(text: str) -> dict[int, dict[int, int]]:
+    """/proc/interrupts: {irq: {cpu: interrupts so far}} for the numbered IRQs. The header names the
+    CPU of each column ("CPU0 CPU2": an offline CPU has no column); a line may have fewer counts
+    than columns (the kernel prints only the CPUs that exist for some chips), its name after them."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    cpus = [int(c[3:]) for c in lines[0].split() if c.startswith("CPU") and c[3:].isdigit()]
+    found = {}
+    for line in lines[1:]:
+        head, sep, rest = line.partition(":")
+        if not sep or not head.strip().isdigit():
+            continue
+        counts = {}
+        for cpu_no, word in zip(cpus, rest.split()):
+            if not word.isdigit():
+                break
+            counts[cpu_no] = int(word)
+        found[int(head)] = counts
+    return found
+
+
+def interrupt_counts(proc: Path = Path("/proc")) -> dict[int, dict[int, int]]:
+    """Every numbered IRQ's per-CPU count now (/proc/interrupts; not namespaced: the host's)."""
+    try:
+        return parse_interrupt_counts((proc / "interrupts").read_text())
+    except OSError as e:
+        raise RunError(f"cannot read /proc/interrupts: {e.strerror}") from None
+
+
+def interrupts_per_cpu(before: Mapping[int, Mapping[int, int]],
+                       after: Mapping[int, Mapping[int, int]]) -> dict[str, int]:
+    """Where the IRQs read twice ran in between: {"cpuN": interrupts}, the CPUs that took any,
+    summed over the IRQs (a count that went down, an IRQ freed and reused, counts from 0)."""
+    total: dict[int, int] = {}
+    for irq, counts in after.items():
+        for cpu_no, n in counts.items():
+            was = before.get(irq, {}).get(cpu_no, 0)
+            total[cpu_no] = total.get(cpu_no, 0) + (n - was if n >= was else n)
+    return {f"cpu{c}": n for c, n in sorted(total.items()) if n}
+
+
+def rx_interrupts(desc: Mapping[str, Any], before: Mapping[int, Mapping[int, int]],
+                  after: Mapping[int, Mapping[int, int]]) -> dict[str, int] | str:
+    """Where the port's receive interrupts ran between two interrupt_counts(): {"cpuN": interrupts}
+    over its receive IRQs (rx_irqs of describe()'s "irqs"), or why it has none."""
+    found = rx_irqs(desc.get("irqs") or "none: not described")
+    if isinstance(found, str):
+        return found
+    wanted = {e["irq"] for e in found}
+    return interrupts_per_cpu({i: c for i, c in before.items() if i in wanted},
+                              {i: c for i, c in after.items() if i in wanted})
+
+
+# Where an IRQ may run: /proc/irq/N/smp_affinity_list, a CPU list ("1", "0-3,8"). Writing it moves
+# the IRQ (the kernel applies it at the IRQ's next interrupt, or at once); a managed IRQ (the
+# kernel spreads the queues of some drivers itself) refuses the write with EIO.
+IRQ_AFFINITY = "/proc/irq/{irq}/smp_affinity_list"
+
+
+def is_irq_affinity(path: str, value: str) -> bool:
+    """Whether `path` at `value` is an IRQ's CPU list as --pin on a port sets it (ports.StepSettings
+    .steer): what the host-settings registry may read and write back (owners.declare)."""
+    return (re.fullmatch(r"/proc/irq/\d{1,7}/smp_affinity_list", path) is not None
+            and re.fullmatch(r"\d{1,5}([-,]\d{1,5})*", value) is not None)
+
+
+owners.declare(owners.FILE, is_irq_affinity)
+
+
+def irq_affinity(irq: int, cpu_no: int) -> Setting:
+    """IRQ `irq` on CPU `cpu_no` only, as a host setting to hold (owners.HostSettings)."""
+    return Setting(path=IRQ_AFFINITY.format(irq=irq), value=str(cpu_no), at_least=False, key=f"irq {irq} CPUs")
+
+
+# A port's RPS (--rx-mode rps on ports): /sys/class/net/IF/queues/rx-N/rps_cpus as the port's
+# namespace shows it (sysfs is per network namespace), a CPU bitmap in hex, printed as 32-bit words
+# joined by commas ("00000000,00000002") and read back in any width: held by the registry under a
+# kind of its own ("rps/NS/IF/rx-N"), its values the bitmap as one hex number ("2"; "0": no RPS).
+RPS_KIND = "rps"
+
+
+def rps_path(ns: str | None, ifname: str, queue: str) -> str:
+    return f"{RPS_KIND}/{ns or ''}/{ifname}/{queue}"
+
+
+def _rps_file(path: str) -> tuple[str | None, str, str]:
+    """(namespace, interface, its rps_cpus file) of an rps_path."""
+    kind, ns, ifname, queue = path.split("/")
+    if kind != RPS_KIND:
+        raise RunError(f"{path!r} is not an RPS setting")
+    return ns or None, ifname, f"/sys/class/net/{ifname}/queues/{queue}/rps_cpus"
+
+
+def read_rps(path: str) -> str:
+    """A receive queue's RPS CPUs as one hex number (the "rps" accessor's read)."""
+    ns, ifname, file = _rps_file(path)
+    if _gone(ns, ifname):
+        raise SettingGone(path)
+    # A queue removed by a channel change (ethtool -L) is gone; one made again starts afresh.
+    text = netns.sh(ns, f"cat {shlex.quote(file)} 2>/dev/null || echo gone").strip().replace(",", "")
+    if text == "gone":
+        raise SettingGone(path)
+    if not re.fullmatch(r"[0-9a-fA-F]+", text):
+        raise RunError(f"cannot read {file}: {text or 'empty'}")
+    return format(int(text, 16), "x")
+
+
+def write_rps(path: str, value: str) -> None:
+    ns, ifname, file = _rps_file(path)
+    read_rps(path)  # SettingGone where the queue (or the port) is gone
+    netns.write_file(ns, file, value)
+
+
+def is_rps_setting(path: str, value: str) -> bool:
+    """Whether `path` at `value` is a receive queue's RPS CPUs as --rx-mode rps on a port sets them."""
+    parts = path.split("/")
+    return (len(parts) == 4 and parts[0] == RPS_KIND and 0 < len(parts[2]) < IFNAMSIZ
+            and re.fullmatch(r"rx-\d{1,5}", parts[3]) is not None and re.fullmatch(r"[0-9a-f]{1,256}", value) is not None)
+
+
+owners.register_accessor(RPS_KIND, read_rps, write_rps)
+owners.declare(RPS_KIND, is_rps_setting)
+
+
+def rps_setting(ns: str | None, ifname: str, queue: str, cpu_no: int) -> Setting:
+    """Receive queue `queue` ("rx-0") of `ifname` steering its frames to CPU `cpu_no`, as a host setting."""
+    return Setting(path=rps_path(ns, ifname, queue), value=format(1 << cpu_no, "x"), at_least=False,
+                   key=f"{ifname} {queue} rps_cpus", kind=RPS_KIND)
+
+
+def rx_queue_names(ns: str | None, ifname: str) -> list[str]:
+    """The receive queues of `ifname` ("rx-0", ...), as its sysfs shows them."""
+    names = netns.sh(ns, f"ls /sys/class/net/{shlex.quote(ifname)}/queues").split()
+    return sorted((n for n in names if re.fullmatch(r"rx-\d+", n)), key=lambda n: int(n[3:]))
+
+
 def describe(ns: str | None, ifname: str) -> dict[str, Any]:
     """What a trial records of the interface: driver, version, firmware, bus-info; ring sizes and
     channels (max and current); coalescing; offloads; MTU, MAC, speed and duplex; rx/tx queues;
@@ -710,6 +871,98 @@ def hold(holder: Holder, ns: str | None, ifname: str, items: Iterable[NicSetting
         if record:
             records.append(record)
     return records
+
+
+# --- knobs: the NIC settings a search varies on a port (capbench tune, run --vary) -----------
+
+
+@dataclass(frozen=True)
+class NicKnob:
+    """A setting of the capture port's NIC that `capbench tune --knobs` and `capbench run --vary` may
+    set, per configuration, held like a --nic-set item (testbed.ports.StepSettings)."""
+
+    name: str  # as --knobs and --vary name it
+    group: str  # GROUPS: ring, channels, coalesce
+    params: tuple[str, ...]  # its ethtool parameter: the first of these the driver has
+    what: str  # in words
+    lowest: int  # the smallest candidate (ring, channels: powers of two from here to the driver's maximum)
+    fixed: tuple[int, ...] = ()  # the candidates where the driver reports no maximum (coalescing)
+
+
+NIC_KNOBS = {k.name: k for k in (
+    NicKnob("nic-ring", "ring", ("rx",), "receive ring", 64),
+    # ethtool -c reports no maximum: from an interrupt per frame (0) to a few per millisecond.
+    NicKnob("nic-rx-usecs", "coalesce", ("rx-usecs",), "receive interrupt coalescing", 0, (0, 8, 32, 128)),
+    # Most NICs have combined channels (a queue pair per interrupt); some (veth) rx and tx ones.
+    NicKnob("nic-channels", "channels", ("combined", "rx"), "receive channels", 1),
+)}
+
+
+def check_knob_text(name: str, value: str) -> str:
+    """`value` of NIC knob `name` as a whole number, else one line saying what it takes (the
+    driver's own limits are checked against the port: KnobReading.check)."""
+    k = NIC_KNOBS[name]
+    if not re.fullmatch(r"\d+", value.strip()) or not k.lowest <= int(value) <= U32_MAX:
+        raise UsageError(f"knob {name} {value!r}: the {k.what} takes a whole number from {k.lowest} to {U32_MAX}")
+    return str(int(value))
+
+
+@dataclass(frozen=True)
+class KnobReading:
+    """A NIC knob on one port: the driver's parameter, its value now, its maximum (None: the
+    driver reports none)."""
+
+    knob: NicKnob
+    ifname: str
+    driver: str
+    param: str
+    current: int
+    maximum: int | None
+
+    def candidates(self) -> tuple[str, ...]:
+        """Powers of two from the knob's lowest to the driver's maximum and the maximum itself, or the
+        knob's fixed ones; the current value among them."""
+        if self.maximum is None:
+            found = set(self.knob.fixed)
+        else:
+            found, v = {self.maximum}, max(1, self.knob.lowest)
+            while v < self.maximum:
+                found.add(v)
+                v *= 2
+        return tuple(str(v) for v in sorted(found | {self.current}))
+
+    def check(self, value: str) -> None:
+        if self.maximum is not None and int(value) > self.maximum:
+            raise UsageError(f"knob {self.knob.name} {value}: {self.ifname}'s maximum is {self.maximum} "
+                             f"({self.driver}, ethtool {GROUPS[self.knob.group][0]}): give {self.maximum} or less")
+
+    def item(self, value: str) -> NicSetting:
+        return NicSetting(self.knob.group, self.param, value)
+
+
+def read_knob(ns: str | None, ifname: str, name: str) -> KnobReading:
+    """NIC knob `name` on port `ifname`: what its driver reports (ethtool -g, -l, -c); UsageError with
+    ethtool's own reason when the driver cannot show it (then it cannot change it either)."""
+    k = NIC_KNOBS[name]
+    show, change, what = GROUPS[k.group]
+    ran, _ = ethtool(ns, "-i", ifname)
+    driver = (parse_info(ran.out).get("driver") if ran.ok else None) or "its driver"
+    ran, is_json = ethtool(ns, show, ifname, json_first=True)
+    if not ran.ok:
+        raise UsageError(f"knob {name}: {ifname} ({driver}) cannot change its {k.what} (ethtool {change}): "
+                         f"`ethtool {show} {ifname}` says: {ran.why}")
+    if k.group == "coalesce":
+        values = parse_coalesce_json(json.loads(ran.out)) if is_json else parse_coalesce(ran.out)
+        found = [(p, values.get(p), None) for p in k.params if isinstance(values.get(p), int)]
+    else:
+        mc = parse_max_current_json(json.loads(ran.out)) if is_json else parse_max_current(ran.out)
+        found = [(p, mc["current"].get(p), mc["max"][p]) for p in k.params
+                 if isinstance(mc["max"].get(p), int) and mc["max"][p] > 0 and isinstance(mc["current"].get(p), int)]
+    if not found:
+        raise UsageError(f"knob {name}: {ifname} ({driver}) has no {' or '.join(k.params)} {what} (`ethtool {show} "
+                         f"{ifname}` reads n/a): leave {name} out")
+    param, current, maximum = found[0]
+    return KnobReading(k, ifname, driver, param, current, maximum)
 
 
 # --- before sending on a real interface ----------------------------------------------------

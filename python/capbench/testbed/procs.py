@@ -35,6 +35,7 @@ from capbench import held_signals
 from capbench.testbed import cgroups
 from capbench.testbed import netns
 from capbench.errors import RunError
+from capbench.records import printable
 
 # A line is cut here, the rest up to its end dropped: more than capbench's own summary lines or an
 # eve.json stats event hold.
@@ -111,7 +112,8 @@ class Tail(list):
         self.keep = keep
 
     def append(self, line: str) -> None:
-        super().append(line[:TAIL_LINE_CHARS])
+        # A program may print anything (NULs, escapes): kept lines go into records and messages.
+        super().append(printable(line[:TAIL_LINE_CHARS]))
         if len(self) >= 2 * self.keep:  # trimmed in batches: amortised O(1) per line
             del self[:-self.keep]
 

@@ -62,6 +62,10 @@ RX_MODES = {
     "cpumap": "a receive ring of --rx-ring frames (a BPF cpumap queue) whose kernel thread does the receive work "
               "on the receive CPU (a NIC host's ring and poll)",
 }
+# The models whose frames wait in the receive CPU's backlog queue (net.core.netdev_max_backlog,
+# enqueue_to_backlog): RPS hands each frame there. napi and cpumap hand them to the stack from their
+# thread's poll (netif_receive_skb, RPS off: steer), past no backlog, so its depth changes nothing.
+BACKLOG_MODES = ("rps",)
 # The kernel thread that does a model's receive work, as titles and tables name it (rps has none: the
 # sender's softirq does it).
 RECEIVE_THREADS = {"napi": "NAPI thread", "cpumap": "cpumap ring's thread"}

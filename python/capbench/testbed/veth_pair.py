@@ -238,6 +238,22 @@ def holder(tb: Testbed) -> Holder:
     return Holder.of_this_process(tb.id, (tb.gen_ns, tb.cap_ns))
 
 
+def hold_backlog(tb: Testbed, packets: int | None, registry: HostSettings | None = None) -> None:
+    """Hold net.core.netdev_max_backlog at exactly `packets` for test bed `tb` (a step's backlog
+    knob), lower than the host's too; with None, at the value it had before this test bed first
+    held it (a step that leaves it to the host, after one that set it), or not at all if it never
+    did. Through the host-settings registry, as --backlog's: when the test bed is removed, however
+    the run ends, the last holder puts the original back; a value another living run holds
+    exactly is refused in one line (owners.HostSettings.hold). `registry`: this user's by default."""
+    registry = HostSettings() if registry is None else registry
+    if packets is None:
+        entry = registry.held().get(host_sysctl.path(host_sysctl.BACKLOG))
+        if entry is None or tb.id not in entry.get("holders", {}):
+            return
+        packets = int(entry["original"])
+    registry.hold(holder(tb), host_sysctl.setting(host_sysctl.BACKLOG, packets, exact=True))
+
+
 def create(rx_cpu: int | None = None, *, mtu: int = 1500, purpose: str = "run",
            backlog: int | None = None, tune: bool = False, rx_mode: str = rxmode.DEFAULT_RX_MODE,
            napi_sched: str | None = None, sensors: int = 0, keep: bool = False) -> Testbed:

@@ -35,6 +35,9 @@ from capbench.testbed.procs import Lines
 from capbench.trial import record
 
 FIELDS = ("iface", "out", "cpu", "duration", "outdir")  # what a template may name
+# A word a template's reading (shlex) takes as it is: shlex.quote's safe characters and a field's
+# braces, written unquoted.
+TEMPLATE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
 STREAMS = ("stderr", "stdout")
 POST = "post"  # a count's source: the stdout of the adapter's post command, run after the stop
 # A count's source: the PACKET_STATISTICS of the program's packet sockets, which capbench reads
@@ -483,6 +486,24 @@ class Adapter:
         values = _values(iface=iface, out=out, cpu=cpu, duration_s=duration_s, outdir=outdir) | self.knob_fields()
         return _substitute(words, values, f"adapter {self.name!r}: command")
 
+    def filled_command(self) -> str:
+        """The command template with its knobs' fields filled (knob_fields) and the run's fields
+        ({iface}, {out}, ...) left for capbench: still a template, as `--app NAME=...` takes it.
+        A word is quoted only where shlex would split it (a knob's value never needs it:
+        AdapterKnob.check)."""
+        words, _ = _check_command(self.command, f"adapter {self.name!r}: command", self.knob_names)
+        knobs = self.knob_fields()
+
+        def filled(word: str) -> str:
+            out = []
+            for literal, name, _spec, _conv in string.Formatter().parse(word):
+                out.append(literal.replace("{", "{{").replace("}", "}}"))
+                if name is not None:
+                    out.append(knobs[name] if name in knobs else f"{{{name}}}")
+            return "".join(out)
+
+        return " ".join(w if TEMPLATE_WORD_RE.fullmatch(w) else shlex.quote(w) for w in map(filled, words))
+
     def file_paths(self, *, iface: str, out: str, cpu: int | None, duration_s: float,
                    outdir: str) -> dict[str, str]:
         """{file template: path} of each file a count reads: the runner reads them after the stop
@@ -711,7 +732,7 @@ def parse(text: str, where: str) -> dict[str, Adapter]:
     """The adapters of one TOML document; `where` names it in every message."""
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except ValueError as e:  # TOMLDecodeError, or an integer of thousands of digits
         raise AdapterError(f"{where}: not valid TOML: {str(e)[:200]}") from None
     except RecursionError:
         raise AdapterError(f"{where}: not valid TOML: tables nested too deep") from None

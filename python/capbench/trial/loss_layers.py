@@ -51,6 +51,7 @@ from capbench.trial.record import AF_XDP_QUEUES, LIBPCAP_SOCKET_COUNTER, PACKET_
 # figures' legends, compare. The receive ring is "rx ring" everywhere; "link" is only the part of
 # sent − delivered that no counter holds.
 RX_RING = "rx ring"
+NIC = "NIC"  # a real NIC's own drops (nic_layers): its receive ring or FIFO had no room
 VETH_RING = "veth ring"  # the cpumap model: the veth's own ring before the rx ring, drained on the generator's CPU
 LINK = "link"
 BACKLOG = "backlog"
@@ -279,7 +280,7 @@ def nic_layers(r: TrialResult) -> list[tuple[str, int, str]]:
     for name in NIC_DROP_COUNTERS:
         n = min(left, int(r.nic_counters.get(name, 0)))
         if n > 0:
-            out.append(("NIC", n, f"{cap_iface(r)} {name.removeprefix('link.')} (ip -s -s link): the NIC had no "
+            out.append((NIC, n, f"{cap_iface(r)} {name.removeprefix('link.')} (ip -s -s link): the NIC had no "
                                   f"room for them"))
             left -= n
     return out

@@ -47,6 +47,7 @@ from typing import Any
 from capbench import declared
 from capbench.trial import accounting
 from capbench.testbed import cpu
+from capbench.testbed import host_sysctl
 from capbench.testbed import netns
 from capbench.testbed import nic
 from capbench.testbed import rxmode
@@ -98,6 +99,7 @@ class TrialSetup:
     procs: int = 1  # independent capture processes on the interface, each sees every frame (seed 001)
     ring_bytes: int = 0  # the backend's kernel buffer (declared.Backend.ring_args); 0 = its default
     rx_ring: int = 0  # --rx-mode cpumap: the receive ring's frames (rxmode); 0 = rxmode.DEFAULT_RX_RING
+    backlog: int = 0  # net.core.netdev_max_backlog its step holds (the backlog knob); 0 = the host's own
     # The knobs its step sets (--vary, capbench tune), (knob, value), which the record keeps: a
     # backend knob's capbench-cap options are knob_args (after cap_args), a run knob's value is in
     # ring_bytes, rx_ring or the placement.
@@ -423,6 +425,15 @@ class Measurer:
             return None
         return rxmode.ring_frames(self.rx_model, self.setup.rx_ring)
 
+    def backlog_ran(self) -> int | None:
+        """net.core.netdev_max_backlog as the trial ends, where its step set it (the backlog knob:
+        the runner holds it), read back rather than taken from the step; None where the step left
+        the host's own."""
+        if not self.setup.backlog:
+            return None
+        value = host_sysctl.read(host_sysctl.BACKLOG)
+        return int(value) if value is not None and value.isdigit() else None
+
     def xdpcount_argv(self) -> list[str]:
         """capbench-xdpcount on the capture veth: the delivered counter, and in the cpumap model the
         receive ring's programs."""
@@ -442,7 +453,9 @@ class Measurer:
         passes on to the stack; theirs are redirected into the AF_XDP socket, copy
         included, or dropped)."""
         if self.testbed.ports:
-            return None  # the NIC's IRQ affinity places it (the record's nic says where)
+            # the CPU its receive IRQs were steered to (ports.StepSettings); None: left where the
+            # NIC's IRQ affinity had them (the record's nic says where they ran: rx_interrupts)
+            return self.testbed.rx_cpu
         if self.napi_mode:
             return self.testbed.rx_cpu  # None: left to the scheduler (napi_cpus_seen says where it ran)
         if self.backend.own_xdp or self.testbed.rx_cpu is None:
@@ -725,6 +738,7 @@ class Measurer:
             napi_sched=self.testbed.napi_sched if self.napi_mode else "",
             rx_ring=self.rx_ring,
             rx_ring_drops=rx_ring_drops,
+            backlog=self.backlog_ran(),
             napi_cpus_seen=napi_cpus_seen,
             received=acc.received,
             lost=acc.lost,

@@ -135,6 +135,10 @@ class TrialResult:
     # (the xdp:xdp_cpumap_enqueue tracepoint, this ring's map and CPU); None in the other models.
     rx_ring: int | None = 256
     rx_ring_drops: int | None = None
+    # net.core.netdev_max_backlog as the trial ended (read back), where its step set it (the backlog
+    # knob: capbench run --vary backlog=N, capbench tune); None: the host's own, which run.json's
+    # system records.
+    backlog: int | None = None
     size: str = ""  # capbench-gen --size: the frame length, or a profile such as imix:seed
     mean_frame_len: float = 0.0  # of the frames sent; frame_len is its rounding for a profile
     method: str = "iperf"  # the method that ran the trial (methods/dispatch.py)

@@ -15,7 +15,7 @@ from typing import Any
 
 from capbench.profile.analysis import Owners, Role
 from capbench.profile.trial_profile import TrialProfile
-from capbench.testbed import cgroups, cpu
+from capbench.testbed import cgroups, cpu, hygiene
 from capbench.testbed import nic
 from capbench.testbed import rxmode
 from capbench.rates import Rate
@@ -283,6 +283,7 @@ class CaptureSide:
         self.ring0 = read_ring_drops(tb.gen_ns, tb.gen_if) if tb.gen_if else None
         # On ports, the NIC's own counters (rtnl_link_stats64, ethtool -S and its standard groups).
         self.nic0 = nic.counters(tb.cap_ns, tb.cap_if) if tb.ports else {}
+        self.irqs0 = nic.interrupt_counts() if tb.ports else {}  # where its receive interrupts run
         self.others = set(others_in_use(tb.id))
         self.softnet = SoftnetDrops(None if m.kernel_rx_cpu is None else {m.kernel_rx_cpu})
         self.stat0 = cpu.read_proc_stat()
@@ -319,6 +320,7 @@ class CaptureSide:
         self.links1 = m.interface_drop_counters()
         self.ring1 = read_ring_drops(tb.gen_ns, tb.gen_if) if tb.gen_if else None
         self.nic1 = nic.counters(tb.cap_ns, tb.cap_if) if tb.ports else {}
+        self.irqs1 = nic.interrupt_counts() if tb.ports else {}
         for child in (*self.caps, self.xdp):
             if child is not None and not child.running:
                 raise child.failure("ended during the trial")
@@ -359,9 +361,19 @@ class CaptureSide:
             iface_rx_dropped=_delta(self.links0[0], self.links1[0], 0),
             gen_tx_dropped=_delta(self.links0[1], self.links1[1], 1),
             ring_drops=increase(self.ring0, self.ring1),
-            nic_desc=nic.describe(tb.cap_ns, tb.cap_if) if tb.ports else {},
+            nic_desc=self.port_desc(),
             nic_counters={k: v for k, v in nic.counter_deltas(self.nic0, self.nic1).items() if v},
         )
+
+    def port_desc(self) -> dict[str, Any]:
+        """On ports: the capture port as nic.describe says, with where its receive interrupts ran
+        over the trial ("rx_interrupts": per CPU, or why there are none); {} on the veth test bed."""
+        tb = self.m.testbed
+        if not tb.ports:
+            return {}
+        desc = nic.describe(tb.cap_ns, tb.cap_if)
+        return desc | {"rx_interrupts": nic.rx_interrupts(desc, self.irqs0, self.irqs1),
+                       "rps_cpus": hygiene.rps_masks(tb.cap_ns, tb.cap_if)}
 
     def result(self, started_at: str, duration_s: float, load: Rate, gen_summary: dict) -> TrialResult:
         """This side's record, once every program has stopped."""

@@ -2,9 +2,11 @@
 
 A knob is one setting that changes how a capture stack loses: capbench's own run settings
 (`--ring`, the capture buffer; `--rx-ring`, the test bed's receive ring; `--pin`, where the
-counter runs beside the receive work) and, declared by each backend in its C option table, the
-options a backend marks tunable with their candidates (`capbench-cap --describe`: an option's
-`candidates`), named "BACKEND:OPTION" ("afp-v3:block-size"). A knob is set in one place only:
+counter runs beside the receive work), a host setting each step holds (`backlog`, the receive
+CPU's backlog queue: net.core.netdev_max_backlog, through the host-settings registry) and,
+declared by each backend in its C option table, the options a backend marks tunable with their
+candidates (`capbench-cap --describe`: an option's `candidates`), named "BACKEND:OPTION"
+("afp-v3:block-size"). A knob is set in one place only:
 `--ring` and the backend options it maps to set one buffer, so a configuration (or a run) that
 gives both is refused in one line (campaign.matrix.check_set_once, the one place that says so).
 
@@ -12,9 +14,17 @@ What a knob's value does to a step (a run knob's Step field, a backend knob's op
 campaign.matrix's (RUN_KNOBS, knob_option_args); this module declares the space: each knob's
 candidates, default and the account layers it governs.
 
+On the user's own ports (`--gen-iface/--cap-iface`) the capture port's NIC adds its knobs
+(testbed.nic.NIC_KNOBS): its receive ring (`nic-ring`, ethtool -G rx), interrupt coalescing
+(`nic-rx-usecs`, -C rx-usecs) and channels (`nic-channels`, -L combined, or rx where the driver has
+no combined ones), their candidates from what the driver reports (`ethtool -g`/`-l` maximums) and
+their default the value it runs now; each configuration's are held on the port and put back
+(testbed.ports.StepSettings). The veth test bed has none of them (one line), and a port has no
+`rx-ring` (the veth test bed's ring).
+
 A capture program's knobs are its adapter's (apps.toml `[NAME.knobs.KNOB]`, a field of its
-command template: tcpdump's `-B {buffer}`), named "PROGRAM:KNOB"; `space` knows those of the
-built-in adapters (a user's adapter file is a run's: `capbench run --vary` takes its knobs).
+command template: tcpdump's `-B {buffer}`), named "PROGRAM:KNOB": those of the built-in adapters,
+or of the run's own (`programs`: a campaign's adapters, with its --apps-file and --app ones).
 
 Not a knob here: the poll thread's scheduling (`--napi-sched other|fifo:50`) is the test bed's,
 built once per run, so one run cannot vary it by configuration: compare it in two runs (two
@@ -39,8 +49,8 @@ from capbench.errors import UsageError
 from capbench.methods import registry
 from capbench.methods.measurer import superseded
 from capbench.methods.verdict import measured
-from capbench.report.keys import step_base
-from capbench.testbed import rxmode
+from capbench.report.keys import DEFAULTS, step_base
+from capbench.testbed import host_sysctl, nic, ports, rxmode
 from capbench.trial import apps, loss_layers
 from capbench.trial.accounting import format_pct
 from capbench.trial.record import TrialResult
@@ -53,12 +63,21 @@ class Knob:
     """One setting a search may change."""
 
     name: str  # as --knobs and --vary name it: "ring", "rx-ring", "afp-v3:block-size"
-    flag: str  # the option that sets it: capbench run's "--ring", or the backend's "--block-size"
-    scope: str  # "run": a capbench run setting (a Matrix field); "backend": one backend's option
+    flag: str  # what sets it: capbench run's "--ring", the backend's "--block-size", a template's
+    # "{buffer}", the host's sysctl "net.core.netdev_max_backlog", a NIC's "ethtool -G rx"
+    scope: str  # "run": a capbench run setting (a Matrix field); "backend": one backend's option or
+    # program's template field; "host": a host setting each step holds (set by --vary, no run flag);
+    # "port": a setting of the capture port's NIC (testbed.nic.NIC_KNOBS), on ports only
     candidates: tuple[str, ...]  # the values a search tries, ascending
     default: str  # what runs when it is not set ("" : the backend's or test bed's own)
     governs: tuple[str, ...] = ()  # the account layers ("rx ring", "socket") whose loss it changes
     backend: str | None = None  # scope "backend": whose option it is
+    # The test bed's receive models (rxmode) where frames pass what it sets; () : every one.
+    rx_modes: tuple[str, ...] = ()
+
+    def applies(self, rx_mode: str) -> bool:
+        """Whether a run in receive model `rx_mode` passes what this knob sets."""
+        return not self.rx_modes or rx_mode in self.rx_modes
 
 
 def _by_fours(lo: int, hi: int) -> tuple[int, ...]:
@@ -84,6 +103,16 @@ RING_CANDIDATES = tuple(_bytes_text(n) for n in _by_fours(256 << 10, min(64 << 2
 RX_RING_CANDIDATES = tuple(str(n) for n in _by_fours(rxmode.VETH_RING_FRAMES, rxmode.RX_RING_MAX))
 # The placements a search tries: the counter on the receive work's CPU, and on another.
 PIN_CANDIDATES = ("A:A", "A:B")
+# The receive CPU's backlog queue (net.core.netdev_max_backlog), in packets: from a quarter of the
+# kernel's default of 1000 to 65,536 (65 ms of frames at 1 Mpps: a deeper queue only hides a longer
+# stop of the receive CPU), by fours: 256, 1024, 4096, 16384, 65536.
+BACKLOG_RANGE = (256, 65536)
+BACKLOG_CANDIDATES = tuple(str(n) for n in _by_fours(*BACKLOG_RANGE))
+# The backlog knob: a host setting (scope "host") the runner holds at exactly the step's value
+# (veth_pair.hold_backlog); by default the host's own. It governs the backlog layer, where RPS
+# puts the frames (rxmode.BACKLOG_MODES).
+BACKLOG = Knob("backlog", host_sysctl.BACKLOG, "host", BACKLOG_CANDIDATES, "", (loss_layers.BACKLOG,),
+               rx_modes=rxmode.BACKLOG_MODES)
 
 
 def _governed(backend: declared.Backend | None, flags: Sequence[str]) -> tuple[str, ...]:
@@ -117,16 +146,51 @@ def _backend_knob(b: declared.Backend, option: declared.Option) -> Knob:
                 _governed(b, (option.name, "--ring") if ring_option else (option.name,)), b.name)
 
 
-def _run_knobs(backend: str) -> tuple[Knob, ...]:
+Port = tuple[str | None, str]  # the capture port: (its namespace, None: capbench's own; its name)
+
+
+def _port_knob(reading: nic.KnobReading) -> Knob:
+    """A NIC knob of the capture port: its candidates from the driver, its default what it runs now.
+    Each governs the NIC's own drops (the NIC layer on a port: its receive ring had no room): the
+    ring's depth, how long frames wait there for an interrupt, how many rings share the load."""
+    k = reading.knob
+    return Knob(k.name, f"ethtool {nic.GROUPS[k.group][1]} {reading.param}", "port", reading.candidates(),
+                str(reading.current), (loss_layers.NIC,))
+
+
+def _port_knobs(port: Port | None, names: Sequence[str] | None) -> tuple[Knob, ...]:
+    """The NIC knobs of `port` (those `names` names, or every one its driver can change); on the
+    veth test bed (None) a NIC knob named is one line."""
+    if port is None:
+        ports.check_veth_bed(names or ())
+        return ()
+    out = []
+    for name in nic.NIC_KNOBS:
+        if names is not None and name not in names:
+            continue
+        try:
+            out.append(_port_knob(nic.read_knob(*port, name)))
+        except UsageError:
+            if names is not None:  # asked for: why this port cannot (ethtool's own reason)
+                raise
+    return tuple(out)
+
+
+def _run_knobs(backend: str, on_port: bool = False) -> tuple[Knob, ...]:
     b = declared.backend(backend) if backend in declared.backend_names() else None
     knobs = [Knob("pin", "--pin", "run", PIN_CANDIDATES, campaign.default_text("pin"))]
     # A backend with its own XDP program (afxdp, xdp) takes frames in the veth's poll, before the
     # cpumap ring: its trials run as napi and --rx-ring is refused with it (testbed/rxmode.py).
-    if b is None or not b.own_xdp:
+    # A port's receive ring is its NIC's (nic-ring).
+    if not on_port and (b is None or not b.own_xdp):
         knobs.insert(0, Knob("rx-ring", "--rx-ring", "run", RX_RING_CANDIDATES, str(rxmode.DEFAULT_RX_RING),
-                             (loss_layers.RX_RING,)))
+                             (loss_layers.RX_RING,), rx_modes=("cpumap",)))  # the cpumap model's ring
     if b is not None and b.ring is not None:
         knobs.insert(0, Knob("ring", "--ring", "run", RING_CANDIDATES, "", _governed(b, ("--ring",))))
+    # A backend with its own XDP program takes its frames in XDP, before any backlog queue; on ports
+    # the backlog is --backlog's (a run's own ports are refused a backlog knob).
+    if not on_port and (b is None or not b.own_xdp):
+        knobs.append(BACKLOG)
     return tuple(knobs)
 
 
@@ -136,14 +200,23 @@ def _program_knob(program: str, k: apps.AdapterKnob) -> Knob:
                 k.governs, program)
 
 
-def _all(backend: str) -> tuple[Knob, ...]:
+Programs = Mapping[str, apps.Adapter]  # the capture programs' adapters a run knows, by name
+
+
+def _programs(programs: Programs | None) -> Programs:
+    """The adapters given, else the built-in ones (apps.toml)."""
+    return apps.builtin() if programs is None else programs
+
+
+def _all(backend: str, port: Port | None = None, names: Sequence[str] | None = None,
+         programs: Programs | None = None) -> tuple[Knob, ...]:
     if backend in declared.backend_names():
         b = declared.backend(backend)
         own = tuple(_backend_knob(b, o) for o in b.options if o.candidates)
-    else:  # a capture program capbench ships an adapter for (apps.toml)
-        adapter = apps.builtin().get(backend)
+    else:  # a capture program: its adapter's knobs (built in, or of the run's adapter files)
+        adapter = _programs(programs).get(backend)
         own = tuple(_program_knob(backend, k) for k in adapter.knobs) if adapter is not None else ()
-    return _run_knobs(backend) + own
+    return _run_knobs(backend, port is not None) + _port_knobs(port, names) + own
 
 
 def _finer(k: Knob, knobs: Sequence[Knob]) -> bool:
@@ -169,34 +242,48 @@ def _spread(k: Knob) -> Knob:
     return dataclasses.replace(k, candidates=tuple(v for i, v in enumerate(c) if i in picks or v == k.default))
 
 
-def space(backend: str, names: Sequence[str] | None = None) -> tuple[Knob, ...]:
-    """The knobs of `backend` on the test bed: by default its own and the test bed's with a few
-    candidates each (_spread; not `ring` where the backend's own knobs size the same buffer: a
-    configuration sets one of them; not the ASKED_ONLY), or those `names` names with every
-    candidate (an unknown name is one line naming the knobs there are)."""
-    knobs = _all(backend)
+def space(backend: str, names: Sequence[str] | None = None, port: Port | None = None,
+          programs: Programs | None = None, rx_mode: str = rxmode.DEFAULT_RX_MODE) -> tuple[Knob, ...]:
+    """The knobs of `backend` on the test bed (or on `port`, the capture port of a run on ports): by
+    default its own and the test bed's (the port's) with a few candidates each (_spread; not `ring`
+    where the backend's own knobs size the same buffer: a configuration sets one of them; not the
+    ASKED_ONLY), or those `names` names with every candidate (an unknown name is one line naming
+    the knobs there are). A capture program's own are its adapter's in `programs` (default: the
+    built-in adapters). Only the knobs the test bed's receive model `rx_mode` passes (Knob.applies):
+    one named that it does not is one line."""
+    knobs = _all(backend, port, names, programs)
     if names is None:
-        return tuple(_spread(k) for k in knobs if not _finer(k, knobs) and k.name not in ASKED_ONLY)
+        return tuple(_spread(k) for k in knobs if not _finer(k, knobs) and k.name not in ASKED_ONLY
+                     and k.applies(rx_mode))
     by_name = {k.name: k for k in knobs}
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise UsageError(f"{backend} has no knob {unknown[0]!r}: its knobs are {', '.join(by_name)} "
                          f"(capbench tune --help)")
+    for n in names:
+        check_applies(by_name[n], rx_mode)
     return tuple(by_name[n] for n in names)
 
 
-def check(knob: Knob, value: str) -> str:
-    """`value` if `knob` takes it, else one line saying its range."""
-    return campaign.check_knob_value(knob.name, value, declared.backend_names(), apps.builtin())
+def check_applies(knob: Knob, rx_mode: str) -> None:
+    """One line unless the test bed's receive model `rx_mode` passes what `knob` sets."""
+    if not knob.applies(rx_mode):
+        raise UsageError(f"knob {knob.name} sets what only --rx-mode {' or '.join(knob.rx_modes)} passes (this run's "
+                         f"is {rx_mode}): add --rx-mode {knob.rx_modes[0]}, or leave out {knob.name}")
 
 
-def apply(matrix: Matrix, config: Config, knobs: Sequence[Knob]) -> Matrix:
+def check(knob: Knob, value: str, programs: Programs | None = None) -> str:
+    """`value` if `knob` takes it, else one line saying its range (`programs` as for `space`)."""
+    return campaign.check_knob_value(knob.name, value, declared.backend_names(), _programs(programs))
+
+
+def apply(matrix: Matrix, config: Config, knobs: Sequence[Knob], programs: Programs | None = None) -> Matrix:
     """`matrix` (of one backend) with every knob of `config` set: the Matrix its trials run (its
     steps carry the configuration, its records keep it). A knob set twice (`ring` with the options
-    it maps to, or with the matrix's own --ring) is one line."""
+    it maps to, or with the matrix's own --ring) is one line. `programs` as for `space`."""
     by_name = {k.name: k for k in knobs}
     for name, value in config.items():
-        check(by_name[name], value)
+        check(by_name[name], value, programs)
     vary = dict(matrix.vary) | {name: (value,) for name, value in config.items()}
     out = dataclasses.replace(matrix, vary=tuple(vary.items()))
     campaign.check_set_once(out)
@@ -205,12 +292,13 @@ def apply(matrix: Matrix, config: Config, knobs: Sequence[Knob]) -> Matrix:
 
 def label(config: Config) -> str:
     """"ring=4M rx-ring=1024", in the order the knobs were given; "defaults" when none is set."""
-    return campaign.config_text(config.items()) or "defaults"
+    return campaign.config_text(config.items()) or DEFAULTS
 
 
 def run_args(config: Config, knobs: Sequence[Knob]) -> list[str]:
     """The `capbench run` arguments that set `config` (the best configuration as a ready line):
-    a run knob's own flag, a backend knob's --vary of one value."""
+    a run knob's own flag, a backend's or host knob's --vary of one value (`--backlog N` would
+    hold the backlog at N or more for the whole run, not at N)."""
     by_name = {k.name: k for k in knobs}
     out: list[str] = []
     for name, value in config.items():
@@ -223,12 +311,6 @@ def run_args(config: Config, knobs: Sequence[Knob]) -> list[str]:
 
 
 # --- advice: the knob that governs where a run lost (capbench run's end) -----------------------
-
-
-def _searchable(k: Knob, r: TrialResult) -> bool:
-    """Whether a search could change `k` on the test bed `r` ran on: the receive ring's depth is
-    the cpumap model's (--rx-mode cpumap); the veth's own 256 frames cannot grow."""
-    return k.name != "rx-ring" or r.rx_mode == "cpumap"
 
 
 def advice_lines(trials: Iterable[TrialResult]) -> list[str]:
@@ -246,7 +328,9 @@ def advice_lines(trials: Iterable[TrialResult]) -> list[str]:
         if statistics.median(r.loss_pct for r in rs) <= 0:
             continue
         r = sorted(rs, key=lambda x: x.loss_pct)[(len(rs) - 1) // 2]
-        knobs = [k for k in space(r.backend) if _searchable(k, r)]  # one knob per setting
+        # one knob per setting, of those a search could change on the test bed `r` ran on (the
+        # receive ring's depth is the cpumap model's: the veth's own 256 frames cannot grow)
+        knobs = space(r.backend, rx_mode=r.rx_mode)
         found = [(layer, n, counter, [k.name for k in knobs if layer in k.governs])
                  for layer, n, counter in loss_layers.layers(r)]
         found = [f for f in found if f[3]]

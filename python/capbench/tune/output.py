@@ -11,10 +11,11 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import shlex
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich import box
@@ -22,11 +23,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from capbench import inputs
+from capbench import declared, inputs
+from capbench.campaign import matrix as cmod
 from capbench.campaign.matrix import Matrix
 from capbench.rates import link_name
-from capbench.report import plots, units
-from capbench.report.stats import fmt_stat, stat_of
+from capbench.profile import groups as cpu_groups
+from capbench.report import plots, profiles, units
+from capbench.report.stats import CPU_LEAST_CHANGE_PTS, fmt_stat, stat_of
 from capbench.tune import knobs as knobs_mod
 from capbench.tune import search
 from capbench.tune.tuning import Measured, Space, Tune
@@ -48,6 +51,7 @@ class Row:
     layers: dict[str, float]
     verdict: str  # the best; within noise of it; worse beyond noise; out at a rung
     disturbed: bool
+    cpu_pct: dict[str, dict[str, float]] = field(default_factory=dict)  # with --profile: merged_cpu
 
 
 def rows_of(tune: Tune, space: Space) -> list[Row]:
@@ -60,7 +64,7 @@ def rows_of(tune: Tune, space: Space) -> list[Row]:
         cpus = [m.cpu_ns for m in ms if m.cpu_ns is not None]
         rows.append(Row(rank, c, knobs_mod.label(space.configs[c]), rung, tuple(m.value for m in ms),
                         statistics.median(cpus) if cpus else None, merged_layers(ms), verdict(out, c),
-                        any(m.disturbed for m in ms)))
+                        any(m.disturbed for m in ms), merged_cpu(ms)))
     return rows
 
 
@@ -70,7 +74,25 @@ def merged_layers(ms: Sequence[Measured]) -> dict[str, float]:
     return {n: statistics.median(m.layers.get(n, 0.0) for m in ms) for n in names} if ms else {}
 
 
+def merged_cpu(ms: Sequence[Measured]) -> dict[str, dict[str, float]]:
+    """Where the CPU time went (--profile: Measured.cpu_pct), each role's groups the mean over the
+    measurements that profiled it; {} where none did."""
+    out = {}
+    for role in dict.fromkeys(r for m in ms for r in m.cpu_pct):
+        shares = [m.cpu_pct[role] for m in ms if role in m.cpu_pct]
+        out[role] = {g: statistics.fmean(x.get(g, 0.0) for x in shares) for g in dict.fromkeys(
+            g for x in shares for g in x)}
+    return out
+
+
+def over_limit_text(out: search.Outcome, c: int) -> str:
+    """Why `c` cannot be best under --max-app-cpu."""
+    return f"app CPU {out.over_limit[c]:.0f} % > --max-app-cpu {out.max_app_cpu_pct:g} %"
+
+
 def verdict(out: search.Outcome, c: int) -> str:
+    if c in out.over_limit:
+        return "not eligible: " + over_limit_text(out, c)
     if c == out.best:
         return "best"
     cmp = out.comparisons.get(c)
@@ -130,7 +152,25 @@ def run_line(tune: Tune, space: Space, config: int) -> list[str]:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:  # a placement the tune was given
         words += ["--pin", ",".join(pins)]
-    return words + knobs_mod.run_args(space.configs[config], space.knobs)
+    for f in apps_files(tune):  # where a program's adapter is the user's
+        words += ["--apps-file", f]
+    return words + list(tune.run_args) + knobs_mod.run_args(space.configs[config], space.knobs)
+
+
+def apps_files(tune: Tune) -> list[str]:
+    """The tune's adapter files (--apps-file), absolute: its lines and files work from anywhere."""
+    return [os.path.abspath(f) for f in tune.campaign.apps_files]
+
+
+def program_command(tune: Tune, space: Space, config: int) -> str | None:
+    """A capture program's command template with the configuration's knob values filled in (the
+    others at their defaults), its run fields left for capbench ({iface}, {out}): what `capbench run
+    --app NAME=...` takes, or the line to run by hand. None for a capbench-cap backend."""
+    app = tune.campaign.program(space.backend)
+    if app is None:
+        return None
+    values = cmod.program_knob_values(space.configs[config].items(), space.backend)
+    return app.with_knob_values(values).filled_command()
 
 
 def campaign_key(knob: knobs_mod.Knob) -> str:
@@ -139,17 +179,20 @@ def campaign_key(knob: knobs_mod.Knob) -> str:
 
 
 def matrix_toml(space: Space, config: int) -> list[str]:
+    """A matrix of one configuration: a run knob as its own key, a backend's (or a program's) knobs
+    as a `vary` of one value each, as run_line sets them, so that its trials record the knobs as
+    the tune's did and `capbench compare` matches the two."""
     lines = ["", "[[matrix]]", f"# {knobs_mod.label(space.configs[config])}"]
-    backend_args = []
+    vary = []
     by_name = {k.name: k for k in space.knobs}
     for name, value in space.configs[config].items():
         k = by_name[name]
         if k.scope == "run":
             lines.append(f"{campaign_key(k)} = [{json.dumps(value)}]")
-        else:
-            backend_args.append(f"{k.flag} {value}")
-    if backend_args:
-        lines.append(f"backend_args = {{ {json.dumps(space.backend)} = {json.dumps(shlex.join(backend_args))} }}")
+        else:  # a NIC's, a backend's or program's knob, a host setting: as --vary sets it
+            vary.append(f"{json.dumps(name)} = [{json.dumps(value)}]")
+    if vary:
+        lines.append(f"vary = {{ {', '.join(vary)} }}")
     return lines
 
 
@@ -165,6 +208,8 @@ def campaign_toml(tune: Tune, space: Space, best: int) -> str:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:
         head.append(f"pin = {json.dumps(list(pins))}")
+    if apps_files(tune):
+        head.append(f"apps_files = {json.dumps(apps_files(tune))}")
     if tune.goal.mlr_goal:
         head.append(f"trial = \"{final_length(tune, space):g}s\"")
     else:
@@ -192,6 +237,31 @@ def reasons(tune: Tune, space: Space, rows: Sequence[Row]) -> list[str]:
             if before > 0 and after < before:
                 done = "removed it" if after == 0 else f"brought it to {after:.2g} %"
                 out.append(f"the {layer} lost {before:.2g} % at the defaults; {k.name} {config[k.name]} {done}{where}")
+    return out + cpu_reasons(tune, base, best)
+
+
+# How the reasons name a profile's roles (profile.analysis: the counter's processes, the receive CPU).
+ROLE_WORDS = {profiles.COUNTER: ("the counter", "of its CPU time"), profiles.RECEIVE: ("the receive CPU", "of its time")}
+
+
+def cpu_reasons(tune: Tune, base: Row, best: Row) -> list[str]:
+    """With --profile: for the counter and the receive CPU, the group of work (groups.toml) whose
+    share of their time changed most from the defaults to the best, where both were profiled and
+    it changed by more than CPU_LEAST_CHANGE_PTS points (a profile's shares move that much by
+    sampling alone): only what the profiles measured."""
+    where = " (at each one's value)" if tune.goal.mlr_goal else f" (at {tune.campaign.rate})"
+    out = []
+    table = cpu_groups.table()
+    for role, (who, of) in ROLE_WORDS.items():
+        before, after = base.cpu_pct.get(role), best.cpu_pct.get(role)
+        if not before or not after:
+            continue
+        changes = [(abs(after.get(g, 0.0) - before.get(g, 0.0)), g) for g in table.busy_names()]
+        moved, group = max(changes, default=(0.0, ""))
+        if moved <= CPU_LEAST_CHANGE_PTS:
+            continue
+        out.append(f"{who} spent {before.get(group, 0.0):.0f} % {of} in {table.label(group)} at the defaults, "
+                   f"{after.get(group, 0.0):.0f} % with {best.label}{where}")
     return out
 
 
@@ -199,6 +269,8 @@ def best_text(tune: Tune, space: Space, rows: Sequence[Row]) -> str:
     out = tune.results[space.backend]
     best = rows[0]
     text = f"best of {space.backend}: {best.label}, {tune.goal.title} {goal_stat_text(tune, best.values)}"
+    if best.config in out.over_limit:  # every configuration is over the CPU limit
+        text += f" (no configuration is eligible; this one's {over_limit_text(out, best.config)})"
     if best.config == search.BASELINE:
         return text + ": no configuration beat the defaults beyond the noise"
     base = next((r for r in rows if r.config == search.BASELINE), None)
@@ -259,10 +331,13 @@ def summary_json(tune: Tune, space: Space, rows: Sequence[Row]) -> dict:
     return {"backend": space.backend, "goal": tune.goal.name, "unit": tune.goal.unit,
             "knobs": [k.name for k in space.knobs], "final_trial_s": tune.goal.lengths_s[tune.results[space.backend].final_rung],
             "spent_s": tune.results[space.backend].spent_s,
-            "ranking": [{"rank": r.rank, "config": dict(space.configs[r.config]), "label": r.label,
+            "ranking": [{"rank": r.rank, "index": r.config, "config": dict(space.configs[r.config]), "label": r.label,
                          "trial_s": tune.goal.lengths_s[r.rung], "values": list(r.values), "cpu_ns": r.cpu_ns,
-                         "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed} for r in rows],
-            "run": run_line(tune, space, rows[0].config), "reasons": reasons(tune, space, rows)}
+                         "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed,
+                         "cpu_groups_pct": r.cpu_pct} for r in rows],
+            "run": run_line(tune, space, rows[0].config), "defaults_run": run_line(tune, space, search.BASELINE),
+            "reasons": reasons(tune, space, rows),
+            **({"command": command} if (command := program_command(tune, space, rows[0].config)) else {})}
 
 
 def finish(tune: Tune, path: Path, console: Console) -> None:
@@ -280,6 +355,9 @@ def finish(tune: Tune, path: Path, console: Console) -> None:
         plain.print(t)
         lines = [best_text(tune, space, rows), *(f"  {x}" for x in reasons(tune, space, rows)),
                  "run it: " + shlex.join(run_line(tune, space, rows[0].config))]
+        command = program_command(tune, space, rows[0].config)
+        if command is not None:
+            lines.append(f"{space.backend}'s command with it: {command}")
         toml = folder / f"best-{space.backend}.toml"
         inputs.write_own(toml, campaign_toml(tune, space, rows[0].config))
         lines.append(f"confirm it against the defaults: sudo capbench run --campaign {toml}")

@@ -16,8 +16,15 @@ recorded measurements the callback hands back (the same values and costs, so the
 - **Budget.** Planned with the estimates, scaled by how the measurements so far compared with
   theirs (the costs the callback returns: the recorded time they took), so a host slower than the
   estimate ends the climbing earlier instead of overrunning (per rung: an estimate may be off by
-  more on one rung than on another). A budget that does not cover every
+  more on one rung than on another). What else the budget pays for (`Settings.overhead_s`: the
+  test bed's set-up as measured, the report at the end as estimated) is taken off what is left
+  before each decision. A budget that does not cover every
   configuration on the first rung and the shortest race is refused (`smallest_budget`).
+- **A CPU limit** (`max_app_cpu_pct`, `capbench tune --max-app-cpu`): a configuration whose
+  application CPU (the mean of its measurements' on a rung) is above the limit is not eligible to
+  be best: it ranks after every eligible one, does not climb or race ahead of them, and leaves the
+  race (the defaults stay in it: they are what the output compares with). Where none is
+  eligible, the best is the best of the ineligible, and `over_limit` says so.
 - **Significance.** Welch's two-sample t-test at 95 % on the repeated goal values of two
   finalists: configurations differ in their spread (a configuration that loses scatters far more
   than one that does not), so no pooled variance; and with 3 to 10 values each, a rank test
@@ -53,11 +60,13 @@ class Rung:
 @dataclass(frozen=True)
 class Measurement:
     """One measurement of a configuration: its goal value, what it cost (seconds, charged to the
-    budget), its CPU time per captured packet (ns; breaks ties, lower is better)."""
+    budget), its CPU time per captured packet (ns; breaks ties, lower is better), its application's
+    CPU (% of one CPU, at the goal's load; judged against Settings.max_app_cpu_pct)."""
 
     value: float
     cost_s: float
     cpu_ns: float | None = None
+    app_cpu_pct: float | None = None
 
 
 Measure = Callable[[int, int, int], Measurement]  # (configuration, rung, repetition from 1) -> its measurement
@@ -79,6 +88,9 @@ class Settings:
     finalists: int = FINALISTS
     min_reps: int = MIN_REPS
     max_reps: int = MAX_REPS
+    # What the budget pays for besides the measurements, asked before each decision (seconds).
+    overhead_s: Callable[[], float] = lambda: 0.0
+    max_app_cpu_pct: float | None = None  # a configuration whose application CPU is above it is not eligible
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,10 @@ class Outcome:
     ranking: tuple[int, ...] = ()  # every configuration, best first
     spent_s: float = 0.0
     comparisons: dict[int, Comparison] = field(default_factory=dict)  # finalist -> against the best
+    # The configurations not eligible under Settings.max_app_cpu_pct: config -> its application's
+    # CPU (%, the mean on the rung it is ranked by).
+    over_limit: dict[int, float] = field(default_factory=dict)
+    max_app_cpu_pct: float | None = None  # the limit they are over (Settings')
 
     def values(self, config: int, rung: int | None = None) -> list[float]:
         """The goal values of `config` on `rung` (the final rung by default)."""
@@ -152,7 +168,7 @@ class _Race:
         return sum(self.spent_s.values()) / estimated if estimated else 1.0
 
     def left_s(self) -> float:
-        return self.s.budget_s - self.out.spent_s
+        return self.s.budget_s - self.out.spent_s - self.s.overhead_s()
 
     def take(self, config: int, rung: int) -> None:
         got = self.out.measured.setdefault((config, rung), [])
@@ -162,14 +178,26 @@ class _Race:
         self.spent_s[rung] = self.spent_s.get(rung, 0.0) + m.cost_s
         self.estimated_s[rung] = self.estimated_s.get(rung, 0.0) + self.s.rungs[rung].cost_s
 
-    def score(self, config: int, rung: int) -> tuple[float, float]:
-        """The sort key of a configuration on a rung (smaller first): its mean goal, better first,
-        then its CPU time per packet (a tie of lossless configurations goes to the cheaper)."""
+    def app_cpu(self, config: int, rung: int) -> float | None:
+        """The mean application CPU (%) of `config`'s measurements on `rung`; None where none says."""
+        cpus = [m.app_cpu_pct for m in self.out.measured[(config, rung)] if m.app_cpu_pct is not None]
+        return math.fsum(cpus) / len(cpus) if cpus else None
+
+    def over_limit(self, config: int, rung: int) -> bool:
+        """Whether `config` is not eligible on `rung`: its application CPU above the limit (one not
+        measured is not judged)."""
+        cpu = self.app_cpu(config, rung)
+        return self.s.max_app_cpu_pct is not None and cpu is not None and cpu > self.s.max_app_cpu_pct
+
+    def score(self, config: int, rung: int) -> tuple[bool, float, float]:
+        """The sort key of a configuration on a rung (smaller first): eligible before not (the CPU
+        limit), then its mean goal, better first, then its CPU time per packet (a tie of lossless
+        configurations goes to the cheaper)."""
         ms = self.out.measured[(config, rung)]
         mean = math.fsum(m.value for m in ms) / len(ms)
         cpus = [m.cpu_ns for m in ms if m.cpu_ns is not None]
         cpu = math.fsum(cpus) / len(cpus) if cpus else math.inf
-        return (-mean if self.s.higher_is_better else mean, cpu)
+        return (self.over_limit(config, rung), -mean if self.s.higher_is_better else mean, cpu)
 
     def ranked(self, configs: Sequence[int], rung: int) -> list[int]:
         return sorted(configs, key=lambda c: (self.score(c, rung), c))
@@ -200,7 +228,11 @@ class _Race:
             racing.append(BASELINE)
         self.out.finalists = tuple(racing)
         cost = self.s.rungs[rung].cost_s
-        while len(racing) > 1:
+        while True:
+            # A finalist over the CPU limit cannot win: it leaves the race (the defaults stay).
+            racing = [c for c in racing if c == BASELINE or not self.over_limit(c, rung)]
+            if len(racing) < 2:
+                break
             reps = min(len(self.out.measured[(c, rung)]) for c in racing)
             if reps >= self.s.max_reps or cost * len(racing) * self.scale(rung) > self.left_s():
                 break
@@ -216,17 +248,27 @@ class _Race:
         return Comparison(p, p is not None and p < SIGNIFICANCE_LEVEL)
 
     def run(self) -> Outcome:
+        self.out.max_app_cpu_pct = self.s.max_app_cpu_pct
         rung, alive = self.climb()
         self.out.final_rung = rung
         self.race(rung, alive)
         finalists = self.ranked(self.out.finalists, rung)
         self.out.finalists = tuple(finalists)
         # The race's winner, then every other configuration by the highest rung it reached and its
-        # mean there: a finalist that lost the race ranks among those it was chosen with by value.
-        others = sorted((c for c in range(self.n) if c != finalists[0]),
-                        key=lambda c: (-self.out.highest_rung(c), self.score(c, self.out.highest_rung(c)), c))
-        self.out.ranking = (finalists[0], *others)
-        self.out.comparisons = {c: self.compare(finalists[0], c, rung) for c in finalists[1:]}
+        # mean there: a finalist that lost the race ranks among those it was chosen with by value;
+        # those over the CPU limit after every eligible one (the winner too, if it is).
+        def key(c: int) -> tuple:
+            top = rung if c in finalists else self.out.highest_rung(c)
+            return (self.over_limit(c, top), c != finalists[0], -top, self.score(c, top), c)
+
+        self.out.ranking = tuple(sorted(range(self.n), key=key))
+        lead = self.out.ranking[0] if self.out.ranking[0] in finalists else finalists[0]
+        self.out.comparisons = {c: self.compare(lead, c, rung) for c in finalists if c != lead}
+        for c in range(self.n):
+            top = rung if c in finalists else self.out.highest_rung(c)
+            cpu = self.app_cpu(c, top)
+            if self.over_limit(c, top) and cpu is not None:
+                self.out.over_limit[c] = cpu
         return self.out
 
 

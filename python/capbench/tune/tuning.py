@@ -17,6 +17,7 @@ import dataclasses
 import datetime
 import itertools
 import math
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from capbench.methods import registry
 from capbench.methods.measurer import superseded
 from capbench.methods.method import TRIAL_OVERHEAD_S, MethodSettings
 from capbench.methods.mlr import WARMUP
+from capbench.profile import groups as cpu_groups
+from capbench.report import profiles
 from capbench.trial import loss_layers
 from capbench.trial.record import TrialResult
 from capbench.tune import knobs as knobs_mod
@@ -39,6 +42,15 @@ from capbench.tune.knobs import Config, Knob
 # overload): the veth test bed's rings drain in milliseconds, and a tune runs hundreds of trials.
 PAUSE_S = 0.5
 STOPPED_GAPS = 10  # a gap between two trials of a measurement longer than this many trials' start-up: a stop
+# The end of a tune, which its budget keeps (Tune.end_s): the test bed's removal and the tune's own
+# files and figure (END_S), and the run's report (REPORT_S, and per trial). Measured on the 2-CPU VM
+# (busy: load 4-7) for a tune of 69 trials with --profile: 3.5 s from its last trial to run.json's
+# end and the figure, 62 s for `capbench report` (a flame graph per profiled trial is most of it:
+# REPORT_S_PER_PROFILED_TRIAL); the report of trials without profiles is an estimate, not measured.
+END_S = 4.0
+REPORT_S = 5.0
+REPORT_S_PER_TRIAL = 0.1
+REPORT_S_PER_PROFILED_TRIAL = 0.9
 
 
 @dataclass(frozen=True)
@@ -103,9 +115,16 @@ class Measured:
     value: float
     cost_s: float
     cpu_ns: float | None  # CPU time (counter + kernel receive work) per captured packet
+    app_cpu_pct: float | None  # the application's CPU, % of one CPU (the record's app_cpu_pct), at the goal's load
     layers: dict[str, float]  # where the loss that bounds it happened: layer -> % of sent
     trials: int
     disturbed: bool  # its answer rests on a trial the host disturbed
+    # With --profile, where the CPU time went at its value (cpu_shares): role -> group -> % of its time.
+    cpu_pct: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def started(t: TrialResult) -> float:
+    return datetime.datetime.fromisoformat(t.started_at).timestamp()
 
 
 def cost_of(trials: Sequence[TrialResult], pause_s: float) -> float:
@@ -116,7 +135,7 @@ def cost_of(trials: Sequence[TrialResult], pause_s: float) -> float:
     the measurement: it counts as the estimate of its trial instead."""
     if not trials:
         return 0.0
-    starts = [datetime.datetime.fromisoformat(t.started_at).timestamp() for t in trials]
+    starts = [started(t) for t in trials]
     total = pause_s + trials[-1].requested_duration_s + TRIAL_OVERHEAD_S
     for t, start, after in zip(trials, starts, starts[1:]):
         own = t.requested_duration_s + TRIAL_OVERHEAD_S + pause_s  # the trial and the pause after it
@@ -134,6 +153,12 @@ def cpu_ns(trials: Sequence[TrialResult]) -> float | None:
     return math.fsum(busy) / received * 1e9 if busy and received else None
 
 
+def app_cpu(trials: Sequence[TrialResult]) -> float | None:
+    """The application's CPU over the trials (the mean of their records' app_cpu_pct: the counter's
+    or the program's user and system time, % of one CPU); None without a trial."""
+    return math.fsum(t.app_cpu_pct for t in trials) / len(trials) if trials else None
+
+
 def layer_shares(trials: Sequence[TrialResult]) -> dict[str, float]:
     """Where the trials lost their frames: each layer's packets, % of the frames sent, from the
     account (loss_layers.layers: only what a counter shows)."""
@@ -143,6 +168,22 @@ def layer_shares(trials: Sequence[TrialResult]) -> dict[str, float]:
         for layer, n, _counter in loss_layers.layers(t):
             packets[loss_layers.family(layer)] = packets.get(loss_layers.family(layer), 0) + n
     return {layer: 100.0 * n / sent for layer, n in packets.items() if n} if sent else {}
+
+
+PROFILED_ROLES = (profiles.COUNTER, profiles.RECEIVE)  # the roles the reasons name (profile.analysis)
+
+
+def cpu_shares(trials: Sequence[TrialResult]) -> dict[str, dict[str, float]]:
+    """Where the CPU time went in the trials that were profiled (--profile): for the counter (its
+    processes' own time) and the receive CPU (its time over the load window), each group of
+    groups.toml's share, % of that time, the mean over the trials; {} where none was profiled."""
+    out = {}
+    for role in PROFILED_ROLES:
+        times = [rt for t in trials if (p := profiles.profile_of(t)) is not None and (rt := p.roles.get(role))]
+        if times:
+            out[role] = {g: statistics.fmean(rt.groups_pct.get(g, 0.0) for rt in times)
+                         for g in cpu_groups.table().names()}
+    return out
 
 
 def near(load: float | None, other: float | None) -> bool:
@@ -160,9 +201,42 @@ class Tune:
     budget_s: float  # the whole tune's; each backend gets its share
     base: Mapping[str, Matrix]  # backend -> its matrix before any knob is set
     outcomes: Sequence[Mapping[str, Any]] = ()
+    # The flags every `capbench run` line of it repeats besides a configuration's: a tune on ports, its ports'.
+    run_args: tuple[str, ...] = ()
+    max_app_cpu_pct: float | None = None  # --max-app-cpu: above it a configuration is not eligible (search)
     say: Callable[[str], None] = lambda line: None
     results: dict[str, search.Outcome] = field(default_factory=dict)  # backend -> what its search found
     measured: dict[str, dict[tuple[int, int, int], Measured]] = field(default_factory=dict)
+    # When each invocation of the tune began (POSIX seconds: run.json's started_at and resumed_at,
+    # this one's last): its set-up lasted until its first trial (overhead_s). () charges none.
+    starts: tuple[float, ...] = ()
+    report: bool = False  # a report is written at the end: the budget keeps its time (end_s)
+    trial_starts: set[float] = field(default_factory=set)  # of every trial the search has seen
+
+    def setup_s(self) -> float:
+        """The test bed's set-up, as measured: from each invocation's start to its first trial
+        (building the bed, the host probe, a program's dry start), for those that ran a trial. From
+        the records alone, so a resumed tune charges the same at the same point of its search."""
+        total = 0.0
+        for start, until in zip(self.starts, (*self.starts[1:], math.inf)):
+            first = min((t for t in self.trial_starts if start <= t < until), default=None)
+            total += 0.0 if first is None else first - start
+        return total
+
+    def end_s(self, spent_s: float) -> float:
+        """The estimate of the end, kept in the budget: the test bed removed (END_S) and, unless
+        --no-report, the report of every trial the tune will have run: at the pace so far
+        (`spent_s` of measurements), as many more as the budget left holds."""
+        if not self.report:
+            return END_S
+        seen = len(self.trial_starts)
+        trials = seen * max(1.0, self.budget_s / spent_s) if spent_s > 0 else seen
+        per_trial = REPORT_S_PER_PROFILED_TRIAL if self.campaign.profile else REPORT_S_PER_TRIAL
+        return END_S + REPORT_S + per_trial * trials
+
+    def charged_s(self, spent_s: float) -> float:
+        """The budget spent: the measurements' `spent_s` and the set-up so far."""
+        return spent_s + self.setup_s()
 
     @property
     def share_s(self) -> float:
@@ -181,8 +255,9 @@ class Tune:
                                    pause_s=self.campaign.pause_s,
                                    precision_pct=min(50.0, self.campaign.precision_pct * lengths[-1] / lengths[rung]))
 
-    def search_settings(self) -> search.Settings:
-        return search.Settings(self.share_s, self.rungs(), higher_is_better=self.goal.higher_is_better)
+    def search_settings(self, overhead_s: Callable[[], float] = lambda: 0.0) -> search.Settings:
+        return search.Settings(self.share_s, self.rungs(), higher_is_better=self.goal.higher_is_better,
+                               overhead_s=overhead_s, max_app_cpu_pct=self.max_app_cpu_pct)
 
     def smallest_budget_s(self) -> float:
         """The smallest budget that covers the shortest search of every backend."""
@@ -190,7 +265,7 @@ class Tune:
         return max(search.smallest_budget(len(sp.configs), s) for sp in self.spaces) * len(self.spaces)
 
     def step(self, space: Space, config: int, rung: int, rep: int) -> Step:
-        m = knobs_mod.apply(self.base[space.backend], space.configs[config], space.knobs)
+        m = knobs_mod.apply(self.base[space.backend], space.configs[config], space.knobs, self.campaign.programs)
         (step,) = m.steps()
         length = self.goal.lengths_s[rung]
         own_load = registry.get(self.goal.method).sets_own_load
@@ -199,29 +274,35 @@ class Tune:
     def drive(self, plan: Plan, run: StepRun) -> None:
         """Search every backend's space (RunOptions.drive)."""
         answers = {o["step"]: o for o in self.outcomes if isinstance(o.get("step"), str)}
-        spent = {"trials": 0, "s": 0.0}
+        spent = {"trials": 0, "s": 0.0, "since": time.monotonic()}
         began = time.monotonic()
 
         def on_new() -> None:
             """After each new trial: the trials so far, those the budget left holds at their pace,
-            and the budget left (the live line's time left)."""
+            and the budget left (the live line's time left: the set-up is spent, the end is in it)."""
             n = spent["trials"] = spent["trials"] + 1
             if run.on_trial is not None:
-                left_s = max(0.0, self.budget_s - spent["s"])
+                going_s = time.monotonic() - spent["since"]  # the measurement in progress
+                left_s = max(0.0, self.budget_s - self.charged_s(spent["s"]) - going_s)
                 run.on_trial(n, n + round(left_s / ((time.monotonic() - began) / n or 1.0)), left_s)
+
+        def overhead_s() -> float:
+            """Each backend's share of the set-up so far and of the estimated end."""
+            return (self.setup_s() + self.end_s(spent["s"])) / len(self.spaces)
 
         for space in self.spaces:
             got = self.measured.setdefault(space.backend, {})
 
             def measure(config: int, rung: int, rep: int, space: Space = space,
                         got: dict = got) -> search.Measurement:
+                spent["since"] = time.monotonic()
                 m = self.measure_one(space, config, rung, rep, plan.progress.trials, answers, run, on_new)
                 got[(config, rung, rep)] = m
                 spent["s"] += m.cost_s
-                self.say(self.progress_line(space, m, spent["s"]))
-                return search.Measurement(m.value, m.cost_s, m.cpu_ns)
+                self.say(self.progress_line(space, m, self.charged_s(spent["s"])))
+                return search.Measurement(m.value, m.cost_s, m.cpu_ns, m.app_cpu_pct)
 
-            self.results[space.backend] = search.search(len(space.configs), measure, self.search_settings())
+            self.results[space.backend] = search.search(len(space.configs), measure, self.search_settings(overhead_s))
 
     def measure_one(self, space: Space, config: int, rung: int, rep: int, recorded: Mapping[str, list],
                     answers: Mapping[str, Mapping[str, Any]], run: StepRun, on_new: Callable[[], None]) -> Measured:
@@ -239,6 +320,7 @@ class Tune:
 
             def record(t: TrialResult) -> None:
                 new.append(t)
+                self.trial_starts.add(started(t))  # before the live line's time left: its set-up ended
                 keep(t)
 
             got = run_step(step, dataclasses.replace(run, record=record), self.settings(rung), self.campaign.link_bps,
@@ -250,6 +332,7 @@ class Tune:
 
     def measured_of(self, config: int, rung: int, rep: int, key: str, answer: Mapping[str, Any] | None,
                     trials: Sequence[TrialResult]) -> Measured:
+        self.trial_starts.update(started(t) for t in trials)
         decided = [t for t in trials if not superseded(t) and t.purpose != WARMUP]
         value = self.goal.value(answer, decided)
         if self.goal.mlr_goal:
@@ -259,7 +342,8 @@ class Tune:
         else:
             at_value = bounding = decided[-1:]
         return Measured(config, rung, rep, key, value, cost_of(trials, self.campaign.pause_s), cpu_ns(at_value),
-                        layer_shares(bounding), len(trials), any(t.disturbed for t in decided))
+                        app_cpu(at_value), layer_shares(bounding), len(trials), any(t.disturbed for t in decided),
+                        cpu_shares(at_value))
 
     def progress_line(self, space: Space, m: Measured, spent_s: float) -> str:
         """The line after each measurement: the budget spent, the rung, the configuration and its goal."""
