@@ -19,6 +19,7 @@ from capbench.report.load import Trial
 from capbench.testbed import nic, ports
 from capbench.testbed.veth_pair import Testbed as Bed
 from capbench.tune import knobs, output, search
+from records import make_result
 
 FIX = Path(__file__).parent / "fixtures" / "nic"
 
@@ -234,3 +235,33 @@ def test_a_tune_on_ports_searches_the_nic_knobs_and_its_run_line_names_the_ports
     line = output.run_line(t, t.spaces[0], 1)
     assert line[-2:] == ["--vary", "nic-channels=1"] and line[line.index("--cap-iface") + 1] == "lo"
     assert 'vary = { "nic-channels" = ["1"] }' in output.matrix_toml(t.spaces[0], 1)
+
+
+# --- the advice at a run's end, on ports ------------------------------------------------------------
+
+
+def test_the_advice_on_a_port_names_the_nic_knobs_its_driver_showed_and_the_runs_ports():
+    # virtio_net shows its ring (256 of 256), coalescing (rx-usecs) and combined channels; veth
+    # refuses `ethtool -g` and `-c` and has rx/tx channels only.
+    virtio = {"name": "eth2", "rings": nic.parse_max_current(text("virtio-ethtool-g.txt")),
+              "channels": nic.parse_max_current(text("virtio-ethtool-l.txt")),
+              "coalescing": nic.parse_coalesce(text("virtio-ethtool-c.txt"))}
+    veth = {"name": "eth2", "rings": "ethtool -g: Operation not supported",
+            "channels": nic.parse_max_current(text("veth-ethtool-l.txt")), "coalescing": "ethtool -c: not supported"}
+    assert nic.knobs_described(virtio) == ("nic-ring", "nic-rx-usecs", "nic-channels")
+    assert nic.knobs_described(veth) == ("nic-channels",)
+    assert nic.knobs_described({}) == ()
+
+    def missed(desc):  # 3,000 of 100,000 the NIC had no room for, by its own counter
+        return make_result(backend="afp-v3", sent=100_000, received=97_000, delivered=97_000, ports=True,
+                           rx_mode=ports.NIC_RX_MODE, nic=desc, nic_counters={"link.rx_missed_errors": 3_000},
+                           step="iperf|afp-v3|64|pin=A:A|load=touch|procs=1|rep=1")
+
+    port_args = ["--gen-iface", "eth1", "--cap-iface", "eth2", "--link", "10g"]
+    (line,) = knobs.advice_lines([missed(virtio)], port_args)
+    assert "the NIC layer lost 3,000 (the capture interface rx_missed_errors" in line
+    assert line.endswith("capbench tune --backends afp-v3 --sizes 64 --gen-iface eth1 --cap-iface eth2 --link 10g "
+                         "--knobs nic-ring,nic-rx-usecs,nic-channels"), line
+    (line,) = knobs.advice_lines([missed(veth)], port_args)
+    assert line.endswith("--knobs nic-channels"), line
+    assert knobs.advice_lines([missed({})], port_args) == []  # no knob the driver showed governs the NIC

@@ -385,6 +385,19 @@ def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | Non
                                  rps=args.rx_mode == "rps")
 
 
+# The options that name a run's ports: a tune on the same ports repeats them.
+PORT_OPTIONS = (("gen_iface", "--gen-iface"), ("cap_iface", "--cap-iface"), ("gen_netns", "--gen-netns"),
+                ("cap_netns", "--cap-netns"), ("dst_mac", "--dst-mac"), ("link", "--link"))
+
+
+def port_args(args: argparse.Namespace) -> list[str]:
+    """The run's port options as a command line takes them ([] on the test bed)."""
+    if not (getattr(args, "gen_iface", None) or getattr(args, "cap_iface", None)):
+        return []
+    return ([x for key, flag in PORT_OPTIONS if getattr(args, key, None) for x in (flag, str(getattr(args, key)))]
+            + (["--force-iface"] if getattr(args, "force_iface", False) else []))
+
+
 def live_line(args: argparse.Namespace) -> console.LiveLine:
     """The live line of a run: on a terminal, and not with --quiet."""
     return console.LiveLine(enabled=not args.quiet and sys.stdout.isatty() and sys.stderr.isatty())
@@ -433,7 +446,8 @@ def callbacks(args: argparse.Namespace, live: console.LiveLine | None = None) ->
 
     def show_results(trials, outcomes) -> None:
         live.clear()
-        console.print_results(trials, outcomes, console.human_console(stderr=as_json), knobs.advice_lines(trials))
+        console.print_results(trials, outcomes, console.human_console(stderr=as_json),
+                              knobs.advice_lines(trials, port_args(args)))
 
     return runner.RunCallbacks(on_trial=on_trial, on_step=on_step, show_results=show_results,
                                write_report=write_run_report, repeated=tables.repeated_rates,

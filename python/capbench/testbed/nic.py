@@ -898,6 +898,23 @@ NIC_KNOBS = {k.name: k for k in (
 )}
 
 
+def knobs_described(desc: Mapping[str, Any]) -> tuple[str, ...]:
+    """The NIC knobs whose parameter the port's driver showed in `desc` (describe's, as a trial
+    records it): the ones read_knob would find there, so a search could change them."""
+    out = []
+    for name, k in NIC_KNOBS.items():
+        if k.group == "coalesce":
+            shown = desc.get("coalescing")
+            found = isinstance(shown, dict) and any(isinstance(shown.get(p), int) for p in k.params)
+        else:
+            shown = desc.get("rings" if k.group == "ring" else "channels")
+            most = shown.get("max") if isinstance(shown, dict) else None
+            found = isinstance(most, dict) and any(isinstance(most.get(p), int) and most[p] > 0 for p in k.params)
+        if found:
+            out.append(name)
+    return tuple(out)
+
+
 def check_knob_text(name: str, value: str) -> str:
     """`value` of NIC knob `name` as a whole number, else one line saying what it takes (the
     driver's own limits are checked against the port: KnobReading.check)."""
