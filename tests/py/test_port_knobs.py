@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 from capbench.campaign import matrix as cmod
+from capbench.campaign.results import RunWriter
+from capbench.cli import run as run_cli
 from capbench.cli import tune as tune_cli
 from capbench.cli.parser import build_parser
+from capbench.cli.testbed import rx_mode_of
 from capbench.errors import UsageError
 from capbench.owners import HostSettings
 from capbench.report import keys
@@ -265,3 +268,25 @@ def test_the_advice_on_a_port_names_the_nic_knobs_its_driver_showed_and_the_runs
     (line,) = knobs.advice_lines([missed(veth)], port_args)
     assert line.endswith("--knobs nic-channels"), line
     assert knobs.advice_lines([missed({})], port_args) == []  # no knob the driver showed governs the NIC
+
+
+def run_folder(path: Path, command: list[str], testbed: dict) -> Path:
+    """A results folder whose run.json holds `command` and `testbed`, as a run writes them."""
+    w = RunWriter.create(path, {}, command=command)
+    w.meta["testbed"] = testbed
+    w.finish("interrupted")
+    return w.path
+
+
+def test_a_resumed_run_on_ports_takes_its_receive_model_and_ports_from_the_command_that_started_it(tmp_path):
+    # The test bed of a run on ports records the NIC's model ("nic"), which is no --rx-mode.
+    command = ["capbench", "run", "--gen-iface", "eth1", "--cap-iface", "eth2", "--rx-mode", "rps"]
+    on_ports = run_folder(tmp_path / "ports", command, {"rx_mode": ports.NIC_RX_MODE, "ports": True})
+    started = run_cli.started_args(build_parser().parse_args(["run", "--resume", str(on_ports)]), on_ports)
+    assert (started.gen_iface, started.cap_iface) == ("eth1", "eth2")
+    assert rx_mode_of(started, on_ports)[0] == "rps"
+    assert run_cli.port_args(started) == ("--gen-iface", "eth1", "--cap-iface", "eth2")
+    # on the test bed the resumed run's own model, whatever the flags say
+    bed = run_folder(tmp_path / "bed", ["capbench", "run"], {"rx_mode": "napi", "ports": False})
+    assert rx_mode_of(build_parser().parse_args(["run"]), bed)[0] == "napi"
+    assert run_cli.port_args(build_parser().parse_args(["run"])) == ()
