@@ -41,6 +41,7 @@ from typing import Any
 
 from capbench import owners
 from capbench.errors import RunError, UsageError
+from capbench.options import whole_number
 from capbench.owners import Holder, HostSettings, Setting, SettingGone
 from capbench.testbed import netns
 
@@ -919,9 +920,10 @@ def check_knob_text(name: str, value: str) -> str:
     """`value` of NIC knob `name` as a whole number, else one line saying what it takes (the
     driver's own limits are checked against the port: KnobReading.check)."""
     k = NIC_KNOBS[name]
-    if not re.fullmatch(r"\d+", value.strip()) or not k.lowest <= int(value) <= U32_MAX:
+    number = whole_number(value, k.lowest, U32_MAX)
+    if number is None:
         raise UsageError(f"knob {name} {value!r}: the {k.what} takes a whole number from {k.lowest} to {U32_MAX}")
-    return str(int(value))
+    return str(number)
 
 
 @dataclass(frozen=True)
