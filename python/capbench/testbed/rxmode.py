@@ -142,6 +142,12 @@ def parse_rx_ring(text: str) -> int:
     return frames
 
 
+def ring_args(mode: str, depth: int, rx_cpu: int | None) -> list[str]:
+    """capbench-xdpcount's options for the receive model `mode`: in the cpumap model the ring of
+    `depth` frames whose kthread runs on `rx_cpu`; none in the others (the veth's own ring)."""
+    return ["--ring", str(depth), "--ring-cpu", str(rx_cpu)] if mode == "cpumap" else []
+
+
 def default_sched(mode: str) -> str:
     """The receive thread's scheduling when --napi-sched is not given: the NAPI thread's, or the
     cpumap thread's."""
