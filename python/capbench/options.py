@@ -1,7 +1,20 @@
 """Reading an option's value out of an argument list that capbench passes on to a program, and
-taking an option out of it."""
+taking an option out of it; a whole number in a range, as options that take a count read it."""
 
 from __future__ import annotations
+
+import re
+
+
+def whole_number(text: object, lo: int, hi: int) -> int | None:
+    """`text` as a whole number from `lo` to `hi` (ASCII digits, blanks around them), else None:
+    the caller says what the option takes. No sign, no `1_000`, no digits of other scripts, and no
+    number longer than `hi` is (int() would take all of those)."""
+    digits = str(text).strip()
+    if not re.fullmatch(r"[0-9]+", digits) or len(digits.lstrip("0")) > len(str(hi)):
+        return None
+    value = int(digits)
+    return value if lo <= value <= hi else None
 
 
 def option_value(argv: list[str], *names: str) -> str | None:

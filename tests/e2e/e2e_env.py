@@ -212,7 +212,7 @@ def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[d
     # As a trial of a backend without XDP of its own does (Measurer.xdpcount_argv): on the cpumap
     # test bed the frames wait in the cpumap ring of the default depth, whose thread runs on the
     # receive CPU; on the napi bed in the veth's 256-frame ring, its NAPI thread there.
-    ring = ["--ring", str(rxmode.DEFAULT_RX_RING), "--ring-cpu", str(tb.rx_cpu)] if tb.rx_mode == "cpumap" else []
+    ring = rxmode.ring_args(tb.rx_mode, rxmode.DEFAULT_RX_RING, tb.rx_cpu)
     with ChildSet() as kids:
         xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if, *ring],
                          netns_name=tb.cap_ns)

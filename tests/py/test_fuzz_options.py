@@ -3,7 +3,7 @@ links, app loads). Each input ends in a value within its bounds or one UsageErro
 
 import math
 
-from capbench import rates
+from capbench import options, rates
 from capbench.campaign import matrix as campaign
 from capbench.errors import UsageError
 from fuzzing import clean
@@ -69,3 +69,16 @@ def test_fuzz_link_and_app_load(text):
     assert isinstance(link, UsageError) or link in rates.LINKS_BPS.values()
     clean(lambda: campaign.check_app_load(text))
     clean(lambda: campaign.check_pin(text))
+
+
+@given(st.one_of(NUMBER_TEXT, st.from_regex(r"\A\s*[+-]?[0-9_]{0,25}\s*\Z")), st.integers(0, 10), st.integers(0, 2**32))
+@example("٣", 0, 10)  # a digit of another script: int() takes it
+@example("1_0", 0, 100)
+@example("+5", 0, 10)
+@example("0" * 40 + "7", 0, 10)
+def test_fuzz_whole_number(text, lo, hi):
+    got = options.whole_number(text, lo, hi)
+    if got is None:
+        assert not (text.strip().isascii() and text.strip().isdigit() and lo <= int(text.strip()) <= hi)
+    else:
+        assert lo <= got <= hi and str(got) == text.strip().lstrip("0").rjust(1, "0")

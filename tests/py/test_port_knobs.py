@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 from capbench.campaign import matrix as cmod
+from capbench.campaign.results import RunWriter
+from capbench.cli import run as run_cli
 from capbench.cli import tune as tune_cli
 from capbench.cli.parser import build_parser
+from capbench.cli.testbed import rx_mode_of
 from capbench.errors import UsageError
 from capbench.owners import HostSettings
 from capbench.report import keys
@@ -19,6 +22,7 @@ from capbench.report.load import Trial
 from capbench.testbed import nic, ports
 from capbench.testbed.veth_pair import Testbed as Bed
 from capbench.tune import knobs, output, search
+from records import make_result
 
 FIX = Path(__file__).parent / "fixtures" / "nic"
 
@@ -234,3 +238,55 @@ def test_a_tune_on_ports_searches_the_nic_knobs_and_its_run_line_names_the_ports
     line = output.run_line(t, t.spaces[0], 1)
     assert line[-2:] == ["--vary", "nic-channels=1"] and line[line.index("--cap-iface") + 1] == "lo"
     assert 'vary = { "nic-channels" = ["1"] }' in output.matrix_toml(t.spaces[0], 1)
+
+
+# --- the advice at a run's end, on ports ------------------------------------------------------------
+
+
+def test_the_advice_on_a_port_names_the_nic_knobs_its_driver_showed_and_the_runs_ports():
+    # virtio_net shows its ring (256 of 256), coalescing (rx-usecs) and combined channels; veth
+    # refuses `ethtool -g` and `-c` and has rx/tx channels only.
+    virtio = {"name": "eth2", "rings": nic.parse_max_current(text("virtio-ethtool-g.txt")),
+              "channels": nic.parse_max_current(text("virtio-ethtool-l.txt")),
+              "coalescing": nic.parse_coalesce(text("virtio-ethtool-c.txt"))}
+    veth = {"name": "eth2", "rings": "ethtool -g: Operation not supported",
+            "channels": nic.parse_max_current(text("veth-ethtool-l.txt")), "coalescing": "ethtool -c: not supported"}
+    assert nic.knobs_described(virtio) == ("nic-ring", "nic-rx-usecs", "nic-channels")
+    assert nic.knobs_described(veth) == ("nic-channels",)
+    assert nic.knobs_described({}) == ()
+
+    def missed(desc):  # 3,000 of 100,000 the NIC had no room for, by its own counter
+        return make_result(backend="afp-v3", sent=100_000, received=97_000, delivered=97_000, ports=True,
+                           rx_mode=ports.NIC_RX_MODE, nic=desc, nic_counters={"link.rx_missed_errors": 3_000},
+                           step="iperf|afp-v3|64|pin=A:A|load=touch|procs=1|rep=1")
+
+    port_args = ["--gen-iface", "eth1", "--cap-iface", "eth2", "--link", "10g"]
+    (line,) = knobs.advice_lines([missed(virtio)], port_args)
+    assert "the NIC layer lost 3,000 (the capture interface rx_missed_errors" in line
+    assert line.endswith("capbench tune --backends afp-v3 --sizes 64 --gen-iface eth1 --cap-iface eth2 --link 10g "
+                         "--knobs nic-ring,nic-rx-usecs,nic-channels"), line
+    (line,) = knobs.advice_lines([missed(veth)], port_args)
+    assert line.endswith("--knobs nic-channels"), line
+    assert knobs.advice_lines([missed({})], port_args) == []  # no knob the driver showed governs the NIC
+
+
+def run_folder(path: Path, command: list[str], testbed: dict) -> Path:
+    """A results folder whose run.json holds `command` and `testbed`, as a run writes them."""
+    w = RunWriter.create(path, {}, command=command)
+    w.meta["testbed"] = testbed
+    w.finish("interrupted")
+    return w.path
+
+
+def test_a_resumed_run_on_ports_takes_its_receive_model_and_ports_from_the_command_that_started_it(tmp_path):
+    # The test bed of a run on ports records the NIC's model ("nic"), which is no --rx-mode.
+    command = ["capbench", "run", "--gen-iface", "eth1", "--cap-iface", "eth2", "--rx-mode", "rps"]
+    on_ports = run_folder(tmp_path / "ports", command, {"rx_mode": ports.NIC_RX_MODE, "ports": True})
+    started = run_cli.started_args(build_parser().parse_args(["run", "--resume", str(on_ports)]), on_ports)
+    assert (started.gen_iface, started.cap_iface) == ("eth1", "eth2")
+    assert rx_mode_of(started, on_ports)[0] == "rps"
+    assert run_cli.port_args(started) == ("--gen-iface", "eth1", "--cap-iface", "eth2")
+    # on the test bed the resumed run's own model, whatever the flags say
+    bed = run_folder(tmp_path / "bed", ["capbench", "run"], {"rx_mode": "napi", "ports": False})
+    assert rx_mode_of(build_parser().parse_args(["run"]), bed)[0] == "napi"
+    assert run_cli.port_args(build_parser().parse_args(["run"])) == ()

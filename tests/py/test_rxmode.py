@@ -96,3 +96,8 @@ def test_the_ring_thread_is_found_by_its_whole_name(tmp_path):
     (tmp_path / "24").mkdir()  # gone between the listing and the read
     assert rxmode.ring_thread_pids(1, 16490, tmp_path) == [20]
     assert rxmode.ring_thread_pids(1, 1649, tmp_path) == []
+
+
+def test_the_counter_gets_the_ring_only_in_the_cpumap_model():
+    assert rxmode.ring_args("cpumap", 4096, 1) == ["--ring", "4096", "--ring-cpu", "1"]
+    assert rxmode.ring_args("napi", 4096, 1) == rxmode.ring_args("rps", 4096, 1) == []

@@ -78,6 +78,15 @@ def test_the_race_calls_two_close_finalists_within_noise_and_a_distant_one_worse
     assert 3 not in out.finalists and out.ranking[-1] == 3
 
 
+def test_a_finalist_measured_once_is_not_judged_within_noise():
+    out = search.Outcome(ranking=(1, 0, 2, 3), comparisons={0: search.Comparison(None, False), 2: search.Comparison(0.4, False),
+                                              3: search.Comparison(0.01, True)})
+    assert output.verdict(out, 1) == "best"
+    assert output.verdict(out, 0) == "not judged: fewer than two runs of it or of the best"
+    assert output.verdict(out, 2) == "within noise of the best (p 0.4)"
+    assert output.verdict(out, 3) == "worse beyond noise (p 0.01)"
+
+
 def test_welch_p_values():
     assert search.welch([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) == pytest.approx(1.0)
     assert search.welch([5.0, 5.0], [5.0, 5.0]) == 1.0 and search.welch([5.0, 5.0], [6.0, 6.0]) == 0.0

@@ -284,7 +284,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
     for proc_cpu in c.proc_cpus or ():
         preflight.check_cpus(proc_cpus=proc_cpu)
-    rx_mode, napi_sched = rx_mode_of(args, resume)
+    rx_mode, napi_sched = rx_mode_of(started_args(args, resume) or args, resume)
     check_rx_ring(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None)
     check_backlog_knob(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None, backlog)
     on_ports = ports_of(args, resume)
@@ -371,18 +371,38 @@ def check_backlog_knob(c: campaign.Campaign, rx_mode: str, on_ports: bool, backl
     knobs.check_applies(knobs.BACKLOG, rx_mode)
 
 
+def started_args(args: argparse.Namespace, resume: Path | None) -> argparse.Namespace | None:
+    """The flags of a run: a resumed run's those of the command that started it (its run.json; None
+    where that is not a command capbench reads)."""
+    if resume is None:
+        return args
+    command = (read_run(resume) or {}).get("command") or []
+    try:
+        return build_parser().parse_args(command[1:])
+    except (UsageError, SystemExit):
+        return None
+
+
 def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | None:
     """The real interfaces of a run (--gen-iface/--cap-iface ...), a resumed run's own from the
     command that started it; None: the veth test bed."""
-    if resume is not None:
-        command = (read_run(resume) or {}).get("command") or []
-        try:
-            args = build_parser().parse_args(command[1:])
-        except (UsageError, SystemExit):
-            return None
+    args = started_args(args, resume)
+    if args is None:
+        return None
     return ports.ports_from_args(args.gen_iface, args.cap_iface, gen_ns=args.gen_netns, cap_ns=args.cap_netns,
                                  dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set,
                                  rps=args.rx_mode == "rps")
+
+
+# The flags of the ports (parser.add_port_args) as a run or tune on the same ports repeats them:
+# the best configuration's `capbench run` line, the advice's `capbench tune` line.
+PORT_FLAGS = ("gen_iface", "cap_iface", "gen_netns", "cap_netns", "dst_mac", "nic_set")
+
+
+def port_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """The ports' flags as given (none on the test bed)."""
+    words = [w for f in PORT_FLAGS if getattr(args, f, None) is not None for w in ("--" + f.replace("_", "-"), getattr(args, f))]
+    return tuple(words + (["--force-iface"] if getattr(args, "force_iface", False) else []))
 
 
 def live_line(args: argparse.Namespace) -> console.LiveLine:
@@ -399,6 +419,8 @@ def callbacks(args: argparse.Namespace, live: console.LiveLine | None = None) ->
     before lines of its own)."""
     as_json = args.json
     live = live or live_line(args)
+    resume = getattr(args, "resume", None)
+    started = started_args(args, Path(resume)) if resume else args  # a resumed run's ports: its own
 
     def say(line: str) -> None:
         live.clear()
@@ -433,7 +455,8 @@ def callbacks(args: argparse.Namespace, live: console.LiveLine | None = None) ->
 
     def show_results(trials, outcomes) -> None:
         live.clear()
-        console.print_results(trials, outcomes, console.human_console(stderr=as_json), knobs.advice_lines(trials))
+        console.print_results(trials, outcomes, console.human_console(stderr=as_json),
+                              knobs.advice_lines(trials, port_args(started or args)))
 
     return runner.RunCallbacks(on_trial=on_trial, on_step=on_step, show_results=show_results,
                                write_report=write_run_report, repeated=tables.repeated_rates,

@@ -19,9 +19,10 @@ from capbench.trial import measure
 
 
 def rx_mode_of(args: argparse.Namespace, resume: Path | None) -> tuple[str, str]:
-    """The receive model of a run (checked), a resumed run's own from its run.json."""
-    if resume is not None:
-        bed = (read_run(resume) or {}).get("testbed") or {}
+    """The receive model of a run (checked), a resumed run's own from its run.json. A run on ports
+    records the NIC's ("nic", not capbench's to set): there `args` are the flags it started with."""
+    bed = ((read_run(resume) or {}).get("testbed") or {}) if resume is not None else {}
+    if resume is not None and not bed.get("ports"):
         mode, sched = bed.get("rx_mode", "rps"), bed.get("napi_sched")
     else:
         mode, sched = args.rx_mode or rxmode.DEFAULT_RX_MODE, args.napi_sched

@@ -132,7 +132,7 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
     matrices = tuple(knobs_mod.apply(base[sp.backend], cfg, sp.knobs, c.programs)
                      for sp in spaces for cfg in sp.configs)
     tune = tuning.Tune(dataclasses.replace(c, matrices=matrices), spaces, goal, budget_s, base, outcomes,
-                       run_args=port_args(args) if on_ports is not None else (),
+                       run_args=run_cli.port_args(args) if on_ports is not None else (),
                        max_app_cpu_pct=max_app_cpu_of(args))
     least_s = tune.smallest_budget_s()
     if budget_s < least_s:
@@ -172,11 +172,9 @@ def _started(meta: dict) -> tuple[float, ...]:
     return tuple(out)
 
 
-# The flags of the ports (parser.add_port_args), as the best configuration's `capbench run` line repeats them.
-PORT_FLAGS = ("gen_iface", "cap_iface", "gen_netns", "cap_netns", "dst_mac", "nic_set")
 TUNE_FLAGS = ("backends", "sizes", "replay", "goal", "rate", "knobs", "candidates", "link", "engine", "pin",
               "rx_mode", "napi_sched", "profile", "profile_hz", "apps_file", "max_app_cpu",
-              *PORT_FLAGS)
+              *run_cli.PORT_FLAGS)
 
 
 def ports_of(args: argparse.Namespace) -> ports.Ports | None:
@@ -184,12 +182,6 @@ def ports_of(args: argparse.Namespace) -> ports.Ports | None:
     return ports.ports_from_args(args.gen_iface, args.cap_iface, gen_ns=args.gen_netns, cap_ns=args.cap_netns,
                                  dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set,
                                  rps=args.rx_mode == "rps")
-
-
-def port_args(args: argparse.Namespace) -> tuple[str, ...]:
-    """The ports' flags as given, for the best configuration's `capbench run` line."""
-    words = [w for f in PORT_FLAGS if getattr(args, f) is not None for w in ("--" + f.replace("_", "-"), getattr(args, f))]
-    return tuple(words + (["--force-iface"] if args.force_iface else []))
 
 
 def cmd_tune(args: argparse.Namespace) -> int:

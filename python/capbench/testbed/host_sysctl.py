@@ -29,6 +29,7 @@ from pathlib import Path
 
 from capbench import owners
 from capbench.errors import UsageError
+from capbench.options import whole_number
 from capbench.owners import Setting
 
 PROC_SYS = Path("/proc/sys")
@@ -81,11 +82,8 @@ def check_backlog(value: int) -> int:
 
 def parse_backlog(text: str) -> int:
     """The backlog knob's value: a packet count in the kernel's range, as --backlog's (check_backlog)."""
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        value = 0
-    if not 1 <= value <= BACKLOG_MAX:
+    value = whole_number(text, 1, BACKLOG_MAX)
+    if value is None:
         raise UsageError(f"backlog {text!r}: give a packet count from 1 to {BACKLOG_MAX} (the kernel's default "
                          f"is 1000), e.g. backlog=10000")
     return value

@@ -41,6 +41,7 @@ from typing import Any
 
 from capbench import owners
 from capbench.errors import RunError, UsageError
+from capbench.options import whole_number
 from capbench.owners import Holder, HostSettings, Setting, SettingGone
 from capbench.testbed import netns
 
@@ -898,13 +899,31 @@ NIC_KNOBS = {k.name: k for k in (
 )}
 
 
+def knobs_described(desc: Mapping[str, Any]) -> tuple[str, ...]:
+    """The NIC knobs whose parameter the port's driver showed in `desc` (describe's, as a trial
+    records it): the ones read_knob would find there, so a search could change them."""
+    out = []
+    for name, k in NIC_KNOBS.items():
+        if k.group == "coalesce":
+            shown = desc.get("coalescing")
+            found = isinstance(shown, dict) and any(isinstance(shown.get(p), int) for p in k.params)
+        else:
+            shown = desc.get("rings" if k.group == "ring" else "channels")
+            most = shown.get("max") if isinstance(shown, dict) else None
+            found = isinstance(most, dict) and any(isinstance(most.get(p), int) and most[p] > 0 for p in k.params)
+        if found:
+            out.append(name)
+    return tuple(out)
+
+
 def check_knob_text(name: str, value: str) -> str:
     """`value` of NIC knob `name` as a whole number, else one line saying what it takes (the
     driver's own limits are checked against the port: KnobReading.check)."""
     k = NIC_KNOBS[name]
-    if not re.fullmatch(r"\d+", value.strip()) or not k.lowest <= int(value) <= U32_MAX:
+    number = whole_number(value, k.lowest, U32_MAX)
+    if number is None:
         raise UsageError(f"knob {name} {value!r}: the {k.what} takes a whole number from {k.lowest} to {U32_MAX}")
-    return str(int(value))
+    return str(number)
 
 
 @dataclass(frozen=True)

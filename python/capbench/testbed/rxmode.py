@@ -54,6 +54,7 @@ from pathlib import Path
 from capbench.testbed import cpu
 from capbench.testbed import netns
 from capbench.errors import RunError, UsageError
+from capbench.options import whole_number
 
 # name -> what it means (the --help and the tables read these).
 RX_MODES = {
@@ -134,14 +135,17 @@ def ring_frames(mode: str, asked: int = 0) -> int:
 
 def parse_rx_ring(text: str) -> int:
     """--rx-ring's one depth in frames: a whole number from 1 to RX_RING_MAX."""
-    try:
-        frames = int(str(text).strip())
-    except ValueError:
-        frames = 0
-    if not 1 <= frames <= RX_RING_MAX:
+    frames = whole_number(text, 1, RX_RING_MAX)
+    if frames is None:
         raise UsageError(f"--rx-ring {text!r}: give the receive ring's depth in frames, 1 to {RX_RING_MAX} "
                          f"(a NIC's is 512-4096), e.g. --rx-ring {DEFAULT_RX_RING}")
     return frames
+
+
+def ring_args(mode: str, depth: int, rx_cpu: int | None) -> list[str]:
+    """capbench-xdpcount's options for the receive model `mode`: in the cpumap model the ring of
+    `depth` frames whose kthread runs on `rx_cpu`; none in the others (the veth's own ring)."""
+    return ["--ring", str(depth), "--ring-cpu", str(rx_cpu)] if mode == "cpumap" else []
 
 
 def default_sched(mode: str) -> str:

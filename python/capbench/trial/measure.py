@@ -437,10 +437,8 @@ class Measurer:
     def xdpcount_argv(self) -> list[str]:
         """capbench-xdpcount on the capture veth: the delivered counter, and in the cpumap model the
         receive ring's programs."""
-        argv = [str(self.binaries.xdpcount), "--iface", self.testbed.cap_if]
-        if self.rx_model == "cpumap":
-            argv += ["--ring", str(self.rx_ring), "--ring-cpu", str(self.testbed.rx_cpu)]
-        return argv
+        return [str(self.binaries.xdpcount), "--iface", self.testbed.cap_if,
+                *rxmode.ring_args(self.rx_model, self.rx_ring, self.testbed.rx_cpu)]
 
     @property
     def kernel_rx_cpu(self) -> int | None:

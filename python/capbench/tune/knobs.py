@@ -38,9 +38,11 @@ line, `label` into the words a table and a figure show.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from capbench import declared
 from capbench.campaign import matrix as campaign
@@ -155,7 +157,18 @@ def _port_knob(reading: nic.KnobReading) -> Knob:
     ring's depth, how long frames wait there for an interrupt, how many rings share the load."""
     k = reading.knob
     return Knob(k.name, f"ethtool {nic.GROUPS[k.group][1]} {reading.param}", "port", reading.candidates(),
-                str(reading.current), (loss_layers.NIC,))
+                str(reading.current), PORT_GOVERNS)
+
+
+# What a NIC knob governs: the NIC's own drops (its receive ring had no room).
+PORT_GOVERNS = (loss_layers.NIC,)
+
+
+def _recorded_port_knobs(desc: Mapping[str, Any]) -> tuple[Knob, ...]:
+    """The NIC knobs of a port as a trial recorded it (testbed.nic.describe): their names and what
+    they govern, for the advice (their candidates are the driver's, read when a search starts)."""
+    return tuple(Knob(name, f"ethtool {nic.GROUPS[nic.NIC_KNOBS[name].group][1]}", "port", (), "", PORT_GOVERNS)
+                 for name in nic.knobs_described(desc))
 
 
 def _port_knobs(port: Port | None, names: Sequence[str] | None) -> tuple[Knob, ...]:
@@ -210,13 +223,17 @@ def _programs(programs: Programs | None) -> Programs:
 
 def _all(backend: str, port: Port | None = None, names: Sequence[str] | None = None,
          programs: Programs | None = None) -> tuple[Knob, ...]:
+    return _run_knobs(backend, port is not None) + _port_knobs(port, names) + _own_knobs(backend, programs)
+
+
+def _own_knobs(backend: str, programs: Programs | None = None) -> tuple[Knob, ...]:
+    """A backend's tunable options, or a capture program's adapter's knobs (built in, or of the
+    run's adapter files)."""
     if backend in declared.backend_names():
         b = declared.backend(backend)
-        own = tuple(_backend_knob(b, o) for o in b.options if o.candidates)
-    else:  # a capture program: its adapter's knobs (built in, or of the run's adapter files)
-        adapter = _programs(programs).get(backend)
-        own = tuple(_program_knob(backend, k) for k in adapter.knobs) if adapter is not None else ()
-    return _run_knobs(backend, port is not None) + _port_knobs(port, names) + own
+        return tuple(_backend_knob(b, o) for o in b.options if o.candidates)
+    adapter = _programs(programs).get(backend)
+    return tuple(_program_knob(backend, k) for k in adapter.knobs) if adapter is not None else ()
 
 
 def _finer(k: Knob, knobs: Sequence[Knob]) -> bool:
@@ -313,12 +330,13 @@ def run_args(config: Config, knobs: Sequence[Knob]) -> list[str]:
 # --- advice: the knob that governs where a run lost (capbench run's end) -----------------------
 
 
-def advice_lines(trials: Iterable[TrialResult]) -> list[str]:
+def advice_lines(trials: Iterable[TrialResult], port_args: Sequence[str] = ()) -> list[str]:
     """One line per lossy configuration of a run's iperf-like trials (the repetitions of a step
     together, judged on the one with the median loss), where a counter shows loss in a layer
     that a knob governs (Knob.governs against the account's layers): the layers, their counters,
     the knobs and the `capbench tune` line that searches them. Nothing where no counter shows
-    the loss in such a layer (the loss is the host's, or no knob governs its layer)."""
+    the loss in such a layer (the loss is the host's, or no knob governs its layer). On ports the
+    NIC knobs its driver showed (the trial's `nic`), and the tune line takes the run's `port_args`."""
     steps: dict[str, list[TrialResult]] = {}
     for r in trials:
         if registry.constant_load(r.method) and not superseded(r) and measured(r) and r.step:
@@ -330,7 +348,8 @@ def advice_lines(trials: Iterable[TrialResult]) -> list[str]:
         r = sorted(rs, key=lambda x: x.loss_pct)[(len(rs) - 1) // 2]
         # one knob per setting, of those a search could change on the test bed `r` ran on (the
         # receive ring's depth is the cpumap model's: the veth's own 256 frames cannot grow)
-        knobs = space(r.backend, rx_mode=r.rx_mode)
+        knobs = (_run_knobs(r.backend, True) + _recorded_port_knobs(r.nic) + _own_knobs(r.backend) if r.ports
+                 else space(r.backend, rx_mode=r.rx_mode))
         found = [(layer, n, counter, [k.name for k in knobs if layer in k.governs])
                  for layer, n, counter in loss_layers.layers(r)]
         found = [f for f in found if f[3]]
@@ -342,6 +361,7 @@ def advice_lines(trials: Iterable[TrialResult]) -> list[str]:
         fixed = r.size_label.isdigit()
         size = f"--sizes {r.size_label}" if fixed else f"--size {r.size_label}"
         loss = format_pct(r.loss_pct, exact_zero=r.lost == 0)
+        on_port = f" {shlex.join(port_args)}" if r.ports and port_args else ""
         out.append(f"{r.backend} {r.size_label}{' B' if fixed else ''} lost {loss} %: {where}; search them: "
-                   f"capbench tune --backends {r.backend} {size} --knobs {','.join(names)}")
+                   f"capbench tune --backends {r.backend} {size}{on_port} --knobs {','.join(names)}")
     return out

@@ -99,7 +99,9 @@ def verdict(out: search.Outcome, c: int) -> str:
     if cmp is None:
         rung = out.highest_rung(c)
         return "not in the final race" if rung == out.final_rung else f"out after rung {rung + 1}"
-    p = "" if cmp.p_value is None else f" (p {cmp.p_value:.2g})"
+    if cmp.p_value is None:  # Welch's test needs two values of each: one run decides nothing
+        return "not judged: fewer than two runs of it or of the best"
+    p = f" (p {cmp.p_value:.2g})"
     return f"worse beyond noise{p}" if cmp.significant else f"within noise of the best{p}"
 
 
