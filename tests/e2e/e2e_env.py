@@ -77,6 +77,11 @@ def assert_run_measured(p: subprocess.CompletedProcess) -> None:
         assert "the host interfered" in p.stdout + p.stderr, (p.stdout, p.stderr)
 
 
+def assert_ended_measured(proc: subprocess.Popen, out: str | None, err: str | None) -> None:
+    """assert_run_measured for a `capbench run` started with Popen, from what it printed."""
+    assert_run_measured(subprocess.CompletedProcess(proc.args, proc.returncode, out or "", err or ""))
+
+
 def decided_trials(path: Path) -> list[dict]:
     """The records of a trials.jsonl that its methods decided on: without the runs the host
     disturbed that were run again (methods.measurer.superseded; each is recorded, `attempt`)."""

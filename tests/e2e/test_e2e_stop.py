@@ -29,7 +29,7 @@ from capbench.owners import process_start_ticks
 from capbench.testbed import cgroups
 from capbench.testbed.procs import ChildSet
 
-from e2e_env import decided_trials, assert_run_measured, as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
+from e2e_env import decided_trials, assert_ended_measured, assert_run_measured, as_nobody_argv, capbench_cmd, capbench_env, capbench_namespaces, run_capbench, start_run
 
 BACKENDS = backend_names()
 KERNEL_COUNTER_BACKENDS = names_where(lambda b: b.kernel_counter)
@@ -235,7 +235,7 @@ def test_a_program_child_that_ignores_sigterm_and_a_post_command_child_leave_not
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0, err
+    assert_ended_measured(proc, "", err)
     assert most[0] == 1 and most[1] <= 1, most
     (d,) = [x for x in results.iterdir() if x.is_dir()]
     trials = decided_trials(d / "trials.jsonl")

@@ -231,6 +231,13 @@ def test_the_output_ranks_writes_a_campaign_file_the_campaign_reader_takes_and_a
     assert "rx-ring=16384" in printed and "capbench run" in printed
     assert {p.name for p in (tmp_path / "tune").iterdir()} == {
         "ranking.txt", "tune.json", "best-afp-v3.toml", "goal-by-knob-afp-v3.png", "goal-by-knob-afp-v3.svg"}
+    # a column per knob; the terminal's table the best (here 1) and the defaults, the file every row
+    short = output.table(tune, space, rows, shown=1)
+    assert [c.header.plain for c in short.columns][:2] == ["#", "rx-ring"]
+    assert short.row_count == 2 and short.caption == "2 more configurations in tune/ranking.txt"
+    assert output.knob_cells(space, 0) == ["4096"]  # the defaults: the knob's own default
+    assert output.table(tune, space, rows).row_count == 4
+    assert "defaults, " in (tmp_path / "tune" / "ranking.txt").read_text()
 
 
 def test_reasons_come_from_the_account_only_where_a_counter_shows_the_layer():

@@ -121,18 +121,41 @@ def cpu_text(ns: float | None) -> str:
     return "—" if ns is None else f"{ns:,.0f} ns"
 
 
-def table(tune: Tune, space: Space, rows: Sequence[Row]) -> Table:
+# The terminal's ranking: the best this many and the defaults; ranking.txt holds every row.
+SHOWN_ROWS = 10
+
+
+def knob_header(space: Space, knob: knobs_mod.Knob) -> str:
+    """A knob's column: its name without the backend's, which the title names."""
+    return knob.name.removeprefix(f"{space.backend}:")
+
+
+def knob_cells(space: Space, config: int) -> list[str]:
+    """A configuration's value of each knob; the defaults' those each knob names as its default
+    ("—": the backend's or test bed's own)."""
+    chosen = space.configs[config]
+    return [chosen.get(k.name) or k.default or "—" for k in space.knobs]
+
+
+def table(tune: Tune, space: Space, rows: Sequence[Row], shown: int | None = None) -> Table:
+    """The ranking, a column per knob; `shown`: only the best that many and the defaults (the
+    caption says how many more there are and where)."""
     lengths = tune.goal.lengths_s
     bound = "its upper bound" if tune.goal.mlr_goal else "the rate"
     t = Table(title=f"capbench tune {space.backend}: {tune.goal.title} per configuration, best first "
                     f"(median, min–max over repetitions)", box=box.SIMPLE_HEAD, title_justify="left")
-    for h in ("#", "Configuration", tune.goal.title, "Trials of", "CPU / packet", f"Loss by layer at {bound}",
-              "Verdict"):
-        t.add_column(Text(h), justify="right" if h in ("#", "CPU / packet", "Trials of") else "left")
-    for r in rows:
+    right = ("#", "CPU / packet", "Trials of")
+    for h in ("#", *(knob_header(space, k) for k in space.knobs), tune.goal.title, "Trials of", "CPU / packet",
+              f"Loss by layer at {bound}", "Verdict"):
+        t.add_column(Text(h), justify="right" if h in right else "left")
+    kept = [r for r in rows if shown is None or r.rank <= shown or r.config == search.BASELINE]
+    for r in kept:
         mark = " (disturbed)" if r.disturbed else ""
-        t.add_row(str(r.rank), r.label, goal_stat_text(tune, r.values), f"{lengths[r.rung]:g} s", cpu_text(r.cpu_ns),
-                  layers_text(r.layers), r.verdict + mark)
+        config = "defaults" if r.config == search.BASELINE else ""
+        t.add_row(str(r.rank), *knob_cells(space, r.config), goal_stat_text(tune, r.values), f"{lengths[r.rung]:g} s",
+                  cpu_text(r.cpu_ns), layers_text(r.layers), ", ".join(x for x in (config, r.verdict + mark) if x))
+    if len(kept) < len(rows):
+        t.caption = f"{len(rows) - len(kept)} more configurations in tune/ranking.txt"
     return t
 
 
@@ -351,10 +374,9 @@ def finish(tune: Tune, path: Path, console: Console) -> None:
         if space.backend not in tune.results:
             continue
         rows = rows_of(tune, space)
-        t = table(tune, space, rows)
-        console.print(t)
+        console.print(table(tune, space, rows, SHOWN_ROWS))
         plain = Console(record=True, width=160, file=io.StringIO())
-        plain.print(t)
+        plain.print(table(tune, space, rows))
         lines = [best_text(tune, space, rows), *(f"  {x}" for x in reasons(tune, space, rows)),
                  "run it: " + shlex.join(run_line(tune, space, rows[0].config))]
         command = program_command(tune, space, rows[0].config)
