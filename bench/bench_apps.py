@@ -59,7 +59,7 @@ from capbench.rates import parse_duration, parse_rate, parse_sizes, wire_pps
 from capbench.testbed import rxmode
 from capbench.testbed.veth_pair import Testbed
 from capbench.trial import apps, program_probe
-from capbench.trial.accounting import format_pct
+from capbench.trial.accounting import format_pct, layer_drops
 from capbench.trial.measure import Measurer, TrialSetup
 from capbench.trial.record import TrialResult
 
@@ -88,7 +88,7 @@ class Row:
         r = self.result
         if r is None:
             return None
-        return r.app_counts.get("dropped") if self.capture == TCPDUMP else r.socket_drops
+        return r.app_counts.get("dropped") if self.capture == TCPDUMP else layer_drops(r.layers)
 
 
 @dataclass

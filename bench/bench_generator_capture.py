@@ -65,7 +65,7 @@ from capbench.trial import accounting
 from capbench.testbed import cpu
 from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed  # noqa: E402
-from capbench.trial.accounting import format_pct  # noqa: E402
+from capbench.trial.accounting import LayerCount, format_pct  # noqa: E402
 from capbench.binaries import Binaries, find_binaries  # noqa: E402
 from capbench.errors import CapbenchError, Terminated, UsageError  # noqa: E402
 from capbench.testbed.procs import Child, ChildError, ChildSet  # noqa: E402
@@ -312,7 +312,7 @@ def capture_from_trial(label: str, r) -> CaptureRun:
         label=label, offered_pps=r.achieved_pps, gen_late=int(r.raw["gen"].get("late", 0)), sent=r.sent,
         delivered=r.delivered, received=r.received, duration_s=r.duration_s, rx_pps=r.rx_pps, rx_gbps=r.rx_gbps,
         lost=r.lost, loss_pct=r.loss_pct, link_drops=r.link_drops, backlog_drops=r.backlog_drops,
-        socket_drops=r.socket_drops, unexplained=r.unexplained, app_cpu_pct=r.app_cpu_pct,
+        socket_drops=accounting.layer_drops(r.layers), unexplained=r.unexplained, app_cpu_pct=r.app_cpu_pct,
         kernel_cpu_pct=r.kernel_cpu_pct, raw=r.raw,
     )
 
@@ -381,14 +381,15 @@ def measure_tcpdump(binaries: Binaries, tb: Testbed, duration_s: float) -> Captu
     captured, kernel_drops = parse_tcpdump_stats(td.stderr_lines)
     acc = accounting.account(sent=int(g["sent"]), delivered=int(x["capbench"]),
                              backlog_drops=cpu.counter_delta(softnet0, softnet1),
-                             socket_drops=kernel_drops, received=captured)
+                             layers=(LayerCount("socket", "tcpdump's 'dropped by kernel'", kernel_drops),),
+                             received=captured)
     send_s = float(g["duration_s"])
     rx_pps = captured / send_s if send_s > 0 else 0.0
     return CaptureRun(
         label="tcpdump", offered_pps=float(g["achieved_pps"]), gen_late=int(g.get("late", 0)), sent=acc.sent,
         delivered=acc.delivered, received=captured, duration_s=send_s, rx_pps=rx_pps,
         rx_gbps=wire_bps(rx_pps, FRAME_LEN) / 1e9, lost=acc.lost, loss_pct=acc.loss_pct,
-        link_drops=acc.link_drops, backlog_drops=acc.backlog_drops, socket_drops=acc.socket_drops,
+        link_drops=acc.link_drops, backlog_drops=acc.backlog_drops, socket_drops=kernel_drops,
         unexplained=acc.unexplained, app_cpu_pct=cpu.process_cpu_pct(ticks0, ticks1, window_s),
         kernel_cpu_pct=cpu.kernel_rx_pct(stat0, stat1, RX_CPU),
         raw={"gen": g, "xdpcount": x, "tcpdump_stderr": td.stderr_lines},

@@ -27,8 +27,9 @@
  * or the user's devargs (--dpdk-devargs: a PCI address, or any devargs).
  *
  * One worker per queue polls its queue: rte_eth_rx_burst() never sleeps,
- * so a worker's CPU is 100 % busy by design (the summary says "polls" and
- * how many of its bursts were empty).
+ * so a worker's CPU is 100 % busy by design (the summary says "polls", how
+ * many of its bursts were empty and what share of its time went to them:
+ * "idle_poll_pct", per queue in "queues").
  *
  * Where frames are lost, each from its own counter (the account rows):
  * rte_eth_stats' imissed (frames the port's ring had no room for; for
@@ -36,7 +37,11 @@
  * found empty), rx_nombuf (no mbuf to receive into) and ierrors, and the
  * AF_XDP sockets' rx_ring_full, which DPDK 22.11 reports nowhere: read from
  * the sockets themselves (XDP_STATISTICS), found among the process's file
- * descriptors.
+ * descriptors. Per queue (worker_stats, the summary's "queues"): the
+ * port's q_ipackets and q_errors, the queue's socket's counters, and the
+ * driver's per-queue xstats (rx_qN_*) where it has them; rx_nombuf, a real
+ * port's imissed with several queues and not_redirected are the port's
+ * alone, in the totals only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -124,6 +129,8 @@ static const struct cb_opt dpdk_options[] = {
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/file.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -139,9 +146,25 @@ static const struct cb_opt dpdk_options[] = {
 #define AF_XDP 44
 #endif
 #define MAX_BURST 512u
+/* The driver's per-queue xstats kept per queue (rx_qN_packets, _bytes,
+ * _errors, and a driver's own such as rx_qN_dropped). */
+#define QUEUE_XSTATS 8
+/* The file a capbench-cap holds locked (flock) in EAL's runtime directory
+ * while it runs: a second one with the same --file-prefix finds it held. */
+#define PREFIX_LOCK "capbench-cap.lock"
 
 struct dpdk_queue {
-	uint64_t bursts, empty; /* rte_eth_rx_burst() calls, and those that returned nothing */
+	/* The worker's: rte_eth_rx_burst() calls, those that returned
+	 * nothing, and the TSC cycles of the loop's turns of each kind (an
+	 * empty turn is idle polling). Read by the main thread after the
+	 * workers ended. */
+	uint64_t bursts, empty, idle_tsc, busy_tsc;
+	/* The main thread's (stats()): the queue's counters. */
+	uint64_t ipackets, errors, rx_dropped, ring_full, fill_empty, tp_drops;
+	uint64_t xstat_id[QUEUE_XSTATS], xstat[QUEUE_XSTATS];
+	char xstat_name[QUEUE_XSTATS][RTE_ETH_XSTATS_NAME_SIZE];
+	unsigned int n_xstats;
+	struct cap_kstats kstats; /* its rows, for worker_stats() */
 };
 
 struct dpdk {
@@ -161,10 +184,14 @@ struct dpdk {
 	FILE *log;               /* DPDK's log (rte_openlog_stream): kept for the reasons */
 	char *log_buf;
 	size_t log_len;
-	int eal_up, port_up;
+	int eal_up, port_up, hugepages;
+	char huge_note[512];     /* cap_dpdk_use_hugepages()'s line, said once the port runs */
+	int lock_fd;             /* PREFIX_LOCK, held; -1 = none */
+	char lock_path[PATH_MAX];
 	struct rte_eth_stats es;
 	uint64_t xsk_ring_full, xsk_rx_dropped, xsk_fill_empty;
 	uint64_t tp_drops;       /* net_af_packet's sockets, 64-bit running total */
+	uint64_t tsc_hz;
 	struct cap_kstats kstats;
 	struct dpdk_queue q[];
 };
@@ -296,6 +323,33 @@ static int start_eal(const struct cap_cfg *cfg, struct dpdk *st, struct cap_dpdk
 			     "--eal and --dpdk-devargs", st->eal, why);
 }
 
+/*
+ * EAL's file prefix is this process's own (capbench-PID) unless --eal names
+ * another. With --no-shconf EAL itself takes no lock in its runtime
+ * directory, so two processes given the same prefix would share it
+ * unawares (the first to end removes what the other still uses). Hold a
+ * lock file there; the kernel drops the lock with the process, however it
+ * ends. A second capbench-cap with the prefix is refused, before it touches
+ * the port.
+ */
+static int hold_prefix(struct dpdk *st)
+{
+	const char *dir = rte_eal_get_runtime_dir(), *prefix = strrchr(dir, '/');
+
+	snprintf(st->lock_path, sizeof(st->lock_path), "%s/%s", dir, PREFIX_LOCK);
+	st->lock_fd = open(st->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (st->lock_fd < 0)
+		return cb_user_fault(-errno, "cannot make the lock file %s: %s", st->lock_path, strerror(errno));
+	if (flock(st->lock_fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	close(st->lock_fd);
+	st->lock_fd = -1;
+	st->lock_path[0] = '\0'; /* the other process's */
+	return cb_user_fault(-EBUSY, "another DPDK process runs with EAL's file prefix '%s': give each its "
+			     "own --file-prefix in --eal, or leave it out (capbench-cap's own is capbench-PID)",
+			     prefix ? prefix + 1 : dir);
+}
+
 /* The map named `name` of the program prog_fd, opened; -1 if it has none. */
 static int prog_map(int prog_fd, const char *name)
 {
@@ -414,14 +468,16 @@ static void find_sockets(struct dpdk *st, int domain)
  * each page unused: the objects are then 4 KiB apart, the UMEM covers only
  * the first ~60 % of them, and the kernel silently skips fill-ring frames
  * outside it until the fill ring is empty (measured: 7,104 of 100,000 frames
- * read, the rest rx_dropped). Virtual ports need no IOVA contiguity.
+ * read, the rest rx_dropped). Virtual ports need no IOVA contiguity; a
+ * real port's NIC writes each mbuf by DMA, so its pool keeps them whole
+ * (flags 0).
  */
-static struct rte_mempool *mbuf_pool(unsigned int n)
+static struct rte_mempool *mbuf_pool(unsigned int n, unsigned int flags)
 {
 	struct rte_pktmbuf_pool_private priv = { .mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE };
 	struct rte_mempool *mp = rte_mempool_create_empty("capbench_rx", n,
 		sizeof(struct rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE, 256, sizeof(priv),
-		(int)rte_socket_id(), RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+		(int)rte_socket_id(), flags);
 
 	if (!mp)
 		return NULL;
@@ -435,6 +491,32 @@ static struct rte_mempool *mbuf_pool(unsigned int n)
 fail:
 	rte_mempool_free(mp);
 	return NULL;
+}
+
+/* The driver's per-queue xstats (rx_qN_...), at most QUEUE_XSTATS a queue;
+ * none if it has none. */
+static void find_queue_xstats(struct dpdk *st)
+{
+	int n = rte_eth_xstats_get_names(st->port, NULL, 0);
+	struct rte_eth_xstat_name *names;
+
+	if (n <= 0 || !(names = calloc((size_t)n, sizeof(*names))))
+		return;
+	n = rte_eth_xstats_get_names(st->port, names, (unsigned int)n);
+	for (uint16_t q = 0; q < st->nq; q++) {
+		struct dpdk_queue *dq = &st->q[q];
+		char prefix[32];
+
+		snprintf(prefix, sizeof(prefix), "rx_q%u_", q);
+		for (int i = 0; i < n && dq->n_xstats < QUEUE_XSTATS; i++) {
+			if (strncmp(names[i].name, prefix, strlen(prefix)))
+				continue;
+			dq->xstat_id[dq->n_xstats] = (uint64_t)i;
+			snprintf(dq->xstat_name[dq->n_xstats], sizeof(dq->xstat_name[0]), "%s", names[i].name);
+			dq->n_xstats++;
+		}
+	}
+	free(names);
 }
 
 static int setup_port(const struct cap_cfg *cfg, struct dpdk *st)
@@ -467,7 +549,7 @@ static int setup_port(const struct cap_cfg *cfg, struct dpdk *st)
 		conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads &
 			(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
 	}
-	st->pool = mbuf_pool(mbufs);
+	st->pool = mbuf_pool(mbufs, st->driver >= 0 ? RTE_MEMPOOL_F_NO_IOVA_CONTIG : 0);
 	if (!st->pool)
 		return cb_user_fault(-rte_errno, "DPDK cannot make a pool of %u mbufs in EAL's %d MiB (%s): "
 				     "use a smaller --ring-size or fewer --queue", mbufs, CAP_DPDK_EAL_MB,
@@ -490,6 +572,7 @@ static int setup_port(const struct cap_cfg *cfg, struct dpdk *st)
 		return cb_user_fault(err, "DPDK cannot start port '%s': %s", st->devargs,
 				     dpdk_reason(st, why, sizeof(why)));
 	st->port_up = 1;
+	find_queue_xstats(st);
 	return 0;
 }
 
@@ -530,6 +613,9 @@ static void remove_stale_dirs(void)
 		if (sscanf(e->d_name, CAP_DPDK_PREFIX "%ld", &pid) != 1 || pid <= 0 ||
 		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
+		/* Its lock file (hold_prefix), which no one holds now. */
+		snprintf(path, sizeof(path), "%s/%s/%s", RUNTIME_PARENT, e->d_name, PREFIX_LOCK);
+		unlink(path);
 		snprintf(path, sizeof(path), "%s/%s", RUNTIME_PARENT, e->d_name);
 		rmdir(path); /* only if empty: a stranger's files stay */
 	}
@@ -554,7 +640,7 @@ static int dpdk_open(const struct cap_cfg *cfg, void **state)
 	st->ring_size = cfg->ring_size ? cfg->ring_size : CAP_DPDK_DEFAULT_RING;
 	st->burst = cfg->batch ? cfg->batch : DEFAULT_BURST;
 	st->driver = cfg->dpdk_devargs ? -1 : cfg->dpdk_driver;
-	st->prog_fd = st->counts_fd = -1;
+	st->prog_fd = st->counts_fd = st->lock_fd = -1;
 	st->hook.link_fd = st->hook.promisc_fd = -1;
 	st->hook.mode = "none";
 	*state = st;
@@ -573,15 +659,22 @@ static int dpdk_open(const struct cap_cfg *cfg, void **state)
 		err = prog_mem;
 		goto fail;
 	}
+	/* A PCI port on hugepages when there are enough, else on 4 KiB pages:
+	 * said in one line once the port runs (a refusal stays one line). */
+	st->hugepages = cap_dpdk_use_hugepages(cfg, cap_dpdk_free_huge_mb(CAP_DPDK_HUGEPAGES_DIR),
+					       st->huge_note, sizeof(st->huge_note));
 	if ((err = cap_dpdk_devargs(cfg, prog_mem >= 0 ? prog : NULL, st->devargs, sizeof(st->devargs),
 				    why, sizeof(why))) ||
-	    (err = cap_dpdk_eal_args(cfg, st->devargs, (long)getpid(), a, why, sizeof(why)))) {
+	    (err = cap_dpdk_eal_args(cfg, st->devargs, (long)getpid(), st->hugepages, a, why, sizeof(why)))) {
 		err = cb_user_fault(err, "%s", why);
 		goto fail;
 	}
 	remove_stale_dirs();
-	if ((err = start_eal(cfg, st, a)) || (err = setup_port(cfg, st)))
+	if ((err = start_eal(cfg, st, a)) || (err = hold_prefix(st)) || (err = setup_port(cfg, st)))
 		goto fail;
+	if (st->huge_note[0])
+		fprintf(stderr, "%s\n", st->huge_note);
+	st->tsc_hz = rte_get_tsc_hz();
 	if (st->driver == CAP_DPDK_AF_XDP) {
 		if ((err = take_over_program(cfg, st)))
 			goto fail;
@@ -610,21 +703,31 @@ static int dpdk_run(void *state, struct cap_worker *w)
 	struct dpdk_queue *dq = &st->q[w->index];
 	uint16_t queue = (uint16_t)w->index;
 	struct rte_mbuf *b[MAX_BURST];
+	/* Until its first burst, a worker is idle. */
+	uint64_t turn = rte_rdtsc(), *last_kind = &dq->idle_tsc;
 
 	/* Polls: an empty burst is tried again at once (the CPU is busy by
-	 * design; dq->empty says how much of it was idle). */
+	 * design). Each turn of the loop is timed with the TSC (rte_rdtsc, no
+	 * system call) from its start to the next one's and charged to
+	 * idle_tsc when its burst was empty, else to busy_tsc: the share of
+	 * the worker's time that was idle polling. */
 	for (;;) {
-		uint16_t n = rte_eth_rx_burst(st->port, queue, b, (uint16_t)st->burst);
-		uint64_t now;
+		uint64_t t = rte_rdtsc(), now;
+		uint16_t n;
 		int end = 0;
 
+		*last_kind += t - turn;
+		turn = t;
+		n = rte_eth_rx_burst(st->port, queue, b, (uint16_t)st->burst);
 		dq->bursts++;
 		if (!n) {
 			dq->empty++;
+			last_kind = &dq->idle_tsc;
 			if (cap_should_stop(w))
-				return 0; /* empty after the stop: drained */
+				break; /* empty after the stop: drained */
 			continue;
 		}
+		last_kind = &dq->busy_tsc;
 		/* Virtual ports give no receive time: the burst's read time
 		 * stands for each packet. */
 		now = cap_now_mono_ns();
@@ -642,8 +745,18 @@ static int dpdk_run(void *state, struct cap_worker *w)
 		rte_pktmbuf_free_bulk(b, n);
 		cap_publish(w);
 		if (end)
-			return 0;
+			break;
 	}
+	*last_kind += rte_rdtsc() - turn;
+	return 0;
+}
+
+/* The queue socket i serves: the driver opens one per queue, in queue
+ * order (so in descriptor order); NULL when their number says otherwise,
+ * and then the sockets' counts are in the totals only. */
+static struct dpdk_queue *socket_queue(struct dpdk *st, unsigned int i)
+{
+	return st->n_sock == st->nq ? &st->q[i] : NULL;
 }
 
 /* PACKET_STATISTICS of net_af_packet's sockets: 32-bit counts since the
@@ -653,31 +766,81 @@ static int dpdk_run(void *state, struct cap_worker *w)
 static void read_packet_stats(struct dpdk *st)
 {
 	for (unsigned int i = 0; i < st->n_sock; i++) {
+		struct dpdk_queue *dq = socket_queue(st, i);
 		struct tpacket_stats ts;
 		socklen_t len = sizeof(ts);
 
-		if (!getsockopt(st->sock_fd[i], SOL_PACKET, PACKET_STATISTICS, &ts, &len))
-			st->tp_drops += ts.tp_drops;
+		if (getsockopt(st->sock_fd[i], SOL_PACKET, PACKET_STATISTICS, &ts, &len))
+			continue;
+		st->tp_drops += ts.tp_drops;
+		if (dq)
+			dq->tp_drops += ts.tp_drops;
 	}
 }
 
+/* XDP_STATISTICS of net_af_xdp's sockets: 64-bit totals in the kernel. */
 static void read_xsk_stats(struct dpdk *st)
 {
+	struct xdp_statistics xs[CAP_MAX_WORKERS];
 	uint64_t full = 0, dropped = 0, empty = 0;
 
 	for (unsigned int i = 0; i < st->n_sock; i++) {
-		struct xdp_statistics xs;
-		socklen_t len = sizeof(xs);
+		socklen_t len = sizeof(xs[i]);
 
-		if (getsockopt(st->sock_fd[i], SOL_XDP, XDP_STATISTICS, &xs, &len) || len != sizeof(xs))
+		if (getsockopt(st->sock_fd[i], SOL_XDP, XDP_STATISTICS, &xs[i], &len) || len != sizeof(xs[i]))
 			return; /* keep the last counts */
-		full += xs.rx_ring_full;
-		dropped += xs.rx_dropped;
-		empty += xs.rx_fill_ring_empty_descs;
+		full += xs[i].rx_ring_full;
+		dropped += xs[i].rx_dropped;
+		empty += xs[i].rx_fill_ring_empty_descs;
 	}
 	st->xsk_ring_full = full;
 	st->xsk_rx_dropped = dropped;
 	st->xsk_fill_empty = empty;
+	for (unsigned int i = 0; i < st->n_sock; i++) {
+		struct dpdk_queue *dq = socket_queue(st, i);
+
+		if (dq) {
+			dq->rx_dropped = xs[i].rx_dropped;
+			dq->ring_full = xs[i].rx_ring_full;
+			dq->fill_empty = xs[i].rx_fill_ring_empty_descs;
+		}
+	}
+}
+
+/* The port's per-queue counters: rte_eth_stats' q_ipackets and q_errors
+ * (kept for the first RTE_ETHDEV_QUEUE_STAT_CNTRS queues) and the driver's
+ * per-queue xstats. */
+static void read_queue_stats(struct dpdk *st)
+{
+	for (uint16_t q = 0; q < st->nq; q++) {
+		struct dpdk_queue *dq = &st->q[q];
+
+		if (q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
+			dq->ipackets = st->es.q_ipackets[q];
+			dq->errors = st->es.q_errors[q];
+		}
+		if (dq->n_xstats &&
+		    rte_eth_xstats_get_by_id(st->port, dq->xstat_id, dq->xstat, dq->n_xstats) != (int)dq->n_xstats)
+			memset(dq->xstat, 0, sizeof(dq->xstat));
+	}
+}
+
+/* Queue q's rows, with several queues: those counted per queue (its
+ * socket's; ierrors as q_errors; imissed as net_af_xdp's socket's
+ * rx_dropped). The port's alone stay 0 here (see the top). */
+static void queue_account(struct dpdk *st, uint16_t q)
+{
+	struct dpdk_queue *dq = &st->q[q];
+	struct cap_kstats *k = &dq->kstats;
+
+	memset(k, 0, sizeof(*k));
+	k->account[ROW_IMISSED] = st->driver == CAP_DPDK_AF_XDP ? dq->rx_dropped : 0;
+	k->account[ROW_IERRORS] = dq->errors;
+	k->account[ROW_RING_FULL] = dq->ring_full;
+	k->account[ROW_TP_DROPS] = dq->tp_drops;
+	for (int i = 0; dpdk_account[i].layer; i++)
+		k->drops += k->account[i];
+	k->packets = dq->ipackets + k->drops;
 }
 
 static void dpdk_stats(void *state, struct cap_kstats *out)
@@ -692,6 +855,7 @@ static void dpdk_stats(void *state, struct cap_kstats *out)
 		read_xsk_stats(st);
 	else if (st->driver == CAP_DPDK_AF_PACKET)
 		read_packet_stats(st);
+	read_queue_stats(st);
 	if (st->counts_fd >= 0)
 		cap_xdp_kstats(st->counts_fd, k);
 	k->account[ROW_IMISSED] = st->es.imissed;
@@ -707,29 +871,82 @@ static void dpdk_stats(void *state, struct cap_kstats *out)
 		k->drops += k->account[i];
 	/* What reached the port: read, or lost on the way in. */
 	k->packets = st->es.ipackets + k->drops;
+	if (st->nq == 1) /* one queue has the port's every count */
+		st->q[0].kstats = *k;
+	else
+		for (uint16_t q = 0; q < st->nq; q++)
+			queue_account(st, q);
 	*out = *k;
+}
+
+/* A worker's queue: its rows as of the last dpdk_stats(). */
+static void dpdk_worker_stats(void *state, unsigned int worker, struct cap_kstats *out)
+{
+	*out = ((struct dpdk *)state)->q[worker].kstats;
+}
+
+/* 100 * idle / (idle + busy): the share of polling time that found nothing. */
+static double idle_pct(uint64_t idle, uint64_t busy)
+{
+	return idle + busy ? 100.0 * (double)idle / (double)(idle + busy) : 0.0;
+}
+
+/* "queues": each queue's counters, its polling and the driver's xstats. */
+static void put_queues(struct dpdk *st, struct cb_json *j)
+{
+	cb_json_arr_begin(j, "queues");
+	for (uint16_t q = 0; q < st->nq; q++) {
+		const struct dpdk_queue *dq = &st->q[q];
+
+		cb_json_elem_begin(j);
+		cb_json_u64(j, "queue", q);
+		cb_json_u64(j, "ipackets", dq->ipackets);
+		cb_json_u64(j, "errors", dq->errors);
+		if (st->driver == CAP_DPDK_AF_XDP) {
+			cb_json_u64(j, "rx_dropped", dq->rx_dropped);
+			cb_json_u64(j, "rx_ring_full", dq->ring_full);
+			cb_json_u64(j, "rx_fill_ring_empty_descs", dq->fill_empty);
+		} else if (st->driver == CAP_DPDK_AF_PACKET) {
+			cb_json_u64(j, "tp_drops", dq->tp_drops);
+		}
+		cb_json_u64(j, "bursts", dq->bursts);
+		cb_json_u64(j, "empty_bursts", dq->empty);
+		cb_json_double(j, "poll_s", st->tsc_hz ? (double)(dq->idle_tsc + dq->busy_tsc) / (double)st->tsc_hz : 0);
+		cb_json_double(j, "idle_poll_pct", idle_pct(dq->idle_tsc, dq->busy_tsc));
+		cb_json_obj_begin(j, "xstats");
+		for (unsigned int i = 0; i < dq->n_xstats; i++)
+			cb_json_u64(j, dq->xstat_name[i], dq->xstat[i]);
+		cb_json_obj_end(j);
+		cb_json_obj_end(j);
+	}
+	cb_json_arr_end(j);
 }
 
 static void dpdk_summary(void *state, struct cb_json *j)
 {
 	struct dpdk *st = state;
-	uint64_t bursts = 0, empty = 0;
+	uint64_t bursts = 0, empty = 0, idle = 0, busy = 0;
 
 	for (unsigned int i = 0; i < st->nq; i++) {
 		bursts += st->q[i].bursts;
 		empty += st->q[i].empty;
+		idle += st->q[i].idle_tsc;
+		busy += st->q[i].busy_tsc;
 	}
 	cb_json_str(j, "dpdk_driver", st->driver_name);
 	cb_json_str(j, "devargs", st->devargs);
 	cb_json_str(j, "eal_args", st->eal);
 	cb_json_double(j, "eal_init_s", st->eal_init_s);
+	cb_json_bool(j, "hugepages", st->hugepages);
 	cb_json_str(j, "xdp_mode", st->hook.mode);
 	cb_json_u64(j, "ring_size", st->ring_size);
 	cb_json_u64(j, "batch", st->burst);
-	/* The workers poll: their CPUs are busy whatever the traffic. */
+	/* The workers poll: their CPUs are busy whatever the traffic; of
+	 * that time, idle_poll_pct went to bursts that found nothing. */
 	cb_json_bool(j, "polls", 1);
 	cb_json_u64(j, "bursts", bursts);
 	cb_json_u64(j, "empty_bursts", empty);
+	cb_json_double(j, "idle_poll_pct", idle_pct(idle, busy));
 	cb_json_u64(j, "imissed", st->es.imissed);
 	cb_json_u64(j, "rx_nombuf", st->es.rx_nombuf);
 	cb_json_u64(j, "ierrors", st->es.ierrors);
@@ -743,6 +960,7 @@ static void dpdk_summary(void *state, struct cb_json *j)
 		cb_json_u64(j, "packet_sockets", st->n_sock);
 		cb_json_u64(j, "tp_drops", st->tp_drops);
 	}
+	put_queues(st, j);
 }
 
 /* Undo what open() did, in reverse; also for a half-done open(). */
@@ -763,6 +981,10 @@ static void dpdk_close(void *state)
 		char dir[PATH_MAX];
 
 		snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+		if (st->lock_fd >= 0) { /* unlinked while held: no one else takes it meanwhile */
+			unlink(st->lock_path);
+			close(st->lock_fd);
+		}
 		if (rte_eth_dev_count_avail())
 			rte_eth_dev_close(st->port);
 		if (st->pool)
@@ -778,7 +1000,7 @@ static void dpdk_close(void *state)
 	free(st);
 }
 #define DPDK_OPS .open = dpdk_open, .run = dpdk_run, .stats = dpdk_stats, \
-	.summary = dpdk_summary, .close = dpdk_close, .absent = NULL
+	.worker_stats = dpdk_worker_stats, .summary = dpdk_summary, .close = dpdk_close, .absent = NULL
 #else
 /* A build without libdpdk: listed, refused with this line. */
 #define CAP_DPDK_ABSENT "capbench-cap was built without DPDK (meson found no libdpdk): apt-get " \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "dpdk_eal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -117,7 +118,60 @@ static void lcore_list(const struct cap_cfg *cfg, char *out, size_t len)
 		used += (size_t)snprintf(out + used, len - used, "%s%d", k ? "," : "", seen[k]);
 }
 
-int cap_dpdk_eal_args(const struct cap_cfg *cfg, const char *devargs, long pid,
+/* A number in the file dir/sub/name; -1 if it cannot be read. */
+static long read_count(const char *dir, const char *sub, const char *name)
+{
+	char path[512];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+long cap_dpdk_free_huge_mb(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	long mb = 0, kb, free_pages;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)))
+		if (sscanf(e->d_name, "hugepages-%ldkB", &kb) == 1 && kb > 0 &&
+		    (free_pages = read_count(dir, e->d_name, "free_hugepages")) > 0)
+			mb += free_pages * (kb / 1024);
+	closedir(d);
+	return mb;
+}
+
+int cap_dpdk_use_hugepages(const struct cap_cfg *cfg, long free_mb, char *note, size_t len)
+{
+	note[0] = '\0';
+	if (!cfg->dpdk_devargs || !cap_dpdk_is_pci(cfg->dpdk_devargs))
+		return 0;
+	if (free_mb >= CAP_DPDK_EAL_MB)
+		return 1;
+	/* A NIC's DMA works from 4 KiB pages too (IOVA as VA), but each mbuf
+	 * then may span two pages and the IOMMU maps many more of them. */
+	if (free_mb < 0)
+		snprintf(note, len, "capbench-cap: note: this kernel has no hugepages (%s): the port "
+			 "runs on 4 KiB pages (--no-huge)", CAP_DPDK_HUGEPAGES_DIR);
+	else
+		snprintf(note, len, "capbench-cap: note: %ld MiB of hugepages free, EAL needs %d: the "
+			 "port runs on 4 KiB pages (--no-huge); for hugepages reserve them, e.g. echo %d > "
+			 "%s/hugepages-2048kB/nr_hugepages", free_mb, CAP_DPDK_EAL_MB,
+			 CAP_DPDK_EAL_MB / 2 + 64, CAP_DPDK_HUGEPAGES_DIR);
+	return 0;
+}
+
+int cap_dpdk_eal_args(const struct cap_cfg *cfg, const char *devargs, long pid, int hugepages,
 		      struct cap_dpdk_args *a, char *why, size_t whylen)
 {
 	char lcores[4 * CAP_MAX_WORKERS + 8], words[1024];
@@ -127,13 +181,19 @@ int cap_dpdk_eal_args(const struct cap_cfg *cfg, const char *devargs, long pid,
 	lcore_list(cfg, lcores, sizeof(lcores));
 	/* No hugepages and no shared configuration: nothing under /dev/hugepages
 	 * or /var/run/dpdk outlives the process (--in-memory is refused with
-	 * --no-huge, which implies legacy memory). The file prefix is the pid's,
-	 * so two capbench-cap processes never share EAL's runtime directory. A
-	 * PCI port is named with -a (then PCI is scanned), anything else is a
-	 * virtual device. */
+	 * --no-huge, which implies legacy memory). With hugepages, --in-memory:
+	 * no shared configuration either, and its hugepages are files in no
+	 * file system, given back when the process ends. The file prefix is
+	 * the pid's, so two capbench-cap processes never share EAL's runtime
+	 * directory. A PCI port is named with -a (then PCI is scanned),
+	 * anything else is a virtual device. */
 	err |= add(a, "capbench-cap");
-	err |= add(a, "--no-huge");
-	err |= add(a, "--no-shconf");
+	if (hugepages) {
+		err |= add(a, "--in-memory");
+	} else {
+		err |= add(a, "--no-huge");
+		err |= add(a, "--no-shconf");
+	}
 	err |= add(a, "--no-telemetry");
 	err |= add(a, "-l");
 	err |= add(a, "%s", lcores);

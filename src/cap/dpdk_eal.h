@@ -42,10 +42,27 @@ int cap_dpdk_devargs(const struct cap_cfg *cfg, const char *xdp_prog, char *out,
  * a comma), which EAL takes with -a, not --vdev. */
 int cap_dpdk_is_pci(const char *devargs);
 
+/* Where the kernel lists its hugepage pools, one hugepages-SIZEkB
+ * directory each with nr_hugepages and free_hugepages. */
+#define CAP_DPDK_HUGEPAGES_DIR "/sys/kernel/mm/hugepages"
+
+/* The MiB of hugepages free now in the pools under dir (all sizes); -errno
+ * when dir cannot be read (no hugepage support). */
+long cap_dpdk_free_huge_mb(const char *dir);
+
+/* Whether EAL takes hugepages: only for a PCI port (--dpdk-devargs with a
+ * PCI address, whose NIC writes the mbufs by DMA; a virtual device's frames
+ * are copied by software, so ordinary pages do), and only when free_mb
+ * (cap_dpdk_free_huge_mb) holds EAL's memory. Otherwise, for a PCI port,
+ * `note` gets the one line that says it falls back to --no-huge and what
+ * to do ("" when nothing is to be said). */
+int cap_dpdk_use_hugepages(const struct cap_cfg *cfg, long free_mb, char *note, size_t len);
+
 /* EAL's argv: capbench-cap's derived options (CPUs, memory, a file prefix
- * of its own pid, no shared config), the port (devargs), then the --eal
- * words split on blanks. Returns 0, or -E2BIG with the reason in why. */
-int cap_dpdk_eal_args(const struct cap_cfg *cfg, const char *devargs, long pid,
+ * of its own pid, no shared config: --no-huge, or with hugepages
+ * --in-memory), the port (devargs), then the --eal words split on blanks.
+ * Returns 0, or -E2BIG with the reason in why. */
+int cap_dpdk_eal_args(const struct cap_cfg *cfg, const char *devargs, long pid, int hugepages,
 		      struct cap_dpdk_args *a, char *why, size_t whylen);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -106,7 +107,7 @@ static void test_eal_args_of_a_virtual_port(void **state)
 	cfg.worker_cpus[0] = 1;
 	cfg.worker_cpus[1] = 0;
 	cfg.dpdk_eal = "  --log-level=8\t-n 4 ";
-	assert_int_equal(cap_dpdk_eal_args(&cfg, "net_af_xdp0,iface=cbx1c", 42, &a, why, sizeof(why)), 0);
+	assert_int_equal(cap_dpdk_eal_args(&cfg, "net_af_xdp0,iface=cbx1c", 42, 0, &a, why, sizeof(why)), 0);
 	assert_string_equal(joined(), "capbench-cap --no-huge --no-shconf --no-telemetry -l 1,0 -m 256 "
 			    "--file-prefix capbench-42 --no-pci --vdev net_af_xdp0,iface=cbx1c "
 			    "--log-level=8 -n 4");
@@ -116,9 +117,71 @@ static void test_eal_args_of_a_pci_port(void **state)
 {
 	configure("eth1", 0, 1);
 	cfg.cpu = 3;
-	assert_int_equal(cap_dpdk_eal_args(&cfg, "0000:01:00.0", 7, &a, why, sizeof(why)), 0);
+	assert_int_equal(cap_dpdk_eal_args(&cfg, "0000:01:00.0", 7, 0, &a, why, sizeof(why)), 0);
 	assert_string_equal(joined(), "capbench-cap --no-huge --no-shconf --no-telemetry -l 3 -m 256 "
 			    "--file-prefix capbench-7 -a 0000:01:00.0");
+}
+
+/* With hugepages (a real port, enough free): --in-memory instead. */
+static void test_eal_args_with_hugepages(void **state)
+{
+	configure("eth1", 0, 1);
+	cfg.cpu = 3;
+	assert_int_equal(cap_dpdk_eal_args(&cfg, "0000:01:00.0", 7, 1, &a, why, sizeof(why)), 0);
+	assert_string_equal(joined(), "capbench-cap --in-memory --no-telemetry -l 3 -m 256 "
+			    "--file-prefix capbench-7 -a 0000:01:00.0");
+}
+
+/* A pool directory as the kernel lays it out, under a scratch directory. */
+static void pool(const char *root, const char *size, const char *free_pages)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/hugepages-%s", root, size);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/hugepages-%s/free_hugepages", root, size);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", free_pages);
+	fclose(f);
+}
+
+static void test_free_hugepages_are_summed_over_the_pools(void **state)
+{
+	char root[] = "/tmp/capbench-test-huge-XXXXXX", cmd[128];
+
+	assert_non_null(mkdtemp(root));
+	assert_int_equal(cap_dpdk_free_huge_mb(root), 0);
+	pool(root, "2048kB", "100");
+	pool(root, "1048576kB", "1");
+	assert_int_equal(cap_dpdk_free_huge_mb(root), 100 * 2 + 1024);
+	snprintf(cmd, sizeof(cmd), "rm -r %s", root);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(cap_dpdk_free_huge_mb(root), -ENOENT);
+}
+
+static void test_hugepages_only_for_a_pci_port_that_has_them(void **state)
+{
+	char note[512];
+
+	configure("cbx1c", 0, 1);
+	/* A virtual device: ordinary pages, nothing said. */
+	assert_int_equal(cap_dpdk_use_hugepages(&cfg, 4096, note, sizeof(note)), 0);
+	assert_string_equal(note, "");
+	cfg.dpdk_devargs = "net_null0"; /* the user's, but no DMA */
+	assert_int_equal(cap_dpdk_use_hugepages(&cfg, 0, note, sizeof(note)), 0);
+	assert_string_equal(note, "");
+	cfg.dpdk_devargs = "0000:01:00.0";
+	assert_int_equal(cap_dpdk_use_hugepages(&cfg, 256, note, sizeof(note)), 1);
+	assert_string_equal(note, "");
+	assert_int_equal(cap_dpdk_use_hugepages(&cfg, 100, note, sizeof(note)), 0);
+	assert_string_equal(note, "capbench-cap: note: 100 MiB of hugepages free, EAL needs 256: the port runs "
+			    "on 4 KiB pages (--no-huge); for hugepages reserve them, e.g. echo 192 > "
+			    "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
+	assert_int_equal(cap_dpdk_use_hugepages(&cfg, -ENOENT, note, sizeof(note)), 0);
+	assert_string_equal(note, "capbench-cap: note: this kernel has no hugepages (/sys/kernel/mm/hugepages): "
+			    "the port runs on 4 KiB pages (--no-huge)");
 }
 
 /* Unpinned: the first CPU this process may run on. */
@@ -132,7 +195,7 @@ static void test_eal_args_unpinned_take_an_allowed_cpu(void **state)
 	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
 		if (CPU_ISSET(c, &set))
 			first = c;
-	assert_int_equal(cap_dpdk_eal_args(&cfg, "net_null0", 1, &a, why, sizeof(why)), 0);
+	assert_int_equal(cap_dpdk_eal_args(&cfg, "net_null0", 1, 0, &a, why, sizeof(why)), 0);
 	assert_string_equal(a.argv[4], "-l");
 	assert_int_equal(atoi(a.argv[5]), first);
 }
@@ -145,7 +208,7 @@ static void test_too_many_eal_words_are_refused(void **state)
 	for (int i = 0; i < 60; i++)
 		strcat(many, "-v ");
 	cfg.dpdk_eal = many;
-	assert_int_equal(cap_dpdk_eal_args(&cfg, "net_null0", 1, &a, why, sizeof(why)), -E2BIG);
+	assert_int_equal(cap_dpdk_eal_args(&cfg, "net_null0", 1, 0, &a, why, sizeof(why)), -E2BIG);
 	assert_string_equal(why, "the EAL command line is too long: shorten --eal");
 }
 
@@ -159,6 +222,9 @@ int main(void)
 		cmocka_unit_test(test_pci_addresses),
 		cmocka_unit_test(test_eal_args_of_a_virtual_port),
 		cmocka_unit_test(test_eal_args_of_a_pci_port),
+		cmocka_unit_test(test_eal_args_with_hugepages),
+		cmocka_unit_test(test_free_hugepages_are_summed_over_the_pools),
+		cmocka_unit_test(test_hugepages_only_for_a_pci_port_that_has_them),
 		cmocka_unit_test(test_eal_args_unpinned_take_an_allowed_cpu),
 		cmocka_unit_test(test_too_many_eal_words_are_refused),
 	};

@@ -29,7 +29,7 @@ def test_ring_drops_are_the_senders_own_count(binaries, napi_bed):
     tb = napi_bed
     setup = TrialSetup(backend="afp-v3", frame_len=64, link_bps=10e9, gen_args=("--count", str(FRAMES)))
     r = Measurer(binaries, tb, setup).measure(3, parse_rate("max"))
-    stages = (r.sent, r.delivered, r.link_drops, r.ring_drops, r.backlog_drops, r.socket_drops, r.app_drops,
+    stages = (r.sent, r.delivered, r.link_drops, r.ring_drops, r.backlog_drops, r.layers, r.app_drops,
               r.unexplained, r.iface_rx_dropped, r.gen_tx_dropped)
     assert r.sent == FRAMES and r.link_drops > 1_000, stages
     # veth_xdp_xmit counted every frame it found no room for in the sender's

@@ -9,6 +9,7 @@ import signal
 
 import pytest
 from capbench.trial import loss_layers
+from capbench.trial.accounting import layer_drops
 from capbench.testbed import rxmode
 from capbench.testbed.procs import ChildSet
 from capbench.rates import parse_rate
@@ -16,6 +17,7 @@ from capbench.declared import backend_names, names_where
 from capbench.trial.measure import Measurer, TrialSetup
 
 from e2e_env import stream_interference, xdp_attached
+from layer_rows import socket_drops, xsk_drops
 from host_interference import interference, until_undisturbed
 
 FRAMES = 100_000
@@ -71,14 +73,13 @@ def measure_lossless(binaries, tb, frames=FRAMES, **kw):
 
 
 def assert_nothing_lost(r, frames=FRAMES):
-    account = dict(sent=r.sent, delivered=r.delivered, backlog=r.backlog_drops, socket=r.socket_drops,
-                   xsk=r.xsk_drops, received=r.received, unexplained=r.unexplained, kernel=r.raw["cap"]["kernel"],
+    account = dict(sent=r.sent, delivered=r.delivered, backlog=r.backlog_drops, layers=r.layers, received=r.received, unexplained=r.unexplained, kernel=r.raw["cap"]["kernel"],
                    gen_late=r.gen_late, app_cpu_pct=r.app_cpu_pct)
     assert r.sent == frames, account
     assert r.delivered == frames, account
     assert r.received == frames, account
     assert (r.lost, r.seq_lost, r.unexplained) == (0, 0, 0)
-    assert (r.backlog_drops, r.socket_drops, r.xsk_drops, r.link_drops, r.app_drops) == (0, 0, 0, 0, 0)
+    assert (r.backlog_drops, layer_drops(r.layers), r.link_drops, r.app_drops) == (0, 0, 0, 0), account
     assert r.iface_rx_dropped == 0, account  # the capture veth's own drop counter agrees
     # The kernel counter (xdp) keeps the highest number per stream: gaps, but no duplicates or
     # reordering, which it leaves out (None) rather than claim zeros.
@@ -142,19 +143,18 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
     r = measure(binaries, tb, backend=backend, frame_len=64, rate="500kpps", duration_s=1, app_load="spin:4000",
                 cap_args=SLOW_CAP_ARGS[backend])
     assert r.lost > 10_000, r
-    stages = (r.lost, r.link_drops, r.backlog_drops, r.socket_drops, r.xsk_drops, r.app_drops, r.loss_layers)
+    own = layer_drops(r.layers)  # the backend's own rows, as its C file declares them (the summary's account)
+    stages = (r.lost, r.link_drops, r.backlog_drops, r.layers, r.app_drops, r.loss_layers)
     assert r.unexplained == 0, stages
-    assert r.lost == r.link_drops + r.backlog_drops + r.socket_drops + r.xsk_drops + r.app_drops, stages
+    assert r.lost == r.link_drops + r.backlog_drops + own + r.app_drops, stages
     assert sum(n for _, n, _ in r.loss_layers) == r.lost  # the account's lines hold every loss, none twice
-    # The backend's own rows, as its C file declares them (the summary's account), hold its kernel drops.
-    assert r.layers is not None
-    assert sum(row.packets for row in r.layers if not row.cross_check) == r.socket_drops + r.xsk_drops, r.layers
+    assert own == sum(row["packets"] for row in r.raw["cap"]["account"] if not row.get("cross_check")), r.layers
     # The capture veth's own rx_dropped holds the link's drops (its ring was full), the backlog's
     # (the kernel charges the device) and the failed redirects into a full AF_XDP ring: no more. The
     # cpumap model's ring is no device's: its drops are its tracepoint's (rx_ring_drops).
     # dpdk's net_af_xdp: its port's drops (imissed) are its AF_XDP socket's full ring, which the veth
-    # charges to rx_dropped as it does afxdp's (its drops are the record's socket_drops).
-    dpdk_xsk = r.socket_drops if backend == "dpdk" and r.raw["cap"].get("dpdk_driver") == "net_af_xdp" else 0
+    # charges to rx_dropped as it does afxdp's (its port's and AF_XDP rows).
+    dpdk_xsk = own if backend == "dpdk" and r.raw["cap"].get("dpdk_driver") == "net_af_xdp" else 0
     assert r.iface_rx_dropped == (r.link_drops - (r.rx_ring_drops or 0) + r.backlog_drops
                                   + loss_layers.xsk_ring_drops(r) + dpdk_xsk), (r.iface_rx_dropped, stages)
     layers = {name: (n, counter) for name, n, counter in r.loss_layers}
@@ -162,8 +162,8 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
         # AF_XDP has no socket buffer: the frames that found no room are counted in XDP_STATISTICS,
         # each cause on its own line.
         k = r.raw["cap"]["kernel"]
-        assert r.socket_drops == 0 and r.xsk_drops > 0
-        assert r.xsk_drops == k["rx_dropped"] + k["rx_ring_full"]
+        assert socket_drops(r.layers) == 0 and own > 0
+        assert xsk_drops(r.layers) == own == k["rx_dropped"] + k["rx_ring_full"]
         assert k["rx_fill_ring_empty_descs"] <= k["rx_dropped"]  # an empty fill ring is one cause of rx_dropped
         assert layers.get("AF_XDP RX ring", (0, ""))[0] == k["rx_ring_full"]
         fill = layers.get("AF_XDP fill ring", (0, ""))[0]
@@ -173,9 +173,9 @@ def test_slow_counter_loses_and_every_loss_is_explained(binaries, tb, backend):
         # A DPDK port's own layers: its receive descriptors (imissed) held no room; the rows name
         # DPDK's counters (backend_dpdk.c).
         declared = {row["counter"]: row["packets"] for row in r.raw["cap"]["account"]}
-        assert r.socket_drops + r.xsk_drops > 0 and any("imissed" in c for c in declared), declared
+        assert own > 0 and any("imissed" in c for c in declared), declared
     else:
-        assert r.socket_drops > 0  # the ring overflowed: the kernel's own count says so
+        assert socket_drops(r.layers) > 0  # the ring overflowed: the kernel's own count says so
         # The socket's line names the counter the backend declares for it (pcap: pcap_stats
         # ps_drop; the AF_PACKET backends: PACKET_STATISTICS tp_drops).
         declared = {row["layer"]: row["counter"] for row in r.raw["cap"]["account"]}
@@ -260,8 +260,8 @@ def test_afxdp_ring_full_drops_are_counted_apart(binaries, tb):
     k = r.raw["cap"]["kernel"]
     assert r.lost > 10_000, r
     assert k["rx_ring_full"] > 0
-    assert r.xsk_drops == k["rx_ring_full"] + k["rx_dropped"]
-    assert r.unexplained == 0, (r.lost, r.link_drops, r.backlog_drops, r.xsk_drops, k)
+    assert xsk_drops(r.layers) == k["rx_ring_full"] + k["rx_dropped"]
+    assert r.unexplained == 0, (r.lost, r.link_drops, r.backlog_drops, r.layers, k)
     # the RX ring's drops have their own line, named by their XDP_STATISTICS counter
     (line,) = [x for x in r.loss_layers if x[0] == "AF_XDP RX ring"]
     assert line[1] == k["rx_ring_full"] and "rx_ring_full" in line[2]
@@ -344,8 +344,8 @@ def test_afxdp_busy_poll(binaries, tb):
                 cap_args=("--busy-poll", "--batch", "32"))
     assert r.raw["cap"]["busy_poll"] is True and r.raw["cap"]["batch"] == 32
     assert r.sent == FRAMES and r.received > 0
-    assert r.unexplained == 0, (r.lost, r.link_drops, r.xsk_drops, r.raw["cap"]["kernel"])
-    assert r.received == r.delivered - r.xsk_drops
+    assert r.unexplained == 0, (r.lost, r.link_drops, r.layers, r.raw["cap"]["kernel"])
+    assert r.received == r.delivered - xsk_drops(r.layers)
 
 
 @pytest.mark.parametrize("backend", sorted(OWN_XDP_BACKENDS))
@@ -552,7 +552,7 @@ def test_a_lossy_trial_keeps_its_account(binaries, tb):
     counted = {name: n for name, n, _ in r.loss_layers}
     assert sum(counted.values()) == r.lost - r.unexplained
     assert r.unexplained == 0, (r.lost, r.loss_layers, r.loss_remarks)
-    assert counted["socket"] == r.socket_drops
+    assert counted["socket"] == socket_drops(r.layers)
     assert counted.get("application", 0) == r.app_drops
 
 

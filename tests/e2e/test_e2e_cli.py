@@ -20,6 +20,7 @@ from capbench.testbed import veth_pair as testbed
 from capbench.testbed.procs import Child
 from e2e_env import (decided_trials, as_nobody_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, gen_required,
                      missing_prerequisite, run_capbench, run_in, start_run, xdp_attached)
+from layer_rows import own_drops
 
 pytestmark = pytest.mark.skipif(missing_prerequisite() is not None, reason=str(missing_prerequisite()))
 
@@ -68,7 +69,7 @@ def test_run_writes_trials_and_metadata(tmp_path):
     for r in records:
         assert r["sent"] > 0 and r["received"] > 0
         assert r["sent"] - r["received"] == r["lost"]
-        assert r["lost"] == r["link_drops"] + r["backlog_drops"] + r["socket_drops"] + r["unexplained"]
+        assert r["lost"] == r["link_drops"] + r["backlog_drops"] + own_drops(r["layers"]) + r["unexplained"]
         assert (r["gen_cpu"], r["cap_cpu"], r["kernel_rx_cpu"]) == (0, 1, 1)
         assert r["offered_pps"] == pytest.approx(1e9 / ((r["frame_len"] + 20) * 8))
     meta = json.loads((d / "run.json").read_text())

@@ -17,6 +17,7 @@ from capbench.trial.sensors import SensorsMeasurer
 from conftest import E2E_BACKLOG
 from e2e_env import decided_trials, assert_run_measured, capbench_namespaces, left_behind, missing_prerequisite, run_capbench, xdp_attached
 from host_interference import spoiled, until_undisturbed
+from layer_rows import socket_drops
 
 
 def test_three_sensors_with_three_backends_each_capture_the_whole_stream(tmp_path: Path):
@@ -70,7 +71,7 @@ def test_a_slowed_sensor_loses_frames_that_only_its_account_shows():
         namespaces = [tb.sensor(i, 1).cap_ns for i in (1, 2, 3)]
     assert worst.sensor == 1 and worst.backend == "pcap"  # the methods judge the sensor that lost most
     assert slow.sent == slow.tap_seen == 100_000  # the tap saw all of it
-    assert slow.lost > 0 and slow.socket_drops > 0 and "socket" in {name for name, _, _ in slow.loss_layers}
+    assert slow.lost > 0 and socket_drops(slow.layers) > 0 and "socket" in {name for name, _, _ in slow.loss_layers}
     assert sum(n for _, n, _ in slow.loss_layers) == slow.lost - slow.unexplained
     for o in others:
         assert (o.received, o.lost, o.loss_layers) == (100_000, 0, ()), (o.backend, o.loss_layers)

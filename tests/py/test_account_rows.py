@@ -64,10 +64,11 @@ def with_dummy_layer(record: dict, spilled: int) -> dict:
     """A record of the stored run as the dummy backend would have made it: `spilled` of its
     frames lost in the dummy's own layer, counted by capbench-cap as its kernel drops."""
     rows = layer_counts({"account": [{**dummy_row(), "packets": spilled}]})
+    assert not record["socket_drops"]  # the dummy's row is its only one
     received = record["received"] - spilled
     acc = accounting.account(sent=record["sent"], delivered=record["delivered"], backlog_drops=record["backlog_drops"],
-                             socket_drops=record["socket_drops"] + spilled, received=received)
-    return {**record, **dataclasses.asdict(acc), "backend": "dummy", "layers": [dataclasses.asdict(r) for r in rows]}
+                             layers=rows, received=received)
+    return {**record, **dataclasses.asdict(acc), "backend": "dummy"}
 
 
 def test_a_new_backends_layer_reaches_the_record_the_tables_and_the_report(tmp_path):
@@ -79,7 +80,7 @@ def test_a_new_backends_layer_reaches_the_record_the_tables_and_the_report(tmp_p
 
     data = load_run(run)
     dummy = [t.result for t in data.trials if t.result.backend == "dummy"]
-    assert dummy and all(r.own_layers == (LayerCount("dummy tray", "the dummy's tray_spills", 5_000),) for r in dummy)
+    assert dummy and all(r.layers == (LayerCount("dummy tray", "the dummy's tray_spills", 5_000),) for r in dummy)
     r = dummy[0]
     assert ("dummy tray", 5_000, "the dummy's tray_spills") in loss_layers.layers(r)
     assert sum(n for _, n, _ in loss_layers.layers(r)) == r.lost - r.unexplained
@@ -103,7 +104,7 @@ def test_the_rows_are_kept_as_the_summary_printed_them():
                                       "cross_check": True}]})
     r = make_result(backend="pcap", sent=1_000, received=993, socket_drops=7, layers=rows)
     back = load_trial(r.to_record())
-    assert back.layers == rows and back.own_layers == rows
+    assert back.layers == rows
     # A cross-check (the NIC's, which capbench reads itself) is no layer of the account.
     assert loss_layers.layers(back) == [("socket", 7, "pcap_stats ps_drop")]
     assert account_drops([dataclasses.asdict(x) for x in rows]) == 7
@@ -118,32 +119,40 @@ def test_a_row_with_a_count_that_is_none_is_refused(bad, why):
         load_trial(record)
 
 
-def old(**kw) -> TrialResult:
-    """A record as capbench wrote it before issue 29: named fields, no rows."""
-    drops = kw.get("socket_drops", 0) + kw.get("xsk_drops", 0)
-    record = make_result(sent=10_000, received=10_000 - drops, **kw).to_record()
+def old(socket_drops: int = 0, xsk_drops: int = 0, **kw) -> TrialResult:
+    """A record as capbench wrote it before issue 29 (version 1): named fields, no rows."""
+    drops = socket_drops + xsk_drops
+    record = make_result(sent=10_000, received=10_000 - drops, layers=(), **kw).to_record()
+    record.update(schema=1, socket_drops=socket_drops, xsk_drops=xsk_drops, unexplained=0)
     del record["layers"]
-    record.update(dataclasses.asdict(accounting.account(**{k: record[k] for k in (
-        "sent", "delivered", "backlog_drops", "socket_drops", "received", "xsk_drops", "app_drops")})))
     return load_trial(record)
 
 
 def test_old_named_fields_map_onto_rows():
-    assert old(backend="pcap", socket_drops=0).own_layers == (LayerCount("socket", "libpcap's ps_drop (pcap_stats)", 0),)
-    assert old(backend="afp-v3", socket_drops=5).own_layers == (LayerCount("socket", "PACKET_STATISTICS tp_drops", 5),)
-    program = old(backend="tcpdump", app_command="tcpdump -i x", socket_drops=4).own_layers
+    assert old(backend="pcap", socket_drops=0).layers == (LayerCount("socket", "libpcap's ps_drop (pcap_stats)", 0),)
+    assert old(backend="afp-v3", socket_drops=5).layers == (LayerCount("socket", "PACKET_STATISTICS tp_drops", 5),)
+    program = old(backend="tcpdump", app_command="tcpdump -i x", socket_drops=4).layers
     assert [(x.layer, x.packets) for x in program] == [("socket", 4)] and "tcpdump's own report" in program[0].counter
     # afxdp: each XDP_STATISTICS cause a row where they add up, the unbound queues apart.
     cap = {"queues": [0], "xdp": {"not_redirected": 700},
            "kernel": {"rx_dropped": 100, "rx_ring_full": 200, "rx_fill_ring_empty_descs": 100}}
     r = old(backend="afxdp", xsk_drops=1_000, raw={"cap": cap})
-    assert [(x.layer, x.packets) for x in r.own_layers] == [("AF_XDP fill ring", 100), ("AF_XDP RX ring", 200),
+    assert [(x.layer, x.packets) for x in r.layers] == [("AF_XDP fill ring", 100), ("AF_XDP RX ring", 200),
                                                             ("AF_XDP queues", 700)]
     cap = {"queues": [0], "kernel": {"rx_dropped": 1}}
-    assert [(x.layer, x.packets) for x in old(backend="afxdp", xsk_drops=300, raw={"cap": cap}).own_layers] == [
+    assert [(x.layer, x.packets) for x in old(backend="afxdp", xsk_drops=300, raw={"cap": cap}).layers] == [
         ("AF_XDP rings", 300)]  # without the counters that split them: one row
-    # A copy with other counts has its own rows (they are read from the named fields each time).
-    assert dataclasses.replace(old(backend="raw", socket_drops=1), socket_drops=9).own_layers[0].packets == 9
+    # The named fields are gone from today's records: the rows hold them.
+    record = old(backend="raw", socket_drops=1).to_record()
+    assert not set(record) & {"socket_drops", "xsk_drops"} and record["schema"] == 2
+
+
+def test_an_old_record_with_rows_keeps_its_rows():
+    # Written between the rows and version 2: both, the rows adding up to the named fields.
+    record = make_result(backend="pcap", sent=1_000, received=990, socket_drops=10).to_record()
+    record.update(schema=1, socket_drops=10, xsk_drops=0)
+    r = load_trial(record)
+    assert r.layers == (LayerCount("socket", "libpcap's ps_drop (pcap_stats)", 10),) and r.unexplained == 0
 
 
 def test_an_adapter_declares_its_rows_in_toml():

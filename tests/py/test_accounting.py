@@ -1,41 +1,48 @@
 import pytest
-from capbench.trial.accounting import account, format_pct, interface_share, loss_pct
+from capbench.trial.accounting import LayerCount, account, format_pct, interface_share, layer_drops, loss_pct
+
+
+def socket(n: int) -> tuple[LayerCount, ...]:
+    return (LayerCount("socket", "PACKET_STATISTICS tp_drops", n),)
 
 
 def test_no_loss():
-    a = account(sent=1000, delivered=1000, backlog_drops=0, socket_drops=0, received=1000)
+    a = account(sent=1000, delivered=1000, backlog_drops=0, layers=socket(0), received=1000)
     assert (a.link_drops, a.lost, a.unexplained, a.loss_pct) == (0, 0, 0, 0.0)
 
 
 def test_every_stage_explains_its_share():
-    a = account(sent=1_000_000, delivered=999_000, backlog_drops=2_200, socket_drops=6_225, received=990_575)
+    a = account(sent=1_000_000, delivered=999_000, backlog_drops=2_200, layers=socket(6_225), received=990_575)
     assert a.link_drops == 1_000
     assert a.lost == 9_425
     assert a.unexplained == 0
-    assert a.lost == a.link_drops + a.backlog_drops + a.socket_drops + a.unexplained
+    assert a.lost == a.link_drops + a.backlog_drops + layer_drops(a.layers) + a.unexplained
 
 
-def test_xsk_drops_explain_their_share():
-    a = account(sent=500_000, delivered=499_900, backlog_drops=0, socket_drops=0, xsk_drops=440_000,
-                received=59_900)
-    assert (a.link_drops, a.xsk_drops, a.lost, a.unexplained) == (100, 440_000, 440_100, 0)
-    assert account(sent=10, delivered=10, backlog_drops=0, socket_drops=0, received=10).xsk_drops == 0
+def test_every_declared_layer_explains_its_share_but_a_cross_check():
+    rows = (LayerCount("AF_XDP fill ring", "XDP_STATISTICS rx_dropped", 400_000),
+            LayerCount("AF_XDP RX ring", "XDP_STATISTICS rx_ring_full", 40_000),
+            LayerCount("NIC", "pcap_stats ps_ifdrop", 100, cross_check=True))
+    a = account(sent=500_000, delivered=499_900, backlog_drops=0, layers=rows, received=59_900)
+    assert (a.link_drops, layer_drops(a.layers), a.lost, a.unexplained) == (100, 440_000, 440_100, 0)
+    assert a.layers == rows
+    assert account(sent=10, delivered=10, backlog_drops=0, layers=(), received=10).unexplained == 0
 
 
 def test_unexplained_positive():
-    a = account(sent=100, delivered=100, backlog_drops=1, socket_drops=2, received=90)
+    a = account(sent=100, delivered=100, backlog_drops=1, layers=socket(2), received=90)
     assert a.unexplained == 7
 
 
 def test_unexplained_negative_is_not_clamped():
     # softnet_stat counted drops of someone else's traffic: the counters disagree, say so.
-    a = account(sent=100, delivered=100, backlog_drops=30, socket_drops=0, received=90)
+    a = account(sent=100, delivered=100, backlog_drops=30, layers=socket(0), received=90)
     assert a.lost == 10
     assert a.unexplained == -20
 
 
 def test_received_above_sent_gives_negative_loss():
-    a = account(sent=100, delivered=100, backlog_drops=0, socket_drops=0, received=101)
+    a = account(sent=100, delivered=100, backlog_drops=0, layers=socket(0), received=101)
     assert a.lost == -1 and a.loss_pct == -1.0 and a.unexplained == -1
 
 
@@ -71,10 +78,10 @@ def test_format_pct_small_loss_never_reads_zero():
 
 def test_app_drops_are_a_stage_of_the_identity():
     # 10 dropped by the socket, 5 queued by it and never read by the counter: all explained.
-    a = account(sent=1000, delivered=1000, backlog_drops=0, socket_drops=10, received=985, app_drops=5)
+    a = account(sent=1000, delivered=1000, backlog_drops=0, layers=socket(10), received=985, app_drops=5)
     assert (a.lost, a.app_drops, a.unexplained) == (15, 5, 0)
-    assert a.lost == a.link_drops + a.backlog_drops + a.socket_drops + a.xsk_drops + a.app_drops + a.unexplained
-    assert account(sent=10, delivered=10, backlog_drops=0, socket_drops=0, received=10).app_drops == 0
+    assert a.lost == a.link_drops + a.backlog_drops + layer_drops(a.layers) + a.app_drops + a.unexplained
+    assert account(sent=10, delivered=10, backlog_drops=0, layers=socket(0), received=10).app_drops == 0
 
 
 def test_every_account_field_is_a_trial_record_field():
@@ -84,7 +91,7 @@ def test_every_account_field_is_a_trial_record_field():
     from capbench.trial.measure import TrialResult
 
     record = {f.name for f in dataclasses.fields(TrialResult)}
-    assert {f.name for f in dataclasses.fields(account(sent=1, delivered=1, backlog_drops=0, socket_drops=0,
+    assert {f.name for f in dataclasses.fields(account(sent=1, delivered=1, backlog_drops=0, layers=socket(0),
                                                        received=1))} <= record
 
 

@@ -189,7 +189,7 @@ IMPOSSIBLE = [
       "loss_pct": 0.0}, "lost is -99199: below zero"),
     ({"rx_pps": float("nan")}, "rx_pps holds nan"),
     ({"app_cpu_pct": float("inf")}, "app_cpu_pct holds inf"),
-    ({"socket_drops": -5}, "socket_drops is -5: below zero"),
+    ({"layers": [{"layer": "socket", "counter": "its drops", "packets": -5}]}, "below zero"),
     ({"sent": "many"}, 'sent is "many", not int'),
     ({"received": 2 ** 70}, "beyond any 64-bit counter"),
     ({"lost": 1}, "lost is 1, but the counts give"),

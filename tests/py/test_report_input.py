@@ -67,8 +67,8 @@ def test_unknown_schema_version(run):
 
 
 def test_unknown_schema_of_every_trial(run):
-    (run / "trials.jsonl").write_text('{"schema": 2, "backend": "pcap"}\n')
-    assert_usage_error(capbench("report", str(run)), "trial schema 2", "reads 1")
+    (run / "trials.jsonl").write_text('{"schema": 3, "backend": "pcap"}\n')
+    assert_usage_error(capbench("report", str(run)), "trial schema 3", "reads 1 to 2")
 
 
 def test_missing_run_json_still_draws(run):

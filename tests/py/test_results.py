@@ -3,6 +3,7 @@ import json
 import pytest
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.campaign.results import RUN_FILE, TRIALS_FILE, RunWriter, machine_info, read_run, read_trials, scan_trials
+from capbench.trial.record import TRIAL_SCHEMA
 from records import make_result
 
 
@@ -33,7 +34,7 @@ def test_each_line_is_one_json_object(tmp_path):
         writer.append(make_result())
     line = (writer.path / TRIALS_FILE).read_text()
     assert line.count("\n") == 1
-    assert json.loads(line)["schema"] == 1
+    assert json.loads(line)["schema"] == TRIAL_SCHEMA
 
 
 @pytest.mark.parametrize("exc, status", [(KeyboardInterrupt, "interrupted"), (Terminated, "interrupted"),

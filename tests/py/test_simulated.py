@@ -10,9 +10,10 @@ from records import make_result
 
 def counts_add_up(r):
     assert r.sent == r.received + r.lost
-    assert r.lost == r.link_drops + r.backlog_drops + r.socket_drops + r.unexplained
+    (socket,) = r.layers
+    assert socket.layer == "socket" and r.lost == r.link_drops + r.backlog_drops + socket.packets + r.unexplained
     assert r.unexplained == 0 and r.link_drops == 0 and r.delivered == r.sent
-    assert all(isinstance(v, int) for v in (r.sent, r.received, r.lost, r.backlog_drops, r.socket_drops))
+    assert all(isinstance(v, int) for v in (r.sent, r.received, r.lost, r.backlog_drops, socket.packets))
 
 
 def test_below_capacity_loses_nothing_above_it_loses_the_excess():
@@ -21,7 +22,7 @@ def test_below_capacity_loses_nothing_above_it_loses_the_excess():
     assert (ok.sent, ok.received, ok.lost) == (4_000_000, 4_000_000, 0)
     over = dev.measure(10, 1_000_000)
     assert (over.sent, over.received, over.lost) == (10_000_000, 5_000_000, 5_000_000)
-    assert over.backlog_drops == 1_250_000 and over.socket_drops == 3_750_000
+    assert over.backlog_drops == 1_250_000 and over.layers[0].packets == 3_750_000
     assert over.rx_pps == 500_000 and over.offered_pps == 1_000_000
     for r in (ok, over):
         counts_add_up(r)

@@ -4,6 +4,7 @@ and the frame lengths that lost packets."""
 import dataclasses
 
 from capbench.report import summary
+from capbench.trial.record import LayerCount
 from report_files import trial
 
 
@@ -68,7 +69,8 @@ def test_loss_that_does_not_repeat_is_named_apart_and_loss_that_repeats_with_its
     """Issue 28: two repetitions; 1024 B lost in one of them only (a host's stop, say), 64 B in both."""
     first = series({1518: 0, 1024: 10, 64: 120_000})
     second = [dataclasses.replace(t, result=dataclasses.replace(t.result, repeat=2, lost=lost, received=1_000_000 - lost,
-                                                                socket_drops=lost, loss_pct=lost / 1e4))
+                                                                layers=(LayerCount("socket", "PACKET_STATISTICS tp_drops",
+                                                                                   lost),), loss_pct=lost / 1e4))
               for t, lost in zip(series({1518: 0, 1024: 0, 64: 100_000}), (0, 0, 100_000))]
     _, losses = summary.summary(first + second)
     assert losses == ["pcap: loses packets at 64 B (loss 11.00 % (10.00–12.00, sd 1.41) at 64 B, lost in 2 of 2 "

@@ -6,14 +6,19 @@ from capbench.testbed import veth_pair as tbmod
 from capbench.binaries import find_binaries
 from capbench.testbed.procs import ChildError
 from capbench.rates import parse_rate
+from capbench.trial.accounting import LayerCount, layer_drops
 from capbench.trial.measure import Measurer, TrialResult, TrialSetup
 from calls import read_calls
 
 REQUIRED_FIELDS = (
-    "schema backend frame_len link_bps offered_pps duration_s sent delivered backlog_drops socket_drops "
+    "schema backend frame_len link_bps offered_pps duration_s sent delivered backlog_drops layers "
     "received lost duplicates reordered foreign unexplained rx_pps rx_gbps loss_pct app_cpu_pct "
     "kernel_cpu_pct gen_cpu cap_cpu kernel_rx_cpu link_drops achieved_pps gen_engine app_load started_at raw"
 ).split()
+
+
+def record_rows(record: dict) -> list[LayerCount]:
+    return [LayerCount(**row) for row in record["layers"]]
 
 
 def local_testbed(rx_cpu=None) -> tbmod.Testbed:
@@ -33,7 +38,9 @@ def test_trial_accounts_for_every_packet(fake_build, monkeypatch):
     monkeypatch.setenv("FAKE_KDROPS", "30")
     monkeypatch.setenv("FAKE_RECEIVED", "9950")
     r = measurer().measure(0.2, parse_rate("100%"))
-    assert (r.sent, r.delivered, r.socket_drops, r.received) == (10000, 9990, 30, 9950)
+    assert (r.sent, r.delivered, r.received) == (10000, 9990, 9950)
+    # A summary without account rows (an older capbench-cap): its kernel drops are the socket's.
+    assert r.layers == (LayerCount("socket", "PACKET_STATISTICS tp_drops", 30),)
     assert r.link_drops == 10
     assert r.lost == 50
     # backlog drops come from the real /proc/net/softnet_stat (normally 0 here)
@@ -55,7 +62,7 @@ def test_trial_record_has_the_contract_fields_and_round_trips(fake_build):
     record = r.to_record()
     for name in REQUIRED_FIELDS:
         assert name in record, name
-    assert record["schema"] == 1
+    assert record["schema"] == 2
     assert record["app_load"] == "spin:100"
     assert record["rate"] == "5000pps" and record["offered_pps"] == 5000
     assert record["invalid_offered_load"] is False  # 1000 frames in 0.1 s: above 5000 pps
@@ -154,16 +161,18 @@ def test_backends_with_their_own_xdp_program_count_delivered_themselves(fake_bui
     assert [c[0] for c in read_calls(fake_build)] == ["capbench-cap", "capbench-gen"]
     assert set(r.raw) == {"gen", "cap"}
     assert (r.delivered, r.link_drops, r.backlog_drops) == (9990, 10, 0)
-    # afxdp's kernel drops are AF_XDP ring drops; the ceiling has no socket at all
-    assert (r.socket_drops, r.xsk_drops) == ((0, 40) if backend == "afxdp" else (40, 0))
+    # afxdp's kernel drops are AF_XDP ring drops (without their causes in its summary, one row);
+    # the ceiling's are in the socket's row, as a summary without account rows had them
+    assert [(x.layer, x.packets) for x in r.layers] == [("AF_XDP rings" if backend == "afxdp" else "socket", 40)]
     assert r.unexplained == 0
     assert r.kernel_rx_cpu == 0  # rps mode: XDP runs on the sender's CPU on a veth; RPS does not apply
 
 
-def test_xsk_drops_default_to_zero_in_old_records(fake_build):
+def test_a_version_1_record_without_xsk_drops_has_the_socket_row_only(fake_build):
     record = measurer().measure(0.1, 5000.0).to_record()
-    del record["xsk_drops"]
-    assert TrialResult.from_record(record).xsk_drops == 0
+    record.update(schema=1, socket_drops=layer_drops(record_rows(record)), layers=None)
+    r = TrialResult.from_record(record)
+    assert r.layers == (LayerCount("socket", "PACKET_STATISTICS tp_drops", 0),) and r.schema == 2
 
 
 def test_the_xdp_ceiling_gets_no_app_load(fake_build):
@@ -229,11 +238,11 @@ def test_frames_the_counter_never_read_are_the_application_layer(fake_build, mon
     monkeypatch.setenv("FAKE_KDROPS", "50")
     monkeypatch.setenv("FAKE_RECEIVED", "900")
     r = measurer().measure(0.1, parse_rate("10kpps"))
-    assert (r.lost, r.socket_drops, r.app_drops) == (100, 50, 47)
+    assert (r.lost, layer_drops(r.layers), r.app_drops) == (100, 50, 47)
     # The 3 foreign frames the counter read stand in for 3 capbench frames it did not:
     # backlog drops come from the real softnet_stat (normally 0 here).
     assert r.unexplained == 100 - 50 - 47 - r.backlog_drops
-    assert r.lost == r.link_drops + r.backlog_drops + r.socket_drops + r.xsk_drops + r.app_drops + r.unexplained
+    assert r.lost == r.link_drops + r.backlog_drops + layer_drops(r.layers) + r.app_drops + r.unexplained
     assert ("application", 47) in [(n, c) for n, c, _ in r.loss_layers]
     assert r.to_record()["app_drops"] == 47
 

@@ -35,7 +35,7 @@ application, behind a queue of `buffer_frames` frames:
   receive CPU. The searches' rule of repeating a disturbed trial is tested with these.
 
 Every result is a `capbench.trial.measure.TrialResult` with consistent integer counts
-(`sent = received + backlog_drops + socket_drops`, nothing lost on the link,
+(`sent = received + backlog_drops + the socket layer's drops`, nothing lost on the link,
 nothing unexplained); overload drops are split between the backlog queue and
 the socket by `backlog_drop_share`, background losses are socket drops. The
 application's CPU (`app_cpu_pct`) is `app_cpu_ns` per received frame, at most one
@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from capbench.trial import accounting
 from capbench.rates import Rate, wire_bps, wire_pps
 from capbench.trial.measure import OFFERED_MIN_SHARE, TrialResult
+from capbench.trial.record import PACKET_SOCKET_COUNTER, LayerCount
 
 # Simulated trials are stamped from this instant on, advancing with the model's clock.
 _EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
@@ -162,7 +163,7 @@ class SimulatedDevice:
             self.saturated_until_s = self.clock_s + self.saturation_recovery_s
 
         acc = accounting.account(sent=sent, delivered=sent, backlog_drops=backlog_drops,
-                                 socket_drops=socket_drops, received=received)
+                                 layers=(LayerCount("socket", PACKET_SOCKET_COUNTER, socket_drops),), received=received)
         rx_pps = received / duration_s
         return TrialResult(
             started_at=_timestamp(started_s),
@@ -177,7 +178,7 @@ class SimulatedDevice:
             duration_s=duration_s,
             achieved_pps=sent / duration_s,
             invalid_offered_load=sent < OFFERED_MIN_SHARE * round(load_pps * duration_s),  # of the frames asked
-            **dataclasses.asdict(acc),  # sent, delivered, received and every stage's drops, as accounted
+            **{f.name: getattr(acc, f.name) for f in dataclasses.fields(acc)},  # every stage's drops, as accounted
             duplicates=0,
             reordered=0,
             foreign=0,

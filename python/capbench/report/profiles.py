@@ -21,6 +21,7 @@ from capbench.profile.analysis import SHARES
 from capbench.records import printable
 from capbench.report.keys import AnyTrial, SettingsKey, as_trial, series_labels, settings_key
 from capbench.report.load import Trial
+from capbench.trial.record import TrialResult
 
 RECEIVE, COUNTER = "receive", "counter"  # the roles the report shows (analysis: trial_run.roles)
 TOP_SHOWN = 3  # top functions of the receive CPU in the section's table
@@ -198,6 +199,13 @@ def _ns(v: float | None) -> str:
     return "—" if v is None else f"{v:,.0f}"
 
 
+def _counter_ns(r: TrialResult, counter: RoleTime | None) -> str:
+    """The counter's CPU time per packet; for a polling counter, with the share of that time its
+    read loops polled idle (record.idle_poll_pct), which its time per packet includes."""
+    ns = _ns(counter.ns_per_packet if counter else None)
+    return ns if r.idle_poll_pct is None else f"{ns}\n({r.idle_poll_pct:.1f} % idle polling)"
+
+
 def _top(role: RoleTime | None, n: int, processes: bool = False) -> str:
     pairs = () if role is None else role.top_processes if processes else role.top_self
     if not pairs:
@@ -242,7 +250,7 @@ def rows(trials: Iterable[Trial], top: int = TOP_SHOWN) -> list[Row]:
         out.append(Row(t, p, [
             backend, r.size_label, r.rate or "—", _ns(rx.ns_per_packet if rx else None),
             " / ".join(_pct(rx.shares_pct[k]) for k in SHARES) if rx else "—", _top(rx, top),
-            _top(rx, top, processes=True), _ns(counter.ns_per_packet if counter else None), _top(counter, 1),
+            _top(rx, top, processes=True), _counter_ns(r, counter), _top(counter, 1),
             samples, unresolved]))
     return out
 

@@ -118,6 +118,13 @@ def _loss_spread(s: Stat) -> str:
             f"sd {format_pct(s.sd, exact_zero=s.sd == 0)}")
 
 
+def idle_poll_text(rs: Sequence[TrialResult]) -> str:
+    """"97.2 % of it idle polling": of a polling counter's ~100 % CPU, the median share its read
+    loops spent in polls that found nothing (record.idle_poll_pct); "" where no record says."""
+    idle = [r.idle_poll_pct for r in rs if r.idle_poll_pct is not None]
+    return f"{statistics.median(idle):.1f} % of it idle polling" if idle else ""
+
+
 def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
     """(figure, its spread) per column: frame, offered (the target), sent (what the generator
     achieved), captured, loss, app / kernel load, lost per layer; of one trial, or of the repetitions of one measurement: the median, and their
@@ -125,7 +132,8 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
     did not hold the offered load is marked `*` in Sent (SHORT_MARK), and its loss is capture
     loss; a row that is a lower bound (generator short, nothing lost) says so in Captured
     (LOWER_BOUND_MARK); the repetitions that were lower bounds while others were measured are
-    left out, and said so."""
+    left out, and said so. A polling counter's CPU cell says how much of its load was idle
+    polling (idle_poll_text)."""
     used = _used(rs)
     mark = SHORT_MARK if any(generator_short(x) for x in used) else ""
     host = DISTURBED_MARK if any(x.disturbed for x in used) else ""
@@ -137,11 +145,13 @@ def row_parts(rs: Sequence[TrialResult]) -> list[tuple[str, str]]:
         return [(r.size_label, ""), (offered_cell(r), ""), (f"{r.achieved_pps:,.0f}{mark}", left),
                 (f"{r.rx_pps:,.0f} / {r.rx_gbps:.3f}", bound),
                 (format_pct(r.loss_pct, exact_zero=(r.lost == 0)) + host, ""),
-                (f"{r.app_cpu_pct:.1f} / {load_text(stat_of([r.kernel_cpu_pct]))}", ""), (loss_places(r), "")]
+                (f"{r.app_cpu_pct:.1f} / {load_text(stat_of([r.kernel_cpu_pct]))}", idle_poll_text(used)),
+                (loss_places(r), "")]
     rx, loss = stat_of(x.rx_pps for x in used), stat_of(x.loss_pct for x in used)
     app, kernel = stat_of(x.app_cpu_pct for x in used), stat_of(x.kernel_cpu_pct for x in used)
     cpu_spread = f"{_spread(app, '.1f') or 'all equal'} / {_spread(kernel, '.1f') or 'all equal'}" \
         if app.spread or kernel.spread else ""
+    cpu_spread = "; ".join(x for x in (cpu_spread, idle_poll_text(used)) if x)
     places, which = "—", ""
     if any(loss_places(x) != "—" for x in used):  # the account of the repetition with the median loss
         mid = sorted(used, key=lambda x: x.loss_pct)[(len(used) - 1) // 2]

@@ -2,20 +2,23 @@
 
     sent (generator) ─► delivered (an XDP program on the capture veth: the
         pass-and-count program, or the backend's own) ─► past the backlog
-        queue (softnet_stat drops) ─► past the socket (PACKET_STATISTICS
-        drops) or the AF_XDP rings (XDP_STATISTICS drops) ─► read by the
-        counter (frames the socket queued that it never read: app_drops)
+        queue (softnet_stat drops) ─► past the capture program's own layers
+        (the rows it declares: a packet socket's PACKET_STATISTICS drops, the
+        AF_XDP rings' XDP_STATISTICS, a DPDK port's imissed ...) ─► read by
+        the counter (frames the socket queued that it never read: app_drops)
         ─► received (counted once by the counter)
 
 link_drops   = sent − delivered          (lost between the generator and the capture interface)
 lost         = sent − received
-unexplained  = lost − link_drops − backlog_drops − socket_drops − xsk_drops − app_drops
+unexplained  = lost − link_drops − backlog_drops − (the layers' packets) − app_drops
 
-A backend has either socket drops (AF_PACKET, libpcap) or xsk drops (AF_XDP:
-RX ring full, fill ring empty), never both; the other is 0. app_drops is the
-socket's own count of what it queued minus what the counter read (kernel
-packets − kernel drops − frames read); 0 where the backend's kernel count does
-not say that (libpcap, AF_XDP, the XDP ceiling).
+The layers are the program's declared rows (LayerCount: capbench-cap's
+backend in its C file, an adapter in apps.toml), whatever they are: a row
+marked cross_check counts a layer before the program's hand-over that
+capbench counts itself, and is not added. app_drops is the socket's own count
+of what it queued minus what the counter read (kernel packets − kernel drops
+− frames read); 0 where the backend's kernel count does not say that
+(libpcap, AF_XDP, the XDP ceiling).
 
 `unexplained` is normally 0. It is kept signed: a negative value means the
 counters disagree (e.g. drops of other traffic counted in softnet_stat), and
@@ -25,7 +28,26 @@ hiding that would hide a measurement problem.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LayerCount:
+    """One row of the capture program's loss account, as the program declares it: capbench-cap's
+    backend in its C file (its summary's `account`, docs/programs.md), a capture program's adapter in
+    apps.toml (`account`). `cross_check`: a layer before the program's hand-over that capbench reads
+    from its own counter too (pcap's NIC row): shown beside that layer, not added to the account."""
+
+    layer: str  # where: "socket", "AF_XDP RX ring", ... (one name per layer everywhere)
+    counter: str  # what counts it, as its source names it ("PACKET_STATISTICS tp_drops")
+    packets: int
+    cross_check: bool = False
+
+
+def layer_drops(layers: Iterable[LayerCount]) -> int:
+    """The packets the program's own layers lost: its rows but the cross-checks."""
+    return sum(row.packets for row in layers if not row.cross_check)
 
 
 @dataclass(frozen=True)
@@ -33,30 +55,29 @@ class LossAccount:
     sent: int
     delivered: int
     backlog_drops: int
-    socket_drops: int
+    layers: tuple[LayerCount, ...]
     received: int
     link_drops: int
-    xsk_drops: int
     app_drops: int
     lost: int
     unexplained: int
     loss_pct: float  # exact, never rounded: 1 packet in 10 million is 1e-05 %
 
 
-def account(*, sent: int, delivered: int, backlog_drops: int, socket_drops: int, received: int,
-            xsk_drops: int = 0, app_drops: int = 0) -> LossAccount:
+def account(*, sent: int, delivered: int, backlog_drops: int, layers: Iterable[LayerCount], received: int,
+            app_drops: int = 0) -> LossAccount:
     """Split `sent − received` into the stages' drops; see the module doc."""
+    layers = tuple(layers)
     link_drops = sent - delivered
     lost = sent - received
-    unexplained = lost - link_drops - backlog_drops - socket_drops - xsk_drops - app_drops
+    unexplained = lost - link_drops - backlog_drops - layer_drops(layers) - app_drops
     return LossAccount(
         sent=sent,
         delivered=delivered,
         backlog_drops=backlog_drops,
-        socket_drops=socket_drops,
+        layers=layers,
         received=received,
         link_drops=link_drops,
-        xsk_drops=xsk_drops,
         app_drops=app_drops,
         lost=lost,
         unexplained=unexplained,

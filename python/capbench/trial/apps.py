@@ -40,6 +40,11 @@ FIELDS = ("iface", "out", "cpu", "duration", "outdir")  # what a template may na
 TEMPLATE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
 STREAMS = ("stderr", "stdout")
 POST = "post"  # a count's source: the stdout of the adapter's post command, run after the stop
+# A count's source: the PACKET_STATISTICS of the program's packet sockets, which capbench reads
+# through copies of them just before the stop (program_run.packet_statistics), as the lines
+# "tp_packets N" and "tp_drops N" (sums over its sockets). The kernel zeroes them on every read:
+# only for a program that never reads them itself (DPDK 22.11's net_af_packet).
+PACKET_STATISTICS = "packet_statistics"
 FILE_FORMATS = ("pcap",)  # pcap or pcapng: capbench counts the frames in it
 GRACE_S = (0.1, 60.0)
 DELAY_S = (0.0, 60.0)
@@ -186,7 +191,7 @@ class Count:
     """One counter the program reports (docs/apps.md, "Counts")."""
 
     name: str  # captured, dropped, seen, ifdropped, or any other name
-    source: str  # stderr | stdout | post | file:TEMPLATE
+    source: str  # stderr | stdout | post | packet_statistics | file:TEMPLATE
     pattern: str | None  # a regex with one group capturing the number; the last match counts
     json_path: str | None  # or a dotted path into JSON Lines; the last line that has it counts
     meaning: str  # one line: what it counts and what it misses
@@ -198,9 +203,10 @@ class Count:
         what = f"count {self.name!r}"
         if not NAME_RE.fullmatch(self.name):
             raise AdapterError(f"{what}: a count's name is letters, digits, _ . + - (at most 40)")
-        if self.source not in (*STREAMS, POST):
+        if self.source not in (*STREAMS, POST, PACKET_STATISTICS):
             if not self.source.startswith("file:"):
-                raise AdapterError(f"{what}: source {self.source!r}: use stderr, stdout, post or file:TEMPLATE")
+                raise AdapterError(f"{what}: source {self.source!r}: use stderr, stdout, post, {PACKET_STATISTICS} "
+                                   "or file:TEMPLATE")
             _check_file_template(self.file_template, f"{what}: its file: path")
         if (self.pattern is None) == (self.json_path is None):
             raise AdapterError(f"{what}: give pattern or json_path (one of them)")
@@ -522,13 +528,14 @@ class Adapter:
 
     def read_counts(self, stdout: str, stderr: str, files: Mapping[str, str]) -> dict[str, int]:
         """{count name: number} from what the program printed and wrote, whole (files: {file template:
-        text}, POST: the post command's stdout); CountError for a required count that is not there.
+        text}, POST: the post command's stdout, PACKET_STATISTICS: its sockets' as capbench reads
+        them); CountError for a required count that is not there.
         A trial reads them as they arrive (CountReader)."""
         reader = CountReader(self)
         reader.feed_text("stdout", stdout)
         reader.feed_text("stderr", stderr)
         for key, text in files.items():
-            reader.feed_text(POST if key == POST else f"file:{key}", text)
+            reader.feed_text(key if key in (POST, PACKET_STATISTICS) else f"file:{key}", text)
         return reader.counts()
 
     def drop_ids(self) -> tuple[int, int] | None:

@@ -45,7 +45,7 @@ from typing import Any
 from capbench.trial import accounting
 from capbench.testbed import rxmode
 from capbench.trial.measure import TrialResult
-from capbench.trial.record import LIBPCAP_SOCKET_COUNTER, PACKET_SOCKET_COUNTER, LayerCount
+from capbench.trial.record import AF_XDP_QUEUES, LIBPCAP_SOCKET_COUNTER, PACKET_SOCKET_COUNTER, LayerCount
 
 # The layers' names, one each wherever a layer is named: this account, the tables' headers, the
 # figures' legends, compare. The receive ring is "rx ring" everywhere; "link" is only the part of
@@ -87,14 +87,11 @@ def gen_iface(r: TrialResult) -> str:
     return _iface(r, "gen", "the generator's interface")
 
 
-def not_redirected(r: TrialResult) -> int:
-    """afxdp: frames its XDP program found on a receive queue no socket is bound to."""
-    return int((_cap(r).get("xdp") or {}).get("not_redirected", 0)) if r.xsk_drops else 0
-
-
 def xsk_ring_drops(r: TrialResult) -> int:
-    """afxdp: the frames its sockets' rings dropped (XDP_STATISTICS rx_dropped + rx_ring_full)."""
-    return r.xsk_drops - not_redirected(r)
+    """The frames AF_XDP sockets' rings dropped (XDP_STATISTICS rx_dropped + rx_ring_full): the
+    program's rows of the AF_XDP family but the queues no socket reads. A failed redirect into such
+    a ring counts in the capture interface's rx_dropped too (interface_share)."""
+    return sum(row.packets for row in own_rows(r) if family(row.layer) == AF_XDP and row.layer != AF_XDP_QUEUES)
 
 
 def ring_drops(r: TrialResult) -> int:
@@ -162,8 +159,8 @@ def layers(r: TrialResult) -> list[tuple[str, int, str]]:
 
 def own_rows(r: TrialResult) -> list[LayerCount]:
     """The capture program's own layers (its declared rows, record.layers), cross-checks left out:
-    their packets add up to socket_drops + xsk_drops."""
-    return [row for row in r.own_layers if not row.cross_check]
+    their packets are its drops in the account (accounting.layer_drops)."""
+    return [row for row in r.layers if not row.cross_check]
 
 
 def _counter_text(row: LayerCount, kernel: dict[str, Any]) -> str:
@@ -398,7 +395,7 @@ def remarks(r: TrialResult) -> list[str]:
     # A cross-check row (pcap's ps_ifdrop: the NIC's drops) counts a layer capbench reads itself.
     out += [f"{row.counter} counted {row.packets:,} in the {row.layer} layer, which capbench counts from its own "
             f"counter (the account's {row.layer} line, if any): a cross-check, not added"
-            for row in r.own_layers if row.cross_check and row.packets]
+            for row in r.layers if row.cross_check and row.packets]
     if r.app_load == "none" and r.lost:
         out.append("app load none: the counter read no stamps, so `received` counts every frame, "
                    "foreign ones too, and no sequence check ran")

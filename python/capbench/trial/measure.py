@@ -61,7 +61,7 @@ from capbench.testbed.veth_pair import Testbed, veth_queues
 from capbench.profile.perf_record import Profiling
 from capbench.trial.apps import Adapter, AccountRow, account_rows, default_account, unwrap_count
 from capbench.trial.program_run import ProgramFileError, ProgramRun
-from capbench.trial.record import LayerCount, TrialResult
+from capbench.trial.record import LayerCount, TrialResult, named_layers
 
 DECODE_TIMEOUT_S = 60.0  # capbench-cap --read of a program's file: ~1 s for 10 million frames here
 STOP_TIMEOUT_S = 10.0  # how long a trial's programs have to stop after SIGTERM
@@ -616,6 +616,20 @@ class Measurer:
             return {}
         return {**summary, "read": str(prog.out)}  # the file it read, not the descriptor's name
 
+    def own_layers(self, cap: dict[str, Any], raw: dict[str, Any], program: dict[str, Any] | None
+                   ) -> tuple[LayerCount, ...]:
+        """The capture program's declared rows with their packets (its summary's `account`); from a
+        summary without them (an older capbench-cap on a capture side) the rows its kernel_drops
+        stood for then: AF_XDP's rings for a backend with XDP_STATISTICS, else the socket's."""
+        rows = layer_counts(cap)
+        if rows is not None:
+            return rows
+        kernel_drops = int(cap.get("kernel_drops", 0))
+        xsk = self.backend.xsk_stats
+        return tuple(LayerCount(**row) for row in named_layers({
+            "socket_drops": 0 if xsk else kernel_drops, "xsk_drops": kernel_drops if xsk else 0, "raw": raw,
+            "app_command": shlex.join(program["argv"]) if program else "", "backend": self.setup.backend}))
+
     def interface_drop_counters(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
         """The drop counters (rx_dropped, tx_dropped) of the capture and the generator interface."""
         tb = self.testbed
@@ -662,14 +676,11 @@ class Measurer:
             backlog_drops = 0
         # The cpumap ring's overflow, counted by capbench-xdpcount's tracepoint program (rxmode).
         rx_ring_drops = int(xdp["ring_drops"]) if xdp is not None and "ring_drops" in xdp else None
-        kernel_drops = int(need(cap, "kernel_drops", "capbench-cap"))
-        xsk = self.backend.xsk_stats
         acc = accounting.account(
             sent=sent,
             delivered=delivered,
             backlog_drops=backlog_drops,
-            socket_drops=0 if xsk else kernel_drops,
-            xsk_drops=kernel_drops if xsk else 0,
+            layers=self.own_layers(cap, raw, program),
             app_drops=application_drops(self.backend, cap) if program is None else program_drops(program, cap),
             received=received[worst],
         )
@@ -716,8 +727,6 @@ class Measurer:
             delivered=acc.delivered,
             link_drops=acc.link_drops,
             backlog_drops=acc.backlog_drops,
-            socket_drops=acc.socket_drops,
-            xsk_drops=acc.xsk_drops,
             app_drops=acc.app_drops,
             iface_rx_dropped=iface_rx_dropped,
             gen_tx_dropped=gen_tx_dropped,
@@ -764,6 +773,7 @@ class Measurer:
             knobs=dict(s.knobs),
             cap_cpus_seen=cap_cpus_seen,
             polls=self.backend.polls,
+            idle_poll_pct=float(cap["idle_poll_pct"]) if "idle_poll_pct" in cap else None,
             # Where capbench-cap pinned its workers (its summary), else where they were asked to go.
             worker_cpus=tuple(int(c) for c in cap.get("worker_cpus", ()) if int(c) >= 0) or self.worker_cpus,
             other_testbeds=other_testbeds,
@@ -781,8 +791,7 @@ class Measurer:
             ports=self.testbed.ports,
             nic=dict(nic_desc or {}),
             nic_counters=dict(nic_counters or {}),
-            # The capture program's declared rows; None from a summary without them (an older capture side).
-            layers=layer_counts(cap),
+            layers=acc.layers,
             raw=raw,
         )
 

@@ -23,11 +23,14 @@ by line as it arrives (apps.CountReader): capbench keeps only its counts and a t
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import errno
 import os
 import signal
+import socket
 import stat
+import struct
 import subprocess
 import tempfile
 import time
@@ -38,7 +41,7 @@ from typing import Any
 from capbench.inputs import MIB
 from capbench.testbed import cpu
 from capbench.testbed.procs import Child, ChildError, ChildSet, read_lines
-from capbench.trial.apps import POST, Adapter, CountError, CountReader, post_argv
+from capbench.trial.apps import PACKET_STATISTICS, POST, Adapter, CountError, CountReader, post_argv
 
 READY_TIMEOUT_S = 10.0  # how long a program has to say it captures (or to live through its ready delay)
 RECORD_TAIL_LINES = 5  # lines of each stream kept in the record
@@ -48,6 +51,51 @@ POST_TIMEOUT_S = 60.0  # an adapter's post command (racount of argus's flows: ~1
 PROGRAM_FILE_MAX_BYTES = 256 * MIB
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+# pidfd_getfd(2) (Linux >= 5.6): one number on every architecture (the unified syscall table).
+SYS_PIDFD_GETFD = 438
+SOL_PACKET, PACKET_STATISTICS_OPT = 263, 6  # linux/socket.h, linux/if_packet.h
+# struct tpacket_stats: tp_packets, tp_drops (u32 each); TPACKET_V3's adds tp_freeze_q_cnt.
+_TPACKET_STATS = struct.Struct("II")
+
+
+def packet_statistics(pids: frozenset[int]) -> tuple[int, int]:
+    """(tp_packets, tp_drops) summed over the packet sockets of the processes `pids`: each read
+    through a copy of its descriptor (pidfd_getfd, which needs what ptrace needs: root), so from
+    outside the program as no /proc file or sock_diag answer gives them (/proc/net/packet has no
+    drop column; sock_diag's drops are sk_drops, which a ring's drops in tpacket_rcv() never
+    count). The kernel zeroes them on each read (packet_getsockopt): counts since the socket was
+    made or last read. OSError when a process's descriptors cannot be taken."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    packets = drops = 0
+    for pid in sorted(pids):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue  # gone: its sockets with it
+        try:
+            for name in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    if not os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:"):
+                        continue
+                except OSError:
+                    continue  # closed meanwhile
+                fd = libc.syscall(SYS_PIDFD_GETFD, pidfd, int(name), 0)
+                if fd < 0:
+                    err = ctypes.get_errno()
+                    if err == errno.EBADF:
+                        continue
+                    raise OSError(err, f"pidfd_getfd of process {pid}: {os.strerror(err)}")
+                with socket.socket(fileno=fd) as s:
+                    if s.family != socket.AF_PACKET:
+                        continue
+                    raw = s.getsockopt(SOL_PACKET, PACKET_STATISTICS_OPT, 12)
+                    p, d = _TPACKET_STATS.unpack_from(raw)
+                    packets, drops = packets + p, drops + d
+        finally:
+            os.close(pidfd)
+    return packets, drops
 
 
 class ProgramFileError(OSError):
@@ -224,10 +272,23 @@ class ProgramRun:
             self.failure = f"{self.name} ended before capbench stopped it ({self._status()})"
 
     def signal_stop(self) -> float:
-        """Send the adapter's stop signal to the program's process group; the time it was sent."""
+        """Send the adapter's stop signal to the program's process group; the time it was sent.
+        Just before it, the packet sockets' statistics for the counts that read them (its last
+        chance: the sockets go with the program)."""
         assert self.child is not None
+        if any(c.source == PACKET_STATISTICS for c in self.adapter.counts):
+            self._read_packet_statistics()
         self.child.signal(self.adapter.stop_signal)
         return time.monotonic()
+
+    def _read_packet_statistics(self) -> None:
+        assert self.reader is not None and self.child is not None
+        try:
+            packets, drops = packet_statistics(frozenset(cpu.process_tree(self.child.pid)))
+        except OSError as e:
+            self.reader.unread(PACKET_STATISTICS, f"capbench could not read its packet sockets: {e}")
+            return
+        self.reader.feed_text(PACKET_STATISTICS, f"tp_packets {packets}\ntp_drops {drops}")
 
     def wait_stopped(self, signalled_at: float) -> None:
         """Wait for the program to exit within its grace time; kill it (a failed trial) if it does not."""

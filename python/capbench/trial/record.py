@@ -7,9 +7,13 @@ Its versions (the `schema` field of each line), the way pyperf keeps its format'
       rps, the method iperf ...): a record that lacks one is read with that default (or with the
       run's own value, for the method: load_trial's `defaults`).
 
-A change to a field's meaning or type makes version 2: TRIAL_SCHEMA goes up, and _UPGRADES gets
-the step from version 1's shape to 2's, so that load_trial stays the one place that knows the
-older shapes and every reader sees today's.
+  2 - (issue 29) the capture program's loss account is its declared rows (`layers`) only: the
+      named fields socket_drops and xsk_drops are gone, and the account adds up the rows. The
+      step from 1 maps a record's named fields onto rows (named_layers) where it has none.
+
+A change to a field's meaning or type makes the next version: TRIAL_SCHEMA goes up, and _UPGRADES
+gets the step from the older shape to the newer, so that load_trial stays the one place that knows
+the older shapes and every reader sees today's.
 """
 
 from __future__ import annotations
@@ -24,23 +28,34 @@ from typing import Any
 from capbench.records import (RecordError, control_text, field_types, from_json, number_problem, short, to_json,
                               type_problem, upgrade)
 from capbench.trial import accounting
+from capbench.trial.accounting import LayerCount
 
-TRIAL_SCHEMA = 1
-# Version N -> the function from a record of version N to one of N+1 (none yet: see above).
-_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+TRIAL_SCHEMA = 2
+# The record's field of the program's rows (TrialResult.layers).
+LAYERS = "layers"
+# Version 1's named fields of the program's drops, which version 2 holds as rows.
+NAMED_DROP_FIELDS = ("socket_drops", "xsk_drops")
 
 
-@dataclass(frozen=True)
-class LayerCount:
-    """One row of the capture program's loss account, as the program declares it: capbench-cap's
-    backend in its C file (its summary's `account`, docs/programs.md), a capture program's adapter in
-    apps.toml (`account`). `cross_check`: a layer before the program's hand-over that capbench reads
-    from its own counter too (pcap's NIC row): shown beside that layer, not added to the account."""
+def _named_fields_to_rows(record: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: the named fields become rows where the record has none (written before
+    issue 29), and go; a record with rows already (those add up to the named fields) keeps its rows."""
+    for name in NAMED_DROP_FIELDS:  # counts, as version 1 checked them: RecordError otherwise
+        if name in record:
+            problem = type_problem(name, record[name], int) or number_problem(name, record[name], signed=False)
+            if problem:
+                raise RecordError("invalid", problem)
+    out = {k: v for k, v in record.items() if k not in NAMED_DROP_FIELDS}
+    if record.get(LAYERS) is None:
+        try:
+            out[LAYERS] = named_layers(record)
+        except (TypeError, ValueError, AttributeError) as e:  # raw, free-form, of another shape
+            raise RecordError("invalid", f"its drops cannot be read as rows: {e}") from None
+    return out
 
-    layer: str  # where: "socket", "AF_XDP RX ring", ... (one name per layer everywhere)
-    counter: str  # what counts it, as its source names it ("PACKET_STATISTICS tp_drops")
-    packets: int
-    cross_check: bool = False
+
+# Version N -> the function from a record of version N to one of N+1.
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _named_fields_to_rows}
 
 
 @dataclass(frozen=True)
@@ -62,7 +77,6 @@ class TrialResult:
     delivered: int
     link_drops: int
     backlog_drops: int
-    socket_drops: int
     received: int
     lost: int
     loss_pct: float
@@ -92,7 +106,6 @@ class TrialResult:
     # catch_up): it then caught up at the wire rate, or not at all at 100 %.
     catchup_burst_frames: int = 0
     schedule_slipped: bool = False
-    xsk_drops: int = 0  # AF_XDP ring drops (XDP_STATISTICS rx_dropped + rx_ring_full); afxdp only
     # Frames the socket queued that the counter never read: kernel packets − kernel drops − frames
     # read (raw, afp-v2, afp-v3, fanout; 0 for the others). A stage of the account, like the drops above.
     app_drops: int = 0
@@ -167,6 +180,10 @@ class TrialResult:
     # whatever the traffic, so app_cpu_pct is ~100 % per worker by design, and beside the receive
     # work it starves the ring's kernel thread (loss_layers.polling_remarks).
     polls: bool = False
+    # Of a polling counter's time, the share its read loops spent in polls that found nothing (its
+    # summary's idle_poll_pct: the dpdk backend times each turn of its loop); the idle part of its
+    # ~100 % CPU. None: it does not poll, or does not say (testpmd, records before issue 29).
+    idle_poll_pct: float | None = None
     # The frame lengths behind rx_gbps: "frame length" (one size), "received" (the counter's
     # histogram of the frames it received, for a mix), "sent mix" (no histogram: the counter
     # read no stamps, so the received frames are taken to have the mix sent).
@@ -227,28 +244,17 @@ class TrialResult:
     # captured packet. Empty: not profiled.
     profile: dict[str, Any] = field(default_factory=dict)
     # The capture program's own part of the loss account, its declared rows with their packets
-    # (LayerCount): from capbench-cap's summary `account` or the adapter's declared rows. The rows
-    # that are no cross-check add up to socket_drops + xsk_drops. Records before issue 29 lack it
-    # (None): own_layers derives their rows from those named fields and the kernel counters in raw
-    # (named_layers, the upgrade of that shape). Read it through own_layers.
-    layers: tuple[LayerCount, ...] | None = None
+    # (LayerCount): from capbench-cap's summary `account` or the adapter's declared rows; the rows
+    # that are no cross-check are its drops in the account (accounting.account). Records before
+    # issue 29 had named fields instead (socket_drops, xsk_drops): the upgrade to version 2 maps
+    # them onto rows (named_layers).
+    layers: tuple[LayerCount, ...] = ()
     # The per-layer account (loss_layers.py): [layer, packets, counter] from the wire up,
     # and what the counters' disagreements say.
     loss_layers: tuple = ()
     loss_remarks: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)  # the programs' summary lines
     schema: int = TRIAL_SCHEMA
-
-    @property
-    def own_layers(self) -> tuple[LayerCount, ...]:
-        """The capture program's rows (`layers`); for a record before issue 29 (None) the rows its
-        named fields stand for (named_layers), read from them each time, so a copy with other
-        counts (dataclasses.replace) has its own."""
-        if self.layers is not None:
-            return self.layers
-        return tuple(LayerCount(**row) for row in named_layers(
-            {"socket_drops": self.socket_drops, "xsk_drops": self.xsk_drops, "raw": self.raw,
-             "app_command": self.app_command, "backend": self.backend}))
 
     @property
     def size_label(self) -> str:
@@ -282,7 +288,14 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     """Why `record` cannot be a trial capbench measured (None: it can). Derived from TrialResult's
     fields and types and from accounting.account: a wrong type, NaN or infinity, a number beyond
     a 64-bit counter, a count, rate or time below zero, more frames received than sent, or an
-    account (lost, link_drops, unexplained, loss_pct) other than the one the counts give."""
+    account (lost, link_drops, unexplained, loss_pct) other than the one the counts give. A record of
+    an older version is judged in today's shape (its upgrade)."""
+    version = record.get("schema")
+    if isinstance(version, int) and not isinstance(version, bool) and min(_UPGRADES) <= version < TRIAL_SCHEMA:
+        try:
+            record = upgrade(dict(record), current=TRIAL_SCHEMA, steps=_UPGRADES, what="trial")
+        except RecordError as e:
+            return str(e)
     for name, tp in field_types(TrialResult).items():
         if name not in record:
             continue
@@ -297,6 +310,7 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     if any(k not in record for k in ("sent", "delivered", "received")):
         return None  # the constructor says which field is missing
     counts = {k: record.get(k, 0) for k in _ACCOUNT_INPUTS}
+    counts[LAYERS] = [LayerCount(**row) for row in record.get(LAYERS) or ()]
     if counts["received"] > counts["sent"]:
         return f"received {counts['received']:,} is above sent {counts['sent']:,}"
     acc = accounting.account(**counts)
@@ -317,10 +331,14 @@ PROGRAM_SOCKET_COUNTER = ("{backend}'s own report of the kernel's drops (its 'dr
                           "ps_drop, PACKET_STATISTICS tp_drops)")
 LIBPCAP_SOCKET_COUNTER = "libpcap's ps_drop (pcap_stats)"
 PACKET_SOCKET_COUNTER = "PACKET_STATISTICS tp_drops"
+# The layer of frames that arrived on receive queues no AF_XDP socket reads (afxdp's and dpdk's
+# rows of the XDP program's not_redirected): passed to the stack, no ring of a socket dropped them.
+AF_XDP_QUEUES = "AF_XDP queues"
 
 
 def named_layers(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The capture program's rows of a record written before issue 29, from its named fields:
+    """The capture program's rows of a record written before issue 29 (version 1 without rows),
+    from its named fields:
     socket_drops (a program's own 'dropped', libpcap's ps_drop, else PACKET_STATISTICS tp_drops),
     xsk_drops split by the XDP_STATISTICS counters in raw (each cause a row when they add up,
     else one row) and the afxdp program's not_redirected. The one place that knows those shapes."""
@@ -338,7 +356,7 @@ def named_layers(record: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows += _xsk_rows(xsk - other_queues, kernel)
         if other_queues:
             bound = ", ".join(str(q) for q in cap.get("queues", [cap.get("queue", 0)]))
-            rows.append(("AF_XDP queues", f"on receive queues without a socket (bound: {bound}), passed to the "
+            rows.append((AF_XDP_QUEUES, f"on receive queues without a socket (bound: {bound}), passed to the "
                                           f"stack: the XDP program's not_redirected; --queue all binds every queue",
                          other_queues))
     return [{"layer": layer, "counter": counter, "packets": n} for layer, counter, n in rows]
