@@ -128,9 +128,13 @@ def test_a_real_run_writes_a_report_that_chromium_shows(tmp_path):
     assert v.evaluated["tables"][:2] == [2, 2]
     # about two screens at 1300 px for the whole report, its four figures and its tables (the host
     # probe's line and the best table's Trials column, issue 28, took ~50 px of it); a run the host
-    # disturbed says so and why in its rows, notes and loss lines (~250 px measured beside another run)
+    # disturbed says so and why in its rows, notes and loss lines (~250 px measured beside another run);
+    # a generator that fell short says so in its rows and in the advice how to measure the lower
+    # bounds (2,505 px measured with both lengths short)
     trials = [json.loads(x) for x in (run / "trials.jsonl").read_text().splitlines()]
-    assert v.evaluated["height"] < 2_500 + (400 if any(t["disturbed"] for t in trials) else 0), v.evaluated["height"]
+    extra = (400 if any(t["disturbed"] for t in trials) else 0) + (200 if any(t["invalid_offered_load"] for t in trials)
+                                                                   else 0)
+    assert v.evaluated["height"] < 2_500 + extra, v.evaluated["height"]
     # the summary and every figure first: the tables and the run's settings follow them
     assert max(f["bottom"] for f in v.evaluated["figures"]) < 2_000, v.evaluated["figures"]
     headings = v.evaluated["headings"]
