@@ -284,10 +284,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
     for proc_cpu in c.proc_cpus or ():
         preflight.check_cpus(proc_cpus=proc_cpu)
-    rx_mode, napi_sched = rx_mode_of(started_args(args, resume) or args, resume)
+    started = started_args(args, resume)  # a resumed run's own flags
+    rx_mode, napi_sched = rx_mode_of(started or args, resume)
     check_rx_ring(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None)
     check_backlog_knob(c, rx_mode, args.gen_iface is not None or args.cap_iface is not None, backlog)
-    on_ports = ports_of(args, resume)
+    on_ports = ports_of(started)
     if on_ports is not None and c.sensors:
         raise UsageError("--sensors builds its tap on capbench's veth test bed: leave out --gen-iface/--cap-iface")
     if c.tap_cpu is not None:
@@ -383,10 +384,9 @@ def started_args(args: argparse.Namespace, resume: Path | None) -> argparse.Name
         return None
 
 
-def ports_of(args: argparse.Namespace, resume: Path | None) -> ports.Ports | None:
-    """The real interfaces of a run (--gen-iface/--cap-iface ...), a resumed run's own from the
-    command that started it; None: the veth test bed."""
-    args = started_args(args, resume)
+def ports_of(args: argparse.Namespace | None) -> ports.Ports | None:
+    """The real interfaces a run's or tune's flags name (--gen-iface/--cap-iface ...); None: the veth
+    test bed, or no flags capbench could read (started_args)."""
     if args is None:
         return None
     return ports.ports_from_args(args.gen_iface, args.cap_iface, gen_ns=args.gen_netns, cap_ns=args.cap_netns,

@@ -24,7 +24,7 @@ from capbench.cli.testbed import rx_mode_of
 from capbench.errors import UsageError
 from capbench.profile import perf_record
 from capbench.rates import parse_duration
-from capbench.testbed import cpu, ports, rxmode
+from capbench.testbed import cpu, rxmode
 from capbench.report import console
 from capbench.tune import knobs as knobs_mod
 from capbench.tune import search, tuning
@@ -123,7 +123,7 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
     c = campaign.build(top, [], backends_known=declared.backend_names(), name_of=lambda key: {
         "methods": "--goal", "backends": "--backends", "sizes": "--sizes", "apps_files": "--apps-file"}.get(
         key, "--" + key.replace("_", "-")))
-    on_ports = ports_of(args)
+    on_ports = run_cli.ports_of(args)
     if on_ports is not None:
         on_ports.check_exist()  # before its NIC's knobs are read
     port = (on_ports.cap_ns, on_ports.cap_if) if on_ports is not None else None
@@ -177,13 +177,6 @@ TUNE_FLAGS = ("backends", "sizes", "replay", "goal", "rate", "knobs", "candidate
               *run_cli.PORT_FLAGS)
 
 
-def ports_of(args: argparse.Namespace) -> ports.Ports | None:
-    """The ports of a tune (its flags; a resumed tune's are those of the command that started it)."""
-    return ports.ports_from_args(args.gen_iface, args.cap_iface, gen_ns=args.gen_netns, cap_ns=args.cap_netns,
-                                 dst_mac=args.dst_mac, force=args.force_iface, nic_set=args.nic_set,
-                                 rps=args.rx_mode == "rps")
-
-
 def cmd_tune(args: argparse.Namespace) -> int:
     began = time.time()  # the set-up the budget pays for starts here (Tune.setup_s)
     binaries = find_binaries()  # first: the campaign is read with the backends the programs declare
@@ -210,7 +203,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     flags = args if resume is None else old  # the tune's own flags (a resumed one's from its folder)
     run_cli.check_rx_mode_on_ports(flags)
     rx_mode, napi_sched = rx_mode_of(flags, resume)
-    on_ports = ports_of(flags)
+    on_ports = run_cli.ports_of(flags)  # a resumed tune's: those of the command that started it
     run_cli.check_rx_ring(c, rx_mode, on_ports is not None)
     run_cli.check_ports(c, on_ports)
     args.json = False  # the tune's output is its ranking (tune.output), not run's JSON Lines

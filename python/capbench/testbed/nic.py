@@ -899,21 +899,26 @@ NIC_KNOBS = {k.name: k for k in (
 )}
 
 
+# Where describe keeps what each group's `ethtool` flag shows.
+DESCRIBED = {"ring": "rings", "channels": "channels", "coalesce": "coalescing"}
+
+
+def knob_params(k: NicKnob, shown: Any) -> list[tuple[str, int, int | None]]:
+    """The parameters of NIC knob `k` the driver shows in `shown` (parse_coalesce's values, or
+    parse_max_current's "max" and "current"): (parameter, its value now, its maximum or None)."""
+    if not isinstance(shown, dict):  # describe's reason: the driver cannot show the group
+        return []
+    if k.group == "coalesce":
+        return [(p, shown[p], None) for p in k.params if isinstance(shown.get(p), int)]
+    most, now = shown.get("max") or {}, shown.get("current") or {}
+    return [(p, now[p], most[p]) for p in k.params
+            if isinstance(most.get(p), int) and most[p] > 0 and isinstance(now.get(p), int)]
+
+
 def knobs_described(desc: Mapping[str, Any]) -> tuple[str, ...]:
     """The NIC knobs whose parameter the port's driver showed in `desc` (describe's, as a trial
     records it): the ones read_knob would find there, so a search could change them."""
-    out = []
-    for name, k in NIC_KNOBS.items():
-        if k.group == "coalesce":
-            shown = desc.get("coalescing")
-            found = isinstance(shown, dict) and any(isinstance(shown.get(p), int) for p in k.params)
-        else:
-            shown = desc.get("rings" if k.group == "ring" else "channels")
-            most = shown.get("max") if isinstance(shown, dict) else None
-            found = isinstance(most, dict) and any(isinstance(most.get(p), int) and most[p] > 0 for p in k.params)
-        if found:
-            out.append(name)
-    return tuple(out)
+    return tuple(name for name, k in NIC_KNOBS.items() if knob_params(k, desc.get(DESCRIBED[k.group])))
 
 
 def check_knob_text(name: str, value: str) -> str:
@@ -971,12 +976,10 @@ def read_knob(ns: str | None, ifname: str, name: str) -> KnobReading:
         raise UsageError(f"knob {name}: {ifname} ({driver}) cannot change its {k.what} (ethtool {change}): "
                          f"`ethtool {show} {ifname}` says: {ran.why}")
     if k.group == "coalesce":
-        values = parse_coalesce_json(json.loads(ran.out)) if is_json else parse_coalesce(ran.out)
-        found = [(p, values.get(p), None) for p in k.params if isinstance(values.get(p), int)]
+        shown = parse_coalesce_json(json.loads(ran.out)) if is_json else parse_coalesce(ran.out)
     else:
-        mc = parse_max_current_json(json.loads(ran.out)) if is_json else parse_max_current(ran.out)
-        found = [(p, mc["current"].get(p), mc["max"][p]) for p in k.params
-                 if isinstance(mc["max"].get(p), int) and mc["max"][p] > 0 and isinstance(mc["current"].get(p), int)]
+        shown = parse_max_current_json(json.loads(ran.out)) if is_json else parse_max_current(ran.out)
+    found = knob_params(k, shown)
     if not found:
         raise UsageError(f"knob {name}: {ifname} ({driver}) has no {' or '.join(k.params)} {what} (`ethtool {show} "
                          f"{ifname}` reads n/a): leave {name} out")
