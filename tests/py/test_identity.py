@@ -176,7 +176,7 @@ def test_figures_draw_a_line_per_setting(tmp_path):
     drawn = plots.throughput(ts)
     (legend,) = drawn.figure.legends  # one legend under both panels
     labels = [t.get_text() for t in legend.get_texts()]
-    assert "afp-v3" in labels and "afp-v3 ring 4 MiB" in labels
+    assert "afp-v3 defaults" in labels and "afp-v3 ring 4 MiB" in labels
     assert "really used" not in drawn.caption
     fanout = [base(backend="fanout", frame_len=n, worker_cpus=(0, 1)) for n in (64, 512)]
     assert "fanout: workers on CPUs 0, 1; CPU 0 is the generator's." in plots.throughput(fanout).caption
@@ -205,3 +205,17 @@ def test_titles_name_the_receive_thread_of_the_trials_model():
     cpumap = keys.series_key(base(rx_mode="cpumap", napi_sched="fifo:50")).title()
     assert "NAPI thread fifo:50" in napi and "cpumap" not in napi.replace("rx mode cpumap", "")
     assert "cpumap ring's thread fifo:50" in cpumap and "NAPI" not in cpumap, cpumap
+
+
+def test_legend_labels_name_only_what_tells_the_series_apart():
+    # a tune's configurations share their receive model and their rung's run length: the labels
+    # name the knobs that differ, and the configuration that set none says "defaults"
+    shared = (("rx mode", "cpumap"), ("run", "1 s"))
+    common = dict(method="iperf", backend="afp-v3", link="1g", engine="xdp", app_load="touch",
+                  placement="A:A (gen 0, rx 1, app 1)")
+    defaults = keys.SeriesKey(**common, extra=shared)
+    ring = keys.SeriesKey(**common, extra=(("ring", "4 MiB"), *shared))
+    both = keys.SeriesKey(**common, extra=(("ring", "4 MiB"), *shared, ("rx ring", "16 frames")))
+    labels = keys.series_labels([defaults, ring, both])
+    assert labels == {defaults: "afp-v3 defaults", ring: "afp-v3 ring 4 MiB",
+                      both: "afp-v3 ring 4 MiB rx ring 16 frames"}

@@ -36,7 +36,7 @@ details.skipped ul { font-size: .85em; margin: .2em 0; }
 .side > div:last-child { flex: 1 1 20em; }
 table.summary { font-size: .85em; } table.summary th, table.summary td { padding: .1em .5em; }
 table.summary td, table.summary th { white-space: nowrap; }
-table.summary td.text:last-child { white-space: normal; min-width: 15em; }
+table.summary td.text { white-space: normal; max-width: 22em; } table.summary td.text:last-child { min-width: 15em; max-width: none; }
 figcaption { font-size: .9em; color: #444; max-width: 60em; } code { background: #f3f3f3; padding: 0 .2em; }
 div.wide { overflow-x: auto; } div.wide table { font-size: .8em; } div.wide th, div.wide td { padding: .2em .4em; }
 """

@@ -352,13 +352,17 @@ def series_labels(keys: Iterable[SeriesKey]) -> dict[SeriesKey, str]:
     keys = list(dict.fromkeys(keys))
     varying = [f.name for f in fields(SeriesKey)
                if f.name != "backend" and len({getattr(k, f.name) for k in keys}) > 1]
+    # The settings every series holds alike (a tune's rx mode, its rung's run length) name none of them.
+    shared = set.intersection(*(set(k.extra) for k in keys)) if keys else set()
     labels = {}
     for k in keys:
         parts = [k.backend]
         for name in varying:
             v = getattr(k, name)
             if name == "extra":
-                parts += [f"{a} {b}" for a, b in v]
+                own = [f"{a} {b}" for a, b in v if (a, b) not in shared]
+                # a series at its defaults where the others set something says so, not just its backend
+                parts += own or ["defaults"]
             elif name == "placement":
                 parts.append(v.split(" (")[0] if _pins_differ(keys) else v)
             elif name == "app_load":

@@ -245,7 +245,11 @@ def _finish(ax, xlabel: str, ylabel: str, legend: bool = True) -> None:
 def _legend_below(fig: Figure, ax) -> None:
     """One legend of the series under the figure's panels (they share it): two columns, or one for
     long labels, the figure taller by its rows so that the panels keep their size."""
-    handles, labels = ax.get_legend_handles_labels()
+    _legend_under(fig, *ax.get_legend_handles_labels())
+
+
+def _legend_under(fig: Figure, handles: list, labels: list[str]) -> None:
+    """_legend_below's legend of the given handles: as many columns as its labels' length leaves room for."""
     if not handles:
         return
     ncols = 1 if max(map(len, labels)) > 45 else min(4, len(labels)) if max(map(len, labels)) <= 20 else 2
@@ -620,7 +624,9 @@ def repetitions(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     labels, colors = series_labels(by), _colors(by)
     fig = Figure(figsize=(7.5, 3.4), layout="constrained")
     ax = fig.subplots()
-    for i, (key, gs) in enumerate(by.items()):
+    sizes = {g.frame_len for g in groups}
+    dx = _dodge(by, sizes)
+    for key, gs in by.items():
         gs = sorted(gs, key=lambda g: g.frame_len)
         rel = []
         for g in gs:
@@ -628,14 +634,15 @@ def repetitions(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
             m = s.median or 1.0
             rel.append(stats.Stat(0.0, 100 * (s.lo - s.median) / m, 100 * (s.hi - s.median) / m, s.n,
                                   100 * s.sd / m))
-        _errorbar(ax, [g.frame_len * (1 + 0.01 * i) for g in gs], rel, colors[key],
+        _errorbar(ax, [g.frame_len + dx[key] for g in gs], rel, colors[key],
                   f"{labels[key]} (n = {max(g.stat('rx_pps').n for g in gs)})", linestyle="none")
     ax.axhline(0, color="black", linewidth=0.8)
+    _frame_axis(ax, sizes)
     _finish(ax, "frame length [B]", "captured rate vs its median [%]")
     fig.suptitle("Run-to-run spread of the captured rate")
     return Drawn(fig, "For each measurement repeated more than once, the spread of the captured rate over its "
                       "valid repetitions: min and max relative to the median. This is the noise "
-                      "`capbench compare` weighs changes against.")
+                      "`capbench compare` weighs changes against." + _side_by_side_note(by))
 
 
 def _bins(max_lost: int) -> list[tuple[int, int]]:
@@ -734,7 +741,7 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     names = [n for n in LATENCY_SHOWN if any(n in p for _t, p in chosen)]
     if not names:
         names = sorted({n for _t, p in chosen for n in p}, key=latency.order)[-3:]
-    fig = Figure(figsize=(max(7.5, 1.2 + 2.1 * len(names)), 3.2 + 0.25 * ((len(by) + 2) // 3)), layout="constrained")
+    fig = Figure(figsize=(max(7.5, 1.2 + 2.1 * len(names)), 3.2), layout="constrained")
     axes = fig.subplots(1, len(names), sharey=True, squeeze=False)[0]
     # A log axis shared by the panels: the unit in which a typical value of the lowest percentile reads as
     # a whole number (a p50 of 20 µs: "20 µs", not "0.02 ms" chosen for a max of 90 ms)
@@ -758,7 +765,7 @@ def latency_fig(trials: list[Trial], answers: Sequence[Answer] | None = None) ->
     axes[0].set_ylabel(units.label("latency", unit))
     handles = [matplotlib.patches.Patch(color=colors[k]) for k in by]
     texts = [labels[k] for k in by]
-    fig.legend(handles, texts, loc="outside lower center", ncols=min(3, len(texts)), fontsize="small")
+    _legend_under(fig, handles, texts)
     fig.suptitle("Latency percentiles vs load")
     which = ("the latency method's trials, its search trials included" if own
              else "every trial whose counter measured it (no latency method in this run)")

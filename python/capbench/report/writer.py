@@ -246,7 +246,7 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
              + (f'<p class="small">{html.esc(note)}</p>' if note else "")]
     summary_html = f'<div class="side">{"".join(f"<div>{x}</div>" for x in sides if x)}</div>' if any(sides) else ""
     if probe := host_probe_line(run):
-        summary_html += f'<p class="note">{html.esc(probe)}</p>'
+        summary_html += f'<p class="small">{html.esc(probe)}</p>'  # after a list, not a table: no note's pull-up
 
     # The searches' answers open; a row per measurement (iperf-like, a sweep's steps) folded where long
     table_html = "\n".join(
