@@ -11,7 +11,7 @@ from capbench.report.load import load_run
 from capbench.report.writer import write_report
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from capbench.report import tables_md
-from capbench.report.html import esc
+from capbench.report.html import esc, flat_items
 from report_files import DEFAULT_RUN, FIXTURE, axis_unit, copy_fixture, trial
 
 FIXTURES = FIXTURE.parent
@@ -217,3 +217,13 @@ def test_the_default_run_s_long_tables_are_folded_with_every_number_and_one_foot
     assert "<td>64</td><td class=\"text\">afp-v3</td><td>1,236,402 / 0.831</td><td>2.72 %</td><td>1</td>" \
            "<td>3.1 / 75.8</td><td>1,271,015 of 1,488,095</td>" in best  # Trials: measured once
     assert "its loss is capture loss" not in "".join(c for t in iperf for row in t.rows for c in row)
+
+
+def test_the_settings_of_many_matrices_say_once_what_they_share():
+    # a tune's campaign: tens of matrices alike but for their knobs
+    matrices = [{"methods": ["mlr"], "sizes": [64], "vary": vary} for vary in (["ring", "4M"], ["ring", "16M"])]
+    rows = dict(flat_items([("campaign", {"name": "capbench tune", "matrices": matrices})]))
+    assert rows == {"name": "capbench tune", "every matrix · methods": ["mlr"], "every matrix · sizes": [64],
+                    "matrix 1 · vary": ["ring", "4M"], "matrix 2 · vary": ["ring", "16M"]}
+    one = dict(flat_items([("campaign", {"matrices": matrices[:1]})]))
+    assert one == {"methods": ["mlr"], "sizes": [64], "vary": ["ring", "4M"]}

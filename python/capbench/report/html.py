@@ -123,15 +123,22 @@ def kv_groups(groups: Iterable[tuple[str, Iterable[tuple[str, Any]]] | tuple[str
 
 def flat_items(items: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """Nested settings as rows of a table: an object's keys under its name ("campaign" is the
-    name of the whole, so left out), a list of objects numbered ("matrix 1 · sizes")."""
+    name of the whole, so left out), a list of objects numbered ("matrix 1 · sizes") in what tells
+    them apart, and once ("every matrix · sizes") in what they share: a tune's tens of matrices
+    differ in their knobs alone."""
     out: list[tuple[str, Any]] = []
     for k, v in items:
         if isinstance(v, dict):
             out += flat_items((sub if k == "campaign" else f"{k} · {sub}", x) for sub, x in v.items())
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
             name = "matrix" if k == "matrices" else k
+            if len(v) == 1:
+                out += flat_items(v[0].items())
+                continue
+            shared = [sub for sub, y in v[0].items() if all(sub in x and x[sub] == y for x in v[1:])]
+            out += flat_items((f"every {name} · {sub}", v[0][sub]) for sub in shared)
             for i, x in enumerate(v, 1):
-                out += flat_items((f"{name} {i} · {sub}" if len(v) > 1 else sub, y) for sub, y in x.items())
+                out += flat_items((f"{name} {i} · {sub}", y) for sub, y in x.items() if sub not in shared)
         else:
             out.append((k, v))
     return out
