@@ -198,6 +198,22 @@ BACKLOG_HELP = ("raise net.core.netdev_max_backlog (each CPU's queue between RPS
                 "host-wide) to N packets, put back when the last run holding it ends")
 
 
+def add_profile_args(parser: argparse.ArgumentParser, what_it_adds: str) -> None:
+    """--profile and --profile-hz, as run and tune take them; `what_it_adds` ends the help."""
+    parser.add_argument("--profile", action="store_true", default=None,
+                        help="where the CPU time goes: sample every CPU with perf (cpu-clock, kernel and user "
+                             "stacks) over each trial's load window (needs perf: linux-perf)" + what_it_adds)
+    parser.add_argument("--profile-hz", type=int, metavar="N",
+                        help=f"with --profile: samples per second on each CPU {_default('profile_hz')}")
+
+
+def add_apps_file(parser: argparse.ArgumentParser, what_it_adds: str) -> None:
+    """--apps-file (repeatable), as run, tune and backends take it; `what_it_adds` ends the help."""
+    parser.add_argument("--apps-file", metavar="FILE.toml", action="append",
+                        help="adapters for capture programs: how to start, stop and read each (docs/apps.md)"
+                             + what_it_adds)
+
+
 def add_port_args(parser: argparse.ArgumentParser) -> None:
     """The real interfaces of `capbench run` and `capbench tune` (testbed.ports)."""
     ports = parser.add_argument_group(
@@ -287,14 +303,9 @@ def build_parser() -> Parser:
     run.add_argument("--tap-cpu", type=int, metavar="CPU",
                      help="with --sensors: the CPU of the tap's receive work (default: the generator's, in its "
                           "softirq)")
-    run.add_argument("--profile", action="store_true", default=None,
-                     help="where the CPU time goes: sample every CPU with perf (cpu-clock, kernel and user stacks) "
-                          "over each trial's load window; each record gets, per role (generator, receive, counter), "
-                          "its NET_RX, kernel, user and idle shares, its groups of receive work, top functions and "
-                          "CPU time per captured packet, and the report a stacked bar per trial and a flame graph "
-                          "(needs perf: linux-perf)")
-    run.add_argument("--profile-hz", type=int, metavar="N",
-                     help=f"with --profile: samples per second on each CPU {_default('profile_hz')}")
+    add_profile_args(run, "; each record gets, per role (generator, receive, counter), its NET_RX, kernel, user and "
+                          "idle shares, its groups of receive work, top functions and CPU time per captured packet, "
+                          "and the report a stacked bar per trial and a flame graph")
     run.add_argument("--app", metavar="NAME=COMMAND", action="append",
                      help="a capture program under test, measured as backend NAME (add NAME to --backends): "
                           "its command template with {iface} (required), {out} (a capture file capbench "
@@ -310,9 +321,7 @@ def build_parser() -> Parser:
                      help="with --topology: let ssh use settings that run commands on this machine (ProxyCommand, "
                           "LocalCommand, KnownHostsCommand, Match exec ...) or log in without checking the host's "
                           "key (StrictHostKeyChecking=no or accept-new); run.json records it (docs/topology.md)")
-    run.add_argument("--apps-file", metavar="FILE.toml", action="append",
-                     help="adapters for capture programs: how to start, stop and read each (docs/apps.md); "
-                          "their names become backends")
+    add_apps_file(run, ": their names become backends")
     run.add_argument("--sizes", metavar="LIST",
                      help="one trial per item, comma-separated: a frame length in bytes incl. FCS, `seed` "
                           f"(the seed's {len(SEED_SIZES)}: {SEED_SIZES[0]},{SEED_SIZES[1]},...,{SEED_SIZES[-1]}), "
@@ -450,16 +459,10 @@ def build_parser() -> Parser:
     tune.add_argument("--candidates", metavar="KNOB=LIST", action="append",
                       help="the values to try of a knob instead of its declared ones, e.g. rx-ring=64,1024,16384 "
                            "(each checked against the knob's range; repeat for several knobs)")
-    tune.add_argument("--profile", action="store_true", default=None,
-                      help="profile every trial as `capbench run --profile` does (needs perf: linux-perf); the "
-                           "reasons under the ranking then also say where the counter's and the receive CPU's time "
-                           "went with the best configuration and with the defaults")
-    tune.add_argument("--profile-hz", type=int, metavar="N",
-                      help=f"with --profile: samples per second on each CPU {_default('profile_hz')}")
-    tune.add_argument("--apps-file", metavar="FILE.toml", action="append",
-                      help="adapters for capture programs (docs/apps.md), as capbench run takes them: their "
-                           "programs can be tuned (--backends NAME), over the knobs each declares "
-                           "([NAME.knobs.KNOB])")
+    add_profile_args(tune, "; the reasons under the ranking then also say where the counter's and the "
+                           "receive CPU's time went with the best configuration and with the defaults")
+    add_apps_file(tune, ": their programs can be tuned (--backends NAME), over the knobs each declares "
+                        "([NAME.knobs.KNOB])")
     tune.add_argument("--link", help=f"emulated link speed: {', '.join(LINKS_BPS)} {_default('link')}")
     tune.add_argument("--pin", metavar="PIN", help=f"the placement: A:A, A:B or auto {_default('pin')}")
     tune.add_argument("--engine", choices=from_declarations(engine_names, None),
@@ -502,8 +505,7 @@ def build_parser() -> Parser:
     backends = sub.add_parser("backends", help="list the capture backends and programs, and whether they work here",
                               epilog="Exit status: 0 when listed (each line says whether it works here); 2 when a "
                                      "program of capbench's own is missing (the line says how to get it).")
-    backends.add_argument("--apps-file", metavar="FILE.toml", action="append",
-                          help="also list the capture programs of these adapter files (docs/apps.md)")
+    add_apps_file(backends, ": their programs are listed too")
     backends.add_argument("--json", action="store_true",
                           help="one JSON line per backend and program on stdout: type (backend or program), name, "
                                "works (true or false), why (docs/json.md)")
