@@ -11,7 +11,7 @@ from capbench.cli.parser import build_parser
 from capbench.errors import UsageError
 from capbench.methods.simulated import SimulatedDevice
 from capbench.tune import knobs, output, search, tuning
-from test_tune import Lab, drive
+from sim_tune import Lab, drive
 
 # The deeper the receive ring, the more the simulated device drains (Lab's model); the deepest ring
 # here costs its application 1,000 ns a frame: ~86 % of a CPU at its PDR of ~855 kpps, 40 % at the

@@ -23,7 +23,7 @@ from capbench.report.load import load_run
 from capbench.report.tables import WITHIN_SPREAD_MARK, answer_ranking_tables
 from capbench.tune import knobs, output, search, tuning
 from fixtures.make_tune_runs import Ring
-from test_tune import Lab, drive, small_tune
+from sim_tune import Lab, drive, small_tune
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TUNE, CONFIRM = FIXTURES / "run-tune", FIXTURES / "run-tune-confirm"
