@@ -16,9 +16,10 @@ one line, "rebuild with make", exit status 2.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 
 from capbench.binaries import find_program
 from capbench.errors import UsageError
+from capbench.options import option_value
 
 DESCRIBE_VERSION = 1  # the document's version this module reads (docs/programs.md, "--describe")
 DESCRIBE_TIMEOUT_S = 10.0
@@ -182,6 +184,19 @@ def parse_bytes(text: str) -> int:
     return int(digits) << _BYTE_UNITS[unit]
 
 
+def _option_setting(r: _Reader, text: str | None) -> tuple[str, str] | None:
+    """"OPTION=VALUE" of a backend's capabilities as ("--OPTION", value): one of its own options'
+    choices, or the document is refused."""
+    if text is None:
+        return None
+    name, _, value = text.partition("=")
+    name = f"--{name}"  # the C table's names are without their dashes
+    option = next((o for o in _options(r, "options") if o.name == name), None)
+    if option is None or value not in option.choices:
+        raise r.fail(f"{r.where}: own_xdp_unless {text!r} names no choice of its options")
+    return name, value
+
+
 def _options(r: _Reader, key: str) -> tuple[Option, ...]:
     options = tuple(Option.read(o) for o in r.objects(key))
     _unique([o.name for o in options], f"{r.where}.{key}", r.fail)
@@ -313,6 +328,17 @@ class Backend:
     polls: bool = False
     # Why this capbench-cap cannot run it (built without the library it needs), or None.
     absent: str | None = None
+    # (option, value): with that value of its option it attaches no XDP program of its own
+    # (dpdk --dpdk-driver af_packet): the test bed's counter is on the interface, and several
+    # processes can capture (ran_with); None: own_xdp whatever its options.
+    own_xdp_unless: tuple[str, str] | None = None
+
+    def ran_with(self, argv: Sequence[str]) -> Backend:
+        """This backend as it runs with its capbench-cap options `argv` (--backend-args, knobs)."""
+        if self.own_xdp_unless is None:
+            return self
+        name, value = self.own_xdp_unless
+        return dataclasses.replace(self, own_xdp=False) if option_value(list(argv), name) == value else self
 
     @classmethod
     def read(cls, r: _Reader) -> Backend:
@@ -327,7 +353,8 @@ class Backend:
                    needs=needs, ring=None if ring is None else RingSpec.read(ring),
                    account=None if r.raw("account") is None else tuple(AccountRow.read(a) for a in r.objects("account")),
                    polls=caps.bool("polls", optional=True, default=False),
-                   absent=r._get("absent", (str, type(None)), "a string or null", optional=True))
+                   absent=r._get("absent", (str, type(None)), "a string or null", optional=True),
+                   own_xdp_unless=_option_setting(r, caps.str("own_xdp_unless", optional=True, default=None)))
 
     def ring_args(self, ring_bytes: int) -> tuple[str, ...]:
         """capbench-cap options that give this backend a kernel buffer of about `ring_bytes`
@@ -586,3 +613,11 @@ def ring_args(backend_name: str, ring_bytes: int) -> tuple[str, ...]:
 def names_where(test: Callable[[Backend], bool]) -> tuple[str, ...]:
     """The backends for which `test` holds, in registry order ("afxdp, xdp" in messages)."""
     return tuple(b.name for b in backends() if test(b))
+
+
+def shared_interface_backends() -> str:
+    """The backends several capture processes can share an interface with, in words: those without
+    an XDP program of their own, and those that attach none with one of their options' values."""
+    return ", ".join([b.name for b in backends() if not b.own_xdp]
+                     + [f"{b.name} with {b.own_xdp_unless[0]} {b.own_xdp_unless[1]}"
+                        for b in backends() if b.own_xdp and b.own_xdp_unless])

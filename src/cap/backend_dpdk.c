@@ -20,9 +20,14 @@
  *                  netlink, which outlives the process; open() moves it
  *                  onto a bpf_link, which the kernel removes when the
  *                  process ends, however it ends.
- *   net_af_packet  TPACKET_V2 rings, one socket per queue in a fanout group;
- *                  capbench's program is attached (no sockets in its map:
- *                  every frame goes on to the stack) to count "delivered".
+ *   net_af_packet  TPACKET_V2 rings, one socket per queue in a fanout group
+ *                  of the process's own (DPDK 22.11 names the group after
+ *                  the pid, so several processes each see every frame, as
+ *                  --procs wants). No XDP program of its own: like the
+ *                  packet-socket backends it leaves the interface to the
+ *                  test bed's counter (capbench-xdpcount), which counts
+ *                  "delivered" and, in the cpumap model, feeds the ring
+ *                  (caps.own_xdp_unless).
  *
  * or the user's devargs (--dpdk-devargs: a PCI address, or any devargs).
  *
@@ -174,7 +179,6 @@ struct dpdk {
 	int driver;              /* enum cap_dpdk_driver; -1: --dpdk-devargs */
 	struct rte_mempool *pool;
 	struct cap_xdp_hook hook;
-	struct xdp_xsk_bpf *skel; /* net_af_packet: capbench's program, loaded here */
 	int prog_fd;              /* net_af_xdp: the program the driver loaded; -1 = none */
 	int counts_fd;            /* its "counts" map; -1 = none */
 	int sock_fd[CAP_MAX_WORKERS]; /* the driver's AF_XDP or AF_PACKET sockets */
@@ -396,22 +400,6 @@ static int take_over_program(const struct cap_cfg *cfg, struct dpdk *st)
 	if ((err = cap_xdp_hook_attach(cfg, &st->hook, st->prog_fd)))
 		return err;
 	st->counts_fd = prog_map(st->prog_fd, "counts");
-	return 0;
-}
-
-/* net_af_packet: capbench's program on the interface, counting every frame
- * (its XSKMAP is empty, so all of them go on to the stack). */
-static int attach_counter(const struct cap_cfg *cfg, struct dpdk *st)
-{
-	int err;
-
-	cb_libbpf_quiet();
-	st->skel = xdp_xsk_bpf__open_and_load();
-	if (!st->skel)
-		return cap_bpf_load_failed(-errno, "capbench's XDP program");
-	if ((err = cap_xdp_hook_attach(cfg, &st->hook, bpf_program__fd(st->skel->progs.cb_xsk))))
-		return err;
-	st->counts_fd = bpf_map__fd(st->skel->maps.counts);
 	return 0;
 }
 
@@ -680,8 +668,6 @@ static int dpdk_open(const struct cap_cfg *cfg, void **state)
 			goto fail;
 		find_sockets(st, AF_XDP);
 	} else if (st->driver == CAP_DPDK_AF_PACKET) {
-		if ((err = attach_counter(cfg, st)))
-			goto fail;
 		find_sockets(st, AF_PACKET);
 	}
 	if (prog_mem >= 0)
@@ -969,9 +955,7 @@ static void dpdk_close(void *state)
 	struct dpdk *st = state;
 
 	cap_xdp_hook_release(&st->hook); /* first: no more frames counted */
-	if (st->skel)
-		xdp_xsk_bpf__destroy(st->skel);
-	if (st->counts_fd >= 0 && !st->skel)
+	if (st->counts_fd >= 0)
 		close(st->counts_fd);
 	if (st->prog_fd >= 0)
 		close(st->prog_fd);
@@ -1015,7 +999,7 @@ const struct cap_backend cap_backend_dpdk = {
 		    "polled with rte_eth_rx_burst",
 	.seed = "the kernel bypass of PF_RING ZC, netmap, szedata2 and Sniffer10G (seeds 000, 001, 004)",
 	.options = dpdk_options,
-	.caps = { .own_xdp = 1, .kernel_stats = "rte_eth_stats", .clock = CAP_CLOCK_READ,
+	.caps = { .own_xdp = 1, .own_xdp_unless = "dpdk-driver=af_packet", .kernel_stats = "rte_eth_stats", .clock = CAP_CLOCK_READ,
 		  .workers = 1, .queues = 1, .polls = 1, .port_option = "dpdk-devargs", .needs = { "libdpdk", "af_xdp", "xdp_link" } },
 	.account = dpdk_account,
 	DPDK_OPS,

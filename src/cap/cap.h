@@ -158,6 +158,10 @@ enum cap_filter_at {
 struct cap_caps {
 	/* Attaches its own XDP program, which counts the "delivered" stage. */
 	int own_xdp;
+	/* "OPTION=VALUE": with that option value it attaches none (dpdk's
+	 * net_af_packet), and the test bed's counter is on the interface;
+	 * NULL: own_xdp whatever its options. */
+	const char *own_xdp_unless;
 	/* Counts in the kernel and tracks no sequence numbers of its own: no
 	 * application sees the packets (no --app-load, no --write), and the
 	 * summary leaves out the tracker's fields. */

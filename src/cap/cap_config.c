@@ -332,6 +332,8 @@ static void put_caps(struct cb_json *j, const struct cap_caps *c)
 {
 	cb_json_obj_begin(j, "capabilities");
 	cb_json_bool(j, "own_xdp", c->own_xdp);
+	if (c->own_xdp_unless)
+		cb_json_str(j, "own_xdp_unless", c->own_xdp_unless);
 	cb_json_bool(j, "kernel_counter", c->kernel_counter);
 	cb_json_bool(j, "xsk_stats", c->xsk_stats);
 	cb_json_bool(j, "queue_count", c->queue_count);

@@ -62,8 +62,10 @@ def test_captures_every_frame(tmp_path, driver):
     # At 50 kpps most of the worker's polls find nothing: the record says how much of its CPU that was.
     assert t["idle_poll_pct"] == cap["idle_poll_pct"] and 50 < t["idle_poll_pct"] < 100, t["idle_poll_pct"]
     assert t["sent"] == FRAMES and t["received"] == FRAMES and t["lost"] == 0, t
-    # capbench's own XDP program counted every frame that reached the interface.
-    assert cap["delivered"] == FRAMES and cap["xdp"]["capbench"] == FRAMES, cap
+    if driver == "af_xdp":  # capbench's own XDP program counted every frame that reached the interface
+        assert cap["delivered"] == FRAMES and cap["xdp"]["capbench"] == FRAMES, cap
+    else:  # net_af_packet has none: the test bed's counter (capbench-xdpcount) is on the interface
+        assert "xdp" not in cap and "delivered" not in cap and t["delivered"] == FRAMES, t
     assert cap["imissed"] == cap["rx_nombuf"] == cap["ierrors"] == 0, cap
     assert left_behind(before_ns) == set()
     assert eal_dirs() <= before_dirs
@@ -74,10 +76,17 @@ def stream(binaries, tb, driver: str, frames: int, rate: str, *cap_args: str,
            pin: tuple[str, ...] = ("--cpu", "0"), wrap: tuple[str, ...] = ()) -> tuple[dict, dict]:
     """`frames` at `rate` to a dpdk counter: (generator, counter) summaries. The worker polls CPU 0;
     the capture veth's receive work and the generator are on CPU 1 (the test bed's rx_cpu), so
-    the frames arrive on the veth's receive queue 1 (the sender's CPU), which net_af_xdp binds."""
+    the frames arrive on the veth's receive queue 1 (the sender's CPU), which net_af_xdp binds.
+    net_af_packet attaches no XDP program: as in a run, capbench-xdpcount is on the interface (its
+    program gives the veth's queue the NAPI instance the generator's redirected frames need), and
+    its count is the counter's "delivered"."""
     from capbench.testbed.procs import ChildSet
 
     with ChildSet() as kids:
+        xdp = None
+        if driver == "af_packet":
+            xdp = kids.start("capbench-xdpcount", [str(binaries.xdpcount), "--iface", tb.cap_if], netns_name=tb.cap_ns)
+            xdp.wait_for("ready", 10)
         cap = kids.start("capbench-cap", [*wrap, str(binaries.cap), "--iface", tb.cap_if, "--backend", "dpdk",
                                           "--dpdk-driver", driver, *pin, *cap_args,
                                           *(["--queue", "1"] if driver == "af_xdp" else [])],
@@ -89,7 +98,10 @@ def stream(binaries, tb, driver: str, frames: int, rate: str, *cap_args: str,
         gen.wait(30)
         time.sleep(0.5)  # the worker reads what its ring still holds
         kids.stop_all()
-        return gen.summary(), cap.summary()
+        summary = cap.summary()
+        if xdp is not None:
+            summary["delivered"] = xdp.summary()["packets"]
+        return gen.summary(), summary
 
 
 def judge(r: tuple[dict, dict]) -> str | None:
@@ -162,15 +174,40 @@ def test_a_second_process_with_the_same_file_prefix_is_refused(binaries):
     assert (set(EAL_RUNTIME.iterdir()) if EAL_RUNTIME.is_dir() else set()) <= before
 
 
-def test_procs_2_is_refused_in_one_line(tmp_path):
-    # Each dpdk process attaches capbench's XDP program to the capture interface, which holds one.
+def test_procs_2_with_net_af_xdp_is_refused_in_one_line(tmp_path):
+    # Each net_af_xdp process attaches capbench's XDP program to the capture interface, which holds
+    # one (and an AF_XDP queue hands each frame to one socket): the line names what shares it.
     before_ns = capbench_namespaces()
     p = run_capbench("run", "--backends", "dpdk", "--procs", "2", "--sizes", "64", "--rate", "10kpps",
                      "--duration", "0.5", "--results", str(tmp_path), "--no-report", timeout=60)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     (line,) = [x for x in p.stderr.splitlines() if "2 with dpdk" in x]
-    assert "an interface holds one XDP program" in line, p.stderr
+    assert "an interface holds one XDP program" in line and "dpdk with --dpdk-driver af_packet" in line, p.stderr
     assert left_behind(before_ns) == set() and not xdp_attached()
+
+
+def test_procs_2_with_net_af_packet_each_see_every_frame(tmp_path):
+    # net_af_packet names its fanout group after the process (DPDK 22.11), so each of two dpdk
+    # processes, each its own EAL (--file-prefix capbench-PID), gets every frame, as --procs means;
+    # the test bed's counter counts "delivered" for both. Both poll CPU 1; the receive work runs on
+    # CPU 0 with the generator, real-time (as in test_captures_every_frame).
+    before_ns, before_dirs = capbench_namespaces(), eal_dirs()
+    frames = 40_000
+
+    def attempt(i: int) -> list[dict]:
+        results = tmp_path / f"r{i}"
+        p = run_capbench("run", "--backends", "dpdk", "--backend-args", "dpdk=--dpdk-driver af_packet",
+                         "--procs", "2", "--sizes", "64", "--rate", "20kpps", "--duration", "2", "--gen-cpu", "0",
+                         "--rx-cpu", "0", "--cap-cpu", "1", "--napi-sched", "fifo:50", "--results", str(results),
+                         "--no-report", timeout=200)
+        assert_run_measured(p)
+        (d,) = [x for x in results.iterdir() if x.is_dir()]
+        return decided_trials(d / "trials.jsonl")
+
+    (t,) = until_undisturbed(attempt, "two dpdk net_af_packet processes", spoiled)
+    assert t["procs"] == 2 and t["sent"] == frames and t["delivered"] == frames, t
+    assert t["proc_received"] == [frames, frames] and t["lost"] == 0, t["proc_received"]
+    assert left_behind(before_ns) == set() and eal_dirs() <= before_dirs and not xdp_attached()
 
 
 @pytest.mark.parametrize("driver, row", [("af_xdp", "imissed"), ("af_packet", "tp_drops")])
@@ -226,7 +263,8 @@ def promiscuity(tb) -> int:
 def test_nothing_is_left_after_sigterm_or_sigkill(binaries, tb, driver):
     before = eal_dirs()
     p = start_cap(binaries, tb, driver)
-    assert xdp_attached(tb.cap_ns) == [tb.cap_if] and promiscuity(tb) == 1
+    # net_af_xdp runs capbench's program; net_af_packet none (a run's capbench-xdpcount counts there)
+    assert xdp_attached(tb.cap_ns) == ([tb.cap_if] if driver == "af_xdp" else []) and promiscuity(tb) == 1
     assert len(eal_dirs() - before) == 1
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=10)

@@ -77,6 +77,8 @@ def test_a_document_becomes_typed_frozen_views():
     (lambda d: d.update(default_app_load="spin:0"), ["default app load"]),
     (lambda d: d["backends"][0]["ring"].update(unit_bytes=True), ["unit_bytes"]),
     (lambda d: d["app_loads"][2].pop("max"), ["min and max"]),
+    (lambda d: d["backends"][0]["capabilities"].update(own_xdp_unless="block-size=af_packet"),
+     ["own_xdp_unless", "no choice of its options"]),
 ])
 def test_a_wrong_document_is_one_line_naming_the_field(change, words):
     doc = sample_cap()
@@ -264,3 +266,16 @@ def test_each_backend_declares_its_loss_account():
     assert [(a.layer, a.counter, a.cross_check) for a in pcap.account] == [
         ("socket", "pcap_stats ps_drop", False), ("NIC", "pcap_stats ps_ifdrop", True)]
     assert read_cap(sample_cap()).backend(read_cap(sample_cap()).backend_names[0]).account is None
+
+
+def test_an_option_value_that_attaches_no_xdp_program_is_the_declarations():
+    # dpdk's net_af_packet (--dpdk-driver af_packet) leaves the interface to the test bed's counter:
+    # the backend as it runs with that option has no XDP program of its own, so several processes
+    # can share the interface; with any other value (or none) it has.
+    dpdk = declared.backend("dpdk")
+    assert dpdk.own_xdp and dpdk.own_xdp_unless == ("--dpdk-driver", "af_packet")
+    assert not dpdk.ran_with(["--dpdk-driver", "af_packet"]).own_xdp
+    assert not dpdk.ran_with(["--ring-size", "512", "--dpdk-driver=af_packet"]).own_xdp
+    assert dpdk.ran_with(["--dpdk-driver", "af_xdp"]).own_xdp and dpdk.ran_with([]).own_xdp
+    assert declared.backend("afxdp").ran_with(["--dpdk-driver", "af_packet"]).own_xdp
+    assert "dpdk with --dpdk-driver af_packet" in declared.shared_interface_backends()

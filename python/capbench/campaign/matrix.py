@@ -949,12 +949,14 @@ def check(c: Campaign, name_of: Callable[[str], str] = str) -> None:
         if any(not registry.get(x).takes_profiles for x in m.methods) and any(isinstance(x, str) for x in m.sizes):
             raise UsageError(f"the search methods run at fixed frame lengths: give lengths in {name_of('sizes')}, "
                              f"not profiles (profiles work with the iperf method)")
-        # Backends that attach an XDP program: an interface holds one, so one process.
-        xdp = [b for s in m.backends for b in sensor_backends(s) if c.program(b) is None and declared.backend(b).own_xdp]
+        # Backends that attach an XDP program with the options given: an interface holds one, so one process.
+        args = dict(m.backend_args)
+        xdp = [b for s in m.backends for b in sensor_backends(s)
+               if c.program(b) is None and declared.backend(b).ran_with(shlex.split(args.get(b, ""))).own_xdp]
         if xdp and any(n > 1 for n in m.procs):
             raise UsageError(f"{name_of('procs')} {max(m.procs)} with {', '.join(xdp)}: an interface holds one XDP "
                              f"program, so one such capture process at a time: use procs 1 for them, or "
-                             f"packet-socket backends ({', '.join(declared.names_where(lambda b: not b.own_xdp))})")
+                             f"backends that share an interface ({declared.shared_interface_backends()})")
         for method in m.methods:
             least = registry.get(method).min_trial_s  # RFC 2544 26.1 asks for 60 s
             if least and c.trial_s is not None and c.trial_s < least:

@@ -396,10 +396,10 @@ def _split_procs(cmd: str, argv: list[str]) -> tuple[list[list[str]], list[str]]
     for c in cpus or ():
         preflight.check_cpus(proc_cpus=c)
     backend = option_value(rest, "--backend", "-b")
-    if procs > 1 and backend in own_xdp_names():
+    if procs > 1 and backend in own_xdp_names() and declared.backend(backend).ran_with(rest).own_xdp:
         raise UsageError(f"--procs {procs} with --backend {backend}: an interface holds one XDP program, so one "
-                         f"{backend} process at a time: use --procs 1, or a packet-socket backend "
-                         f"({', '.join(declared.names_where(lambda b: not b.own_xdp))})")
+                         f"{backend} process at a time: use --procs 1, or a backend that shares an interface "
+                         f"({declared.shared_interface_backends()})")
     if procs > 1 and option_value(rest, "--write", "-w") is not None:
         raise UsageError(f"--write with --procs {procs} would have every process write the same file: "
                          f"capture with one process to write it")

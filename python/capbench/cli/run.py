@@ -349,7 +349,7 @@ def check_rx_ring(c: campaign.Campaign, rx_mode: str, on_ports: bool) -> None:
         raise UsageError(f"--rx-ring {depth} sets the cpumap model's ring: add --rx-mode cpumap (--rx-mode {rx_mode} "
                          f"has the veth's fixed {rxmode.VETH_RING_FRAMES}-frame ring)")
     own = sorted({s.backend for s in given if s.backend in declared.backend_names()
-                  and declared.backend(s.backend).own_xdp})
+                  and declared.backend(s.backend).ran_with((*shlex.split(s.backend_args), *s.knob_args)).own_xdp})
     if own:
         raise UsageError(f"--rx-ring with {', '.join(own)}: their own XDP program runs in the capture veth's poll, "
                          f"before any ring it could feed; leave out --rx-ring for them (their trials use the "

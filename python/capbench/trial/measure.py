@@ -399,7 +399,8 @@ class Measurer:
         """The setup's backend as capbench-cap declares it (--describe), or its capture program's view."""
         if self.setup.app is not None:
             return program_backend(self.setup.app)
-        return declared.backend(self.setup.backend)
+        # as its options run it: dpdk with --dpdk-driver af_packet has no XDP program of its own
+        return declared.backend(self.setup.backend).ran_with((*self.setup.cap_args, *self.setup.knob_args))
 
     @property
     def rx_model(self) -> str:
@@ -558,7 +559,8 @@ class Measurer:
             raise UsageError(f"--procs {s.procs} needs one CPU per process, got {list(self.proc_cpus)}")
         if self.backend.own_xdp and s.procs > 1:
             raise UsageError(f"--procs {s.procs} with {s.backend}: an interface holds one XDP program, so one "
-                             f"{s.backend} process at a time (use fanout or packet-socket backends)")
+                             f"{s.backend} process at a time (use a backend that shares an interface: "
+                             f"{declared.shared_interface_backends()})")
 
     def measure(self, duration_s: float, load: Rate | float) -> TrialResult:
         """Run one trial of `duration_s` at `load` (a Rate, or frames per second)."""
