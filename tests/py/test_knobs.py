@@ -45,9 +45,10 @@ def test_candidates_are_the_powers_of_two_of_the_declared_tune_range():
     assert block_size.candidates == tuple(64 * KIB << i for i in range(7))  # 64k .. 4M, the C row's
     by_name = {k.name: k for k in knobs.space("afp-v3", ["afp-v3:block-size", "afp-v3:block-count"])}
     assert by_name["afp-v3:block-size"].candidates == ("64k", "128k", "256k", "512k", "1M", "2M", "4M")
-    # The default space tries three of them, spread over the range, and the default.
+    # The default space tries three of them: both ends of the range and the default.
     default = {k.name: k for k in knobs.space("afp-v3")}
-    assert default["afp-v3:block-size"].candidates == ("64k", "512k", "1M", "4M")
+    assert default["afp-v3:block-size"].candidates == ("64k", "1M", "4M")
+    assert default["afp-v3:block-count"].candidates == ("4", "32", "128")
     assert by_name["afp-v3:block-size"].default == "1M" and by_name["afp-v3:block-count"].default == "32"
     assert declared.backend("fanout").option("--workers").candidates == (1, 2, 4)
     assert declared.backend("fanout").option("--fanout-mode").candidates == \

@@ -221,6 +221,8 @@ def test_the_command_line_makes_the_tune():
 def test_the_default_space_fits_the_default_budget():
     t = tune_cli.tune_of(tune_args("--backends", "afp-v3"))
     assert t.smallest_budget_s() <= t.budget_s
+    # and the budget of issue 30's target, with room for the search beyond its least
+    assert t.smallest_budget_s() <= 0.8 * 15 * 60, t.smallest_budget_s()
 
 
 @pytest.mark.parametrize("argv, said", [

@@ -452,8 +452,8 @@ def build_parser() -> Parser:
     tune.add_argument("--knobs", metavar="LIST",
                       help="the knobs to search, comma-separated, each with every candidate (default: the "
                            "backend's own knobs and rx-ring, the test bed's receive ring, or with --rx-mode rps "
-                           "backlog, the receive CPU's backlog queue; three candidates each spread over the range "
-                           "plus the default; `ring` and `pin` only when named; an unknown knob's error lists the "
+                           "backlog, the receive CPU's backlog queue; three candidates each, both ends of "
+                           "the range and the default; `ring` and `pin` only when named; an unknown knob's error lists the "
                            "backend's; on ports --cap-iface's NIC has nic-ring, nic-rx-usecs and nic-channels "
                            "instead of rx-ring, held and put back)")
     tune.add_argument("--candidates", metavar="KNOB=LIST", action="append",
