@@ -309,6 +309,16 @@ def best_text(tune: Tune, space: Space, rows: Sequence[Row]) -> str:
                    else f": within noise of {than} (p {p:.2g})")
 
 
+def unscreened_text(tune: Tune, space: Space) -> str:
+    """The line on the configurations the first rung did not reach (search.Outcome.unscreened)."""
+    out = tune.results[space.backend]
+    n = len(out.unscreened)
+    return (f"not measured: {n} of {len(space.configs)} configurations. The first rung's measurements cost "
+            f"{out.screen_scale:.1f}x the methods' estimates (reruns of trials the host disturbed, longer searches), "
+            f"and the budget would not have covered them: give a larger --budget, or narrow the space with --knobs "
+            f"or --candidates (tune/tune.json lists them)")
+
+
 def figure(tune: Tune, space: Space) -> plots.Figure | None:
     """The goal against each knob: every configuration's first-rung value at its knob's value
     (dots), the finalists' final-rung values (median, bars min to max)."""
@@ -362,6 +372,8 @@ def summary_json(tune: Tune, space: Space, rows: Sequence[Row]) -> dict:
                          "cpu_groups_pct": r.cpu_pct} for r in rows],
             "run": run_line(tune, space, rows[0].config), "defaults_run": run_line(tune, space, search.BASELINE),
             "reasons": reasons(tune, space, rows),
+            "unscreened": [{"index": c, "config": dict(space.configs[c]), "label": knobs_mod.label(space.configs[c])}
+                           for c in tune.results[space.backend].unscreened],
             **({"command": command} if (command := program_command(tune, space, rows[0].config)) else {})}
 
 
@@ -378,6 +390,7 @@ def finish(tune: Tune, path: Path, console: Console) -> None:
         plain = Console(record=True, width=160, file=io.StringIO())
         plain.print(table(tune, space, rows))
         lines = [best_text(tune, space, rows), *(f"  {x}" for x in reasons(tune, space, rows)),
+                 *([unscreened_text(tune, space)] if tune.results[space.backend].unscreened else []),
                  "run it: " + shlex.join(run_line(tune, space, rows[0].config))]
         command = program_command(tune, space, rows[0].config)
         if command is not None:

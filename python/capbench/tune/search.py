@@ -13,6 +13,11 @@ recorded measurements the callback hands back (the same values and costs, so the
   compares with), are measured again, round after round, while the budget covers a round. From
   MIN_REPS values each on, a finalist the leader beats significantly drops out of the race (F-race);
   the race ends when one is left, at MAX_REPS, or when the next round does not fit the budget.
+- **Screening.** The first rung's measurements are watched too: where they cost so much more
+  than estimated (an MLR search at 64 B on a VM reruns half of its trials as disturbed, and needs
+  twice the trials of its estimate) that the rest of the rung would overrun the budget, the
+  configurations not reached stay unmeasured (`Outcome.unscreened`, named in the output) rather
+  than the budget overrun; the order spreads over the space (screening_order).
 - **Budget.** Planned with the estimates, scaled by how the measurements so far compared with
   theirs (the costs the callback returns: the recorded time they took), so a host slower than the
   estimate ends the climbing earlier instead of overrunning (per rung: an estimate may be off by
@@ -116,6 +121,11 @@ class Outcome:
     # CPU (%, the mean on the rung it is ranked by).
     over_limit: dict[int, float] = field(default_factory=dict)
     max_app_cpu_pct: float | None = None  # the limit they are over (Settings')
+    # The configurations the first rung did not reach: its measurements cost so much more than their
+    # estimates (an MLR search's reruns of disturbed trials, more trials than the method's estimate)
+    # that measuring them too would have overrun the budget. Ranked nowhere; the output names them.
+    unscreened: tuple[int, ...] = ()
+    screen_scale: float = 1.0  # what the first rung's measurements cost against their estimates
 
     def values(self, config: int, rung: int | None = None) -> list[float]:
         """The goal values of `config` on `rung` (the final rung by default)."""
@@ -127,6 +137,15 @@ class Outcome:
     @property
     def best(self) -> int:
         return self.ranking[0]
+
+
+def screening_order(n: int) -> list[int]:
+    """The first rung's order of `n` configurations: the defaults (0) first, then the others
+    stepping through them by a stride prime to their number, so that any first part of the order
+    samples each knob's values (a grid's neighbours differ in one knob); the same for the same n
+    (a resumed search repeats it)."""
+    stride = next(k for k in (7, 5, 3, 2, 1) if n <= 1 or math.gcd(k, n - 1) == 1)
+    return [0] + [1 + (i * stride) % (n - 1) for i in range(n - 1)] if n > 1 else [0]
 
 
 def smallest_budget(n: int, s: Settings) -> float:
@@ -202,12 +221,30 @@ class _Race:
     def ranked(self, configs: Sequence[int], rung: int) -> list[int]:
         return sorted(configs, key=lambda c: (self.score(c, rung), c))
 
+    def screen(self) -> list[int]:
+        """The configurations measured once on the first rung: all of them, unless they cost so much
+        more than estimated that the rest of the rung and the shortest race would overrun the
+        budget; then those measured so far (the defaults and the finalists' number at least).
+        They are taken in an order that spreads over the space (screening_order), so that a cut
+        leaves no value of a knob unmeasured that a full rung would have."""
+        screened: list[int] = []
+        order = screening_order(self.n)
+        racing = min(self.n, self.s.finalists + 1)
+        for i, c in enumerate(order):
+            rest = len(order) - i
+            need_s = self.s.rungs[0].cost_s * self.scale(0) * (rest + racing * (self.s.min_reps - 1))
+            if len(screened) > self.s.finalists and need_s > self.left_s():
+                break
+            self.take(c, 0)
+            screened.append(c)
+        self.out.unscreened = tuple(sorted(set(order) - set(screened)))
+        self.out.screen_scale = self.scale(0)
+        return sorted(screened)
+
     def climb(self) -> tuple[int, list[int]]:
-        """Every configuration on the first rung, the better third up while the budget allows;
-        (the rung reached, the configurations on it)."""
-        alive, rung = list(range(self.n)), 0
-        for c in alive:
-            self.take(c, rung)
+        """Every configuration on the first rung (screen), the better third up while the budget
+        allows; (the rung reached, the configurations on it)."""
+        alive, rung = self.screen(), 0
         while rung + 1 < len(self.s.rungs):
             keep = self.ranked(alive, rung)[:max(self.s.finalists, math.ceil(len(alive) * KEEP))]
             if BASELINE not in keep:
@@ -261,10 +298,11 @@ class _Race:
             top = rung if c in finalists else self.out.highest_rung(c)
             return (self.over_limit(c, top), c != finalists[0], -top, self.score(c, top), c)
 
-        self.out.ranking = tuple(sorted(range(self.n), key=key))
+        measured = [c for c in range(self.n) if c not in self.out.unscreened]
+        self.out.ranking = tuple(sorted(measured, key=key))
         lead = self.out.ranking[0] if self.out.ranking[0] in finalists else finalists[0]
         self.out.comparisons = {c: self.compare(lead, c, rung) for c in finalists if c != lead}
-        for c in range(self.n):
+        for c in measured:
             top = rung if c in finalists else self.out.highest_rung(c)
             cpu = self.app_cpu(c, top)
             if self.over_limit(c, top) and cpu is not None:
