@@ -223,6 +223,27 @@ def test_the_output_ranks_writes_a_campaign_file_the_campaign_reader_takes_and_a
     assert "defaults, " in (tmp_path / "tune" / "ranking.txt").read_text()
 
 
+def test_the_output_names_the_configurations_the_first_rung_did_not_reach(tmp_path):
+    import json
+
+    from rich.console import Console
+
+    tune = drive(small_tune(), Lab())
+    space, out = tune.spaces[0], tune.results["afp-v3"]
+    # as search leaves it when the first rung was cut (test_a_first_rung_far_dearer_than_estimated...)
+    last = out.ranking[-1]
+    assert last != search.BASELINE
+    out.ranking, out.unscreened, out.screen_scale = out.ranking[:-1], (last,), 4.0
+    assert len(output.rows_of(tune, space)) == 3
+    output.finish(tune, tmp_path, Console(file=open(tmp_path / "out.txt", "w"), width=300))
+    printed = (tmp_path / "out.txt").read_text()
+    assert "not measured: 1 of 4 configurations" in printed and "4.0x the methods' estimates" in printed
+    (summary,) = json.loads((tmp_path / "tune" / "tune.json").read_text())
+    assert summary["unscreened"] == [{"index": last, "config": dict(space.configs[last]),
+                                      "label": knobs.label(space.configs[last])}]
+    assert all(r["index"] != last for r in summary["ranking"])
+
+
 def test_reasons_come_from_the_account_only_where_a_counter_shows_the_layer():
     tune = drive(small_tune(), Lab())
     space = tune.spaces[0]
