@@ -206,11 +206,13 @@ meaning = "the capture interface's index, as the post command saw it"
 
 
 def most_alive_at_once(proc: subprocess.Popen, patterns: list[str], timeout_s: float) -> list[int]:
-    """For each pattern, the most processes it found at once (pgrep -f, every 50 ms) while `proc` ran."""
+    """For each pattern, the most processes whose whole command line it is (pgrep -f '^…$', every
+    50 ms) while `proc` ran: not the shell that starts one (`sh -c 'sleep … & ip …'` holds the
+    pattern too while it runs, a few ms, which a poll caught once)."""
     most = [0] * len(patterns)
     deadline = time.monotonic() + timeout_s
     while proc.poll() is None and time.monotonic() < deadline:
-        most = [max(m, len(pids_of(p))) for m, p in zip(most, patterns)]
+        most = [max(m, len(pids_of(f"^{p}$"))) for m, p in zip(most, patterns)]
         time.sleep(0.05)
     return most
 

@@ -73,9 +73,13 @@ def test_a_tune_stopped_and_resumed_repeats_no_trial_ranks_the_tiny_ring_last_an
 
     summary = json.loads((folder / "tune" / "tune.json").read_text())[0]
     ranking = summary["ranking"]
-    assert len(ranking) == 5  # the defaults and ring 4M/16M x rx-ring 16/4096
+    # The defaults and ring 4M/16M x rx-ring 16/4096: each ranked, or named as not reached where this
+    # busy host made the first rung dearer than the 45 s budget covers (search.screen; the tiny ring's
+    # configurations come second and fourth in its order, so they are measured).
+    unscreened = summary["unscreened"]
+    assert len(ranking) + len(unscreened) == 5 and len(unscreened) <= 1, summary
     tiny = [r for r in ranking if r["config"].get("rx-ring") == "16"]
-    assert [r["rank"] for r in tiny] == [4, 5], ranking  # the two configurations of the tiny ring: last
+    assert [r["rank"] for r in tiny] == [len(ranking) - 1, len(ranking)], ranking  # the tiny ring's two: last
     assert min(v for r in tiny for v in r["values"]) > max(ranking[0]["values"]), ranking
     assert all(r["layers_pct"].get("rx ring", 0) > 0 for r in tiny), ranking  # the account says where
     assert "capbench run" in p.stdout and "best of afp-v3" in p.stdout, p.stdout

@@ -223,8 +223,10 @@ class _Race:
 
     def screen(self) -> list[int]:
         """The configurations measured once on the first rung: all of them, unless they cost so much
-        more than estimated that the rest of the rung and the shortest race would overrun the
-        budget; then those measured so far (the defaults and the finalists' number at least).
+        more than estimated that the rest of the rung and a race of two values each (Welch's least)
+        would overrun the budget; then those measured so far (the defaults and the finalists'
+        number at least). A race short of MIN_REPS ranks every configuration, less surely; one
+        left unmeasured is not ranked at all, so the cut waits for the least race.
         They are taken in an order that spreads over the space (screening_order), so that a cut
         leaves no value of a knob unmeasured that a full rung would have."""
         screened: list[int] = []
@@ -232,7 +234,7 @@ class _Race:
         racing = min(self.n, self.s.finalists + 1)
         for i, c in enumerate(order):
             rest = len(order) - i
-            need_s = self.s.rungs[0].cost_s * self.scale(0) * (rest + racing * (self.s.min_reps - 1))
+            need_s = self.s.rungs[0].cost_s * self.scale(0) * (rest + racing)
             if len(screened) > self.s.finalists and need_s > self.left_s():
                 break
             self.take(c, 0)
