@@ -223,18 +223,17 @@ class _Race:
 
     def screen(self) -> list[int]:
         """The configurations measured once on the first rung: all of them, unless they cost so much
-        more than estimated that the rest of the rung and a race of two values each (Welch's least)
-        would overrun the budget; then those measured so far (the defaults and the finalists'
-        number at least). A race short of MIN_REPS ranks every configuration, less surely; one
-        left unmeasured is not ranked at all, so the cut waits for the least race.
+        more than estimated that the budget runs out first; then as many as leave room for a race of
+        two values each (Welch's least), and at least the defaults and the finalists' number.
         They are taken in an order that spreads over the space (screening_order), so that a cut
         leaves no value of a knob unmeasured that a full rung would have."""
         screened: list[int] = []
         order = screening_order(self.n)
         racing = min(self.n, self.s.finalists + 1)
-        for i, c in enumerate(order):
-            rest = len(order) - i
-            need_s = self.s.rungs[0].cost_s * self.scale(0) * (rest + racing)
+        for c in order:
+            # this one and then the least race: as many configurations as fit, the space's coverage
+            # first (a tune of 27 cut when the rest did not fit screened 4 and climbed with the rest)
+            need_s = self.s.rungs[0].cost_s * self.scale(0) * (1 + racing)
             if len(screened) > self.s.finalists and need_s > self.left_s():
                 break
             self.take(c, 0)
