@@ -184,14 +184,14 @@ def parse_bytes(text: str) -> int:
     return int(digits) << _BYTE_UNITS[unit]
 
 
-def _option_setting(r: _Reader, text: str | None) -> tuple[str, str] | None:
-    """"OPTION=VALUE" of a backend's capabilities as ("--OPTION", value): one of its own options'
+def _option_setting(r: _Reader, options: tuple[Option, ...], text: str | None) -> tuple[str, str] | None:
+    """"OPTION=VALUE" of a backend's capabilities as ("--OPTION", value): one of its own `options`'
     choices, or the document is refused."""
     if text is None:
         return None
     name, _, value = text.partition("=")
     name = f"--{name}"  # the C table's names are without their dashes
-    option = next((o for o in _options(r, "options") if o.name == name), None)
+    option = next((o for o in options if o.name == name), None)
     if option is None or value not in option.choices:
         raise r.fail(f"{r.where}: own_xdp_unless {text!r} names no choice of its options")
     return name, value
@@ -345,7 +345,8 @@ class Backend:
         caps = r.object("capabilities")
         ring = r.object("ring", nullable=True)
         needs = caps.strs("needs")
-        return cls(name=r.str("name"), summary=r.str("summary"), seed=r.str("seed"), options=_options(r, "options"),
+        options = _options(r, "options")
+        return cls(name=r.str("name"), summary=r.str("summary"), seed=r.str("seed"), options=options,
                    own_xdp=caps.bool("own_xdp"), kernel_counter=caps.bool("kernel_counter"),
                    xsk_stats=caps.bool("xsk_stats"), queue_count=caps.bool("queue_count"),
                    kernel_stats=caps.str("kernel_stats"), clock=caps.str("clock"),
@@ -354,7 +355,7 @@ class Backend:
                    account=None if r.raw("account") is None else tuple(AccountRow.read(a) for a in r.objects("account")),
                    polls=caps.bool("polls", optional=True, default=False),
                    absent=r._get("absent", (str, type(None)), "a string or null", optional=True),
-                   own_xdp_unless=_option_setting(r, caps.str("own_xdp_unless", optional=True, default=None)))
+                   own_xdp_unless=_option_setting(r, options, caps.str("own_xdp_unless", optional=True, default=None)))
 
     def ring_args(self, ring_bytes: int) -> tuple[str, ...]:
         """capbench-cap options that give this backend a kernel buffer of about `ring_bytes`

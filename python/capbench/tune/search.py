@@ -15,9 +15,10 @@ recorded measurements the callback hands back (the same values and costs, so the
   the race ends when one is left, at MAX_REPS, or when the next round does not fit the budget.
 - **Screening.** The first rung's measurements are watched too: where they cost so much more
   than estimated (an MLR search at 64 B on a VM reruns half of its trials as disturbed, and needs
-  twice the trials of its estimate) that the rest of the rung would overrun the budget, the
-  configurations not reached stay unmeasured (`Outcome.unscreened`, named in the output) rather
-  than the budget overrun; the order spreads over the space (screening_order).
+  twice the trials of its estimate) that the budget runs out before the rung ends, as many are
+  measured as leave room for a race of two values each, and the configurations not reached stay
+  unmeasured (`Outcome.unscreened`, named in the output) rather than the budget overrun; the
+  order spreads over the space (screening_order).
 - **Budget.** Planned with the estimates, scaled by how the measurements so far compared with
   theirs (the costs the callback returns: the recorded time they took), so a host slower than the
   estimate ends the climbing earlier instead of overrunning (per rung: an estimate may be off by
