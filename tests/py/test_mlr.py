@@ -1,6 +1,10 @@
+import itertools
+import statistics
+
 import pytest
 from capbench.errors import UsageError
 from capbench.methods import mlr, rfc2544
+from capbench.methods.method import MethodSettings
 from capbench.methods.mlr import LOWER, UNDECIDED, UPPER, Criterion, Goal, classify
 from capbench.methods.simulated import SimulatedDevice
 from capbench.rates import wire_bps, wire_pps
@@ -179,3 +183,42 @@ def test_each_trial_is_handed_over_as_it_ends(search):
     seen = []
     r = search(dev, frame_len=64, pause=dev.pause, on_trial=lambda t: seen.append((t, dev.trials)))
     assert seen == [(t, t.index + 1) for t in r.trials]
+
+
+def test_default_goals_of_some_names_and_a_duration_sum_of_one_trial():
+    assert mlr.default_goals(0.5, 1, ("PDR",)) == (Goal("PDR", 0.005, mlr.EXCEED_RATIO, 0.5),)
+    assert [g.duration_sum_s for g in mlr.default_goals(2.0)] == [2.0 * mlr.DURATION_SUM_TRIALS] * 2
+    with pytest.raises(UsageError, match="unknown MLR goal XDR: the goals are NDR, PDR"):
+        mlr.default_goals(1.0, names=("XDR",))
+
+
+def test_a_duration_sum_of_one_trial_decides_each_load_by_one_trial():
+    """The screening rung's search (capbench tune): a load measured once is decided, so no load
+    of a phase is measured twice; with three trials' sum a noisy device's loads are."""
+    def loads(sum_trials):
+        dev = SimulatedDevice(capacity_pps=600_000, noise_pct=5, seed=3, buffer_frames=200)
+        r = mlr.search(dev, frame_len=64, goals=mlr.default_goals(0.5, sum_trials, ("PDR",)), final_trial_s=0.5,
+                       initial_trial_s=0.5, precision_pct=4, pause=dev.pause)
+        assert [g.name for g in r.goals] == ["PDR"] and r.goal("PDR").regular
+        return [t.load_pps for t in r.trials if t.purpose != mlr.WARMUP]
+
+    once = loads(1)
+    assert len(once) == len(set(once))
+    assert len(loads(None)) > len(once)
+
+
+def test_the_estimate_of_a_search_is_what_the_simulated_device_takes():
+    """Mlr.estimate's trial counts against searches on the simulated device (its docstring's grid):
+    each estimate within the range the grid takes and within two trials of its median."""
+    for final_s, sum_trials in ((0.5, None), (0.5, 1), (2.0, 1)):
+        counts = []
+        for capacity, noise, precision, seed in itertools.product((150e3, 400e3, 750e3, 1.3e6), (1, 5), (1, 2, 4),
+                                                                  range(2)):
+            dev = SimulatedDevice(capacity, noise_pct=noise, seed=seed, buffer_frames=200)
+            r = mlr.search(dev, frame_len=64, goals=mlr.default_goals(final_s, sum_trials), precision_pct=precision,
+                           final_trial_s=final_s, initial_trial_s=min(mlr.INITIAL_TRIAL_S, final_s), pause=dev.pause)
+            counts.append(len(r.trials))
+        estimate = mlr.Mlr().estimate(MethodSettings(method="mlr", trial_s=final_s, duration_sum_trials=sum_trials),
+                                      final_s).trials
+        assert min(counts) <= estimate <= max(counts), (final_s, sum_trials, counts)
+        assert abs(estimate - statistics.median(counts)) <= 2, (final_s, sum_trials, statistics.median(counts))

@@ -193,6 +193,25 @@ def test_a_tune_stopped_anywhere_and_resumed_repeats_no_trial_and_finds_the_same
         assert resumed.results["afp-v3"].ranking == out.ranking
 
 
+def test_the_first_rung_searches_the_goal_alone_with_one_trial_deciding_each_load():
+    """The screening's MLR searches (tuning.SCREENING_SUM_TRIALS): the tune's goal only, each load
+    of a measurement on the first rung measured once; the rungs above keep the method's sum."""
+    lab = Lab()
+    tune = drive(small_tune(), lab)
+    assert lab.outcomes and all([g["name"] for g in o["goals"]] == ["PDR"] for o in lab.outcomes)
+    loads: dict[str, list[float]] = {}
+    for t in lab.trials:
+        if t.purpose != mlr.WARMUP:
+            loads.setdefault(t.step, []).append(t.offered_pps)
+    first = [v for step, v in loads.items() if "|dur=0.5s|" in step]
+    assert len(first) == len(tune.spaces[0].configs) and all(len(v) == len(set(v)) for v in first)
+    assert tune.settings(0).duration_sum_trials == 1 and tune.settings(1).duration_sum_trials is None
+    # the budget plans the screening with what such a search takes, not a search of three trials' sum
+    assert tune.rungs()[0].cost_s == registry.get("mlr").estimate(tune.settings(0), 0.5).seconds
+    assert tune.rungs()[0].cost_s < registry.get("mlr").estimate(
+        dataclasses.replace(tune.settings(0), duration_sum_trials=None), 0.5).seconds
+
+
 def test_the_output_ranks_writes_a_campaign_file_the_campaign_reader_takes_and_a_run_line_capbench_parses(tmp_path):
     lab = Lab()
     tune = drive(small_tune(), lab)

@@ -51,6 +51,8 @@ class MethodSettings:
     steps: int = DEFAULT_STEPS
     pause_s: float = DEFAULT_PAUSE_S  # before each trial of a search, sweep or burst
     max_load: Any = None  # a searches' highest load (capbench.rates.Rate, --max-rate); None: the wire rate
+    goals: tuple[str, ...] = ()  # mlr: the goals searched, by name (mlr.default_goals); (): all of them
+    duration_sum_trials: int | None = None  # mlr: the final trials whose time decides a load; None: its default
 
     def max_load_pps(self, frame_len: int, link_bps: float) -> float | None:
         """The highest load a search tries at `frame_len` (MLRsearch's Max Load); None: the wire rate."""

@@ -151,13 +151,22 @@ DURATION_SUM_TRIALS = 3
 FINAL_TRIAL_S = 2.0  # the last phase's trials
 INITIAL_TRIAL_S = 1.0  # the first phase's
 ONE_PHASE_TRIALS = 9  # a search of one phase (final trials no longer than INITIAL_TRIAL_S): Mlr.estimate
+ONE_PHASE_TRIALS_SUM_1 = 5  # the same where one final trial decides a load (a duration sum of one trial)
 WARMUP = "warm-up"  # the purpose of the first trial, at the maximum load, that no goal reads
 
 
-def default_goals(final_trial_s: float = FINAL_TRIAL_S) -> tuple[Goal, ...]:
-    """NDR and PDR with the exceed ratio and a duration sum of DURATION_SUM_TRIALS final trials."""
-    sum_s = DURATION_SUM_TRIALS * final_trial_s
-    return (Goal("NDR", 0.0, EXCEED_RATIO, sum_s), Goal("PDR", 0.005, EXCEED_RATIO, sum_s))
+def default_goals(final_trial_s: float = FINAL_TRIAL_S, sum_trials: int | None = None,
+                  names: Sequence[str] = ()) -> tuple[Goal, ...]:
+    """NDR and PDR (those of `names` only, when given) with the exceed ratio and a duration sum of
+    `sum_trials` final trials (DURATION_SUM_TRIALS by default). A search of one goal skips the
+    trials that narrow the other; a sum of one trial lets one final trial decide a load (what a
+    screening of many configurations can afford: `capbench tune`'s first rung)."""
+    sum_s = (DURATION_SUM_TRIALS if sum_trials is None else sum_trials) * final_trial_s
+    goals = (Goal("NDR", 0.0, EXCEED_RATIO, sum_s), Goal("PDR", 0.005, EXCEED_RATIO, sum_s))
+    unknown = sorted(set(names) - {g.name for g in goals})
+    if unknown:
+        raise UsageError(f"unknown MLR goal {', '.join(unknown)}: the goals are {', '.join(g.name for g in goals)}")
+    return tuple(g for g in goals if not names or g.name in names)
 
 
 @dataclass(frozen=True)
@@ -590,6 +599,7 @@ class Mlr(Method):
         s = context.settings
         final_s = s.trial_length(self)
         r = search(measurer, frame_len=size, link_bps=context.link_bps, precision_pct=s.precision_pct,
+                   goals=default_goals(final_s, s.duration_sum_trials, s.goals),
                    final_trial_s=final_s, initial_trial_s=min(INITIAL_TRIAL_S, final_s), pause_s=s.pause_s,
                    max_load_pps=s.max_load_pps(size, context.link_bps),
                    pause=context.pause, on_trial=tagger(context.record, self.name))
@@ -601,12 +611,19 @@ class Mlr(Method):
         finding it, each load decided by two or three of them (the duration sum): the simulated
         device's searches took 17 to 25. Final trials no longer than the first phase's make one
         phase (plan_phases) of about 9 trials, all full length: 7 to 13 on the simulated device
-        (capacities of 150 kpps to 1.3 Mpps at 64 B, 5 % noise, precisions of 1 to 4 %)."""
+        (capacities of 150 kpps to 1.3 Mpps at 64 B, 5 % noise, precisions of 1 to 4 %).
+        Where one final trial decides a load (`duration_sum_trials` 1), about 5 trials in one
+        phase (4 to 11 there, median 5), else 2 full-length and 6 shorter ones (7 to 16, median 8).
+        One goal or two: the same on the model, whose two bounds meet; on a host that loses a
+        little at every load, one goal skips the other's trials."""
         per = settings.pause_s + overhead_s
         final_s = settings.trial_length(self)
+        sum_1 = settings.duration_sum_trials == 1
         if final_s <= INITIAL_TRIAL_S:
-            return Estimate(ONE_PHASE_TRIALS, ONE_PHASE_TRIALS * (final_s + per))
-        return Estimate(22, 5 * (final_s + per) + 17 * (INITIAL_TRIAL_S + per))
+            trials = ONE_PHASE_TRIALS_SUM_1 if sum_1 else ONE_PHASE_TRIALS
+            return Estimate(trials, trials * (final_s + per))
+        full, short = (2, 6) if sum_1 else (5, 17)
+        return Estimate(full + short, full * (final_s + per) + short * (INITIAL_TRIAL_S + per))
 
     def main_metric(self, names: Sequence[str] = ()) -> str | None:
         """The first goal's lower bound (NDR by default)."""

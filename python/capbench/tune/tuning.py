@@ -77,6 +77,11 @@ class Goal:
 # MLR's phases shorten its early trials already; its rungs end at a search of 2 s final trials
 # (mlr.FINAL_TRIAL_S), each shorter rung half as long and twice as coarse (Rung.precision_pct).
 MLR_LENGTHS_S = (0.5, 1.0, 2.0)
+# The first rung's MLR duration sum, in trials: one trial decides a load. With the method's three
+# (mlr.DURATION_SUM_TRIALS) a screening search at 64 B took about 40 trials here (a load split
+# between lossless and lossy trials needs all three, and each disturbed one runs again), 3-4x its
+# estimate, so a 15 min tune of 27 configurations screened 4 of them.
+SCREENING_SUM_TRIALS = 1
 IPERF_LENGTHS_S = (1.0, 2.0, 4.0)
 GOALS = {
     "pdr": Goal("pdr", "mlr", "PDR", "pps", True, MLR_LENGTHS_S, "PDR"),
@@ -248,12 +253,17 @@ class Tune:
             self.settings(i), length).seconds) for i, length in enumerate(self.goal.lengths_s))
 
     def settings(self, rung: int) -> MethodSettings:
-        """The methods' settings on a rung: its trial length, and a precision as much coarser than
-        the campaign's as the trials are shorter than the last rung's."""
+        """The methods' settings on a rung: its trial length, a precision as much coarser than the
+        campaign's as the trials are shorter than the last rung's, an MLR search of the tune's goal
+        only, and on the first rung (the screening of every configuration) one trial deciding a
+        load (SCREENING_SUM_TRIALS) instead of the method's duration sum: the rungs above and the
+        race repeat what the screening keeps."""
         lengths = self.goal.lengths_s
         return dataclasses.replace(method_settings(self.campaign), method=self.goal.method, trial_s=lengths[rung],
                                    pause_s=self.campaign.pause_s,
-                                   precision_pct=min(50.0, self.campaign.precision_pct * lengths[-1] / lengths[rung]))
+                                   precision_pct=min(50.0, self.campaign.precision_pct * lengths[-1] / lengths[rung]),
+                                   goals=(self.goal.mlr_goal,) if self.goal.mlr_goal else (),
+                                   duration_sum_trials=SCREENING_SUM_TRIALS if rung == 0 else None)
 
     def search_settings(self, overhead_s: Callable[[], float] = lambda: 0.0) -> search.Settings:
         return search.Settings(self.share_s, self.rungs(), higher_is_better=self.goal.higher_is_better,
