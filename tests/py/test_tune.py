@@ -77,6 +77,22 @@ def test_the_race_calls_two_close_finalists_within_noise_and_a_distant_one_worse
     assert 3 not in out.finalists and out.ranking[-1] == 3
 
 
+def test_where_a_whole_round_no_longer_fits_the_leader_and_its_closest_finalist_run_once_more():
+    """Three in the race (2 is screened out) at 10 s a measurement: after two rounds 25 s are left,
+    too little for a round of three but enough for two: the leader (1) and the one the test
+    separates from it least."""
+    values = {0: [100.0, 140.0, 120.0], 1: [130.0, 150.0, 140.0], 2: [90.0], 3: [125.0, 135.0, 112.0]}
+
+    def measure(config, rung, rep):
+        return search.Measurement(values[config][(rep - 1) % len(values[config])], 10.0)
+
+    out = search.search(4, measure, search.Settings(125, (search.Rung(1.0, 10.0),), finalists=3))
+    reps = {c: len(out.measured[(c, 0)]) for c in range(4)}
+    p = {c: search.welch(values[1], values[c]) for c in (0, 3)}
+    closest = max(p, key=p.get)
+    assert out.spent_s == 120 and reps == {0: 3, 3: 3, 2: 1} | {1: 4, closest: 4}
+
+
 def test_a_finalist_measured_once_is_not_judged_within_noise():
     out = search.Outcome(ranking=(1, 0, 2, 3), comparisons={0: search.Comparison(None, False), 2: search.Comparison(0.4, False),
                                               3: search.Comparison(0.01, True)})
