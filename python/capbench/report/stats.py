@@ -176,9 +176,10 @@ def p_value(a: Stat, b: Stat) -> float | None:
     return t_p_value(t_score(a, b), a.n + b.n - 2)
 
 
-def fmt_stat(s: Stat, fmt: str, n: bool = False) -> str:
-    """median, and with repetitions that differ (min–max, sd; with n: and their count)."""
-    text = format(s.median, fmt)
+def fmt_stat(s: Stat, fmt: str, n: bool = False, mean: bool = False) -> str:
+    """median (with mean: the mean), and with repetitions that differ (min–max, sd; with n: and
+    their count)."""
+    text = format(s.mean if mean else s.median, fmt)
     if s.spread:
         text += (f" ({format(s.lo, fmt)}–{format(s.hi, fmt)}, sd {format(s.sd, fmt)}"
                  + (f", n={s.n})" if n else ")"))

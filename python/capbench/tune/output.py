@@ -111,10 +111,12 @@ def layers_text(layers: dict[str, float]) -> str:
 
 
 def goal_stat_text(tune: Tune, values: Sequence[float]) -> str:
+    """The goal over a configuration's repetitions: their mean (what the search ranks by and
+    Welch's test compares), min–max, sd and count."""
     s = stat_of(values)
     if tune.goal.unit == "pps":
-        return fmt_stat(s.scaled(1e-3), ",.0f", n=True) + " kpps"
-    return fmt_stat(s, ".3g", n=True) + " %"
+        return fmt_stat(s.scaled(1e-3), ",.0f", n=True, mean=True) + " kpps"
+    return fmt_stat(s, ".3g", n=True, mean=True) + " %"
 
 
 def cpu_text(ns: float | None) -> str:
@@ -143,7 +145,7 @@ def table(tune: Tune, space: Space, rows: Sequence[Row], shown: int | None = Non
     lengths = tune.goal.lengths_s
     bound = "its upper bound" if tune.goal.mlr_goal else "the rate"
     t = Table(title=f"capbench tune {space.backend}: {tune.goal.title} per configuration, best first "
-                    f"(median, min–max over repetitions)", box=box.SIMPLE_HEAD, title_justify="left")
+                    f"(mean, min–max over repetitions)", box=box.SIMPLE_HEAD, title_justify="left")
     right = ("#", "CPU / packet", "Trials of")
     for h in ("#", *(knob_header(space, k) for k in space.knobs), tune.goal.title, "Trials of", "CPU / packet",
               f"Loss by layer at {bound}", "Verdict"):
@@ -321,7 +323,7 @@ def unscreened_text(tune: Tune, space: Space) -> str:
 
 def figure(tune: Tune, space: Space) -> plots.Figure | None:
     """The goal against each knob: every configuration's first-rung value at its knob's value
-    (dots), the finalists' final-rung values (median, bars min to max)."""
+    (dots), the finalists' final-rung values (mean, bars min to max)."""
     out, got = tune.results[space.backend], tune.measured[space.backend]
     if not space.knobs:
         return None
@@ -345,11 +347,11 @@ def figure(tune: Tune, space: Space) -> plots.Figure | None:
             vs = out.values(c)
             if not vs:
                 continue
-            med = statistics.median(vs)
+            mid = statistics.fmean(vs)
             kind = "best" if c == out.best else "the other finalists"
-            ax.errorbar([x_of(c)], [unit.of(med)], yerr=[[unit.of(med - min(vs))], [unit.of(max(vs) - med)]],
+            ax.errorbar([x_of(c)], [unit.of(mid)], yerr=[[unit.of(mid - min(vs))], [unit.of(max(vs) - mid)]],
                         fmt="o", capsize=4, color="C0" if c == out.best else "C1",
-                        label=None if kind in shown else f"{kind}, {lengths[out.final_rung]:g} s trials (median, "
+                        label=None if kind in shown else f"{kind}, {lengths[out.final_rung]:g} s trials (mean, "
                                                          f"min to max)")
             shown.add(kind)
         ax.set_xticks(range(len(ticks)), ticks)
