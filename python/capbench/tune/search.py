@@ -267,7 +267,6 @@ class _Race:
         if BASELINE not in racing:
             racing.append(BASELINE)
         self.out.finalists = tuple(racing)
-        cost = self.s.rungs[rung].cost_s
         while True:
             # A finalist over the CPU limit cannot win: it leaves the race (the defaults stay).
             racing = [c for c in racing if c == BASELINE or not self.over_limit(c, rung)]
@@ -276,7 +275,7 @@ class _Race:
             reps = min(len(self.out.measured[(c, rung)]) for c in racing)
             if reps >= self.s.max_reps:
                 break
-            if cost * len(racing) * self.scale(rung) > self.left_s():
+            if not self.fits(rung, len(racing)):
                 self.last_pair(rung, racing)
                 break
             for c in racing:
@@ -295,9 +294,14 @@ class _Race:
             leader = self.ranked(racing, rung)[0]
             p = {c: self.compare(leader, c, rung).p_value for c in racing if c != leader}
             racing = [leader, max(p, key=lambda c: (math.inf if p[c] is None else p[c], -c))]
-        if self.s.rungs[rung].cost_s * len(racing) * self.scale(rung) <= self.left_s():
+        if self.fits(rung, len(racing)):
             for c in racing:
                 self.take(c, rung)
+
+    def fits(self, rung: int, measurements: int) -> bool:
+        """Whether the budget left covers that many measurements on `rung`, at their estimate as
+        corrected by the measurements so far (scale)."""
+        return self.s.rungs[rung].cost_s * measurements * self.scale(rung) <= self.left_s()
 
     def compare(self, leader: int, other: int, rung: int) -> Comparison:
         p = welch(self.out.values(leader, rung), self.out.values(other, rung))
