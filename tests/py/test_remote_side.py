@@ -16,6 +16,8 @@ from capbench.remote.ssh import Host
 from capbench.testbed.veth_pair import Testbed as Bed
 from capbench.trial import apps
 from capbench.trial.measure import Measurer, TrialSetup
+from capbench.trial import remote_side
+from capbench.trial.record import record_problem
 from capbench.trial.remote_side import agent_measurer, agent_spec, setup_from_json, setup_to_json
 from capbench.trial.trial_run import assemble
 
@@ -69,6 +71,24 @@ def test_latency_across_hosts_with_ptp_moves_onto_the_realtime_clocks():
     # the generator's host: realtime − monotonic 4,000 ns; the sensor's 5,000: its stamps are 1 µs later
     r = record(cap_host=Host("s1", "root@s1"), gen_clock_ns=4_000)
     assert r.latency == {"min_ns": 2000, "p50_ns": 3000, "max_ns": 10000} and r.latency_valid
+
+
+def test_latency_the_clocks_would_put_below_zero_is_left_out_and_the_record_reads_back():
+    # the sensor's realtime − monotonic is read 2 µs short of the generator's: its frames would
+    # arrive 1 µs before they were sent
+    r = record(cap_host=Host("s1", "root@s1"), gen_clock_ns=7_000)
+    assert (r.latency, r.latency_valid) == ({}, False)
+    assert record_problem(r.to_record()) is None
+
+
+def test_the_clock_difference_is_the_sample_read_in_the_shortest_time(monkeypatch):
+    # (monotonic, realtime, monotonic) readings: the first sample was stopped 200 µs between its
+    # realtime and second monotonic reading; the second took 100 ns, the third 300 ns
+    readings = iter([1_000, 10_001_000, 201_000,
+                     300_000, 10_300_050, 300_100,
+                     400_000, 10_400_100, 400_300])
+    monkeypatch.setattr(remote_side.time, "clock_gettime_ns", lambda _clock: next(readings))
+    assert remote_side.realtime_minus_monotonic_ns(samples=3) == 10_000_000
 
 
 AGENT_SIGNALS = """

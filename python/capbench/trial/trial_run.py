@@ -391,7 +391,8 @@ def assemble(m: Measurer, readings: dict[str, Any], gen_summary: dict, started_a
     Latency across hosts (m.gen_clock_ns set: the generator's host's CLOCK_REALTIME − CLOCK_MONOTONIC;
     `cap_clock_ns` the capture host's): the stamps are each host's CLOCK_MONOTONIC, which PTP does
     not synchronise, so the latencies are moved onto the synchronised realtime clocks, by
-    cap_clock_ns − gen_clock_ns (one constant: every percentile moves by it)."""
+    cap_clock_ns − gen_clock_ns (one constant: every percentile moves by it). Latencies that
+    would then be below zero are left out, as without synchronised clocks."""
     r = dict(readings)
     for key in ("cap_cpus_seen", "napi_cpus_seen", "other_testbeds"):
         r[key] = tuple(r.get(key) or ())
@@ -405,7 +406,11 @@ def assemble(m: Measurer, readings: dict[str, Any], gen_summary: dict, started_a
             result = dataclasses.replace(result, latency={}, latency_valid=False)
         else:
             shift = cap_clock_ns - m.gen_clock_ns
-            result = dataclasses.replace(result, latency={k: v + shift for k, v in result.latency.items()})
+            latency = {k: v + shift for k, v in result.latency.items()}
+            # A frame received before it was sent: the clocks disagree by more than the latency,
+            # whatever the topology says of them, and no percentile means anything.
+            valid = min(latency.values()) >= 0
+            result = dataclasses.replace(result, latency=latency if valid else {}, latency_valid=valid)
     return result
 
 
