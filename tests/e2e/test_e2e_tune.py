@@ -5,6 +5,7 @@ last, and the best configuration's `capbench run` line runs."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shlex
@@ -99,6 +100,11 @@ def test_a_tune_stopped_and_resumed_repeats_no_trial_ranks_the_tiny_ring_last_an
     p = run_capbench("report", str(folder), "--out", str(tmp_path / "report"), timeout=300)
     assert p.returncode == 0, p.stderr
     assert "rx ring 16 frames" in p.stdout, p.stdout
+    # the page leads with the tune's answer and ranking (tune/tune.json), the figure of its knobs first
+    assert "tune-1" in p.stderr, p.stderr
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert page.index("Ranking of afp-v3") < page.index("Best backend per frame length"), p.stdout
+    assert html.escape(f"best of afp-v3: {ranking[0]['label']}") in page
     p = run_capbench("compare", str(folder), str(folder), "--out", str(tmp_path / "compare"), timeout=300)
     assert p.returncode == 0, p.stderr
     p = run_capbench("compare", str(folder), str(best_run), "--json", timeout=300)

@@ -14,6 +14,7 @@ from capbench.errors import UsageError
 from capbench.methods import mlr, registry
 from capbench.methods.method import TRIAL_OVERHEAD_S, MethodSettings
 from capbench.methods.simulated import SimulatedDevice
+from capbench.report import tune_summary
 from capbench.tune import knobs, output, search, tuning
 from sim_tune import Crash, Lab, drive, small_tune
 
@@ -256,6 +257,14 @@ def test_the_output_ranks_writes_a_campaign_file_the_campaign_reader_takes_and_a
     assert output.knob_cells(space, 0) == ["4096"]  # the defaults: the knob's own default
     assert output.table(tune, space, rows).row_count == 4
     assert "defaults, " in (tmp_path / "tune" / "ranking.txt").read_text()
+    # tune.json reads back as the records the tune wrote, and the report reads the same
+    (summary,) = tune_summary.parse((tmp_path / "tune" / "tune.json").read_text())
+    assert summary == output.summary_of(tune, space, rows)
+    assert summary.best.label == rows[0].label and summary.best_line.startswith("best of afp-v3: ")
+    assert [r.finalist for r in summary.ranking] == [r.config in tune.results["afp-v3"].finalists for r in rows]
+    assert all(r.screening_values for r in summary.ranking)  # every ranked configuration was screened
+    notes: list[str] = []
+    assert tune_summary.read_summaries(tmp_path, notes) == [summary] and notes == []
 
 
 def test_the_output_names_the_configurations_the_first_rung_did_not_reach(tmp_path):

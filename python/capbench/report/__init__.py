@@ -10,6 +10,9 @@ tables_md   the seed's tables as Markdown and CSV
 plots       the figures (matplotlib, Agg), each a function of the trial records
 latency     latency percentiles in a record
 html        the building blocks of one self-contained HTML page
+tune_summary  tune/tune.json's records: what a tune found, written by `capbench tune`, read here
+tune_figure   a tune's goal against each knob, from those records
+tune_section  a tune's answer in the report, ahead of its configurations' single searches
 writer      `capbench report DIR`: everything above into DIR/report/
 compare     `capbench compare A B`: matched trials, changes and the noise they are weighed against
 compare_out the comparison as terminal and Markdown tables, a figure and HTML

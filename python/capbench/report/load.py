@@ -1,5 +1,6 @@
 """A run directory as the report sees it: run.json, the trials, the method answers
-(searches.jsonl, when the run used a search method), and what could not be read.
+(searches.jsonl, when the run used a search method), a tune's answer (tune/tune.json, when the
+run was a tune), and what could not be read.
 
 Reports read nothing else, so they can be redrawn on another machine. Bad input ends
 with a UsageError (exit status 2) only where nothing can be drawn; a line cut by a
@@ -39,6 +40,8 @@ class RunData:
     notes: list[str]  # what the reader must know about the input: skipped lines, a missing run.json
     # The method answers (searches.jsonl): RFC 2544 throughput, MLR bounds, a sweep's first loss.
     outcomes: list[dict[str, Any]] = field(default_factory=list)
+    # A tune's answer per backend (tune/tune.json: tune_summary.TuneSummary); [] for a run.
+    tunes: list[Any] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -139,5 +142,8 @@ def load_run(path: Path | str) -> RunData:
     if scan.skipped:
         notes.insert(0, _skipped_note(scan.skipped))
     trials = [Trial(r, rec, r.method) for r, rec in zip(scan.trials, scan.records)]
+    # Read here, not at the top: the summary's formatting (report.stats) reads this module's Trial.
+    from capbench.report.tune_summary import read_summaries
+
     return RunData(path=path, meta=meta, trials=trials, skipped=scan.skipped, notes=notes,
-                   outcomes=_read_outcomes(path, notes))
+                   outcomes=_read_outcomes(path, notes), tunes=read_summaries(path, notes))

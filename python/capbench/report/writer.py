@@ -5,9 +5,10 @@
     trials.csv     one row per trial: the fields of trials.jsonl under the same names (a list or
                    an object as its JSON text), numbers at full precision, and the tables' Note
     <figure>.png / .svg   every figure this run has the records for
+    tune-<n>.png / .svg   a tune's goal against each knob, per backend it tuned (tune/tune.json)
     markers.svg    the one key of the markers the figures draw (plots.MARKERS), shown above them
     flame-<trial>.svg     the flame graph of each profiled trial (--profile), linked from report.html
-    report.html    one self-contained page: the summary, the figures, where the CPU time goes, the tables
+    report.html    one self-contained page: the summary (a tune's ranking first), the figures, where the CPU time goes, the tables
                    (long ones folded), the machine and settings
 """
 
@@ -24,9 +25,10 @@ from capbench import inputs
 from capbench.methods import registry
 from capbench.report import tables
 from capbench.errors import UsageError
-from capbench.report import answer_tables, answers, flamegraph, html, plots, profiles, summary, tables_md
+from capbench.report import answer_tables, answers, flamegraph, html, plots, profiles, summary, tables_md, tune_section
 from capbench.report.flamegraph import FlameFile
 from capbench.report.load import RunData, Trial, load_run
+from capbench.report import tune_figure
 
 REPORT_DIR = "report"
 
@@ -78,6 +80,20 @@ def draw_figures(run: RunData, out: Path) -> list[FigureFile]:
         files.append(FigureFile(spec.name, spec.title, drawn.caption, png, svg, None, spec.section,
                                 frozenset(plots.kinds_used(drawn.figure)),
                                 drawn.figure.get_figwidth() > plots.HALF_PAGE_IN))
+    return files
+
+
+def draw_tune_figures(run: RunData, out: Path) -> list[FigureFile]:
+    """A tune's figure of its goal against each knob, per backend it tuned (tune.figure: the one
+    the tune drew). Named by position: a backend's name is text from the results folder."""
+    files = []
+    for i, s in enumerate(run.tunes, start=1):
+        fig = tune_figure.figure(s)
+        if fig is None:
+            continue
+        png, svg = plots.save(fig, out / f"tune-{i}")
+        files.append(FigureFile(f"tune-{i}", tune_section.title(s), tune_section.FIGURE_CAPTION, png, svg, None,
+                                wide=fig.get_figwidth() > plots.HALF_PAGE_IN))
     return files
 
 
@@ -245,6 +261,9 @@ def report_html(run: RunData, figures: list[FigureFile], flames: dict[str, Flame
              (f"<h3>Where each backend starts to lose packets</h3>{html.bullet_list(losses)}" if losses else "")
              + (f'<p class="small">{html.esc(note)}</p>' if note else "")]
     summary_html = f'<div class="side">{"".join(f"<div>{x}</div>" for x in sides if x)}</div>' if any(sides) else ""
+    if run.tunes:  # a tune's answer first; the configurations' single searches folded below it
+        summary_html = tune_section.section_html(run.tunes) + (tune_section.searches_html(summary_html)
+                                                               if summary_html else "")
     if probe := host_probe_line(run):
         summary_html += f'<p class="small">{html.esc(probe)}</p>'  # after a list, not a table: no note's pull-up
 
@@ -298,11 +317,18 @@ def markdown_report(run: RunData, flames: dict[str, FlameFile] | None = None) ->
     best, losses = summary.summary(run.trials, found)
     parts = [f"# capbench report: {run.name}\n"]
     parts += [f"> {n}\n" for n in run.notes]
+    level = "##"
+    if run.tunes:  # a tune's answer first; the configurations' single searches below it
+        parts.append(tune_section.markdown(run.tunes))
+        if best or losses:
+            parts.append(f"## {tune_section.SEARCHES_TITLE}\n\n{tune_section.SEARCHES_NOTE}\n")
+            level = "###"
     if best:
-        parts.append(f"## {summary.best_heading(run.trials, found)}\n\n" + "\n".join(f"- {line}" for line in best)
+        parts.append(f"{level} {summary.best_heading(run.trials, found)}\n\n" + "\n".join(f"- {line}" for line in best)
                      + "\n")
     if losses:
-        parts.append("## Where each backend starts to lose packets\n\n" + "\n".join(f"- {x}" for x in losses) + "\n")
+        parts.append(f"{level} Where each backend starts to lose packets\n\n" + "\n".join(f"- {x}" for x in losses)
+                     + "\n")
     if probe := host_probe_line(run):
         parts.append(f"{probe}\n")
     parts.append("## Tables\n\n" + tables_md.markdown(run.trials, found))
@@ -330,7 +356,7 @@ def write_report(path: Path | str, out: Path | str | None = None) -> Report:
         inputs.write_own(md, markdown_report(run, flames))
         csv = out / "trials.csv"
         inputs.write_own(csv, tables_md.csv_text(run.trials))
-        figures = draw_figures(run, out)
+        figures = draw_tune_figures(run, out) + draw_figures(run, out)
         kinds = {k for f in figures if f.section == plots.FIGURES_SECTION for k in f.markers}
         key = plots.write_figure(plots.marker_key(kinds), out / "markers.svg") if kinds else None
         page = out / "report.html"

@@ -28,13 +28,14 @@ from capbench.campaign import matrix as cmod
 from capbench.campaign.matrix import Matrix
 from capbench.rates import link_name
 from capbench.profile import groups as cpu_groups
-from capbench.report import plots, profiles, units
-from capbench.report.stats import CPU_LEAST_CHANGE_PTS, fmt_stat, stat_of
+from capbench.report import plots, profiles
+from capbench.report.stats import CPU_LEAST_CHANGE_PTS
 from capbench.tune import knobs as knobs_mod
 from capbench.tune import search
+from capbench.report import tune_summary as record
+from capbench.report.tune_figure import figure
+from capbench.report.tune_summary import TUNE_DIR, cpu_text, layers_text
 from capbench.tune.tuning import Measured, Space, Tune
-
-TUNE_DIR = "tune"  # in the results folder
 CONFIRM_REPEAT = 3  # the campaign file's repetitions of the best and the defaults
 
 
@@ -51,6 +52,7 @@ class Row:
     layers: dict[str, float]
     verdict: str  # the best; within noise of it; worse beyond noise; out at a rung
     disturbed: bool
+    screening: tuple[float, ...] = ()  # its values at the first rung
     cpu_pct: dict[str, dict[str, float]] = field(default_factory=dict)  # with --profile: merged_cpu
 
 
@@ -64,7 +66,9 @@ def rows_of(tune: Tune, space: Space) -> list[Row]:
         cpus = [m.cpu_ns for m in ms if m.cpu_ns is not None]
         rows.append(Row(rank, c, knobs_mod.label(space.configs[c]), rung, tuple(m.value for m in ms),
                         statistics.median(cpus) if cpus else None, merged_layers(ms), verdict(out, c),
-                        any(m.disturbed for m in ms), merged_cpu(ms)))
+                        any(m.disturbed for m in ms),
+                        tuple(m.value for (cc, r, _), m in sorted(got.items()) if cc == c and r == 0),
+                        merged_cpu(ms)))
     return rows
 
 
@@ -105,22 +109,8 @@ def verdict(out: search.Outcome, c: int) -> str:
     return f"worse beyond noise{p}" if cmp.significant else f"within noise of the best{p}"
 
 
-def layers_text(layers: dict[str, float]) -> str:
-    shown = [(n, v) for n, v in sorted(layers.items(), key=lambda x: -x[1]) if v > 0]
-    return ", ".join(f"{n} {v:.2g} %" for n, v in shown) or "none"
-
-
 def goal_stat_text(tune: Tune, values: Sequence[float]) -> str:
-    """The goal over a configuration's repetitions: their mean (what the search ranks by and
-    Welch's test compares), min–max, sd and count."""
-    s = stat_of(values)
-    if tune.goal.unit == "pps":
-        return fmt_stat(s.scaled(1e-3), ",.0f", n=True, mean=True) + " kpps"
-    return fmt_stat(s, ".3g", n=True, mean=True) + " %"
-
-
-def cpu_text(ns: float | None) -> str:
-    return "—" if ns is None else f"{ns:,.0f} ns"
+    return record.goal_text(tune.goal.unit, values)
 
 
 # The terminal's ranking: the best this many and the defaults; ranking.txt holds every row.
@@ -321,62 +311,29 @@ def unscreened_text(tune: Tune, space: Space) -> str:
             f"or --candidates (tune/tune.json lists them)")
 
 
-def figure(tune: Tune, space: Space) -> plots.Figure | None:
-    """The goal against each knob: every configuration's first-rung value at its knob's value
-    (dots), the finalists' final-rung values (mean, bars min to max)."""
-    out, got = tune.results[space.backend], tune.measured[space.backend]
-    if not space.knobs:
-        return None
-    values = [m.value for m in got.values() if not math.isnan(m.value)]
-    unit = units.pick(tune.goal.unit, values)
-    fig = plots.Figure(figsize=(4.2 * len(space.knobs), 3.6), layout="constrained")
+def answered(values: Sequence[float]) -> tuple[float, ...]:
+    """The values of the measurements that gave an answer (NaN: none; JSON has no NaN)."""
+    return tuple(v for v in values if not math.isnan(v))
+
+
+def summary_of(tune: Tune, space: Space, rows: Sequence[Row]) -> record.TuneSummary:
+    """What the tune found for `space`'s backend, as tune/tune.json holds it."""
+    out = tune.results[space.backend]
     lengths = tune.goal.lengths_s
-    for i, k in enumerate(space.knobs):
-        ax = fig.add_subplot(1, len(space.knobs), i + 1)
-        ticks = ([] if k.default in k.candidates else ["default"]) + list(k.candidates)
-        where = {v: n for n, v in enumerate(ticks)}
-
-        def x_of(c: int) -> int:
-            return where[space.configs[c].get(k.name, k.default if k.default in where else "default")]
-
-        first = [(x_of(c), m.value) for (c, r, _), m in got.items() if r == 0 and not math.isnan(m.value)]
-        ax.plot([x for x, _ in first], [unit.of(v) for _, v in first], "o", color="0.6", markersize=4,
-                label=f"each configuration, {lengths[0]:g} s trials")
-        shown: set[str] = set()
-        for c in out.finalists:
-            vs = out.values(c)
-            if not vs:
-                continue
-            mid = statistics.fmean(vs)
-            kind = "best" if c == out.best else "the other finalists"
-            ax.errorbar([x_of(c)], [unit.of(mid)], yerr=[[unit.of(mid - min(vs))], [unit.of(max(vs) - mid)]],
-                        fmt="o", capsize=4, color="C0" if c == out.best else "C1",
-                        label=None if kind in shown else f"{kind}, {lengths[out.final_rung]:g} s trials (mean, "
-                                                         f"min to max)")
-            shown.add(kind)
-        ax.set_xticks(range(len(ticks)), ticks)
-        ax.set_xlabel(k.name)
-        ax.set_ylabel(f"{tune.goal.title} [{unit.name}]")
-        ax.grid(True, alpha=0.3)
-        if i == 0:
-            ax.legend(fontsize="small")
-    fig.suptitle(f"capbench tune {space.backend}: {tune.goal.title} against each knob")
-    return fig
-
-
-def summary_json(tune: Tune, space: Space, rows: Sequence[Row]) -> dict:
-    return {"backend": space.backend, "goal": tune.goal.name, "unit": tune.goal.unit,
-            "knobs": [k.name for k in space.knobs], "final_trial_s": tune.goal.lengths_s[tune.results[space.backend].final_rung],
-            "spent_s": tune.results[space.backend].spent_s,
-            "ranking": [{"rank": r.rank, "index": r.config, "config": dict(space.configs[r.config]), "label": r.label,
-                         "trial_s": tune.goal.lengths_s[r.rung], "values": list(r.values), "cpu_ns": r.cpu_ns,
-                         "layers_pct": r.layers, "verdict": r.verdict, "disturbed": r.disturbed,
-                         "cpu_groups_pct": r.cpu_pct} for r in rows],
-            "run": run_line(tune, space, rows[0].config), "defaults_run": run_line(tune, space, search.BASELINE),
-            "reasons": reasons(tune, space, rows),
-            "unscreened": [{"index": c, "config": dict(space.configs[c]), "label": knobs_mod.label(space.configs[c])}
-                           for c in tune.results[space.backend].unscreened],
-            **({"command": command} if (command := program_command(tune, space, rows[0].config)) else {})}
+    return record.TuneSummary(
+        schema=record.TUNE_SCHEMA, backend=space.backend, goal=tune.goal.name, goal_title=tune.goal.title,
+        unit=tune.goal.unit, size=str(tune.base[space.backend].sizes[0]),
+        knobs=tuple(record.KnobAxis(k.name, k.default, tuple(k.candidates)) for k in space.knobs),
+        first_trial_s=lengths[0], final_trial_s=lengths[out.final_rung], spent_s=out.spent_s, best_line=best_text(tune, space, rows),
+        ranking=tuple(record.Ranked(
+            rank=r.rank, index=r.config, config=dict(space.configs[r.config]), label=r.label, trial_s=lengths[r.rung],
+            values=answered(r.values), screening_values=answered(r.screening), finalist=r.config in out.finalists, cpu_ns=r.cpu_ns,
+            layers_pct=r.layers, verdict=r.verdict, disturbed=r.disturbed, cpu_groups_pct=r.cpu_pct) for r in rows),
+        run=tuple(run_line(tune, space, rows[0].config)), defaults_run=tuple(run_line(tune, space, search.BASELINE)),
+        reasons=tuple(reasons(tune, space, rows)),
+        unscreened=tuple(record.Unscreened(c, dict(space.configs[c]), knobs_mod.label(space.configs[c]))
+                         for c in out.unscreened),
+        command=program_command(tune, space, rows[0].config) or "")
 
 
 def finish(tune: Tune, path: Path, console: Console) -> None:
@@ -391,7 +348,8 @@ def finish(tune: Tune, path: Path, console: Console) -> None:
         console.print(table(tune, space, rows, SHOWN_ROWS))
         plain = Console(record=True, width=160, file=io.StringIO())
         plain.print(table(tune, space, rows))
-        lines = [best_text(tune, space, rows), *(f"  {x}" for x in reasons(tune, space, rows)),
+        summary = summary_of(tune, space, rows)
+        lines = [summary.best_line, *(f"  {x}" for x in summary.reasons),
                  *([unscreened_text(tune, space)] if tune.results[space.backend].unscreened else []),
                  "run it: " + shlex.join(run_line(tune, space, rows[0].config))]
         command = program_command(tune, space, rows[0].config)
@@ -400,13 +358,13 @@ def finish(tune: Tune, path: Path, console: Console) -> None:
         toml = folder / f"best-{space.backend}.toml"
         inputs.write_own(toml, campaign_toml(tune, space, rows[0].config))
         lines.append(f"confirm it against the defaults: sudo capbench run --campaign {toml}")
-        fig = figure(tune, space)
+        fig = figure(summary)
         if fig is not None:
             png, _ = plots.save(fig, folder / f"goal-by-knob-{space.backend}")
             lines.append(f"figure: {png}")
         for line in lines:
             console.print(Text(line))
         texts.append(plain.export_text() + "\n".join(lines) + "\n")
-        summaries.append(summary_json(tune, space, rows))
+        summaries.append(summary)
     inputs.write_own(folder / "ranking.txt", "\n".join(texts))
-    inputs.write_own(folder / "tune.json", json.dumps(summaries, indent=2) + "\n")
+    inputs.write_own(folder / record.TUNE_FILE, record.to_json(summaries))
