@@ -4,6 +4,7 @@ command line and what it writes."""
 import dataclasses
 import math
 import tomllib
+import types
 from pathlib import Path
 
 import pytest
@@ -319,6 +320,25 @@ def test_the_command_line_makes_the_tune():
     assert [cfg for cfg in t.spaces[0].configs] == [{}, {"rx-ring": "16"}]
 
 
+def test_backend_args_hold_for_every_configuration_and_leave_out_the_knobs_they_set():
+    # dpdk on net_af_packet has no XDP program of its own: its frames pass the cpumap ring, whose
+    # depth is then a knob, as it is not on net_af_xdp (own_xdp)
+    assert "rx-ring" not in [k.name for k in tune_cli.tune_of(tune_args("--backends", "dpdk")).spaces[0].knobs]
+    t = tune_cli.tune_of(tune_args("--backends", "dpdk", "--backend-args", "dpdk=--dpdk-driver af_packet"))
+    assert "rx-ring" in [k.name for k in t.spaces[0].knobs]
+    assert all(dict(m.backend_args) == {"dpdk": "--dpdk-driver af_packet"} for m in t.campaign.matrices)
+    # afp-v3 with its block size given: neither its block-size nor the ring (which maps onto it) is searched
+    t = tune_cli.tune_of(tune_args("--backends", "afp-v3", "--backend-args", "afp-v3=--block-size 4M"))
+    names = [k.name for k in t.spaces[0].knobs]
+    assert "afp-v3:block-size" not in names and "ring" not in names and "afp-v3:block-count" in names
+    space = t.spaces[0]
+    t.results["afp-v3"] = types.SimpleNamespace(final_rung=0)  # what the lines read of a search's outcome
+    line = output.run_line(t, space, 1)
+    assert line[line.index("--backend-args") + 1] == "afp-v3=--block-size 4M"
+    c = cmod.loads(output.campaign_toml(t, space, 1), Path("best.toml"), backends_known=("afp-v3",))
+    assert all(dict(m.backend_args) == {"afp-v3": "--block-size 4M"} for m in c.matrices)
+
+
 def test_the_default_space_fits_the_default_budget():
     t = tune_cli.tune_of(tune_args("--backends", "afp-v3"))
     assert t.smallest_budget_s() <= t.budget_s
@@ -335,6 +355,10 @@ def test_the_default_space_fits_the_default_budget():
     (("--backends", "afp-v3", "--goal", "loss"), "give --rate"),
     (("--backends", "afp-v3", "--sizes", "64,1518"), "one frame length"),
     (("--backends", "afp-v3", "--goal", "fast"), "unknown --goal"),
+    (("--backends", "afp-v3", "--knobs", "afp-v3:block-size", "--backend-args", "afp-v3=--block-size 4M"),
+     "--backend-args for afp-v3 sets --block-size, which knob afp-v3:block-size would vary"),
+    (("--backends", "afp-v3", "--backend-args", "afp-v3"), "give BACKEND=OPTIONS"),
+    (("--backends", "afp-v3", "--backend-args", "pcap=--pcap-api dispatch"), "names pcap, which no matrix measures"),
 ])
 def test_bad_input_is_one_line(argv, said):
     with pytest.raises(UsageError) as e:

@@ -279,6 +279,15 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30)
 
 
+def _backend_args_flag(p: argparse.ArgumentParser) -> None:
+    """--backend-args, as `capbench run` and `capbench tune` take it."""
+    p.add_argument("--backend-args", metavar="BACKEND=OPTIONS", action="append",
+                   help="a backend's own capbench-cap options for every trial of it, e.g. "
+                        "--backend-args 'fanout=--workers 2 --fanout-mode lb' or "
+                        "'dpdk=--dpdk-driver af_packet' (repeat for several backends; "
+                        "`capbench capture --help` lists them)")
+
+
 def build_parser() -> Parser:
     p = Parser(prog="capbench", description=MAIN_HELP, formatter_class=_formatter, allow_abbrev=False)
 
@@ -372,11 +381,7 @@ def build_parser() -> Parser:
     run.add_argument("--procs", metavar="LIST",
                      help=f"capture processes on the interface, each seeing every frame, comma-separated "
                           f"{_default('procs')}")
-    run.add_argument("--backend-args", metavar="BACKEND=OPTIONS", action="append",
-                     help="a backend's own capbench-cap options for every trial of it, e.g. "
-                          "--backend-args 'fanout=--workers 2 --fanout-mode lb' or "
-                          "'pcap=--pcap-api dispatch' (repeat for several backends; "
-                          "`capbench capture --help` lists them)")
+    _backend_args_flag(run)
     run.add_argument("--proc-cpus", metavar="LIST",
                      help="with --procs N: pin capture process i to the i-th CPU of LIST, cycled "
                           "(default: all on the counter's CPU)")
@@ -459,6 +464,7 @@ def build_parser() -> Parser:
     tune.add_argument("--candidates", metavar="KNOB=LIST", action="append",
                       help="the values to try of a knob instead of its declared ones, e.g. rx-ring=64,1024,16384 "
                            "(each checked against the knob's range; repeat for several knobs)")
+    _backend_args_flag(tune)  # fixed for every configuration; the knobs those options set are left out
     add_profile_args(tune, "; the reasons under the ranking then also say where the counter's and the "
                            "receive CPU's time went with the best configuration and with the defaults")
     add_apps_file(tune, ": their programs can be tuned (--backends NAME), over the knobs each declares "

@@ -64,6 +64,20 @@ def vary_table(items: list[str]) -> dict[str, str]:
     return table
 
 
+def backend_args_of(items: Sequence[str]) -> dict[str, str]:
+    """--backend-args BACKEND=OPTIONS, each given once: {backend: its options, as given}."""
+    out: dict[str, str] = {}
+    for item in items:
+        backend, eq, opts = item.partition("=")
+        if not eq or not backend.strip():
+            raise UsageError(f"cannot read --backend-args {item!r}: give BACKEND=OPTIONS, e.g. "
+                             f"'fanout=--workers 2'")
+        if backend.strip() in out:
+            raise UsageError(f"--backend-args gives {backend.strip()} twice: put all its options in one")
+        out[backend.strip()] = opts
+    return out
+
+
 def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = None) -> campaign.Campaign:
     """The campaign the flags describe, checked by the same code as a campaign file's; `sensors`:
     a topology's sensors' backends (the same one may capture on several hosts)."""
@@ -81,15 +95,7 @@ def campaign_from_args(args: argparse.Namespace, sensors: list[str] | None = Non
         except ValueError:
             raise UsageError(f"cannot read --procs {args.procs!r}: give whole numbers, e.g. 1,2,4") from None
     if args.backend_args:
-        top["backend_args"] = {}
-        for item in args.backend_args:
-            backend, eq, opts = item.partition("=")
-            if not eq or not backend.strip():
-                raise UsageError(f"cannot read --backend-args {item!r}: give BACKEND=OPTIONS, e.g. "
-                                 f"'fanout=--workers 2'")
-            if backend.strip() in top["backend_args"]:
-                raise UsageError(f"--backend-args gives {backend.strip()} twice: put all its options in one")
-            top["backend_args"][backend.strip()] = opts
+        top["backend_args"] = backend_args_of(args.backend_args)
     if args.vary:
         top["vary"] = vary_table(args.vary)
     if args.app:

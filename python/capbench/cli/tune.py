@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import datetime
 import math
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -54,13 +55,14 @@ def _candidates(args: argparse.Namespace) -> dict[str, list[str]]:
 
 
 def space_of(backend: str, args: argparse.Namespace, programs: knobs_mod.Programs,
-             port: knobs_mod.Port | None = None) -> tuning.Space:
+             port: knobs_mod.Port | None = None, backend_args: str = "") -> tuning.Space:
     """The knobs of `backend` the tune searches (knobs.space; a capture program's from its adapter
     in `programs`, the campaign's; on `port`, the capture port of a tune on ports, its NIC's; those
-    the test bed's receive model passes), each candidate checked (knobs.check)."""
+    the test bed's receive model passes; not those its `backend_args`, fixed for every
+    configuration, set), each candidate checked (knobs.check)."""
     rx_mode = args.rx_mode or rxmode.DEFAULT_RX_MODE
     rxmode.check_mode(rx_mode)
-    knobs = list(knobs_mod.space(backend, _knob_names(args), port, programs, rx_mode))
+    knobs = list(knobs_mod.space(backend, _knob_names(args), port, programs, rx_mode, shlex.split(backend_args)))
     given = _candidates(args)
     for i, k in enumerate(knobs):
         if k.name in given:
@@ -120,6 +122,8 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
             top[key] = getattr(args, key)
     if args.apps_file:  # a user's adapters: their programs are backends, their knobs searched
         top["apps_files"] = list(args.apps_file)
+    if args.backend_args:  # a backend's own options, the same in every configuration
+        top["backend_args"] = run_cli.backend_args_of(args.backend_args)
     c = campaign.build(top, [], backends_known=declared.backend_names(), name_of=lambda key: {
         "methods": "--goal", "backends": "--backends", "sizes": "--sizes", "apps_files": "--apps-file"}.get(
         key, "--" + key.replace("_", "-")))
@@ -127,7 +131,8 @@ def tune_of(args: argparse.Namespace, outcomes=()) -> tuning.Tune:
     if on_ports is not None:
         on_ports.check_exist()  # before its NIC's knobs are read
     port = (on_ports.cap_ns, on_ports.cap_if) if on_ports is not None else None
-    spaces = tuple(space_of(b, args, c.programs, port) for b in backends)
+    fixed = dict(c.matrices[0].backend_args)
+    spaces = tuple(space_of(b, args, c.programs, port, fixed.get(b, "")) for b in backends)
     base = {b: dataclasses.replace(c.matrices[0], backends=(b,)) for b in backends}
     matrices = tuple(knobs_mod.apply(base[sp.backend], cfg, sp.knobs, c.programs)
                      for sp in spaces for cfg in sp.configs)
@@ -172,8 +177,8 @@ def _started(meta: dict) -> tuple[float, ...]:
     return tuple(out)
 
 
-TUNE_FLAGS = ("backends", "sizes", "replay", "goal", "rate", "knobs", "candidates", "link", "engine", "pin",
-              "rx_mode", "napi_sched", "profile", "profile_hz", "apps_file", "max_app_cpu",
+TUNE_FLAGS = ("backends", "sizes", "replay", "goal", "rate", "knobs", "candidates", "backend_args", "link", "engine",
+              "pin", "rx_mode", "napi_sched", "profile", "profile_hz", "apps_file", "max_app_cpu",
               *run_cli.PORT_FLAGS)
 
 

@@ -51,6 +51,7 @@ from capbench.errors import UsageError
 from capbench.methods import registry
 from capbench.methods.measurer import superseded
 from capbench.methods.verdict import measured
+from capbench.options import option_value
 from capbench.report.keys import DEFAULTS, step_base
 from capbench.testbed import host_sysctl, nic, ports, rxmode
 from capbench.trial import apps, loss_layers
@@ -189,8 +190,9 @@ def _port_knobs(port: Port | None, names: Sequence[str] | None) -> tuple[Knob, .
     return tuple(out)
 
 
-def _run_knobs(backend: str, on_port: bool = False) -> tuple[Knob, ...]:
-    b = declared.backend(backend) if backend in declared.backend_names() else None
+def _run_knobs(backend: str, on_port: bool = False, backend_args: Sequence[str] = ()) -> tuple[Knob, ...]:
+    # As the backend runs with its --backend-args: dpdk on net_af_packet has no XDP program of its own.
+    b = declared.backend(backend).ran_with(backend_args) if backend in declared.backend_names() else None
     knobs = [Knob("pin", "--pin", "run", PIN_CANDIDATES, campaign.default_text("pin"))]
     # A backend with its own XDP program (afxdp, xdp) takes frames in the veth's poll, before the
     # cpumap ring: its trials run as napi and --rx-ring is refused with it (testbed/rxmode.py).
@@ -222,8 +224,19 @@ def _programs(programs: Programs | None) -> Programs:
 
 
 def _all(backend: str, port: Port | None = None, names: Sequence[str] | None = None,
-         programs: Programs | None = None) -> tuple[Knob, ...]:
-    return _run_knobs(backend, port is not None) + _port_knobs(port, names) + _own_knobs(backend, programs)
+         programs: Programs | None = None, backend_args: Sequence[str] = ()) -> tuple[Knob, ...]:
+    return (_run_knobs(backend, port is not None, backend_args) + _port_knobs(port, names)
+            + _own_knobs(backend, programs))
+
+
+def fixed_by(k: Knob, backend: str, backend_args: Sequence[str]) -> str | None:
+    """The option of `backend_args` (the backend's --backend-args, as words) that already sets what
+    `k` would vary, if any: the knob's own option, or for `ring` one of the options it maps to."""
+    if k.scope == "backend" and k.backend == backend:
+        return k.flag if option_value(list(backend_args), k.flag) is not None else None
+    if k.name == "ring" and backend in declared.backend_names() and (spec := declared.backend(backend).ring):
+        return next((o for o in spec.options if option_value(list(backend_args), o) is not None), None)
+    return None
 
 
 def _own_knobs(backend: str, programs: Programs | None = None) -> tuple[Knob, ...]:
@@ -263,18 +276,21 @@ def _spread(k: Knob) -> Knob:
 
 
 def space(backend: str, names: Sequence[str] | None = None, port: Port | None = None,
-          programs: Programs | None = None, rx_mode: str = rxmode.DEFAULT_RX_MODE) -> tuple[Knob, ...]:
+          programs: Programs | None = None, rx_mode: str = rxmode.DEFAULT_RX_MODE,
+          backend_args: Sequence[str] = ()) -> tuple[Knob, ...]:
     """The knobs of `backend` on the test bed (or on `port`, the capture port of a run on ports): by
     default its own and the test bed's (the port's) with a few candidates each (_spread; not `ring`
     where the backend's own knobs size the same buffer: a configuration sets one of them; not the
     ASKED_ONLY), or those `names` names with every candidate (an unknown name is one line naming
     the knobs there are). A capture program's own are its adapter's in `programs` (default: the
     built-in adapters). Only the knobs the test bed's receive model `rx_mode` passes (Knob.applies):
-    one named that it does not is one line."""
-    knobs = _all(backend, port, names, programs)
+    one named that it does not is one line. `backend_args`: the backend's own options fixed for
+    every configuration (--backend-args, as words): the knobs they set are left out, and one named
+    is one line."""
+    knobs = _all(backend, port, names, programs, backend_args)
     if names is None:
         return tuple(_spread(k) for k in knobs if not _finer(k, knobs) and k.name not in ASKED_ONLY
-                     and k.applies(rx_mode))
+                     and k.applies(rx_mode) and fixed_by(k, backend, backend_args) is None)
     by_name = {k.name: k for k in knobs}
     unknown = [n for n in names if n not in by_name]
     if unknown:
@@ -282,6 +298,10 @@ def space(backend: str, names: Sequence[str] | None = None, port: Port | None = 
                          f"(capbench tune --help)")
     for n in names:
         check_applies(by_name[n], rx_mode)
+        option = fixed_by(by_name[n], backend, backend_args)
+        if option is not None:
+            raise UsageError(f"--backend-args for {backend} sets {option}, which knob {n} would vary: leave "
+                             f"{n} out of --knobs, or {option} out of --backend-args")
     return tuple(by_name[n] for n in names)
 
 

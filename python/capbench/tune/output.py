@@ -169,9 +169,17 @@ def run_line(tune: Tune, space: Space, config: int) -> list[str]:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:  # a placement the tune was given
         words += ["--pin", ",".join(pins)]
+    fixed = backend_args(tune, space)
+    if fixed:  # the backend's own options the tune held in every configuration
+        words += ["--backend-args", f"{space.backend}={fixed}"]
     for f in apps_files(tune):  # where a program's adapter is the user's
         words += ["--apps-file", f]
     return words + list(tune.run_args) + knobs_mod.run_args(space.configs[config], space.knobs)
+
+
+def backend_args(tune: Tune, space: Space) -> str:
+    """The backend's own options (--backend-args) the tune ran every configuration with; "" for none."""
+    return dict(tune.base[space.backend].backend_args).get(space.backend, "")
 
 
 def apps_files(tune: Tune) -> list[str]:
@@ -227,6 +235,8 @@ def campaign_toml(tune: Tune, space: Space, best: int) -> str:
         head.append(f"pin = {json.dumps(list(pins))}")
     if apps_files(tune):
         head.append(f"apps_files = {json.dumps(apps_files(tune))}")
+    if backend_args(tune, space):
+        head.append(f"backend_args = {{ {json.dumps(space.backend)} = {json.dumps(backend_args(tune, space))} }}")
     if tune.goal.mlr_goal:
         head.append(f"trial = \"{final_length(tune, space):g}s\"")
     else:
