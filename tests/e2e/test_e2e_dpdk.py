@@ -18,7 +18,8 @@ import pytest
 from capbench import declared
 from capbench.testbed import cpu, netns
 
-from e2e_env import assert_run_measured, capbench_namespaces, decided_trials, left_behind, run_capbench, xdp_attached
+from e2e_env import (assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, decided_trials, left_behind,
+                     run_capbench, xdp_attached)
 from host_interference import spoiled, until_undisturbed
 
 # EAL's runtime directories, as root (the backend removes its own, and a killed one's next time).
@@ -333,6 +334,35 @@ def test_testpmd_rxonly_counts_what_the_dpdk_backend_counts(tmp_path):
                                                                            "socket": 0}
     # Nothing of testpmd's is left: its process, its EAL runtime directory (the adapter's post
     # command removes it), the test bed.
+    assert not (EAL_RUNTIME.is_dir() and list(EAL_RUNTIME.glob("capbench-testpmd-*")))
+    assert subprocess.run(["pgrep", "-f", "capbench-testpmd-"], capture_output=True).returncode == 1
+    assert left_behind(before_ns) == set()
+
+
+def test_a_run_of_testpmd_stopped_with_ctrl_c_leaves_nothing(tmp_path):
+    # Ctrl-C while testpmd captures: the run ends as interrupted, and what its adapter's post
+    # command removes after a normal stop (EAL's runtime directory) is removed all the same
+    # (ProgramRun.cleanup), with its process and the test bed.
+    if shutil.which("dpdk-testpmd") is None:
+        pytest.skip("dpdk-testpmd is not installed: apt-get install dpdk-dev")
+    before_ns = capbench_namespaces()
+    p = subprocess.Popen(capbench_cmd("run", "--backends", "testpmd", "--sizes", "64", "--rate", "50kpps",
+                                      "--duration", "20", "--results", str(tmp_path), "--no-report"),
+                         env=capbench_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (EAL_RUNTIME.is_dir() and list(EAL_RUNTIME.glob("capbench-testpmd-*"))):
+            assert p.poll() is None and time.monotonic() < deadline, "testpmd did not start"
+            time.sleep(0.1)
+        time.sleep(1.0)  # into the load
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
     assert not (EAL_RUNTIME.is_dir() and list(EAL_RUNTIME.glob("capbench-testpmd-*")))
     assert subprocess.run(["pgrep", "-f", "capbench-testpmd-"], capture_output=True).returncode == 1
     assert left_behind(before_ns) == set()

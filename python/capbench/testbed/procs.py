@@ -357,6 +357,9 @@ class ChildSet:
     def __init__(self, stop_timeout_s: float = 3.0):
         self.children: list[Child] = []
         self.stop_timeout_s = stop_timeout_s
+        # Run in order once the block has stopped every child: what a child would have cleaned up
+        # after a normal end (trial.program_run.ProgramRun.cleanup).
+        self.after_stop: list[Callable[[], None]] = []
 
     def start(self, name: str, argv: Sequence[str], *, netns_name: str | None = None,
               on_line: OnLine | None = None) -> Child:
@@ -383,4 +386,6 @@ class ChildSet:
         # Held back signals: a second Ctrl-C must not leave a child (and its namespace) behind.
         with held_signals.held():
             self.stop_all()
+            for fn in self.after_stop:
+                fn()
 

@@ -46,6 +46,7 @@ from capbench.trial.apps import PACKET_STATISTICS, POST, Adapter, CountError, Co
 READY_TIMEOUT_S = 10.0  # how long a program has to say it captures (or to live through its ready delay)
 RECORD_TAIL_LINES = 5  # lines of each stream kept in the record
 POST_TIMEOUT_S = 60.0  # an adapter's post command (racount of argus's flows: ~1 s for a million frames)
+CLEANUP_POST_S = 5.0  # the post command run to clean up after a trial that failed or was stopped
 # The largest file a count reads (a program's statistics: Suricata's eve.json with its flow events
 # over a long trial); read line by line, so this bounds the time, not capbench's memory.
 PROGRAM_FILE_MAX_BYTES = 256 * MIB
@@ -169,6 +170,7 @@ class ProgramRun:
     cpus_seen: tuple[int, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
     reader: CountReader | None = None  # its counts, matched as its output arrives
+    post_ran: bool = False  # its adapter's post command has run (read_counts)
 
     @property
     def name(self) -> str:
@@ -192,6 +194,26 @@ class ProgramRun:
         self.reader = CountReader(self.adapter)
         self.child = kids.start(self.name, _taskset(self.cpu) + self.argv, netns_name=self.netns_name,
                                 on_line=self.reader.feed)
+        kids.after_stop.append(self.cleanup)
+
+    def cleanup(self) -> None:
+        """After a trial that ended before the program's counts were read (an error, Ctrl-C): its
+        adapter's post command once, its output unread, so that what the post removes does not
+        stay (testpmd's EAL runtime directory in /var/run/dpdk, which EAL makes and leaves). At
+        most CLEANUP_POST_S; a failure here changes nothing of the trial, which has already failed."""
+        post = post_argv(self.adapter, iface=self.iface, out=str(self.out), cpu=self.cpu, duration_s=self.duration_s,
+                         outdir=str(self.outdir))
+        if post is None or self.post_ran:
+            return
+        self.post_ran = True
+        try:
+            child = Child(f"{self.name}'s post command {post[0]}", post, netns_name=self.netns_name)
+        except ChildError:
+            return
+        try:
+            child.wait(CLEANUP_POST_S)
+        except ChildError:
+            child.kill()
 
     def make_files(self) -> None:
         """The program's {outdir}, new (mkdir fails on anything already there), and for a program
@@ -356,6 +378,7 @@ class ProgramRun:
                 reader.feed(POST, line)
 
         what = f"{self.name}'s post command {argv[0]}"
+        self.post_ran = True
         try:
             post = Child(what, argv, netns_name=self.netns_name, on_line=on_line)
         except ChildError as e:
