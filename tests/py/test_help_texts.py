@@ -28,7 +28,7 @@ def test_run_help_says_where_pin_and_rx_cpu_put_the_receive_work():
 
 def test_report_help_names_every_file_it_reads():
     text = " ".join(capbench_help("report").split())
-    assert all(f"DIR/{name}" in text for name in ("trials.jsonl", "run.json", "searches.jsonl"))
+    assert all(f"DIR/{name}" in text for name in ("trials.jsonl", "run.json", "searches.jsonl", "tune/tune.json"))
 
 
 def test_make_help_and_bench_readme_agree_on_how_long_make_bench_takes():

@@ -161,10 +161,11 @@ examples:
 """
 
 REPORT_HELP = """\
-Reads only DIR/trials.jsonl, DIR/run.json and DIR/searches.jsonl (the methods'
-answers), prints the tables, and writes into DIR/report/: tables.txt, tables.md,
-trials.csv, a PNG and an SVG of every figure the records hold the data for, and
-report.html (one self-contained page).
+Reads only DIR/trials.jsonl, DIR/run.json, DIR/searches.jsonl (the methods'
+answers) and, for a tune, DIR/tune/tune.json (its ranking, which the report then
+leads with), prints the tables, and writes into DIR/report/: tables.txt,
+tables.md, trials.csv, a PNG and an SVG of every figure the records hold the
+data for, and report.html (one self-contained page).
 A last line cut short by a crash is skipped and counted.
 
 examples:
