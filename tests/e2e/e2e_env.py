@@ -9,9 +9,11 @@ import pwd
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from capbench.methods.measurer import superseded
@@ -45,6 +47,32 @@ def capbench_env() -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
     env.pop("CAPBENCH_BUILD_DIR", None)
     return env
+
+
+def interrupted_capbench(*args: str, when: Callable[[], bool], wait_s: float = 120,
+                         after_s: float = 0.0) -> tuple[int, str, str]:
+    """`capbench ARGS` stopped with Ctrl-C (SIGINT to its process group, as a terminal sends it)
+    once `when()` holds (checked every 0.1 s, at most `wait_s`) and `after_s` more have passed:
+    (exit status, stdout, stderr). Fails if it ends or `when` never holds first; killed if it does
+    not end within 60 s of the signal."""
+    proc = subprocess.Popen(capbench_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=capbench_env(), stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + wait_s
+        while not when():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                out, err = proc.communicate()
+                raise AssertionError(f"capbench {' '.join(args)}: not interrupted (exit {proc.returncode}): {err[-2000:]}")
+            time.sleep(0.1)
+        time.sleep(after_s)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
 
 
 def run_capbench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:

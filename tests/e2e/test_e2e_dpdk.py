@@ -18,7 +18,7 @@ import pytest
 from capbench import declared
 from capbench.testbed import cpu, netns
 
-from e2e_env import (assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, decided_trials, left_behind,
+from e2e_env import (assert_run_measured, capbench_namespaces, decided_trials, interrupted_capbench, left_behind,
                      run_capbench, xdp_attached)
 from host_interference import spoiled, until_undisturbed
 
@@ -346,23 +346,11 @@ def test_a_run_of_testpmd_stopped_with_ctrl_c_leaves_nothing(tmp_path):
     if shutil.which("dpdk-testpmd") is None:
         pytest.skip("dpdk-testpmd is not installed: apt-get install dpdk-dev")
     before_ns = capbench_namespaces()
-    p = subprocess.Popen(capbench_cmd("run", "--backends", "testpmd", "--sizes", "64", "--rate", "50kpps",
-                                      "--duration", "20", "--results", str(tmp_path), "--no-report"),
-                         env=capbench_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not (EAL_RUNTIME.is_dir() and list(EAL_RUNTIME.glob("capbench-testpmd-*"))):
-            assert p.poll() is None and time.monotonic() < deadline, "testpmd did not start"
-            time.sleep(0.1)
-        time.sleep(1.0)  # into the load
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 130, err
+    rc, _, err = interrupted_capbench("run", "--backends", "testpmd", "--sizes", "64", "--rate", "50kpps",
+                                      "--duration", "20", "--results", str(tmp_path), "--no-report",
+                                      when=lambda: EAL_RUNTIME.is_dir() and bool(list(EAL_RUNTIME.glob(
+                                          "capbench-testpmd-*"))), wait_s=60, after_s=1.0)  # into the load
+    assert rc == 130, err
     assert not (EAL_RUNTIME.is_dir() and list(EAL_RUNTIME.glob("capbench-testpmd-*")))
     assert subprocess.run(["pgrep", "-f", "capbench-testpmd-"], capture_output=True).returncode == 1
     assert left_behind(before_ns) == set()

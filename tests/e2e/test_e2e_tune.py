@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import shlex
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from e2e_env import (assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, decided_trials,
-                     left_behind, missing_prerequisite, run_capbench)
+from e2e_env import (assert_run_measured, capbench_namespaces, decided_trials, interrupted_capbench, left_behind,
+                     missing_prerequisite, run_capbench)
 
 RATE = "300kpps"  # a 16-frame ring overflows whenever its thread is held off for 53 µs at this rate
 TUNE = ("--backends", "afp-v3", "--sizes", "64", "--rate", RATE, "--knobs", "ring,rx-ring",
@@ -41,25 +37,15 @@ def test_a_tune_stopped_and_resumed_repeats_no_trial_ranks_the_tiny_ring_last_an
         tmp_path, prerequisites):
     before = capbench_namespaces()
     results = tmp_path / "results"
-    proc = subprocess.Popen(capbench_cmd("tune", "--results", str(results), *TUNE), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=capbench_env(), start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        folder = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            made = list(results.glob("*/trials.jsonl")) if results.exists() else []
-            if made and len(trial_lines(made[0].parent)) >= 3:
-                folder = made[0].parent
-                break
-            time.sleep(0.2)
-        assert folder is not None, f"no three trials recorded: {proc.communicate()}"
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the test bed goes, the folder stays
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+
+    def three_trials() -> bool:
+        made = list(results.glob("*/trials.jsonl")) if results.exists() else []
+        return bool(made) and len(trial_lines(made[0].parent)) >= 3
+
+    # Ctrl-C once three trials are recorded: the test bed goes, the folder stays
+    rc, _, err = interrupted_capbench("tune", "--results", str(results), *TUNE, when=three_trials)
+    assert rc == 130, err
+    (folder,) = [d for d in results.iterdir() if d.is_dir()]
     assert f"capbench tune --resume {folder}" in err, err
     done = trial_lines(folder)
     assert json.loads((folder / "run.json").read_text())["status"] == "interrupted"
