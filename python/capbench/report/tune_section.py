@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from capbench.report import html
 from capbench.report.tables_md import md_table
-from capbench.report.tune_summary import TuneSummary, cpu_text, goal_text, layers_text
+from capbench.report.tune_summary import TuneSummary, cpu_text, goal_text, layers_text, verdict_text
 
 # The ranking's rows shown open: the best this many and the defaults; the others fold under them.
 SHOWN_ROWS = 10
@@ -38,10 +38,8 @@ def headers(s: TuneSummary) -> list[str]:
 
 
 def row(s: TuneSummary, r) -> list[str]:
-    verdict = ", ".join(x for x in ("defaults" if r.index == 0 else "",
-                                    r.verdict + (" (disturbed)" if r.disturbed else "")) if x)
     return [str(r.rank), r.label, goal_text(s.unit, r.values), f"{r.trial_s:g} s", cpu_text(r.cpu_ns),
-            layers_text(r.layers_pct), verdict]
+            layers_text(r.layers_pct), verdict_text(r.index == 0, r.verdict, r.disturbed)]
 
 
 def split(s: TuneSummary) -> tuple[list, list]:

@@ -121,6 +121,12 @@ def cpu_text(ns: float | None) -> str:
     return "—" if ns is None else f"{ns:,.0f} ns"
 
 
+def verdict_text(defaults: bool, verdict: str, disturbed: bool) -> str:
+    """A ranking's Verdict cell: "defaults, " for the defaults' row, the verdict, "(disturbed)"
+    where the host disturbed one of its measurements."""
+    return ", ".join(x for x in ("defaults" if defaults else "", verdict + (" (disturbed)" if disturbed else "")) if x)
+
+
 def to_json(summaries: Sequence[TuneSummary]) -> str:
     return json.dumps([plain(s) for s in summaries], indent=2) + "\n"
 

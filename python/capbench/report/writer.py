@@ -25,10 +25,10 @@ from capbench import inputs
 from capbench.methods import registry
 from capbench.report import tables
 from capbench.errors import UsageError
-from capbench.report import answer_tables, answers, flamegraph, html, plots, profiles, summary, tables_md, tune_section
+from capbench.report import (answer_tables, answers, flamegraph, html, plots, profiles, summary, tables_md, tune_figure,
+                             tune_section)
 from capbench.report.flamegraph import FlameFile
 from capbench.report.load import RunData, Trial, load_run
-from capbench.report import tune_figure
 
 REPORT_DIR = "report"
 
@@ -84,7 +84,7 @@ def draw_figures(run: RunData, out: Path) -> list[FigureFile]:
 
 
 def draw_tune_figures(run: RunData, out: Path) -> list[FigureFile]:
-    """A tune's figure of its goal against each knob, per backend it tuned (tune.figure: the one
+    """A tune's figure of its goal against each knob, per backend it tuned (tune_figure.figure: the one
     the tune drew). Named by position: a backend's name is text from the results folder."""
     files = []
     for i, s in enumerate(run.tunes, start=1):

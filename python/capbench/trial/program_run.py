@@ -189,6 +189,12 @@ class ProgramRun:
         return self.adapter.argv(iface=self.iface, out=str(self.out), cpu=self.cpu, duration_s=self.duration_s,
                                  outdir=str(self.outdir))
 
+    @property
+    def post_argv(self) -> list[str] | None:
+        """Its adapter's post command, filled in; None where the adapter has none."""
+        return post_argv(self.adapter, iface=self.iface, out=str(self.out), cpu=self.cpu, duration_s=self.duration_s,
+                         outdir=str(self.outdir))
+
     def start(self, kids: ChildSet) -> None:
         self.make_files()
         self.reader = CountReader(self.adapter)
@@ -201,8 +207,7 @@ class ProgramRun:
         adapter's post command once, its output unread, so that what the post removes does not
         stay (testpmd's EAL runtime directory in /var/run/dpdk, which EAL makes and leaves). At
         most CLEANUP_POST_S; a failure here changes nothing of the trial, which has already failed."""
-        post = post_argv(self.adapter, iface=self.iface, out=str(self.out), cpu=self.cpu, duration_s=self.duration_s,
-                         outdir=str(self.outdir))
+        post = self.post_argv
         if post is None or self.post_ran:
             return
         self.post_ran = True
@@ -341,8 +346,7 @@ class ProgramRun:
         for template, path in self.adapter.file_paths(iface=self.iface, out=str(self.out), cpu=self.cpu,
                                                       duration_s=self.duration_s, outdir=str(self.outdir)).items():
             self._read_file(f"file:{template}", path)
-        post = post_argv(self.adapter, iface=self.iface, out=str(self.out), cpu=self.cpu, duration_s=self.duration_s,
-                         outdir=str(self.outdir))
+        post = self.post_argv
         if post is not None:
             self._run_post(post)
         try:

@@ -34,8 +34,9 @@ from capbench.tune import knobs as knobs_mod
 from capbench.tune import search
 from capbench.report import tune_summary as record
 from capbench.report.tune_figure import figure
-from capbench.report.tune_summary import TUNE_DIR, cpu_text, layers_text
+from capbench.report.tune_summary import TUNE_DIR, cpu_text, layers_text, verdict_text
 from capbench.tune.tuning import Measured, Space, Tune
+
 CONFIRM_REPEAT = 3  # the campaign file's repetitions of the best and the defaults
 
 
@@ -142,10 +143,9 @@ def table(tune: Tune, space: Space, rows: Sequence[Row], shown: int | None = Non
         t.add_column(Text(h), justify="right" if h in right else "left")
     kept = [r for r in rows if shown is None or r.rank <= shown or r.config == search.BASELINE]
     for r in kept:
-        mark = " (disturbed)" if r.disturbed else ""
-        config = "defaults" if r.config == search.BASELINE else ""
         t.add_row(str(r.rank), *knob_cells(space, r.config), goal_stat_text(tune, r.values), f"{lengths[r.rung]:g} s",
-                  cpu_text(r.cpu_ns), layers_text(r.layers), ", ".join(x for x in (config, r.verdict + mark) if x))
+                  cpu_text(r.cpu_ns), layers_text(r.layers),
+                  verdict_text(r.config == search.BASELINE, r.verdict, r.disturbed))
     if len(kept) < len(rows):
         t.caption = f"{len(rows) - len(kept)} more configurations in tune/ranking.txt"
     return t
@@ -334,11 +334,13 @@ def summary_of(tune: Tune, space: Space, rows: Sequence[Row]) -> record.TuneSumm
         schema=record.TUNE_SCHEMA, backend=space.backend, goal=tune.goal.name, goal_title=tune.goal.title,
         unit=tune.goal.unit, size=str(tune.base[space.backend].sizes[0]),
         knobs=tuple(record.KnobAxis(k.name, k.default, tuple(k.candidates)) for k in space.knobs),
-        first_trial_s=lengths[0], final_trial_s=lengths[out.final_rung], spent_s=out.spent_s, best_line=best_text(tune, space, rows),
+        first_trial_s=lengths[0], final_trial_s=lengths[out.final_rung], spent_s=out.spent_s,
+        best_line=best_text(tune, space, rows),
         ranking=tuple(record.Ranked(
             rank=r.rank, index=r.config, config=dict(space.configs[r.config]), label=r.label, trial_s=lengths[r.rung],
-            values=answered(r.values), screening_values=answered(r.screening), finalist=r.config in out.finalists, cpu_ns=r.cpu_ns,
-            layers_pct=r.layers, verdict=r.verdict, disturbed=r.disturbed, cpu_groups_pct=r.cpu_pct) for r in rows),
+            values=answered(r.values), screening_values=answered(r.screening), finalist=r.config in out.finalists,
+            cpu_ns=r.cpu_ns, layers_pct=r.layers, verdict=r.verdict, disturbed=r.disturbed, cpu_groups_pct=r.cpu_pct)
+            for r in rows),
         run=tuple(run_line(tune, space, rows[0].config)), defaults_run=tuple(run_line(tune, space, search.BASELINE)),
         reasons=tuple(reasons(tune, space, rows)),
         unscreened=tuple(record.Unscreened(c, dict(space.configs[c]), knobs_mod.label(space.configs[c]))
@@ -361,10 +363,9 @@ def finish(tune: Tune, path: Path, console: Console) -> None:
         summary = summary_of(tune, space, rows)
         lines = [summary.best_line, *(f"  {x}" for x in summary.reasons),
                  *([unscreened_text(tune, space)] if tune.results[space.backend].unscreened else []),
-                 "run it: " + shlex.join(run_line(tune, space, rows[0].config))]
-        command = program_command(tune, space, rows[0].config)
-        if command is not None:
-            lines.append(f"{space.backend}'s command with it: {command}")
+                 "run it: " + shlex.join(summary.run)]
+        if summary.command:
+            lines.append(f"{space.backend}'s command with it: {summary.command}")
         toml = folder / f"best-{space.backend}.toml"
         inputs.write_own(toml, campaign_toml(tune, space, rows[0].config))
         lines.append(f"confirm it against the defaults: sudo capbench run --campaign {toml}")
