@@ -836,6 +836,13 @@ def _proc_cpus(value: Any, name_of: Callable[[str], str]) -> tuple[int, ...] | N
     return cpus
 
 
+def ring_options_in(backend: str, words: Sequence[str]) -> list[str]:
+    """The options among `words` (a backend's own options, as words) that size the buffer --ring
+    sizes (declared.RingSpec.options): [] for a backend --ring does not size."""
+    spec = declared.backend(backend).ring if backend in declared.backend_names() else None
+    return [o for o in spec.options if option_value(list(words), o) is not None] if spec is not None else []
+
+
 def check_set_once(m: Matrix, name_of: Callable[[str], str] = str) -> None:
     """A knob is set in one place: a run setting by its axis or by a knob, a backend's option by
     its --backend-args or by a knob, and its buffer by --ring or by the options --ring maps to
@@ -865,7 +872,7 @@ def check_set_once(m: Matrix, name_of: Callable[[str], str] = str) -> None:
             continue
         words = shlex.split(dict(m.backend_args).get(backend, ""))
         owned = [split_knob(n) for n in varied if split_knob(n) is not None]
-        clashes = ([(name_of("backend_args"), o) for o in spec.options if option_value(words, o) is not None]
+        clashes = ([(name_of("backend_args"), o) for o in ring_options_in(backend, words)]
                    + [(name_of("vary"), o) for b, o in owned if b == backend and o in spec.options])
         for where, option in clashes:
             raise UsageError(f"{ring_from} and {where} {option} both set {backend}'s buffer (--ring is "

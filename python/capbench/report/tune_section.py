@@ -39,12 +39,12 @@ def headers(s: TuneSummary) -> list[str]:
 
 def row(s: TuneSummary, r) -> list[str]:
     return [str(r.rank), r.label, goal_text(s.unit, r.values), f"{r.trial_s:g} s", cpu_text(r.cpu_ns),
-            layers_text(r.layers_pct), verdict_text(r.index == 0, r.verdict, r.disturbed)]
+            layers_text(r.layers_pct), verdict_text(r.is_defaults, r.verdict, r.disturbed)]
 
 
 def split(s: TuneSummary) -> tuple[list, list]:
     """(the rows shown open: the best SHOWN_ROWS and the defaults; the others)."""
-    shown = [r for r in s.ranking if r.rank <= SHOWN_ROWS or r.index == 0]
+    shown = [r for r in s.ranking if r.rank <= SHOWN_ROWS or r.is_defaults]
     return shown, [r for r in s.ranking if r not in shown]
 
 

@@ -25,6 +25,7 @@ TUNE_SCHEMA = 1
 UNITS = ("pps", "pct")  # a goal's quantity (tuning.Goal.unit)
 # A tune of a few hundred configurations writes some hundred KiB: a file far larger is none of its.
 TUNE_FILE_LIMIT = 16 << 20
+DEFAULTS_INDEX = 0  # the defaults' number in a tune's space: the configuration every race keeps
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Ranked:
     """One configuration in the tune's ranking, best first."""
 
     rank: int
-    index: int  # its number in the tune's space (0: the defaults)
+    index: int  # its number in the tune's space (DEFAULTS_INDEX: the defaults)
     config: dict[str, str]  # knob -> value; {} for the defaults
     label: str
     trial_s: float  # the trial length its values are from: the race's for a finalist
@@ -54,6 +55,10 @@ class Ranked:
     verdict: str  # "best", "within noise of the best (p …)", "worse beyond noise (p …)", "out after rung N", …
     disturbed: bool  # a measurement the host disturbed is among its values
     cpu_groups_pct: dict[str, dict[str, float]] = field(default_factory=dict)  # --profile: role -> group -> %
+
+    @property
+    def is_defaults(self) -> bool:
+        return self.index == DEFAULTS_INDEX
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,7 @@ class TuneSummary:
 
     @property
     def defaults(self) -> Ranked | None:
-        return next((r for r in self.ranking if r.index == 0), None)
+        return next((r for r in self.ranking if r.is_defaults), None)
 
 
 def goal_text(unit: str, values: Sequence[float]) -> str:

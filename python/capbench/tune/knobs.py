@@ -234,8 +234,8 @@ def fixed_by(k: Knob, backend: str, backend_args: Sequence[str]) -> str | None:
     `k` would vary, if any: the knob's own option, or for `ring` one of the options it maps to."""
     if k.scope == "backend" and k.backend == backend:
         return k.flag if option_value(list(backend_args), k.flag) is not None else None
-    if k.name == "ring" and backend in declared.backend_names() and (spec := declared.backend(backend).ring):
-        return next((o for o in spec.options if option_value(list(backend_args), o) is not None), None)
+    if k.name == "ring":
+        return next(iter(campaign.ring_options_in(backend, backend_args)), None)
     return None
 
 

@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from capbench.report.stats import t_p_value
+from capbench.report.tune_summary import DEFAULTS_INDEX
 
 KEEP = 1 / 3  # the share of a rung's configurations that climbs to the next (successive halving's 1/eta)
 FINALISTS = 3  # configurations in the final race, besides the defaults
@@ -53,7 +54,7 @@ MIN_REPS = 3  # values of a finalist before the test may drop it (and what the s
 MAX_REPS = 10  # values of a finalist at most: beyond them the spread is known well enough
 SIGNIFICANCE_LEVEL = 0.05
 SIGNIFICANCE = "Welch's two-sample t-test at 95 %"
-BASELINE = 0  # the configuration every race keeps: the defaults
+BASELINE = DEFAULTS_INDEX  # the configuration every race keeps: the defaults (as tune.json numbers them)
 
 
 @dataclass(frozen=True)
