@@ -73,6 +73,17 @@ static int probe_once(const uint8_t *frame, int len)
 	return gen_probe_live_frames(frame, (uint32_t)len);
 }
 
+/* --check --probe: the live-frames probe on the frame the lanes would send. */
+static int xdp_probe(const struct gen_cfg *cfg)
+{
+	uint8_t frame[CB_FRAME_MAX];
+	int len;
+
+	cb_libbpf_quiet();
+	len = cb_frame_build(&cfg->spec, frame, sizeof(frame));
+	return len < 0 ? len : gen_probe_live_frames(frame, (uint32_t)len);
+}
+
 static int xdp_open(const struct gen_cfg *cfg, void **state)
 {
 	struct xdp_state *st = calloc(1, sizeof(*st));
@@ -264,6 +275,7 @@ const struct gen_engine gen_engine_xdp = {
 	.seed = "line rate on any Linux box: the kernel runs the sender in a loop over recycled frames",
 	.options = xdp_options,
 	.caps = { .pacing = "kernel", .needs = { "live_frames" } },
+	.probe = xdp_probe,
 	.open = xdp_open,
 	.start = xdp_start,
 	.progress = xdp_progress,

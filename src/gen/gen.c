@@ -100,6 +100,13 @@ int main(int argc, char **argv)
 	cb_set_progname(argv[0]);
 	gen_configure(argc, argv, &plan);
 	if (plan.check_only) {
+		if (plan.probe && plan.engine->probe) {
+			cb_require_caps(gen_engine_caps(plan.engine), "asking the kernel");
+			if (plan.engine->probe(&plan.total)) {
+				gen_plan_free(&plan);
+				return cb_fault_status();
+			}
+		}
 		gen_print_check(&plan);
 		gen_plan_free(&plan);
 		return CB_EXIT_OK;

@@ -60,7 +60,7 @@ struct gen_args {
 	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
 	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
 	const char *replay, *loop, *mtu, *trailer, *catchup;
-	int check, describe, help, version;
+	int check, probe, describe, help, version;
 };
 
 /* What an engine does, for --describe. */
@@ -76,6 +76,11 @@ struct gen_engine {
 	const char *seed;         /* one line: why capbench has it */
 	const struct cb_opt *options; /* its own options (opt_table.h), into struct gen_args */
 	struct gen_caps caps;
+	/* Ask the kernel whether it runs this engine, sending nothing (--check
+	 * --probe); NULL: there is nothing to ask beyond the privileges.
+	 * Returns 0, or -errno after printing one line (cb_user_fault when the
+	 * fix is the user's: another engine). */
+	int (*probe)(const struct gen_cfg *cfg);
 	/* Prepare everything that can fail on bad input or missing kernel
 	 * support; returns 0 or -errno and may print one error line. */
 	int (*open)(const struct gen_cfg *cfg, void **state);
@@ -125,6 +130,7 @@ struct gen_plan {
 	unsigned int n;
 	struct gen_cfg lanes[GEN_MAX_THREADS];
 	int check_only;          /* --check: print the plan's "check" line, send nothing */
+	int probe;               /* --probe (with --check): ask the kernel first (engine->probe) */
 	int default_duration;    /* bounded by GEN_DURATION_DEFAULT_S: nothing else said how long */
 };
 

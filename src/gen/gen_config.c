@@ -95,6 +95,10 @@ static const struct cb_opt common_options[] = {
 	{ .name = "check", .type = CB_OPT_FLAG, .help = "check the options, print one \"check\" "
 	  "line (frame lengths, mean wire rate) and exit without sending; --iface may then be left "
 	  "out (it needs no privileges: it opens nothing)", AT(check) },
+	{ .name = "probe", .type = CB_OPT_FLAG, .help = "with --check: first ask the kernel whether "
+	  "it runs --engine, sending nothing (xdp: BPF_PROG_RUN with live frames, which some "
+	  "kernels refuse); exit status 2 and one line when it does not (this needs the engine's "
+	  "privileges)", AT(probe) },
 	{ .name = "mtu", .type = CB_OPT_COUNT, .arg = "N", .min = 46, .max = 65535, .has_default = 1,
 	  .def_text = "--iface's", .help = "with --check: the MTU to check --size against", AT(mtu) },
 	{ .name = "describe", .type = CB_OPT_FLAG, .help = "print the engines, size profiles and "
@@ -234,6 +238,8 @@ static void parse_args(int argc, char **argv, struct gen_args *a, struct cb_opt_
 		cb_print_version();
 	if (a->describe)
 		exit(gen_describe(stdout) ? CB_EXIT_RUNTIME : CB_EXIT_OK);
+	if (a->probe && !a->check)
+		cb_usage_error("--probe goes with --check (a real run asks the kernel when it starts)");
 	if (a->mtu && !a->check)
 		cb_usage_error("--mtu goes with --check (a real run uses the interface's MTU)");
 	if (a->check && !a->iface && !a->mtu)
@@ -628,6 +634,7 @@ void gen_configure(int argc, char **argv, struct gen_plan *plan)
 	configure_catchup(&args, &plan->total);
 	make_lanes(&args, plan, &rate);
 	plan->check_only = args.check;
+	plan->probe = args.probe;
 }
 
 static void load_replay(const struct gen_args *a, struct gen_plan *plan)

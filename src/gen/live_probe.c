@@ -25,6 +25,13 @@ const char *gen_live_frames_refusal(int err)
 	 * answers EOPNOTSUPP or its internal ENOTSUPP.
 	 */
 	switch (err) {
+	case -EPERM:
+		/* The probe loaded its program, so the process has the
+		 * privileges: the kernel itself forbids live frames (a
+		 * sandbox's kernel may, while it runs other BPF test runs). */
+		return "this kernel refuses to run XDP programs on live frames (BPF_PROG_RUN "
+		       "with BPF_F_TEST_XDP_LIVE_FRAMES: Operation not permitted, for every "
+		       "process): use --engine afpacket";
 	case -EINVAL:
 	case -EOPNOTSUPP:
 	case -KERNEL_ENOTSUPP:

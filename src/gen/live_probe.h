@@ -11,8 +11,9 @@
 #include <stdint.h>
 
 /* The line to print (without the program name) when BPF_PROG_RUN with live
- * frames failed with -err because the kernel lacks the feature, or NULL
- * when -err means something else. */
+ * frames failed with -err because the kernel lacks the feature or forbids
+ * it (-EPERM once the probe's program loaded), or NULL when -err means
+ * something else. */
 const char *gen_live_frames_refusal(int err);
 
 /* Run a program that only returns XDP_DROP on `frame` (len bytes, without
