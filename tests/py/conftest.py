@@ -37,11 +37,19 @@ FAKE_PROGRAM = textwrap.dedent(
     name = os.path.basename(sys.argv[0])
     args = sys.argv[1:]
     env = os.environ
+    opt_engine = args[args.index("--engine") + 1] if "--engine" in args else "xdp"
     if args == ["--describe"]:  # what the programs declare is the real build's (capbench.declared)
         os.execv(os.path.join(REAL_BUILD, name), [name, "--describe"])
     if name == "capbench-witness":  # a fake run watches no host: it ends, and the run says why (witness.why_not)
         print(name + ": the unit tests' fake watches nothing", file=sys.stderr)
         sys.exit(1)
+    if name == "capbench-gen" and "--check" in args:  # sends nothing: the real one checks, no call is logged
+        if "--probe" in args and opt_engine == "xdp" and env.get("FAKE_NO_LIVE_FRAMES"):
+            print(name + ": this kernel refuses to run XDP programs on live frames (BPF_PROG_RUN with "
+                  "BPF_F_TEST_XDP_LIVE_FRAMES: Operation not permitted, for every process): use --engine afpacket",
+                  file=sys.stderr)
+            sys.exit(2)
+        os.execv(os.path.join(REAL_BUILD, name), [name] + [a for a in args if a != "--probe"])
     with open(env["FAKE_LOG"], "a") as log:
         log.write(json.dumps([name] + args) + "\\n")
 

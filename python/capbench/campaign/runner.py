@@ -107,6 +107,9 @@ class RunOptions:
     # `capbench tune` walks its own (capbench.tune), choosing each next step from the answers so far.
     drive: Callable[[Plan, campaign_run.StepRun], Any] | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # run.json's settings besides the campaign's
+    # What the checks chose for the user (the generator's engine on a kernel that refuses the default),
+    # said once the run has started: a refused run says only why it was refused.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -474,6 +477,8 @@ def _execute(c: cmod.Campaign, opts: RunOptions, binaries: Binaries, writer: Run
         if opts.campaign_source is not None:
             writer.meta["campaign_toml"] = opts.campaign_source
         progress = resume_mod.progress_of([], [])
+    for line in opts.notes:
+        note(line)
     plan = plan_of(c, progress, cpu.usable_cpus())
     steps, todo = plan.steps, plan.todo
     est = plan.estimated_s(todo)

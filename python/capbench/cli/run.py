@@ -5,6 +5,7 @@ then run by capbench.campaign.runner, which tells what happens through the callb
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -284,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     backlog = None if args.backlog is None else host_sysctl.check_backlog(args.backlog)
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     probe_s = parse_duration(args.probe, what="--probe", allow_zero=True)
-    check_here(c, binaries, "capbench run")
+    c, notes = check_here(c, binaries, "capbench run")
     if c.custom_cpus is not None:
         gen, rx, cap = c.custom_cpus
         preflight.check_cpus(gen_cpu=gen, rx_cpu=rx, cap_cpu=cap)
@@ -304,7 +305,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=backlog, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]], campaign_source=toml_text, tune=args.tune,
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks(args), ports=on_ports,
-                             perf=perf, probe_s=probe_s)
+                             perf=perf, probe_s=probe_s, notes=notes)
     return runner.execute(c, opts, binaries, resume=resume)
 
 
@@ -330,14 +331,18 @@ def check_ports(c: campaign.Campaign, on_ports: ports.Ports | None) -> None:
                    link_given="link" in c.given, knobs=nic_knobs)
 
 
-def check_here(c: campaign.Campaign, binaries, command: str) -> None:
+def check_here(c: campaign.Campaign, binaries, command: str) -> tuple[campaign.Campaign, tuple[str, ...]]:
     """What the campaign needs of this machine, before anything starts: the capabilities, `ip`, the
-    generator's engine, its size profiles and the backends' options as the programs judge them."""
+    generator's engine, its size profiles and the backends' options as the programs judge them.
+    Returns the campaign with the engine that runs here (preflight.engine_here: without --engine,
+    the default gives way to one this kernel runs) and the notes to print once the run starts."""
     preflight.require_caps(command, preflight.run_caps(c))
     preflight.require_ip()
-    preflight.check_engine(c.engine)
+    engine, why = preflight.engine_here(str(binaries.gen), c.engine, asked="engine" in c.given)
+    c = dataclasses.replace(c, engine=engine)
     preflight.check_profiles(c, str(binaries.gen))
     preflight.check_backend_args(c, str(binaries.cap))
+    return c, () if why is None else (f"{command}: {why}",)
 
 
 def check_rx_ring(c: campaign.Campaign, rx_mode: str, on_ports: bool) -> None:

@@ -204,7 +204,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     c = tune.campaign
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     probe_s = parse_duration(args.probe, what="--probe", allow_zero=True)
-    run_cli.check_here(c, binaries, "capbench tune")
+    c, notes = run_cli.check_here(c, binaries, "capbench tune")
+    tune.campaign = c
     flags = args if resume is None else old  # the tune's own flags (a resumed one's from its folder)
     run_cli.check_rx_mode_on_ports(flags)
     rx_mode, napi_sched = rx_mode_of(flags, resume)
@@ -243,5 +244,5 @@ def cmd_tune(args: argparse.Namespace) -> int:
     opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
                              command=["capbench", *sys.argv[1:]],
                              rx_mode=rx_mode, napi_sched=napi_sched, callbacks=callbacks, probe_s=probe_s,
-                             drive=tune.drive, settings=settings, ports=on_ports, perf=perf)
+                             drive=tune.drive, settings=settings, ports=on_ports, perf=perf, notes=notes)
     return runner.execute(c, opts, binaries, resume=resume)

@@ -51,7 +51,8 @@ CAPABILITIES: dict[str, tuple[int, str]] = {
 }
 # What a command that builds a test bed and measures on it needs; a run measuring an AF_XDP backend
 # may also need ipc_lock (run_caps).
-RUN_CAPS = ("net_admin", "net_raw", "bpf", "perfmon", "sys_admin", "dac_override", "sys_nice")
+GEN_CAPS = ("net_admin", "net_raw", "bpf")  # capbench-gen's xdp engine (gen_engine_caps); afpacket needs less
+RUN_CAPS = GEN_CAPS + ("perfmon", "sys_admin", "dac_override", "sys_nice")
 # Building or removing a test bed (testbed up/down), entering a namespace (gen/capture --netns).
 TESTBED_CAPS = ("net_admin", "sys_admin", "dac_override")
 NETNS_CAPS = ("net_admin", "sys_admin")  # setns() into a named namespace fails without net_admin (measured)
@@ -139,6 +140,36 @@ def check_engine(engine: str) -> None:
             f"or a newer kernel"
         )
     check_bpf()
+
+
+def engine_refusal(gen: str, engine: str) -> str | None:
+    """Whether this kernel runs the generator's `engine`, as capbench-gen finds out by asking it
+    (`--check --probe`, which sends nothing): None when it does, else its one line (the xdp
+    engine's BPF_PROG_RUN with live frames is missing before Linux 5.18, and some kernels forbid
+    it). An engine with nothing to ask answers None."""
+    return program_refusal([gen, "--check", "--probe", "--engine", engine, "--mtu", str(DEFAULT_MTU_B),
+                            "--rate", "1kpps", "--dst-mac", DST_MAC, "--duration", "0"])
+
+
+def engine_here(gen: str, engine: str, asked: bool) -> tuple[str, str | None]:
+    """The generator engine a run uses on this kernel, and a note when it is not `engine`. An
+    engine `asked` for (--engine, a campaign's engine key) is checked, and refused in one line if
+    the kernel does not run it. The default, when the kernel does not run it, gives way to the
+    first engine that runs here (the xdp engine to afpacket, slower but a packet socket away on
+    any kernel), and the note says why: every record names the engine that sent."""
+    if asked:
+        check_engine(engine)
+    why = engine_refusal(gen, engine)
+    if why is None:
+        check_engine(engine)
+        return engine, None
+    if asked:
+        raise UsageError(f"--engine {engine}: {why}")
+    for other in declared.gen().engine_names:
+        if other != engine and engine_refusal(gen, other) is None:
+            check_engine(other)
+            return other, f"sending with the {other} engine: {why.split(': use ')[0]}"
+    raise UsageError(why)
 
 
 def bpf_refusal(err: str) -> str:
