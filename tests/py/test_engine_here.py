@@ -15,14 +15,17 @@ from capbench.testbed import preflight
 NO_LIVE = {"FAKE_NO_LIVE_FRAMES": "1"}
 
 
+def asked_here(engine: str) -> str | None:
+    return preflight.engine_refusal(str(find_program("capbench-gen")), engine)
+
+
 def test_the_default_engine_where_the_kernel_runs_it(fake_build):
-    gen = str(find_program("capbench-gen"))
-    assert preflight.engine_here(gen, declared.gen().default_engine, asked=False) == ("xdp", None)
+    assert preflight.engine_here(asked_here, declared.gen().default_engine, asked=False) == ("xdp", None)
 
 
 def test_the_default_gives_way_to_the_engine_that_runs_here(fake_build, monkeypatch):
     monkeypatch.setenv("FAKE_NO_LIVE_FRAMES", "1")
-    engine, why = preflight.engine_here(str(find_program("capbench-gen")), "xdp", asked=False)
+    engine, why = preflight.engine_here(asked_here, "xdp", asked=False)
     assert engine == "afpacket"
     assert why.startswith("sending with the afpacket engine: this kernel refuses to run XDP programs on live frames")
     assert "use --engine" not in why  # the note says what was done, not a fix
@@ -31,8 +34,13 @@ def test_the_default_gives_way_to_the_engine_that_runs_here(fake_build, monkeypa
 def test_an_engine_asked_for_is_refused_in_one_line(fake_build, monkeypatch):
     monkeypatch.setenv("FAKE_NO_LIVE_FRAMES", "1")
     with pytest.raises(UsageError, match=r"^--engine xdp: this kernel refuses .* use --engine afpacket$"):
-        preflight.engine_here(str(find_program("capbench-gen")), "xdp", asked=True)
-    assert preflight.engine_here(str(find_program("capbench-gen")), "afpacket", asked=True) == ("afpacket", None)
+        preflight.engine_here(asked_here, "xdp", asked=True)
+    assert preflight.engine_here(asked_here, "afpacket", asked=True) == ("afpacket", None)
+
+
+def test_no_engine_that_runs_is_the_default_engines_line():
+    with pytest.raises(UsageError, match=r"^refused: use another$"):
+        preflight.engine_here(lambda e: "refused: use another", "xdp", asked=False)
 
 
 def test_gen_without_engine_sends_with_the_one_that_runs_and_says_so(fake_build):

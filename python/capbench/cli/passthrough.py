@@ -191,7 +191,7 @@ def cmd_passthrough(cmd: str, argv: list[str]) -> int:
         if ns not in netns.list_netns():
             raise UsageError(f"no network namespace {ns!r}: see `ip netns list` or `capbench testbed status`")
     if cmd == "gen":
-        rest = gen_engine(str(prog), gen_safe(ns, rest))
+        rest = gen_engine(str(prog), ns, gen_safe(ns, rest))
     argvs = [netns.exec_argv(ns, [str(prog), *rest, *extra]) for extra in procs]
     if len(argvs) > 1 or profiling is not None:
         _check_each(argvs)  # a bad option is refused before perf starts
@@ -218,7 +218,7 @@ def gen_safe(ns: str | None, argv: list[str]) -> list[str]:
     return argv
 
 
-def gen_engine(gen: str, argv: list[str]) -> list[str]:
+def gen_engine(gen: str, ns: str | None, argv: list[str]) -> list[str]:
     """A stream sent without --engine (nor --replay, which picks its own) goes out with the engine
     this kernel runs: the default, or the one it gives way to (preflight.engine_here), said in a
     note. Without the privileges to ask, capbench-gen says what it lacks."""
@@ -226,11 +226,13 @@ def gen_engine(gen: str, argv: list[str]) -> list[str]:
     if (option_value(argv, "--engine", "-e") is not None or option_value(argv, "--replay") is not None
             or asks_nothing or preflight.missing_caps(preflight.GEN_CAPS)):
         return argv
-    engine, why = preflight.engine_here(gen, declared.gen().default_engine, asked=False)
+    engine, why = preflight.engine_here(lambda e: preflight.engine_refusal(gen, e), declared.gen().default_engine,
+                                        asked=False)
     if why is None:
         return argv
     argv = [*argv, "--engine", engine]
-    refused = preflight.program_refusal([gen, *argv, "--check"])  # bad input: its one line, not the note
+    # Bad input is its one line, not the note: checked where it will send (--iface is in ns).
+    refused = preflight.program_refusal(netns.exec_argv(ns, [gen, *argv, "--check"]))
     if refused is not None:
         raise UsageError(refused)
     note(f"capbench gen: {why}")

@@ -249,7 +249,7 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
     settle_s = parse_duration(args.settle, what="--settle", allow_zero=True)
     if any(h.local for h in t.hosts.values()):
         preflight.require_caps("capbench run", preflight.run_caps(c))
-    preflight.check_engine(c.engine)
+    preflight.check_bpf()  # the engine is the generator host's to run: asked there once the hosts are open
     preflight.check_profiles(c, str(binaries.gen))
     preflight.check_backend_args(c, str(binaries.cap))
     methods = {x for m in c.matrices for x in m.methods}
@@ -264,13 +264,17 @@ def cmd_run_topology(args: argparse.Namespace, binaries) -> int:
         hosts_mod.check(t, hosts, programs, force_iface=args.force_iface)
         meta = hosts_mod.describe(hosts)
         gen_host = hosts[t.generator.host]
+        engine, why = preflight.engine_here(lambda e: remote_side.engine_refusal(gen_host, e), c.engine,
+                                            asked="engine" in c.given)
+        c = dataclasses.replace(c, engine=engine)
         # PTP synchronises CLOCK_REALTIME; the stamps are CLOCK_MONOTONIC: the generator host's
         # difference of the two carries its stamps over (trial_run.assemble).
         gen_clock = remote_side.host_clock_ns(gen_host) if t.latency_valid else None
         run = runner.TopologyRun(t, hosts, meta, gen_clock_ns=gen_clock, insecure_ssh=args.insecure_ssh,
                                  **({"dst_mac": args.dst_mac.lower()} if args.dst_mac else {}))
         opts = runner.RunOptions(results=args.results, settle_s=settle_s, backlog=None, report=not args.no_report,
-                                 command=["capbench", *sys.argv[1:]], callbacks=callbacks(args), topology=run)
+                                 command=["capbench", *sys.argv[1:]], callbacks=callbacks(args), topology=run,
+                                 notes=() if why is None else (f"capbench run: {why}",))
         return runner.execute(c, opts, binaries)
 
 
@@ -338,7 +342,9 @@ def check_here(c: campaign.Campaign, binaries, command: str) -> tuple[campaign.C
     the default gives way to one this kernel runs) and the notes to print once the run starts."""
     preflight.require_caps(command, preflight.run_caps(c))
     preflight.require_ip()
-    engine, why = preflight.engine_here(str(binaries.gen), c.engine, asked="engine" in c.given)
+    engine, why = preflight.engine_here(lambda e: preflight.engine_refusal(str(binaries.gen), e), c.engine,
+                                        asked="engine" in c.given)
+    preflight.check_engine(engine)
     c = dataclasses.replace(c, engine=engine)
     preflight.check_profiles(c, str(binaries.gen))
     preflight.check_backend_args(c, str(binaries.cap))

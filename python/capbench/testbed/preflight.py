@@ -142,32 +142,34 @@ def check_engine(engine: str) -> None:
     check_bpf()
 
 
+# capbench-gen's options that ask the kernel about an engine and send nothing (`--check --probe`),
+# after the program and before `--engine NAME`.
+PROBE_ARGS = ("--check", "--probe", "--mtu", str(DEFAULT_MTU_B), "--rate", "1kpps", "--dst-mac", DST_MAC,
+              "--duration", "0")
+
+
 def engine_refusal(gen: str, engine: str) -> str | None:
     """Whether this kernel runs the generator's `engine`, as capbench-gen finds out by asking it
-    (`--check --probe`, which sends nothing): None when it does, else its one line (the xdp
-    engine's BPF_PROG_RUN with live frames is missing before Linux 5.18, and some kernels forbid
-    it). An engine with nothing to ask answers None."""
-    return program_refusal([gen, "--check", "--probe", "--engine", engine, "--mtu", str(DEFAULT_MTU_B),
-                            "--rate", "1kpps", "--dst-mac", DST_MAC, "--duration", "0"])
+    (PROBE_ARGS): None when it does, else its one line (the xdp engine's BPF_PROG_RUN with live
+    frames is missing before Linux 5.18, and some kernels forbid it). An engine with nothing to
+    ask answers None."""
+    return program_refusal([gen, *PROBE_ARGS, "--engine", engine])
 
 
-def engine_here(gen: str, engine: str, asked: bool) -> tuple[str, str | None]:
-    """The generator engine a run uses on this kernel, and a note when it is not `engine`. An
-    engine `asked` for (--engine, a campaign's engine key) is checked, and refused in one line if
+def engine_here(refusal: Callable[[str], str | None], engine: str, asked: bool) -> tuple[str, str | None]:
+    """The generator engine a run uses on the generator's kernel, which `refusal(engine)` asks
+    (engine_refusal here, remote_side.engine_refusal on a host), and a note when it is not
+    `engine`. An engine `asked` for (--engine, a campaign's engine key) is refused in one line if
     the kernel does not run it. The default, when the kernel does not run it, gives way to the
-    first engine that runs here (the xdp engine to afpacket, slower but a packet socket away on
+    first engine that runs there (the xdp engine to afpacket, slower but a packet socket away on
     any kernel), and the note says why: every record names the engine that sent."""
-    if asked:
-        check_engine(engine)
-    why = engine_refusal(gen, engine)
+    why = refusal(engine)
     if why is None:
-        check_engine(engine)
         return engine, None
     if asked:
         raise UsageError(f"--engine {engine}: {why}")
     for other in declared.gen().engine_names:
-        if other != engine and engine_refusal(gen, other) is None:
-            check_engine(other)
+        if other != engine and refusal(other) is None:
             return other, f"sending with the {other} engine: {why.split(': use ')[0]}"
     raise UsageError(why)
 
@@ -330,7 +332,12 @@ def program_refusal(argv: list[str]) -> str | None:
     it accepts the options, else the last line it wrote, without the program's name."""
     import subprocess  # noqa: PLC0415 - only the checks start a program
 
-    p = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    return refusal_of(subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL))
+
+
+def refusal_of(p) -> str | None:
+    """None when a program's check (a CompletedProcess) passed, else the last line it wrote,
+    without the program's name."""
     if p.returncode == 0:
         return None
     why = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]

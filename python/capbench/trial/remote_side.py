@@ -35,6 +35,7 @@ from capbench.binaries import PROGRAMS, Binaries, find_binaries
 from capbench.errors import RunError, Terminated, UsageError
 from capbench.rates import Rate
 from capbench.remote.ssh import Host
+from capbench.testbed import preflight
 from capbench.testbed.ports import NIC_RX_MODE
 from capbench.testbed.procs import ChildSet
 from capbench.testbed.veth_pair import Testbed
@@ -116,6 +117,16 @@ def realtime_minus_monotonic_ns(samples: int = CLOCK_SAMPLES) -> int:
             best = (b - a, r - (a + (b - a) // 2))
     assert best is not None
     return best[1]
+
+
+def engine_refusal(host: Host, engine: str) -> str | None:
+    """Whether `host`'s kernel runs the generator's `engine` (preflight.engine_refusal there: its
+    capbench-gen asked, sending nothing); None when it does, else its one line."""
+    if host.local:
+        return preflight.engine_refusal(str(find_binaries().gen), engine)
+    p = host.run([*host.capbench, "gen", *preflight.PROBE_ARGS, "--engine", engine], timeout_s=30)
+    why = preflight.refusal_of(p)
+    return None if why is None else f"on {host.where}: {why}"
 
 
 def host_clock_ns(host: Host) -> int:
