@@ -8,6 +8,7 @@ whatever happens. They need root (namespaces, XDP) and the meson build.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from capbench.testbed import cpu
@@ -17,7 +18,7 @@ from capbench.trial import witness
 from capbench.binaries import Binaries, find_binaries
 from capbench.errors import UsageError
 
-from e2e_env import missing_prerequisite
+from e2e_env import missing_prerequisite, skip_without_xdp_engine
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +28,22 @@ def binaries() -> Binaries:
         return find_binaries()
     except UsageError as e:
         pytest.fail(f"the C programs are not built: {e}")
+
+
+# A suite started with SIGINT ignored (a background job of a non-interactive shell) would hand
+# that on to every capbench it starts, and the tests of Ctrl-C would stop nothing: the default again
+# (a Python handler: what the suite starts gets SIG_DFL at exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(autouse=True)
+def xdp_engine_where_it_runs(request):
+    """A test run with each generator engine (parametrized `engine`) skips the xdp one where the
+    kernel does not run it (e2e_env.xdp_engine_refusal)."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("engine") == "xdp":
+        skip_without_xdp_engine()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import pwd
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from capbench.methods.measurer import superseded
 from capbench.trial.record import TrialResult
-from capbench.testbed import netns
+from capbench.testbed import netns, preflight
 from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed
 
@@ -34,6 +35,34 @@ def missing_prerequisite() -> str | None:
     if shutil.which("ip") is None:
         return "iproute2's `ip` is missing: apt-get install iproute2"
     return None
+
+
+@functools.cache
+def xdp_engine_refusal() -> str | None:
+    """Why this kernel does not run capbench-gen's xdp engine (BPF_PROG_RUN with live frames: missing
+    before Linux 5.18, forbidden by some kernels, as a sandbox's), as the generator's probe says; None
+    where it runs it. Tests of that engine skip with it; the others send with gen_engine()."""
+    from capbench.binaries import find_program  # noqa: PLC0415 - after the build
+
+    return preflight.engine_refusal(str(find_program("capbench-gen")), "xdp")
+
+
+def gen_engine() -> str:
+    """The engine capbench run picks here without --engine: xdp, or afpacket where the kernel refuses it."""
+    return "xdp" if xdp_engine_refusal() is None else "afpacket"
+
+
+def with_engine(gen_args: list[str]) -> list[str]:
+    """capbench-gen's options with the engine that runs here, unless they name one."""
+    return gen_args if "--engine" in gen_args or "-e" in gen_args else [*gen_args, "--engine", gen_engine()]
+
+
+def skip_without_xdp_engine() -> None:
+    """Skip a test of the xdp engine itself on a kernel that does not run it."""
+    import pytest  # noqa: PLC0415
+
+    if xdp_engine_refusal() is not None:
+        pytest.skip(f"capbench-gen's xdp engine: {xdp_engine_refusal()}")
 
 
 def capbench_cmd(*args: str) -> list[str]:
@@ -255,7 +284,7 @@ def _stream_once(binaries, tb, gen_args, backend, settle_s, cap_args) -> tuple[d
         cap.wait_for("ready", 5)
         rxmode.place_testbed(tb, tb.rx_mode, ready.get("ring_map_id"))
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--trailer", "0",
-                                          "--dst-mac", tb.dst_mac, *gen_args],
+                                          "--dst-mac", tb.dst_mac, *with_engine(gen_args)],
                          netns_name=tb.gen_ns)
         gen.wait(30)
         time.sleep(settle_s)  # let the rings drain

@@ -16,7 +16,7 @@ from capbench.rates import parse_rate
 from capbench.declared import backend_names, names_where
 from capbench.trial.measure import Measurer, TrialSetup
 
-from e2e_env import stream_interference, xdp_attached
+from e2e_env import gen_engine, skip_without_xdp_engine, stream_interference, xdp_attached
 from layer_rows import socket_drops, xsk_drops
 from host_interference import interference, until_undisturbed
 
@@ -51,10 +51,10 @@ def test_every_backend_with_an_application_has_a_small_ring():
     assert set(SLOW_CAP_ARGS) == set(BACKENDS) - set(KERNEL_COUNTER_BACKENDS)
 
 
-def measure(binaries, tb, *, backend, frame_len, rate, duration_s, engine="xdp", app_load=None,
+def measure(binaries, tb, *, backend, frame_len, rate, duration_s, engine=None, app_load=None,
             count=None, cap_args=(), link_bps=10e9, procs=1):
     # An emulated 10 GbE link, so that 100 kpps of 1518 B frames are below its wire rate.
-    setup = TrialSetup(backend=backend, frame_len=frame_len, engine=engine, app_load=app_load, link_bps=link_bps,
+    setup = TrialSetup(backend=backend, frame_len=frame_len, engine=engine or gen_engine(), app_load=app_load, link_bps=link_bps,
                        gen_args=("--count", str(count)) if count else (), cap_args=tuple(cap_args), procs=procs)
     return Measurer(binaries, tb, setup).measure(duration_s, parse_rate(rate))
 
@@ -293,7 +293,8 @@ def _afxdp_two_senders_once(binaries, tb, *cap_args: str) -> tuple[dict, dict]:
             rxmode.place(tb.cap_ns, tb.cap_if, 1, rxmode.NapiSched.parse("fifo:50"))
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--dst-mac", tb.dst_mac,
                                           "--trailer", "0", "--size", "64", "--rate", "100kpps", "--count", "40001",
-                                          "--threads", "2", "--cpus", "0,1"], netns_name=tb.gen_ns)
+                                          "--threads", "2", "--cpus", "0,1", "--engine", gen_engine()],
+                         netns_name=tb.gen_ns)
         gen.wait(30)
         time.sleep(0.3)
         kids.stop_all()
@@ -324,7 +325,7 @@ def test_a_trial_binds_the_queue_its_generator_sends_on(binaries, tb):
     # The generator on CPU 1 sends on queue 1; the trial's afxdp binds that queue. The receive
     # work goes to CPU 0 with the counter: the generator spins on its CPU while it paces, and a
     # NAPI thread beside it would overflow the ring (a placement that shares the generator's CPU).
-    setup = TrialSetup(backend="afxdp", frame_len=64, link_bps=10e9, gen_cpu=1, cap_cpu=0,
+    setup = TrialSetup(backend="afxdp", frame_len=64, link_bps=10e9, gen_cpu=1, cap_cpu=0, engine=gen_engine(),
                        gen_args=("--count", "20000"))
     m = Measurer(binaries, dataclasses.replace(tb, rx_cpu=0), setup)
     assert m.xsk_queue_args() == ("--queue", "1")
@@ -540,6 +541,7 @@ def test_the_xdp_engines_probe_sends_nothing(binaries, tb):
     the wire and the counts show exactly the frames asked for."""
     from e2e_env import run_stream
 
+    skip_without_xdp_engine()
     gen, cap, xdp = run_stream(binaries, tb, ["--engine", "xdp", "--rate", "50kpps", "--count", "5000", "--cpu", "0",
                                               "--dst-mac", tb.dst_mac])
     assert gen["engine"] == "xdp" and gen["sent"] == 5000

@@ -18,7 +18,7 @@ from capbench.testbed import host_sysctl
 from capbench.testbed import netns
 from capbench.testbed import veth_pair as testbed
 from capbench.testbed.procs import Child
-from e2e_env import (decided_trials, as_nobody_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, gen_required,
+from e2e_env import (decided_trials, xdp_engine_refusal, as_nobody_argv, assert_one_line_usage_error, assert_run_measured, capbench_cmd, capbench_env, capbench_namespaces, gen_required,
                      missing_prerequisite, run_capbench, run_in, start_run, xdp_attached)
 from layer_rows import own_drops
 
@@ -340,6 +340,10 @@ def test_programs_with_capabilities_but_one(binaries, prog, args, caps):
         assert_one_line_usage_error(p, "capbench-" + prog, f"needs CAP_{missing.upper()}:")
     if prog != "xdpcount":
         p = run_in(None, argv, as_nobody=True, caps=caps)
+        if prog == "gen" and "--engine" not in args and xdp_engine_refusal() is not None:
+            # Past the capability check, a kernel that refuses live frames is the line it gets.
+            assert_one_line_usage_error(p, "capbench-gen", "live frames", "use --engine afpacket")
+            return
         assert p.returncode == 0 and '"type":"summary"' in p.stdout, p.stderr
         return
     with subprocess.Popen(as_nobody_argv(argv, caps), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

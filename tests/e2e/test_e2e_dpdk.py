@@ -18,7 +18,7 @@ import pytest
 from capbench import declared
 from capbench.testbed import cpu, netns
 
-from e2e_env import (assert_run_measured, capbench_namespaces, decided_trials, interrupted_capbench, left_behind,
+from e2e_env import (assert_run_measured, gen_engine, capbench_namespaces, decided_trials, interrupted_capbench, left_behind,
                      run_capbench, xdp_attached)
 from host_interference import spoiled, until_undisturbed
 
@@ -94,7 +94,8 @@ def stream(binaries, tb, driver: str, frames: int, rate: str, *cap_args: str,
                          netns_name=tb.cap_ns)
         cap.wait_for("ready", 10)
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--cpu", "1", "--trailer", "0",
-                                          "--dst-mac", tb.dst_mac, "--rate", rate, "--count", str(frames)],
+                                          "--dst-mac", tb.dst_mac, "--rate", rate, "--count", str(frames),
+                                          "--engine", gen_engine()],
                          netns_name=tb.gen_ns)
         gen.wait(30)
         time.sleep(0.5)  # the worker reads what its ring still holds

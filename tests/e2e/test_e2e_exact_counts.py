@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from capbench.testbed import netns
 
-from e2e_env import capbench_cmd, capbench_env, run_in, run_stream
+from e2e_env import capbench_cmd, capbench_env, gen_engine, run_in, run_stream
 
 # tests/bpf/xdp_drop_tail.bpf.c, built by meson with these bounds: it drops the last 10
 # sequence numbers of the 2,000 frames that 10 kpps for 0.2 s send.
@@ -106,7 +106,7 @@ def _capture_a_dropped_tail(binaries, tb, trailer: str) -> tuple[dict, str, int]
             assert json.loads(cap.stdout.readline())["type"] == "ready"
             g = run_in(tb.gen_ns, [str(binaries.gen), "--iface", tb.gen_if, "--rate", TAIL_RATE,
                                    "--duration", TAIL_DURATION, "--trailer", trailer, "--cpu", "0",
-                                   "--dst-mac", tb.dst_mac])
+                                   "--dst-mac", tb.dst_mac, "--engine", gen_engine()])
             assert g.returncode == 0, g.stderr
             assert json.loads(g.stdout.splitlines()[-1])["sent"] == TAIL_SENT
             out, err = cap.communicate(timeout=15)

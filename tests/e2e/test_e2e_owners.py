@@ -196,9 +196,11 @@ with open(registry, "w") as f:
 
 
 def assert_refused(p: subprocess.CompletedProcess, *words: str) -> None:
-    """Exit status 2 and one error line, after at most the run's plan line, naming `words`."""
+    """Exit status 2 and one error line, after at most the run's plan lines (its steps, the engine it
+    sends with where the kernel refuses the default: runner.RunOptions.notes), naming `words`."""
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
-    lines = [line for line in p.stderr.splitlines() if not line.startswith("capbench campaign ")]
+    lines = [line for line in p.stderr.splitlines()
+             if not line.startswith(("capbench campaign ", "capbench run: sending with the "))]
     assert len(lines) == 1 and lines[0].startswith("capbench: ") and "Traceback" not in p.stderr, p.stderr
     for w in words:
         assert w in lines[0], (w, lines[0])

@@ -18,7 +18,8 @@ from capbench.rates import parse_rate
 from capbench.declared import backend_names
 from capbench.trial.measure import Measurer, TrialSetup
 
-from e2e_env import assert_one_line_usage_error, capbench_namespaces, left_behind, run_capbench
+from e2e_env import (assert_one_line_usage_error, capbench_namespaces, gen_engine, left_behind, run_capbench,
+                     skip_without_xdp_engine, xdp_engine_refusal)
 from host_interference import until_undisturbed
 
 WIRE_64B_1G = 1_488_095
@@ -26,7 +27,7 @@ BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
 
 
 def trial(binaries, tb, backend, *, rate="100%", duration_s=1.0, frame_len=64, cap_args=()):
-    setup = TrialSetup(backend=backend, frame_len=frame_len, cap_args=tuple(cap_args))
+    setup = TrialSetup(backend=backend, frame_len=frame_len, cap_args=tuple(cap_args), engine=gen_engine())
     return Measurer(binaries, tb, setup).measure(duration_s, parse_rate(rate))
 
 
@@ -63,7 +64,10 @@ def test_64b_at_1gbe_the_generator_holds_the_load_and_the_account_closes(binarie
     # the stalls, a fraction of a percent here (the 0.1 % target is bench_rx_mode.py's, on a
     # quiet machine). Whatever the capture loses is in a layer with its own counter. A trial whose
     # generator fell short by more than 1 % runs again (host_interference); a host that never
-    # holds the rate skips the test with what it measured.
+    # holds the rate skips the test with what it measured. The afpacket engine sends a fraction of
+    # this rate from user space: the test is the xdp engine's.
+    skip_without_xdp_engine()
+
     def held(attempt: int):
         r = trial(binaries, tb, backend)
         assert_account_closes(r)
@@ -102,7 +106,8 @@ def test_another_test_bed_dropping_on_the_same_cpu_is_not_charged(binaries, tb):
                                                 "--cpu", "1"], netns_name=other.cap_ns)
         tap.wait_for("ready", 5)
         flood = kids.start("other capbench-gen", [str(binaries.gen), "--iface", other.gen_if, "--rate", "max",
-                                                  "--duration", "4", "--cpu", "0", "--dst-mac", other.dst_mac],
+                                                  "--duration", "4", "--cpu", "0", "--dst-mac", other.dst_mac,
+                                                  "--engine", gen_engine()],
                            netns_name=other.gen_ns)
         time.sleep(1.0)  # the flood is under way
         try:
@@ -113,6 +118,9 @@ def test_another_test_bed_dropping_on_the_same_cpu_is_not_charged(binaries, tb):
             BACKLOG.write_text(saved)
         flood.wait(20)
     assert other.id in r.other_testbeds
+    if r.host_softnet_drops == 0 and xdp_engine_refusal() is not None:
+        pytest.skip(f"the afpacket engine's flood ({flood.summary()['achieved_pps']:,.0f} pps) did not overflow CPU 1's "
+                    f"backlog, which the xdp engine's does: nothing to tell apart here")
     assert r.host_softnet_drops > 0, "the other test bed dropped nothing on CPU 1: the test proved nothing"
     assert r.backlog_drops == 0
     assert_account_closes(r)

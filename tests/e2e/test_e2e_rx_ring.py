@@ -25,7 +25,7 @@ from capbench.testbed import rxmode
 from capbench.testbed import veth_pair as testbed
 from capbench.trial.measure import Measurer, TrialSetup
 
-from e2e_env import (assert_one_line_usage_error, capbench_namespaces, left_behind, missing_prerequisite,
+from e2e_env import (assert_one_line_usage_error, gen_engine, capbench_namespaces, left_behind, missing_prerequisite,
                      run_capbench)
 from host_interference import REPEATS
 
@@ -129,7 +129,7 @@ def held_trial(binaries, bed, frames: int, folder: Path):
         if not hog:
             hog.append(subprocess.Popen([sys.executable, "-c", HOG], stdout=subprocess.PIPE, text=True))
 
-    setup = TrialSetup(backend="afp-v3", frame_len=64, rx_ring=frames)
+    setup = TrialSetup(backend="afp-v3", frame_len=64, rx_ring=frames, engine=gen_engine())
     with tracepoint_record(folder) as data:
         r = Measurer(binaries, bed, setup, on_second=hold_once).measure(3.0, Rate.from_pps(RATE_PPS))
     return r, float(hog[0].communicate(timeout=10)[0]), data
@@ -164,7 +164,7 @@ def test_the_ring_overflows_at_its_depth_and_its_counter_agrees_with_the_kernel(
 
 @pytest.mark.parametrize("backend", declared.names_where(lambda b: not b.own_xdp))
 def test_every_backend_closes_the_account_with_the_ring(binaries, ring_bed, backend):
-    r = Measurer(binaries, ring_bed, TrialSetup(backend=backend, frame_len=512)).measure(
+    r = Measurer(binaries, ring_bed, TrialSetup(backend=backend, frame_len=512, engine=gen_engine())).measure(
         0.5, Rate.from_pps(RATE_PPS))
     assert (r.rx_mode, r.rx_ring, r.kernel_rx_cpu, r.napi_cpus_seen) == ("cpumap", rxmode.DEFAULT_RX_RING, RX_CPU,
                                                                          (RX_CPU,))
@@ -174,7 +174,7 @@ def test_every_backend_closes_the_account_with_the_ring(binaries, ring_bed, back
 
 @pytest.mark.parametrize("backend", declared.names_where(lambda b: b.own_xdp))
 def test_a_backend_with_its_own_xdp_program_runs_as_napi_on_a_ring_bed(binaries, ring_bed, backend):
-    r = Measurer(binaries, ring_bed, TrialSetup(backend=backend, frame_len=512)).measure(
+    r = Measurer(binaries, ring_bed, TrialSetup(backend=backend, frame_len=512, engine=gen_engine())).measure(
         0.5, Rate.from_pps(RATE_PPS))
     assert (r.rx_mode, r.rx_ring, r.rx_ring_drops, r.napi_cpus_seen) == ("napi", rxmode.VETH_RING_FRAMES, None,
                                                                          (RX_CPU,))

@@ -208,12 +208,14 @@ def test_testbed_down_without_id_removes_a_half_built_testbed_up():
 def test_xdpcount_is_a_capbench_command(tb):
     with subprocess.Popen(capbench_cmd("xdpcount", "--netns", tb.cap_ns, "--iface", tb.cap_if),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=capbench_env()) as proc:
-        ready = json.loads(proc.stdout.readline())
-        assert ready["type"] == "ready" and ready["iface"] == tb.cap_if
-        sent = run_capbench("gen", "--netns", tb.gen_ns, "--iface", tb.gen_if, "--size", "64", "--count", "20",
-                            "--rate", "10kpps", "--trailer", "0")
-        assert sent.returncode == 0, sent.stderr
-        proc.send_signal(signal.SIGINT)
+        try:
+            ready = json.loads(proc.stdout.readline())
+            assert ready["type"] == "ready" and ready["iface"] == tb.cap_if
+            sent = run_capbench("gen", "--netns", tb.gen_ns, "--iface", tb.gen_if, "--size", "64", "--count", "20",
+                                "--rate", "10kpps", "--trailer", "0")
+            assert sent.returncode == 0, sent.stderr
+        finally:  # ended whatever failed: the with block waits for it
+            proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     summary = json.loads(out.splitlines()[-1])

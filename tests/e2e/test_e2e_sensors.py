@@ -15,7 +15,7 @@ from capbench.trial.measure import Measurer, TrialSetup
 from capbench.trial.sensors import SensorsMeasurer
 
 from conftest import E2E_BACKLOG
-from e2e_env import decided_trials, assert_run_measured, capbench_namespaces, left_behind, missing_prerequisite, run_capbench, xdp_attached
+from e2e_env import decided_trials, assert_run_measured, capbench_namespaces, gen_engine, left_behind, missing_prerequisite, run_capbench, xdp_attached
 from host_interference import spoiled, until_undisturbed
 from layer_rows import socket_drops
 
@@ -51,13 +51,13 @@ def test_a_slowed_sensor_loses_frames_that_only_its_account_shows():
     with testbed.testbed(rx_cpu=1, sensors=3, backlog=E2E_BACKLOG, purpose="pytest sensors") as tb:
         def side(i: int, backend: str, cap_args: tuple[str, ...] = ()) -> Measurer:
             return Measurer(b, tb.sensor(i, 1), TrialSetup(backend=backend, frame_len=64, link_bps=10e9,
-                                                           cap_args=cap_args))
+                                                           cap_args=cap_args, engine=gen_engine()))
 
         # pcap with a 16 KiB buffer: its socket overflows between libpcap's reads. (A counter that
         # spins would take CPU 1 from every sensor's receive work: they share it here.)
         sides = [side(1, "pcap", ("--buffer-size", "16k")), side(2, "afp-v3"), side(3, "afxdp")]
         sender = Measurer(b, tb, TrialSetup(backend="afp-v3", frame_len=64, link_bps=10e9,
-                                            gen_args=("--count", "100000")))
+                                            gen_args=("--count", "100000"), engine=gen_engine()))
 
         def measure(attempt: int):
             m = SensorsMeasurer(sender, sides, tap_cpu=None)

@@ -17,6 +17,7 @@ from capbench.rates import parse_rate
 from capbench.trial import witness
 from capbench.testbed.procs import ChildSet
 from capbench.trial.measure import Measurer, TrialSetup
+from e2e_env import gen_engine
 
 HOG_S = 0.4  # the hog's busy loop: at 100 kpps 40,000 frames arrive meanwhile, far beyond any ring
 # The hog: named by its comm, pinned to the receive CPU at real-time priority (above the NAPI
@@ -48,7 +49,7 @@ def watch(binaries):
 
 
 def trial(binaries, tb, on_second=None, duration_s: float = 2.0):
-    setup = TrialSetup(backend="afp-v3", frame_len=64, gen_cpu=0, cap_cpu=1, settle_s=0.2)
+    setup = TrialSetup(backend="afp-v3", frame_len=64, gen_cpu=0, cap_cpu=1, settle_s=0.2, engine=gen_engine())
     return Measurer(binaries, tb, setup, on_second=on_second).measure(duration_s, parse_rate("100kpps"))
 
 
