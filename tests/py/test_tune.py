@@ -303,6 +303,20 @@ def test_reasons_come_from_the_account_only_where_a_counter_shows_the_layer():
     assert output.reasons(tune, space, quiet) == []
 
 
+def test_a_best_the_generator_bounded_is_said_to_be_a_lower_bound():
+    tune = drive(small_tune(), Lab())
+    space = tune.spaces[0]
+    rows = output.rows_of(tune, space)
+    assert not any(r.generator_bound for r in rows)  # the simulated generator holds every load
+    line, *_ = output.reasons(tune, space, [dataclasses.replace(rows[0], generator_bound=True), *rows[1:]])
+    assert line.startswith(f"the generator bounded the best's {tune.goal.title} ") and "lower bounds" in line
+    # from the search's own word: its goal's bounded_by
+    goal = {"name": tune.goal.mlr_goal, "lower_bound_pps": 300_000.0, "upper_bound_pps": 310_000.0}
+    for bounded_by, bound in (("generator", True), ("capture loss", False)):
+        m = tune.measured_of(0, 0, 1, "k", {"goals": [goal | {"bounded_by": bounded_by}]}, [])
+        assert m.generator_bound is bound
+
+
 # --- the command line --------------------------------------------------------------------------------
 
 

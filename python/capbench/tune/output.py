@@ -55,6 +55,7 @@ class Row:
     disturbed: bool
     screening: tuple[float, ...] = ()  # its values at the first rung
     cpu_pct: dict[str, dict[str, float]] = field(default_factory=dict)  # with --profile: merged_cpu
+    generator_bound: bool = False  # a value of it is the generator's limit (Measured.generator_bound)
 
 
 def rows_of(tune: Tune, space: Space) -> list[Row]:
@@ -69,7 +70,7 @@ def rows_of(tune: Tune, space: Space) -> list[Row]:
                         statistics.median(cpus) if cpus else None, merged_layers(ms), verdict(out, c),
                         any(m.disturbed for m in ms),
                         tuple(m.value for (cc, r, _), m in sorted(got.items()) if cc == c and r == 0),
-                        merged_cpu(ms)))
+                        merged_cpu(ms), any(m.generator_bound for m in ms)))
     return rows
 
 
@@ -251,8 +252,9 @@ def reasons(tune: Tune, space: Space, rows: Sequence[Row]) -> list[str]:
     and with the best."""
     by_config = {r.config: r for r in rows}
     best, base = by_config[rows[0].config], by_config.get(search.BASELINE)
+    bound = generator_reason(tune, best)
     if base is None or best.config == search.BASELINE:
-        return []
+        return bound
     where = " (at each one's upper bound)" if tune.goal.mlr_goal else f" (at {tune.campaign.rate})"
     out = []
     config = space.configs[best.config]
@@ -264,7 +266,16 @@ def reasons(tune: Tune, space: Space, rows: Sequence[Row]) -> list[str]:
             if before > 0 and after < before:
                 done = "removed it" if after == 0 else f"brought it to {after:.2g} %"
                 out.append(f"the {layer} lost {before:.2g} % at the defaults; {k.name} {config[k.name]} {done}{where}")
-    return out + cpu_reasons(tune, base, best)
+    return bound + out + cpu_reasons(tune, base, best)
+
+
+def generator_reason(tune: Tune, best: Row) -> list[str]:
+    """Where the generator, not the capture, bounded the best's answers: what its goal is then."""
+    if not best.generator_bound:
+        return []
+    return [f"the generator bounded the best's {tune.goal.title} (it fell short of the loads above it, losing "
+            f"nothing: engine {tune.campaign.engine}): its values are lower bounds of the capture's, and the "
+            f"configurations that kept up with the generator rank by the host's noise, not by the capture"]
 
 
 # How the reasons name a profile's roles (profile.analysis: the counter's processes, the receive CPU).

@@ -30,6 +30,7 @@ from capbench.methods import registry
 from capbench.methods.measurer import superseded
 from capbench.methods.method import TRIAL_OVERHEAD_S, MethodSettings
 from capbench.methods.mlr import WARMUP
+from capbench.methods.verdict import GENERATOR
 from capbench.profile import groups as cpu_groups
 from capbench.report import profiles
 from capbench.trial import loss_layers
@@ -126,6 +127,9 @@ class Measured:
     disturbed: bool  # its answer rests on a trial the host disturbed
     # With --profile, where the CPU time went at its value (cpu_shares): role -> group -> % of its time.
     cpu_pct: dict[str, dict[str, float]] = field(default_factory=dict)
+    # The generator bounded it (the search's bounded_by; at --rate, it fell short of the rate): its value
+    # is a lower bound of the capture's, what the generator could send, not what the capture can take.
+    generator_bound: bool = False
 
 
 def started(t: TrialResult) -> float:
@@ -349,11 +353,13 @@ class Tune:
             goal = next((g for g in (answer or {}).get("goals", ()) if g.get("name") == self.goal.mlr_goal), {})
             at_value = [t for t in decided if near(t.offered_pps, goal.get("lower_bound_pps"))]
             bounding = [t for t in decided if near(t.offered_pps, goal.get("upper_bound_pps"))]
+            generator_bound = goal.get("bounded_by") == GENERATOR
         else:
             at_value = bounding = decided[-1:]
+            generator_bound = any(t.invalid_offered_load for t in at_value)
         return Measured(config, rung, rep, key, value, cost_of(trials, self.campaign.pause_s), cpu_ns(at_value),
                         app_cpu(at_value), layer_shares(bounding), len(trials), any(t.disturbed for t in decided),
-                        cpu_shares(at_value))
+                        cpu_shares(at_value), generator_bound)
 
     def progress_line(self, space: Space, m: Measured, spent_s: float) -> str:
         """The line after each measurement: the budget spent, the rung, the configuration and its goal."""
