@@ -50,8 +50,11 @@ def test_a_tune_stopped_and_resumed_repeats_no_trial_ranks_the_tiny_ring_last_an
     done = trial_lines(folder)
     assert json.loads((folder / "run.json").read_text())["status"] == "interrupted"
 
-    p = run_capbench("tune", "--resume", str(folder), "--probe", "0", "--no-report", timeout=300)
+    # resumed with its report: the tune writes tune/tune.json before it, and its page leads with it
+    p = run_capbench("tune", "--resume", str(folder), "--probe", "0", timeout=300)
     assert_run_measured(p)
+    own = (folder / "report" / "report.html").read_text()
+    assert own.index("Ranking of afp-v3") < own.index("Best backend per frame length")
     trials = trial_lines(folder)
     assert trials[:len(done)] == done  # kept as they were
     runs = [(t["step"], t["attempt"]) for t in trials]

@@ -223,14 +223,26 @@ def cmd_tune(args: argparse.Namespace) -> int:
     tune.say = say
     tune.starts, tune.report = (*earlier, began), not args.no_report
 
-    def on_end(path: Path, status: int) -> None:
-        base.on_end(path, status)
-        if len(tune.results) == len(tune.spaces):
+    finished: list[Path] = []
+
+    def finish(path: Path) -> None:
+        """The ranking, its files and tune/tune.json, once every backend has its result."""
+        if not finished and len(tune.results) == len(tune.spaces):
             from capbench.tune import output  # matplotlib loads only for the commands that draw
 
+            finished.append(path)
             output.finish(tune, path, console.human_console())
 
-    callbacks = dataclasses.replace(base, show_results=lambda trials, outcomes: None, on_end=on_end)
+    def write_report(path: Path) -> None:
+        finish(path)  # first: the report leads with tune/tune.json's answer
+        base.write_report(path)
+
+    def on_end(path: Path, status: int) -> None:
+        base.on_end(path, status)
+        finish(path)  # a tune without a report (--no-report) or whose run status is not 0
+
+    callbacks = dataclasses.replace(base, show_results=lambda trials, outcomes: None, write_report=write_report,
+                                    on_end=on_end)
     settings = {"tune": {"goal": tune.goal.name, "budget": budget_text, "budget_s": tune.budget_s,
                          "max_app_cpu_pct": tune.max_app_cpu_pct,
                          "trial_lengths_s": list(tune.goal.lengths_s),
