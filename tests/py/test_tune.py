@@ -268,6 +268,18 @@ def test_the_output_ranks_writes_a_campaign_file_the_campaign_reader_takes_and_a
     assert tune_summary.read_summaries(tmp_path, notes) == [summary] and notes == []
 
 
+def test_the_lines_carry_the_engine_the_tune_sent_with_where_it_is_not_the_default():
+    tune = drive(small_tune(), Lab())
+    space = tune.spaces[0]
+    assert "--engine" not in output.run_line(tune, space, 1)
+    # on a kernel that refuses the xdp engine the run sent with afpacket (preflight.engine_here): the
+    # lines that confirm the answer send with it too
+    tune.campaign = dataclasses.replace(tune.campaign, engine="afpacket")
+    line = output.run_line(tune, space, 1)
+    assert build_parser().parse_args(line[2:]).engine == "afpacket"
+    assert cmod.loads(output.campaign_toml(tune, space, 1), Path("best.toml"), backends_known=("afp-v3",)).engine == "afpacket"
+
+
 def test_the_output_names_the_configurations_the_first_rung_did_not_reach(tmp_path):
     import json
 

@@ -49,7 +49,6 @@ def figure(s: TuneSummary) -> plots.Figure | None:
         ax.set_xlabel(_text(k.name))
         ax.set_ylabel(_text(f"{s.goal_title} [{unit.name}]"))
         ax.grid(True, alpha=0.3)
-        if i == 0:
-            ax.legend(fontsize="small")
+    plots._legend_below(fig, fig.axes[0])  # under the panels: inside one it covered the bars
     fig.suptitle(_text(f"capbench tune {s.backend}: {s.goal_title} against each knob"))
     return fig
