@@ -210,7 +210,7 @@ static const struct cap_account_row afp_v2_account[] = {
 	{ "socket", "PACKET_STATISTICS tp_drops",
 	  "the frame at the ring's head was still the reader's (the ring was full): the kernel dropped the "
 	  "packet; --frame-count frames (capbench --ring) and the reader's speed govern it" },
-	{ NULL },
+	{ .layer = NULL }, /* the end */
 };
 
 const struct cap_backend cap_backend_afp_v2 = {

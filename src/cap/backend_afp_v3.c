@@ -73,7 +73,7 @@ static const struct cap_account_row afp_v3_account[] = {
 	  "every block of the ring was still the reader's (the ring froze, tp_freeze_q_cnt counts how often): "
 	  "the kernel dropped the packet; --block-count x --block-size (capbench --ring) and the reader's "
 	  "speed govern it" },
-	{ NULL },
+	{ .layer = NULL }, /* the end */
 };
 
 const struct cap_backend cap_backend_afp_v3 = {

@@ -232,7 +232,7 @@ static const struct cap_account_row fanout_account[] = {
 	  "every block of the ring of the worker the fanout mode chose was still that worker's: the kernel "
 	  "dropped the packet (it is not handed to another member unless the mode is rollover); the rings' "
 	  "size (capbench --ring), the workers' speed and the mode's spread govern it" },
-	{ NULL },
+	{ .layer = NULL }, /* the end */
 };
 
 const struct cap_backend cap_backend_fanout = {

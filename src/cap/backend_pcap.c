@@ -271,7 +271,7 @@ static const struct cap_account_row pcap_account[] = {
 			      "the NIC had no room for the frame before the host saw it (rx_missed_errors + "
 			      "rx_fifo_errors, read by libpcap in promiscuous mode only, for all the "
 			      "interface's traffic)" },
-	{ NULL },
+	{ .layer = NULL }, /* the end */
 };
 
 static void pcap_be_stats(void *state, struct cap_kstats *out)

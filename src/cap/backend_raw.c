@@ -260,7 +260,7 @@ static const struct cap_account_row raw_account[] = {
 	  "the socket's receive queue had used up its SO_RCVBUF (charged with each skb's truesize, not the "
 	  "frame's length): the kernel dropped the packet; --buffer-size (capbench --ring) and the reader's "
 	  "speed govern it" },
-	{ NULL },
+	{ .layer = NULL }, /* the end */
 };
 
 const struct cap_backend cap_backend_raw = {

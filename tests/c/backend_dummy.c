@@ -26,7 +26,7 @@ static const struct cb_opt dummy_options[] = {
 static const struct cap_account_row dummy_account[] = {
 	{ "dummy tray", "the dummy's tray_spills",
 	  "the dummy's tray had no room: a layer only this backend has" },
-	{ NULL },
+	{ .layer = NULL }, /* the end */
 };
 
 const struct cap_backend cap_backend_dummy = {

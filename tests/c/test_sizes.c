@@ -298,7 +298,7 @@ static void test_dist_file_hardening(void **state)
  * broke into several or drove the terminal. */
 static void test_dist_error_is_one_printable_line(void **state)
 {
-	const char *rows[] = { "l\r\x1b[2J\n", "9999\f.g,1e-320\n", "64 \x0b,\x13" "55\r\n",
+	const char *rows[] = { "l\r\x1b[2J\n", "9999\f.g,1e-320\n", ("64 \x0b,\x13" "55\r\n"),
 			       "64\x7f,1\n" };
 	const char *c;
 
