@@ -223,14 +223,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     tune.say = say
     tune.starts, tune.report = (*earlier, began), not args.no_report
 
-    finished: list[Path] = []
+    finished = False
 
     def finish(path: Path) -> None:
         """The ranking, its files and tune/tune.json, once every backend has its result."""
+        nonlocal finished
         if not finished and len(tune.results) == len(tune.spaces):
             from capbench.tune import output  # matplotlib loads only for the commands that draw
 
-            finished.append(path)
+            finished = True
             output.finish(tune, path, console.human_console())
 
     def write_report(path: Path) -> None:

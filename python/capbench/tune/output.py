@@ -25,7 +25,7 @@ from rich.text import Text
 
 from capbench import declared, inputs
 from capbench.campaign import matrix as cmod
-from capbench.campaign.matrix import Campaign, Matrix
+from capbench.campaign.matrix import Matrix
 from capbench.rates import link_name
 from capbench.profile import groups as cpu_groups
 from capbench.report import plots, profiles
@@ -170,7 +170,7 @@ def run_line(tune: Tune, space: Space, config: int) -> list[str]:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:  # a placement the tune was given
         words += ["--pin", ",".join(pins)]
-    if c.engine != Campaign().engine:  # asked for, or the one the generator's kernel runs (engine_here)
+    if c.engine != cmod.default_of("engine"):  # asked for, or the one the generator's kernel runs (engine_here)
         words += ["--engine", c.engine]
     fixed = backend_args(tune, space)
     if fixed:  # the backend's own options the tune held in every configuration
@@ -236,7 +236,7 @@ def campaign_toml(tune: Tune, space: Space, best: int) -> str:
     pins = tune.base[space.backend].pins
     if pins != Matrix().pins:
         head.append(f"pin = {json.dumps(list(pins))}")
-    if c.engine != Campaign().engine:
+    if c.engine != cmod.default_of("engine"):
         head.append(f"engine = {json.dumps(c.engine)}")
     if apps_files(tune):
         head.append(f"apps_files = {json.dumps(apps_files(tune))}")
