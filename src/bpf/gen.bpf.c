@@ -25,16 +25,7 @@
 
 #include "pacing.h"
 #include "stamp.h"
-
-/* The departure schedule (schedule.h): entry i holds frame i's length and
- * the gap to the next departure; user space sizes and fills it before the
- * run. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct cb_sched_entry);
-	__uint(max_entries, 1);
-} schedule SEC(".maps");
+#include "gen_frame.bpf.h"
 
 /* Set through the skeleton before load. */
 const volatile __u32 tx_ifindex = 0;
@@ -62,46 +53,11 @@ __u64 spins = 0;        /* iterations that found no frame due */
  * frame's wire time, from the later of itself and the departure. */
 __u64 wire_tat_ns = 0;
 
-/* Shrink the full-length template to `len` (incl. FCS) and make its IPv4 and
- * UDP lengths and the IPv4 checksum match. The kernel restores data_end for
- * the next iteration (a live frame whose data/data_end changed is reset), but
- * not the bytes: every departure rewrites the header fields. */
-static __always_inline int set_len(struct xdp_md *ctx, __u32 len)
-{
-	void *data, *data_end;
-	__u16 *ip;
-	__u8 *udp;
-	__u32 sum = 0;
-	int delta = (int)(len - CB_FCS_LEN) - (int)buf_len;
-
-	if (delta && bpf_xdp_adjust_tail(ctx, delta))
-		return -1;
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	ip = data + CB_ETH_HLEN;
-	udp = data + CB_ETH_HLEN + CB_IP_HLEN;
-	if ((void *)(udp + CB_UDP_HLEN) > data_end)
-		return -1;
-	ip[1] = bpf_htons(len - CB_FCS_LEN - CB_ETH_HLEN);
-	ip[5] = 0;
-	/* The ones'-complement sum does not depend on byte order. */
-#pragma unroll
-	for (int i = 0; i < CB_IP_HLEN / 2; i++)
-		sum += ip[i];
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	ip[5] = (__u16)~sum;
-	*(__u16 *)(udp + 4) = bpf_htons(len - CB_FCS_LEN - CB_ETH_HLEN - CB_IP_HLEN);
-	return 0;
-}
-
 SEC("xdp")
 int cb_gen(struct xdp_md *ctx)
 {
-	void *data, *data_end;
-	unsigned char *stamp;
 	struct cb_sched_entry *e;
-	__u64 now, seq = sent, magic = CB_STAMP_MAGIC;
+	__u64 now, seq = sent;
 	__u32 idx = pace.idx;
 
 	if (count_limit && seq >= count_limit)
@@ -113,44 +69,16 @@ int cb_gen(struct xdp_md *ctx)
 	now = bpf_ktime_get_ns();
 	if (!start_ns)
 		start_ns = now;
-	if (paced) {
-		/* Departure n is due at start + the sum of the gaps before it:
-		 * kept from the origin, not from the previous departure, so
-		 * the mean rate stays exact however late single frames leave. */
-		__u64 due = start_ns + (pace.due_fp16 >> 16);
-		__u64 lag;
-
-		/* A generator that fell behind catches up at most
-		 * --catch-up frames faster than the emulated link carries
-		 * them (its share of the link with several threads), then at
-		 * the link's wire rate: a longer burst would meet the
-		 * receiver with more than it can buffer, a load no link of
-		 * that speed makes. At 100 % of the wire rate the rest of a
-		 * lag stays: the sending time grows and the achieved rate
-		 * says so. */
-		if (now < due || now + catchup_ns < wire_tat_ns) {
-			spins++;
-			return XDP_DROP;
-		}
-		lag = now - due;
-		if ((lag << 16) > e->gap_fp16)
-			late++;
-		if (lag > max_lag_ns)
-			max_lag_ns = lag;
+	/* Not due yet: XDP_DROP recycles the frame at once for the next look at the clock. */
+	if (paced && !cb_gen_due(now, start_ns, &pace, e, catchup_ns, wire_tat_ns, &late, &max_lag_ns)) {
+		spins++;
+		return XDP_DROP;
 	}
-	if (vary_len && set_len(ctx, e->len))
+	if (vary_len && cb_gen_set_len(ctx, buf_len, e->len))
 		return XDP_ABORTED;
 
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	stamp = (unsigned char *)data + CB_STAMP_OFF;
-	if (stamp + CB_STAMP_LEN > (unsigned char *)data_end)
+	if (cb_gen_stamp(ctx, seq, now))
 		return XDP_ABORTED;
-	/* The frame buffer keeps what earlier iterations wrote, so every
-	 * departure writes the whole stamp. */
-	__builtin_memcpy(stamp, &magic, 2);
-	__builtin_memcpy(stamp + 2, &seq, 8);
-	__builtin_memcpy(stamp + 10, &now, 8);
 
 	if (!seq)
 		first_tx_ns = now;
@@ -169,7 +97,7 @@ int cb_gen(struct xdp_md *ctx)
 		cb_pace_advance(&c, &pace, e, seq);
 	}
 	wire_bytes += e->len + CB_WIRE_OVERHEAD;
-	wire_tat_ns = (wire_tat_ns > now ? wire_tat_ns : now) + ((e->wire_fp16 * wire_lanes) >> 16);
+	wire_tat_ns = cb_gen_wire_tat(wire_tat_ns, now, e, wire_lanes);
 	sent = seq + 1;
 	return bpf_redirect(tx_ifindex, 0);
 }

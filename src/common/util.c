@@ -99,6 +99,7 @@ static const struct {
 } cap_names[] = {
 	{ CB_CAP_NET_ADMIN, "net_admin" },
 	{ CB_CAP_NET_RAW, "net_raw" },
+	{ CB_CAP_SYS_ADMIN, "sys_admin" },
 	{ CB_CAP_PERFMON, "perfmon" },
 	{ CB_CAP_BPF, "bpf" },
 };

@@ -35,6 +35,7 @@ int cb_fault_status(void);
 /* Capabilities (linux/capability.h numbers) as bits of a mask. */
 #define CB_CAP_NET_ADMIN (1ull << 12)
 #define CB_CAP_NET_RAW   (1ull << 13)
+#define CB_CAP_SYS_ADMIN (1ull << 21)
 #define CB_CAP_PERFMON   (1ull << 38)
 #define CB_CAP_BPF       (1ull << 39)
 /* End the program with a usage error unless the effective capability set

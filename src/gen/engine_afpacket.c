@@ -117,35 +117,53 @@ static void wait_until(uint64_t due_ns)
 		;
 }
 
-/* Fill the batch with the frames due by `now` (paced) or a full batch
- * (unpaced), never beyond the count: each gets its schedule length, its
- * sequence number and the send time. Returns how many. */
-static unsigned int prepare_batch(struct afp_state *st, const struct cb_pace_state *pace,
-				  uint64_t sent, uint64_t start, uint64_t now)
+/* The lane's pacing state (pacing.h): the next departure, the link's
+ * theoretical departure time for the catch-up rule, the lag counts. */
+struct afp_pace {
+	struct cb_pace_state cur;
+	uint64_t start, wire_tat, catchup_ns;
+	unsigned long long late, max_lag; /* pacing.h's types */
+};
+
+/* When the next frame may leave: its departure, or later while a lane
+ * that fell behind has used up its --catch-up. */
+static uint64_t next_departure(const struct afp_pace *pc)
+{
+	uint64_t due = pc->start + (pc->cur.due_fp16 >> 16);
+
+	return pc->wire_tat > pc->catchup_ns + due ? pc->wire_tat - pc->catchup_ns : due;
+}
+
+/* Fill the batch with the frames that may leave at `now` (paced: due, and
+ * within the catch-up, pacing.h's cb_gen_due) or a full batch (unpaced),
+ * never beyond the count: each gets its schedule length, its sequence number
+ * and the send time. Returns how many. */
+static unsigned int prepare_batch(struct afp_state *st, const struct afp_pace *pc, uint64_t sent,
+				  uint64_t now)
 {
 	const struct gen_cfg *cfg = st->cfg;
 	const struct cb_schedule *sched = &cfg->sched;
-	struct cb_pace_state c = *pace;
+	struct afp_pace c = *pc;
 	unsigned int n = 0;
 
 	while (n < AFP_BATCH && (!cfg->count || sent + n < cfg->count)) {
-		unsigned int len = sched->e[c.idx].len;
+		const struct cb_sched_entry *e = &sched->e[c.cur.idx];
 
-		if (sched->paced && n && start + (c.due_fp16 >> 16) > now)
+		if (sched->paced && !cb_gen_due(now, c.start, &c.cur, e, c.catchup_ns, c.wire_tat,
+						&c.late, &c.max_lag) && n)
 			break;
+		c.wire_tat = cb_gen_wire_tat(c.wire_tat, now, e, cfg->lanes ? cfg->lanes : 1);
 		if (cfg->replay) {
 			/* A captured frame goes out as it was: no stamp. */
-			st->iov[n].iov_base = cfg->replay->buf + cfg->replay->off[c.idx];
-			st->iov[n].iov_len = cfg->replay->len[c.idx];
-			cb_pace_advance(&cfg->pace, &c, &sched->e[c.idx], sent + n);
-			n++;
-			continue;
+			st->iov[n].iov_base = cfg->replay->buf + cfg->replay->off[c.cur.idx];
+			st->iov[n].iov_len = cfg->replay->len[c.cur.idx];
+		} else {
+			if (st->vary_len)
+				cb_frame_set_len(st->frames[n], e->len);
+			st->iov[n].iov_len = e->len - CB_FCS_LEN;
+			cb_stamp_write(st->frames[n], sent + n, now);
 		}
-		if (st->vary_len)
-			cb_frame_set_len(st->frames[n], len);
-		st->iov[n].iov_len = len - CB_FCS_LEN;
-		cb_stamp_write(st->frames[n], sent + n, now);
-		cb_pace_advance(&cfg->pace, &c, &sched->e[c.idx], sent + n);
+		cb_pace_advance(&cfg->pace, &c.cur, e, sent + n);
 		n++;
 	}
 	return n;
@@ -157,12 +175,12 @@ static void *afp_thread(void *arg)
 	const struct gen_cfg *cfg = st->cfg;
 	const struct cb_schedule *sched = &cfg->sched;
 	struct gen_progress *p = &st->prog;
-	struct cb_pace_state cur = { 0 };
-	uint64_t start, sent = 0, wire_bytes = 0, last_due_fp16 = 0;
+	struct afp_pace pc = { .catchup_ns = gen_catchup_ns(cfg) };
+	uint64_t sent = 0, wire_bytes = 0, last_due_fp16 = 0;
 
 	if (cfg->cpu >= 0)
 		cb_pin_cpu(cfg->cpu); /* checked by main, which pinned itself first */
-	start = cb_now_ns();
+	pc.start = cb_now_ns();
 
 	while (!__atomic_load_n(&st->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t now;
@@ -172,9 +190,9 @@ static void *afp_thread(void *arg)
 		if (cfg->count && sent >= cfg->count)
 			break;
 		if (sched->paced)
-			wait_until(start + (cur.due_fp16 >> 16));
+			wait_until(next_departure(&pc));
 		now = cb_now_ns();
-		n = prepare_batch(st, &cur, sent, start, now);
+		n = prepare_batch(st, &pc, sent, now);
 		r = sendmmsg(st->fd, st->msgs, n, 0);
 		if (r < 0) {
 			if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
@@ -189,17 +207,14 @@ static void *afp_thread(void *arg)
 		/* Only the r frames the kernel took advance the schedule; the rest
 		 * go again with the same sequence numbers and lengths. */
 		for (int i = 0; i < r; i++) {
-			if (sched->paced) {
-				uint64_t lag = now - (start + (cur.due_fp16 >> 16));
+			const struct cb_sched_entry *e = &sched->e[pc.cur.idx];
 
-				if ((lag << 16) > sched->e[cur.idx].gap_fp16)
-					__atomic_fetch_add(&p->late, 1, __ATOMIC_RELAXED);
-				if (lag > p->max_lag_ns)
-					__atomic_store_n(&p->max_lag_ns, lag, __ATOMIC_RELAXED);
-			}
-			wire_bytes += sched->e[cur.idx].len + CB_WIRE_OVERHEAD;
-			last_due_fp16 = cur.due_fp16;
-			cb_pace_advance(&cfg->pace, &cur, &sched->e[cur.idx], sent + i);
+			if (sched->paced)
+				cb_gen_due(now, pc.start, &pc.cur, e, 0, 0, &pc.late, &pc.max_lag);
+			pc.wire_tat = cb_gen_wire_tat(pc.wire_tat, now, e, cfg->lanes ? cfg->lanes : 1);
+			wire_bytes += e->len + CB_WIRE_OVERHEAD;
+			last_due_fp16 = pc.cur.due_fp16;
+			cb_pace_advance(&cfg->pace, &pc.cur, e, sent + i);
 		}
 		if (!sent && r > 0)
 			__atomic_store_n(&p->first_tx_ns, now, __ATOMIC_RELAXED);
@@ -208,6 +223,8 @@ static void *afp_thread(void *arg)
 			__atomic_store_n(&p->last_due_ns, last_due_fp16 >> 16, __ATOMIC_RELAXED);
 		}
 		sent += (uint64_t)r;
+		__atomic_store_n(&p->late, pc.late, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->max_lag_ns, pc.max_lag, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->wire_bytes, wire_bytes, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->sent, sent, __ATOMIC_RELEASE);
 	}
@@ -282,7 +299,7 @@ const struct gen_engine gen_engine_afpacket = {
 	.describe = "AF_PACKET sendmmsg with PACKET_QDISC_BYPASS, paced in user space",
 	.seed = "a generator for interfaces where XDP redirect does not work, and for replaying captures",
 	.options = afp_options,
-	.caps = { .pacing = "user", .replay = 1, .needs = { "packet_socket" } },
+	.caps = { .pacing = "user", .refusals = "retried", .sends_from = "thread", .replay = 1, .needs = { "packet_socket" } },
 	.open = afp_open,
 	.start = afp_start,
 	.progress = afp_progress,

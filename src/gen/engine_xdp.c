@@ -42,25 +42,6 @@ struct xdp_state {
 	int err;
 };
 
-/* Copy the schedule into its array map, in batches of keys 0..n-1. */
-static int fill_schedule(struct gen_bpf *skel, const struct cb_schedule *sched)
-{
-	int fd = bpf_map__fd(skel->maps.schedule);
-	uint32_t *keys = malloc(sched->n * sizeof(*keys));
-	uint32_t count = sched->n;
-	int err;
-
-	if (!keys)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < sched->n; i++)
-		keys[i] = i;
-	err = bpf_map_update_batch(fd, keys, sched->e, &count, NULL);
-	if (!err && count != sched->n)
-		err = -EIO;
-	free(keys);
-	return err;
-}
-
 /* Ask the kernel once per process, before the first lane loads its program,
  * whether it runs XDP programs on live frames (live_probe.h). */
 static int probe_once(const uint8_t *frame, int len)
@@ -116,9 +97,7 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 	st->skel->rodata->vary_len = cfg->sched.min_len != cfg->sched.max_len;
 	st->skel->rodata->count_limit = cfg->count;
 	st->skel->rodata->wire_lanes = lanes;
-	/* The catch-up allowance as wire time: --catch-up frames of the mean length. */
-	st->skel->rodata->catchup_ns = (uint64_t)((double)cfg->catchup * (cfg->sched.mean_len + CB_WIRE_OVERHEAD) *
-						  8e9 / cfg->link_bps * lanes);
+	st->skel->rodata->catchup_ns = gen_catchup_ns(cfg);
 	err = bpf_map__set_max_entries(st->skel->maps.schedule, cfg->sched.n);
 	if (!err)
 		err = gen_bpf__load(st->skel);
@@ -134,7 +113,7 @@ static int xdp_open(const struct gen_cfg *cfg, void **state)
 			      "kernel with BPF and BTF, or use --engine afpacket", strerror(-err));
 		goto err_destroy;
 	}
-	err = fill_schedule(st->skel, &cfg->sched);
+	err = gen_fill_schedule(bpf_map__fd(st->skel->maps.schedule), &cfg->sched);
 	if (err) {
 		fprintf(stderr, "capbench-gen: cannot fill the schedule map: %s\n", strerror(-err));
 		goto err_destroy;
@@ -260,12 +239,6 @@ static void xdp_close(void *state)
 }
 
 static const struct cb_opt xdp_options[] = {
-	{ .name = "catch-up", .type = CB_OPT_COUNT, .arg = "N", .min = 0, .max = GEN_CATCHUP_MAX,
-	  .has_default = 1, .def = GEN_CATCHUP_DEFAULT,
-	  .help = "a paced generator that fell behind may send up to N frames faster than the "
-		  "link's wire rate to catch up; beyond that it keeps the wire rate and the lag "
-		  "stays (256: a veth's and a small NIC's receive ring)",
-	  CB_OPT_AT(struct gen_args, catchup) },
 	CB_OPT_END,
 };
 
@@ -274,7 +247,7 @@ const struct gen_engine gen_engine_xdp = {
 	.describe = "BPF_PROG_RUN live frames, paced in the BPF program (fastest; Linux >= 5.18)",
 	.seed = "line rate on any Linux box: the kernel runs the sender in a loop over recycled frames",
 	.options = xdp_options,
-	.caps = { .pacing = "kernel", .needs = { "live_frames" } },
+	.caps = { .pacing = "kernel", .refusals = "lost", .sends_from = "thread", .needs = { "live_frames" } },
 	.probe = xdp_probe,
 	.open = xdp_open,
 	.start = xdp_start,

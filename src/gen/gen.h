@@ -34,6 +34,7 @@ struct gen_cfg {
 	int cpu;              /* -1 = not pinned; the engine's thread pins itself */
 	unsigned int lanes;   /* sending threads sharing the link; each paces within its share */
 	unsigned int catchup; /* frames a lane that fell behind may send faster than the link */
+	unsigned int loop_frames, copies; /* the xdploop engine's K and M (engine_xdploop.c) */
 	struct cb_frame_spec spec;      /* spec.frame_len: the schedule's longest frame */
 };
 
@@ -47,6 +48,8 @@ struct gen_progress {
 	uint64_t late;        /* frames that left more than one gap late */
 	uint64_t max_lag_ns;
 	uint64_t tx_busy;     /* sends the kernel refused for lack of room (retried) */
+	uint64_t refused;     /* frames due that the engine could not hand to the interface (lost
+			       * before the wire: not in sent, no sequence number) */
 };
 
 /* How long capbench-gen sends without --duration, --count, --groups or
@@ -59,7 +62,7 @@ struct gen_args {
 	const char *iface, *engine, *size, *rate, *link, *count, *duration;
 	const char *cpu, *interval, *dst_mac, *src_mac, *seed;
 	const char *threads, *cpus, *burst, *groups, *group_size, *group_gap;
-	const char *replay, *loop, *mtu, *trailer, *catchup;
+	const char *replay, *loop, *mtu, *trailer, *catchup, *loop_frames, *copies;
 	int check, probe, describe, help, version;
 };
 
@@ -67,6 +70,15 @@ struct gen_args {
 struct gen_caps {
 	const char *pacing;   /* where departures are timed: "kernel" (a BPF program) | "user" */
 	int replay;           /* sends a capture's frames (--replay) */
+	int own_netns;        /* makes a network namespace of its own (CAP_SYS_ADMIN) */
+	/* What becomes of a frame the interface has no room for: "retried" (the
+	 * engine sends it again, tx_busy) or "lost" (XDP frames: the driver
+	 * drops it and counts it, a veth as tx_queue_N_xdp_xmit_errors). */
+	const char *refusals;
+	/* Where its frames are sent from: "thread" (a thread of capbench-gen,
+	 * the CPU time of its process) or "softirq" (kernel work the engine only
+	 * set going: the CPU's softirq, and its ksoftirqd once that defers). */
+	const char *sends_from;
 	const char *needs[4]; /* what preflight must find: live_frames, packet_socket */
 };
 
@@ -97,8 +109,8 @@ struct gen_engine {
 };
 
 /* The capabilities an engine needs (CB_CAP_* bits): CAP_NET_RAW for its
- * packet socket, and CAP_NET_ADMIN and CAP_BPF when a BPF program paces
- * (BPF_PROG_RUN with live frames loads an XDP program). */
+ * packet socket, CAP_NET_ADMIN and CAP_BPF when a BPF program paces (it loads
+ * XDP programs), CAP_SYS_ADMIN when it makes a network namespace. */
 uint64_t gen_engine_caps(const struct gen_engine *e);
 
 /* The registry of engines, NULL-terminated (gen_config.c). */
@@ -106,12 +118,17 @@ extern const struct gen_engine *const gen_engines[];
 
 #define GEN_MAX_THREADS 64
 
+/* The xdploop engine (engine_xdploop.c): its devmaps hold the interface at
+ * most this many times (gen_loop.bpf.c's LOOP_MAX_COPIES), and its loop at
+ * most this many frames (a veth ring holds 256). */
+#define GEN_LOOP_MAX_COPIES 8u
+#define GEN_LOOP_MAX_FRAMES 128u
+
 /* --catch-up: a veth's receive ring (VETH_RING_SIZE) and a small NIC's hold
  * 256 frames; a catch-up burst beyond what the receiver can buffer would be
  * loss no link of that speed could cause. */
 #define GEN_CATCHUP_DEFAULT 256u
 #define GEN_CATCHUP_MAX 1000000u
-
 /* The lowest paced rate: below one frame a second a trial measures nothing
  * a capture could lose, and the gaps of slower rates only grow toward the
  * 78-hour wrap of the departure times (pacing.h). */
@@ -142,6 +159,14 @@ int gen_describe(FILE *out);
 /* gen_config.c: parse and check the command line (exits 2 on bad input). */
 void gen_configure(int argc, char **argv, struct gen_plan *plan);
 void gen_plan_free(struct gen_plan *plan);
+
+/* schedule_map.c: copy the schedule into a BPF program's array map (its
+ * entries 0..n-1, sized before load). Returns 0 or -errno. */
+int gen_fill_schedule(int map_fd, const struct cb_schedule *sched);
+
+/* --catch-up as wire time: cfg->catchup frames of the mean length, at the
+ * link's rate, times the lanes that share the link (pacing.h, cb_gen_due). */
+uint64_t gen_catchup_ns(const struct gen_cfg *cfg);
 
 /* trailer.c: send cfg->trailer trailer frames for each lane's stream, the
  * first GEN_TRAILER_GAP_NS after the last data frame and each the same gap

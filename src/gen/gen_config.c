@@ -21,6 +21,7 @@
  * adding one takes. */
 #define GEN_ENGINES(X) \
 	X(xdp)         \
+	X(xdploop)     \
 	X(afpacket)
 
 #define DECLARE(name) extern const struct gen_engine gen_engine_##name;
@@ -67,6 +68,11 @@ static const struct cb_opt common_options[] = {
 	  .has_default = 1, .def = GEN_TRAILER_DEFAULT, .help = "end every stream with N trailer "
 	  "frames carrying its last sequence number and sent count, 50 ms apart after a 50 ms "
 	  "pause, so a counter can count tail loss (0 = none; not with --replay)", AT(trailer) },
+	{ .name = "catch-up", .type = CB_OPT_COUNT, .arg = "N", .min = 0, .max = GEN_CATCHUP_MAX,
+	  .has_default = 1, .def = GEN_CATCHUP_DEFAULT,
+	  .help = "a paced generator that fell behind may send up to N frames faster than the "
+		  "link's wire rate to catch up; beyond that it keeps the wire rate and the lag "
+		  "stays (256: a veth's and a small NIC's receive ring)", AT(catchup) },
 	{ .name = "cpu", .type = CB_OPT_CPU, .arg = "N", .help = "pin the generator to CPU N",
 	  AT(cpu) },
 	{ .name = "threads", .type = CB_OPT_COUNT, .arg = "N", .min = 1, .max = GEN_MAX_THREADS,
@@ -111,7 +117,8 @@ static const struct cb_opt common_options[] = {
 
 uint64_t gen_engine_caps(const struct gen_engine *e)
 {
-	return CB_CAP_NET_RAW | (strcmp(e->caps.pacing, "kernel") ? 0 : CB_CAP_NET_ADMIN | CB_CAP_BPF);
+	return CB_CAP_NET_RAW | (strcmp(e->caps.pacing, "kernel") ? 0 : CB_CAP_NET_ADMIN | CB_CAP_BPF) |
+	       (e->caps.own_netns ? CB_CAP_SYS_ADMIN : 0);
 }
 
 static void usage(FILE *out)
@@ -198,6 +205,9 @@ int gen_describe(FILE *out)
 		cb_json_obj_begin(&j, "capabilities");
 		cb_json_str(&j, "pacing", e->caps.pacing);
 		cb_json_bool(&j, "replay", e->caps.replay);
+		cb_json_bool(&j, "own_netns", e->caps.own_netns);
+		cb_json_str(&j, "refusals", e->caps.refusals);
+		cb_json_str(&j, "sends_from", e->caps.sends_from);
 		cb_json_strs(&j, "needs", e->caps.needs, 4);
 		cb_json_obj_end(&j);
 		cb_json_obj_end(&j);
@@ -585,6 +595,14 @@ static void configure_trailer(const struct gen_args *a, struct gen_cfg *cfg)
 	cfg->trailer = cfg->replay ? 0 : (unsigned int)n;
 }
 
+uint64_t gen_catchup_ns(const struct gen_cfg *cfg)
+{
+	unsigned int lanes = cfg->lanes ? cfg->lanes : 1;
+
+	return (uint64_t)((double)cfg->catchup * (cfg->sched.mean_len + CB_WIRE_OVERHEAD) * 8e9 /
+			  cfg->link_bps * lanes);
+}
+
 static void configure_catchup(const struct gen_args *a, struct gen_cfg *cfg)
 {
 	uint64_t n = GEN_CATCHUP_DEFAULT;
@@ -592,6 +610,22 @@ static void configure_catchup(const struct gen_args *a, struct gen_cfg *cfg)
 	if (a->catchup && (cb_parse_u64(a->catchup, &n) || n > GEN_CATCHUP_MAX))
 		cb_usage_error("bad --catch-up '%s': give 0..%u frames", a->catchup, GEN_CATCHUP_MAX);
 	cfg->catchup = (unsigned int)n;
+}
+
+/* A count option of the engine's own table: the value given, else its row's
+ * default, within its row's range (0 when the engine has no such option). */
+static unsigned int engine_count(const struct gen_engine *e, const char *name, const char *given)
+{
+	const struct cb_opt *o = cb_opt_find(e->options, name);
+	uint64_t n;
+
+	if (!o)
+		return 0;
+	n = o->def;
+	if (given && (cb_parse_u64(given, &n) || n < o->min || n > o->max))
+		cb_usage_error("bad --%s '%s': give %llu..%llu", name, given, (unsigned long long)o->min,
+			       (unsigned long long)o->max);
+	return (unsigned int)n;
 }
 
 void gen_configure(int argc, char **argv, struct gen_plan *plan)
@@ -632,6 +666,8 @@ void gen_configure(int argc, char **argv, struct gen_plan *plan)
 	check_span(&args, &plan->total);
 	configure_trailer(&args, &plan->total);
 	configure_catchup(&args, &plan->total);
+	plan->total.loop_frames = engine_count(plan->engine, "loop-frames", args.loop_frames);
+	plan->total.copies = engine_count(plan->engine, "copies", args.copies);
 	make_lanes(&args, plan, &rate);
 	plan->check_only = args.check;
 	plan->probe = args.probe;

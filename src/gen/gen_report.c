@@ -23,6 +23,7 @@ void gen_progress_add(struct gen_progress *sum, const struct gen_progress *p)
 	if (p->max_lag_ns > sum->max_lag_ns)
 		sum->max_lag_ns = p->max_lag_ns;
 	sum->tx_busy += p->tx_busy;
+	sum->refused += p->refused;
 }
 
 void gen_print_interval(uint64_t at_ns, double t_s, const struct gen_progress *p,
@@ -192,6 +193,8 @@ void gen_print_summary(const struct gen_plan *plan, const struct gen_progress *l
 	cb_json_u64(&j, "late", p.late);
 	cb_json_u64(&j, "max_lag_ns", p.max_lag_ns);
 	cb_json_u64(&j, "tx_busy", p.tx_busy);
+	/* Due, and lost before the wire: the engine could not hand them over. */
+	cb_json_u64(&j, "refused", p.refused);
 	cb_json_i64(&j, "cpu", plan->lanes[0].cpu);
 	cb_json_u64(&j, "first_tx_ns", p.first_tx_ns);
 	cb_json_u64(&j, "last_tx_ns", p.last_tx_ns);

@@ -31,12 +31,12 @@ const char *gen_live_frames_refusal(int err)
 		 * sandbox's kernel may, while it runs other BPF test runs). */
 		return "this kernel refuses to run XDP programs on live frames (BPF_PROG_RUN "
 		       "with BPF_F_TEST_XDP_LIVE_FRAMES: Operation not permitted, for every "
-		       "process): use --engine afpacket";
+		       "process): use --engine xdploop or afpacket";
 	case -EINVAL:
 	case -EOPNOTSUPP:
 	case -KERNEL_ENOTSUPP:
 		return "this kernel cannot run XDP programs on live frames "
-		       "(BPF_F_TEST_XDP_LIVE_FRAMES, Linux >= 5.18): use --engine afpacket";
+		       "(BPF_F_TEST_XDP_LIVE_FRAMES, Linux >= 5.18): use --engine xdploop or afpacket";
 	default:
 		return NULL;
 	}

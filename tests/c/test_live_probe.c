@@ -30,7 +30,7 @@ static void test_lacking_kernels_get_the_one_line(void **state)
 		assert_non_null(strstr(line, "cannot run XDP programs on live frames"));
 		assert_non_null(strstr(line, "BPF_F_TEST_XDP_LIVE_FRAMES"));
 		assert_non_null(strstr(line, "Linux >= 5.18"));
-		assert_non_null(strstr(line, "use --engine afpacket"));
+		assert_non_null(strstr(line, "use --engine xdploop or afpacket"));
 		assert_null(strchr(line, '\n'));
 	}
 }
@@ -44,7 +44,7 @@ static void test_a_kernel_that_forbids_them_gets_its_own_line(void **state)
 	assert_non_null(line);
 	assert_non_null(strstr(line, "refuses to run XDP programs on live frames"));
 	assert_non_null(strstr(line, "Operation not permitted"));
-	assert_non_null(strstr(line, "use --engine afpacket"));
+	assert_non_null(strstr(line, "use --engine xdploop or afpacket"));
 	assert_null(strstr(line, "Linux >= 5.18"));
 	assert_null(strchr(line, '\n'));
 }
