@@ -257,16 +257,7 @@ static void loop_progress(void *state, struct gen_progress *p)
 		*p = st->final;
 		return;
 	}
-	/* The programs update these from one CPU; aligned 64-bit loads are
-	 * atomic, and sent is written last for each copy. */
-	memset(p, 0, sizeof(*p));
-	p->sent = __atomic_load_n(&b->sent, __ATOMIC_ACQUIRE);
-	p->wire_bytes = __atomic_load_n(&b->wire_bytes, __ATOMIC_RELAXED);
-	p->first_tx_ns = __atomic_load_n(&b->first_tx_ns, __ATOMIC_RELAXED);
-	p->last_tx_ns = __atomic_load_n(&b->last_tx_ns, __ATOMIC_RELAXED);
-	p->last_due_ns = __atomic_load_n(&b->last_due_ns, __ATOMIC_RELAXED);
-	p->late = __atomic_load_n(&b->late, __ATOMIC_RELAXED);
-	p->max_lag_ns = __atomic_load_n(&b->max_lag_ns, __ATOMIC_RELAXED);
+	GEN_PROGRESS_FROM_BSS(p, b);
 }
 
 /* The count is claimed and what was claimed has left (or been refused). */

@@ -38,6 +38,22 @@ struct gen_cfg {
 	struct cb_frame_spec spec;      /* spec.frame_len: the schedule's longest frame */
 };
 
+/* The progress a BPF pacer keeps in its globals (the skeleton's mmap'd bss
+ * `b`, with the fields of gen.bpf.c and gen_loop.bpf.c): the programs update
+ * them from one CPU, aligned 64-bit loads are atomic, and sent is written last
+ * for each frame. */
+#define GEN_PROGRESS_FROM_BSS(p, b)                                                        \
+	do {                                                                               \
+		memset((p), 0, sizeof(*(p)));                                              \
+		(p)->sent = __atomic_load_n(&(b)->sent, __ATOMIC_ACQUIRE);                 \
+		(p)->wire_bytes = __atomic_load_n(&(b)->wire_bytes, __ATOMIC_RELAXED);     \
+		(p)->first_tx_ns = __atomic_load_n(&(b)->first_tx_ns, __ATOMIC_RELAXED);   \
+		(p)->last_tx_ns = __atomic_load_n(&(b)->last_tx_ns, __ATOMIC_RELAXED);     \
+		(p)->last_due_ns = __atomic_load_n(&(b)->last_due_ns, __ATOMIC_RELAXED);   \
+		(p)->late = __atomic_load_n(&(b)->late, __ATOMIC_RELAXED);                 \
+		(p)->max_lag_ns = __atomic_load_n(&(b)->max_lag_ns, __ATOMIC_RELAXED);     \
+	} while (0)
+
 /* What an engine reports; all counts exact. */
 struct gen_progress {
 	uint64_t sent;
