@@ -381,6 +381,18 @@ class Engine:
         """What it needs of the kernel (live_frames: BPF_PROG_RUN with live frames, Linux >= 5.18)."""
         return tuple(self.capabilities.get("needs", ()))
 
+    @property
+    def refusals(self) -> str:
+        """What becomes of a frame the interface has no room for: "retried" (sent again) or "lost"
+        (an XDP frame the driver drops and counts: a veth's tx_queue_N_xdp_xmit_errors)."""
+        return str(self.capabilities.get("refusals", ""))
+
+    @property
+    def sends_from(self) -> str:
+        """"thread": a thread of capbench-gen sends; "softirq": the engine sets kernel work going that
+        sends in the softirq of its CPU (and that CPU's ksoftirqd), in no process of its own."""
+        return str(self.capabilities.get("sends_from", "thread"))
+
     @classmethod
     def read(cls, r: _Reader) -> Engine:
         caps = r.object("capabilities", optional=True)

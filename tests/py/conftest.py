@@ -46,8 +46,12 @@ FAKE_PROGRAM = textwrap.dedent(
     if name == "capbench-gen" and "--check" in args:  # sends nothing: the real one checks, no call is logged
         if "--probe" in args and opt_engine == "xdp" and env.get("FAKE_NO_LIVE_FRAMES"):
             print(name + ": this kernel refuses to run XDP programs on live frames (BPF_PROG_RUN with "
-                  "BPF_F_TEST_XDP_LIVE_FRAMES: Operation not permitted, for every process): use --engine afpacket",
+                  "BPF_F_TEST_XDP_LIVE_FRAMES: Operation not permitted, for every process): use --engine xdploop or afpacket",
                   file=sys.stderr)
+            sys.exit(2)
+        if "--probe" in args and opt_engine == "xdploop" and env.get("FAKE_NO_XDP_LOOP"):
+            print(name + ": the xdploop engine cannot make a network namespace of its own here (Operation "
+                  "not permitted): use --engine afpacket", file=sys.stderr)
             sys.exit(2)
         os.execv(os.path.join(REAL_BUILD, name), [name] + [a for a in args if a != "--probe"])
     with open(env["FAKE_LOG"], "a") as log:

@@ -102,6 +102,14 @@ def test_placements_on_two_and_four_cpus():
     assert plan.placement("auto", [0, 1]) == plan.Placement(0, None, None, False)
 
 
+def test_where_a_part_shares_the_generators_cpu():
+    c = cmod.build({"methods": ["iperf"], "sizes": [64], "backends": ["pcap"]}, [], backends_known=BACKENDS)
+    assert plan.gen_cpu_shared(c, [0, 1]) is None
+    ab = dataclasses.replace(c, matrices=tuple(dataclasses.replace(m, pins=("A:A", "A:B")) for m in c.matrices))
+    assert plan.gen_cpu_shared(ab, [0, 1]) == "placement A:B puts receive work or a counter there"
+    assert plan.gen_cpu_shared(ab, [0, 1, 2]) is None
+
+
 def test_a_polling_counter_gets_a_cpu_of_its_own_or_the_run_says_why_not():
     # A:A with a poller: the third CPU where there is one, A:A and a note on two CPUs.
     assert plan.placement("A:A", [0, 1, 2, 3], polls=True) == plan.Placement(0, 1, 2, False)

@@ -91,3 +91,14 @@ def test_the_cpu_a_thread_last_ran_on():
         t.join()
     assert seen and set(seen) <= set(range(os.cpu_count()))
     assert cpu.read_thread_cpus(2 ** 22 + 1) == ()  # no such process
+
+
+def test_ksoftirqd_pid(tmp_path):
+    for pid, comm in ((10, "ksoftirqd/0"), (24, "ksoftirqd/1"), (99, "ksoftirqd/10"), (7, "bash")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "comm").write_text(comm + "\n")
+    (tmp_path / "self").mkdir()
+    assert cpu.ksoftirqd_pid(1, tmp_path) == 24
+    assert cpu.ksoftirqd_pid(10, tmp_path) == 99
+    assert cpu.ksoftirqd_pid(5, tmp_path) is None
+    assert cpu.ksoftirqd_pid(0) is not None  # this machine's

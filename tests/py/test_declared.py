@@ -147,7 +147,9 @@ def test_capabilities_say_what_the_old_sets_said():
     assert set(where(lambda b: b.queues)) == {"afxdp"}
     assert set(where(lambda b: b.queue_count)) == {"raw", "afp-v2", "afp-v3", "fanout"}
     assert set(where(lambda b: b.kernel_counter)) == {"xdp"}
-    assert declared.engine_names() == ("xdp", "afpacket")
+    # The engines in the order a run asks the kernel for them (preflight.engine_here): fastest first.
+    assert declared.engine_names() == ("xdp", "xdploop", "afpacket")
+    assert [declared.gen().engine(e).refusals for e in declared.engine_names()] == ["lost", "lost", "retried"]
     assert declared.cap().default_app_load == "touch"
 
 

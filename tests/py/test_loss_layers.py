@@ -254,6 +254,25 @@ def test_frames_the_afpacket_engine_sent_again_are_not_lost():
                                       "sent them again: not lost"]
 
 
+def test_what_becomes_of_a_refused_frame_is_the_engines_declaration():
+    # Records name it (gen_refusals, from capbench-gen --describe); older ones by their engine.
+    retried = veth(gen_engine="xdploop", gen_refusals="retried", sent=300_000, iface_rx_dropped=0,
+                   gen_tx_dropped=5)
+    assert loss_layers.remarks(retried) == ["cb0001g refused 5 frames (tx_dropped); capbench-gen's xdploop engine "
+                                            "sent them again: not lost"]
+    lost = veth(gen_engine="xdploop", gen_refusals="lost", sent=300_000, iface_rx_dropped=0, gen_tx_dropped=5)
+    assert loss_layers.remarks(lost) == ["the sender's cb0001g tx_dropped counted 5, the link layer lost 0"]
+    assert loss_layers.remarks(veth(gen_engine="xdp", sent=300_000, iface_rx_dropped=0, gen_tx_dropped=5)) == \
+        loss_layers.remarks(dataclasses.replace(lost, gen_engine="xdp", gen_refusals=""))
+
+
+def test_frames_the_engine_could_not_hand_over_are_said_not_lost():
+    r = veth(gen_engine="xdploop", gen_refusals="lost", sent=300_000, gen_refused=17)
+    assert r.lost == 0
+    assert loss_layers.remarks(r) == ["capbench-gen's xdploop engine could not hand 17 frames due to cb0001g "
+                                      "(refused: not sent, so not lost; the generator fell short by them)"]
+
+
 def test_every_remark_is_one_line_and_every_account_adds_up():
     cases = [
         veth(sent=10_000, delivered=9_000, received=8_000, backlog_drops=400, socket_drops=300, app_drops=50,

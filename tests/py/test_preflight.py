@@ -62,7 +62,7 @@ def test_the_engine_that_needs_live_frames_names_the_others_on_an_old_kernel(mon
     monkeypatch.setattr(preflight, "bpf_syscall_error", lambda: None)
     monkeypatch.setattr(preflight, "bpffs_supported", lambda: True)
     with pytest.raises(UsageError, match=r"the xdp engine needs BPF_PROG_RUN live frames \(Linux >= 5.18\).*"
-                                         r"use --engine afpacket or a newer kernel"):
+                                         r"use --engine xdploop or afpacket or a newer kernel"):
         preflight.check_engine("xdp")
     preflight.check_engine("afpacket")
 

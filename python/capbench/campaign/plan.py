@@ -125,10 +125,10 @@ def estimate_step(c: Campaign, step: Step, overhead_s: float = TRIAL_OVERHEAD_S)
     return registry.get(step.method).estimate(method_settings(c), c.trial_duration_s(step), overhead_s)
 
 
-def plan_of(c: Campaign, progress: Progress, cpus: Sequence[int]) -> Plan:
-    steps = tuple(c.steps())
+def placements_of(c: Campaign, cpus: Sequence[int]) -> dict[str, Placement]:
+    """The placement of each of the campaign's pins on `cpus`, by placement_key."""
     placements: dict[str, Placement] = {}
-    for step in steps:
+    for step in c.steps():
         polls = c.polls(step.backend)
         key = placement_key(step.pin, polls)
         if key in placements:
@@ -138,5 +138,17 @@ def plan_of(c: Campaign, progress: Progress, cpus: Sequence[int]) -> Plan:
             placements[key] = Placement(gen, rx, cap, gen is not None and gen in (rx, cap))
         else:
             placements[key] = placement(step.pin, cpus, polls)
-    return Plan(c, progress, steps, tuple(s for s in steps if not progress.done(s)), placements, tuple(cpus),
-                {s.key: estimate_step(c, s) for s in steps})
+    return placements
+
+
+def gen_cpu_shared(c: Campaign, cpus: Sequence[int]) -> str | None:
+    """Where a part of a trial shares the generator's CPU (said in a note; an engine that sends from
+    that CPU's softirq is passed over), or None."""
+    shared = sorted(key for key, p in placements_of(c, cpus).items() if p.shares_gen_cpu)
+    return f"placement {', '.join(shared)} puts receive work or a counter there" if shared else None
+
+
+def plan_of(c: Campaign, progress: Progress, cpus: Sequence[int]) -> Plan:
+    steps = tuple(c.steps())
+    return Plan(c, progress, steps, tuple(s for s in steps if not progress.done(s)), placements_of(c, cpus),
+                tuple(cpus), {s.key: estimate_step(c, s) for s in steps})

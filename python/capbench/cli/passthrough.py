@@ -223,8 +223,10 @@ def gen_engine(gen: str, ns: str | None, argv: list[str]) -> list[str]:
     this kernel runs: the default, or the one it gives way to (preflight.engine_here), said in a
     note. Without the privileges to ask, capbench-gen says what it lacks."""
     asks_nothing = {"--check", "--describe", "--help", "-h", "--version", "-V"} & set(argv)
-    if (option_value(argv, "--engine", "-e") is not None or option_value(argv, "--replay") is not None
-            or asks_nothing or preflight.missing_caps(preflight.GEN_CAPS)):
+    chosen = option_value(argv, "--engine", "-e") is not None or option_value(argv, "--replay") is not None
+    if {"--check", "--probe"} <= set(argv) and not chosen and not preflight.missing_caps(preflight.GEN_CAPS):
+        return [*argv, "--engine", probe_every_engine(gen)]
+    if chosen or asks_nothing or preflight.missing_caps(preflight.GEN_CAPS):
         return argv
     engine, why = preflight.engine_here(lambda e: preflight.engine_refusal(gen, e), declared.gen().default_engine,
                                         asked=False)
@@ -237,6 +239,20 @@ def gen_engine(gen: str, ns: str | None, argv: list[str]) -> list[str]:
         raise UsageError(refused)
     note(f"capbench gen: {why}")
     return argv
+
+
+def probe_every_engine(gen: str) -> str:
+    """`capbench gen --check --probe` without --engine: one "probe" line per engine, in the order a
+    run asks for them, with this kernel's verdict (capbench-gen --check --probe --engine NAME), and
+    the first that runs, whose check follows. None runs: the first one's refusal, in one line."""
+    verdicts = [(e, preflight.engine_refusal(gen, e)) for e in declared.gen().engine_names]
+    for engine, why in verdicts:
+        line = {"type": "probe", "engine": engine, "runs": why is None, **({"why": why} if why else {})}
+        print(json.dumps(line, separators=(",", ":")), flush=True)  # as the programs write JSON Lines
+    runs = [engine for engine, why in verdicts if why is None]
+    if not runs:
+        raise UsageError(str(verdicts[0][1]))
+    return runs[0]
 
 
 def _with_dst_mac(ns: str | None, argv: list[str], dst_ip: str | None) -> list[str]:

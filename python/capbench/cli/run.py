@@ -16,7 +16,7 @@ from pathlib import Path
 from capbench import declared, inputs
 from capbench.binaries import find_binaries
 from capbench.campaign import matrix as campaign
-from capbench.campaign import runner
+from capbench.campaign import plan, runner
 from capbench.campaign.results import read_run
 from capbench.campaign.runner import note
 from capbench.cli.parser import build_parser
@@ -30,7 +30,7 @@ from capbench.report import console, tables
 from capbench.remote import hosts as hosts_mod
 from capbench.trial import remote_side
 from capbench.remote import ssh_rules, topology
-from capbench.testbed import host_sysctl, ports, preflight, rxmode
+from capbench.testbed import cpu, host_sysctl, ports, preflight, rxmode
 from capbench.tune import knobs
 
 
@@ -343,7 +343,8 @@ def check_here(c: campaign.Campaign, binaries, command: str) -> tuple[campaign.C
     preflight.require_caps(command, preflight.run_caps(c))
     preflight.require_ip()
     engine, why = preflight.engine_here(lambda e: preflight.engine_refusal(str(binaries.gen), e), c.engine,
-                                        asked="engine" in c.given)
+                                        asked="engine" in c.given,
+                                        shared_cpu=plan.gen_cpu_shared(c, cpu.usable_cpus()))
     preflight.check_engine(engine)
     c = dataclasses.replace(c, engine=engine)
     preflight.check_profiles(c, str(binaries.gen))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -256,3 +257,18 @@ def read_tree_times(root: int, proc: str = "/proc") -> TreeTimes:
 def read_tree_cpus(pids: tuple[int, ...], proc: str = "/proc") -> tuple[int, ...]:
     """The CPUs every thread of the processes `pids` last ran on, sorted and distinct."""
     return tuple(sorted({c for pid in pids for c in _task_cpus(pid, proc=proc)}))
+
+
+def ksoftirqd_pid(cpu: int, proc: Path = Path("/proc")) -> int | None:
+    """The pid of CPU `cpu`'s ksoftirqd (comm "ksoftirqd/N"): where that CPU's softirq work runs once
+    the kernel defers it from the back of an interrupt. None if there is none."""
+    name = f"ksoftirqd/{cpu}"
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() == name:
+                return int(entry.name)
+        except OSError:
+            continue  # gone between the listing and the read
+    return None

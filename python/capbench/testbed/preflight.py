@@ -156,21 +156,34 @@ def engine_refusal(gen: str, engine: str) -> str | None:
     return program_refusal([gen, *PROBE_ARGS, "--engine", engine])
 
 
-def engine_here(refusal: Callable[[str], str | None], engine: str, asked: bool) -> tuple[str, str | None]:
+def engine_here(refusal: Callable[[str], str | None], engine: str, asked: bool,
+                shared_cpu: str | None = None) -> tuple[str, str | None]:
     """The generator engine a run uses on the generator's kernel, which `refusal(engine)` asks
     (engine_refusal here, remote_side.engine_refusal on a host), and a note when it is not
     `engine`. An engine `asked` for (--engine, a campaign's engine key) is refused in one line if
     the kernel does not run it. The default, when the kernel does not run it, gives way to the
-    first engine that runs there (the xdp engine to afpacket, slower but a packet socket away on
-    any kernel), and the note says why: every record names the engine that sent."""
+    first engine in declared order that runs there (the xdp engine to xdploop, then afpacket, a
+    packet socket away on any kernel), and the note says why: every record names the engine that
+    sent. Where a part of the trial shares the generator's CPU (`shared_cpu` says how), an engine
+    that sends from that CPU's softirq (declared.Engine.sends_from) is passed over: its loop keeps
+    the CPU busy, paced or not, and the work beside it would run on what the loop leaves."""
     why = refusal(engine)
     if why is None:
         return engine, None
     if asked:
         raise UsageError(f"--engine {engine}: {why}")
+    passed = []
     for other in declared.gen().engine_names:
-        if other != engine and refusal(other) is None:
-            return other, f"sending with the {other} engine: {why.split(': use ')[0]}"
+        if other == engine or refusal(other) is not None:
+            continue
+        if shared_cpu is not None and declared.gen().engine(other).sends_from == "softirq":
+            passed.append(other)
+            continue
+        note = f"sending with the {other} engine: {why.split(': use ')[0]}"
+        if passed:
+            note += (f"; not with the {' or '.join(passed)} engine, which sends from the generator CPU's "
+                     f"softirq and keeps it busy: {shared_cpu}")
+        return other, note
     raise UsageError(why)
 
 

@@ -45,7 +45,8 @@ from typing import Any
 from capbench.trial import accounting
 from capbench.testbed import rxmode
 from capbench.trial.measure import TrialResult
-from capbench.trial.record import AF_XDP_QUEUES, LIBPCAP_SOCKET_COUNTER, PACKET_SOCKET_COUNTER, LayerCount
+from capbench.trial.record import (AF_XDP_QUEUES, LIBPCAP_SOCKET_COUNTER, PACKET_SOCKET_COUNTER, LayerCount,
+                                   gen_refusals_of)
 
 # The layers' names, one each wherever a layer is named: this account, the tables' headers, the
 # figures' legends, compare. The receive ring is "rx ring" everywhere; "link" is only the part of
@@ -344,7 +345,7 @@ def _link_layers(r: TrialResult) -> list[tuple[str, int, str]]:
     out = []
     if share.counted:
         text = f"{base}: {cap_iface(r)} rx_dropped, no room in its receive ring before the XDP count"
-        if r.gen_engine == "xdp" and r.gen_tx_dropped:
+        if gen_refusals_of(r) == "lost" and r.gen_tx_dropped:
             text += f" (the sender's {gen_iface(r)} tx_dropped: {r.gen_tx_dropped:,})"
         out.append(("interface", share.counted, text))
     if share.uncounted:
@@ -466,12 +467,15 @@ def _interface_remarks(r: TrialResult) -> list[str]:
         later = r.backlog_drops + xsk_ring_drops(r)
         out.append(f"{cap_iface(r)} rx_dropped counted {r.iface_rx_dropped:,}, fewer than the {later:,} backlog "
                    f"and AF_XDP drops it also counts on a veth (softnet_stat counts all traffic of its CPU)")
-    if r.gen_tx_dropped and r.gen_engine == "afpacket":
+    if r.gen_tx_dropped and gen_refusals_of(r) == "retried":
         out.append(f"{gen_iface(r)} refused {r.gen_tx_dropped:,} frames (tx_dropped); capbench-gen's "
-                   f"afpacket engine sent them again: not lost")
-    elif r.gen_tx_dropped and r.gen_engine == "xdp" and r.gen_tx_dropped != r.link_drops:
+                   f"{r.gen_engine} engine sent them again: not lost")
+    elif r.gen_tx_dropped and gen_refusals_of(r) == "lost" and r.gen_tx_dropped != r.link_drops:
         out.append(f"the sender's {gen_iface(r)} tx_dropped counted {r.gen_tx_dropped:,}, the link layer "
                    f"lost {r.link_drops:,}")
+    if r.gen_refused:
+        out.append(f"capbench-gen's {r.gen_engine} engine could not hand {r.gen_refused:,} frames due to "
+                   f"{gen_iface(r)} (refused: not sent, so not lost; the generator fell short by them)")
     return out
 
 

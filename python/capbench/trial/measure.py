@@ -757,6 +757,8 @@ class Measurer:
             gen_cpu=s.gen_cpu,
             cap_cpu=s.cap_cpu,
             kernel_rx_cpu=self.kernel_rx_cpu,
+            gen_refusals=declared.gen().engine(s.engine).refusals,
+            gen_refused=int(gen.get("refused", 0)),
             gen_late=int(gen.get("late", 0)),
             gen_max_lag_ns=int(gen.get("max_lag_ns", 0)),
             invalid_offered_load=offered_pps is not None and (

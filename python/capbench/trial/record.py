@@ -97,6 +97,12 @@ class TrialResult:
     gen_cpu: int | None
     cap_cpu: int | None
     kernel_rx_cpu: int | None
+    # What becomes of a frame the generator's interface had no room for, as its engine declares it
+    # (declared.Engine.refusals): "retried" or "lost"; "" in records before it (gen_refusals_of).
+    gen_refusals: str = ""
+    # Frames due that the engine could not hand to its interface (its summary's "refused"): lost
+    # before the wire, so neither sent nor capture loss; the generator fell short by them.
+    gen_refused: int = 0
     gen_late: int = 0  # frames that left more than one gap after their scheduled time
     gen_max_lag_ns: int = 0  # the largest such delay
     # The generator sent < OFFERED_MIN_SHARE of the offered load: it did not hold the target.
@@ -394,3 +400,12 @@ def load_trial(record: Mapping[str, Any], defaults: Mapping[str, Any] | None = N
     if problem:
         raise RecordError("invalid", problem)
     return from_json(TrialResult, {**(defaults or {}), **record}, "trial record")
+
+
+# The engines of the records written before they declared their refusals (gen_refusals).
+_REFUSALS_BEFORE = {"xdp": "lost", "afpacket": "retried"}
+
+
+def gen_refusals_of(r: TrialResult) -> str:
+    """What became of the frames r's generator interface had no room for: "retried" or "lost"."""
+    return r.gen_refusals or _REFUSALS_BEFORE.get(r.gen_engine, "")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capbench import declared
 from capbench.profile.analysis import Owners, Role
 from capbench.profile.trial_profile import TrialProfile
 from capbench.testbed import cgroups, cpu, hygiene
@@ -75,7 +76,7 @@ def run_trial(sender: Measurer, sides: list[Measurer], duration_s: float, load: 
         if prof is not None:
             prof.enable()
         window = witness.Window(witness.active())
-        window.begin(trial_kernel_pids(parts, tap))
+        window.begin(trial_kernel_pids(parts, tap) | generator_softirq_pids(sender))
         t0 = time.monotonic()
         gen = start_on(sender.gen_host, kids, "capbench-gen", sender.gen_argv(duration_s, load), sender.testbed.gen_ns)
         watch = Watch(sender, parts, gen, load, duration_s) if sender.on_second is not None else None
@@ -128,6 +129,18 @@ def trial_kernel_pids(parts: list[Any], tap: Tap | None) -> set[int]:
     trial's, not the host's interference."""
     return {pid for holder in (*parts, tap) for napi in [getattr(holder, "napi", None)] if napi
             for pid in napi.pids}
+
+
+def generator_softirq_pids(sender: Measurer) -> set[int]:
+    """The generator CPU's ksoftirqd when the engine sends from softirq (declared.Engine.sends_from:
+    the xdploop engine's loop runs there once the kernel defers it): the generator's own work, not
+    the host's interference. Empty for an engine that sends from its own thread, an unpinned or a
+    remote generator."""
+    remote = sender.gen_host is not None and not sender.gen_host.local
+    if remote or sender.setup.gen_cpu is None or declared.gen().engine(sender.setup.engine).sends_from != "softirq":
+        return set()
+    pid = cpu.ksoftirqd_pid(sender.setup.gen_cpu)
+    return set() if pid is None else {pid}
 
 
 def trial_owners(kids: ChildSet, parts: list[Any], tap: Tap | None) -> Owners:
