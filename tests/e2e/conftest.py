@@ -18,7 +18,7 @@ from capbench.trial import witness
 from capbench.binaries import Binaries, find_binaries
 from capbench.errors import UsageError
 
-from e2e_env import missing_prerequisite, skip_without_xdp_engine
+from e2e_env import missing_prerequisite, skip_without_engine
 
 
 @pytest.fixture(scope="session")
@@ -38,12 +38,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 @pytest.fixture(autouse=True)
-def xdp_engine_where_it_runs(request):
-    """A test run with each generator engine (parametrized `engine`) skips the xdp one where the
-    kernel does not run it (e2e_env.xdp_engine_refusal)."""
+def engines_where_they_run(request):
+    """A test run with each generator engine (parametrized `engine`) skips those the kernel does not
+    run (e2e_env.engine_refusal)."""
     callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and callspec.params.get("engine") == "xdp":
-        skip_without_xdp_engine()
+    if callspec is not None and "engine" in callspec.params:
+        skip_without_engine(callspec.params["engine"])
 
 
 @pytest.fixture(scope="session", autouse=True)

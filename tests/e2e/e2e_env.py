@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from capbench import declared
 from capbench.methods.measurer import superseded
 from capbench.trial.record import TrialResult
 from capbench.testbed import netns, preflight
@@ -38,31 +39,69 @@ def missing_prerequisite() -> str | None:
 
 
 @functools.cache
-def xdp_engine_refusal() -> str | None:
-    """Why this kernel does not run capbench-gen's xdp engine (BPF_PROG_RUN with live frames: missing
-    before Linux 5.18, forbidden by some kernels, as a sandbox's), as the generator's probe says; None
-    where it runs it. Tests of that engine skip with it; the others send with gen_engine()."""
+def engine_refusal(engine: str) -> str | None:
+    """Why this kernel does not run capbench-gen's `engine`, as the generator's probe says (the xdp
+    engine's BPF_PROG_RUN with live frames is missing before Linux 5.18 and forbidden by some kernels,
+    as a sandbox's); None where it runs it."""
     from capbench.binaries import find_program  # noqa: PLC0415 - after the build
 
-    return preflight.engine_refusal(str(find_program("capbench-gen")), "xdp")
+    return preflight.engine_refusal(str(find_program("capbench-gen")), engine)
 
 
-def gen_engine() -> str:
-    """The engine capbench run picks here without --engine: xdp, or afpacket where the kernel refuses it."""
-    return "xdp" if xdp_engine_refusal() is None else "afpacket"
+def xdp_engine_refusal() -> str | None:
+    """Why this kernel does not run the xdp engine (live frames). Tests of that engine skip with it."""
+    return engine_refusal("xdp")
+
+
+def engines() -> list[str]:
+    """Every engine capbench-gen declares, in its order: tests parametrized over them skip the ones
+    this kernel refuses (conftest)."""
+    return list(declared.gen().engine_names)
+
+
+def gen_engine(shared_cpu: bool = False) -> str:
+    """The engine capbench run picks here without --engine (preflight.engine_here): the first
+    declared one the kernel runs (xdp, else xdploop, else afpacket); with `shared_cpu` (a generator
+    thread on a CPU that capture work shares), the first of them that does not send from softirq."""
+    shared = "a test's generator thread shares a CPU with capture work" if shared_cpu else None
+    return preflight.engine_here(engine_refusal, declared.gen().default_engine, asked=False, shared_cpu=shared)[0]
 
 
 def with_engine(gen_args: list[str]) -> list[str]:
-    """capbench-gen's options with the engine that runs here, unless they name one."""
-    return gen_args if "--engine" in gen_args or "-e" in gen_args else [*gen_args, "--engine", gen_engine()]
+    """capbench-gen's options with the engine that runs here, unless they name one (or --replay,
+    whose engine capbench-gen picks)."""
+    if "--engine" in gen_args or "-e" in gen_args or "--replay" in gen_args:
+        return gen_args
+    return [*gen_args, "--engine", gen_engine()]
+
+
+def skip_without_engine(engine: str) -> None:
+    """Skip a test of `engine` itself on a kernel that does not run it."""
+    import pytest  # noqa: PLC0415
+
+    if engine_refusal(engine) is not None:
+        pytest.skip(f"capbench-gen's {engine} engine: {engine_refusal(engine)}")
 
 
 def skip_without_xdp_engine() -> None:
     """Skip a test of the xdp engine itself on a kernel that does not run it."""
+    skip_without_engine("xdp")
+
+
+def xdp_frames_here() -> bool:
+    """Whether the engine picked here sends XDP frames (the xdp or the xdploop engine: 1 GbE at 64 B,
+    a veth ring's xdp_xmit_errors), as it declares (refusals "lost"), not from a socket."""
+    return declared.gen().engine(gen_engine()).refusals == "lost"
+
+
+def skip_without_xdp_frames() -> None:
+    """Skip a test that needs a generator of XDP frames (1 GbE at 64 B, overloading a program, a
+    veth ring's xdp_xmit_errors) where the engine picked here sends from a socket."""
     import pytest  # noqa: PLC0415
 
-    if xdp_engine_refusal() is not None:
-        pytest.skip(f"capbench-gen's xdp engine: {xdp_engine_refusal()}")
+    if not xdp_frames_here():
+        pytest.skip(f"no engine of XDP frames runs here: {xdp_engine_refusal()}; "
+                    f"{engine_refusal('xdploop')}")
 
 
 def capbench_cmd(*args: str) -> list[str]:

@@ -9,7 +9,7 @@ from capbench.trial import loss_layers
 from capbench.rates import parse_rate
 from capbench.testbed import veth_pair as testbed
 from capbench.trial.measure import Measurer, TrialSetup
-from e2e_env import skip_without_xdp_engine
+from e2e_env import gen_engine, skip_without_xdp_frames
 
 FRAMES = 300_000
 
@@ -27,9 +27,10 @@ def test_ring_drops_are_the_senders_own_count(binaries, napi_bed):
     # the generator and the capture interface's XDP program.
     if shutil.which("ethtool") is None:
         pytest.fail("ethtool is missing: `make test` installs it")
-    skip_without_xdp_engine()  # the frames it redirects are what the ring's counter counts
+    skip_without_xdp_frames()  # the frames it redirects are what the ring's counter counts
     tb = napi_bed
-    setup = TrialSetup(backend="afp-v3", frame_len=64, link_bps=10e9, gen_args=("--count", str(FRAMES)))
+    setup = TrialSetup(backend="afp-v3", frame_len=64, link_bps=10e9, gen_args=("--count", str(FRAMES)),
+                       engine=gen_engine())
     r = Measurer(binaries, tb, setup).measure(3, parse_rate("max"))
     stages = (r.sent, r.delivered, r.link_drops, r.ring_drops, r.backlog_drops, r.layers, r.app_drops,
               r.unexplained, r.iface_rx_dropped, r.gen_tx_dropped)

@@ -20,7 +20,7 @@ from capbench.trial import apps
 from capbench.trial.measure import Measurer, TrialSetup
 
 from e2e_env import (decided_trials, assert_run_measured, capbench_namespaces, gen_engine, left_behind, run_capbench,
-                     skip_without_xdp_engine)
+                     skip_without_xdp_frames)
 from host_interference import interference, spoiled, until_undisturbed
 
 FRAMES = 100_000
@@ -79,8 +79,8 @@ def test_builtin_program_captures_every_frame_by_both_witnesses(binaries, tb, na
 def test_builtin_program_that_cannot_keep_up_loses_in_a_named_layer(binaries, tb, name):
     # 1 GbE at 64 B is 1.488 Mpps, on the CPU the program shares with the receive work. The afpacket
     # engine sends a fraction of it, which these programs keep up with (or lose only where no
-    # counter looks): the overload is the xdp engine's.
-    skip_without_xdp_engine()
+    # counter looks): the overload is an engine of XDP frames'.
+    skip_without_xdp_frames()
     app = BUILTIN[name]
     r = measure(binaries, tb, app, frames=0, rate="100%", link_bps=1e9)
     assert not r.failure, r.failure

@@ -293,7 +293,7 @@ def _afxdp_two_senders_once(binaries, tb, *cap_args: str) -> tuple[dict, dict]:
             rxmode.place(tb.cap_ns, tb.cap_if, 1, rxmode.NapiSched.parse("fifo:50"))
         gen = kids.start("capbench-gen", [str(binaries.gen), "--iface", tb.gen_if, "--dst-mac", tb.dst_mac,
                                           "--trailer", "0", "--size", "64", "--rate", "100kpps", "--count", "40001",
-                                          "--threads", "2", "--cpus", "0,1", "--engine", gen_engine()],
+                                          "--threads", "2", "--cpus", "0,1", "--engine", gen_engine(shared_cpu=True)],
                          netns_name=tb.gen_ns)
         gen.wait(30)
         time.sleep(0.3)

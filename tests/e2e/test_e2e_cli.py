@@ -342,7 +342,7 @@ def test_programs_with_capabilities_but_one(binaries, prog, args, caps):
         p = run_in(None, argv, as_nobody=True, caps=caps)
         if prog == "gen" and "--engine" not in args and xdp_engine_refusal() is not None:
             # Past the capability check, a kernel that refuses live frames is the line it gets.
-            assert_one_line_usage_error(p, "capbench-gen", "live frames", "use --engine afpacket")
+            assert_one_line_usage_error(p, "capbench-gen", "live frames", "use --engine xdploop or afpacket")
             return
         assert p.returncode == 0 and '"type":"summary"' in p.stdout, p.stderr
         return

@@ -1,6 +1,6 @@
 """The generator's engine on this kernel: `capbench run` without --engine sends with the one the
-kernel runs (the xdp engine's BPF_PROG_RUN with live frames, or afpacket where the kernel refuses
-them, said in a note), and every trial records the engine that sent. The other outcome of the same
+kernel runs (the xdp engine's BPF_PROG_RUN with live frames; where the kernel refuses them, the
+xdploop engine's frames circling a veth loop, else afpacket; said in a note), and every trial records the engine that sent. The other outcome of the same
 question is tested where the kernel gives it: a kernel that runs live frames gets xdp and no note;
 one that refuses them refuses `--engine xdp` in one line, leaving nothing behind."""
 
@@ -28,7 +28,7 @@ def test_a_run_without_engine_sends_with_the_one_this_kernel_runs(tmp_path):
     if xdp_engine_refusal() is None:
         assert said == [], p.stderr
     else:
-        assert said == [f"capbench run: sending with the afpacket engine: "
+        assert said == [f"capbench run: sending with the {gen_engine()} engine: "
                         f"{xdp_engine_refusal().split(': use ')[0]}"], p.stderr
 
 
@@ -39,5 +39,5 @@ def test_engine_xdp_where_the_kernel_refuses_it_is_one_line(tmp_path):
         return
     before = capbench_namespaces()
     p = run_capbench(*RUN, "--engine", "xdp", "--results", str(tmp_path), timeout=60)
-    assert_one_line_usage_error(p, "capbench", "--engine xdp", "live frames", "use --engine afpacket")
+    assert_one_line_usage_error(p, "capbench", "--engine xdp", "live frames", "use --engine xdploop or afpacket")
     assert left_behind(before) == set() and list(tmp_path.iterdir()) == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from capbench.testbed import netns
 
-from e2e_env import capbench_cmd, capbench_env, gen_engine, run_in, run_stream
+from e2e_env import engines, capbench_cmd, capbench_env, gen_engine, run_in, run_stream
 
 # tests/bpf/xdp_drop_tail.bpf.c, built by meson with these bounds: it drops the last 10
 # sequence numbers of the 2,000 frames that 10 kpps for 0.2 s send.
@@ -25,7 +25,7 @@ TAIL_RATE, TAIL_DURATION, TAIL_SENT, TAIL_DROPPED = "10kpps", "0.2", 2000, 10
 TRAILER = ("--trailer", "3")
 
 
-@pytest.mark.parametrize("engine", ["xdp", "afpacket"])
+@pytest.mark.parametrize("engine", engines())
 def test_duration_at_a_rate_sends_exactly_its_frames(binaries, tb, engine):
     gen, cap, xdp = run_stream(binaries, tb, ["--engine", engine, "--duration", "2", "--rate", "100kpps",
                                               "--cpu", "0", *TRAILER])
@@ -42,7 +42,7 @@ def test_duration_at_a_rate_sends_exactly_its_frames(binaries, tb, engine):
     assert cap["tail_loss_counted"] is True
 
 
-@pytest.mark.parametrize("engine", ["xdp", "afpacket"])
+@pytest.mark.parametrize("engine", engines())
 def test_threads_split_the_count_exactly(binaries, tb, engine):
     gen, cap, _ = run_stream(binaries, tb, ["--engine", engine, "--duration", "0.5", "--rate", "10001pps",
                                             "--threads", "2", "--cpus", "0,1", *TRAILER])

@@ -21,7 +21,7 @@ from capbench import __version__
 from capbench.testbed import netns
 
 from docs_examples import command_lines, shortened, toml_blocks
-from e2e_env import decided_trials, assert_run_measured, REPO, capbench_cmd, capbench_env, run_capbench, second_user, xdp_attached, xdp_engine_refusal
+from e2e_env import decided_trials, assert_run_measured, REPO, capbench_cmd, capbench_env, run_capbench, second_user, xdp_attached, xdp_frames_here
 from host_interference import spoiled, until_undisturbed
 from sshd_hosts import missing, sshd_hosts
 
@@ -152,9 +152,9 @@ def test_the_docs_topology_runs(lab, tmp_path):
     lines = [(where, argv) for where, argv in command_lines() if "--topology" in argv]
     assert [where for where, _ in lines] == ["topology.md"] * 2
     for i, (_, argv) in enumerate(lines):
-        # A search starts at the wire rate, which only the xdp engine sends: with the afpacket engine
-        # every load but the lowest is a lower bound, and the search ends without an answer.
-        held = ["--max-rate", "100kpps"] if "--method" in argv and xdp_engine_refusal() is not None else []
+        # A search starts at the wire rate, which only an engine of XDP frames sends: with the
+        # afpacket engine every load but the lowest is a lower bound, and the search ends without an answer.
+        held = ["--max-rate", "100kpps"] if "--method" in argv and not xdp_frames_here() else []
 
         def docs_line(attempt: int):
             results = tmp_path / f"r{i}-{attempt}"

@@ -19,7 +19,7 @@ from capbench.declared import backend_names
 from capbench.trial.measure import Measurer, TrialSetup
 
 from e2e_env import (assert_one_line_usage_error, capbench_namespaces, gen_engine, left_behind, run_capbench,
-                     skip_without_xdp_engine, xdp_engine_refusal)
+                     skip_without_xdp_frames, xdp_frames_here)
 from host_interference import until_undisturbed
 
 WIRE_64B_1G = 1_488_095
@@ -65,8 +65,8 @@ def test_64b_at_1gbe_the_generator_holds_the_load_and_the_account_closes(binarie
     # quiet machine). Whatever the capture loses is in a layer with its own counter. A trial whose
     # generator fell short by more than 1 % runs again (host_interference); a host that never
     # holds the rate skips the test with what it measured. The afpacket engine sends a fraction of
-    # this rate from user space: the test is the xdp engine's.
-    skip_without_xdp_engine()
+    # this rate from user space: the test is an engine of XDP frames'.
+    skip_without_xdp_frames()
 
     def held(attempt: int):
         r = trial(binaries, tb, backend)
@@ -118,9 +118,9 @@ def test_another_test_bed_dropping_on_the_same_cpu_is_not_charged(binaries, tb):
             BACKLOG.write_text(saved)
         flood.wait(20)
     assert other.id in r.other_testbeds
-    if r.host_softnet_drops == 0 and xdp_engine_refusal() is not None:
-        pytest.skip(f"the afpacket engine's flood ({flood.summary()['achieved_pps']:,.0f} pps) did not overflow CPU 1's "
-                    f"backlog, which the xdp engine's does: nothing to tell apart here")
+    if r.host_softnet_drops == 0 and not xdp_frames_here():
+        pytest.skip(f"the {gen_engine()} engine's flood ({flood.summary()['achieved_pps']:,.0f} pps) did not overflow "
+                    f"CPU 1's backlog, which an engine of XDP frames' does: nothing to tell apart here")
     assert r.host_softnet_drops > 0, "the other test bed dropped nothing on CPU 1: the test proved nothing"
     assert r.backlog_drops == 0
     assert_account_closes(r)
