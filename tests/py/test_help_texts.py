@@ -17,12 +17,14 @@ def capbench_help(*args: str) -> str:
 
 
 def test_run_help_says_where_pin_and_rx_cpu_put_the_receive_work():
-    """The default receive model is a NAPI thread (rxmode): --pin and --rx-cpu place it, and set
-    an RPS mask only with --rx-mode rps."""
+    """The default receive model is a cpumap ring whose thread does the receive work (rxmode): --pin
+    and --rx-cpu place that thread, a NAPI thread with --rx-mode napi, and an RPS mask only with rps."""
     text = " ".join(capbench_help("run").split())
     for option in ("--pin A:A puts", "--rx-cpu N CPU"):
         at = text.index(option)
-        assert "NAPI thread" in text[at:at + 200] and "RPS mask with --rx-mode rps" in text[at:at + 200]
+        said = text[at:at + 220]
+        assert "cpumap ring's thread of the default --rx-mode cpumap" in said, said
+        assert "NAPI thread with" in said and "RPS mask with" in said, said
     assert "(RPS mask of the capture veth)" not in text and "sets the RPS masks" not in text
 
 

@@ -71,8 +71,9 @@ the same in TOML (campaigns/seed2008.toml). Every trial is written as it ends;
 --resume DIR continues an interrupted run without repeating finished trials
 (one run at a time writes DIR: a resume while its run is alive is refused).
 
-Placement: --pin A:A puts the kernel's receive work (the capture veth's NAPI
-thread, or its RPS mask with --rx-mode rps) and the counter on one CPU, A:B on
+Placement: --pin A:A puts the kernel's receive work (the cpumap ring's thread of
+the default --rx-mode cpumap, the capture veth's NAPI thread with --rx-mode napi,
+its RPS mask with --rx-mode rps) and the counter on one CPU, A:B on
 two, auto leaves it to the scheduler; on a 2-core machine the generator runs on
 CPU 0 and A:A (the default, the seed's "#1") uses CPU 1. --gen-cpu/--rx-cpu/--cap-cpu set the CPUs one by one
 instead. The test bed is removed at the end, on errors and on Ctrl-C (which
@@ -373,8 +374,9 @@ def build_parser() -> Parser:
                           f"(on two), auto (the scheduler decides) {_default('pin')}")
     run.add_argument("--gen-cpu", type=int, metavar="N", help="CPU of the generator (instead of --pin)")
     run.add_argument("--rx-cpu", type=int, metavar="N",
-                     help="CPU that does the kernel's receive work (the capture veth's NAPI thread, or its RPS mask "
-                          "with --rx-mode rps) (instead of --pin)")
+                     help="CPU that does the kernel's receive work (the cpumap ring's thread of the default "
+                          "--rx-mode cpumap, the capture veth's NAPI thread with napi, its RPS mask with rps) "
+                          "(instead of --pin)")
     run.add_argument("--cap-cpu", type=int, metavar="N", help="CPU of the counter (instead of --pin)")
     run.add_argument("--app-load", metavar="LIST",
                      help=f"work the counter does per packet, comma-separated: {from_declarations(app_loads_help)} "
@@ -494,8 +496,8 @@ def build_parser() -> Parser:
     tbsub.required = True
     up = tbsub.add_parser("up", help="build a test bed and keep it until `down`")
     up.add_argument("--rx-cpu", type=int, default=None, metavar="N",
-                    help="CPU for the capture veth's receive work (its NAPI thread, or its RPS mask with --rx-mode "
-                         "rps); default: no steering")
+                    help="CPU for the capture veth's receive work (the cpumap ring's thread of the default "
+                         "--rx-mode cpumap, its NAPI thread with napi, its RPS mask with rps); default: no steering")
     up.add_argument("--backlog", type=int, metavar="N", help=BACKLOG_HELP + " until `down`")
     add_rx_mode_args(up)
     down = tbsub.add_parser("down", help="remove test bed ID, or all that crashed runs left (not those of "
