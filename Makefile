@@ -47,9 +47,9 @@ help:
 	@echo "            ASan+UBSan, each fuzz harness $(FUZZ_TEST_SECONDS) s)"
 	@echo "make fuzz   run each fuzz harness FUZZ_SECONDS=$(FUZZ_SECONDS) s, then the hypothesis"
 	@echo "            harnesses with their fuzz profile"
-	@echo "make bench  receive models, generator, capture-backend, capture-program, traffic and"
-	@echo "            profiling benchmarks against trafgen, tcpdump, dumpcap, tshark, netsniff-ng"
-	@echo "            and tcpreplay (about 22 minutes: bench/README.md)"
+	@echo "make bench  receive models, generators, capture-backend, capture-program, traffic and"
+	@echo "            profiling benchmarks against trafgen, testpmd, tcpdump, dumpcap, tshark, netsniff-ng"
+	@echo "            and tcpreplay (about 24 minutes: bench/README.md)"
 	@echo "make clean  remove the builds (build, build-san); make distclean also removes .venv"
 	@echo "make build-deps  only the Debian packages \`pip install .\` needs to build capbench"
 
@@ -133,6 +133,7 @@ bench: venv build
 	$(VENV)/bin/python bench/bench_apps.py
 	$(VENV)/bin/python bench/bench_traffic.py
 	$(VENV)/bin/python bench/bench_profile.py
+	$(VENV)/bin/python bench/bench_generator.py
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN)
