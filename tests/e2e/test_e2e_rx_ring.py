@@ -129,7 +129,12 @@ def held_trial(binaries, bed, frames: int, folder: Path):
         if not hog:
             hog.append(subprocess.Popen([sys.executable, "-c", HOG], stdout=subprocess.PIPE, text=True))
 
-    setup = TrialSetup(backend="afp-v3", frame_len=64, rx_ring=frames, engine=gen_engine())
+    # Not an engine that sends from softirq (the xdploop engine): with its loop saturating CPU 0's
+    # softirq, xdp:xdp_cpumap_enqueue fired for 4,000-8,400 fewer of the 300,000 frames in 2 of 3 runs
+    # (perf and capbench-xdpcount agreeing, both short of sent, the ring's drops undercounted by as
+    # much) while runs without the witness and perf beside it counted all: under investigation
+    # (issue note of 2026-12-08). This test is of the ring's counter against the kernel's.
+    setup = TrialSetup(backend="afp-v3", frame_len=64, rx_ring=frames, engine=gen_engine(shared_cpu=True))
     with tracepoint_record(folder) as data:
         r = Measurer(binaries, bed, setup, on_second=hold_once).measure(3.0, Rate.from_pps(RATE_PPS))
     return r, float(hog[0].communicate(timeout=10)[0]), data
