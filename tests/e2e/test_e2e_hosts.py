@@ -152,9 +152,12 @@ def test_the_docs_topology_runs(lab, tmp_path):
     lines = [(where, argv) for where, argv in command_lines() if "--topology" in argv]
     assert [where for where, _ in lines] == ["topology.md"] * 2
     for i, (_, argv) in enumerate(lines):
-        # A search starts at the wire rate, which only an engine of XDP frames sends: with the
-        # afpacket engine every load but the lowest is a lower bound, and the search ends without an answer.
-        held = ["--max-rate", "100kpps"] if "--method" in argv and not xdp_frames_here() else []
+        # A search starts at the wire rate (812 kpps of 1518 B at 10g). With the afpacket engine every
+        # load but the lowest is a lower bound and the search ends without an answer; with the xdploop
+        # engine the search over two sensor hosts behind a tap, and its confirmations, took up to 293 s
+        # here, against this test's 300 s bound of one attempt. What the test checks (the line runs,
+        # its answer is confirmed on both hosts, PTP said) a search from a lower top checks too.
+        held = ["--max-rate", "100kpps" if not xdp_frames_here() else "300kpps"] if "--method" in argv else []
 
         def docs_line(attempt: int):
             results = tmp_path / f"r{i}-{attempt}"
