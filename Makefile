@@ -117,7 +117,7 @@ fuzz-smoke: build-san
 # sends on real test beds and reads CPU time: one test at a time.
 test-py: venv build
 	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -n auto tests/py
-	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q --durations=15 tests/e2e
+	HYPOTHESIS_PROFILE=ci $(VENV)/bin/pytest -q -rs --durations=15 tests/e2e
 
 test: venv build test-c test-san fuzz-smoke test-py
 
