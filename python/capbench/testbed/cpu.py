@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,16 +259,24 @@ def read_tree_cpus(pids: tuple[int, ...], proc: str = "/proc") -> tuple[int, ...
     return tuple(sorted({c for pid in pids for c in _task_cpus(pid, proc=proc)}))
 
 
-def ksoftirqd_pid(cpu: int, proc: Path = Path("/proc")) -> int | None:
-    """The pid of CPU `cpu`'s ksoftirqd (comm "ksoftirqd/N"): where that CPU's softirq work runs once
-    the kernel defers it from the back of an interrupt. None if there is none."""
-    name = f"ksoftirqd/{cpu}"
+def pids_named(named: Callable[[str], bool], proc: Path = Path("/proc")) -> list[int]:
+    """The pids, in order, of the tasks whose comm (a thread's name, cut to 15 characters) `named`
+    accepts."""
+    pids = []
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if (entry / "comm").read_text().strip() == name:
-                return int(entry.name)
+            comm = (entry / "comm").read_text().strip()
         except OSError:
             continue  # gone between the listing and the read
-    return None
+        if named(comm):
+            pids.append(int(entry.name))
+    return sorted(pids)
+
+
+def ksoftirqd_pid(cpu: int, proc: Path = Path("/proc")) -> int | None:
+    """The pid of CPU `cpu`'s ksoftirqd (comm "ksoftirqd/N"): where that CPU's softirq work runs once
+    the kernel defers it from the back of an interrupt. None if there is none."""
+    found = pids_named(lambda comm: comm == f"ksoftirqd/{cpu}", proc)
+    return found[0] if found else None

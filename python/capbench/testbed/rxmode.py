@@ -199,17 +199,7 @@ def thread_pids(ifname: str, proc: Path = Path("/proc")) -> list[int]:
     """The NAPI kernel threads of interface `ifname` (comm "napi/<ifname>-<id>", cut to 15
     characters). Interface names of test beds are unique, so the prefix is enough."""
     prefix = f"napi/{ifname}-"[:15]
-    pids = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            comm = (entry / "comm").read_text().strip()
-        except OSError:
-            continue  # gone between the listing and the read
-        if comm.startswith(prefix):
-            pids.append(int(entry.name))
-    return sorted(pids)
+    return cpu.pids_named(lambda comm: comm.startswith(prefix), proc)
 
 
 @dataclass(frozen=True)
