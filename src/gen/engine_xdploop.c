@@ -175,32 +175,53 @@ static void loop_free(struct loop_state *st)
 	free(st);
 }
 
-static int loop_open(const struct gen_cfg *cfg, void **state)
+/* A loop for `cfg` (its pair, programs, loop entries and seed socket),
+ * built in a namespace of its own; the calling thread is left there and
+ * *orig_fd refers to the namespace it came from. NULL after one line. */
+static struct loop_state *loop_new(const struct gen_cfg *cfg, int *orig_fd, int *err)
 {
 	struct loop_state *st = calloc(1, sizeof(*st));
-	int orig_fd, err;
 
-	if (!st)
-		return -ENOMEM;
+	if (!st) {
+		*err = -ENOMEM;
+		return NULL;
+	}
 	st->cfg = cfg;
 	st->seed_fd = st->ns_fd = -1;
 	cb_libbpf_quiet();
 	st->frame_len = cb_frame_build(&cfg->spec, st->frame, sizeof(st->frame));
-	if (st->frame_len < 0) {
-		err = st->frame_len;
-		goto err_free;
+	*err = st->frame_len < 0 ? st->frame_len : gen_loop_ns_new(orig_fd, &st->ns_fd);
+	if (*err) {
+		if (st->frame_len >= 0)
+			refuse(*err, "make a network namespace of its own");
+		loop_free(st);
+		return NULL;
 	}
-	err = gen_loop_ns_new(&orig_fd, &st->ns_fd);
-	if (err) {
-		refuse(err, "make a network namespace of its own");
-		goto err_free;
-	}
-	err = build_loop(st);
-	/* Back where --iface is: its devmap entries resolve the index there. */
-	if (setns(orig_fd, CLONE_NEWNET) < 0 && !err)
-		err = -errno, fprintf(stderr, "capbench-gen: cannot return to the network namespace of %s: %s\n",
-				      cfg->iface, strerror(errno));
+	*err = build_loop(st);
+	return st;
+}
+
+/* Back to the namespace the thread came from (loop_new). */
+static int loop_leave(int orig_fd)
+{
+	int err = setns(orig_fd, CLONE_NEWNET) < 0 ? -errno : 0;
+
 	close(orig_fd);
+	return err;
+}
+
+static int loop_open(const struct gen_cfg *cfg, void **state)
+{
+	int orig_fd, err, left;
+	struct loop_state *st = loop_new(cfg, &orig_fd, &err);
+
+	if (!st)
+		return err;
+	/* Back where --iface is: its devmap entries resolve the index there. */
+	left = loop_leave(orig_fd);
+	if (left && !err)
+		err = left, fprintf(stderr, "capbench-gen: cannot return to the network namespace of %s: %s\n",
+				    cfg->iface, strerror(-left));
 	if (!err) {
 		for (uint32_t k = 1; !err && k <= cfg->copies; k++)
 			err = fill_out_maps(st, k, cfg->ifindex, bpf_program__fd(st->skel->progs.cb_loop_stamp));
@@ -209,14 +230,12 @@ static int loop_open(const struct gen_cfg *cfg, void **state)
 				      "that takes XDP frames (ndo_xdp_xmit), or use --engine afpacket",
 				      cfg->iface, strerror(-err));
 	}
-	if (err)
-		goto err_free;
+	if (err) {
+		loop_free(st);
+		return err;
+	}
 	*state = st;
 	return 0;
-
-err_free:
-	loop_free(st);
-	return err;
 }
 
 /* Seed the loop from the lane's CPU: the veth pair's NAPI runs where the
@@ -304,27 +323,17 @@ static void loop_close(void *state)
 static int loop_probe(const struct gen_cfg *cfg)
 {
 	struct gen_cfg one = *cfg;
-	struct loop_state *st = calloc(1, sizeof(*st));
 	struct timespec pause = { 0, 1000000 };
+	struct loop_state *st;
 	int orig_fd, err;
 
-	if (!st)
-		return -ENOMEM;
 	one.count = 1;
 	one.copies = 1;
 	one.loop_frames = 1;
 	one.cpu = -1;
-	st->cfg = &one;
-	st->seed_fd = st->ns_fd = -1;
-	cb_libbpf_quiet();
-	st->frame_len = cb_frame_build(&cfg->spec, st->frame, sizeof(st->frame));
-	err = st->frame_len < 0 ? st->frame_len : gen_loop_ns_new(&orig_fd, &st->ns_fd);
-	if (err) {
-		if (st->frame_len >= 0)
-			refuse(err, "make a network namespace of its own");
-		goto out;
-	}
-	err = build_loop(st);
+	st = loop_new(&one, &orig_fd, &err);
+	if (!st)
+		return err;
 	if (!err) {
 		err = fill_out_maps(st, 1, (int)if_nametoindex(LOOP_A),
 				    bpf_program__fd(st->skel->progs.cb_loop_stamp));
@@ -338,9 +347,7 @@ static int loop_probe(const struct gen_cfg *cfg)
 	if (!err && !st->skel->bss->sent)
 		err = refuse(-EOPNOTSUPP, st->skel->bss->passes ? "redirect to several interfaces at once "
 			     "(BPF_F_BROADCAST, Linux >= 5.14)" : "bounce frames between its veth pair");
-	setns(orig_fd, CLONE_NEWNET);
-	close(orig_fd);
-out:
+	loop_leave(orig_fd);
 	loop_free(st);
 	return err;
 }
